@@ -1,0 +1,25 @@
+// im2col: unfold the input into the column matrix of a convolution, so that the convolution becomes a GEMM.
+//
+// cols[n][c·R·S + r·S + s][oh·OW + ow] = x[n][c][oh·stride − pad + r][ow·stride − pad + s] (0 in the padding).
+// Rows follow the KCRS filter layout, so filters[K][C·R·S] · cols[n] is image n's output, already NCHW.
+// Grid: x over output pixels (a warp writes 32 consecutive floats of one row: coalesced), y over the C·R·S
+// rows, z over images. The matrix holds R·S/stride² times the input: this pass is what im2col pays.
+
+#ifndef THREADS
+#define THREADS 256
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+im2col(const float* __restrict__ x, float* __restrict__ cols, int N, int C, int H, int W, int R, int S, int stride,
+       int pad, int OH, int OW)
+{
+    const int p = blockIdx.x * THREADS + threadIdx.x;
+    const int P = OH * OW;
+    if (p >= P) return;
+    const int row = blockIdx.y, n = blockIdx.z;
+    const int c = row / (R * S), r = (row / S) % R, s = row % S;
+    const int ih = (p / OW) * stride - pad + r, iw = (p % OW) * stride - pad + s;
+    const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+    const size_t rows = (size_t)C * R * S;
+    cols[((size_t)n * rows + row) * P + p] = inside ? x[(((size_t)n * C + c) * H + ih) * W + iw] : 0.0f;
+}

@@ -1,0 +1,331 @@
+"""The CUDA backend: hand-written kernels through PyCUDA, cuBLAS through CuPy, cuDNN through its frontend.
+
+PyCUDA works on the device's primary context (pycuda.autoprimaryctx), the one CuPy's runtime calls use, so
+both share one address space: inputs are CuPy arrays and kernels get their raw pointers. Every launch, event
+and library call goes to the legacy default stream, so the timer's events bracket exactly the work timed.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+
+import numpy as np
+
+from gpubench import nvcc, registry
+from gpubench.backends import ArrayBackend, Prepared, Skip
+from gpubench.errors import GpubenchError
+from gpubench.problems import ConvShape, GemmShape
+from gpubench.registry import Launch, cdiv
+from gpubench.timing import TimingPolicy, measure
+
+GEMM_ARGS = "PPPiii"  # A, B, C, M, N, K
+CONV_ARGS = "PPP" + "i" * 11  # x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW
+MAX_GRID_YZ = 65535
+SPIN_NS = 50_000  # cover for the host's launch latency when L2 is not flushed (see timing_spin.cu)
+PLAN_SEARCH = TimingPolicy(warmup=1, reps=5, min_reps=3, budget_s=0.2)  # cuDNN's plan search, not the timing
+
+
+def import_gpu_stack():
+    """(pycuda.driver, cupy) on the primary context, or one line naming what is missing."""
+    try:
+        import pycuda.driver as drv
+    except ImportError as e:
+        if "libcuda" in str(e):
+            raise GpubenchError("NVIDIA driver not found (libcuda cannot be loaded): run on a machine with an "
+                                "NVIDIA GPU, or use --backend cpu") from None
+        raise GpubenchError("PyCUDA is not installed: pip install 'gpubench[gpu]', or use --backend cpu") from None
+    try:
+        import cupy
+    except ImportError:
+        raise GpubenchError("CuPy is not installed: pip install cupy-cuda13x (cupy-cuda12x on CUDA 12), or use "
+                            "--backend cpu") from None
+    try:
+        drv.init()
+        count = drv.Device.count()
+    except drv.Error as e:
+        raise GpubenchError(f"no usable NVIDIA driver or GPU (cuInit: {e}): use --backend cpu") from None
+    if count == 0:
+        raise GpubenchError("no CUDA device found: use --backend cpu")
+    import pycuda.autoprimaryctx  # noqa: F401  (retains device 0's primary context, CuPy's too)
+
+    return drv, cupy
+
+
+def _ptr(array) -> np.uintp:
+    return np.uintp(array.data.ptr)
+
+
+class CudaClock:
+    """CUDA events on the default stream around each call; L2 flushed by a memset of twice its size."""
+
+    def __init__(self, cp, l2_bytes: int, spin):
+        self.cp = cp
+        self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
+        self.scratch = cp.empty(max(2 * l2_bytes, 64 << 20), dtype=cp.uint8)
+        self.value = 0
+        self.spin = spin
+        self.flushed = False
+
+    def sync(self) -> None:
+        self.cp.cuda.Stream.null.synchronize()
+
+    def flush(self) -> None:
+        self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
+        self.cp.cuda.runtime.memsetAsync(self.scratch.data.ptr, self.value, self.scratch.nbytes, 0)
+        self.flushed = True
+
+    def time_ms(self, run) -> float:
+        if not self.flushed:
+            self.spin()
+        self.flushed = False
+        self.start.record()
+        run()
+        self.end.record()
+        self.end.synchronize()
+        return self.cp.cuda.get_elapsed_time(self.start, self.end)
+
+
+class CudaBackend(ArrayBackend):
+    name = "cuda"
+    flushes = True
+
+    def __init__(self, tf32: bool = False):
+        self.drv, self.cp = import_gpu_stack()
+        self.xp = self.cp
+        self.tf32 = tf32
+        self.device = self.drv.Context.get_device()
+        major, minor = self.device.compute_capability()
+        self.arch = f"sm_{major}{minor}"
+        attrs = self.drv.device_attribute
+        self.l2_bytes = self.device.get_attribute(attrs.L2_CACHE_SIZE)
+        self.max_threads = self.device.get_attribute(attrs.MAX_THREADS_PER_BLOCK)
+        self._modules: dict = {}
+        self._cudnn: dict = {}
+        spin = self.function("timing_spin.cu", "spin", {})
+        self.clock = CudaClock(self.cp, self.l2_bytes, lambda: spin(np.int64(SPIN_NS), block=(1, 1, 1), grid=(1, 1)))
+
+    # --- environment and limits -------------------------------------------------------------------------------
+
+    def environment(self) -> dict:
+        from gpubench.backends import cudnn_conv
+
+        a, d = self.drv.device_attribute, self.device
+        major, minor = d.compute_capability()
+        free, total = self.cp.cuda.runtime.memGetInfo()
+        rt = self.cp.cuda.runtime.runtimeGetVersion()
+        drv_ver = self.drv.get_driver_version()
+        import cupy
+        import pycuda
+
+        return {
+            "device": {
+                "name": d.name(), "kind": "cuda", "compute_capability": f"{major}.{minor}",
+                "sm_count": d.get_attribute(a.MULTIPROCESSOR_COUNT),
+                "sm_clock_max_mhz": d.get_attribute(a.CLOCK_RATE) // 1000,
+                "memory_clock_max_mhz": d.get_attribute(a.MEMORY_CLOCK_RATE) // 1000,
+                "memory_bus_bits": d.get_attribute(a.GLOBAL_MEMORY_BUS_WIDTH),
+                "memory_total_gib": round(total / 2**30, 1), "memory_free_gib": round(free / 2**30, 1),
+                "l2_bytes": self.l2_bytes,
+                "smem_per_block_optin": d.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                **_nvidia_smi(),
+            },
+            "software": {
+                "cuda_driver_api": f"{drv_ver // 1000}.{drv_ver % 1000 // 10}",
+                "cuda_runtime": f"{rt // 1000}.{rt % 1000 // 10}",
+                "nvcc": nvcc.nvcc_version(nvcc.find_nvcc()) if nvcc.find_nvcc() else None,
+                "pycuda": pycuda.VERSION_TEXT, "cupy": cupy.__version__, "cudnn": cudnn_conv.cudnn_version(),
+                "numpy": np.__version__,
+            },
+        }
+
+    def check_block_sizes(self, block_sizes) -> None:
+        for b in block_sizes:
+            if b * b > self.max_threads:
+                raise GpubenchError(f"--block-sizes: {b} means {b * b} threads per block, over this GPU's limit of "
+                                    f"{self.max_threads}; allowed: 1..{math.isqrt(self.max_threads)}")
+
+    def check_variants(self, variants) -> None:
+        """Libraries a sweep needs must be there before it starts, not discovered at its 100th point."""
+        if any(v.runner == "cudnn" for v in variants):
+            from gpubench.backends import cudnn_conv
+
+            if cudnn_conv.cudnn_version() is None:
+                raise GpubenchError("cuDNN is not available (pip install nvidia-cudnn-frontend, with cuDNN 9 "
+                                    "libraries): install it, or leave out the cudnn variants with --variants")
+
+    def tolerance(self, variant) -> float:
+        uses_library = variant.runner in ("cublas", "cudnn") or variant.options.get("gemm") == "cublas"
+        return registry.TF32_TOL if self.tf32 and uses_library else variant.tolerance
+
+    def collect(self) -> None:
+        self.cp.get_default_memory_pool().free_all_blocks()
+
+    # --- memory: anything that does not fit becomes a skipped point -------------------------------------------
+
+    def _fits(self, make, what: str):
+        try:
+            return make()
+        except self.cp.cuda.memory.OutOfMemoryError:
+            self.collect()
+            free = self.cp.cuda.runtime.memGetInfo()[0]
+            raise Skip(f"{what} does not fit in device memory ({free / 2**30:.1f} GiB free)") from None
+
+    def inputs(self, shape, seed):
+        return self._fits(lambda: super(CudaBackend, self).inputs(shape, seed), "the inputs")
+
+    def reference(self, shape, inputs):
+        return self._fits(lambda: super(CudaBackend, self).reference(shape, inputs), "the float64 reference")
+
+    # --- kernels ----------------------------------------------------------------------------------------------
+
+    def function(self, source: str, symbol: str, params: dict):
+        key = (source, tuple(sorted(params.items())))
+        if key not in self._modules:
+            self._modules[key] = self.drv.module_from_file(str(nvcc.compile_cubin(source, self.arch, params)))
+        return self._modules[key].get_function(symbol)
+
+    def launcher(self, fn, launch: Launch, fmt: str, args: tuple):
+        fa = self.drv.function_attribute
+        limit = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
+        if launch.threads > limit:
+            raise Skip(f"{launch.threads} threads per block, but this kernel can launch at most {limit} here")
+        if max(launch.grid[1:]) > MAX_GRID_YZ:
+            raise Skip(f"grid {launch.grid} exceeds the y/z limit of {MAX_GRID_YZ} blocks")
+        if launch.shared_bytes > 48 * 1024:
+            fn.set_attribute(fa.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
+        fn.prepare(fmt)
+        grid, block, smem = launch.grid, launch.block, launch.shared_bytes
+        return lambda: fn.prepared_call(grid, block, *args, shared_size=smem)
+
+    def prepare(self, variant, config, shape, inputs) -> Prepared:
+        out = self._fits(lambda: self.output(shape), "the output")
+        params = config.values
+        if variant.runner == "kernel":
+            fn = self.function(variant.source, variant.kernel, params)
+            launch = variant.launch(shape, params)
+            if isinstance(shape, GemmShape):
+                args = (_ptr(inputs["a"]), _ptr(inputs["b"]), _ptr(out), shape.m, shape.n, shape.k)
+                return Prepared(self.launcher(fn, launch, GEMM_ARGS, args), out)
+            return Prepared(self.launcher(fn, launch, CONV_ARGS, (_ptr(inputs["x"]), _ptr(inputs["w"]), _ptr(out),
+                                                                  *_conv_ints(shape))), out)
+        if variant.runner == "cublas":
+            a, b = inputs["a"], inputs["b"]
+            run = self._cublas_gemm(shape.m, shape.n, shape.k, a, 0, b, 0, out, 0, 1)
+            return Prepared(run, out, extra=self._library_extra())
+        if variant.runner == "im2col":
+            return self._im2col(variant, params, shape, inputs, out)
+        if variant.runner == "cudnn":
+            return self._cudnn_run(variant, shape, inputs, out)
+        raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.runner!r})")
+
+    # --- libraries --------------------------------------------------------------------------------------------
+
+    def _library_extra(self) -> dict:
+        return {"tf32": self.tf32}
+
+    def _cublas_gemm(self, m, n, k, a, stride_a, b, stride_b, c, stride_c, batch):
+        """Row-major C[m,n] = A[m,k]·B[k,n] (batched by strides) as cuBLAS's column-major C^T = B^T·A^T."""
+        from cupy_backends.cuda.libs import cublas
+
+        handle = self.cp.cuda.device.get_cublas_handle()
+        one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+        compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if self.tf32 else cublas.CUBLAS_COMPUTE_32F
+        f32, op_n = 0, cublas.CUBLAS_OP_N  # CUDA_R_32F = 0
+
+        def run():
+            cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+            cublas.gemmStridedBatchedEx(
+                handle, op_n, op_n, n, m, k, one.ctypes.data, b.data.ptr, f32, n, stride_b, a.data.ptr, f32, k,
+                stride_a, zero.ctypes.data, c.data.ptr, f32, n, stride_c, batch, compute, cublas.CUBLAS_GEMM_DEFAULT)
+
+        return run
+
+    def _im2col(self, variant, params, shape: ConvShape, inputs, out) -> Prepared:
+        crs, pixels, n = shape.gemm_k, shape.out_pixels, shape.batch
+        cols = self._fits(lambda: self.cp.empty((n, crs, pixels), dtype=self.cp.float32),
+                          f"the column matrix ({4 * n * crs * pixels / 2**30:.1f} GiB)")
+        unfold = self.launcher(
+            self.function(variant.source, variant.kernel, {}), Launch((cdiv(pixels, 256), crs, n), (256, 1, 1)),
+            "PP" + "i" * 10, (_ptr(inputs["x"]), _ptr(cols), shape.batch, shape.in_channels, shape.height,
+                              shape.width, shape.kernel, shape.kernel, shape.stride, shape.pad, shape.out_height,
+                              shape.out_width))
+        k = shape.out_channels
+        w = inputs["w"]
+        if variant.options["gemm"] == "cublas":
+            gemm = self._cublas_gemm(k, pixels, crs, w, 0, cols, crs * pixels, out, k * pixels, n)
+            extra = self._library_extra()
+        else:
+            tiled = registry.get("gemm", "cuda", variant.options["gemm"])
+            base = tiled.launch(GemmShape(k, pixels, crs), params)
+            launch = Launch((base.grid[0], base.grid[1], n), base.block, base.shared_bytes)
+            gemm = self.launcher(self.function(tiled.source, tiled.kernel + "_batched", params), launch,
+                                 "PPPiiiqqq", (_ptr(w), _ptr(cols), _ptr(out), k, pixels, crs, 0, crs * pixels,
+                                               k * pixels))
+            extra = {}
+
+        def run():
+            unfold()
+            gemm()
+
+        return Prepared(run, out, parts={"im2col": unfold}, extra=extra)
+
+    def _cudnn_run(self, variant, shape: ConvShape, inputs, out) -> Prepared:
+        from gpubench.backends.cudnn_conv import CudnnConvGraph, CudnnUnavailable
+
+        key = (shape, self.tf32)
+        try:
+            if key not in self._cudnn:
+                self._cudnn[key] = CudnnConvGraph(
+                    shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
+                    shape.kernel, shape.stride, shape.pad, allow_tf32=self.tf32)
+        except CudnnUnavailable as e:
+            if "not installed" in str(e) or "not found" in str(e):
+                raise GpubenchError(str(e)) from None
+            raise Skip(str(e)) from None
+        graph = self._cudnn[key]
+        x, w = inputs["x"], inputs["w"]
+        if variant.options["plans"] == "heuristic":
+            plan = graph.heuristic
+        else:
+            plan = self._fastest_plan(graph, x, w, out)
+        extra = {**self._library_extra(), "engine": plan.engine, "plans": len(graph.plans),
+                 "tensor_cores": plan.tensor_cores, "workspace_bytes": plan.workspace_bytes}
+        return Prepared(lambda: graph.run(plan, x, w, out), out, extra=extra)
+
+    def _fastest_plan(self, graph, x, w, out):
+        timed = []
+        for plan in graph.plans:
+            try:
+                samples = measure(lambda: graph.run(plan, x, w, out), self.clock, PLAN_SEARCH).samples_ms
+            except self.cp.cuda.memory.OutOfMemoryError:
+                continue  # its workspace does not fit: not a candidate
+            except Exception:  # a plan that fails to run is not a candidate either
+                continue
+            timed.append((sorted(samples)[len(samples) // 2], plan))
+        graph.release_workspaces()
+        if not timed:
+            raise Skip("no cuDNN plan could run")
+        return min(timed, key=lambda t: t[0])[1]
+
+
+def _conv_ints(s: ConvShape) -> tuple[int, ...]:
+    return (s.batch, s.in_channels, s.height, s.width, s.out_channels, s.kernel, s.kernel, s.stride, s.pad,
+            s.out_height, s.out_width)
+
+
+def _nvidia_smi() -> dict:
+    """Current clocks, power limit and driver as nvidia-smi reports them (empty where it is absent)."""
+    fields = ["driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "power.limit", "temperature.gpu",
+              "pstate"]
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
+                              "-i", "0"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    values = [v.strip() for v in out.split(",")]
+    if len(values) != len(fields):
+        return {}
+    names = ["driver", "sm_clock_mhz", "memory_clock_mhz", "sm_clock_max_mhz_smi", "power_limit_w",
+             "temperature_c", "pstate"]
+    return dict(zip(names, values))

@@ -1,0 +1,220 @@
+"""The command line: thin click commands over the core package (sweep, results, render, compare)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gpubench import __version__, options, registry
+from gpubench.errors import GpubenchError
+from gpubench.problems import GemmShape, conv_shape
+from gpubench.timing import TimingPolicy
+
+LAB_SIZES = "512,1024,2048,4096,8192"
+LAB_BLOCKS = ",".join(map(str, registry.LAB_BLOCK_SIZES))
+
+
+class OneLineErrors(click.Group):
+    """Every user error becomes one line on stderr and exit code 2; commands return their own exit code."""
+
+    def main(self, args=None, prog_name=None, **extra):
+        try:
+            rc = super().main(args=args, prog_name=prog_name or "gpubench", standalone_mode=False, **extra)
+        except GpubenchError as e:
+            click.echo(f"gpubench: error: {e}", err=True)
+            sys.exit(2)
+        except click.exceptions.NoArgsIsHelpError as e:  # bare `gpubench`: help, not an error
+            click.echo(e.ctx.get_help())
+            sys.exit(0)
+        except click.ClickException as e:
+            click.echo(f"gpubench: error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code if e.exit_code else 2)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        except (click.Abort, KeyboardInterrupt):
+            click.echo("gpubench: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(rc if isinstance(rc, int) else 0)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpubench")
+def cli():
+    """Hand-written CUDA GEMM and convolution kernels, verified and timed against cuBLAS and cuDNN.
+
+    \b
+      gpubench gemm --sizes 512,1024,2048
+      gpubench conv --stride 1,2,3
+      gpubench show results/<device>/gemm-<time>.json
+    """
+
+
+def sweep_options(default_sizes: str):
+    """Options shared by every sweep command (sizes, variants, timing, output, backend)."""
+
+    def wrap(f):
+        for opt in reversed([
+            click.option("--sizes", default=default_sizes, show_default=True, help="Square sizes, comma-separated."),
+            click.option("--block-sizes", default=LAB_BLOCKS, show_default=True,
+                         help="Thread-block edges B (B×B threads, 1..32) for the block-size variants."),
+            click.option("--variants", default=None, help="Comma-separated variants (default: the lab's; see "
+                                                          "`gpubench list`)."),
+            click.option("--warmup", default=3, show_default=True, type=click.IntRange(0), help="Untimed calls."),
+            click.option("--reps", default=50, show_default=True, type=click.IntRange(1),
+                         help="Timed calls at most (fewer once --budget is spent, never fewer than 5)."),
+            click.option("--budget", default=1.0, show_default=True, type=click.FloatRange(0.0),
+                         help="Seconds of timed calls per point before stopping early."),
+            click.option("--max-noise", default=None, type=click.FloatRange(0.0, min_open=True),
+                         help="Adaptive: sample until IQR/median is under this (e.g. 0.02) ..."),
+            click.option("--max-time", default=10.0, show_default=True, type=click.FloatRange(0.0, min_open=True),
+                         help="... or until this many seconds went into the point."),
+            click.option("--seed", default=0, show_default=True, type=int, help="Seed for the random inputs."),
+            click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
+            click.option("--tf32", is_flag=True, help="Allow TF32 tensor cores in cuBLAS/cuDNN (marked [TF32])."),
+            click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+                         help="Results file (default: results/<device>/<op>-<time>.json)."),
+            click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+                         help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy, no GPU needed."),
+        ]):
+            f = opt(f)
+        return f
+
+    return wrap
+
+
+def policy_from(kw) -> TimingPolicy:
+    min_reps = min(5, kw["reps"])
+    return TimingPolicy(warmup=kw["warmup"], reps=kw["reps"], min_reps=min_reps, budget_s=kw["budget"],
+                        flush=not kw["no_flush"], max_noise=kw["max_noise"], max_time_s=kw["max_time"])
+
+
+def _execute(sweep, kw, label):
+    from gpubench.session import execute
+
+    return execute([sweep], backend_name=kw["backend"], tf32=kw["tf32"], seed=kw["seed"], output=kw["output"],
+                   label=label, argv=["gpubench", *sys.argv[1:]])
+
+
+@cli.command()
+@sweep_options(LAB_SIZES)
+@click.option("--mnk", multiple=True, help="A non-square M,N,K (repeatable).")
+def gemm(**kw):
+    """Sweep GEMM variants over sizes and block sizes; verify, time, tabulate, save.
+
+    \b
+    Examples:
+      gpubench gemm --sizes 512,1024,2048
+      gpubench gemm --mnk 1000,1500,777 --variants tiled,cublas
+      gpubench gemm --backend cpu --sizes 256
+    """
+    from gpubench.sweep import Sweep
+
+    shapes = [GemmShape(s, s, s) for s in options.sizes(kw["sizes"])] if kw["sizes"] else []
+    shapes += [GemmShape(*options.mnk(t)) for t in kw["mnk"]]
+    sweep = Sweep("gemm", "gemm", registry.select("gemm", kw["backend"], options.names(kw["variants"])), shapes,
+                  options.block_sizes(kw["block_sizes"]), policy_from(kw))
+    return _execute(sweep, kw, "gemm")
+
+
+@cli.command()
+@sweep_options(LAB_SIZES)
+@click.option("--stride", default="1,2,3", show_default=True, help="Strides, comma-separated.")
+@click.option("--batch", default=1, show_default=True, type=int, help="Images per batch (N).")
+@click.option("--in-channels", default=3, show_default=True, type=int, help="Input channels (C).")
+@click.option("--out-channels", default=1, show_default=True, type=int, help="Filters (K).")
+@click.option("--kernel-size", default=3, show_default=True, type=int, help="Filter height = width (R = S).")
+@click.option("--padding", default="same", show_default=True, help="same (the lab's), valid, or an integer.")
+def conv(**kw):
+    """Sweep convolution variants over input sizes and strides; verify, time, tabulate, save.
+
+    \b
+    Examples:
+      gpubench conv --stride 1,2,3
+      gpubench conv --sizes 56 --batch 32 --in-channels 64 --out-channels 64 --padding 1 --stride 1
+      gpubench conv --backend cpu --sizes 64,100 --stride 1,2,3
+    """
+    from gpubench.sweep import Sweep
+
+    shapes = [
+        conv_shape(size, stride, batch=kw["batch"], in_channels=kw["in_channels"], out_channels=kw["out_channels"],
+                   kernel=kw["kernel_size"], padding=kw["padding"])
+        for size in options.sizes(kw["sizes"]) for stride in options.strides(kw["stride"])
+    ]
+    sweep = Sweep("conv", "conv", registry.select("conv", kw["backend"], options.names(kw["variants"])), shapes,
+                  options.block_sizes(kw["block_sizes"]), policy_from(kw))
+    return _execute(sweep, kw, "conv")
+
+
+@cli.command()
+@click.argument("file")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
+              show_default=True)
+def show(file, fmt):
+    """Re-render a saved run (no GPU needed).
+
+    \b
+    Examples:
+      gpubench show results/nvidia-h100-80gb-hbm3/gemm-20261122-120000.json
+      gpubench show run.json --format csv > run.csv
+    """
+    from gpubench import render, results
+
+    run = results.load(file)
+    if fmt == "json":
+        click.echo(run.to_json())
+    elif fmt == "csv":
+        click.echo(render.to_csv(run), nl=False)
+    elif fmt == "markdown":
+        click.echo("\n".join(render.to_markdown(t) for t in render.run_tables(run)))
+    else:
+        from gpubench.session import print_run
+
+        from gpubench.session import console as make_console
+
+        console = make_console()
+        console.print(f"[bold]{file}[/]: {run.device}, {len(run.points)} points, {run.status}, {run.created}")
+        print_run(run, console)
+    return 0
+
+
+@cli.command()
+@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
+def env(backend):
+    """Print the GPU and software environment that runs record.
+
+    \b
+    Example:
+      gpubench env
+    """
+    import json
+
+    from gpubench import environment
+    from gpubench.backends import open_backend
+
+    click.echo(json.dumps(environment.collect(open_backend(backend)), indent=2))
+    return 0
+
+
+@cli.command(name="list")
+def list_variants():
+    """List the variants of every op and backend.
+
+    \b
+    Example:
+      gpubench list
+    """
+    from rich.table import Table
+
+    table = Table("op", "backend", "variant", "axis", "what it is", title="variants", title_justify="left")
+    for v in registry.VARIANTS:
+        axis = {"block": "block sizes", "tile": ", ".join(c.label for c in v.configs), "none": "-"}[v.axis]
+        table.add_row(v.op, v.backend, v.name + ("" if v.lab else " (extra)"), axis, v.summary)
+    from gpubench.session import console
+
+    console().print(table)
+    return 0
+
+
+def main():
+    cli()

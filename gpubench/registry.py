@@ -1,0 +1,210 @@
+"""Every benchmarked variant, declared as data.
+
+The CLI, sweeps, tables, plots and tests all read this one list. A variant names the kernel file and symbol
+it runs, the axis it sweeps (thread-block sizes or tile configurations), how its launch shape follows from a
+configuration, and its accuracy tolerance. Adding a kernel means writing its ``.cu`` file and one entry here.
+
+Kernel calling conventions (the backends pass these arguments, in this order):
+
+* gemm kernels: ``(const float* A, const float* B, float* C, int M, int N, int K)``, row-major.
+* conv kernels: ``(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S,
+  int stride, int pad, int OH, int OW)``, NCHW.
+
+The im2col runner feeds the GEMM variant named in its options, through that kernel's ``<kernel>_batched``
+entry point: ``(A, B, C, M, N, K, long long stride_a, stride_b, stride_c)`` over blockIdx.z.
+
+Every configuration parameter is also passed to nvcc as ``-DNAME=value``, so tile sizes are compile-time
+constants in the kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gpubench.errors import GpubenchError
+from gpubench.problems import ConvShape, GemmShape
+
+LAB_BLOCK_SIZES = (8, 16, 24, 32)
+MAX_BLOCK_SIZE = 32  # B×B threads; 32×32 = 1024 is CUDA's per-block limit
+
+FP32_TOL = 1e-4  # ||out-ref||/||ref|| for FP32 FFMA arithmetic (observed errors are ~1e-7 to 1e-6)
+TF32_TOL = 5e-3  # TF32 keeps 10 mantissa bits: errors land near 3e-4 for K in the thousands
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Config:
+    """One point on a variant's own axis: the label shown in tables and the compile-time parameters."""
+
+    label: str
+    params: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def values(self) -> dict[str, int]:
+        return dict(self.params)
+
+
+def block_config(b: int) -> Config:
+    return Config(str(b), (("BLOCK", b),))
+
+
+def tile_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> Config:
+    return Config(f"{bm}x{bn}x{bk}/{tm}x{tn}", (("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn)))
+
+
+NO_CONFIG = Config("-")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    op: str  # "gemm" | "conv"
+    backend: str  # "cuda" | "cpu"
+    runner: str  # how the backend runs it: "kernel", "cublas", "im2col", "cudnn", "numpy", ...
+    summary: str  # one line for `gpubench list` and the README: what the variant is and what it buys
+    source: str | None = None  # file in cuda_src/
+    kernel: str | None = None  # symbol in that file
+    axis: str = "none"  # "block": configs come from --block-sizes; "tile": the fixed `configs`; "none": one row
+    configs: tuple[Config, ...] = (NO_CONFIG,)
+    launch: Callable[[object, dict], Launch] | None = None
+    tolerance: float = FP32_TOL
+    lab: bool = True  # part of the default sweep
+    baseline: bool = False  # the library that percentages and speed-ups are measured against
+    options: dict = field(default_factory=dict)  # runner-specific settings (e.g. which GEMM im2col feeds)
+
+    def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
+        if self.axis == "block":
+            return tuple(block_config(b) for b in block_sizes)
+        return self.configs
+
+
+# --- launch shapes -------------------------------------------------------------------------------------------
+
+
+def _gemm_square_blocks(s: GemmShape, p: dict) -> Launch:
+    # One thread per C element, x along N so that a warp reads consecutive columns of B and writes of C.
+    b = p["BLOCK"]
+    return Launch((cdiv(s.n, b), cdiv(s.m, b), 1), (b, b, 1))
+
+
+def _gemm_tiles(s: GemmShape, p: dict) -> Launch:
+    threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+    return Launch((cdiv(s.n, p["BN"]), cdiv(s.m, p["BM"]), 1), (threads, 1, 1))
+
+
+def _conv_output_blocks(s: ConvShape, p: dict) -> Launch:
+    b = p["BLOCK"]
+    return Launch((cdiv(s.out_width, b), cdiv(s.out_height, b), s.batch * s.out_channels), (b, b, 1))
+
+
+def _conv_implicit_tiles(s: ConvShape, p: dict) -> Launch:
+    threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+    return Launch((cdiv(s.batch * s.out_pixels, p["BN"]), cdiv(s.out_channels, p["BM"]), 1), (threads, 1, 1))
+
+
+TILED_CONFIGS = (tile_config(128, 128, 8, 8, 8), tile_config(64, 64, 8, 4, 4))
+
+VARIANTS: tuple[Variant, ...] = (
+    # ---- GEMM on the GPU ----
+    Variant(
+        "global", "gemm", "cuda", "kernel",
+        "one thread per C element; A and B read straight from global memory",
+        source="gemm_global.cu", kernel="gemm_global", axis="block", launch=_gemm_square_blocks,
+    ),
+    Variant(
+        "shared", "gemm", "cuda", "kernel",
+        "B×B tiles of A and B staged through shared memory: each global load is reused B times",
+        source="gemm_shared.cu", kernel="gemm_shared", axis="block", launch=_gemm_square_blocks,
+    ),
+    Variant(
+        "tiled", "gemm", "cuda", "kernel",
+        "2-D register tiling: each thread keeps a TM×TN block of C in registers, fed from BM×BK and BK×BN tiles",
+        source="gemm_tiled.cu", kernel="gemm_tiled", axis="tile", configs=TILED_CONFIGS, launch=_gemm_tiles,
+    ),
+    Variant(
+        "cublas", "gemm", "cuda", "cublas",
+        "cuBLAS SGEMM (cublasGemmEx, FP32 compute; TF32 tensor cores only with --tf32)",
+        baseline=True,
+    ),
+    # ---- convolution on the GPU ----
+    Variant(
+        "sliding", "conv", "cuda", "kernel",
+        "direct convolution: one thread per output element, padding by bounds checks",
+        source="conv_sliding.cu", kernel="conv_sliding", axis="block", launch=_conv_output_blocks,
+    ),
+    Variant(
+        "im2col", "conv", "cuda", "im2col",
+        "im2col column matrix in device memory, then this project's `tiled` GEMM writing NCHW directly",
+        source="conv_im2col.cu", kernel="im2col", axis="tile", configs=TILED_CONFIGS,
+        options={"gemm": "tiled"},
+    ),
+    Variant(
+        "im2col-cublas", "conv", "cuda", "im2col",
+        "the same im2col kernel followed by cuBLAS SGEMM, to show the GEMM's share",
+        source="conv_im2col.cu", kernel="im2col", options={"gemm": "cublas"},
+    ),
+    Variant(
+        "implicit", "conv", "cuda", "kernel",
+        "implicit GEMM: M = K, N = N·OH·OW, K = C·R·S, input read through the im2col mapping, no column matrix",
+        source="conv_implicit.cu", kernel="conv_implicit", axis="tile", configs=TILED_CONFIGS,
+        launch=_conv_implicit_tiles,
+    ),
+    Variant(
+        "cudnn-heuristic", "conv", "cuda", "cudnn",
+        "cuDNN (frontend API): the plan its heuristic ranks first, what the lab measured",
+        options={"plans": "heuristic"},
+    ),
+    Variant(
+        "cudnn", "conv", "cuda", "cudnn",
+        "cuDNN (frontend API): every supported plan timed, the fastest kept",
+        options={"plans": "best"}, baseline=True,
+    ),
+    # ---- the CPU backend: the same pipeline with NumPy, for trying the tool and testing it without a GPU ----
+    Variant("numpy", "gemm", "cpu", "numpy", "NumPy matmul (the CPU's BLAS)", baseline=True),
+    Variant("sliding", "conv", "cpu", "numpy-sliding", "NumPy direct convolution: one strided view per filter tap"),
+    Variant(
+        "im2col", "conv", "cpu", "numpy-im2col", "NumPy im2col column matrix, then one matmul", baseline=True,
+    ),
+)
+
+OPS = ("gemm", "conv")
+BACKENDS = ("cuda", "cpu")
+
+
+def variants(op: str, backend: str) -> list[Variant]:
+    return [v for v in VARIANTS if v.op == op and v.backend == backend]
+
+
+def get(op: str, backend: str, name: str) -> Variant:
+    for v in variants(op, backend):
+        if v.name == name:
+            return v
+    allowed = ", ".join(v.name for v in variants(op, backend))
+    raise GpubenchError(f"unknown {op} variant {name!r} for the {backend} backend: allowed are {allowed}")
+
+
+def select(op: str, backend: str, names: list[str] | None) -> list[Variant]:
+    """The variants a sweep runs: the named ones in registry order, or the lab's default set."""
+    if not names:
+        return [v for v in variants(op, backend) if v.lab]
+    chosen = {get(op, backend, n).name for n in names}
+    return [v for v in variants(op, backend) if v.name in chosen]
+
+
+def baseline(op: str, backend: str) -> Variant | None:
+    return next((v for v in variants(op, backend) if v.baseline), None)

@@ -1,0 +1,242 @@
+"""Turning a run into tables: the lab's layouts, built as plain data and then written as rich, Markdown or CSV.
+
+Nothing here measures anything, so every view of a saved run (`gpubench show`) works without a GPU.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+from gpubench.registry import VARIANTS
+from gpubench.results import CONV_KEYS, GEMM_KEYS, Point, Run
+
+BASELINES = {(v.op, v.name) for v in VARIANTS if v.baseline}
+
+
+@dataclass
+class Cell:
+    text: str
+    style: str = ""  # "" | "best" | "fail" | "skip" | "error" | "noisy"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]] = field(default_factory=list)
+    caption: str = ""
+
+
+# --- grouping -------------------------------------------------------------------------------------------------
+
+
+def display_name(p: Point) -> str:
+    return p.variant + (" [TF32]" if p.tf32 else "")
+
+
+def row_key(p: Point) -> tuple[str, ...]:
+    """What a table row stands for: the size for GEMM; the shape and the stride for conv."""
+    if p.op == "gemm":
+        return (p.shape_label(),)
+    return (p.shape_label(), str(p.params["stride"]))
+
+
+ROW_HEADERS = {"gemm": ["size"], "conv": ["size", "stride"]}
+
+
+def _ordered(items):
+    return list(dict.fromkeys(items))
+
+
+def best_points(points: list[Point]) -> dict[tuple, Point]:
+    """(row, variant) → the fastest passing configuration, or a representative failed/skipped point."""
+    best: dict[tuple, Point] = {}
+    for p in points:
+        k = (row_key(p), display_name(p))
+        cur = best.get(k)
+        if cur is None or _rank(p) < _rank(cur):
+            best[k] = p
+    return best
+
+
+def _rank(p: Point) -> tuple:
+    order = {"ok": 0, "fail": 1, "error": 2, "skipped": 3}[p.status]
+    return (order, p.median_ms if p.median_ms is not None else float("inf"))
+
+
+def _status_cell(p: Point) -> Cell:
+    if p.status == "skipped":
+        return Cell("skipped", "skip")
+    if p.status == "error":
+        return Cell("error", "error")
+    return Cell(f"FAIL {p.median_ms:.3f} ms", "fail")
+
+
+def _ms_gflops(p: Point) -> Cell:
+    if p.status != "ok":
+        return _status_cell(p)
+    return Cell(f"{p.median_ms:.3f} / {p.gflops:,.0f}")
+
+
+def _baseline_point(best: dict, row: tuple, op: str, tf32: bool) -> Point | None:
+    for (r, name), p in best.items():
+        if r == row and (op, p.variant) in BASELINES and p.status == "ok" and p.tf32 == tf32:
+            return p
+    return None
+
+
+# --- tables -----------------------------------------------------------------------------------------------------
+
+
+def config_tables(run: Run, op: str) -> list[Table]:
+    """One table per variant: rows are sizes (× strides), columns its block sizes or tile configurations."""
+    points = [p for p in run.points if p.op == op]
+    tables = []
+    for name in _ordered(display_name(p) for p in points):
+        mine = [p for p in points if display_name(p) == name]
+        configs = _ordered(p.config for p in mine)
+        if op == "conv" and len(configs) == 1:
+            continue  # single-configuration conv variants appear in the comparison table only
+        table = Table(f"{op} · {name} — ms / GFLOPS", ROW_HEADERS[op] + [_config_header(c) for c in configs])
+        for row in _ordered(row_key(p) for p in mine):
+            cells = {p.config: p for p in mine if row_key(p) == row}
+            fastest = min((p.median_ms for p in cells.values() if p.status == "ok"), default=None)
+            line = [Cell(x) for x in row]
+            for c in configs:
+                p = cells.get(c)
+                cell = _ms_gflops(p) if p else Cell("")
+                if p and p.status == "ok" and len(configs) > 1 and p.median_ms == fastest:
+                    cell.style = "best"
+                line.append(cell)
+            table.rows.append(line)
+        tables.append(table)
+    return tables
+
+
+def _config_header(label: str) -> str:
+    if label == "-":
+        return "ms / GFLOPS"
+    return f"block {label}" if label.isdigit() else label
+
+
+def summary_table(run: Run, op: str) -> Table:
+    """Each variant's best configuration per size, with its share of the library's speed."""
+    points = [p for p in run.points if p.op == op]
+    best = best_points(points)
+    lib = "cuBLAS" if op == "gemm" else "cuDNN"
+    rel = "% of library" if op == "gemm" else "speed vs library"
+    headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err"]
+    table = Table(f"{op} · best configuration per variant", headers,
+                  caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same TF32 setting")
+    for (row, name), p in best.items():
+        base = _baseline_point(best, row, op, p.tf32)
+        line = [Cell(x) for x in row] + [Cell(name), Cell(p.config)]
+        if p.status != "ok":
+            line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p))]
+        else:
+            share = ""
+            if base is not None:
+                ratio = base.median_ms / p.median_ms
+                share = f"{100 * ratio:.0f}%" if op == "gemm" else f"{ratio:.2f}×"
+            line += [Cell(f"{p.median_ms:.3f}"), Cell(f"{p.gflops:,.0f}"), Cell(f"{p.gbps:,.0f}"), Cell(share),
+                     Cell(_err(p))]
+        table.rows.append(line)
+    return table
+
+
+def _err(p: Point) -> str:
+    return f"{p.rel_err:.1e}" if p.rel_err is not None else ""
+
+
+def comparison_table(run: Run, op: str = "conv") -> Table:
+    """The lab's conv layout: rows = size × stride, columns = variants (best configuration, ms), fastest bold."""
+    points = [p for p in run.points if p.op == op]
+    best = best_points(points)
+    names = _ordered(display_name(p) for p in points)
+    table = Table(f"{op} · ms per variant (fastest in bold)", ROW_HEADERS[op] + names)
+    for row in _ordered(row_key(p) for p in points):
+        cells = {name: best.get((row, name)) for name in names}
+        fastest = min((p.median_ms for p in cells.values() if p and p.status == "ok"), default=None)
+        line = [Cell(x) for x in row]
+        for name in names:
+            p = cells[name]
+            if p is None:
+                line.append(Cell(""))
+            elif p.status != "ok":
+                line.append(_status_cell(p))
+            else:
+                line.append(Cell(f"{p.median_ms:.3f}", "best" if p.median_ms == fastest else ""))
+        table.rows.append(line)
+    return table
+
+
+def run_tables(run: Run) -> list[Table]:
+    tables = []
+    for op in run.ops():
+        tables += config_tables(run, op)
+        if op == "conv":
+            tables.append(comparison_table(run, op))
+        tables.append(summary_table(run, op))
+    return tables
+
+
+# --- writers ----------------------------------------------------------------------------------------------------
+
+RICH_STYLES = {"best": "bold green", "fail": "bold red", "error": "red", "skip": "dim", "noisy": "yellow"}
+
+
+def to_rich(table: Table):
+    from rich.table import Table as RichTable
+
+    t = RichTable(title=table.title, caption=table.caption or None, title_justify="left")
+    for i, c in enumerate(table.columns):
+        t.add_column(c, justify="left" if i == 0 else "right")
+    for row in table.rows:
+        t.add_row(*(f"[{RICH_STYLES[c.style]}]{_escape(c.text)}[/]" if c.style else _escape(c.text) for c in row))
+    return t
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", r"\[")
+
+
+def to_markdown(table: Table) -> str:
+    def fmt(c: Cell) -> str:
+        text = c.text.replace("|", r"\|")
+        return f"**{text}**" if c.style in ("best", "fail") and text else text
+
+    lines = [f"**{table.title}**", "", "| " + " | ".join(table.columns) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|"]
+    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in table.rows]
+    if table.caption:
+        lines += ["", f"_{table.caption}_"]
+    return "\n".join(lines) + "\n"
+
+
+CSV_COLUMNS = [
+    "op", "variant", *GEMM_KEYS, *CONV_KEYS, "block", "tf32", "median_ms", "min_ms", "iqr_ms", "reps",
+    "gflops", "gbps", "rel_err", "status", "reason", "device",
+]
+
+
+def to_csv(run: Run) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for p in run.points:
+        t = p.timing
+        writer.writerow({
+            "op": p.op, "variant": p.variant, **{k: p.params.get(k, "") for k in (*GEMM_KEYS, *CONV_KEYS)},
+            "block": p.config, "tf32": int(p.tf32),
+            "median_ms": _num(t.median if t else None), "min_ms": _num(t.min if t else None),
+            "iqr_ms": _num(t.iqr if t else None), "reps": t.n if t else 0,
+            "gflops": _num(p.gflops), "gbps": _num(p.gbps), "rel_err": _num(p.rel_err),
+            "status": p.status, "reason": p.reason, "device": run.device,
+        })
+    return buf.getvalue()
+
+
+def _num(x) -> str:
+    return "" if x is None else f"{x:.6g}"

@@ -1,0 +1,65 @@
+import re
+
+import pytest
+
+from gpubench import nvcc, registry
+from gpubench.errors import GpubenchError
+from gpubench.problems import GemmShape, conv_shape
+
+
+def test_names_are_unique_per_op_and_backend():
+    keys = [(v.op, v.backend, v.name) for v in registry.VARIANTS]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("op", registry.OPS)
+@pytest.mark.parametrize("backend", registry.BACKENDS)
+def test_every_op_and_backend_has_one_baseline(op, backend):
+    assert sum(v.baseline for v in registry.variants(op, backend)) == 1
+
+
+@pytest.mark.parametrize("v", [v for v in registry.VARIANTS if v.source], ids=lambda v: f"{v.op}-{v.name}")
+def test_kernel_symbol_is_in_its_file(v):
+    text = (nvcc.cuda_src_dir() / v.source).read_text()
+    assert re.search(rf'extern "C" __global__ void(\s+__launch_bounds__\([^)]*\))?\s+{re.escape(v.kernel)}\(', text)
+    gemm = v.options.get("gemm")
+    if gemm and gemm != "cublas":
+        g = registry.get("gemm", "cuda", gemm)
+        assert f"{g.kernel}_batched(" in (nvcc.cuda_src_dir() / g.source).read_text()
+
+
+GEMM_SHAPES = [GemmShape(1000, 1500, 777), GemmShape(1, 512, 300), GemmShape(8191, 65, 129)]
+CONV_SHAPES = [conv_shape(1000, 3), conv_shape(33, 1, batch=2, in_channels=64, out_channels=32, kernel=5)]
+
+
+@pytest.mark.parametrize("v", [v for v in registry.VARIANTS if v.launch], ids=lambda v: f"{v.op}-{v.name}")
+def test_launch_covers_every_output(v):
+    for config in v.configs_for(registry.LAB_BLOCK_SIZES):
+        p = config.values
+        for s in GEMM_SHAPES if v.op == "gemm" else CONV_SHAPES:
+            launch = v.launch(s, p)
+            assert launch.threads <= 1024
+            if "BLOCK" in p:
+                rows, cols = (s.m, s.n) if v.op == "gemm" else (s.out_height, s.out_width)
+                assert launch.grid[0] * p["BLOCK"] >= cols and launch.grid[1] * p["BLOCK"] >= rows
+                assert launch.block == (p["BLOCK"], p["BLOCK"], 1)
+            else:
+                rows, cols = (s.m, s.n) if v.op == "gemm" else (s.out_channels, s.batch * s.out_pixels)
+                assert launch.grid[0] * p["BN"] >= cols and launch.grid[1] * p["BM"] >= rows
+                assert launch.threads == (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+
+
+def test_select_defaults_to_the_lab_set_and_keeps_registry_order():
+    assert [v.name for v in registry.select("gemm", "cuda", None)] == ["global", "shared", "tiled", "cublas"]
+    assert [v.name for v in registry.select("gemm", "cuda", ["cublas", "global"])] == ["global", "cublas"]
+
+
+def test_unknown_variant_lists_the_allowed_ones():
+    with pytest.raises(GpubenchError, match=r"unknown gemm variant 'fast'.*allowed are global, shared"):
+        registry.select("gemm", "cuda", ["fast"])
+
+
+def test_block_axis_follows_the_block_sizes():
+    v = registry.get("gemm", "cuda", "global")
+    assert [c.label for c in v.configs_for((8, 24))] == ["8", "24"]
+    assert registry.get("gemm", "cuda", "tiled").configs_for((8,)) == registry.TILED_CONFIGS

@@ -1,0 +1,61 @@
+import pytest
+
+from gpubench.timing import TimingPolicy, measure, summarize
+
+
+class FakeClock:
+    """Returns scripted durations; counts flushes and calls."""
+
+    def __init__(self, durations):
+        self.durations = iter(durations)
+        self.flushes = self.timed = 0
+
+    def sync(self):
+        pass
+
+    def flush(self):
+        self.flushes += 1
+
+    def time_ms(self, run):
+        run()
+        self.timed += 1
+        return next(self.durations)
+
+
+def test_stops_at_reps_and_flushes_each_timed_call():
+    calls = []
+    clock = FakeClock([1.0] * 100)
+    t = measure(lambda: calls.append(1), clock, TimingPolicy(warmup=2, reps=7, budget_s=100))
+    assert t.stop == "reps" and len(t.samples_ms) == 7
+    assert clock.flushes == 7 and len(calls) == 2 + 7
+
+
+def test_no_flush():
+    clock = FakeClock([1.0] * 10)
+    measure(lambda: None, clock, TimingPolicy(warmup=0, reps=3, min_reps=3, flush=False))
+    assert clock.flushes == 0
+
+
+def test_budget_stops_after_min_reps():
+    clock = FakeClock([1.0] * 100)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=50, min_reps=4, budget_s=0.0))
+    assert t.stop == "budget" and len(t.samples_ms) == 4
+
+
+def test_adaptive_stops_when_spread_is_small():
+    clock = FakeClock([5.0, 1.0, 9.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0] + [1.0] * 50)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, min_reps=5, max_noise=0.01, max_time_s=60))
+    assert t.stop == "noise"
+    assert summarize(t.samples_ms).rel_iqr <= 0.01
+
+
+def test_adaptive_gives_up_at_the_time_cap():
+    clock = FakeClock([1.0, 2.0] * 10_000)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, min_reps=5, max_noise=0.01, max_time_s=0.05))
+    assert t.stop == "time-cap"
+
+
+def test_summary_statistics():
+    s = summarize([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert (s.n, s.median, s.min, s.max, s.q1, s.q3) == (5, 3.0, 1.0, 5.0, 2.0, 4.0)
+    assert s.rel_iqr == pytest.approx(2 / 3)
