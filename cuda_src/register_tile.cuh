@@ -71,15 +71,15 @@ struct RegisterTile {
         }
     }
 
-    // The whole reduction over K, then store(m, n, value) for every accumulator inside the M×N bounds
-    // (m, n block-relative).
-    template <class AAt, class BAt, class Store>
-    __device__ void run(int K, int m_left, int n_left, AAt a_at, BAt b_at, Store store)
+    // The whole reduction over K: stage(As, Bs, k0) fills one KT-deep slice of both tiles; then
+    // store(m, n, value) for every accumulator inside the m_left × n_left corner (m, n block-relative).
+    template <class Stage, class Store>
+    __device__ void run_staged(int K, int m_left, int n_left, Stage stage_slice, Store store)
     {
         __shared__ __align__(16) float As[KT][A_STRIDE];
         __shared__ __align__(16) float Bs[KT][NT];
         for (int k0 = 0; k0 < K; k0 += KT) {
-            stage(As, Bs, k0, a_at, b_at);
+            stage_slice(As, Bs, k0);
             __syncthreads();
             multiply(As, Bs);
             __syncthreads();  // the next stage overwrites the tiles
@@ -89,5 +89,14 @@ struct RegisterTile {
 #pragma unroll
             for (int j = 0; j < NR; ++j)
                 if (row(i) < m_left && col(j) < n_left) store(row(i), col(j), acc[i][j]);
+    }
+
+    // The same with element-wise loaders: a_at(m, k) and b_at(k, n), zero outside the matrices.
+    template <class AAt, class BAt, class Store>
+    __device__ void run(int K, int m_left, int n_left, AAt a_at, BAt b_at, Store store)
+    {
+        run_staged(K, m_left, n_left, [&](float (*As)[A_STRIDE], float (*Bs)[NT], int k0) {
+            stage(As, Bs, k0, a_at, b_at);
+        }, store);
     }
 };

@@ -218,3 +218,46 @@ def list_variants():
 
 def main():
     cli()
+
+
+@cli.group()
+def tune():
+    """Search kernel parameters for this GPU and cache the winners."""
+
+
+@tune.command(name="gemm")
+@click.option("--sizes", default="2048,4096,8192", show_default=True, help="Square sizes to tune for.")
+@click.option("--mnk", multiple=True, help="A non-square M,N,K to tune for (repeatable).")
+@click.option("--candidates", default=48, show_default=True, type=click.IntRange(1),
+              help="How many configurations of the search space to try (the default one always among them).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for sampling the space and inputs.")
+def tune_gemm(sizes, mnk, candidates, seed):
+    """Autotune gemm_async's tiles (BM, BN, BK, warp tile, TM, TN, stages, swizzle) per shape.
+
+    Winners go to configs/tuned/<device>.json; the `tuned` gemm variant then uses them.
+
+    \b
+    Example:
+      gpubench tune gemm --sizes 4096,8192 --mnk 8192,2048,4096
+      gpubench gemm --variants tuned,cublas --sizes 4096,8192
+    """
+    from gpubench import tune as tuner
+    from gpubench.backends import open_backend
+    from gpubench.session import console
+
+    shapes = [GemmShape(s, s, s) for s in options.sizes(sizes)] + [GemmShape(*options.mnk(t)) for t in mnk]
+    backend = open_backend("cuda")
+    out = console()
+    best: dict = {}
+
+    def report(shape, config, ms, why):
+        if ms is None:
+            out.print(f"[dim]{shape.label} {config.label}: skipped ({why})[/]")
+            return
+        if ms < best.get(shape, float("inf")):
+            best[shape] = ms
+            out.print(f"{shape.label} {config.label}: {ms:.3f} ms, {shape.flops / ms / 1e6:,.0f} GFLOPS (best so far)")
+
+    path = tuner.tune(backend, shapes, tuner.candidates(candidates, seed), seed, on_result=report)
+    out.print(f"saved the winners to {path}")
+    return 0

@@ -83,11 +83,13 @@ class Variant:
     configs: tuple[Config, ...] = (NO_CONFIG,)
     launch: Callable[[object, dict], Launch] | None = None
     tolerance: float = FP32_TOL
+    arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
     lab: bool = True  # part of the default sweep
     baseline: bool = False  # the library that percentages and speed-ups are measured against
     options: dict = field(default_factory=dict)  # runner-specific settings (e.g. which GEMM im2col feeds)
 
     def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
+        """The configurations a sweep runs. A "tuned" variant has one, resolved per shape when it runs."""
         if self.axis == "block":
             return tuple(block_config(b) for b in block_sizes)
         return self.configs
@@ -117,7 +119,66 @@ def _conv_implicit_tiles(s: ConvShape, p: dict) -> Launch:
     return Launch((cdiv(s.batch * s.out_pixels, p["BN"]), cdiv(s.out_channels, p["BM"]), 1), (threads, 1, 1))
 
 
+def warp_config(bm, bn, bk, wm, wn, tm, tn, stages, swizzle=0, min_blocks=1) -> Config:
+    label = f"{bm}x{bn}x{bk} w{wm}x{wn} t{tm}x{tn} s{stages}" + (f" g{swizzle}" if swizzle else "")
+    label += f" b{min_blocks}" if min_blocks > 1 else ""
+    names = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES", "SWIZZLE", "MIN_BLOCKS")
+    return Config(label, tuple(zip(names, (bm, bn, bk, wm, wn, tm, tn, stages, swizzle, min_blocks))))
+
+
+def warp_threads(p: dict) -> int:
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def _gemm_warptile(s: GemmShape, p: dict) -> Launch:
+    # 1-D grid: the kernel maps block ids to tiles itself (optionally in L2-friendly bands).
+    smem = 4 * p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"])  # transposed A (padded) + B per stage
+    return Launch((cdiv(s.m, p["BM"]) * cdiv(s.n, p["BN"]), 1, 1), (warp_threads(p), 1, 1), smem)
+
+
+def async_smem(p: dict) -> int:
+    return 4 * p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * p["BN"])  # row-major A (padded) + B per slot
+
+
+def _gemm_async(s: GemmShape, p: dict) -> Launch:
+    return Launch((cdiv(s.m, p["BM"]) * cdiv(s.n, p["BN"]), 1, 1), (warp_threads(p), 1, 1), async_smem(p))
+
+
+def _conv_implicit_async(s: ConvShape, p: dict) -> Launch:
+    tiles = cdiv(s.out_channels, p["BM"]) * cdiv(s.batch * s.out_pixels, p["BN"])
+    return Launch((tiles, 1, 1), (warp_threads(p), 1, 1), async_smem(p) + 8 * s.gemm_k)  # + the k table
+
+
+def _conv_window_tiles(s: ConvShape, p: dict) -> Launch:
+    th, tw = p["TY"] * p["OY"], p["TX"] * p["OX"]
+    window = ((th - 1) * s.stride + s.kernel) * ((tw - 1) * s.stride + s.kernel)
+    return Launch((cdiv(s.out_width, tw), cdiv(s.out_height, th), s.batch * s.out_channels),
+                  (p["TX"] * p["TY"], 1, 1), 4 * window)
+
+
+def window_config(tx, ty, ox, oy) -> Config:
+    return Config(f"{tx}x{ty} o{ox}x{oy}", (("TX", tx), ("TY", ty), ("OX", ox), ("OY", oy)))
+
+
+def valid_warp_config(p: dict, smem_limit: int = 227 * 1024) -> bool:
+    """Whether gemm_async/gemm_warptile can compile and launch these parameters (their static_asserts)."""
+    tx, ty = p["WN"] // p["TN"], p["WM"] // p["TM"]
+    threads = warp_threads(p) if p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0 else 0
+    return (
+        threads in (128, 256, 512) and tx * ty == 32 and p["WN"] % p["TN"] == 0 and p["WM"] % p["TM"] == 0
+        and p["TN"] % 4 == 0 and p["BK"] % 4 == 0 and (p["BM"] * p["BK"] // 4) % threads == 0
+        and (p["BK"] * p["BN"] // 4) % threads == 0 and p["TM"] * p["TN"] <= 128 and async_smem(p) <= smem_limit
+    )
+
+
+# What `gpubench tune gemm` searches for the `tuned` variant (gemm_async.cu), filtered by valid_warp_config.
+SEARCH_SPACE = {
+    "BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (32, 64, 128), "WN": (32, 64),
+    "TM": (4, 8, 16), "TN": (4, 8), "STAGES": (2, 3, 4), "SWIZZLE": (0, 8), "MIN_BLOCKS": (1, 2),
+}
+
 TILED_CONFIGS = (tile_config(128, 128, 8, 8, 8), tile_config(64, 64, 8, 4, 4))
+WARPTILE = dict(bm=128, bn=128, bk=8, wm=64, wn=32, tm=8, tn=8)
 
 VARIANTS: tuple[Variant, ...] = (
     # ---- GEMM on the GPU ----
@@ -141,6 +202,42 @@ VARIANTS: tuple[Variant, ...] = (
         "cuBLAS SGEMM (cublasGemmEx, FP32 compute; TF32 tensor cores only with --tf32)",
         baseline=True,
     ),
+    # ---- the GEMM progression beyond the lab (issue 5): each step adds one idea to the one before ----
+    Variant(
+        "vec", "gemm", "cuda", "kernel",
+        "tiled + 128-bit global loads, A transposed into shared memory as it is stored",
+        source="gemm_vec.cu", kernel="gemm_vec", axis="tile", configs=TILED_CONFIGS, launch=_gemm_tiles, lab=False,
+    ),
+    Variant(
+        "warptile", "gemm", "cuda", "kernel",
+        "warp tiling: each warp owns a compact 64×32 patch, so its shared-memory reads are few 16-byte vectors",
+        source="gemm_warptile.cu", kernel="gemm_warptile", axis="tile",
+        configs=(warp_config(**WARPTILE, stages=1),), launch=_gemm_warptile, lab=False,
+    ),
+    Variant(
+        "dbuf", "gemm", "cuda", "kernel",
+        "double buffering through registers: the next slice's loads are in flight during this slice's FMAs",
+        source="gemm_warptile.cu", kernel="gemm_warptile", axis="tile",
+        configs=(warp_config(**WARPTILE, stages=2),), launch=_gemm_warptile, lab=False,
+    ),
+    Variant(
+        "async", "gemm", "cuda", "kernel",
+        "multi-stage cp.async ring: copies go global→shared without registers, several slices ahead",
+        source="gemm_async.cu", kernel="gemm_async", axis="tile",
+        configs=(warp_config(128, 128, 16, 64, 32, 8, 8, 3),), launch=_gemm_async, lab=False,
+    ),
+    Variant(
+        "swizzle", "gemm", "cuda", "kernel",
+        "async + tiles visited in bands of 8 tile-rows, so concurrent blocks share A and B panels in L2",
+        source="gemm_async.cu", kernel="gemm_async", axis="tile",
+        configs=(warp_config(128, 128, 16, 64, 32, 8, 8, 3, swizzle=8),), launch=_gemm_async, lab=False,
+    ),
+    Variant(
+        "tuned", "gemm", "cuda", "kernel",
+        "async with the tile parameters `gpubench tune gemm` found best for this GPU and shape",
+        source="gemm_async.cu", kernel="gemm_async", axis="tuned",
+        configs=(warp_config(128, 128, 16, 64, 32, 8, 8, 3, swizzle=8),), launch=_gemm_async, lab=False,
+    ),
     # ---- convolution on the GPU ----
     Variant(
         "sliding", "conv", "cuda", "kernel",
@@ -163,6 +260,20 @@ VARIANTS: tuple[Variant, ...] = (
         "implicit GEMM: M = K, N = N·OH·OW, K = C·R·S, input read through the im2col mapping, no column matrix",
         source="conv_implicit.cu", kernel="conv_implicit", axis="tile", configs=TILED_CONFIGS,
         launch=_conv_implicit_tiles,
+    ),
+    Variant(
+        "sliding-tiled", "conv", "cuda", "kernel",
+        "direct convolution from an input window (halo included) in shared memory, several outputs per thread",
+        source="conv_sliding_tiled.cu", kernel="conv_sliding_tiled", axis="tile",
+        configs=(window_config(32, 8, 2, 4), window_config(32, 8, 1, 4), window_config(32, 4, 4, 8)),
+        launch=_conv_window_tiles, lab=False,
+    ),
+    Variant(
+        "implicit-async", "conv", "cuda", "kernel",
+        "implicit GEMM on the cp.async pipeline, with per-thread pixel bases and a k→offset table in shared memory",
+        source="conv_implicit_async.cu", kernel="conv_implicit_async", axis="tile",
+        configs=(warp_config(128, 128, 16, 64, 32, 8, 8, 3), warp_config(64, 128, 16, 32, 32, 4, 8, 3)),
+        launch=_conv_implicit_async, lab=False,
     ),
     Variant(
         "cudnn-heuristic", "conv", "cuda", "cudnn",

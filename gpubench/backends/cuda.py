@@ -100,6 +100,8 @@ class CudaBackend(ArrayBackend):
         attrs = self.drv.device_attribute
         self.l2_bytes = self.device.get_attribute(attrs.L2_CACHE_SIZE)
         self.max_threads = self.device.get_attribute(attrs.MAX_THREADS_PER_BLOCK)
+        self.smem_optin = self.device.get_attribute(attrs.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.device_name = self.device.name()
         self._modules: dict = {}
         self._cudnn: dict = {}
         spin = self.function("timing_spin.cu", "spin", {})
@@ -179,10 +181,13 @@ class CudaBackend(ArrayBackend):
 
     # --- kernels ----------------------------------------------------------------------------------------------
 
-    def function(self, source: str, symbol: str, params: dict):
-        key = (source, tuple(sorted(params.items())))
+    def function(self, source: str, symbol: str, params: dict, arch: str | None = None):
+        arch = arch or self.arch
+        if not arch.startswith(self.arch):
+            raise Skip(f"needs {arch}; this GPU is {self.arch}")
+        key = (source, tuple(sorted(params.items())), arch)
         if key not in self._modules:
-            self._modules[key] = self.drv.module_from_file(str(nvcc.compile_cubin(source, self.arch, params)))
+            self._modules[key] = self.drv.module_from_file(str(nvcc.compile_cubin(source, arch, params)))
         return self._modules[key].get_function(symbol)
 
     def launcher(self, fn, launch: Launch, fmt: str, args: tuple):
@@ -192,6 +197,8 @@ class CudaBackend(ArrayBackend):
             raise Skip(f"{launch.threads} threads per block, but this kernel can launch at most {limit} here")
         if max(launch.grid[1:]) > MAX_GRID_YZ:
             raise Skip(f"grid {launch.grid} exceeds the y/z limit of {MAX_GRID_YZ} blocks")
+        if launch.shared_bytes > self.smem_optin:
+            raise Skip(f"needs {launch.shared_bytes} bytes of shared memory; this GPU allows {self.smem_optin}")
         if launch.shared_bytes > 48 * 1024:
             fn.set_attribute(fa.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
         fn.prepare(fmt)
@@ -200,15 +207,21 @@ class CudaBackend(ArrayBackend):
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:
         out = self._fits(lambda: self.output(shape), "the output")
-        params = config.values
+        params, extra = config.values, {}
+        if variant.axis == "tuned":
+            from gpubench import tune
+
+            found = tune.lookup(self.device_name, variant.name, shape)
+            params = found.values if found else params
+            extra = {"params": (found or config).label, "tuned": found is not None}
         if variant.runner == "kernel":
-            fn = self.function(variant.source, variant.kernel, params)
+            fn = self.function(variant.source, variant.kernel, params, variant.arch)
             launch = variant.launch(shape, params)
             if isinstance(shape, GemmShape):
                 args = (_ptr(inputs["a"]), _ptr(inputs["b"]), _ptr(out), shape.m, shape.n, shape.k)
-                return Prepared(self.launcher(fn, launch, GEMM_ARGS, args), out)
+                return Prepared(self.launcher(fn, launch, GEMM_ARGS, args), out, extra=extra)
             return Prepared(self.launcher(fn, launch, CONV_ARGS, (_ptr(inputs["x"]), _ptr(inputs["w"]), _ptr(out),
-                                                                  *_conv_ints(shape))), out)
+                                                                  *_conv_ints(shape))), out, extra=extra)
         if variant.runner == "cublas":
             a, b = inputs["a"], inputs["b"]
             run = self._cublas_gemm(shape.m, shape.n, shape.k, a, 0, b, 0, out, 0, 1)
