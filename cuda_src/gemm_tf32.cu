@@ -11,12 +11,14 @@
 // Accumulator row r of warpgroup g is C column n0 + 64g + r, accumulator column c is C row m0 + c.
 //
 // Tiles (compile-time, -DNAME=value):
-//   BM      C rows per block; multiple of 128 (each wgmma is m64n128k8 along M), at most 256 (registers).
-//   BN      C columns per block; multiple of 64: one warpgroup per 64 columns, so THREADS = 2·BN.
+//   BM      C rows per block: 128 or 256 (each wgmma is m64n128k8 along M; a thread holds BM/2 accumulators).
+//   BN      C columns per block: 64 or 128, one warpgroup per 64 columns, so THREADS = 2·BN.
 //   BK      K per stage; must be 32 (one A row = 128 bytes = one 128B-swizzle row).
-//   STAGES  shared-memory pipeline depth, ≥ 3: tiles t, t+1 are being multiplied/read while t+2.. load.
-// Launch: grid (ceil(N/BN), ceil(M/BM), 1), block (2·BN, 1, 1),
-//         dynamic shared memory STAGES·(BM·BK·4 + BK·(BN+8)·4) + 1024 bytes (201,728 with the defaults).
+//   STAGES  shared-memory pipeline depth, ≥ 3: while tile t is multiplied and t+1 read, tiles up to
+//           t+STAGES-1 are in flight (the fit: STAGES·(A_STAGE + B_STAGE) + 1024 ≤ 227 KB).
+// Launch: grid (ceil(N/BN), ceil(M/BM), 1), block (2·BN, 1, 1), dynamic shared memory
+//         STAGES·(BM·BK·4 + BK·(BN+8)·4) + 1024 bytes (201,728 with the defaults: set the attribute first).
+// gemm_tf32_batched is the same over blockIdx.z (A, B, C each a stride apart), the im2col convention.
 //
 // Accuracy: B is rounded to TF32 (round-to-nearest); A reaches the tensor cores as raw FP32 bits, of which
 // they read only the TF32 part (truncation). Accumulation is FP32. Expect ||C-ref||/||ref|| ≈ 3e-4 to 1e-3.
@@ -36,11 +38,10 @@
 #define STAGES 4
 #endif
 
-static_assert(BM % 128 == 0 && BM <= 256, "BM: multiple of 128, at most 256");
-static_assert(BN % 64 == 0 && BN <= 256, "BN: multiple of 64 (one warpgroup each)");
+static_assert(BM == 128 || BM == 256, "BM: 128 or 256");
+static_assert(BN == 64 || BN == 128, "BN: 64 or 128 (one warpgroup per 64; more would not fit in registers)");
 static_assert(BK == 32, "BK: one 128-byte swizzle row of floats");
 static_assert(STAGES >= 3, "the pipeline keeps two stages busy while it refills a third");
-static_assert(BM * BK / 4 % (2 * BN) == 0, "every thread copies the same number of 16-byte chunks of A");
 
 constexpr int THREADS = 2 * BN;                 // (BN / 64) warpgroups of 128 threads
 constexpr int MI = BM / 128;                    // m64n128k8 wgmmas per 8-deep K step
@@ -186,11 +187,7 @@ __device__ __forceinline__ void tf32_product(const float* __restrict__ A, const 
         }
     };
 
-    float acc[MI][64];
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int v = 0; v < 64; ++v) acc[i][v] = 0.0f;
+    float acc[MI][64] = {};  // MI tiles of 64×128 (n × m) accumulators per warpgroup
 
     // One k-tile: multiply tile t (fragments `cur`), then, while those wgmmas run, wait for tile t+1, refill
     // the stage that tile t-1 used with tile t+STAGES-1 and load tile t+1's fragments into `nxt`. Two fragment
@@ -251,7 +248,6 @@ gemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __res
     tf32_product(A, B, C, M, N, K);
 }
 
-// The same over a batch of independent products (blockIdx.z), for the im2col runner's convention.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_tf32_batched(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
                   int K, long long stride_a, long long stride_b, long long stride_c)

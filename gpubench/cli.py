@@ -232,7 +232,7 @@ def tune():
               help="How many configurations of the search space to try (the default one always among them).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed for sampling the space and inputs.")
 def tune_gemm(sizes, mnk, candidates, seed):
-    """Autotune gemm_async's tiles (BM, BN, BK, warp tile, TM, TN, stages, swizzle) per shape.
+    """Autotune the double-buffered warp-tiled GEMM (BM, BN, BK, warp tile, TM, TN, swizzle, registers) per shape.
 
     Winners go to configs/tuned/<device>.json; the `tuned` gemm variant then uses them.
 

@@ -153,28 +153,41 @@ def _conv_window_tiles(s: ConvShape, p: dict) -> Launch:
     th, tw = p["TY"] * p["OY"], p["TX"] * p["OX"]
     window = ((th - 1) * s.stride + s.kernel) * ((tw - 1) * s.stride + s.kernel)
     return Launch((cdiv(s.out_width, tw), cdiv(s.out_height, th), s.batch * s.out_channels),
-                  (p["TX"] * p["TY"], 1, 1), 4 * window)
+                  (p["TX"] * p["TY"], 1, 1), 4 * window * min(s.in_channels, p["CH"]))
 
 
-def window_config(tx, ty, ox, oy) -> Config:
-    return Config(f"{tx}x{ty} o{ox}x{oy}", (("TX", tx), ("TY", ty), ("OX", ox), ("OY", oy)))
+def window_config(tx, ty, ox, oy, ch=4) -> Config:
+    return Config(f"{tx}x{ty} o{ox}x{oy} c{ch}", (("TX", tx), ("TY", ty), ("OX", ox), ("OY", oy), ("CH", ch)))
+
+
+def _gemm_tf32(s: GemmShape, p: dict) -> Launch:
+    # One warpgroup (128 threads) per 64 columns; STAGES × (A and B slices of 32 k) + 1 KB to align the swizzle.
+    smem = p["STAGES"] * (p["BM"] * 32 * 4 + 32 * (p["BN"] + 8) * 4) + 1024
+    return Launch((cdiv(s.n, p["BN"]), cdiv(s.m, p["BM"]), 1), (2 * p["BN"], 1, 1), smem)
+
+
+def tf32_config(bm, bn, stages) -> Config:
+    return Config(f"{bm}x{bn}x32 s{stages}", (("BM", bm), ("BN", bn), ("STAGES", stages)))
 
 
 def valid_warp_config(p: dict, smem_limit: int = 227 * 1024) -> bool:
-    """Whether gemm_async/gemm_warptile can compile and launch these parameters (their static_asserts)."""
+    """Whether gemm_warptile.cu compiles and launches these parameters (its static_asserts, shared memory)."""
     tx, ty = p["WN"] // p["TN"], p["WM"] // p["TM"]
     threads = warp_threads(p) if p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0 else 0
+    a_vecs, b_vecs = p["BM"] * p["BK"] // 4, p["BK"] * p["BN"] // 4
     return (
         threads in (128, 256, 512) and tx * ty == 32 and p["WN"] % p["TN"] == 0 and p["WM"] % p["TM"] == 0
-        and p["TN"] % 4 == 0 and p["BK"] % 4 == 0 and (p["BM"] * p["BK"] // 4) % threads == 0
-        and (p["BK"] * p["BN"] // 4) % threads == 0 and p["TM"] * p["TN"] <= 128 and async_smem(p) <= smem_limit
+        and p["TM"] % 4 == 0 and p["TN"] % 4 == 0 and p["BK"] % 4 == 0 and p["TM"] * p["TN"] <= 128
+        and a_vecs >= threads and a_vecs % threads == 0 and b_vecs >= threads and b_vecs % threads == 0
+        and _gemm_warptile(GemmShape(1, 1, 1), p).shared_bytes <= smem_limit
     )
 
 
-# What `gpubench tune gemm` searches for the `tuned` variant (gemm_async.cu), filtered by valid_warp_config.
+# What `gpubench tune gemm` searches for the `tuned` variant (gemm_warptile.cu, double-buffered), filtered by
+# valid_warp_config.
 SEARCH_SPACE = {
-    "BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (32, 64, 128), "WN": (32, 64),
-    "TM": (4, 8, 16), "TN": (4, 8), "STAGES": (2, 3, 4), "SWIZZLE": (0, 8), "MIN_BLOCKS": (1, 2),
+    "BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128), "WN": (32, 64),
+    "TM": (4, 8, 16), "TN": (4, 8), "STAGES": (2,), "SWIZZLE": (0, 8), "MIN_BLOCKS": (1, 2),
 }
 
 TILED_CONFIGS = (tile_config(128, 128, 8, 8, 8), tile_config(64, 64, 8, 4, 4))
@@ -228,15 +241,22 @@ VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "swizzle", "gemm", "cuda", "kernel",
-        "async + tiles visited in bands of 8 tile-rows, so concurrent blocks share A and B panels in L2",
-        source="gemm_async.cu", kernel="gemm_async", axis="tile",
-        configs=(warp_config(128, 128, 16, 64, 32, 8, 8, 3, swizzle=8),), launch=_gemm_async, lab=False,
+        "dbuf + tiles visited in bands of 8 tile-rows, so concurrent blocks share A and B panels in L2",
+        source="gemm_warptile.cu", kernel="gemm_warptile", axis="tile",
+        configs=(warp_config(**WARPTILE, stages=2, swizzle=8),), launch=_gemm_warptile, lab=False,
     ),
     Variant(
         "tuned", "gemm", "cuda", "kernel",
-        "async with the tile parameters `gpubench tune gemm` found best for this GPU and shape",
-        source="gemm_async.cu", kernel="gemm_async", axis="tuned",
-        configs=(warp_config(128, 128, 16, 64, 32, 8, 8, 3, swizzle=8),), launch=_gemm_async, lab=False,
+        "dbuf with the tiles, warp tiles, swizzle and register cap `gpubench tune gemm` found best per shape",
+        source="gemm_warptile.cu", kernel="gemm_warptile", axis="tuned",
+        configs=(warp_config(**WARPTILE, stages=2, swizzle=8),), launch=_gemm_warptile, lab=False,
+    ),
+    Variant(
+        "tf32", "gemm", "cuda", "kernel",
+        "TF32 tensor cores: wgmma (sm_90a) from a cp.async ring, 128-byte-swizzled tiles (compare with --tf32)",
+        source="gemm_tf32.cu", kernel="gemm_tf32", axis="tile", arch="sm_90a", tolerance=TF32_TOL,
+        configs=(tf32_config(256, 128, 4), tf32_config(128, 128, 6)), launch=_gemm_tf32, lab=False,
+        options={"tf32": True},
     ),
     # ---- convolution on the GPU ----
     Variant(
@@ -265,7 +285,7 @@ VARIANTS: tuple[Variant, ...] = (
         "sliding-tiled", "conv", "cuda", "kernel",
         "direct convolution from an input window (halo included) in shared memory, several outputs per thread",
         source="conv_sliding_tiled.cu", kernel="conv_sliding_tiled", axis="tile",
-        configs=(window_config(32, 8, 2, 4), window_config(32, 8, 1, 4), window_config(32, 4, 4, 8)),
+        configs=(window_config(32, 8, 2, 4), window_config(32, 8, 1, 4), window_config(32, 8, 1, 2)),
         launch=_conv_window_tiles, lab=False,
     ),
     Variant(

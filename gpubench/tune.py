@@ -1,8 +1,8 @@
-"""Autotuning: search gemm_async's tile parameters per GPU and shape, keep the winners, let sweeps use them.
+"""Autotuning: search gemm_warptile's tile parameters per GPU and shape, keep the winners, let sweeps use them.
 
 `gpubench tune gemm` draws candidates from registry.SEARCH_SPACE (filtered by what the kernel can compile
 and launch), compiles them in parallel, and for every shape verifies and times each one with the `async`
-variant. The fastest verified configuration per shape is written to configs/tuned/<device>.json (the file is
+variant (gemm_warptile.cu double-buffered). The fastest verified configuration per shape is written to configs/tuned/<device>.json (the file is
 rewritten after each shape, so an interrupted search keeps what it found). The registry's `tuned` variant
 runs, for each shape, the entry of the same shape, or else of the nearest size.
 """
@@ -26,7 +26,7 @@ from gpubench.sweep import verify
 from gpubench.timing import TimingPolicy, measure
 
 TUNED_VARIANT = "tuned"  # the registry variant that reads the cache ...
-SEARCH_VARIANT = "async"  # ... and the one (same kernel, fixed configurations) the search runs
+SEARCH_VARIANT = "dbuf"  # ... and the one (same kernel, a fixed configuration) the search runs
 SEARCH_POLICY = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3)
 
 

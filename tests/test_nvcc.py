@@ -13,20 +13,24 @@ ARCHS = ("sm_80", "sm_90")
 
 
 def builds():
-    """(file, defines) for every configuration the registry can ask for, and every other file in cuda_src/."""
+    """(file, defines, arch) for every configuration the registry can ask for, and every other file in cuda_src/.
+
+    A variant pinned to an architecture (wgmma needs sm_90a) is built for that one; the rest for sm_80 and sm_90.
+    """
     seen = {}
     for v in registry.VARIANTS:
         if not v.source:
             continue
-        configs = v.configs_for(registry.LAB_BLOCK_SIZES + (1, 32))
-        for c in configs:
-            seen[(v.source, c.params)] = None
-            gemm = v.options.get("gemm")
-            if gemm and gemm != "cublas":
-                seen[(registry.get("gemm", "cuda", gemm).source, c.params)] = None
+        for c in v.configs_for(registry.LAB_BLOCK_SIZES + (1,)):
+            for arch in (v.arch,) if v.arch else ARCHS:
+                seen[(v.source, c.params, arch)] = None
+                gemm = v.options.get("gemm")
+                if gemm and gemm != "cublas":
+                    seen[(registry.get("gemm", "cuda", gemm).source, c.params, arch)] = None
     for path in nvcc.cuda_src_dir().glob("*.cu"):
-        if not any(src == path.name for src, _ in seen):
-            seen[(path.name, ())] = None
+        if not any(src == path.name for src, _, _ in seen):
+            for arch in ARCHS:
+                seen[(path.name, (), arch)] = None
     return sorted(seen)
 
 
@@ -36,12 +40,11 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 def test_every_file_is_covered():
-    files = {src for src, _ in builds()}
+    files = {src for src, _, _ in builds()}
     assert files == {p.name for p in nvcc.cuda_src_dir().glob("*.cu")}
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("source,params", builds(), ids=lambda x: x if isinstance(x, str) else
+@pytest.mark.parametrize("source,params,arch", builds(), ids=lambda x: x if isinstance(x, str) else
                          "-".join(f"{k}{v}" for k, v in x) or "default")
 def test_compiles(source, params, arch):
     cubin = nvcc.compile_cubin(source, arch, dict(params))
@@ -63,6 +66,14 @@ def test_tiled_spills_no_registers(config, arch):
     assert {u.kernel for u in usage} == {"gemm_tiled", "gemm_tiled_batched"}
     for u in usage:
         assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), u
+
+
+@pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async"])
+def test_faster_kernels_spill_nothing(name):
+    v = next(v for v in registry.VARIANTS if v.name == name and v.backend == "cuda")
+    for c in v.configs:
+        for u in nvcc.resource_usage(v.source, v.arch or "sm_90", c.values):
+            assert (u.spill_stores, u.spill_loads) == (0, 0), (c.label, u)
 
 
 def test_compile_error_names_the_file_and_shows_nvcc(tmp_path, monkeypatch):

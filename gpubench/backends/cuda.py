@@ -207,7 +207,7 @@ class CudaBackend(ArrayBackend):
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:
         out = self._fits(lambda: self.output(shape), "the output")
-        params, extra = config.values, {}
+        params, extra = config.values, {"tf32": True} if variant.options.get("tf32") else {}
         if variant.axis == "tuned":
             from gpubench import tune
 
