@@ -55,7 +55,7 @@ def sweep_options(default_sizes: str):
 
     def wrap(f):
         for opt in reversed([
-            click.option("--sizes", default=default_sizes, show_default=True, help="Square sizes, comma-separated."),
+            click.option("--sizes", default=None, help=f"Square sizes, comma-separated [default: {default_sizes}]."),
             click.option("--block-sizes", default=LAB_BLOCKS, show_default=True,
                          help="Thread-block edges B (B×B threads, 1..32) for the block-size variants."),
             click.option("--variants", default=None, help="Comma-separated variants (default: the lab's; see "
@@ -97,7 +97,7 @@ def _execute(sweep, kw, label):
 
 
 @cli.command()
-@sweep_options(LAB_SIZES)
+@sweep_options(LAB_SIZES + " (none with --mnk)")
 @click.option("--mnk", multiple=True, help="A non-square M,N,K (repeatable).")
 def gemm(**kw):
     """Sweep GEMM variants over sizes and block sizes; verify, time, tabulate, save.
@@ -110,7 +110,8 @@ def gemm(**kw):
     """
     from gpubench.sweep import Sweep
 
-    shapes = [GemmShape(s, s, s) for s in options.sizes(kw["sizes"])] if kw["sizes"] else []
+    sizes = kw["sizes"] if kw["sizes"] is not None else ("" if kw["mnk"] else LAB_SIZES)
+    shapes = [GemmShape(s, s, s) for s in options.sizes(sizes)] if sizes or not kw["mnk"] else []
     shapes += [GemmShape(*options.mnk(t)) for t in kw["mnk"]]
     sweep = Sweep("gemm", "gemm", registry.select("gemm", kw["backend"], options.names(kw["variants"])), shapes,
                   options.block_sizes(kw["block_sizes"]), policy_from(kw))
@@ -139,7 +140,8 @@ def conv(**kw):
     shapes = [
         conv_shape(size, stride, batch=kw["batch"], in_channels=kw["in_channels"], out_channels=kw["out_channels"],
                    kernel=kw["kernel_size"], padding=kw["padding"])
-        for size in options.sizes(kw["sizes"]) for stride in options.strides(kw["stride"])
+        for size in options.sizes(kw["sizes"] if kw["sizes"] is not None else LAB_SIZES)
+        for stride in options.strides(kw["stride"])
     ]
     sweep = Sweep("conv", "conv", registry.select("conv", kw["backend"], options.names(kw["variants"])), shapes,
                   options.block_sizes(kw["block_sizes"]), policy_from(kw))
@@ -198,7 +200,7 @@ def env(backend):
 
 @cli.command(name="list")
 def list_variants():
-    """List the variants of every op and backend.
+    """List the variants of every op and backend, and the shipped suites.
 
     \b
     Example:
@@ -208,11 +210,18 @@ def list_variants():
 
     table = Table("op", "backend", "variant", "axis", "what it is", title="variants", title_justify="left")
     for v in registry.VARIANTS:
-        axis = {"block": "block sizes", "tile": ", ".join(c.label for c in v.configs), "none": "-"}[v.axis]
+        axis = {"block": "block sizes", "tile": ", ".join(c.label for c in v.configs), "none": "-",
+                "tuned": "per shape, from `gpubench tune gemm`"}[v.axis]
         table.add_row(v.op, v.backend, v.name + ("" if v.lab else " (extra)"), axis, v.summary)
+    from gpubench import suites
     from gpubench.session import console
 
-    console().print(table)
+    out = console()
+    out.print(table)
+    shipped = Table("suite", "what it runs", title="suites (gpubench run NAME)", title_justify="left")
+    for name, description in suites.shipped():
+        shipped.add_row(name, description)
+    out.print(shipped)
     return 0
 
 
@@ -260,4 +269,101 @@ def tune_gemm(sizes, mnk, candidates, seed):
 
     path = tuner.tune(backend, shapes, tuner.candidates(candidates, seed), seed, on_result=report)
     out.print(f"saved the winners to {path}")
+    return 0
+
+
+@cli.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("base")
+@click.argument("new")
+@click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(0.0, min_open=True),
+              help="Smallest change that counts (0.05 = 5%).")
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0.0, 1.0, min_open=True,
+                                                                                 max_open=True),
+              help="Family-wise error rate over all points compared.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
+              show_default=True)
+@click.option("--strict-env", is_flag=True, help="Refuse runs from different GPUs, drivers or libraries (exit 2).")
+@click.option("--fail-on-inconclusive", is_flag=True, help="Exit 3 when nothing regressed but some points "
+                                                           "could not be decided.")
+def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive):
+    """Compare two saved runs point by point and fail only on a real regression.
+
+    \b
+    Exit codes:
+      0  no significant regression (improvements never fail)
+      1  at least one point significantly slower by more than --threshold
+      2  usage error, unreadable or incompatible files (--strict-env: environments differ)
+      3  only inconclusive results, with --fail-on-inconclusive
+    \b
+    Examples:
+      gpubench compare results/baseline.json new.json
+      gpubench compare base.json new.json --format markdown > comment.md
+    """
+    from gpubench import compare as cmp
+    from gpubench import render_compare, results
+    from gpubench.session import console
+
+    base_run, new_run = results.load(base), results.load(new)
+    report = cmp.compare(base_run, new_run, threshold, alpha)
+    if strict_env and report.env_diffs:
+        name, a, b = report.env_diffs[0]
+        raise GpubenchError(f"--strict-env: the runs' environments differ ({name}: {a} vs {b}"
+                            f"{f' and {len(report.env_diffs) - 1} more' if len(report.env_diffs) > 1 else ''})")
+    if not report.changes and not report.not_measured:
+        raise GpubenchError(f"{base} and {new} have no points in common: nothing to compare")
+    code = report.exit_code(fail_on_inconclusive)
+    if fmt == "json":
+        click.echo(render_compare.to_json_report(report, code))
+    elif fmt == "markdown":
+        click.echo(render_compare.to_markdown_report(report, base, new))
+    else:
+        render_compare.print_rich(report, console(), base, new)
+    return code
+
+
+@cli.command()
+@click.argument("suite")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="Results file (default: results/<device>/<suite>-<time>.json).")
+@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--tf32", is_flag=True, help="Allow TF32 tensor cores in cuBLAS/cuDNN (or set tf32 = true in the suite).")
+@click.option("--max-noise", default=None, type=click.FloatRange(0.0, min_open=True),
+              help="Adaptive sampling for every sweep: sample until IQR/median is under this ...")
+@click.option("--max-time", default=None, type=click.FloatRange(0.0, min_open=True),
+              help="... or until this many seconds went into the point.")
+def run(suite, output, backend, seed, tf32, max_noise, max_time):
+    """Run a suite of sweeps (configs/*.toml) into one results file.
+
+    \b
+    Examples:
+      gpubench run configs/lab.toml
+      gpubench run ci -o ci-new.json && gpubench compare results/ci-baseline.json ci-new.json
+    """
+    from gpubench import suites
+    from gpubench.session import execute
+
+    s = suites.load(suite, backend)
+    for sweep in s.sweeps:
+        changes = {k: v for k, v in (("max_noise", max_noise), ("max_time_s", max_time)) if v is not None}
+        if changes:
+            sweep.policy = TimingPolicy(**{**sweep.policy.as_dict(), **changes})
+    return execute(s.sweeps, backend_name=backend, tf32=tf32 or s.tf32, seed=seed, output=output, label=s.name,
+                   argv=["gpubench", *sys.argv[1:]])
+
+
+@cli.command()
+@click.argument("file")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Image file (.png, .svg).")
+def plot(file, output):
+    """Plot a saved run: GFLOPS (GEMM) or GB/s (conv) against size, one line per variant, bands from the spread.
+
+    \b
+    Example:
+      gpubench plot results/nvidia-h200/lab.json -o lab.png
+    """
+    from gpubench import plot as plotting
+    from gpubench import results
+
+    click.echo(f"wrote {plotting.plot(results.load(file), output)}")
     return 0

@@ -27,6 +27,7 @@ class Table:
     columns: list[str]
     rows: list[list[Cell]] = field(default_factory=list)
     caption: str = ""
+    left: int = 1  # how many leading (label) columns are left-aligned; the rest are numbers
 
 
 # --- grouping -------------------------------------------------------------------------------------------------
@@ -74,9 +75,19 @@ def _status_cell(p: Point) -> Cell:
     return Cell(f"FAIL {p.median_ms:.3f} ms", "fail")
 
 
+NOISE_THRESHOLD = 0.05  # a point whose IQR/median exceeds this cannot support a 5% comparison: marked "~"
+
+
+def _noisy(p: Point) -> bool:
+    t = p.timing
+    return t is not None and t.rel_iqr > NOISE_THRESHOLD
+
+
 def _ms_gflops(p: Point) -> Cell:
     if p.status != "ok":
         return _status_cell(p)
+    if _noisy(p):
+        return Cell(f"~{p.median_ms:.3f} / {p.gflops:,.0f}", "noisy")
     return Cell(f"{p.median_ms:.3f} / {p.gflops:,.0f}")
 
 
@@ -99,7 +110,8 @@ def config_tables(run: Run, op: str) -> list[Table]:
         configs = _ordered(p.config for p in mine)
         if op == "conv" and len(configs) == 1:
             continue  # single-configuration conv variants appear in the comparison table only
-        table = Table(f"{op} · {name} — ms / GFLOPS", ROW_HEADERS[op] + [_config_header(c) for c in configs])
+        table = Table(f"{op} · {name} — ms / GFLOPS", ROW_HEADERS[op] + [_config_header(c) for c in configs],
+                      left=len(ROW_HEADERS[op]))
         for row in _ordered(row_key(p) for p in mine):
             cells = {p.config: p for p in mine if row_key(p) == row}
             fastest = min((p.median_ms for p in cells.values() if p.status == "ok"), default=None)
@@ -128,7 +140,7 @@ def summary_table(run: Run, op: str) -> Table:
     lib = "cuBLAS" if op == "gemm" else "cuDNN"
     rel = "% of library" if op == "gemm" else "speed vs library"
     headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err"]
-    table = Table(f"{op} · best configuration per variant", headers,
+    table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
                   caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same TF32 setting")
     for (row, name), p in best.items():
         base = _baseline_point(best, row, op, p.tf32)
@@ -137,6 +149,8 @@ def summary_table(run: Run, op: str) -> Table:
             line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p))]
         else:
             share = ""
+            if _noisy(p):
+                line[-1] = Cell(p.config + " ~", "noisy")
             if base is not None:
                 ratio = base.median_ms / p.median_ms
                 share = f"{100 * ratio:.0f}%" if op == "gemm" else f"{ratio:.2f}×"
@@ -155,7 +169,7 @@ def comparison_table(run: Run, op: str = "conv") -> Table:
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
     names = _ordered(display_name(p) for p in points)
-    table = Table(f"{op} · ms per variant (fastest in bold)", ROW_HEADERS[op] + names)
+    table = Table(f"{op} · ms per variant (fastest in bold)", ROW_HEADERS[op] + names, left=len(ROW_HEADERS[op]))
     for row in _ordered(row_key(p) for p in points):
         cells = {name: best.get((row, name)) for name in names}
         fastest = min((p.median_ms for p in cells.values() if p and p.status == "ok"), default=None)
@@ -167,7 +181,8 @@ def comparison_table(run: Run, op: str = "conv") -> Table:
             elif p.status != "ok":
                 line.append(_status_cell(p))
             else:
-                line.append(Cell(f"{p.median_ms:.3f}", "best" if p.median_ms == fastest else ""))
+                text = f"{'~' if _noisy(p) else ''}{p.median_ms:.3f}"
+                line.append(Cell(text, "best" if p.median_ms == fastest else "noisy" if _noisy(p) else ""))
         table.rows.append(line)
     return table
 
@@ -179,6 +194,9 @@ def run_tables(run: Run) -> list[Table]:
         if op == "conv":
             tables.append(comparison_table(run, op))
         tables.append(summary_table(run, op))
+    if any(_noisy(p) for p in run.points if p.status == "ok"):
+        tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {NOISE_THRESHOLD:.0%}, too wide to support a "
+                               f"{NOISE_THRESHOLD:.0%} comparison")
     return tables
 
 
@@ -192,7 +210,7 @@ def to_rich(table: Table):
 
     t = RichTable(title=table.title, caption=table.caption or None, title_justify="left")
     for i, c in enumerate(table.columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
+        t.add_column(c, justify="left" if i < table.left else "right")
     for row in table.rows:
         t.add_row(*(f"[{RICH_STYLES[c.style]}]{_escape(c.text)}[/]" if c.style else _escape(c.text) for c in row))
     return t
@@ -208,7 +226,7 @@ def to_markdown(table: Table) -> str:
         return f"**{text}**" if c.style in ("best", "fail") and text else text
 
     lines = [f"**{table.title}**", "", "| " + " | ".join(table.columns) + " |",
-             "|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|"]
+             "|" + "|".join(["---" if i < table.left else "---:" for i in range(len(table.columns))]) + "|"]
     lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in table.rows]
     if table.caption:
         lines += ["", f"_{table.caption}_"]

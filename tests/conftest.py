@@ -19,3 +19,53 @@ def cpu():
     from gpubench.backends.cpu import CpuBackend
 
     return CpuBackend()
+
+
+def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=None):
+    """A run with gemm and conv points whose raw samples are drawn around fixed medians (no timing involved).
+
+    scale: {(variant, size): factor} multiplies those points' samples (a regression or an improvement).
+    """
+    import random
+
+    from gpubench.problems import GemmShape, conv_shape
+    from gpubench.results import Point, Run
+
+    rng = random.Random(seed)
+    scale = scale or {}
+    points = []
+    for variant, base in (("tiled", 4.0), ("cublas", 2.5)):
+        for size in (1024, 2048):
+            shape = GemmShape(size, size, size)
+            ms = base * (size / 1024) ** 3 * scale.get((variant, size), 1.0)
+            xs = [ms * (1 + rng.gauss(0, noise)) for _ in range(samples)]
+            points.append(Point.measured("gemm", variant, "-" if variant == "cublas" else "128x128x8/8x8",
+                                         shape.params(), samples_ms=xs, flops=shape.flops,
+                                         min_bytes=shape.min_bytes, rel_err=1e-6, tolerance=1e-4, extra={}))
+    for variant, base in (("sliding", 1.5), ("cudnn", 3.0)):
+        shape = conv_shape(4096, 1)
+        ms = base * scale.get((variant, 4096), 1.0)
+        xs = [ms * (1 + rng.gauss(0, noise)) for _ in range(samples)]
+        points.append(Point.measured("conv", variant, "16" if variant == "sliding" else "-", shape.params(),
+                                     samples_ms=xs, flops=shape.flops, min_bytes=shape.min_bytes, rel_err=1e-7,
+                                     tolerance=1e-4, extra={"engine": "eng0"} if variant == "cudnn" else {}))
+    env = {"device": {"name": device, "compute_capability": "9.0", "driver": "580.159.04"},
+           "software": {"cupy": "14.2.0", "cuda_runtime": "13.2"}}
+    return Run(backend="cuda", environment=env, settings={}, command=["gpubench", "test"], points=points,
+               status="complete", created="2026-11-22T00:00:00+00:00")
+
+
+@pytest.fixture
+def make_run():
+    return synthetic_run
+
+
+@pytest.fixture
+def run_file(tmp_path):
+    """Write a run to a JSON file and return its path."""
+    from gpubench import results
+
+    def write(run, name="run.json"):
+        return str(results.save(run, tmp_path / name))
+
+    return write

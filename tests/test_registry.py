@@ -32,21 +32,44 @@ GEMM_SHAPES = [GemmShape(1000, 1500, 777), GemmShape(1, 512, 300), GemmShape(819
 CONV_SHAPES = [conv_shape(1000, 3), conv_shape(33, 1, batch=2, in_channels=64, out_channels=32, kernel=5)]
 
 
+def expected_threads(p: dict) -> int:
+    if "BLOCK" in p:
+        return p["BLOCK"] ** 2
+    if "TX" in p:
+        return p["TX"] * p["TY"]
+    if "WM" in p:
+        return registry.warp_threads(p)
+    if "TM" in p:
+        return (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+    return 2 * p["BN"]  # tf32: one warpgroup of 128 threads per 64 columns
+
+
 @pytest.mark.parametrize("v", [v for v in registry.VARIANTS if v.launch], ids=lambda v: f"{v.op}-{v.name}")
 def test_launch_covers_every_output(v):
     for config in v.configs_for(registry.LAB_BLOCK_SIZES):
         p = config.values
         for s in GEMM_SHAPES if v.op == "gemm" else CONV_SHAPES:
             launch = v.launch(s, p)
-            assert launch.threads <= 1024
-            if "BLOCK" in p:
-                rows, cols = (s.m, s.n) if v.op == "gemm" else (s.out_height, s.out_width)
-                assert launch.grid[0] * p["BLOCK"] >= cols and launch.grid[1] * p["BLOCK"] >= rows
-                assert launch.block == (p["BLOCK"], p["BLOCK"], 1)
+            assert launch.threads == expected_threads(p) <= 1024
+            if v.op == "conv" and ("BLOCK" in p or "TX" in p):  # 2-D tiles of one output plane per grid.z
+                w, h = (p["BLOCK"], p["BLOCK"]) if "BLOCK" in p else (p["TX"] * p["OX"], p["TY"] * p["OY"])
+                assert launch.grid[0] * w >= s.out_width and launch.grid[1] * h >= s.out_height
+                assert launch.grid[2] == s.batch * s.out_channels
+                continue
+            rows, cols = (s.m, s.n) if v.op == "gemm" else (s.out_channels, s.batch * s.out_pixels)
+            bm, bn = (p["BLOCK"], p["BLOCK"]) if "BLOCK" in p else (p["BM"], p["BN"])
+            if "WM" in p:  # a 1-D grid of tiles, mapped by the kernel itself
+                assert launch.grid == (registry.cdiv(rows, bm) * registry.cdiv(cols, bn), 1, 1)
             else:
-                rows, cols = (s.m, s.n) if v.op == "gemm" else (s.out_channels, s.batch * s.out_pixels)
-                assert launch.grid[0] * p["BN"] >= cols and launch.grid[1] * p["BM"] >= rows
-                assert launch.threads == (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+                assert launch.grid[0] * bn >= cols and launch.grid[1] * bm >= rows
+
+
+def test_dynamic_shared_memory_fits_hopper():
+    for v in registry.VARIANTS:
+        if v.launch:
+            for c in v.configs_for(registry.LAB_BLOCK_SIZES):
+                for s in GEMM_SHAPES if v.op == "gemm" else CONV_SHAPES:
+                    assert v.launch(s, c.values).shared_bytes <= 227 * 1024, (v.name, c.label)
 
 
 def test_select_defaults_to_the_lab_set_and_keeps_registry_order():

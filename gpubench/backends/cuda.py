@@ -130,6 +130,7 @@ class CudaBackend(ArrayBackend):
                 "memory_total_gib": round(total / 2**30, 1), "memory_free_gib": round(free / 2**30, 1),
                 "l2_bytes": self.l2_bytes,
                 "smem_per_block_optin": d.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                "copy_gbps": round(self.copy_bandwidth()),
                 **_nvidia_smi(),
             },
             "software": {
@@ -140,6 +141,15 @@ class CudaBackend(ArrayBackend):
                 "numpy": np.__version__,
             },
         }
+
+    def copy_bandwidth(self, nbytes: int = 1 << 30) -> float:
+        """Device-to-device copy, GB/s counting bytes read plus written: the memory-bound ceiling."""
+        cp = self.cp
+        src, dst = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
+        samples = measure(lambda: cp.copyto(dst, src), self.clock, TimingPolicy(warmup=2, reps=10, budget_s=0.5))
+        del src, dst
+        self.collect()
+        return 2 * nbytes / sorted(samples.samples_ms)[len(samples.samples_ms) // 2] / 1e6
 
     def check_block_sizes(self, block_sizes) -> None:
         for b in block_sizes:

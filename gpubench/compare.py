@@ -1,0 +1,150 @@
+"""Comparing two saved runs: a verdict per point that CI can trust, and exit codes to match.
+
+For every point present and measured in both runs, the change is estimated as the ratio of new to base
+time: the Hodges–Lehmann shift between the log-times of the two sets of raw samples, with a distribution-free
+confidence interval from the Mann–Whitney rank test (Moses' method). The interval's level is corrected for
+the number of points compared (Bonferroni): with the default alpha of 0.05, all the intervals of a run hold
+together with 95% confidence, so a sweep of 300 points raises no more false alarms than one of 3.
+
+Against a threshold t (default 5%):
+  slower        the whole interval is above 1 + t: a regression beyond the threshold
+  faster        the whole interval is below 1 / (1 + t)
+  same          the whole interval lies within [1 / (1 + t), 1 + t]
+  inconclusive  the interval straddles a threshold: too few or too noisy samples to tell
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from gpubench.results import Point, Run
+
+ENV_FIELDS = {
+    "GPU": ("device", "name"), "compute capability": ("device", "compute_capability"),
+    "SM clock (max)": ("device", "sm_clock_max_mhz"), "memory clock (max)": ("device", "memory_clock_max_mhz"),
+    "power limit": ("device", "power_limit_w"), "driver": ("device", "driver"),
+    "CUDA driver API": ("software", "cuda_driver_api"), "CUDA runtime": ("software", "cuda_runtime"),
+    "nvcc": ("software", "nvcc"), "PyCUDA": ("software", "pycuda"), "CuPy": ("software", "cupy"),
+    "cuDNN": ("software", "cudnn"), "NumPy": ("software", "numpy"),
+}
+
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+
+@dataclass
+class Change:
+    base: Point
+    new: Point
+    ratio: float  # new time / base time (> 1: slower)
+    low: float
+    high: float
+    verdict: str  # slower | faster | same | inconclusive
+
+    @property
+    def label(self) -> str:
+        p = self.new
+        tf32 = " [TF32]" if p.tf32 else ""
+        stride = f" s{p.params['stride']}" if p.op == "conv" else ""
+        config = "" if p.config == "-" else f" {p.config}"
+        return f"{p.op} {p.variant}{tf32}{config} {p.shape_label()}{stride}"
+
+
+@dataclass
+class Report:
+    threshold: float
+    alpha: float
+    changes: list[Change]
+    only_base: list[Point] = field(default_factory=list)
+    only_new: list[Point] = field(default_factory=list)
+    not_measured: list[tuple[Point, Point]] = field(default_factory=list)  # matched, but not ok in one run
+    env_diffs: list[tuple[str, object, object]] = field(default_factory=list)
+
+    def count(self, verdict: str) -> int:
+        return sum(c.verdict == verdict for c in self.changes)
+
+    def geomeans(self) -> dict[str, float]:
+        """Geometric mean of the ratios per variant (op-qualified)."""
+        groups: dict[str, list[float]] = {}
+        for c in self.changes:
+            groups.setdefault(f"{c.new.op} {c.new.variant}", []).append(c.ratio)
+        return {k: math.exp(statistics.fmean(math.log(r) for r in v)) for k, v in groups.items()}
+
+    def exit_code(self, fail_on_inconclusive: bool = False) -> int:
+        if self.count("slower"):
+            return EXIT_REGRESSION
+        if fail_on_inconclusive and self.count("inconclusive"):
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
+
+    @property
+    def outcome(self) -> str:
+        if self.count("slower"):
+            return f"regression: {self.count('slower')} point(s) slower by more than {self.threshold:.0%}"
+        if self.count("inconclusive"):
+            return f"no significant regression; {self.count('inconclusive')} point(s) inconclusive"
+        return "no significant regression"
+
+
+def ratio_interval(base: list[float], new: list[float], alpha: float) -> tuple[float, float, float]:
+    """(estimate, low, high) of new/base: Hodges–Lehmann shift of log-times and Moses' rank interval.
+
+    The interval is the k-th smallest and k-th largest of the n·m pairwise differences, k from the normal
+    approximation to the Mann–Whitney U distribution at level 1 − alpha; (0, inf) when too few samples.
+    """
+    diffs = sorted(math.log(b2) - math.log(b1) for b2 in new for b1 in base)
+    n, m = len(base), len(new)
+    estimate = math.exp(statistics.median(diffs))
+    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+    k = math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))
+    if k < 1:
+        return estimate, 0.0, math.inf
+    return estimate, math.exp(diffs[k - 1]), math.exp(diffs[len(diffs) - k])
+
+
+def verdict(low: float, high: float, threshold: float) -> str:
+    up, down = 1 + threshold, 1 / (1 + threshold)
+    if low > up:
+        return "slower"
+    if high < down:
+        return "faster"
+    if low >= down and high <= up:
+        return "same"
+    return "inconclusive"
+
+
+def env_differences(base: Run, new: Run) -> list[tuple[str, object, object]]:
+    diffs = []
+    if base.backend != new.backend:
+        diffs.append(("backend", base.backend, new.backend))
+    for name, (section, key) in ENV_FIELDS.items():
+        a = base.environment.get(section, {}).get(key)
+        b = new.environment.get(section, {}).get(key)
+        if a != b:
+            diffs.append((name, a, b))
+    return diffs
+
+
+def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -> Report:
+    base_points = {p.key(): p for p in base.points}
+    new_points = {p.key(): p for p in new.points}
+    report = Report(threshold, alpha, [], env_diffs=env_differences(base, new))
+    report.only_base = [p for k, p in base_points.items() if k not in new_points]
+    report.only_new = [p for k, p in new_points.items() if k not in base_points]
+    pairs = []
+    for k, b in base_points.items():
+        n = new_points.get(k)
+        if n is None:
+            continue
+        if b.status == n.status == "ok" and b.samples_ms and n.samples_ms:
+            pairs.append((b, n))
+        else:
+            report.not_measured.append((b, n))
+    family_alpha = alpha / max(1, len(pairs))  # Bonferroni: every interval at 1 − alpha/m
+    for b, n in pairs:
+        est, low, high = ratio_interval(b.samples_ms, n.samples_ms, family_alpha)
+        report.changes.append(Change(b, n, est, low, high, verdict(low, high, threshold)))
+    order = {"slower": 0, "inconclusive": 1, "faster": 2, "same": 3}
+    report.changes.sort(key=lambda c: (order[c.verdict], -abs(math.log(c.ratio))))
+    return report

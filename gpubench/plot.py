@@ -1,0 +1,72 @@
+"""Plots of a saved run: GFLOPS against size for GEMM, GB/s against size for conv (with the device's measured
+copy bandwidth as the ceiling). One line per variant at its best configuration for each size; the band is the
+spread of the samples (the rate at the first and third quartiles of the time)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpubench.errors import GpubenchError
+from gpubench.render import best_points, display_name
+from gpubench.results import Run
+
+
+def _series(run: Run, op: str, stride: int | None):
+    points = [p for p in run.points if p.op == op and p.status == "ok"
+              and (stride is None or p.params.get("stride") == stride)]
+    if op == "gemm":  # only square problems share an x axis
+        points = [p for p in points if p.params["m"] == p.params["n"] == p.params["k"]]
+    else:
+        points = [p for p in points if p.params["height"] == p.params["width"]]
+    series: dict[str, list] = {}
+    for (_, name), p in best_points(points).items():
+        series.setdefault(name, []).append(p)
+    return {name: sorted(ps, key=lambda p: p.params.get("m", p.params.get("height"))) for name, ps in series.items()}
+
+
+def _rate(p, ms: float, op: str) -> float:
+    return (p.flops if op == "gemm" else p.min_bytes) / ms / 1e6  # GFLOPS or GB/s
+
+
+def plot(run: Run, output: str | Path) -> Path:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise GpubenchError("matplotlib is not installed: pip install 'gpubench[plot]'") from None
+    panels = [("gemm", None)] if any(p.op == "gemm" for p in run.points) else []
+    strides = sorted({p.params["stride"] for p in run.points if p.op == "conv"})
+    panels += [("conv", s) for s in strides]
+    panels = [(op, s) for op, s in panels if _series(run, op, s)]
+    if not panels:
+        raise GpubenchError("the run has no measured square problems to plot")
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False)
+    copy = run.environment.get("device", {}).get("copy_gbps")
+    for ax, (op, stride) in zip(axes[0], panels):
+        for name, ps in _series(run, op, stride).items():
+            x = [p.params.get("m", p.params.get("height")) for p in ps]
+            mid = [_rate(p, p.timing.median, op) for p in ps]
+            lo = [_rate(p, p.timing.q3, op) for p in ps]
+            hi = [_rate(p, p.timing.q1, op) for p in ps]
+            (line,) = ax.plot(x, mid, marker="o", label=name)
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
+        if op == "conv" and copy:
+            ax.axhline(copy, color="gray", linestyle="--", label=f"device copy {copy:,.0f} GB/s")
+        ax.set_xscale("log", base=2)
+        sizes = sorted({p.params.get("m", p.params.get("height")) for ps in _series(run, op, stride).values()
+                        for p in ps})
+        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("matrix size N (N×N×N)" if op == "gemm" else "input size H = W")
+        ax.set_ylabel("GFLOPS" if op == "gemm" else "GB/s of minimum bytes")
+        ax.set_title(f"GEMM on {run.device}" if op == "gemm" else f"conv stride {stride} on {run.device}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=110)
+    plt.close(fig)
+    return output

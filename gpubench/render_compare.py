@@ -1,0 +1,98 @@
+"""Writing a comparison (gpubench.compare.Report) as a rich table, Markdown for a pull request, or JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from gpubench.compare import Change, Report
+from gpubench.render import Cell, Table, to_markdown
+
+VERDICT_STYLE = {"slower": "fail", "faster": "best", "inconclusive": "noisy", "same": ""}
+
+
+def _pct(r: float) -> str:
+    return "∞" if math.isinf(r) else f"{(r - 1) * 100:+.1f}%"
+
+
+def _interval(c: Change) -> str:
+    if math.isinf(c.high):
+        return "too few samples"
+    return f"{_pct(c.low)} … {_pct(c.high)}"
+
+
+def changes_table(report: Report, include_same: bool = True) -> Table:
+    table = Table("changes (new vs base time; interval family-wise at "
+                  f"{1 - report.alpha:.0%} over {len(report.changes)} points)",
+                  ["verdict", "point", "base ms", "new ms", "change", "interval"], left=2)
+    for c in report.changes:
+        if c.verdict == "same" and not include_same:
+            continue
+        table.rows.append([Cell(c.verdict, VERDICT_STYLE[c.verdict]), Cell(c.label), Cell(f"{c.base.median_ms:.4g}"),
+                           Cell(f"{c.new.median_ms:.4g}"), Cell(_pct(c.ratio)), Cell(_interval(c))])
+    return table
+
+
+def geomean_table(report: Report) -> Table:
+    table = Table("geometric mean of new/base per variant", ["variant", "change", "points"], left=1)
+    counts: dict[str, int] = {}
+    for c in report.changes:
+        counts[f"{c.new.op} {c.new.variant}"] = counts.get(f"{c.new.op} {c.new.variant}", 0) + 1
+    for name, g in report.geomeans().items():
+        table.rows.append([Cell(name), Cell(_pct(g)), Cell(str(counts[name]))])
+    return table
+
+
+def notes(report: Report) -> list[str]:
+    lines = []
+    for name, a, b in report.env_diffs:
+        lines.append(f"environment differs: {name}: {a} → {b}")
+    for p in report.only_base:
+        lines.append(f"only in base: {p.op} {p.variant} {p.config} {p.shape_label()}")
+    for p in report.only_new:
+        lines.append(f"only in new: {p.op} {p.variant} {p.config} {p.shape_label()}")
+    for b, n in report.not_measured:
+        lines.append(f"not compared ({b.status} → {n.status}): {n.op} {n.variant} {n.config} {n.shape_label()}")
+    return lines
+
+
+def _counts(report: Report) -> str:
+    return ", ".join(f"{report.count(v)} {v}" for v in ("slower", "faster", "same", "inconclusive"))
+
+
+def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
+    from gpubench.render import to_rich
+
+    style = "bold red" if report.count("slower") else "bold green"
+    console.print(f"[bold]{base_name}[/] → [bold]{new_name}[/]: threshold {report.threshold:.0%}; {_counts(report)}")
+    console.print(to_rich(changes_table(report)))
+    console.print(to_rich(geomean_table(report)))
+    for line in notes(report):
+        console.print(f"[yellow]{line}[/]")
+    console.print(f"[{style}]{report.outcome}[/]")
+
+
+def to_markdown_report(report: Report, base_name: str, new_name: str) -> str:
+    mark = "❌" if report.count("slower") else "✅"
+    out = [f"### gpubench compare: {mark} {report.outcome}", "",
+           f"`{base_name}` → `{new_name}` · threshold {report.threshold:.0%} · {_counts(report)}", ""]
+    if any(c.verdict != "same" for c in report.changes):
+        out.append(to_markdown(changes_table(report, include_same=False)))
+    out.append(to_markdown(geomean_table(report)))
+    extra = notes(report)
+    if extra:
+        out += ["<details><summary>notes</summary>", "", *[f"- {line}" for line in extra], "", "</details>", ""]
+    return "\n".join(out)
+
+
+def to_json_report(report: Report, exit_code: int) -> str:
+    def point(c: Change) -> dict:
+        return {"op": c.new.op, "variant": c.new.variant, "config": c.new.config, "params": c.new.params,
+                "tf32": c.new.tf32, "base_ms": c.base.median_ms, "new_ms": c.new.median_ms, "ratio": c.ratio,
+                "low": c.low, "high": c.high if math.isfinite(c.high) else None, "verdict": c.verdict}
+
+    return json.dumps({
+        "outcome": report.outcome, "exit_code": exit_code, "threshold": report.threshold, "alpha": report.alpha,
+        "counts": {v: report.count(v) for v in ("slower", "faster", "same", "inconclusive")},
+        "geomean": report.geomeans(), "changes": [point(c) for c in report.changes], "notes": notes(report),
+    }, indent=1)

@@ -1,0 +1,145 @@
+"""`gpubench compare`: verdicts, exit codes and output, on synthetic runs with known changes."""
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpubench import compare, results
+from gpubench.cli import cli
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "compare.md"
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_a_file_compared_with_itself_is_all_same(make_run, run_file):
+    path = run_file(make_run())
+    r = invoke("compare", path, path)
+    assert r.exit_code == 0, r.output
+    report = compare.compare(results.load(path), results.load(path))
+    assert {c.verdict for c in report.changes} == {"same"}
+    assert all(c.ratio == pytest.approx(1.0) for c in report.changes)
+
+
+def test_one_point_twice_as_slow_fails_and_is_named(make_run, run_file):
+    base = run_file(make_run(seed=1), "base.json")
+    new = run_file(make_run(seed=2, scale={("tiled", 2048): 2.0}), "new.json")
+    r = invoke("compare", base, new)
+    assert r.exit_code == 1, r.output
+    report = compare.compare(results.load(base), results.load(new))
+    slower = [c for c in report.changes if c.verdict == "slower"]
+    assert [c.label for c in slower] == ["gemm tiled 128x128x8/8x8 2048"]
+    assert slower[0].ratio == pytest.approx(2.0, rel=0.02)
+    assert "gemm tiled 128x128x8/8x8 2048" in r.output
+
+
+def test_every_point_twice_as_fast_passes(make_run, run_file):
+    base = run_file(make_run(seed=1), "base.json")
+    everything = {("tiled", 1024): 0.5, ("tiled", 2048): 0.5, ("cublas", 1024): 0.5, ("cublas", 2048): 0.5,
+                  ("sliding", 4096): 0.5, ("cudnn", 4096): 0.5}
+    new = run_file(make_run(seed=2, scale=everything), "new.json")
+    r = invoke("compare", base, new, "--format", "json")
+    assert r.exit_code == 0
+    data = json.loads(r.output)
+    assert data["counts"] == {"slower": 0, "faster": 6, "same": 0, "inconclusive": 0}
+
+
+def test_noise_level_jitter_passes(make_run, run_file):
+    base_run = make_run(seed=1, noise=0.01)
+    jittered = make_run(seed=1, noise=0.01)
+    rng = random.Random(7)
+    for p in jittered.points:  # every sample moved by up to ±1%, medians by well under the 5% threshold
+        p.samples_ms = [x * (1 + rng.uniform(-0.01, 0.01)) for x in p.samples_ms]
+    r = invoke("compare", run_file(base_run, "a.json"), run_file(jittered, "b.json"), "--format", "json")
+    assert r.exit_code == 0
+    assert json.loads(r.output)["counts"]["slower"] == 0
+
+
+def test_a_small_real_slowdown_below_threshold_is_not_a_regression(make_run, run_file):
+    base = run_file(make_run(seed=1), "base.json")
+    new = run_file(make_run(seed=2, scale={("tiled", 2048): 1.02}), "new.json")
+    assert invoke("compare", base, new).exit_code == 0
+
+
+def test_too_few_samples_are_inconclusive_and_fail_only_on_request(make_run, run_file):
+    base = run_file(make_run(seed=1, samples=4, noise=0.05), "base.json")
+    new = run_file(make_run(seed=2, samples=4, noise=0.05, scale={("tiled", 2048): 1.3}), "new.json")
+    assert invoke("compare", base, new).exit_code == 0
+    r = invoke("compare", base, new, "--fail-on-inconclusive")
+    assert r.exit_code == 3
+    assert "inconclusive" in r.output
+
+
+def test_different_gpus_warn_and_strict_env_refuses(make_run, run_file):
+    base = run_file(make_run(device="NVIDIA H100 80GB HBM3"), "base.json")
+    new = run_file(make_run(device="NVIDIA H200"), "new.json")
+    r = invoke("compare", base, new)
+    assert r.exit_code == 0
+    assert "environment differs: GPU: NVIDIA H100 80GB HBM3 → NVIDIA H200" in r.output
+    r = invoke("compare", base, new, "--strict-env")
+    assert r.exit_code == 2
+    assert r.output.count("\n") == 1 and "--strict-env" in r.output
+
+
+@pytest.mark.parametrize("content", ["", "{", '{"schema": "gpubench-run", "schema_version": 7}', '{"a": 1}',
+                                     "not json at all"])
+def test_unreadable_files_exit_2_in_one_line(make_run, run_file, tmp_path, content):
+    good = run_file(make_run())
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    for args in ((good, str(bad)), (str(bad), good)):
+        r = invoke("compare", *args)
+        assert r.exit_code == 2
+        assert r.output.startswith("gpubench: error: ") and r.output.count("\n") == 1
+
+
+def test_runs_with_nothing_in_common_exit_2(make_run, run_file):
+    a = make_run()
+    b = make_run()
+    for p in b.points:
+        p.variant += "-other"
+    r = invoke("compare", run_file(a, "a.json"), run_file(b, "b.json"))
+    assert r.exit_code == 2 and "no points in common" in r.output
+
+
+def test_unmatched_and_unmeasured_points_are_listed(make_run, run_file):
+    a, b = make_run(seed=1), make_run(seed=2)
+    b.points.pop()  # cudnn only in base
+    b.points[0].status = "skipped"
+    r = invoke("compare", run_file(a, "a.json"), run_file(b, "b.json"))
+    assert r.exit_code == 0
+    assert "only in base: conv cudnn - 4096" in r.output
+    assert "not compared (ok → skipped): gemm tiled" in r.output
+
+
+def test_bonferroni_widens_intervals_with_more_points():
+    rng = random.Random(3)
+    base = [1 + rng.gauss(0, 0.02) for _ in range(30)]
+    new = [1.03 + rng.gauss(0, 0.02) for _ in range(30)]
+    _, lo1, hi1 = compare.ratio_interval(base, new, 0.05)
+    _, lo2, hi2 = compare.ratio_interval(base, new, 0.05 / 300)
+    assert lo2 < lo1 < 1.03 < hi1 < hi2
+
+
+def test_verdict_boundaries():
+    assert compare.verdict(1.06, 1.2, 0.05) == "slower"
+    assert compare.verdict(0.5, 0.9, 0.05) == "faster"
+    assert compare.verdict(0.97, 1.04, 0.05) == "same"
+    assert compare.verdict(1.01, 1.09, 0.05) == "inconclusive"
+
+
+def test_markdown_matches_snapshot(make_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results.save(make_run(seed=1), "base.json")
+    results.save(make_run(seed=2, scale={("tiled", 2048): 1.25, ("cudnn", 4096): 0.8}), "new.json")
+    r = invoke("compare", "base.json", "new.json", "--format", "markdown")
+    assert r.exit_code == 1
+    if os.environ.get("GPUBENCH_UPDATE_SNAPSHOTS"):  # after an intended change: regenerate, review, commit
+        SNAPSHOT.write_text(r.output)
+    assert r.output == SNAPSHOT.read_text()

@@ -1,0 +1,30 @@
+import builtins
+
+import pytest
+
+from gpubench import plot
+from gpubench.errors import GpubenchError
+
+
+def test_plot_writes_an_image(make_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = plot.plot(make_run(), tmp_path / "p.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_series_take_each_variants_best_config(make_run):
+    series = plot._series(make_run(), "gemm", None)
+    assert set(series) == {"tiled", "cublas"} and [p.params["m"] for p in series["tiled"]] == [1024, 2048]
+
+
+def test_missing_matplotlib_is_one_clear_error(make_run, tmp_path, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(GpubenchError, match=r"pip install 'gpubench\[plot\]'"):
+        plot.plot(make_run(), tmp_path / "p.png")

@@ -1,0 +1,73 @@
+from gpubench import render
+from gpubench.results import Point
+
+
+def cells(table):
+    return [[c.text for c in row] for row in table.rows]
+
+
+def test_gemm_tables_follow_the_lab_layout(make_run):
+    run = make_run()
+    tables = render.run_tables(run)
+    titles = [t.title for t in tables]
+    assert titles[:2] == ["gemm · tiled — ms / GFLOPS", "gemm · cublas — ms / GFLOPS"]
+    tiled = tables[0]
+    assert tiled.columns == ["size", "128x128x8/8x8"]
+    assert [r[0] for r in cells(tiled)] == ["1024", "2048"]
+    assert all(" / " in r[1] for r in cells(tiled))
+
+
+def test_summary_gives_percent_of_cublas(make_run):
+    run = make_run()
+    summary = render.summary_table(run, "gemm")
+    rows = {(r[0], r[1]): r for r in cells(summary)}
+    tiled, cublas = (p for p in run.points if p.op == "gemm" and p.params["m"] == 1024)  # synthetic medians near 4.0 and 2.5 ms
+    assert rows[("1024", "tiled")][6] == f"{100 * cublas.median_ms / tiled.median_ms:.0f}%"
+    assert rows[("1024", "tiled")][6] in ("62%", "63%") and rows[("1024", "cublas")][6] == "100%"
+
+
+def test_conv_comparison_marks_the_fastest(make_run):
+    table = render.comparison_table(make_run(), "conv")
+    assert table.columns == ["size", "stride", "sliding", "cudnn"]
+    (row,) = table.rows
+    assert row[2].style == "best" and row[3].style == ""
+    summary = {r[2]: r for r in cells(render.summary_table(make_run(), "conv"))}
+    assert summary["sliding"][7] == "2.00×" and summary["cudnn"][7] == "1.00×"
+
+
+def test_failures_and_skips_show_in_cells(make_run):
+    run = make_run()
+    run.points[0].status, run.points[0].reason = "fail", "rel_err 1e-2 over tolerance 1e-04"
+    run.points[1] = Point("gemm", "tiled", run.points[1].config, run.points[1].params, "skipped", reason="no room")
+    text = cells(render.config_tables(run, "gemm")[0])
+    assert text[0][1].startswith("FAIL") and text[1][1] == "skipped"
+    md = render.to_markdown(render.config_tables(run, "gemm")[0])
+    assert "**FAIL" in md
+
+
+def test_noisy_points_are_flagged(make_run):
+    run = make_run(noise=0.2)
+    tables = render.run_tables(run)
+    assert any(c.style == "noisy" for t in tables for row in t.rows for c in row)
+    assert "too wide to support" in tables[-1].caption
+
+
+def test_markdown_table_shape(make_run):
+    md = render.to_markdown(render.summary_table(make_run(), "gemm"))
+    lines = md.splitlines()
+    assert lines[2].startswith("| size | variant |") and lines[3].startswith("|---|---|---|")
+    assert len(lines) == 4 + 4 + 2  # header block, four points, caption
+
+
+def test_tf32_rows_say_so(make_run):
+    run = make_run()
+    run.points[2].extra["tf32"] = True
+    assert "cublas [TF32]" in [t.title.split(" · ")[1].split(" —")[0] for t in render.config_tables(run, "gemm")]
+
+
+def test_csv_has_one_row_per_point(make_run):
+    run = make_run()
+    text = render.to_csv(run).splitlines()
+    assert text[0].split(",") == render.CSV_COLUMNS
+    assert len(text) == 1 + len(run.points)
+    assert text[1].startswith("gemm,tiled,1024,1024,1024,")

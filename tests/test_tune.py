@@ -1,0 +1,36 @@
+import json
+
+import pytest
+
+from gpubench import registry, tune
+from gpubench.errors import GpubenchError
+from gpubench.problems import GemmShape
+
+
+def test_candidates_are_valid_reproducible_and_start_with_the_default():
+    a, b = tune.candidates(20, seed=3), tune.candidates(20, seed=3)
+    assert [c.label for c in a] == [c.label for c in b] and len(a) == 20
+    assert a[0] == registry.get("gemm", "cuda", tune.SEARCH_VARIANT).configs[0]
+    assert all(registry.valid_warp_config(c.values) for c in a)
+    assert [c.label for c in tune.candidates(20, seed=4)] != [c.label for c in a]
+
+
+def test_lookup_prefers_the_same_shape_then_the_nearest(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUBENCH_TUNED", str(tmp_path))
+    assert tune.lookup("NVIDIA H200", "tuned", GemmShape(64, 64, 64)) is None
+    small = registry.warp_config(64, 64, 8, 32, 32, 4, 8, 2)
+    big = registry.warp_config(128, 128, 16, 64, 32, 8, 8, 2, swizzle=8, min_blocks=2)
+    entries = [{"variant": "tuned", "shape": [1024, 1024, 1024], "params": small.values},
+               {"variant": "tuned", "shape": [8192, 8192, 8192], "params": big.values}]
+    tune.cache_path("NVIDIA H200").write_text(json.dumps({"device": "NVIDIA H200", "entries": entries}))
+    assert tune.lookup("NVIDIA H200", "tuned", GemmShape(8192, 8192, 8192)) == big
+    assert tune.lookup("NVIDIA H200", "tuned", GemmShape(1000, 1000, 1000)) == small
+    assert tune.lookup("NVIDIA H200", "tuned", GemmShape(6000, 6000, 6000)) == big
+    assert tune.lookup("NVIDIA H100 80GB HBM3", "tuned", GemmShape(8192, 8192, 8192)) is None
+
+
+def test_corrupt_cache_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUBENCH_TUNED", str(tmp_path))
+    tune.cache_path("gpu").write_text("{not json")
+    with pytest.raises(GpubenchError, match="tuning cache .* is corrupt"):
+        tune.lookup("gpu", "tuned", GemmShape(1, 1, 1))
