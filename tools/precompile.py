@@ -25,7 +25,8 @@ for v in registry.VARIANTS:
 jobs.add(("timing_spin.cu", (), arch))
 if "--tuner" in sys.argv:
     count = int(sys.argv[sys.argv.index("--tuner") + 1])
-    jobs |= {("gemm_async.cu", c.params, arch) for c in tune.candidates(count)}
+    source = registry.get("gemm", "cuda", tune.SEARCH_VARIANT).source
+    jobs |= {(source, c.params, arch) for c in tune.candidates(count)}
 
 
 def build(job):
