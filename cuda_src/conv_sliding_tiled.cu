@@ -3,9 +3,10 @@
 //
 // A block computes an (TY·OY) × (TX·OX) tile of one output plane (image n, filter k = blockIdx.z). For CH
 // input channels at a time it stages the matching input windows, halo included, in shared memory with
-// coalesced loads (zeros where a window hangs over the padding): all of the lab's three channels in one round,
-// so a block has every load of its tile in flight before its single wait. Then each thread computes OY×OX
-// outputs from the windows with each channel's R×S weights in registers. So every input element is read from memory about once, instead of
+// coalesced loads (zeros where a window hangs over the padding); CH = 3 takes all of the lab's channels in one
+// round, so a block has every load of its tile in flight before its single wait, at three times the shared
+// memory (fewer resident blocks). Then each thread computes OY×OX outputs from the windows with each channel's
+// R×S weights in registers. So every input element is read from memory about once, instead of
 // R·S times through the cache, and each thread's OY vertically adjacent outputs reuse the shared rows they
 // have in common. A thread's OX columns are TX apart, so at stride 1 a warp reads consecutive words.
 // The 3×3 filter at strides 1, 2, 3 is compiled with constant taps and stride; other shapes take the same
@@ -18,7 +19,7 @@
 #define OY 4
 #endif
 #ifndef CH
-#define CH 4  // input channels staged per round (the launcher sizes shared memory for min(C, CH) windows)
+#define CH 1  // input channels staged per round (the launcher sizes shared memory for min(C, CH) windows)
 #endif
 
 constexpr int THREADS = TX * TY, TILE_W = TX * OX, TILE_H = TY * OY;
@@ -44,11 +45,19 @@ __device__ __forceinline__ void conv_plane(const float* __restrict__ x, const fl
     for (int c0 = 0; c0 < C; c0 += CH) {
         const int channels = min(CH, C - c0);
         const float* xc = x + ((size_t)n * C + c0) * H * W;
-        for (int e = threadIdx.x; e < channels * win; e += THREADS) {
-            const int c = e / win, ih = ih0 + (e % win) / win_w, iw = iw0 + e % win_w;
-            const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
-            tile[e] = inside ? __ldg(xc + ((size_t)c * H + ih) * W + iw) : 0.0f;
-        }
+        // Warps walk the window row by row (a warp reads TX consecutive floats of one input row): no
+        // division per element, and one bounds test per row.
+        for (int c = 0; c < channels; ++c)
+            for (int row = ty; row < win_h; row += TY) {
+                const int ih = ih0 + row;
+                const float* src = xc + ((size_t)c * H + ih) * W;
+                float* dst = tile + c * win + row * win_w;
+                const bool row_in = (unsigned)ih < (unsigned)H;
+                for (int col = tx; col < win_w; col += TX) {
+                    const int iw = iw0 + col;
+                    dst[col] = (row_in && (unsigned)iw < (unsigned)W) ? __ldg(src + iw) : 0.0f;
+                }
+            }
         __syncthreads();
         for (int c = 0; c < channels; ++c) {
             const float* plane = tile + c * win;

@@ -239,8 +239,10 @@ def tune():
 @click.option("--mnk", multiple=True, help="A non-square M,N,K to tune for (repeatable).")
 @click.option("--candidates", default=48, show_default=True, type=click.IntRange(1),
               help="How many configurations of the search space to try (the default one always among them).")
+@click.option("--refine", default=1, show_default=True, type=click.IntRange(0),
+              help="Rounds of local search: try every one-parameter change of the best two so far.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed for sampling the space and inputs.")
-def tune_gemm(sizes, mnk, candidates, seed):
+def tune_gemm(sizes, mnk, candidates, refine, seed):
     """Autotune the double-buffered warp-tiled GEMM (BM, BN, BK, warp tile, TM, TN, swizzle, registers) per shape.
 
     Winners go to configs/tuned/<device>.json; the `tuned` gemm variant then uses them.
@@ -267,7 +269,7 @@ def tune_gemm(sizes, mnk, candidates, seed):
             best[shape] = ms
             out.print(f"{shape.label} {config.label}: {ms:.3f} ms, {shape.flops / ms / 1e6:,.0f} GFLOPS (best so far)")
 
-    path = tuner.tune(backend, shapes, tuner.candidates(candidates, seed), seed, on_result=report)
+    path = tuner.tune(backend, shapes, tuner.candidates(candidates, seed), seed, refine, on_result=report)
     out.print(f"saved the winners to {path}")
     return 0
 

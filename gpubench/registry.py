@@ -156,7 +156,7 @@ def _conv_window_tiles(s: ConvShape, p: dict) -> Launch:
                   (p["TX"] * p["TY"], 1, 1), 4 * window * min(s.in_channels, p["CH"]))
 
 
-def window_config(tx, ty, ox, oy, ch=4) -> Config:
+def window_config(tx, ty, ox, oy, ch) -> Config:
     return Config(f"{tx}x{ty} o{ox}x{oy} c{ch}", (("TX", tx), ("TY", ty), ("OX", ox), ("OY", oy), ("CH", ch)))
 
 
@@ -187,7 +187,7 @@ def valid_warp_config(p: dict, smem_limit: int = 227 * 1024) -> bool:
 # valid_warp_config.
 SEARCH_SPACE = {
     "BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128), "WN": (32, 64),
-    "TM": (4, 8, 16), "TN": (4, 8), "STAGES": (2,), "SWIZZLE": (0, 8), "MIN_BLOCKS": (1, 2),
+    "TM": (4, 8, 16), "TN": (4, 8), "STAGES": (2,), "SWIZZLE": (0, 4, 8, 16), "MIN_BLOCKS": (1, 2),
 }
 
 TILED_CONFIGS = (tile_config(128, 128, 8, 8, 8), tile_config(64, 64, 8, 4, 4))
@@ -285,7 +285,7 @@ VARIANTS: tuple[Variant, ...] = (
         "sliding-tiled", "conv", "cuda", "kernel",
         "direct convolution from an input window (halo included) in shared memory, several outputs per thread",
         source="conv_sliding_tiled.cu", kernel="conv_sliding_tiled", axis="tile",
-        configs=(window_config(32, 8, 2, 4), window_config(32, 8, 1, 4), window_config(32, 8, 1, 2)),
+        configs=(window_config(32, 8, 2, 4, 1), window_config(32, 8, 1, 4, 1), window_config(32, 8, 1, 4, 3)),
         launch=_conv_window_tiles, lab=False,
     ),
     Variant(

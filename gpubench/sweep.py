@@ -74,8 +74,9 @@ def run_point(backend, shape, variant: Variant, config: Config, inputs, ref, pol
         for name, part in prepared.parts.items():
             part_samples = measure(part, backend.clock, part_policy).samples_ms
             extra[f"{name}_ms"] = sorted(part_samples)[len(part_samples) // 2]
+        label = extra.pop("params", config.label)  # a tuned variant reports the configuration it resolved to
         return Point.measured(
-            shape.op, variant.name, config.label, shape.params(), samples_ms=timing.samples_ms,
+            shape.op, variant.name, label, shape.params(), samples_ms=timing.samples_ms,
             flops=shape.flops, min_bytes=shape.min_bytes, rel_err=rel_err, tolerance=backend.tolerance(variant),
             extra=extra,
         )

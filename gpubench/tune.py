@@ -1,8 +1,9 @@
 """Autotuning: search gemm_warptile's tile parameters per GPU and shape, keep the winners, let sweeps use them.
 
 `gpubench tune gemm` draws candidates from registry.SEARCH_SPACE (filtered by what the kernel can compile
-and launch), compiles them in parallel, and for every shape verifies and times each one with the `async`
-variant (gemm_warptile.cu double-buffered). The fastest verified configuration per shape is written to configs/tuned/<device>.json (the file is
+and launch), compiles them in parallel, and for every shape verifies and times each one with the `dbuf`
+variant's kernel (gemm_warptile.cu, double-buffered). Then it refines: every configuration one parameter
+away from the best few is tried too (a step of local search after the random sample). The fastest verified configuration per shape is written to configs/tuned/<device>.json (the file is
 rewritten after each shape, so an interrupted search keeps what it found). The registry's `tuned` variant
 runs, for each shape, the entry of the same shape, or else of the nearest size.
 """
@@ -28,6 +29,7 @@ from gpubench.timing import TimingPolicy, measure
 TUNED_VARIANT = "tuned"  # the registry variant that reads the cache ...
 SEARCH_VARIANT = "dbuf"  # ... and the one (same kernel, a fixed configuration) the search runs
 SEARCH_POLICY = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3)
+REFINE_FROM = 2  # local search: the neighbours of this many of the best configurations, per round
 
 
 def slug(device: str) -> str:
@@ -85,6 +87,17 @@ def candidates(count: int, seed: int = 0) -> list[Config]:
     return list(chosen.values())
 
 
+def neighbours(config: Config) -> list[Config]:
+    """Every valid configuration that differs from this one in exactly one parameter."""
+    out = []
+    for key, values in registry.SEARCH_SPACE.items():
+        for value in values:
+            p = {**config.values, key: value}
+            if value != config.values[key] and registry.valid_warp_config(p):
+                out.append(_config(p))
+    return out
+
+
 def precompile(backend, variant, configs: list[Config]) -> list[Config]:
     """Compile every candidate in parallel (nvcc runs outside the GIL); drop the ones nvcc rejects."""
     def build(c: Config):
@@ -98,7 +111,8 @@ def precompile(backend, variant, configs: list[Config]) -> list[Config]:
         return [c for c in pool.map(build, configs) if c is not None]
 
 
-def tune(backend, shapes: list[GemmShape], configs: list[Config], seed: int, on_result=lambda *a: None) -> Path:
+def tune(backend, shapes: list[GemmShape], configs: list[Config], seed: int, refine: int = 1,
+         on_result=lambda *a: None) -> Path:
     variant = registry.get("gemm", "cuda", SEARCH_VARIANT)
     configs = precompile(backend, variant, configs)
     device = backend.device_name
@@ -106,21 +120,30 @@ def tune(backend, shapes: list[GemmShape], configs: list[Config], seed: int, on_
     for i, shape in enumerate(shapes):
         inputs = backend.inputs(shape, seed + i)
         ref = backend.reference(shape, inputs)
-        timed = []
-        for config in configs:
-            try:
-                prepared = backend.prepare(variant, config, shape, inputs)
-                err = verify(backend, prepared, ref)
-                if not err <= variant.tolerance:
-                    on_result(shape, config, None, f"rel_err {err:.1e}")
+        timed: list[tuple[float, Config]] = []
+
+        def time_all(batch: list[Config]) -> None:
+            for config in batch:
+                try:
+                    prepared = backend.prepare(variant, config, shape, inputs)
+                    err = verify(backend, prepared, ref)
+                    if not err <= variant.tolerance:
+                        on_result(shape, config, None, f"rel_err {err:.1e}")
+                        continue
+                    samples = sorted(measure(prepared.run, backend.clock, SEARCH_POLICY).samples_ms)
+                except Exception as e:  # a candidate that cannot launch here is just not a candidate
+                    on_result(shape, config, None, str(e).splitlines()[0] if str(e) else type(e).__name__)
                     continue
-                samples = sorted(measure(prepared.run, backend.clock, SEARCH_POLICY).samples_ms)
-            except Exception as e:  # a candidate that cannot launch here is just not a candidate
-                on_result(shape, config, None, str(e).splitlines()[0] if str(e) else type(e).__name__)
-                continue
-            ms = samples[len(samples) // 2]
-            timed.append((ms, config))
-            on_result(shape, config, ms, "")
+                timed.append((samples[len(samples) // 2], config))
+                on_result(shape, config, timed[-1][0], "")
+
+        time_all(configs)
+        tried = {c.label for c in configs}
+        for _ in range(refine):
+            best_few = [c for _, c in sorted(timed, key=lambda t: t[0])[:REFINE_FROM]]
+            near = {n.label: n for c in best_few for n in neighbours(c) if n.label not in tried}
+            tried |= set(near)
+            time_all(precompile(backend, variant, list(near.values())))
         if not timed:
             raise GpubenchError(f"no candidate configuration ran for {shape.label}")
         ms, best = min(timed, key=lambda t: t[0])
@@ -129,6 +152,7 @@ def tune(backend, shapes: list[GemmShape], configs: list[Config], seed: int, on_
         cache["entries"].append({
             "variant": TUNED_VARIANT, "shape": [shape.m, shape.n, shape.k], "params": best.values,
             "label": best.label, "ms": ms, "gflops": shape.flops / ms / 1e6, "tried": len(timed),
+            "runner_up": [c.label for _, c in sorted(timed, key=lambda t: t[0])[1:4]],
         })
         cache["device"] = device
         path = cache_path(device)

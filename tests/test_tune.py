@@ -34,3 +34,11 @@ def test_corrupt_cache_is_a_one_line_error(tmp_path, monkeypatch):
     tune.cache_path("gpu").write_text("{not json")
     with pytest.raises(GpubenchError, match="tuning cache .* is corrupt"):
         tune.lookup("gpu", "tuned", GemmShape(1, 1, 1))
+
+
+def test_neighbours_differ_in_one_parameter_and_are_valid():
+    c = registry.warp_config(128, 128, 8, 64, 32, 8, 8, 2)
+    near = tune.neighbours(c)
+    assert near and all(registry.valid_warp_config(n.values) for n in near)
+    assert all(sum(n.values[k] != c.values[k] for k in c.values) == 1 for n in near)
+    assert registry.warp_config(128, 128, 8, 64, 32, 8, 8, 2, swizzle=8).label in {n.label for n in near}
