@@ -45,19 +45,11 @@ __device__ __forceinline__ void conv_plane(const float* __restrict__ x, const fl
     for (int c0 = 0; c0 < C; c0 += CH) {
         const int channels = min(CH, C - c0);
         const float* xc = x + ((size_t)n * C + c0) * H * W;
-        // Warps walk the window row by row (a warp reads TX consecutive floats of one input row): no
-        // division per element, and one bounds test per row.
-        for (int c = 0; c < channels; ++c)
-            for (int row = ty; row < win_h; row += TY) {
-                const int ih = ih0 + row;
-                const float* src = xc + ((size_t)c * H + ih) * W;
-                float* dst = tile + c * win + row * win_w;
-                const bool row_in = (unsigned)ih < (unsigned)H;
-                for (int col = tx; col < win_w; col += TX) {
-                    const int iw = iw0 + col;
-                    dst[col] = (row_in && (unsigned)iw < (unsigned)W) ? __ldg(src + iw) : 0.0f;
-                }
-            }
+        for (int e = threadIdx.x; e < channels * win; e += THREADS) {  // every lane busy: flat index
+            const int c = e / win, ih = ih0 + (e % win) / win_w, iw = iw0 + e % win_w;
+            const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+            tile[e] = inside ? __ldg(xc + ((size_t)c * H + ih) * W + iw) : 0.0f;
+        }
         __syncthreads();
         for (int c = 0; c < channels; ++c) {
             const float* plane = tile + c * win;

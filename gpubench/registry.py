@@ -156,6 +156,15 @@ def _conv_window_tiles(s: ConvShape, p: dict) -> Launch:
                   (p["TX"] * p["TY"], 1, 1), 4 * window * min(s.in_channels, p["CH"]))
 
 
+def _conv_columns(s: ConvShape, p: dict) -> Launch:
+    return Launch((cdiv(s.out_width, 32), cdiv(s.out_height, p["TY"] * p["OY"]), s.batch * s.out_channels),
+                  (32 * p["TY"], 1, 1))
+
+
+def column_config(ty, oy) -> Config:
+    return Config(f"32x{ty} o{oy}", (("TY", ty), ("OY", oy)))
+
+
 def window_config(tx, ty, ox, oy, ch) -> Config:
     return Config(f"{tx}x{ty} o{ox}x{oy} c{ch}", (("TX", tx), ("TY", ty), ("OX", ox), ("OY", oy), ("CH", ch)))
 
@@ -287,6 +296,12 @@ VARIANTS: tuple[Variant, ...] = (
         source="conv_sliding_tiled.cu", kernel="conv_sliding_tiled", axis="tile",
         configs=(window_config(32, 8, 2, 4, 1), window_config(32, 8, 1, 4, 1), window_config(32, 8, 1, 4, 3)),
         launch=_conv_window_tiles, lab=False,
+    ),
+    Variant(
+        "sliding-rows", "conv", "cuda", "kernel",
+        "direct convolution, each thread down a column of outputs: rows loaded once into registers, no barriers",
+        source="conv_sliding_rows.cu", kernel="conv_sliding_rows", axis="tile",
+        configs=(column_config(8, 8), column_config(4, 16), column_config(8, 4)), launch=_conv_columns, lab=False,
     ),
     Variant(
         "implicit-async", "conv", "cuda", "kernel",

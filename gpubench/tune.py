@@ -19,7 +19,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpubench import nvcc, registry
+from gpubench import environment, nvcc, registry
 from gpubench.errors import CompileError, GpubenchError
 from gpubench.problems import GemmShape
 from gpubench.registry import Config, warp_config
@@ -155,6 +155,7 @@ def tune(backend, shapes: list[GemmShape], configs: list[Config], seed: int, ref
             "runner_up": [c.label for _, c in sorted(timed, key=lambda t: t[0])[1:4]],
         })
         cache["device"] = device
+        cache["gpubench_commit"] = environment.git_commit()
         path = cache_path(device)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(cache, indent=1) + "\n")

@@ -37,6 +37,8 @@ def expected_threads(p: dict) -> int:
         return p["BLOCK"] ** 2
     if "TX" in p:
         return p["TX"] * p["TY"]
+    if "OY" in p:
+        return 32 * p["TY"]
     if "WM" in p:
         return registry.warp_threads(p)
     if "TM" in p:
@@ -51,8 +53,11 @@ def test_launch_covers_every_output(v):
         for s in GEMM_SHAPES if v.op == "gemm" else CONV_SHAPES:
             launch = v.launch(s, p)
             assert launch.threads == expected_threads(p) <= 1024
-            if v.op == "conv" and ("BLOCK" in p or "TX" in p):  # 2-D tiles of one output plane per grid.z
-                w, h = (p["BLOCK"], p["BLOCK"]) if "BLOCK" in p else (p["TX"] * p["OX"], p["TY"] * p["OY"])
+            if v.op == "conv" and ("BLOCK" in p or "OY" in p):  # 2-D tiles of one output plane per grid.z
+                if "BLOCK" in p:
+                    w, h = p["BLOCK"], p["BLOCK"]
+                else:
+                    w, h = p.get("TX", 32) * p.get("OX", 1), p["TY"] * p["OY"]
                 assert launch.grid[0] * w >= s.out_width and launch.grid[1] * h >= s.out_height
                 assert launch.grid[2] == s.batch * s.out_channels
                 continue
