@@ -1,12 +1,10 @@
 // Direct convolution with the input tile in shared memory, tuned for few channels and filters (the lab's
 // 3-channel, 1-filter, 3×3 layer), where the work is moving bytes, not arithmetic.
 //
-// A block computes an (TY·OY) × (TX·OX) tile of one output plane (image n, filter k = blockIdx.z). For CH
-// input channels at a time it stages the matching input windows, halo included, in shared memory with
-// coalesced loads (zeros where a window hangs over the padding); CH = 3 takes all of the lab's channels in one
-// round, so a block has every load of its tile in flight before its single wait, at three times the shared
-// memory (fewer resident blocks). Then each thread computes OY×OX outputs from the windows with each channel's
-// R×S weights in registers. So every input element is read from memory about once, instead of
+// A block computes an (TY·OY) × (TX·OX) tile of one output plane (image n, filter k = blockIdx.z). Per
+// input channel it stages the matching input window, halo included, in shared memory with coalesced loads
+// (zeros where the window hangs over the padding), then each thread computes OY×OX outputs from it with the
+// channel's R×S weights in registers. So every input element is read from memory about once, instead of
 // R·S times through the cache, and each thread's OY vertically adjacent outputs reuse the shared rows they
 // have in common. A thread's OX columns are TX apart, so at stride 1 a warp reads consecutive words.
 // The 3×3 filter at strides 1, 2, 3 is compiled with constant taps and stride; other shapes take the same
@@ -17,9 +15,6 @@
 #define TY 8
 #define OX 2
 #define OY 4
-#endif
-#ifndef CH
-#define CH 1  // input channels staged per round (the launcher sizes shared memory for min(C, CH) windows)
 #endif
 
 constexpr int THREADS = TX * TY, TILE_W = TX * OX, TILE_H = TY * OY;
@@ -40,39 +35,33 @@ __device__ __forceinline__ void conv_plane(const float* __restrict__ x, const fl
     const int ih0 = oh0 * st - pad, iw0 = ow0 * st - pad;
     const int ty = threadIdx.x / TX, tx = threadIdx.x % TX;
 
-    const int win = win_h * win_w;
     float acc[OY][OX] = {};
-    for (int c0 = 0; c0 < C; c0 += CH) {
-        const int channels = min(CH, C - c0);
-        const float* xc = x + ((size_t)n * C + c0) * H * W;
-        for (int e = threadIdx.x; e < channels * win; e += THREADS) {  // every lane busy: flat index
-            const int c = e / win, ih = ih0 + (e % win) / win_w, iw = iw0 + e % win_w;
-            const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
-            tile[e] = inside ? __ldg(xc + ((size_t)c * H + ih) * W + iw) : 0.0f;
+    for (int c = 0; c < C; ++c) {
+        const float* xc = x + ((size_t)n * C + c) * H * W;
+        for (int e = threadIdx.x; e < win_h * win_w; e += THREADS) {
+            const int ih = ih0 + e / win_w, iw = iw0 + e % win_w;
+            tile[e] = ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W) ? __ldg(xc + (size_t)ih * W + iw) : 0.0f;
         }
+        const float* wc = w + ((size_t)k * C + c) * r_n * s_n;
         __syncthreads();
-        for (int c = 0; c < channels; ++c) {
-            const float* plane = tile + c * win;
-            const float* wc = w + ((size_t)k * C + c0 + c) * r_n * s_n;
-            // One tap: its weight times the window element under each of the thread's outputs.
-            auto tap = [&](int r, int s, float wv) {
+        // One tap: its weight times the window element under each of the thread's outputs.
+        auto tap = [&](int r, int s, float wv) {
 #pragma unroll
-                for (int i = 0; i < OY; ++i)
+            for (int i = 0; i < OY; ++i)
 #pragma unroll
-                    for (int j = 0; j < OX; ++j)
-                        acc[i][j] = fmaf(plane[((ty * OY + i) * st + r) * win_w + (tx + j * TX) * st + s], wv, acc[i][j]);
-            };
-            if constexpr (R_ > 0) {  // constant taps: fully unrolled, the weights live in registers
+                for (int j = 0; j < OX; ++j)
+                    acc[i][j] = fmaf(tile[((ty * OY + i) * st + r) * win_w + (tx + j * TX) * st + s], wv, acc[i][j]);
+        };
+        if constexpr (R_ > 0) {  // constant taps: fully unrolled, the weights live in registers
 #pragma unroll
-                for (int r = 0; r < R_; ++r)
+            for (int r = 0; r < R_; ++r)
 #pragma unroll
-                    for (int s = 0; s < S_; ++s) tap(r, s, __ldg(wc + r * S_ + s));
-            } else {
-                for (int r = 0; r < r_n; ++r)
-                    for (int s = 0; s < s_n; ++s) tap(r, s, __ldg(wc + r * s_n + s));
-            }
+                for (int s = 0; s < S_; ++s) tap(r, s, __ldg(wc + r * S_ + s));
+        } else {
+            for (int r = 0; r < r_n; ++r)
+                for (int s = 0; s < s_n; ++s) tap(r, s, __ldg(wc + r * s_n + s));
         }
-        __syncthreads();  // the next round overwrites the windows
+        __syncthreads();  // the next channel overwrites the window
     }
     float* yk = y + ((size_t)n * K + k) * OH * OW;
 #pragma unroll

@@ -153,7 +153,7 @@ def _conv_window_tiles(s: ConvShape, p: dict) -> Launch:
     th, tw = p["TY"] * p["OY"], p["TX"] * p["OX"]
     window = ((th - 1) * s.stride + s.kernel) * ((tw - 1) * s.stride + s.kernel)
     return Launch((cdiv(s.out_width, tw), cdiv(s.out_height, th), s.batch * s.out_channels),
-                  (p["TX"] * p["TY"], 1, 1), 4 * window * min(s.in_channels, p["CH"]))
+                  (p["TX"] * p["TY"], 1, 1), 4 * window)
 
 
 def _conv_columns(s: ConvShape, p: dict) -> Launch:
@@ -161,12 +161,18 @@ def _conv_columns(s: ConvShape, p: dict) -> Launch:
                   (32 * p["TY"], 1, 1))
 
 
+def _conv_vec_patches(s: ConvShape, p: dict) -> Launch:
+    # 32×TY threads, each a 4-wide, OY-tall patch of one output plane.
+    return Launch((cdiv(s.out_width, 128), cdiv(s.out_height, p["TY"] * p["OY"]), s.batch * s.out_channels),
+                  (32 * p["TY"], 1, 1))
+
+
 def column_config(ty, oy) -> Config:
     return Config(f"32x{ty} o{oy}", (("TY", ty), ("OY", oy)))
 
 
-def window_config(tx, ty, ox, oy, ch) -> Config:
-    return Config(f"{tx}x{ty} o{ox}x{oy} c{ch}", (("TX", tx), ("TY", ty), ("OX", ox), ("OY", oy), ("CH", ch)))
+def window_config(tx, ty, ox, oy) -> Config:
+    return Config(f"{tx}x{ty} o{ox}x{oy}", (("TX", tx), ("TY", ty), ("OX", ox), ("OY", oy)))
 
 
 def _gemm_tf32(s: GemmShape, p: dict) -> Launch:
@@ -294,7 +300,7 @@ VARIANTS: tuple[Variant, ...] = (
         "sliding-tiled", "conv", "cuda", "kernel",
         "direct convolution from an input window (halo included) in shared memory, several outputs per thread",
         source="conv_sliding_tiled.cu", kernel="conv_sliding_tiled", axis="tile",
-        configs=(window_config(32, 8, 2, 4, 1), window_config(32, 8, 1, 4, 1), window_config(32, 8, 1, 4, 3)),
+        configs=(window_config(32, 8, 2, 4), window_config(32, 8, 1, 4)),
         launch=_conv_window_tiles, lab=False,
     ),
     Variant(
@@ -302,6 +308,14 @@ VARIANTS: tuple[Variant, ...] = (
         "direct convolution, each thread down a column of outputs: rows loaded once into registers, no barriers",
         source="conv_sliding_rows.cu", kernel="conv_sliding_rows", axis="tile",
         configs=(column_config(8, 8), column_config(4, 16), column_config(8, 4)), launch=_conv_columns, lab=False,
+    ),
+    Variant(
+        "sliding-vec", "conv", "cuda", "kernel",
+        "direct convolution on 4×OY patches: at stride 1, one 16-byte load per input row, neighbours by shuffle",
+        source="conv_sliding_vec.cu", kernel="conv_sliding_vec", axis="tile",
+        configs=(Config("32x8 o4", (("TY", 8), ("OY", 4))), Config("32x4 o8", (("TY", 4), ("OY", 8))),
+                 Config("32x2 o8", (("TY", 2), ("OY", 8)))),
+        launch=_conv_vec_patches, lab=False,
     ),
     Variant(
         "implicit-async", "conv", "cuda", "kernel",

@@ -68,7 +68,8 @@ def test_tiled_spills_no_registers(config, arch):
         assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), u
 
 
-@pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async"])
+@pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async", "sliding-tiled",
+                                  "sliding-rows", "sliding-vec"])
 def test_faster_kernels_spill_nothing(name):
     v = next(v for v in registry.VARIANTS if v.name == name and v.backend == "cuda")
     for c in v.configs:

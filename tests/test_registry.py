@@ -56,6 +56,8 @@ def test_launch_covers_every_output(v):
             if v.op == "conv" and ("BLOCK" in p or "OY" in p):  # 2-D tiles of one output plane per grid.z
                 if "BLOCK" in p:
                     w, h = p["BLOCK"], p["BLOCK"]
+                elif v.name == "sliding-vec":
+                    w, h = 128, p["TY"] * p["OY"]
                 else:
                     w, h = p.get("TX", 32) * p.get("OX", 1), p["TY"] * p["OY"]
                 assert launch.grid[0] * w >= s.out_width and launch.grid[1] * h >= s.out_height

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The runs behind results/ and the README, in two device calls (each well inside ten minutes).
 #   bash tools/evidence.sh kernels   # gpu tests, GEMM progression, TF32, fast conv kernels, ResNet layers, ncu
-#   bash tools/evidence.sh lab       # the lab suite, two CI runs, a planted slowdown, the comparisons
+#   bash tools/evidence.sh lab       # gpu tests, fast conv kernels, two CI runs, a planted slowdown, the
+#                                    # comparisons, the lab suite
 # OUT (where files go) and GPUBENCH_COMMIT (this checkout's commit, since the copy has no .git) come from the caller.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl || exit 1
@@ -28,7 +29,9 @@ kernels)
     grep -E "Duration|Compute \(SM\) Throughput|DRAM Throughput|Registers Per|Achieved Occ|Issue Slots Busy|Executed Ipc A" "$OUT/ncu-$v.txt"
   done ;;
 lab)
-  g run lab -o "$OUT/lab.json" 2>&1 | tail -4
+  python3 -m pytest -q -m gpu tests/test_gpu.py 2>&1 | tee "$OUT/gpu-tests.txt" | tail -3
+  g conv --variants sliding,sliding-tiled,sliding-rows,sliding-vec,cudnn-heuristic,cudnn \
+    --sizes 512,1024,2048,4096,8192 --stride 1,2,3 -o "$OUT/conv-fast.json" 2>&1 | grep -A20 "ms per variant"
   g run ci -o "$OUT/ci-1.json" 2>&1 | tail -1
   g run ci -o "$OUT/ci-2.json" 2>&1 | tail -1
   # A planted regression: an inner-loop bound that looks harmless but is known only at run time, so the
@@ -41,5 +44,6 @@ lab)
     echo "## ci-1 vs ci-2 (back to back, same code)"; g compare "$OUT/ci-1.json" "$OUT/ci-2.json" --format markdown; echo "exit code: $?"
     echo "## ci-1 vs ci-slow (planted slowdown in gemm_shared.cu)"; g compare "$OUT/ci-1.json" "$OUT/ci-slow.json" --format markdown; echo "exit code: $?"
   } > "$OUT/compare.md" 2>&1
-  cat "$OUT/compare.md" ;;
+  cat "$OUT/compare.md"
+  g run lab -o "$OUT/lab.json" 2>&1 | tail -3 ;;
 esac
