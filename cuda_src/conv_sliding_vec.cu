@@ -21,40 +21,49 @@ __device__ __forceinline__ float4 load4_or_zero(const float* row, int col, bool 
 }
 
 // 3×3, stride 1, pad 1, W % 4 == 0: rows as float4s, neighbours by shuffle. All 32 lanes run it (shuffles).
+// G channels at a time (3 for the lab's input): every row of all G channels is loaded before any is used,
+// so a thread has G·(OY+2) independent 16-byte loads in flight.
+template <int G>
 __device__ __forceinline__ void patch_3x3_s1(const float* __restrict__ x, const float* __restrict__ w,
                                              float (&acc)[OY][VX], int n, int k, int C, int H, int W, int oh0,
                                              int ow0, int lane)
 {
     const bool col_ok = ow0 < W;
-#pragma unroll 1
-    for (int c = 0; c < C; ++c) {
-        const float* xc = x + ((size_t)n * C + c) * H * W;
-        float wv[9];
+    for (int c0 = 0; c0 < C; c0 += G) {
+        float4 rows[G][OY + 2];
 #pragma unroll
-        for (int t = 0; t < 9; ++t) wv[t] = __ldg(w + ((size_t)k * C + c) * 9 + t);
-        float4 rows[OY + 2];
+        for (int g = 0; g < G; ++g) {
+            const float* xc = x + ((size_t)n * C + c0 + g) * H * W;
 #pragma unroll
-        for (int j = 0; j < OY + 2; ++j) {  // all loads first: OY+2 independent 16-byte loads in flight
-            const int ih = oh0 - 1 + j;
-            rows[j] = load4_or_zero(xc + (size_t)ih * W, ow0, col_ok && (unsigned)ih < (unsigned)H);
+            for (int j = 0; j < OY + 2; ++j) {
+                const int ih = oh0 - 1 + j;
+                rows[g][j] = load4_or_zero(xc + (size_t)ih * W, ow0, col_ok && (unsigned)ih < (unsigned)H);
+            }
         }
 #pragma unroll
-        for (int j = 0; j < OY + 2; ++j) {
-            const int ih = oh0 - 1 + j;
-            const bool row_ok = (unsigned)ih < (unsigned)H;
-            float left = __shfl_up_sync(0xffffffffu, rows[j].w, 1);
-            float right = __shfl_down_sync(0xffffffffu, rows[j].x, 1);
-            if (lane == 0) left = (row_ok && ow0 > 0 && col_ok) ? __ldg(xc + (size_t)ih * W + ow0 - 1) : 0.f;
-            if (lane == 31) right = (row_ok && ow0 + 4 < W) ? __ldg(xc + (size_t)ih * W + ow0 + 4) : 0.f;
-            const float in[6] = {left, rows[j].x, rows[j].y, rows[j].z, rows[j].w, right};
+        for (int g = 0; g < G; ++g) {
+            const float* xc = x + ((size_t)n * C + c0 + g) * H * W;
+            float wv[9];
 #pragma unroll
-            for (int r = 0; r < 3; ++r) {  // input row j feeds output row i = j - r through filter row r
-                const int i = j - r;
-                if (i < 0 || i >= OY) continue;
+            for (int t = 0; t < 9; ++t) wv[t] = __ldg(w + ((size_t)k * C + c0 + g) * 9 + t);
 #pragma unroll
-                for (int q = 0; q < VX; ++q)
-                    acc[i][q] = fmaf(in[q + 2], wv[3 * r + 2],
-                                     fmaf(in[q + 1], wv[3 * r + 1], fmaf(in[q], wv[3 * r], acc[i][q])));
+            for (int j = 0; j < OY + 2; ++j) {
+                const int ih = oh0 - 1 + j;
+                const bool row_ok = (unsigned)ih < (unsigned)H;
+                float left = __shfl_up_sync(0xffffffffu, rows[g][j].w, 1);
+                float right = __shfl_down_sync(0xffffffffu, rows[g][j].x, 1);
+                if (lane == 0) left = (row_ok && ow0 > 0 && col_ok) ? __ldg(xc + (size_t)ih * W + ow0 - 1) : 0.f;
+                if (lane == 31) right = (row_ok && ow0 + 4 < W) ? __ldg(xc + (size_t)ih * W + ow0 + 4) : 0.f;
+                const float in[6] = {left, rows[g][j].x, rows[g][j].y, rows[g][j].z, rows[g][j].w, right};
+#pragma unroll
+                for (int r = 0; r < 3; ++r) {  // input row j feeds output row i = j - r through filter row r
+                    const int i = j - r;
+                    if (i < 0 || i >= OY) continue;
+#pragma unroll
+                    for (int q = 0; q < VX; ++q)
+                        acc[i][q] = fmaf(in[q + 2], wv[3 * r + 2],
+                                         fmaf(in[q + 1], wv[3 * r + 1], fmaf(in[q], wv[3 * r], acc[i][q])));
+                }
             }
         }
     }
@@ -94,8 +103,10 @@ conv_sliding_vec(const float* __restrict__ x, const float* __restrict__ w, float
     float acc[OY][VX] = {};
     // Uniform across the grid: every thread takes the same path.
     const bool fast = R == 3 && S == 3 && stride == 1 && pad == 1 && W % 4 == 0 && OW == W && OH == H;
-    if (fast) {
-        patch_3x3_s1(x, w, acc, n, k, C, H, W, oh0, ow0, lane);
+    if (fast && C % 3 == 0) {
+        patch_3x3_s1<3>(x, w, acc, n, k, C, H, W, oh0, ow0, lane);
+    } else if (fast) {
+        patch_3x3_s1<1>(x, w, acc, n, k, C, H, W, oh0, ow0, lane);
     } else {
         if (ow0 >= OW || oh0 >= OH) return;
         patch_generic(x, w, acc, n, k, C, H, W, R, S, stride, pad, oh0, ow0);

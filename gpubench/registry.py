@@ -313,8 +313,8 @@ VARIANTS: tuple[Variant, ...] = (
         "sliding-vec", "conv", "cuda", "kernel",
         "direct convolution on 4×OY patches: at stride 1, one 16-byte load per input row, neighbours by shuffle",
         source="conv_sliding_vec.cu", kernel="conv_sliding_vec", axis="tile",
-        configs=(Config("32x8 o4", (("TY", 8), ("OY", 4))), Config("32x4 o8", (("TY", 4), ("OY", 8))),
-                 Config("32x2 o8", (("TY", 2), ("OY", 8)))),
+        configs=(Config("32x4 o4", (("TY", 4), ("OY", 4))), Config("32x8 o2", (("TY", 8), ("OY", 2))),
+                 Config("32x4 o2", (("TY", 4), ("OY", 2)))),
         launch=_conv_vec_patches, lab=False,
     ),
     Variant(

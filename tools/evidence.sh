@@ -3,6 +3,7 @@
 #   bash tools/evidence.sh kernels   # gpu tests, GEMM progression, TF32, fast conv kernels, ResNet layers, ncu
 #   bash tools/evidence.sh lab       # gpu tests, fast conv kernels, two CI runs, a planted slowdown, the
 #                                    # comparisons, the lab suite
+#   bash tools/evidence.sh final     # gpu tests, fast conv kernels again, a CI run against a blunter slowdown
 # OUT (where files go) and GPUBENCH_COMMIT (this checkout's commit, since the copy has no .git) come from the caller.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl || exit 1
@@ -46,4 +47,17 @@ lab)
   } > "$OUT/compare.md" 2>&1
   cat "$OUT/compare.md"
   g run lab -o "$OUT/lab.json" 2>&1 | tail -3 ;;
+final)
+  python3 -m pytest -q -m gpu tests/test_gpu.py 2>&1 | tee "$OUT/gpu-tests.txt" | tail -3
+  g conv --variants sliding,sliding-tiled,sliding-rows,sliding-vec,cudnn-heuristic,cudnn \
+    --sizes 512,1024,2048,4096,8192 --stride 1,2,3 -o "$OUT/conv-fast.json" 2>&1 | grep -A20 "ms per variant"
+  g run ci -o "$OUT/ci-3.json" 2>&1 | tail -1
+  # A planted regression of the blunt kind: a barrier left inside the inner loop of the shared-memory GEMM.
+  sed -i 's/for (int k = 0; k < BLOCK; ++k) acc = fmaf(As\[ty\]\[k\], Bs\[k\]\[tx\], acc);/for (int k = 0; k < BLOCK; ++k) { acc = fmaf(As[ty][k], Bs[k][tx], acc); __syncthreads(); }/' cuda_src/gemm_shared.cu
+  grep -n "__syncthreads(); }" cuda_src/gemm_shared.cu
+  g run ci -o "$OUT/ci-slow-barrier.json" 2>&1 | tail -1
+  git checkout -- cuda_src/gemm_shared.cu 2>/dev/null || sed -i 's/ { acc = fmaf(As\[ty\]\[k\], Bs\[k\]\[tx\], acc); __syncthreads(); }/ acc = fmaf(As[ty][k], Bs[k][tx], acc);/' cuda_src/gemm_shared.cu
+  { echo "## ci-3 vs ci-slow-barrier (planted: a barrier inside gemm_shared.cu's inner loop)"
+    g compare "$OUT/ci-3.json" "$OUT/ci-slow-barrier.json" --format markdown; echo "exit code: $?"; } > "$OUT/compare-barrier.md" 2>&1
+  cat "$OUT/compare-barrier.md" ;;
 esac
