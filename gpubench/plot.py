@@ -42,9 +42,13 @@ def plot(run: Run, output: str | Path) -> Path:
     panels = [(op, s) for op, s in panels if _series(run, op, s)]
     if not panels:
         raise GpubenchError("the run has no measured square problems to plot")
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False)
+    cols = min(2, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.6 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
     copy = run.environment.get("device", {}).get("copy_gbps")
-    for ax, (op, stride) in zip(axes[0], panels):
+    for ax, (op, stride) in zip(axes.flat, panels):
         for name, ps in _series(run, op, stride).items():
             x = [p.params.get("m", p.params.get("height")) for p in ps]
             mid = [_rate(p, p.timing.median, op) for p in ps]

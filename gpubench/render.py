@@ -9,10 +9,8 @@ import csv
 import io
 from dataclasses import dataclass, field
 
-from gpubench.registry import VARIANTS
+from gpubench import registry
 from gpubench.results import CONV_KEYS, GEMM_KEYS, Point, Run
-
-BASELINES = {(v.op, v.name) for v in VARIANTS if v.baseline}
 
 
 @dataclass
@@ -91,9 +89,11 @@ def _ms_gflops(p: Point) -> Cell:
     return Cell(f"{p.median_ms:.3f} / {p.gflops:,.0f}")
 
 
-def _baseline_point(best: dict, row: tuple, op: str, tf32: bool) -> Point | None:
+def _baseline_point(best: dict, row: tuple, run: Run, op: str, tf32: bool) -> Point | None:
+    """The library's point in this row (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run), same TF32 setting."""
+    library = registry.baseline(op, run.backend)
     for (r, name), p in best.items():
-        if r == row and (op, p.variant) in BASELINES and p.status == "ok" and p.tf32 == tf32:
+        if r == row and library and p.variant == library.name and p.status == "ok" and p.tf32 == tf32:
             return p
     return None
 
@@ -143,7 +143,7 @@ def summary_table(run: Run, op: str) -> Table:
     table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
                   caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same TF32 setting")
     for (row, name), p in best.items():
-        base = _baseline_point(best, row, op, p.tf32)
+        base = _baseline_point(best, row, run, op, p.tf32)
         line = [Cell(x) for x in row] + [Cell(name), Cell(p.config)]
         if p.status != "ok":
             line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p))]
@@ -187,12 +187,33 @@ def comparison_table(run: Run, op: str = "conv") -> Table:
     return table
 
 
+def rates_table(run: Run, op: str = "conv") -> Table:
+    """The lab's second conv table: per variant GFLOPS / GB/s of minimum bytes / speed relative to the library."""
+    points = [p for p in run.points if p.op == op]
+    best = best_points(points)
+    names = _ordered(display_name(p) for p in points)
+    table = Table(f"{op} · GFLOPS / GB/s / speed vs cuDNN (best plan)", ROW_HEADERS[op] + names,
+                  left=len(ROW_HEADERS[op]))
+    for row in _ordered(row_key(p) for p in points):
+        line = [Cell(x) for x in row]
+        for name in names:
+            p = best.get((row, name))
+            if p is None or p.status != "ok":
+                line.append(_status_cell(p) if p else Cell(""))
+                continue
+            base = _baseline_point(best, row, run, op, p.tf32)
+            speed = f" / {base.median_ms / p.median_ms:.2f}×" if base else ""
+            line.append(Cell(f"{p.gflops:,.0f} / {p.gbps:,.0f}{speed}"))
+        table.rows.append(line)
+    return table
+
+
 def run_tables(run: Run) -> list[Table]:
     tables = []
     for op in run.ops():
         tables += config_tables(run, op)
         if op == "conv":
-            tables.append(comparison_table(run, op))
+            tables += [comparison_table(run, op), rates_table(run, op)]
         tables.append(summary_table(run, op))
     if any(_noisy(p) for p in run.points if p.status == "ok"):
         tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {NOISE_THRESHOLD:.0%}, too wide to support a "
