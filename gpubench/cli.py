@@ -152,7 +152,9 @@ def conv(**kw):
 @click.argument("file")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
               show_default=True)
-def show(file, fmt):
+@click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(0.0, min_open=True),
+              help="Flag (~) points whose IQR/median exceeds this: too noisy to support a comparison at it.")
+def show(file, fmt, threshold):
     """Re-render a saved run (no GPU needed).
 
     \b
@@ -168,7 +170,7 @@ def show(file, fmt):
     elif fmt == "csv":
         click.echo(render.to_csv(run), nl=False)
     elif fmt == "markdown":
-        click.echo("\n".join(render.to_markdown(t) for t in render.run_tables(run)))
+        click.echo("\n".join(render.to_markdown(t) for t in render.run_tables(run, threshold)))
     else:
         from gpubench.session import print_run
 
@@ -176,7 +178,7 @@ def show(file, fmt):
 
         console = make_console()
         console.print(f"[bold]{file}[/]: {run.device}, {len(run.points)} points, {run.status}, {run.created}")
-        print_run(run, console)
+        print_run(run, console, threshold)
     return 0
 
 

@@ -73,18 +73,18 @@ def _status_cell(p: Point) -> Cell:
     return Cell(f"FAIL {p.median_ms:.3f} ms", "fail")
 
 
-NOISE_THRESHOLD = 0.05  # a point whose IQR/median exceeds this cannot support a 5% comparison: marked "~"
+NOISE_THRESHOLD = 0.05  # a point whose IQR/median exceeds the threshold cannot support it: marked "~"
 
 
-def _noisy(p: Point) -> bool:
+def _noisy(p: Point, threshold: float = NOISE_THRESHOLD) -> bool:
     t = p.timing
-    return t is not None and t.rel_iqr > NOISE_THRESHOLD
+    return t is not None and t.rel_iqr > threshold
 
 
-def _ms_gflops(p: Point) -> Cell:
+def _ms_gflops(p: Point, threshold: float) -> Cell:
     if p.status != "ok":
         return _status_cell(p)
-    if _noisy(p):
+    if _noisy(p, threshold):
         return Cell(f"~{p.median_ms:.3f} / {p.gflops:,.0f}", "noisy")
     return Cell(f"{p.median_ms:.3f} / {p.gflops:,.0f}")
 
@@ -101,7 +101,7 @@ def _baseline_point(best: dict, row: tuple, run: Run, op: str, tf32: bool) -> Po
 # --- tables -----------------------------------------------------------------------------------------------------
 
 
-def config_tables(run: Run, op: str) -> list[Table]:
+def config_tables(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     """One table per variant: rows are sizes (× strides), columns its block sizes or tile configurations."""
     points = [p for p in run.points if p.op == op]
     tables = []
@@ -118,7 +118,7 @@ def config_tables(run: Run, op: str) -> list[Table]:
             line = [Cell(x) for x in row]
             for c in configs:
                 p = cells.get(c)
-                cell = _ms_gflops(p) if p else Cell("")
+                cell = _ms_gflops(p, threshold) if p else Cell("")
                 if p and p.status == "ok" and len(configs) > 1 and p.median_ms == fastest:
                     cell.style = "best"
                 line.append(cell)
@@ -133,38 +133,50 @@ def _config_header(label: str) -> str:
     return f"block {label}" if label.isdigit() else label
 
 
-def summary_table(run: Run, op: str) -> Table:
+def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Table:
     """Each variant's best configuration per size, with its share of the library's speed."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
     lib = "cuBLAS" if op == "gemm" else "cuDNN"
     rel = "% of library" if op == "gemm" else "speed vs library"
-    headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err"]
+    headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err", "details"]
     table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
                   caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same TF32 setting")
     for (row, name), p in best.items():
         base = _baseline_point(best, row, run, op, p.tf32)
         line = [Cell(x) for x in row] + [Cell(name), Cell(p.config)]
         if p.status != "ok":
-            line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p))]
+            line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p)), Cell(p.reason)]
         else:
             share = ""
-            if _noisy(p):
+            if _noisy(p, threshold):
                 line[-1] = Cell(p.config + " ~", "noisy")
             if base is not None:
                 ratio = base.median_ms / p.median_ms
                 share = f"{100 * ratio:.0f}%" if op == "gemm" else f"{ratio:.2f}×"
             line += [Cell(f"{p.median_ms:.3f}"), Cell(f"{p.gflops:,.0f}"), Cell(f"{p.gbps:,.0f}"), Cell(share),
-                     Cell(_err(p))]
+                     Cell(_err(p)), Cell(details(p))]
         table.rows.append(line)
     return table
+
+
+def details(p: Point) -> str:
+    """What a row's extra record says worth reading: the cuDNN engine, im2col's own share, TF32."""
+    bits = []
+    if "engine" in p.extra:
+        bits.append(f"{p.extra['engine']} (of {p.extra.get('plans', '?')} plans)")
+    if "im2col_ms" in p.extra and p.median_ms:
+        bits.append(f"im2col {p.extra['im2col_ms']:.3f} ms ({100 * p.extra['im2col_ms'] / p.median_ms:.0f}%)")
+    if p.tf32:
+        bits.append("TF32 tensor cores allowed")
+    return "; ".join(bits)
 
 
 def _err(p: Point) -> str:
     return f"{p.rel_err:.1e}" if p.rel_err is not None else ""
 
 
-def comparison_table(run: Run, op: str = "conv") -> Table:
+def comparison_table(run: Run, op: str = "conv", threshold: float = NOISE_THRESHOLD) -> Table:
     """The lab's conv layout: rows = size × stride, columns = variants (best configuration, ms), fastest bold."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
@@ -181,8 +193,9 @@ def comparison_table(run: Run, op: str = "conv") -> Table:
             elif p.status != "ok":
                 line.append(_status_cell(p))
             else:
-                text = f"{'~' if _noisy(p) else ''}{p.median_ms:.3f}"
-                line.append(Cell(text, "best" if p.median_ms == fastest else "noisy" if _noisy(p) else ""))
+                noisy = _noisy(p, threshold)
+                text = f"{'~' if noisy else ''}{p.median_ms:.3f}"
+                line.append(Cell(text, "best" if p.median_ms == fastest else "noisy" if noisy else ""))
         table.rows.append(line)
     return table
 
@@ -208,16 +221,17 @@ def rates_table(run: Run, op: str = "conv") -> Table:
     return table
 
 
-def run_tables(run: Run) -> list[Table]:
+def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
+    """Every table for a run; points whose spread exceeds `threshold` (IQR/median) are flagged with "~"."""
     tables = []
     for op in run.ops():
-        tables += config_tables(run, op)
+        tables += config_tables(run, op, threshold)
         if op == "conv":
-            tables += [comparison_table(run, op), rates_table(run, op)]
-        tables.append(summary_table(run, op))
-    if any(_noisy(p) for p in run.points if p.status == "ok"):
-        tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {NOISE_THRESHOLD:.0%}, too wide to support a "
-                               f"{NOISE_THRESHOLD:.0%} comparison")
+            tables += [comparison_table(run, op, threshold), rates_table(run, op)]
+        tables.append(summary_table(run, op, threshold))
+    if any(_noisy(p, threshold) for p in run.points if p.status == "ok"):
+        tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {threshold:.0%}, too wide to support a "
+                               f"{threshold:.0%} comparison")
     return tables
 
 

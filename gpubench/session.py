@@ -33,8 +33,8 @@ def default_path(device: str, label: str) -> Path:
     return Path("results") / slug / f"{label}-{stamp}.json"
 
 
-def print_run(run: Run, console: Console) -> None:
-    for table in render.run_tables(run):
+def print_run(run: Run, console: Console, threshold: float = render.NOISE_THRESHOLD) -> None:
+    for table in render.run_tables(run, threshold):
         console.print(render.to_rich(table))
         console.print()
 

@@ -81,3 +81,18 @@ def test_speedups_are_against_the_runs_own_backend_library(make_run):
                                "stats": {k: v * 4 if k != "n" else v for k, v in im2col.stats.items()}}))
     rows = {r[2]: r for r in cells(render.summary_table(run, "conv"))}
     assert rows["cudnn"][7] == "1.00×" and rows["im2col"][7] == "0.50×"
+
+
+def test_noise_threshold_is_a_parameter(make_run):
+    run = make_run(noise=0.03)  # IQR/median about 4%
+    flagged = lambda t: sum(c.style == "noisy" for table in render.run_tables(run, t) for r in table.rows for c in r)
+    assert flagged(0.01) > 0 and flagged(0.2) == 0
+
+
+def test_details_name_the_engine_and_im2col_share(make_run):
+    run = make_run()
+    p = next(p for p in run.points if p.variant == "cudnn")
+    p.extra.update(plans=12)
+    assert render.details(p) == "eng0 (of 12 plans)"
+    p.extra = {"im2col_ms": p.median_ms / 4}
+    assert render.details(p) == f"im2col {p.median_ms / 4:.3f} ms (25%)"
