@@ -2,13 +2,15 @@
 // (the lab's 3-channel, 1-filter, 3×3 layer), where the work is moving bytes.
 //
 // Thread (x, y) of a 32×TY block computes outputs (oh0 + i, ow) for i < OY of one output plane (image n,
-// filter k = blockIdx.z). It reads the input straight from global memory, but each input row it needs once:
-// the OY outputs of a column share all but (OY−1)·stride + R − OY·... of their rows, and with the taps and
-// OY compile-time constants the compiler keeps every loaded value in a register for all the outputs that
-// use it. A warp's 32 threads read consecutive columns (coalesced; the neighbouring taps hit L1), and with no
+// filter k = blockIdx.z). It reads the input straight from global memory, each input row it needs once: the
+// OY outputs of a column need (OY−1)·stride + R input rows per channel rather than OY·R, and with the taps
+// and OY compile-time constants the compiler keeps each loaded value in a register for every output that
+// uses it. A warp's 32 threads read consecutive columns (coalesced; the neighbouring taps hit L1), and with no
 // shared memory and no barrier a thread has dozens of independent loads in flight at once: what a
 // memory-bound kernel needs. The 3×3 filter at strides 1, 2, 3 is compiled with constant taps and stride;
 // other shapes take the same code with run-time values.
+
+#include "conv_taps.cuh"
 
 #ifndef TY
 #define TY 8
@@ -42,15 +44,7 @@ __device__ __forceinline__ void conv_column(const float* __restrict__ x, const f
                 if ((unsigned)ih < (unsigned)H) acc[i] = fmaf(__ldg(xc + (size_t)ih * W + iw), wv, acc[i]);
             }
         };
-        if constexpr (R_ > 0) {  // constant taps: unrolled, weights in registers, shared rows loaded once
-#pragma unroll
-            for (int r = 0; r < R_; ++r)
-#pragma unroll
-                for (int s = 0; s < S_; ++s) tap(r, s, __ldg(wc + r * S_ + s));
-        } else {
-            for (int r = 0; r < r_n; ++r)
-                for (int s = 0; s < s_n; ++s) tap(r, s, __ldg(wc + r * s_n + s));
-        }
+        for_each_tap<R_, S_>(wc, r_n, s_n, tap);
     }
     float* yk = y + ((size_t)n * K + k) * OH * OW;
 #pragma unroll

@@ -10,6 +10,8 @@
 // The 3×3 filter at strides 1, 2, 3 is compiled with constant taps and stride; other shapes take the same
 // code with run-time values.
 
+#include "conv_taps.cuh"
+
 #ifndef TX
 #define TX 32
 #define TY 8
@@ -52,15 +54,7 @@ __device__ __forceinline__ void conv_plane(const float* __restrict__ x, const fl
                 for (int j = 0; j < OX; ++j)
                     acc[i][j] = fmaf(tile[((ty * OY + i) * st + r) * win_w + (tx + j * TX) * st + s], wv, acc[i][j]);
         };
-        if constexpr (R_ > 0) {  // constant taps: fully unrolled, the weights live in registers
-#pragma unroll
-            for (int r = 0; r < R_; ++r)
-#pragma unroll
-                for (int s = 0; s < S_; ++s) tap(r, s, __ldg(wc + r * S_ + s));
-        } else {
-            for (int r = 0; r < r_n; ++r)
-                for (int s = 0; s < s_n; ++s) tap(r, s, __ldg(wc + r * s_n + s));
-        }
+        for_each_tap<R_, S_>(wc, r_n, s_n, tap);
         __syncthreads();  // the next channel overwrites the window
     }
     float* yk = y + ((size_t)n * K + k) * OH * OW;
