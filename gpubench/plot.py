@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
-from gpubench.render import best_points, display_name
+from gpubench.render import best_points
 from gpubench.results import Run
 
 

@@ -92,7 +92,7 @@ def _ms_gflops(p: Point, threshold: float) -> Cell:
 def _baseline_point(best: dict, row: tuple, run: Run, op: str, tf32: bool) -> Point | None:
     """The library's point in this row (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run), same TF32 setting."""
     library = registry.baseline(op, run.backend)
-    for (r, name), p in best.items():
+    for (r, _), p in best.items():
         if r == row and library and p.variant == library.name and p.status == "ok" and p.tf32 == tf32:
             return p
     return None

@@ -7,7 +7,6 @@ and call :func:`execute`.
 from __future__ import annotations
 
 import re
-import sys
 from datetime import datetime
 from pathlib import Path
 

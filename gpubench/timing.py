@@ -88,7 +88,7 @@ def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> str
 
 def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy) -> Timing:
     started = time.perf_counter()
-    for i in range(max(1, policy.warmup)):
+    for _ in range(max(1, policy.warmup)):
         run()
         clock.sync()
         if time.perf_counter() - started > policy.budget_s / 2:

@@ -111,6 +111,25 @@ def precompile(backend, variant, configs: list[Config]) -> list[Config]:
         return [c for c in pool.map(build, configs) if c is not None]
 
 
+def _time_configs(backend, variant, shape, inputs, ref, configs: list[Config], on_result) -> list[tuple[float, Config]]:
+    """Verify and time each configuration on one shape; (median ms, config) for those that pass."""
+    timed = []
+    for config in configs:
+        try:
+            prepared = backend.prepare(variant, config, shape, inputs)
+            err = verify(backend, prepared, ref)
+            if not err <= variant.tolerance:
+                on_result(shape, config, None, f"rel_err {err:.1e}")
+                continue
+            samples = sorted(measure(prepared.run, backend.clock, SEARCH_POLICY).samples_ms)
+        except Exception as e:  # a candidate that cannot launch here is just not a candidate
+            on_result(shape, config, None, str(e).splitlines()[0] if str(e) else type(e).__name__)
+            continue
+        timed.append((samples[len(samples) // 2], config))
+        on_result(shape, config, timed[-1][0], "")
+    return timed
+
+
 def tune(backend, shapes: list[GemmShape], configs: list[Config], seed: int, refine: int = 1,
          on_result=lambda *a: None) -> Path:
     variant = registry.get("gemm", "cuda", SEARCH_VARIANT)
@@ -120,30 +139,14 @@ def tune(backend, shapes: list[GemmShape], configs: list[Config], seed: int, ref
     for i, shape in enumerate(shapes):
         inputs = backend.inputs(shape, seed + i)
         ref = backend.reference(shape, inputs)
-        timed: list[tuple[float, Config]] = []
-
-        def time_all(batch: list[Config]) -> None:
-            for config in batch:
-                try:
-                    prepared = backend.prepare(variant, config, shape, inputs)
-                    err = verify(backend, prepared, ref)
-                    if not err <= variant.tolerance:
-                        on_result(shape, config, None, f"rel_err {err:.1e}")
-                        continue
-                    samples = sorted(measure(prepared.run, backend.clock, SEARCH_POLICY).samples_ms)
-                except Exception as e:  # a candidate that cannot launch here is just not a candidate
-                    on_result(shape, config, None, str(e).splitlines()[0] if str(e) else type(e).__name__)
-                    continue
-                timed.append((samples[len(samples) // 2], config))
-                on_result(shape, config, timed[-1][0], "")
-
-        time_all(configs)
+        timed = _time_configs(backend, variant, shape, inputs, ref, configs, on_result)
         tried = {c.label for c in configs}
         for _ in range(refine):
             best_few = [c for _, c in sorted(timed, key=lambda t: t[0])[:REFINE_FROM]]
             near = {n.label: n for c in best_few for n in neighbours(c) if n.label not in tried}
             tried |= set(near)
-            time_all(precompile(backend, variant, list(near.values())))
+            timed += _time_configs(backend, variant, shape, inputs, ref,
+                                   precompile(backend, variant, list(near.values())), on_result)
         if not timed:
             raise GpubenchError(f"no candidate configuration ran for {shape.label}")
         ms, best = min(timed, key=lambda t: t[0])

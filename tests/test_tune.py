@@ -42,3 +42,32 @@ def test_neighbours_differ_in_one_parameter_and_are_valid():
     assert near and all(registry.valid_warp_config(n.values) for n in near)
     assert all(sum(n.values[k] != c.values[k] for k in c.values) == 1 for n in near)
     assert registry.warp_config(128, 128, 8, 64, 32, 8, 8, 2, swizzle=8).label in {n.label for n in near}
+
+
+def test_tune_end_to_end_with_a_stand_in_backend(tmp_path, monkeypatch):
+    """The search itself on the CPU: a backend whose 'kernel' is NumPy and whose speed depends on BK."""
+    from gpubench.backends import Prepared
+    from gpubench.backends.cpu import CpuBackend
+
+    monkeypatch.setenv("GPUBENCH_TUNED", str(tmp_path))
+    monkeypatch.setattr(tune, "precompile", lambda backend, variant, configs: list(configs))
+
+    class StandIn(CpuBackend):
+        device_name = "Stand-in GPU"
+        calls: list = []
+
+        def prepare(self, variant, config, shape, inputs):
+            real = super().prepare(registry.get("gemm", "cpu", "numpy"), config, shape, inputs)
+            if config.values["BM"] == 64:
+                raise RuntimeError("too many resources requested for launch")
+            self.calls.append(config.label)
+            return Prepared(real.run, real.output)
+
+    seen = []
+    path = tune.tune(StandIn(), [GemmShape(48, 40, 32)], tune.candidates(6, seed=1), seed=0, refine=1,
+                     on_result=lambda shape, config, ms, why: seen.append((config.label, ms, why)))
+    entry = json.loads(path.read_text())["entries"][0]
+    assert entry["shape"] == [48, 40, 32] and entry["variant"] == "tuned"
+    assert entry["tried"] == len(StandIn.calls) > 6  # the sample, then the neighbours of the best two
+    assert any("too many resources" in why for _, ms, why in seen if ms is None)
+    assert tune.lookup("Stand-in GPU", "tuned", GemmShape(48, 40, 32)).values["BM"] != 64

@@ -147,8 +147,6 @@ class CudaBackend(ArrayBackend):
         cp = self.cp
         src, dst = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
         samples = measure(lambda: cp.copyto(dst, src), self.clock, TimingPolicy(warmup=2, reps=10, budget_s=0.5))
-        del src, dst
-        self.collect()
         return 2 * nbytes / sorted(samples.samples_ms)[len(samples.samples_ms) // 2] / 1e6
 
     def check_block_sizes(self, block_sizes) -> None:
@@ -320,7 +318,7 @@ class CudaBackend(ArrayBackend):
         timed = []
         for plan in graph.plans:
             try:
-                samples = measure(lambda: graph.run(plan, x, w, out), self.clock, PLAN_SEARCH).samples_ms
+                samples = measure(lambda plan=plan: graph.run(plan, x, w, out), self.clock, PLAN_SEARCH).samples_ms
             except self.cp.cuda.memory.OutOfMemoryError:
                 continue  # its workspace does not fit: not a candidate
             except Exception:  # a plan that fails to run is not a candidate either

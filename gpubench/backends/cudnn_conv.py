@@ -252,7 +252,7 @@ if __name__ == "__main__":  # self-check on a GPU machine: python -m gpubench.ba
 
     def reference(x, w, stride, pad):
         """float64 cross-correlation: sum over taps of strided slices of the padded input."""
-        (n, c, h, wd), (k, _, r, s) = x.shape, w.shape
+        (n, _, h, wd), (k, _, r, s) = x.shape, w.shape
         oh, ow = (h + 2 * pad - r) // stride + 1, (wd + 2 * pad - s) // stride + 1
         xp = cp.pad(x.astype(cp.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
         out = cp.zeros((n, k, oh, ow), cp.float64)
