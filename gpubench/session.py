@@ -41,8 +41,9 @@ def print_run(run: Run, console: Console, threshold: float = render.NOISE_THRESH
 def execute(sweeps: list[Sweep], *, backend_name: str, tf32: bool, seed: int, output: str | None, label: str,
             argv: list[str]) -> int:
     backend = open_backend(backend_name, tf32=tf32)
-    backend.check_block_sizes(sorted({b for s in sweeps for b in s.block_sizes if any(v.axis == "block"
-                                                                                      for v in s.variants)}))
+    # Thread blocks of B×B must fit the device, for the sweeps whose variants take the block-size axis.
+    backend.check_block_sizes(sorted({b for s in sweeps if any(v.axis == "block" for v in s.variants)
+                                      for b in s.block_sizes}))
     backend.check_variants([v for s in sweeps for v in s.variants])
     env = environment.collect(backend)
     settings = {
