@@ -30,7 +30,7 @@ class Flaky(CpuBackend):
 
     def inputs(self, shape, seed):
         if shape.m in self.oom:
-            raise Skip("the inputs do not fit in device memory (0.1 GiB free)")
+            raise Skip("the inputs would not fit in device memory (0.1 GiB free)")
         return super().inputs(shape, seed)
 
     def prepare(self, variant, config, shape, inputs):
@@ -52,7 +52,7 @@ def test_skips_and_errors_are_recorded_and_the_sweep_goes_on(tmp_path):
                                                                    (40, "skipped")]
     assert saved.points[0].reason == "not launchable here"
     assert saved.points[1].reason == "RuntimeError: illegal memory access"
-    assert "not fit in device memory" in saved.points[3].reason
+    assert "would not fit in device memory" in saved.points[3].reason
     assert saved.status == "complete"
 
 

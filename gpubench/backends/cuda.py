@@ -179,7 +179,7 @@ class CudaBackend(ArrayBackend):
         except self.cp.cuda.memory.OutOfMemoryError:
             self.collect()
             free = self.cp.cuda.runtime.memGetInfo()[0]
-            raise Skip(f"{what} does not fit in device memory ({free / 2**30:.1f} GiB free)") from None
+            raise Skip(f"{what} would not fit in device memory ({free / 2**30:.1f} GiB free)") from None
 
     def inputs(self, shape, seed):
         return self._fits(lambda: super(CudaBackend, self).inputs(shape, seed), "the inputs")
