@@ -1,4 +1,8 @@
-"""The command line: thin click commands over the core package (sweep, results, render, compare)."""
+"""The command line: click parses, gpubench/plan.py checks, gpubench/app.py does the work.
+
+Every command returns an exit code from gpubench/exit_codes.py; every GpubenchError becomes one line on
+stderr with exit code 2.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,12 @@ import sys
 
 import click
 
-from gpubench import __version__, options, registry
+from gpubench import __version__, options
 from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape, conv_shape
-from gpubench.timing import TimingPolicy
+from gpubench.exit_codes import Exit
 
 LAB_SIZES = "512,1024,2048,4096,8192"
-LAB_BLOCKS = ",".join(map(str, registry.LAB_BLOCK_SIZES))
+LAB_BLOCKS = "8,16,24,32"
 
 
 class OneLineErrors(click.Group):
@@ -22,100 +25,165 @@ class OneLineErrors(click.Group):
         try:
             rc = super().main(args=args, prog_name=prog_name or "gpubench", standalone_mode=False, **extra)
         except GpubenchError as e:
-            click.echo(f"gpubench: error: {e}", err=True)
-            sys.exit(2)
+            click.echo(f"gpubench: error: {_one_line(str(e))}", err=True)
+            sys.exit(Exit.USAGE)
         except click.exceptions.NoArgsIsHelpError as e:  # bare `gpubench`: help, not an error
             click.echo(e.ctx.get_help())
-            sys.exit(0)
+            sys.exit(Exit.OK)
         except click.ClickException as e:
-            click.echo(f"gpubench: error: {e.format_message()}", err=True)
-            sys.exit(e.exit_code if e.exit_code else 2)
+            click.echo(f"gpubench: error: {_one_line(e.format_message())}", err=True)
+            sys.exit(Exit.USAGE)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
         except (click.Abort, KeyboardInterrupt):
             click.echo("gpubench: interrupted", err=True)
-            sys.exit(130)
-        sys.exit(rc if isinstance(rc, int) else 0)
+            sys.exit(Exit.INTERRUPTED)
+        sys.exit(int(rc) if isinstance(rc, int) else Exit.OK)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpubench")
 def cli():
-    """Hand-written CUDA GEMM and convolution kernels, verified and timed against cuBLAS and cuDNN.
+    """Hand-written CUDA GEMM and convolution kernels (the lab's, gpubench's and yours), verified and timed
+    against cuBLAS and cuDNN.
 
     \b
       gpubench gemm --sizes 512,1024,2048
+      gpubench gemm --kernel my_lab.cu:gpu_matrix_mult_sm --sizes 1024
       gpubench conv --stride 1,2,3
-      gpubench show results/<device>/gemm-<time>.json
+      gpubench run lab
+      gpubench compare baseline.json new.json
     """
 
 
-def sweep_options(default_sizes: str):
-    """Options shared by every sweep command (sizes, variants, timing, output, backend)."""
+def main():
+    cli()
 
+
+# --- shared options -------------------------------------------------------------------------------------------
+
+
+def _options(opts):
     def wrap(f):
-        for opt in reversed([
-            click.option("--sizes", default=None, help=f"Square sizes, comma-separated [default: {default_sizes}]."),
-            click.option("--block-sizes", default=LAB_BLOCKS, show_default=True,
-                         help="Thread-block edges B (B×B threads, 1..32) for the block-size variants."),
-            click.option("--variants", default=None, help="Comma-separated variants (default: the lab's; see "
-                                                          "`gpubench list`)."),
-            click.option("--warmup", default=3, show_default=True, type=click.IntRange(0), help="Untimed calls."),
-            click.option("--reps", default=50, show_default=True, type=click.IntRange(1),
-                         help="Timed calls at most (fewer once --budget is spent, never fewer than 5)."),
-            click.option("--budget", default=1.0, show_default=True, type=click.FloatRange(0.0),
-                         help="Seconds of timed calls per point before stopping early."),
-            click.option("--max-noise", default=None, type=click.FloatRange(0.0, min_open=True),
-                         help="Adaptive: sample until IQR/median is under this (e.g. 0.02) ..."),
-            click.option("--max-time", default=10.0, show_default=True, type=click.FloatRange(0.0, min_open=True),
-                         help="... or until this many seconds went into the point."),
-            click.option("--seed", default=0, show_default=True, type=int, help="Seed for the random inputs."),
-            click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
-            click.option("--tf32", is_flag=True, help="Allow TF32 tensor cores in cuBLAS/cuDNN (marked [TF32])."),
-            click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
-                         help="Results file (default: results/<device>/<op>-<time>.json)."),
-            click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
-                         help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy, no GPU needed."),
-        ]):
+        for opt in reversed(opts):
             f = opt(f)
         return f
 
     return wrap
 
 
-def policy_from(kw) -> TimingPolicy:
-    min_reps = min(5, kw["reps"])
-    return TimingPolicy(warmup=kw["warmup"], reps=kw["reps"], min_reps=min_reps, budget_s=kw["budget"],
-                        flush=not kw["no_flush"], max_noise=kw["max_noise"], max_time_s=kw["max_time"])
+CONFIG = click.option("--config", "config", default=None, metavar="FILE",
+                      help="Your project's gpubench.toml (default: found from here upwards, as pytest does).")
+OUTPUT = [
+    click.option("-o", "--output", default=None, help="Results file, .json (default: results/<device>/<name>-<time>.json)."),
+    click.option("--force", is_flag=True, help="Replace the -o file if it exists."),
+]
+RUNNING = [
+    click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+                 help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
+    click.option("--seed", default=0, show_default=True, type=int, help="Seed for the random inputs."),
+    click.option("--tf32", is_flag=True, help="Allow TF32 tensor cores in cuBLAS/cuDNN (marked [TF32])."),
+    click.option("--timeout", default=300.0, show_default=True, type=float,
+                 help="Seconds a point may take before the watchdog ends it (recorded as timed out)."),
+    CONFIG,
+]
 
 
-def _execute(sweep, kw, label):
-    from gpubench.session import execute
+def sweep_options(default_sizes: str):
+    """Options shared by `gemm` and `conv`."""
+    return _options([
+        click.option("--sizes", default=None, help=f"Square sizes, comma-separated [default: {default_sizes}]."),
+        click.option("--block-sizes", default=LAB_BLOCKS, show_default=True,
+                     help="Thread-block edges B (B×B threads, 1..32) for the block-size variants."),
+        click.option("--variants", default=None, help="Comma-separated variants (default: the lab's and your "
+                                                      "project's; see `gpubench list`)."),
+        click.option("--kernel", "kernels", multiple=True, metavar="[NAME=]FILE:SYMBOL",
+                     help="Your kernel, with the lab's launch (B×B blocks, one thread per output; -DBLOCK_SIZE=B). "
+                          "Repeatable."),
+        click.option("--args", "kernel_args", default=None, metavar="NAMES",
+                     help="--kernel's parameter order. gemm default a,b,c,m,n,k (the lab's: a is m×n, b is n×k); "
+                          "A,B,C,M,N,K is gpubench's C[M,N] = A[M,K]·B[K,N]."),
+        click.option("--warmup", default=3, show_default=True, type=int, help="Untimed calls."),
+        click.option("--reps", default=50, show_default=True, type=int,
+                     help="Timed calls at most (at least 5; fewer than this once --budget is spent)."),
+        click.option("--budget", default=1.0, show_default=True, type=float,
+                     help="Seconds of timed calls per point before stopping early."),
+        click.option("--max-noise", default=None, type=float,
+                     help="Adaptive: sample until IQR/median is under this (e.g. 0.02) ..."),
+        click.option("--max-time", default=10.0, show_default=True, type=float,
+                     help="... or until this many seconds went into the point."),
+        click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
+        *OUTPUT, *RUNNING,
+    ])
 
-    return execute([sweep], backend_name=kw["backend"], tf32=kw["tf32"], seed=kw["seed"], output=kw["output"],
-                   label=label, argv=["gpubench", *sys.argv[1:]])
+
+def _project(config):
+    from gpubench import project
+
+    return project.load(config)
+
+
+def _catalog(proj):
+    from gpubench.registry import Catalog
+
+    return Catalog.with_user(proj.variants)
+
+
+def _sweep_request(ctx, op: str, kw: dict, shapes):
+    """The checked request of `gemm` or `conv`: variants, block sizes, timing, then the app runs it."""
+    from gpubench import app, plan, registry
+
+    proj = _project(kw["config"])
+    catalog = _catalog(proj)
+    mine = [registry.lab_kernel(op, k, kw["kernel_args"]) for k in kw["kernels"]]
+    if kw["kernel_args"] and not mine:
+        raise GpubenchError("--args gives the parameter order of a --kernel: add --kernel FILE:SYMBOL")
+    chosen = plan.variants(catalog, op, kw["backend"], options.names(kw["variants"]), "--variants", mine)
+    blocks = options.block_sizes(kw["block_sizes"])
+    if ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE and kw["backend"] == "cuda":
+        plan.check_block_option(chosen, "--block-sizes")
+    timing = plan.policy(warmup=kw["warmup"], reps=kw["reps"], budget=kw["budget"], max_noise=kw["max_noise"],
+                         max_time=kw["max_time"], flush=not kw["no_flush"])
+    _check_timeout(kw["timeout"])
+    sweep = plan.sweep(op, op, chosen, shapes, blocks, timing)
+    return app.run_sweeps(app.RunRequest([sweep], op, kw["backend"], kw["tf32"], kw["seed"], kw["output"],
+                                         kw["force"], kw["timeout"], proj))
+
+
+def _check_timeout(value: float) -> None:
+    import math
+
+    if not math.isfinite(value) or value <= 0:
+        raise GpubenchError(f"--timeout must be a positive number of seconds, got {value}")
+
+
+# --- sweeps ---------------------------------------------------------------------------------------------------
 
 
 @cli.command()
 @sweep_options(LAB_SIZES + " (none with --mnk)")
 @click.option("--mnk", multiple=True, help="A non-square M,N,K (repeatable).")
-def gemm(**kw):
+@click.pass_context
+def gemm(ctx, **kw):
     """Sweep GEMM variants over sizes and block sizes; verify, time, tabulate, save.
 
     \b
     Examples:
       gpubench gemm --sizes 512,1024,2048
       gpubench gemm --mnk 1000,1500,777 --variants tiled,cublas
+      gpubench gemm --kernel my_lab.cu:gpu_matrix_mult_sm --sizes 1024,2048
       gpubench gemm --backend cpu --sizes 256
     """
-    from gpubench.sweep import Sweep
+    from gpubench import plan
 
     sizes = kw["sizes"] if kw["sizes"] is not None else ("" if kw["mnk"] else LAB_SIZES)
-    shapes = [GemmShape(s, s, s) for s in options.sizes(sizes)] if sizes or not kw["mnk"] else []
-    shapes += [GemmShape(*options.mnk(t)) for t in kw["mnk"]]
-    sweep = Sweep("gemm", "gemm", registry.select("gemm", kw["backend"], options.names(kw["variants"])), shapes,
-                  options.block_sizes(kw["block_sizes"]), policy_from(kw))
-    return _execute(sweep, kw, "gemm")
+    shapes = plan.gemm_shapes(list(options.sizes(sizes)) if sizes or not kw["mnk"] else [],
+                              [options.mnk(t) for t in kw["mnk"]])
+    return _sweep_request(ctx, "gemm", kw, shapes)
 
 
 @cli.command()
@@ -126,26 +194,57 @@ def gemm(**kw):
 @click.option("--out-channels", default=1, show_default=True, type=int, help="Filters (K).")
 @click.option("--kernel-size", default=3, show_default=True, type=int, help="Filter height = width (R = S).")
 @click.option("--padding", default="same", show_default=True, help="same (the lab's), valid, or an integer.")
-def conv(**kw):
+@click.pass_context
+def conv(ctx, **kw):
     """Sweep convolution variants over input sizes and strides; verify, time, tabulate, save.
 
     \b
     Examples:
       gpubench conv --stride 1,2,3
       gpubench conv --sizes 56 --batch 32 --in-channels 64 --out-channels 64 --padding 1 --stride 1
+      gpubench conv --kernel my_conv.cu:conv_lab --args x,w,y,H,W,C,R,stride,pad,OH,OW --sizes 1024
       gpubench conv --backend cpu --sizes 64,100 --stride 1,2,3
     """
-    from gpubench.sweep import Sweep
+    from gpubench import plan
 
-    shapes = [
-        conv_shape(size, stride, batch=kw["batch"], in_channels=kw["in_channels"], out_channels=kw["out_channels"],
-                   kernel=kw["kernel_size"], padding=kw["padding"])
-        for size in options.sizes(kw["sizes"] if kw["sizes"] is not None else LAB_SIZES)
-        for stride in options.strides(kw["stride"])
-    ]
-    sweep = Sweep("conv", "conv", registry.select("conv", kw["backend"], options.names(kw["variants"])), shapes,
-                  options.block_sizes(kw["block_sizes"]), policy_from(kw))
-    return _execute(sweep, kw, "conv")
+    shapes, _ = plan.conv_shapes(options.sizes(kw["sizes"] if kw["sizes"] is not None else LAB_SIZES),
+                                 options.strides(kw["stride"]), batch=kw["batch"], in_channels=kw["in_channels"],
+                                 out_channels=kw["out_channels"], kernel=kw["kernel_size"], padding=kw["padding"],
+                                 name="conv", strict=True)
+    return _sweep_request(ctx, "conv", kw, shapes)
+
+
+@cli.command()
+@click.argument("suite")
+@_options(OUTPUT + RUNNING)
+@click.option("--max-noise", default=None, type=float,
+              help="Adaptive sampling for every sweep: sample until IQR/median is under this ...")
+@click.option("--max-time", default=None, type=float, help="... or until this many seconds went into the point.")
+def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, max_time):
+    """Run a suite of sweeps (a shipped one by name, or a TOML file) into one results file.
+
+    \b
+    Examples:
+      gpubench run lab
+      gpubench run my-suite.toml --backend cpu
+      gpubench run ci -o ci-new.json && gpubench compare results/nvidia-h100-80gb-hbm3/ci.json ci-new.json
+    """
+    from gpubench import app, plan, suites
+
+    proj = _project(config)
+    s = suites.load(suite, backend, _catalog(proj))
+    _check_timeout(timeout)
+    for sweep in s.sweeps:
+        if max_noise is not None or max_time is not None:
+            p = sweep.policy
+            sweep.policy = plan.policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
+                                       max_noise=max_noise if max_noise is not None else p.max_noise,
+                                       max_time=max_time if max_time is not None else p.max_time_s)
+    return app.run_sweeps(app.RunRequest(s.sweeps, s.name, backend, tf32 or s.tf32, seed, output, force, timeout,
+                                         proj))
+
+
+# --- saved runs -----------------------------------------------------------------------------------------------
 
 
 @cli.command()
@@ -159,10 +258,10 @@ def show(file, fmt, threshold):
 
     \b
     Examples:
-      gpubench show results/nvidia-h100-80gb-hbm3/gemm-20261122-120000.json
+      gpubench show results/nvidia-h200/lab.json
       gpubench show run.json --format csv > run.csv
     """
-    from gpubench import render, results
+    from gpubench import app, render, results
 
     run = results.load(file)
     if fmt == "json":
@@ -172,108 +271,11 @@ def show(file, fmt, threshold):
     elif fmt == "markdown":
         click.echo("\n".join(render.to_markdown(t) for t in render.run_tables(run, threshold)))
     else:
-        from gpubench.session import print_run
-
-        from gpubench.session import console as make_console
-
-        console = make_console()
-        console.print(f"[bold]{file}[/]: {run.device}, {len(run.points)} points, {run.status}, {run.created}")
-        print_run(run, console, threshold)
-    return 0
-
-
-@cli.command()
-@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
-def env(backend):
-    """Print the GPU and software environment that runs record.
-
-    \b
-    Example:
-      gpubench env
-    """
-    import json
-
-    from gpubench import environment
-    from gpubench.backends import open_backend
-
-    click.echo(json.dumps(environment.collect(open_backend(backend)), indent=2))
-    return 0
-
-
-@cli.command(name="list")
-def list_variants():
-    """List the variants of every op and backend, and the shipped suites.
-
-    \b
-    Example:
-      gpubench list
-    """
-    from rich.table import Table
-
-    table = Table("op", "backend", "variant", "axis", "what it is", title="variants", title_justify="left")
-    for v in registry.VARIANTS:
-        axis = {"block": "block sizes", "tile": ", ".join(c.label for c in v.configs), "none": "-",
-                "tuned": "per shape, from `gpubench tune gemm`"}[v.axis]
-        table.add_row(v.op, v.backend, v.name + ("" if v.lab else " (extra)"), axis, v.summary)
-    from gpubench import suites
-    from gpubench.session import console
-
-    out = console()
-    out.print(table)
-    shipped = Table("suite", "what it runs", title="suites (gpubench run NAME)", title_justify="left")
-    for name, description in suites.shipped():
-        shipped.add_row(name, description)
-    out.print(shipped)
-    return 0
-
-
-def main():
-    cli()
-
-
-@cli.group()
-def tune():
-    """Search kernel parameters for this GPU and cache the winners."""
-
-
-@tune.command(name="gemm")
-@click.option("--sizes", default="2048,4096,8192", show_default=True, help="Square sizes to tune for.")
-@click.option("--mnk", multiple=True, help="A non-square M,N,K to tune for (repeatable).")
-@click.option("--candidates", default=48, show_default=True, type=click.IntRange(1),
-              help="How many configurations of the search space to try (the default one always among them).")
-@click.option("--refine", default=1, show_default=True, type=click.IntRange(0),
-              help="Rounds of local search: try every one-parameter change of the best two so far.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed for sampling the space and inputs.")
-def tune_gemm(sizes, mnk, candidates, refine, seed):
-    """Autotune the double-buffered warp-tiled GEMM (BM, BN, BK, warp tile, TM, TN, swizzle, registers) per shape.
-
-    Winners go to configs/tuned/<device>.json; the `tuned` gemm variant then uses them.
-
-    \b
-    Example:
-      gpubench tune gemm --sizes 4096,8192 --mnk 8192,2048,4096
-      gpubench gemm --variants tuned,cublas --sizes 4096,8192
-    """
-    from gpubench import tune as tuner
-    from gpubench.backends import open_backend
-    from gpubench.session import console
-
-    shapes = [GemmShape(s, s, s) for s in options.sizes(sizes)] + [GemmShape(*options.mnk(t)) for t in mnk]
-    backend = open_backend("cuda")
-    out = console()
-    best: dict = {}
-
-    def report(shape, config, ms, why):
-        if ms is None:
-            out.print(f"[dim]{shape.label} {config.label}: skipped ({why})[/]")
-            return
-        if ms < best.get(shape, float("inf")):
-            best[shape] = ms
-            out.print(f"{shape.label} {config.label}: {ms:.3f} ms, {shape.flops / ms / 1e6:,.0f} GFLOPS (best so far)")
-
-    path = tuner.tune(backend, shapes, tuner.candidates(candidates, seed), seed, refine, on_result=report)
-    out.print(f"saved the winners to {path}")
-    return 0
+        out = app.console()
+        out.print(render.escape(f"{file}: {run.device}, {len(run.points)} points, {run.status}, {run.created}"),
+                  style="bold")
+        app.print_run(run, out, threshold)
+    return Exit.OK
 
 
 @cli.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -281,8 +283,8 @@ def tune_gemm(sizes, mnk, candidates, refine, seed):
 @click.argument("new")
 @click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(0.0, min_open=True),
               help="Smallest change that counts (0.05 = 5%).")
-@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0.0, 1.0, min_open=True,
-                                                                                 max_open=True),
+@click.option("--alpha", default=0.05, show_default=True,
+              type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
               help="Family-wise error rate over all points compared.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
               show_default=True)
@@ -303,9 +305,9 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive):
       gpubench compare results/baseline.json new.json
       gpubench compare base.json new.json --format markdown > comment.md
     """
+    from gpubench import app
     from gpubench import compare as cmp
     from gpubench import render_compare, results
-    from gpubench.session import console
 
     base_run, new_run = results.load(base), results.load(new)
     report = cmp.compare(base_run, new_run, threshold, alpha)
@@ -321,53 +323,158 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive):
     elif fmt == "markdown":
         click.echo(render_compare.to_markdown_report(report, base, new))
     else:
-        render_compare.print_rich(report, console(), base, new)
+        render_compare.print_rich(report, app.console(), base, new)
     return code
 
 
 @cli.command()
-@click.argument("suite")
-@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
-              help="Results file (default: results/<device>/<suite>-<time>.json).")
-@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
-@click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--tf32", is_flag=True, help="Allow TF32 tensor cores in cuBLAS/cuDNN (or set tf32 = true in the suite).")
-@click.option("--max-noise", default=None, type=click.FloatRange(0.0, min_open=True),
-              help="Adaptive sampling for every sweep: sample until IQR/median is under this ...")
-@click.option("--max-time", default=None, type=click.FloatRange(0.0, min_open=True),
-              help="... or until this many seconds went into the point.")
-def run(suite, output, backend, seed, tf32, max_noise, max_time):
-    """Run a suite of sweeps (configs/*.toml) into one results file.
-
-    \b
-    Examples:
-      gpubench run configs/lab.toml
-      gpubench run ci -o ci-new.json && gpubench compare results/ci-baseline.json ci-new.json
-    """
-    from gpubench import suites
-    from gpubench.session import execute
-
-    s = suites.load(suite, backend)
-    for sweep in s.sweeps:
-        changes = {k: v for k, v in (("max_noise", max_noise), ("max_time_s", max_time)) if v is not None}
-        if changes:
-            sweep.policy = TimingPolicy(**{**sweep.policy.as_dict(), **changes})
-    return execute(s.sweeps, backend_name=backend, tf32=tf32 or s.tf32, seed=seed, output=output, label=s.name,
-                   argv=["gpubench", *sys.argv[1:]])
-
-
-@cli.command()
 @click.argument("file")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Image file (.png, .svg).")
-def plot(file, output):
+@click.option("-o", "--output", required=True, help="Image file: .png, .svg or .pdf.")
+@click.option("--force", is_flag=True, help="Replace the image if it exists.")
+def plot(file, output, force):
     """Plot a saved run: GFLOPS (GEMM) or GB/s (conv) against size, one line per variant, bands from the spread.
 
     \b
     Example:
       gpubench plot results/nvidia-h200/lab.json -o lab.png
     """
+    from gpubench import app
     from gpubench import plot as plotting
     from gpubench import results
 
-    click.echo(f"wrote {plotting.plot(results.load(file), output)}")
-    return 0
+    path = app.check_output(output, force, "plot", plotting.FORMATS)
+    run = results.load(file)
+    click.echo(f"wrote {plotting.plot(run, path)}")
+    return Exit.OK
+
+
+# --- the machine and the catalog ------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
+def env(backend):
+    """Print the GPU and software environment that runs record.
+
+    \b
+    Example:
+      gpubench env
+    """
+    import json
+
+    from gpubench.worker import Worker, WorkerOptions
+
+    with Worker(WorkerOptions(backend)) as worker:
+        worker.start()
+        click.echo(json.dumps(worker.environment(), indent=2))
+    return Exit.OK
+
+
+@cli.command(name="list")
+@CONFIG
+def list_variants(config):
+    """List every variant (built-in and your project's) and the shipped suites.
+
+    \b
+    Example:
+      gpubench list
+    """
+    from rich.table import Table
+
+    from gpubench import app, suites
+
+    proj = _project(config)
+    table = Table("op", "backend", "variant", "configurations", "what it is", "from", title="variants",
+                  title_justify="left")
+    for v in _catalog(proj).all:
+        axis = {"block": "block sizes", "configs": ", ".join(c.label for c in v.configs), "none": "-",
+                "tuned": "per shape, from `gpubench tune`"}[v.axis]
+        where = "gpubench" if v.builtin else str(v.origin)
+        table.add_row(v.op, v.backend, v.name + ("" if v.lab or not v.builtin else " (extra)"), axis, v.summary, where)
+    out = app.console()
+    out.print(table)
+    shipped = Table("suite", "what it runs", title="suites (gpubench run NAME)", title_justify="left")
+    for name, description in suites.shipped():
+        shipped.add_row(name, description)
+    out.print(shipped)
+    if proj.path:
+        out.print(f"project: {proj.path}")
+    return Exit.OK
+
+
+@cli.command()
+@CONFIG
+@click.option("--arch", default="sm_80,sm_90", show_default=True, help="Architectures to compile for.")
+@click.option("--builtin", is_flag=True, help="Also compile gpubench's own kernels.")
+@click.option("--block-sizes", default=LAB_BLOCKS, show_default=True, help="Block sizes for block-axis variants.")
+def check(config, arch, builtin, block_sizes):
+    """Check your project's kernel specs and compile every kernel configuration (needs nvcc, not a GPU).
+
+    \b
+    Examples:
+      gpubench check
+      gpubench check --arch sm_90 --config path/to/gpubench.toml
+    """
+    from gpubench import app, nvcc
+
+    proj = _project(config)
+    archs = app.arch_list(arch)
+    variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.source and (builtin or not v.builtin)]
+    out = app.console()
+    out.print(f"project: {proj.path or 'none found'}; {len(proj.variants)} variant(s) of your own, specs valid")
+    if not variants:
+        return Exit.OK
+    if nvcc.find_nvcc() is None:
+        raise GpubenchError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")
+    rows = app.check_kernels(variants, archs, options.block_sizes(block_sizes))
+    for v, c, a, error in rows:
+        status = "[green]ok[/]" if error is None else "[red]failed[/]"
+        out.print(f"{status} {v.op} {v.name} {c.label} {a}")
+    failed = [e for *_, e in rows if e is not None]
+    if failed:
+        raise failed[0]
+    out.print(f"{len(rows)} builds compiled")
+    return Exit.OK
+
+
+# --- tuning ---------------------------------------------------------------------------------------------------
+
+
+@cli.group()
+def tune():
+    """Search kernel parameters for this GPU and keep the winners."""
+
+
+@tune.command(name="gemm")
+@click.option("--variant", default="tuned", show_default=True, help="A gemm variant with a [variant.search] space.")
+@click.option("--sizes", default="2048,4096,8192", show_default=True, help="Square sizes to tune for.")
+@click.option("--mnk", multiple=True, help="A non-square M,N,K to tune for (repeatable).")
+@click.option("--candidates", default=48, show_default=True, type=click.IntRange(1),
+              help="How many configurations of the search space to try (the variant's own first among them).")
+@click.option("--refine", default=1, show_default=True, type=click.IntRange(0),
+              help="Rounds of local search: try every one-parameter change of the best two so far.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for sampling the space and inputs.")
+@click.option("--timeout", default=300.0, show_default=True, type=float, help="Watchdog per candidate, seconds.")
+@CONFIG
+def tune_gemm(variant, sizes, mnk, candidates, refine, seed, timeout, config):
+    """Autotune a GEMM variant's parameters per shape (for `tuned`: tiles, warp tiles, swizzle, registers).
+
+    Winners go to your project's tuned directory (gpubench.toml: tuned = "DIR") or else to the user's config
+    directory (~/.config/gpubench/tuned); the variant's `tuned` axis then uses them.
+
+    \b
+    Example:
+      gpubench tune gemm --sizes 4096,8192 --mnk 8192,2048,4096
+      gpubench gemm --variants tuned,cublas --sizes 4096,8192
+    """
+    from gpubench import app, plan
+    from gpubench import tune as tuner
+
+    proj = _project(config)
+    target = _catalog(proj).get("gemm", "cuda", variant)
+    shapes = plan.gemm_shapes(list(options.sizes(sizes)), [options.mnk(t) for t in mnk])
+    _check_timeout(timeout)
+    out = app.console()
+    path = tuner.run(target, shapes, candidates, refine, seed, timeout, proj.tuned_dir, out)
+    out.print(f"saved the winners to {path}")
+    return Exit.OK

@@ -19,6 +19,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from gpubench.exit_codes import Exit
 from gpubench.results import Point, Run
 
 ENV_FIELDS = {
@@ -30,7 +31,17 @@ ENV_FIELDS = {
     "cuDNN": ("software", "cudnn"), "NumPy": ("software", "numpy"),
 }
 
-EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+@dataclass(frozen=True)
+class SourceChange:
+    """A variant whose kernel source differs between the two runs (by its recorded sha256)."""
+
+    op: str
+    name: str
+    base_source: str | None
+    new_source: str | None
+    base_sha: str | None
+    new_sha: str | None
 
 
 @dataclass
@@ -60,6 +71,10 @@ class Report:
     only_new: list[Point] = field(default_factory=list)
     not_measured: list[tuple[Point, Point]] = field(default_factory=list)  # matched, but not ok in one run
     env_diffs: list[tuple[str, object, object]] = field(default_factory=list)
+    source_changes: list[SourceChange] = field(default_factory=list)
+
+    def source_changed(self, p: Point) -> bool:
+        return any(c.op == p.op and c.name == p.variant for c in self.source_changes)
 
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.changes)
@@ -73,10 +88,10 @@ class Report:
 
     def exit_code(self, fail_on_inconclusive: bool = False) -> int:
         if self.count("slower"):
-            return EXIT_REGRESSION
+            return Exit.FAILED
         if fail_on_inconclusive and self.count("inconclusive"):
-            return EXIT_INCONCLUSIVE
-        return EXIT_OK
+            return Exit.INCONCLUSIVE
+        return Exit.OK
 
     @property
     def outcome(self) -> str:
@@ -126,10 +141,23 @@ def env_differences(base: Run, new: Run) -> list[tuple[str, object, object]]:
     return diffs
 
 
+def source_changes(base: Run, new: Run) -> list[SourceChange]:
+    """Variants in both runs whose recorded source hash differs (runs without records compare as unchanged)."""
+    before = {(v.get("op"), v.get("name")): v for v in base.variants}
+    out = []
+    for v in new.variants:
+        old = before.get((v.get("op"), v.get("name")))
+        if old and old.get("sha256") and v.get("sha256") and old["sha256"] != v["sha256"]:
+            out.append(SourceChange(v["op"], v["name"], old.get("source"), v.get("source"), old["sha256"],
+                                    v["sha256"]))
+    return out
+
+
 def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -> Report:
     base_points = {p.key(): p for p in base.points}
     new_points = {p.key(): p for p in new.points}
-    report = Report(threshold, alpha, [], env_diffs=env_differences(base, new))
+    report = Report(threshold, alpha, [], env_diffs=env_differences(base, new),
+                    source_changes=source_changes(base, new))
     report.only_base = [p for k, p in base_points.items() if k not in new_points]
     report.only_new = [p for k, p in new_points.items() if k not in base_points]
     pairs = []

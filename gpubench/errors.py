@@ -1,7 +1,7 @@
-"""The one exception type users see: a problem with their input or their machine, printed as one line.
+"""The exceptions that carry a user-facing message, each one line.
 
-Anything raised as :class:`GpubenchError` reaches the terminal as ``gpubench: error: <message>`` with exit
-code 2 and no traceback. Messages say what is wrong and what is allowed.
+:class:`GpubenchError` reaches the terminal as ``gpubench: error: <message>`` with exit code 2 and no traceback
+(gpubench/exit_codes.py has the whole table). Messages say what is wrong and what is allowed.
 """
 
 
@@ -10,4 +10,12 @@ class GpubenchError(Exception):
 
 
 class CompileError(GpubenchError):
-    """nvcc rejected a kernel: the message holds nvcc's own output and the file."""
+    """nvcc rejected a kernel: the message names the file and nvcc's first error; `log` holds nvcc's whole output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+class Skip(Exception):
+    """This point cannot run here (it does not fit, or the device cannot launch it): recorded as skipped."""

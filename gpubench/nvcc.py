@@ -1,4 +1,4 @@
-"""Compiling cuda_src/ kernels with nvcc, cached on disk.
+"""Compiling kernels with nvcc, cached on disk.
 
 Kernels are compiled ahead of loading (nvcc → cubin for the device's own architecture) rather than through
 PyCUDA's SourceModule, for three reasons: the cache key is ours (source, headers, defines, arch, nvcc
@@ -14,23 +14,19 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench import paths
 from gpubench.errors import CompileError, GpubenchError
 
 NVCC_FLAGS = ("-O3", "-lineinfo", "-std=c++17")
 
 
-def cuda_src_dir() -> Path:
-    override = os.environ.get("GPUBENCH_CUDA_SRC")
-    return Path(override) if override else Path(__file__).resolve().parent.parent / "cuda_src"
-
-
 def cache_dir() -> Path:
-    override = os.environ.get("GPUBENCH_CACHE")
-    base = Path(override) if override else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gpubench"
-    return base / "kernels"
+    """Compiled kernels: the user's cache directory (GPUBENCH_CACHE moves it), never the installed package."""
+    return paths.cache_dir() / "kernels"
 
 
 def find_nvcc() -> str | None:
@@ -58,16 +54,22 @@ def arch_flag(arch: str) -> list[str]:
     return [f"-arch={arch}"]
 
 
-def _command(nvcc: str, source: Path, arch: str, defines: dict, out: Path, extra=()) -> list[str]:
-    flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
-    return [nvcc, "-cubin", *arch_flag(arch), *NVCC_FLAGS, *flags, *extra, "-o", str(out), str(source)]
+def _command(nvcc: str, source: Path, arch: str, defines: dict, out: Path | str, includes=(), extra=(),
+             mode: str = "-cubin") -> list[str]:
+    flags = [f"-D{k}={v}" for k, v in sorted(defines.items())] + [f"-I{d}" for d in includes]
+    return [nvcc, mode, *arch_flag(arch), *NVCC_FLAGS, *flags, *extra, "-o", str(out), str(source)]
 
 
-def _key(nvcc: str, source: Path, arch: str, defines: dict) -> str:
+HEADERS = ("*.cuh", "*.h", "*.hpp")
+
+
+def _key(nvcc: str, source: Path, arch: str, defines: dict, includes=()) -> str:
     h = hashlib.sha256()
-    # The kernel and every header beside it (kernels include shared cores such as register_tile.cuh).
-    for path in [source, *sorted(source.parent.glob("*.cuh"))]:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    # The kernel and every header beside it or in its include directories (kernels include shared cores such
+    # as register_tile.cuh): an edit to any of them is a new key.
+    headers = sorted(p for d in (source.parent, *includes) for pattern in HEADERS for p in Path(d).glob(pattern))
+    for path in [source, *headers]:
+        h.update(str(path.name).encode() + b"\0" + path.read_bytes())
     h.update(repr((arch, sorted(defines.items()), NVCC_FLAGS, nvcc_version(nvcc))).encode())
     return h.hexdigest()[:24]
 
@@ -84,24 +86,90 @@ def _describe(source: Path, arch: str, defines: dict) -> str:
     return f"{source.name} for {arch}" + (f" ({flags})" if flags else "")
 
 
-def compile_cubin(source: str | Path, arch: str, defines: dict | None = None, *, use_cache: bool = True) -> Path:
-    """Compile one kernel file to a cubin, or return the cached one. Raises CompileError with nvcc's output."""
-    defines = defines or {}
+def first_error(output: str) -> str:
+    """nvcc's first error line ("file.cu(12): error: ..."), or its first line where none says error."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    return next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "no output")
+
+
+def _failed(source: Path, arch: str, defines: dict, output: str) -> CompileError:
+    log = cache_dir().parent / "nvcc-errors" / f"{source.stem}.log"
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(output)
+        where = f"; nvcc's whole output: {log}"
+    except OSError:
+        where = ""
+    return CompileError(f"nvcc failed on {_describe(source, arch, defines)}: {first_error(output)}{where}", output)
+
+
+def _source(source: str | Path) -> Path:
     source = Path(source)
     if not source.is_absolute():
-        source = cuda_src_dir() / source
+        from gpubench.registry import kernels_dir  # a built-in kernel named by its file
+
+        source = kernels_dir() / source
+    return source
+
+
+def compile_cubin(source: str | Path, arch: str, defines: dict | None = None, *, includes=(),
+                  use_cache: bool = True) -> Path:
+    """Compile one kernel file to a cubin, or return the cached one. Raises CompileError naming nvcc's first error."""
+    defines = defines or {}
+    source = _source(source)
     nvcc = _require_nvcc()
-    out = cache_dir() / f"{source.stem}-{arch}-{_key(nvcc, source, arch, defines)}.cubin"
+    out = cache_dir() / f"{source.stem}-{arch}-{_key(nvcc, source, arch, defines, includes)}.cubin"
     if use_cache and out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    proc = subprocess.run(_command(nvcc, source, arch, defines, tmp), capture_output=True, text=True)
+    tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    proc = subprocess.run(_command(nvcc, source, arch, defines, tmp, includes), capture_output=True, text=True)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise CompileError(f"nvcc failed on cuda_src/{_describe(source, arch, defines)}:\n{proc.stderr.strip()}")
+        raise _failed(source, arch, defines, proc.stderr.strip() or proc.stdout.strip())
     os.replace(tmp, out)
     return out
+
+
+def compile_all(jobs, threads: int | None = None) -> list[tuple[tuple, CompileError]]:
+    """Compile (source, defines, arch, includes) jobs in parallel (nvcc runs outside the GIL); the failures,
+    each as (job, error)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def build(job):
+        source, defines, arch, includes = job
+        try:
+            compile_cubin(source, arch, dict(defines), includes=includes)
+        except CompileError as e:
+            return job, e
+        return None
+
+    unique = list(dict.fromkeys(jobs))
+    with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 2) as pool:
+        return [f for f in pool.map(build, unique) if f is not None]
+
+
+_ENTRY = re.compile(r"\.entry\s+(\w+)\(")
+_MAXNTID = re.compile(r"\.maxntid\s+(\d+),\s*(\d+),\s*(\d+)")
+
+
+def launch_bounds(source: str | Path, arch: str, defines: dict | None = None, includes=()) -> dict[str, int]:
+    """Each kernel's __launch_bounds__ thread count, read from the PTX nvcc emits (.maxntid), for the kernels
+    that declare one: what a spec's block must match, checked without a GPU."""
+    defines = defines or {}
+    source = _source(source)
+    nvcc = _require_nvcc()
+    proc = subprocess.run(_command(nvcc, source, arch, defines, "-", includes, mode="-ptx"), capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise _failed(source, arch, defines, proc.stderr.strip())
+    bounds, kernel = {}, None
+    for line in proc.stdout.splitlines():
+        if m := _ENTRY.search(line):
+            kernel = m.group(1)
+        elif (m := _MAXNTID.search(line)) and kernel:
+            bounds[kernel] = int(m.group(1)) * int(m.group(2)) * int(m.group(3))
+    return bounds
 
 
 @dataclass(frozen=True)
@@ -124,14 +192,13 @@ _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 def resource_usage(source: str | Path, arch: str, defines: dict | None = None) -> list[Resources]:
     """Compile with `ptxas -v` and parse its per-kernel report (registers, shared memory, stack, spills)."""
     defines = defines or {}
-    source = Path(source)
-    if not source.is_absolute():
-        source = cuda_src_dir() / source
+    source = _source(source)
     nvcc = _require_nvcc()
     out = Path(os.devnull)
-    proc = subprocess.run(_command(nvcc, source, arch, defines, out, ("-Xptxas", "-v")), capture_output=True, text=True)
+    proc = subprocess.run(_command(nvcc, source, arch, defines, out, extra=("-Xptxas", "-v")), capture_output=True,
+                          text=True)
     if proc.returncode != 0:
-        raise CompileError(f"nvcc failed on cuda_src/{_describe(source, arch, defines)}:\n{proc.stderr.strip()}")
+        raise _failed(source, arch, defines, proc.stderr.strip())
     found, current, spill = [], None, (0, 0, 0)
     for line in proc.stderr.splitlines():
         if m := _FUNC.search(line):

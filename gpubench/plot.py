@@ -10,6 +10,8 @@ from gpubench.errors import GpubenchError
 from gpubench.render import best_points
 from gpubench.results import Run
 
+FORMATS = (".png", ".svg", ".pdf")  # what `gpubench plot -o` writes (checked before anything is drawn)
+
 
 def _series(run: Run, op: str, stride: int | None):
     points = [p for p in run.points if p.op == op and p.status == "ok"
@@ -71,6 +73,9 @@ def plot(run: Run, output: str | Path) -> Path:
     fig.tight_layout()
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=110)
+    try:
+        fig.savefig(output, dpi=110)
+    except (OSError, ValueError) as e:
+        raise GpubenchError(f"cannot write the plot to {output} ({e})") from None
     plt.close(fig)
     return output

@@ -11,6 +11,12 @@ from gpubench.errors import GpubenchError
 
 FLOAT_BYTES = 4
 
+# The names a kernel spec uses for each op's arrays and dimensions (its `args` and launch expressions).
+ARRAYS = {"gemm": ("A", "B", "C"), "conv": ("x", "w", "y")}
+DIMS = {"gemm": ("M", "N", "K"), "conv": ("N", "C", "H", "W", "K", "R", "S", "stride", "pad", "OH", "OW")}
+# The lab's own GEMM naming: c[m,k] = a[m,n] · b[n,k], so its n is gpubench's K and its k is gpubench's N.
+LAB_NAMES = {"gemm": {"a": "A", "b": "B", "c": "C", "m": "M", "n": "K", "k": "N"}, "conv": {}}
+
 
 @dataclass(frozen=True)
 class GemmShape:
@@ -38,6 +44,10 @@ class GemmShape:
 
     def params(self) -> dict:
         return {"m": self.m, "n": self.n, "k": self.k}
+
+    def dims(self) -> dict[str, int]:
+        """The values of DIMS["gemm"] and of the lab's names, for kernel arguments and launch expressions."""
+        return {"M": self.m, "N": self.n, "K": self.k, "m": self.m, "n": self.k, "k": self.n}
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,12 @@ class ConvShape:
             "stride": self.stride,
             "padding": self.pad,
         }
+
+    def dims(self) -> dict[str, int]:
+        """The values of DIMS["conv"], for kernel arguments and launch expressions."""
+        return {"N": self.batch, "C": self.in_channels, "H": self.height, "W": self.width, "K": self.out_channels,
+                "R": self.kernel, "S": self.kernel, "stride": self.stride, "pad": self.pad, "OH": self.out_height,
+                "OW": self.out_width}
 
 
 def same_padding(size: int, kernel: int, stride: int) -> int:

@@ -1,370 +1,396 @@
-"""Every benchmarked variant, declared as data.
+"""Every benchmarked variant, loaded from kernel specs and checked before anything runs.
 
-The CLI, sweeps, tables, plots and tests all read this one list. A variant names the kernel file and symbol
-it runs, the axis it sweeps (thread-block sizes or tile configurations), how its launch shape follows from a
-configuration, and its accuracy tolerance. Adding a kernel means writing its ``.cu`` file and one entry here.
-
-Kernel calling conventions (the backends pass these arguments, in this order):
-
-* gemm kernels: ``(const float* A, const float* B, float* C, int M, int N, int K)``, row-major.
-* conv kernels: ``(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S,
-  int stride, int pad, int OH, int OW)``, NCHW.
-
-The im2col runner feeds the GEMM variant named in its options, through that kernel's ``<kernel>_batched``
-entry point: ``(A, B, C, M, N, K, long long stride_a, stride_b, stride_c)`` over blockIdx.z.
-
-Every configuration parameter is also passed to nvcc as ``-DNAME=value``, so tile sizes are compile-time
-constants in the kernel.
+Built-in variants come from ``gpubench/kernels/variants.toml``; a project's own come from its gpubench.toml
+(gpubench/project.py finds it) or from ``--kernel FILE:SYMBOL``. All three go through :func:`parse_specs`, so
+they obey one format and one set of rules, and a bad spec is refused in one line that names the file, the
+entry and what is allowed. A :class:`Catalog` is what the rest of gpubench asks for variants.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+import functools
+import re
+import tomllib
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
 
+from gpubench import expr
 from gpubench.errors import GpubenchError
-from gpubench.problems import ConvShape, GemmShape
-
-LAB_BLOCK_SIZES = (8, 16, 24, 32)
-MAX_BLOCK_SIZE = 32  # B×B threads; 32×32 = 1024 is CUDA's per-block limit
-
-FP32_TOL = 1e-4  # ||out-ref||/||ref|| for FP32 FFMA arithmetic (observed errors are ~1e-7 to 1e-6)
-TF32_TOL = 5e-3  # TF32 keeps 10 mantissa bits: errors land near 3e-4 for K in the thousands
-
-
-@dataclass(frozen=True)
-class Launch:
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int = 0
-
-    @property
-    def threads(self) -> int:
-        return self.block[0] * self.block[1] * self.block[2]
-
-
-@dataclass(frozen=True)
-class Config:
-    """One point on a variant's own axis: the label shown in tables and the compile-time parameters."""
-
-    label: str
-    params: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def values(self) -> dict[str, int]:
-        return dict(self.params)
-
-
-def block_config(b: int) -> Config:
-    return Config(str(b), (("BLOCK", b),))
-
-
-def tile_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> Config:
-    return Config(f"{bm}x{bn}x{bk}/{tm}x{tn}", (("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn)))
-
-
-NO_CONFIG = Config("-")
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    op: str  # "gemm" | "conv"
-    backend: str  # "cuda" | "cpu"
-    runner: str  # how the backend runs it: "kernel", "cublas", "im2col", "cudnn", "numpy", ...
-    summary: str  # one line for `gpubench list` and the README: what the variant is and what it buys
-    source: str | None = None  # file in cuda_src/
-    kernel: str | None = None  # symbol in that file
-    axis: str = "none"  # "block": configs come from --block-sizes; "tile": the fixed `configs`; "none": one row
-    configs: tuple[Config, ...] = (NO_CONFIG,)
-    launch: Callable[[object, dict], Launch] | None = None
-    tolerance: float = FP32_TOL
-    arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
-    lab: bool = True  # part of the default sweep
-    baseline: bool = False  # the library that percentages and speed-ups are measured against
-    options: dict = field(default_factory=dict)  # runner-specific settings (e.g. which GEMM im2col feeds)
-
-    def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
-        """The configurations a sweep runs. A "tuned" variant has one, resolved per shape when it runs."""
-        if self.axis == "block":
-            return tuple(block_config(b) for b in block_sizes)
-        return self.configs
-
-
-# --- launch shapes -------------------------------------------------------------------------------------------
-
-
-def _gemm_square_blocks(s: GemmShape, p: dict) -> Launch:
-    # One thread per C element, x along N so that a warp reads consecutive columns of B and writes of C.
-    b = p["BLOCK"]
-    return Launch((cdiv(s.n, b), cdiv(s.m, b), 1), (b, b, 1))
-
-
-def _gemm_tiles(s: GemmShape, p: dict) -> Launch:
-    threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
-    return Launch((cdiv(s.n, p["BN"]), cdiv(s.m, p["BM"]), 1), (threads, 1, 1))
-
-
-def _conv_output_blocks(s: ConvShape, p: dict) -> Launch:
-    b = p["BLOCK"]
-    return Launch((cdiv(s.out_width, b), cdiv(s.out_height, b), s.batch * s.out_channels), (b, b, 1))
-
-
-def _conv_implicit_tiles(s: ConvShape, p: dict) -> Launch:
-    threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
-    return Launch((cdiv(s.batch * s.out_pixels, p["BN"]), cdiv(s.out_channels, p["BM"]), 1), (threads, 1, 1))
-
-
-def warp_config(bm, bn, bk, wm, wn, tm, tn, stages, swizzle=0, min_blocks=1) -> Config:
-    label = f"{bm}x{bn}x{bk} w{wm}x{wn} t{tm}x{tn} s{stages}" + (f" g{swizzle}" if swizzle else "")
-    label += f" b{min_blocks}" if min_blocks > 1 else ""
-    names = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES", "SWIZZLE", "MIN_BLOCKS")
-    return Config(label, tuple(zip(names, (bm, bn, bk, wm, wn, tm, tn, stages, swizzle, min_blocks))))
-
-
-def warp_threads(p: dict) -> int:
-    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
-
-
-def _gemm_warptile(s: GemmShape, p: dict) -> Launch:
-    # 1-D grid: the kernel maps block ids to tiles itself (optionally in L2-friendly bands).
-    smem = 4 * p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"])  # transposed A (padded) + B per stage
-    return Launch((cdiv(s.m, p["BM"]) * cdiv(s.n, p["BN"]), 1, 1), (warp_threads(p), 1, 1), smem)
-
-
-def async_smem(p: dict) -> int:
-    return 4 * p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * p["BN"])  # row-major A (padded) + B per slot
-
-
-def _gemm_async(s: GemmShape, p: dict) -> Launch:
-    return Launch((cdiv(s.m, p["BM"]) * cdiv(s.n, p["BN"]), 1, 1), (warp_threads(p), 1, 1), async_smem(p))
-
-
-def _conv_implicit_async(s: ConvShape, p: dict) -> Launch:
-    tiles = cdiv(s.out_channels, p["BM"]) * cdiv(s.batch * s.out_pixels, p["BN"])
-    return Launch((tiles, 1, 1), (warp_threads(p), 1, 1), async_smem(p) + 8 * s.gemm_k)  # + the k table
-
-
-def _conv_window_tiles(s: ConvShape, p: dict) -> Launch:
-    th, tw = p["TY"] * p["OY"], p["TX"] * p["OX"]
-    window = ((th - 1) * s.stride + s.kernel) * ((tw - 1) * s.stride + s.kernel)
-    return Launch((cdiv(s.out_width, tw), cdiv(s.out_height, th), s.batch * s.out_channels),
-                  (p["TX"] * p["TY"], 1, 1), 4 * window)
-
-
-def _conv_columns(s: ConvShape, p: dict) -> Launch:
-    return Launch((cdiv(s.out_width, 32), cdiv(s.out_height, p["TY"] * p["OY"]), s.batch * s.out_channels),
-                  (32 * p["TY"], 1, 1))
-
-
-def _conv_vec_patches(s: ConvShape, p: dict) -> Launch:
-    # 32×TY threads, each a 4-wide, OY-tall patch of one output plane.
-    return Launch((cdiv(s.out_width, 128), cdiv(s.out_height, p["TY"] * p["OY"]), s.batch * s.out_channels),
-                  (32 * p["TY"], 1, 1))
-
-
-def column_config(ty, oy) -> Config:
-    return Config(f"32x{ty} o{oy}", (("TY", ty), ("OY", oy)))
-
-
-def window_config(tx, ty, ox, oy) -> Config:
-    return Config(f"{tx}x{ty} o{ox}x{oy}", (("TX", tx), ("TY", ty), ("OX", ox), ("OY", oy)))
-
-
-def _gemm_tf32(s: GemmShape, p: dict) -> Launch:
-    # One warpgroup (128 threads) per 64 columns; STAGES × (A and B slices of 32 k) + 1 KB to align the swizzle.
-    smem = p["STAGES"] * (p["BM"] * 32 * 4 + 32 * (p["BN"] + 8) * 4) + 1024
-    return Launch((cdiv(s.n, p["BN"]), cdiv(s.m, p["BM"]), 1), (2 * p["BN"], 1, 1), smem)
-
-
-def tf32_config(bm, bn, stages) -> Config:
-    return Config(f"{bm}x{bn}x32 s{stages}", (("BM", bm), ("BN", bn), ("STAGES", stages)))
-
-
-def valid_warp_config(p: dict, smem_limit: int = 227 * 1024) -> bool:
-    """Whether gemm_warptile.cu compiles and launches these parameters (its static_asserts, shared memory)."""
-    tx, ty = p["WN"] // p["TN"], p["WM"] // p["TM"]
-    threads = warp_threads(p) if p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0 else 0
-    a_vecs, b_vecs = p["BM"] * p["BK"] // 4, p["BK"] * p["BN"] // 4
-    return (
-        threads in (128, 256, 512) and tx * ty == 32 and p["WN"] % p["TN"] == 0 and p["WM"] % p["TM"] == 0
-        and p["TM"] % 4 == 0 and p["TN"] % 4 == 0 and p["BK"] % 4 == 0 and p["TM"] * p["TN"] <= 128
-        and a_vecs >= threads and a_vecs % threads == 0 and b_vecs >= threads and b_vecs % threads == 0
-        and _gemm_warptile(GemmShape(1, 1, 1), p).shared_bytes <= smem_limit
-    )
-
-
-# What `gpubench tune gemm` searches for the `tuned` variant (gemm_warptile.cu, double-buffered), filtered by
-# valid_warp_config.
-SEARCH_SPACE = {
-    "BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128), "WN": (32, 64),
-    "TM": (4, 8, 16), "TN": (4, 8), "STAGES": (2,), "SWIZZLE": (0, 4, 8, 16), "MIN_BLOCKS": (1, 2),
-}
-
-TILED_CONFIGS = (tile_config(128, 128, 8, 8, 8), tile_config(64, 64, 8, 4, 4))
-WARPTILE = dict(bm=128, bn=128, bk=8, wm=64, wn=32, tm=8, tn=8)
-
-VARIANTS: tuple[Variant, ...] = (
-    # ---- GEMM on the GPU ----
-    Variant(
-        "global", "gemm", "cuda", "kernel",
-        "one thread per C element; A and B read straight from global memory",
-        source="gemm_global.cu", kernel="gemm_global", axis="block", launch=_gemm_square_blocks,
-    ),
-    Variant(
-        "shared", "gemm", "cuda", "kernel",
-        "B×B tiles of A and B staged through shared memory: each global load is reused B times",
-        source="gemm_shared.cu", kernel="gemm_shared", axis="block", launch=_gemm_square_blocks,
-    ),
-    Variant(
-        "tiled", "gemm", "cuda", "kernel",
-        "2-D register tiling: each thread keeps a TM×TN block of C in registers, fed from BM×BK and BK×BN tiles",
-        source="gemm_tiled.cu", kernel="gemm_tiled", axis="tile", configs=TILED_CONFIGS, launch=_gemm_tiles,
-    ),
-    Variant(
-        "cublas", "gemm", "cuda", "cublas",
-        "cuBLAS SGEMM (cublasGemmEx, FP32 compute; TF32 tensor cores only with --tf32)",
-        baseline=True,
-    ),
-    # ---- the GEMM progression beyond the lab (issue 5): each step adds one idea to the one before ----
-    Variant(
-        "vec", "gemm", "cuda", "kernel",
-        "tiled + 128-bit global loads, A transposed into shared memory as it is stored",
-        source="gemm_vec.cu", kernel="gemm_vec", axis="tile", configs=TILED_CONFIGS, launch=_gemm_tiles, lab=False,
-    ),
-    Variant(
-        "warptile", "gemm", "cuda", "kernel",
-        "warp tiling: each warp owns a compact 64×32 patch, so its shared-memory reads are few 16-byte vectors",
-        source="gemm_warptile.cu", kernel="gemm_warptile", axis="tile",
-        configs=(warp_config(**WARPTILE, stages=1),), launch=_gemm_warptile, lab=False,
-    ),
-    Variant(
-        "dbuf", "gemm", "cuda", "kernel",
-        "double buffering through registers: the next slice's loads are in flight during this slice's FMAs",
-        source="gemm_warptile.cu", kernel="gemm_warptile", axis="tile",
-        configs=(warp_config(**WARPTILE, stages=2),), launch=_gemm_warptile, lab=False,
-    ),
-    Variant(
-        "async", "gemm", "cuda", "kernel",
-        "multi-stage cp.async ring: copies go global→shared without registers, several slices ahead",
-        source="gemm_async.cu", kernel="gemm_async", axis="tile",
-        configs=(warp_config(128, 128, 16, 64, 32, 8, 8, 3),), launch=_gemm_async, lab=False,
-    ),
-    Variant(
-        "swizzle", "gemm", "cuda", "kernel",
-        "dbuf + tiles visited in bands of 8 tile-rows, so concurrent blocks share A and B panels in L2",
-        source="gemm_warptile.cu", kernel="gemm_warptile", axis="tile",
-        configs=(warp_config(**WARPTILE, stages=2, swizzle=8),), launch=_gemm_warptile, lab=False,
-    ),
-    Variant(
-        "tuned", "gemm", "cuda", "kernel",
-        "dbuf with the tiles, warp tiles, swizzle and register cap `gpubench tune gemm` found best per shape",
-        source="gemm_warptile.cu", kernel="gemm_warptile", axis="tuned",
-        configs=(warp_config(**WARPTILE, stages=2, swizzle=8),), launch=_gemm_warptile, lab=False,
-    ),
-    Variant(
-        "tf32", "gemm", "cuda", "kernel",
-        "TF32 tensor cores: wgmma (sm_90a) from a cp.async ring, 128-byte-swizzled tiles (compare with --tf32)",
-        source="gemm_tf32.cu", kernel="gemm_tf32", axis="tile", arch="sm_90a", tolerance=TF32_TOL,
-        configs=(tf32_config(256, 128, 4), tf32_config(128, 128, 6)), launch=_gemm_tf32, lab=False,
-        options={"tf32": True},
-    ),
-    # ---- convolution on the GPU ----
-    Variant(
-        "sliding", "conv", "cuda", "kernel",
-        "direct convolution: one thread per output element, padding by bounds checks",
-        source="conv_sliding.cu", kernel="conv_sliding", axis="block", launch=_conv_output_blocks,
-    ),
-    Variant(
-        "im2col", "conv", "cuda", "im2col",
-        "im2col column matrix in device memory, then this project's `tiled` GEMM writing NCHW directly",
-        source="conv_im2col.cu", kernel="im2col", axis="tile", configs=TILED_CONFIGS,
-        options={"gemm": "tiled"},
-    ),
-    Variant(
-        "im2col-cublas", "conv", "cuda", "im2col",
-        "the same im2col kernel followed by cuBLAS SGEMM, to show the GEMM's share",
-        source="conv_im2col.cu", kernel="im2col", options={"gemm": "cublas"},
-    ),
-    Variant(
-        "implicit", "conv", "cuda", "kernel",
-        "implicit GEMM: M = K, N = N·OH·OW, K = C·R·S, input read through the im2col mapping, no column matrix",
-        source="conv_implicit.cu", kernel="conv_implicit", axis="tile", configs=TILED_CONFIGS,
-        launch=_conv_implicit_tiles,
-    ),
-    Variant(
-        "sliding-tiled", "conv", "cuda", "kernel",
-        "direct convolution from an input window (halo included) in shared memory, several outputs per thread",
-        source="conv_sliding_tiled.cu", kernel="conv_sliding_tiled", axis="tile",
-        configs=(window_config(32, 8, 2, 4), window_config(32, 8, 1, 4)),
-        launch=_conv_window_tiles, lab=False,
-    ),
-    Variant(
-        "sliding-rows", "conv", "cuda", "kernel",
-        "direct convolution, each thread down a column of outputs: rows loaded once into registers, no barriers",
-        source="conv_sliding_rows.cu", kernel="conv_sliding_rows", axis="tile",
-        configs=(column_config(8, 8), column_config(4, 16), column_config(8, 4)), launch=_conv_columns, lab=False,
-    ),
-    Variant(
-        "sliding-vec", "conv", "cuda", "kernel",
-        "direct convolution on 4×OY patches: at stride 1, one 16-byte load per input row, neighbours by shuffle",
-        source="conv_sliding_vec.cu", kernel="conv_sliding_vec", axis="tile",
-        configs=(Config("32x4 o4", (("TY", 4), ("OY", 4))), Config("32x8 o2", (("TY", 8), ("OY", 2))),
-                 Config("32x4 o2", (("TY", 4), ("OY", 2)))),
-        launch=_conv_vec_patches, lab=False,
-    ),
-    Variant(
-        "implicit-async", "conv", "cuda", "kernel",
-        "implicit GEMM on the cp.async pipeline, with per-thread pixel bases and a k→offset table in shared memory",
-        source="conv_implicit_async.cu", kernel="conv_implicit_async", axis="tile",
-        configs=(warp_config(128, 128, 16, 64, 32, 8, 8, 3), warp_config(64, 128, 16, 32, 32, 4, 8, 3)),
-        launch=_conv_implicit_async, lab=False,
-    ),
-    Variant(
-        "cudnn-heuristic", "conv", "cuda", "cudnn",
-        "cuDNN (frontend API): the plan its heuristic ranks first, what the lab measured",
-        options={"plans": "heuristic"},
-    ),
-    Variant(
-        "cudnn", "conv", "cuda", "cudnn",
-        "cuDNN (frontend API): every supported plan timed, the fastest kept",
-        options={"plans": "best"}, baseline=True,
-    ),
-    # ---- the CPU backend: the same pipeline with NumPy, for trying the tool and testing it without a GPU ----
-    Variant("numpy", "gemm", "cpu", "numpy", "NumPy matmul (the CPU's BLAS)", baseline=True),
-    Variant("sliding", "conv", "cpu", "numpy-sliding", "NumPy direct convolution: one strided view per filter tap"),
-    Variant(
-        "im2col", "conv", "cpu", "numpy-im2col", "NumPy im2col column matrix, then one matmul", baseline=True,
-    ),
-)
+from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
+from gpubench.variant import NO_CONFIG, TF32_TOL, Axis, Config, LaunchSpec, Variant
 
 OPS = ("gemm", "conv")
 BACKENDS = ("cuda", "cpu")
+LAB_BLOCK_SIZES = (8, 16, 24, 32)
+MAX_BLOCK_SIZE = 32  # B×B threads; 32×32 = 1024 is CUDA's per-block limit
+MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads in all
+BUILTIN_RUNNERS = {"cuda": ("kernel", "cublas", "im2col", "cudnn"), "cpu": ("numpy", "numpy-sliding", "numpy-im2col")}
+USER_RUNNERS = {"cuda": ("kernel",), "cpu": ("python",)}
+KEYS = {
+    "name", "op", "backend", "runner", "summary", "source", "kernel", "args", "grid", "block", "shared", "axis",
+    "define", "configs", "defaults", "label", "constraints", "search", "tolerance", "arch", "lab", "baseline",
+    "options", "includes",
+}
+BUILTIN_ONLY = {"baseline"}
+USER_OPTIONS = {"tf32"}
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*$")
+IDENT = re.compile(r"[A-Za-z_]\w*$")
+ARCH = re.compile(r"sm_\d{2,3}[af]?$")
+# Problems every launch is evaluated on when a spec loads: ragged, so that a formula's slips show early.
+SAMPLE_SHAPES = {"gemm": GemmShape(1000, 1500, 777),
+                 "conv": conv_shape(1000, 2, batch=2, in_channels=3, out_channels=4, kernel=3)}
 
 
-def variants(op: str, backend: str) -> list[Variant]:
-    return [v for v in VARIANTS if v.op == op and v.backend == backend]
+class SpecError(GpubenchError):
+    """A kernel spec that cannot be used: one line naming the file, the entry and what is allowed."""
 
 
-def get(op: str, backend: str, name: str) -> Variant:
-    for v in variants(op, backend):
-        if v.name == name:
-            return v
-    allowed = ", ".join(v.name for v in variants(op, backend))
-    raise GpubenchError(f"unknown {op} variant {name!r} for the {backend} backend: allowed are {allowed}")
+# --- reading one spec table -----------------------------------------------------------------------------------
 
 
-def select(op: str, backend: str, names: list[str] | None) -> list[Variant]:
-    """The variants a sweep runs: the named ones in registry order, or the lab's default set."""
-    if not names:
-        return [v for v in variants(op, backend) if v.lab]
-    chosen = {get(op, backend, n).name for n in names}
-    return [v for v in variants(op, backend) if v.name in chosen]
+class _Entry:
+    """One [[variant]] table being checked; `fail` raises with the file and the entry named."""
+
+    def __init__(self, table: dict, where: str, index: int):
+        self.table, self.where = table, where
+        self.label = f"variant {table['name']!r}" if isinstance(table.get("name"), str) else f"variant #{index + 1}"
+
+    def fail(self, what: str):
+        raise SpecError(f"{self.where}: {self.label}: {what}")
+
+    def get(self, key, kind, default=None, what: str = ""):
+        value = self.table.get(key, default)
+        if value is default:
+            return value
+        ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok:
+            self.fail(f"{key} must be {what or kind.__name__}, got {value!r}")
+        return value
+
+    def expression(self, key: str, text, allowed: set[str], boolean: bool = False) -> expr.Expr:
+        try:
+            e = expr.parse(text, boolean=boolean)
+            expr.check_names(e, allowed)
+        except expr.ExprError as err:
+            self.fail(f"{key}: {err}")
+        return e
 
 
-def baseline(op: str, backend: str) -> Variant | None:
-    return next((v for v in variants(op, backend) if v.baseline), None)
+def _args(entry: _Entry, op: str) -> tuple[str, ...]:
+    args = entry.get("args", list, what="a list of parameter names")
+    if args is None:
+        entry.fail(f"args is missing: list the kernel's parameters in order, e.g. {list(ARRAYS[op] + DIMS[op])}")
+    if not all(isinstance(a, str) for a in args):
+        entry.fail("args must be a list of names (strings)")
+    lab = LAB_NAMES[op]
+    known = set(ARRAYS[op]) | set(DIMS[op]) | set(lab)
+    unknown = [a for a in args if a not in known]
+    if unknown:
+        entry.fail(f"args: unknown name(s) {', '.join(unknown)}; allowed for {op}: "
+                   f"{', '.join(ARRAYS[op] + DIMS[op])}" + (f" (or the lab's {', '.join(lab)})" if lab else ""))
+    repeated = sorted({a for a in args if args.count(a) > 1})
+    if repeated:
+        entry.fail(f"args: {', '.join(repeated)} appear(s) more than once")
+    if lab and any(a in lab for a in args) and any(a not in lab for a in args):
+        entry.fail(f"args: mix of gpubench's names and the lab's ({', '.join(lab)}): use one naming")
+    canonical = tuple(lab.get(a, a) for a in args)
+    required = ARRAYS[op] + (DIMS[op] if op == "gemm" else ())
+    missing = [a for a in required if a not in canonical]
+    if missing:
+        entry.fail(f"args: missing {', '.join(missing)} (a {op} kernel needs {', '.join(required)})")
+    return canonical
+
+
+def _configs(entry: _Entry, sets: dict, axis: Axis) -> tuple[list[dict], set[str]]:
+    raw = entry.table.get("configs")
+    if isinstance(raw, str):
+        if raw not in sets:
+            entry.fail(f"configs names the set {raw!r}, which [sets] does not define (defined: "
+                       f"{', '.join(sorted(sets)) or 'none'})")
+        raw = sets[raw]
+    if raw is None:
+        return [], set()
+    if axis == Axis.BLOCK:
+        entry.fail("configs and axis = \"block\" exclude each other: block sizes come from --block-sizes")
+    if not isinstance(raw, list) or not raw or not all(isinstance(c, dict) for c in raw):
+        entry.fail("configs must be a non-empty list of tables such as { BM = 128, BN = 128 }, or a set's name")
+    params: list[dict] = []
+    for c in raw:
+        bad = [k for k, v in c.items() if k != "label" and (type(v) is not int or not IDENT.match(k))]
+        if bad or not isinstance(c.get("label", ""), str):
+            entry.fail(f"configs: every value must be an integer named like a C macro (got {c!r})")
+        params.append(c)
+    return params, {k for c in params for k in c if k != "label"}
+
+
+def _launch(entry: _Entry, op: str, names: set[str]) -> LaunchSpec:
+    allowed = set(DIMS[op]) | set(LAB_NAMES[op]) | names
+
+    def exprs(key: str) -> tuple[expr.Expr, ...]:
+        value = entry.table.get(key)
+        if value is None:
+            entry.fail(f"{key} is missing: give 1 to 3 expressions, e.g. {key} = [\"cdiv(N, 16)\", \"cdiv(M, 16)\"]")
+        items = value if isinstance(value, list) else [value]
+        if not 1 <= len(items) <= 3:
+            entry.fail(f"{key} must have 1 to 3 expressions (x, y, z), got {len(items)}")
+        return tuple(entry.expression(key, item, allowed) for item in items)
+
+    return LaunchSpec(exprs("grid"), exprs("block"), entry.expression("shared", entry.table.get("shared", 0), allowed))
+
+
+def _check_launches(entry: _Entry, v: Variant) -> None:
+    """Evaluate every configuration's launch on a ragged sample problem: CUDA's block limits, positive grids."""
+    dims = SAMPLE_SHAPES[v.op].dims()
+    for c in v.configs_for(LAB_BLOCK_SIZES):
+        try:
+            launch = v.launch_for(dims, c)
+        except expr.ExprError as err:
+            entry.fail(f"configuration {c.label}: {err}")
+        if launch.threads > 1024 or any(b > m for b, m in zip(launch.block, MAX_BLOCK)):
+            entry.fail(f"configuration {c.label}: a block of {launch.block} threads is larger than CUDA allows "
+                       "(1024 threads, at most 1024 × 1024 × 64)")
+        if min(launch.block) < 1 or min(launch.grid) < 1 or launch.shared_bytes < 0:
+            entry.fail(f"configuration {c.label}: launch {launch} has an empty grid or block for a "
+                       f"{SAMPLE_SHAPES[v.op].label} problem")
+        broken = v.satisfies(c)
+        if broken:
+            entry.fail(f"configuration {c.label} breaks the constraint {broken!r}")
+
+
+def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Variant:
+    t = entry.table
+    unknown = sorted(set(t) - KEYS)
+    if unknown:
+        entry.fail(f"unknown field(s) {', '.join(unknown)}; allowed are {', '.join(sorted(KEYS - BUILTIN_ONLY))}")
+    if not builtin and set(t) & BUILTIN_ONLY:
+        entry.fail(f"{', '.join(sorted(set(t) & BUILTIN_ONLY))} is for built-in variants only")
+    name = entry.get("name", str)
+    if not name or not NAME.match(name):
+        entry.fail("name is required: letters, digits and . _ + - (e.g. \"my-shared\")")
+    op = entry.get("op", str)
+    if op not in OPS:
+        entry.fail(f"op must be one of {', '.join(OPS)}, got {op!r}")
+    source_text = entry.get("source", str, what="a file path")
+    suffix = Path(source_text).suffix if source_text else ""
+    backend = entry.get("backend", str, default="cpu" if suffix == ".py" else "cuda")
+    if backend not in BACKENDS:
+        entry.fail(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    runners = BUILTIN_RUNNERS[backend] if builtin else USER_RUNNERS[backend]
+    runner = entry.get("runner", str, default="kernel" if backend == "cuda" else "python")
+    if runner not in runners:
+        entry.fail(f"runner {runner!r} is not allowed for the {backend} backend; allowed: {', '.join(runners)}")
+    needs_source = runner in ("kernel", "python", "im2col")
+    source = None
+    if needs_source:
+        if not source_text:
+            entry.fail("source is missing: the kernel's file, relative to this spec")
+        source = (base_dir / source_text).resolve()
+        if not source.is_file():
+            entry.fail(f"source {source_text} does not exist (looked for {source})")
+        wanted = ".py" if runner == "python" else ".cu"
+        if source.suffix != wanted:
+            entry.fail(f"source {source_text}: a {runner} variant's source is a {wanted} file")
+    kernel = entry.get("kernel", str, what="a symbol name")
+    if needs_source:
+        if not kernel or not IDENT.match(kernel):
+            entry.fail("kernel is missing or not an identifier: the function's name in the source file")
+        pattern = rf"\bdef\s+{kernel}\s*\(" if runner == "python" else rf"\b{kernel}\s*\("
+        if not re.search(pattern, source.read_text(errors="replace")):
+            entry.fail(f"kernel {kernel!r} is not defined in {source_text}")
+    axis_text = entry.get("axis", str, default=None)
+    if axis_text is not None and axis_text not in {a.value for a in Axis}:
+        entry.fail(f"axis must be one of {', '.join(a.value for a in Axis)}, got {axis_text!r}")
+    define = entry.get("define", str, default="BLOCK")
+    if not IDENT.match(define):
+        entry.fail(f"define must be a C macro name, got {define!r}")
+    config_tables, params = _configs(entry, sets, Axis(axis_text) if axis_text else Axis.NONE)
+    axis = Axis(axis_text) if axis_text else (Axis.CONFIGS if config_tables else Axis.NONE)
+    if axis in (Axis.CONFIGS, Axis.TUNED) and not config_tables:
+        entry.fail(f"axis = \"{axis.value}\" needs configs (for tuned: the one used where nothing was tuned)")
+    defaults = entry.get("defaults", dict, default={}, what="a table of integers")
+    if not all(type(v) is int and IDENT.match(k) for k, v in defaults.items()):
+        entry.fail("defaults must be a table of integers named like C macros")
+    params |= set(defaults) | ({define} if axis == Axis.BLOCK else set())
+    clash = sorted(params & (set(DIMS[op]) | set(LAB_NAMES[op]) | {"threads", "shared"}))
+    if clash:
+        entry.fail(f"parameter(s) {', '.join(clash)} would hide a problem dimension of the same name")
+    launch, args = None, ()
+    if runner == "kernel":
+        args = _args(entry, op)
+        launch = _launch(entry, op, params)
+    elif runner == "python":
+        args = _args(entry, op)
+    label = entry.get("label", str, what="a template such as \"{BM}x{BN}\"")
+    if label is not None:
+        missing = sorted(set(re.findall(r"\{(\w+)\}", label)) - params)
+        if missing or re.search(r"\{(?!\w+\})", label):
+            entry.fail(f"label {label!r} must name parameters as {{NAME}}; unknown: {', '.join(missing) or '?'}")
+    constraints = tuple(entry.expression("constraints", c, params | {"threads", "shared"}, boolean=True)
+                        for c in entry.get("constraints", list, default=[], what="a list of conditions"))
+    search = entry.get("search", dict, default={}, what="a table of lists of integers")
+    if not all(isinstance(v, list) and v and all(type(x) is int for x in v) for v in search.values()):
+        entry.fail("search must map each parameter to a non-empty list of integers")
+    if set(search) - params:
+        entry.fail(f"search names unknown parameter(s) {', '.join(sorted(set(search) - params))}")
+    tolerance = entry.get("tolerance", float, default=TF32_TOL if entry.table.get("options", {}).get("tf32") else 1e-4)
+    if not 0 < tolerance < 1:
+        entry.fail(f"tolerance must be between 0 and 1 (a relative error), got {tolerance}")
+    arch = entry.get("arch", str, what="an architecture such as \"sm_90a\"")
+    if arch is not None and not ARCH.match(arch):
+        entry.fail(f"arch must look like sm_80, sm_90 or sm_90a, got {arch!r}")
+    options = entry.get("options", dict, default={}, what="a table")
+    if not builtin and set(options) - USER_OPTIONS:
+        entry.fail(f"options: allowed for your own variants: {', '.join(sorted(USER_OPTIONS))}")
+    includes = []
+    for inc in entry.get("includes", list, default=[], what="a list of directories"):
+        path = (base_dir / str(inc)).resolve()
+        if not path.is_dir():
+            entry.fail(f"includes: {inc} is not a directory (looked for {path})")
+        includes.append(path)
+    variant = Variant(
+        name=name, op=op, backend=backend, runner=runner, summary=entry.get("summary", str, default=""),
+        source=source, kernel=kernel, args=args, launch=launch, axis=axis, define=define,
+        defaults=tuple(defaults.items()), label=label, constraints=constraints,
+        search=tuple((k, tuple(v)) for k, v in search.items()), tolerance=tolerance, arch=arch,
+        lab=entry.get("lab", bool, default=False), baseline=entry.get("baseline", bool, default=False),
+        options=dict(options), includes=tuple(includes),
+        origin="built-in" if builtin else entry.where,
+    )
+    if config_tables:
+        variant = replace(variant, configs=tuple(_config(variant, c) for c in config_tables))
+    if launch is not None:
+        _check_launches(entry, variant)
+    return variant
+
+
+def _config(v: Variant, table: dict) -> Config:
+    config = v.config({k: val for k, val in table.items() if k != "label"})
+    return replace(config, label=table["label"]) if "label" in table else config
+
+
+# --- whole spec files -----------------------------------------------------------------------------------------
+
+
+def parse_specs(data: dict, where: str, base_dir: Path, *, builtin: bool = False) -> list[Variant]:
+    """The variants a spec document declares ([[variant]] tables and an optional [sets] of named configs)."""
+    sets = data.get("sets", {})
+    if not isinstance(sets, dict):
+        raise SpecError(f"{where}: [sets] must be a table of configuration lists")
+    tables = data.get("variant", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise SpecError(f"{where}: variants are declared as [[variant]] tables")
+    found = [_variant(_Entry(t, where, i), sets, base_dir, builtin) for i, t in enumerate(tables)]
+    seen: set[tuple] = set()
+    for v in found:
+        key = (v.op, v.backend, v.name)
+        if key in seen:
+            raise SpecError(f"{where}: variant {v.name!r}: declared twice for {v.op} on the {v.backend} backend")
+        seen.add(key)
+    return found
+
+
+def read_toml(path: Path, what: str) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML ({e})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read the {what} ({e})") from None
+
+
+def kernels_dir() -> Path:
+    """The built-in kernel sources (package data; a real directory in both wheel and editable installs)."""
+    return Path(str(resources.files("gpubench") / "kernels"))
+
+
+@functools.lru_cache(maxsize=None)
+def builtin() -> tuple[Variant, ...]:
+    path = kernels_dir() / "variants.toml"
+    variants = parse_specs(read_toml(path, "built-in specs"), "gpubench/kernels/variants.toml", path.parent,
+                           builtin=True)
+    return tuple(_link_companions(variants, variants))
+
+
+def _link_companions(variants: list[Variant], pool) -> list[Variant]:
+    """An im2col variant names the GEMM it feeds; give it that variant itself."""
+    out = []
+    for v in variants:
+        gemm = v.options.get("gemm")
+        if gemm and gemm != "cublas":
+            companion = next((g for g in pool if g.op == "gemm" and g.backend == v.backend and g.name == gemm), None)
+            if companion is None:
+                raise SpecError(f"{v.origin}: variant {v.name!r}: options.gemm names {gemm!r}, not a gemm variant")
+            v = replace(v, companion=companion)
+        out.append(v)
+    return out
+
+
+def lab_kernel(op: str, text: str, args: str | None) -> Variant:
+    """The variant for `--kernel [NAME=]FILE:SYMBOL`: the lab's launch (B×B blocks, one thread per output).
+
+    The block size arrives as -DBLOCK_SIZE=B, the lab's macro. GEMM arguments default to the lab's order and
+    naming, (a, b, c, m, n, k) with a m×n and b n×k; conv arguments to gpubench's (x, w, y, N, C, ..., OW).
+    """
+    name, eq, target = text.partition("=")
+    if not eq or ":" in name or "/" in name:
+        name, target = "", text
+    file, sep, symbol = target.rpartition(":")
+    if not sep or not file or not symbol:
+        raise SpecError(f"--kernel {text!r}: give FILE:SYMBOL, e.g. --kernel my_lab.cu:gpu_matrix_mult_sm")
+    default_args = "a,b,c,m,n,k" if op == "gemm" else ",".join(ARRAYS[op] + DIMS[op])
+    order = [a.strip() for a in (args or default_args).split(",") if a.strip()]
+    grid = ["cdiv(N, BLOCK_SIZE)", "cdiv(M, BLOCK_SIZE)"] if op == "gemm" else \
+        ["cdiv(OW, BLOCK_SIZE)", "cdiv(OH, BLOCK_SIZE)", "N * K"]  # x along output rows; conv: a plane per z
+    table = {
+        "name": name or symbol, "op": op, "source": file, "kernel": symbol, "args": order, "axis": "block",
+        "define": "BLOCK_SIZE", "grid": grid, "block": ["BLOCK_SIZE", "BLOCK_SIZE"],
+        "summary": f"{symbol} from {file}, with the lab's launch: B×B blocks, one thread per output",
+    }
+    (variant,) = parse_specs({"variant": [table]}, "--kernel", Path.cwd())
+    return variant
+
+
+# --- the catalog ----------------------------------------------------------------------------------------------
+
+
+class Catalog:
+    """The variants a command may use: the built-in ones and a project's own, in declaration order."""
+
+    def __init__(self, variants):
+        self.all: tuple[Variant, ...] = tuple(variants)
+
+    @classmethod
+    def with_user(cls, user: list[Variant]) -> Catalog:
+        base = builtin()
+        for v in user:
+            twin = next((b for b in base if (b.op, b.backend, b.name) == (v.op, v.backend, v.name)), None)
+            if twin is not None:
+                raise SpecError(f"{v.origin}: variant {v.name!r}: a built-in {v.op} variant has that name; choose "
+                                "another")
+        return cls([*base, *_link_companions(user, [*base, *user])])
+
+    def variants(self, op: str, backend: str) -> list[Variant]:
+        return [v for v in self.all if v.op == op and v.backend == backend]
+
+    def get(self, op: str, backend: str, name: str) -> Variant:
+        for v in self.variants(op, backend):
+            if v.name == name:
+                return v
+        allowed = ", ".join(v.name for v in self.variants(op, backend))
+        raise GpubenchError(f"unknown {op} variant {name!r} for the {backend} backend: allowed are {allowed}")
+
+    def select(self, op: str, backend: str, names: list[str] | None) -> list[Variant]:
+        """The named variants in catalog order, or the lab's default set plus the project's own."""
+        if not names:
+            return [v for v in self.variants(op, backend) if v.lab or not v.builtin]
+        chosen = {self.get(op, backend, n).name for n in names}
+        return [v for v in self.variants(op, backend) if v.name in chosen]
+
+    def baseline(self, op: str, backend: str) -> Variant | None:
+        return next((v for v in self.variants(op, backend) if v.baseline), None)
+
+
+__all__ = ["Catalog", "SpecError", "builtin", "lab_kernel", "parse_specs", "NO_CONFIG", "LAB_BLOCK_SIZES"]

@@ -9,7 +9,6 @@ import csv
 import io
 from dataclasses import dataclass, field
 
-from gpubench import registry
 from gpubench.results import CONV_KEYS, GEMM_KEYS, Point, Run
 
 
@@ -61,15 +60,15 @@ def best_points(points: list[Point]) -> dict[tuple, Point]:
 
 
 def _rank(p: Point) -> tuple:
-    order = {"ok": 0, "fail": 1, "error": 2, "skipped": 3}[p.status]
+    order = {"ok": 0, "fail": 1, "error": 2, "timeout": 3, "skipped": 4}[p.status]
     return (order, p.median_ms if p.median_ms is not None else float("inf"))
 
 
 def _status_cell(p: Point) -> Cell:
     if p.status == "skipped":
         return Cell("skipped", "skip")
-    if p.status == "error":
-        return Cell("error", "error")
+    if p.status in ("error", "timeout"):
+        return Cell("timed out" if p.status == "timeout" else "error", "error")
     return Cell(f"FAIL {p.median_ms:.3f} ms", "fail")
 
 
@@ -91,9 +90,9 @@ def _ms_gflops(p: Point, threshold: float) -> Cell:
 
 def _baseline_point(best: dict, row: tuple, run: Run, op: str, tf32: bool) -> Point | None:
     """The library's point in this row (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run), same TF32 setting."""
-    library = registry.baseline(op, run.backend)
+    library = run.baseline(op)
     for (r, _), p in best.items():
-        if r == row and library and p.variant == library.name and p.status == "ok" and p.tf32 == tf32:
+        if r == row and library and p.variant == library and p.status == "ok" and p.tf32 == tf32:
             return p
     return None
 
@@ -247,11 +246,11 @@ def to_rich(table: Table):
     for i, c in enumerate(table.columns):
         t.add_column(c, justify="left" if i < table.left else "right")
     for row in table.rows:
-        t.add_row(*(f"[{RICH_STYLES[c.style]}]{_escape(c.text)}[/]" if c.style else _escape(c.text) for c in row))
+        t.add_row(*(f"[{RICH_STYLES[c.style]}]{escape(c.text)}[/]" if c.style else escape(c.text) for c in row))
     return t
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
     return text.replace("[", r"\[")
 
 

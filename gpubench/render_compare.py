@@ -28,7 +28,8 @@ def changes_table(report: Report, include_same: bool = True) -> Table:
     for c in report.changes:
         if c.verdict == "same" and not include_same:
             continue
-        table.rows.append([Cell(c.verdict, VERDICT_STYLE[c.verdict]), Cell(c.label), Cell(f"{c.base.median_ms:.4g}"),
+        label = c.label + (" (source changed)" if report.source_changed(c.new) else "")
+        table.rows.append([Cell(c.verdict, VERDICT_STYLE[c.verdict]), Cell(label), Cell(f"{c.base.median_ms:.4g}"),
                            Cell(f"{c.new.median_ms:.4g}"), Cell(_pct(c.ratio)), Cell(_interval(c))])
     return table
 
@@ -45,6 +46,9 @@ def geomean_table(report: Report) -> Table:
 
 def notes(report: Report) -> list[str]:
     lines = []
+    for c in report.source_changes:
+        where = c.new_source if c.new_source == c.base_source else f"{c.base_source} → {c.new_source}"
+        lines.append(f"source changed: {c.op} {c.name} ({where}): sha256 {c.base_sha[:12]} → {c.new_sha[:12]}")
     for name, a, b in report.env_diffs:
         lines.append(f"environment differs: {name}: {a} → {b}")
     for p in report.only_base:
@@ -95,4 +99,5 @@ def to_json_report(report: Report, exit_code: int) -> str:
         "outcome": report.outcome, "exit_code": exit_code, "threshold": report.threshold, "alpha": report.alpha,
         "counts": {v: report.count(v) for v in ("slower", "faster", "same", "inconclusive")},
         "geomean": report.geomeans(), "changes": [point(c) for c in report.changes], "notes": notes(report),
+        "source_changes": [c.__dict__ for c in report.source_changes],
     }, indent=1)

@@ -1,15 +1,24 @@
 """The results model: a run is a list of points plus the environment they were measured in.
 
-Pure data and JSON I/O, nothing about rendering. A run is written to disk after every point (atomically:
-a temporary file then a rename), so an interrupted or crashed sweep keeps everything that finished.
+Pure data and JSON I/O, nothing about rendering. A point keeps its raw samples; its statistics, GFLOPS and GB/s
+are derived from them on demand (and written out too, for readers such as jq, but never read back). A run
+also records what a reader needs without today's code: each variant's summary, source path and hash, and
+which one is the baseline, and anything that went wrong with a worker.
+
+A file is checked when it is read (types, required fields, finite positive samples, statuses that agree with
+the errors) so that nothing downstream computes a verdict from garbage; files of the previous schema version
+are migrated as they load. Saving is atomic (a temporary file, then a rename), so a crash or a full disk never
+leaves a half-written or clobbered file.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 
 from gpubench import __version__
@@ -17,61 +26,65 @@ from gpubench.errors import GpubenchError
 from gpubench.timing import Stats, summarize
 
 SCHEMA = "gpubench-run"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-STATUSES = ("ok", "fail", "skipped", "error")
+STATUSES = ("ok", "fail", "error", "timeout", "skipped")
+FAILED = ("fail", "error", "timeout")  # a point that ran and did not pass: the command exits 1
+RUN_STATUSES = ("running", "complete", "interrupted")
 
 GEMM_KEYS = ("m", "n", "k")
 CONV_KEYS = ("batch", "in_channels", "out_channels", "height", "width", "kernel", "stride", "padding")
+SHAPE_KEYS = {"gemm": GEMM_KEYS, "conv": CONV_KEYS}
 
 
-@dataclass
+@dataclass(eq=True)
 class Point:
-    """One measured (or skipped) combination of variant, configuration and problem shape."""
+    """One measured (or failed, timed-out, skipped) combination of variant, configuration and problem shape."""
 
     op: str
     variant: str
     config: str  # the variant's axis value: block size ("16"), tile configuration, or "-"
     params: dict  # the problem shape (GEMM_KEYS or CONV_KEYS)
-    status: str  # ok | fail (verification over tolerance) | skipped (did not fit, not supported) | error
+    status: str  # ok | fail (over tolerance) | error (raised or crashed) | timeout (watchdog) | skipped
     reason: str = ""
     rel_err: float | None = None
     tolerance: float | None = None
     flops: float = 0.0
     min_bytes: float = 0.0
     samples_ms: list[float] = field(default_factory=list)
-    stats: dict | None = None
-    gflops: float | None = None
-    gbps: float | None = None
-    extra: dict = field(default_factory=dict)  # tf32, engine, im2col_ms, stop reason, ...
+    extra: dict = field(default_factory=dict)  # tf32, engine, im2col_ms, stop reason, tuned, ...
+    device: str | None = None  # which GPU ran it, where a run used several
 
     @classmethod
     def measured(cls, op, variant, config, params, *, samples_ms, flops, min_bytes, rel_err, tolerance, extra):
-        stats = summarize(samples_ms)
         ok = rel_err is not None and rel_err <= tolerance
-        return cls(
-            op, variant, config, params, "ok" if ok else "fail",
-            reason="" if ok else f"rel_err {rel_err:.2e} over tolerance {tolerance:.0e}",
-            rel_err=rel_err, tolerance=tolerance, flops=flops, min_bytes=min_bytes,
-            samples_ms=list(samples_ms), stats=stats.as_dict(),
-            gflops=flops / stats.median / 1e6, gbps=min_bytes / stats.median / 1e6, extra=extra,
-        )
+        return cls(op, variant, config, params, "ok" if ok else "fail",
+                   reason="" if ok else f"rel_err {rel_err:.2e} over tolerance {tolerance:.0e}",
+                   rel_err=rel_err, tolerance=tolerance, flops=flops, min_bytes=min_bytes,
+                   samples_ms=list(samples_ms), extra=extra)
+
+    @cached_property
+    def timing(self) -> Stats | None:
+        return summarize(self.samples_ms) if self.samples_ms else None
 
     @property
     def median_ms(self) -> float | None:
-        return self.stats["median"] if self.stats else None
+        return self.timing.median if self.timing else None
 
     @property
-    def timing(self) -> Stats | None:
-        return Stats(**self.stats) if self.stats else None
+    def gflops(self) -> float | None:
+        return self.flops / self.median_ms / 1e6 if self.median_ms else None
+
+    @property
+    def gbps(self) -> float | None:
+        return self.min_bytes / self.median_ms / 1e6 if self.median_ms else None
 
     @property
     def tf32(self) -> bool:
         return bool(self.extra.get("tf32"))
 
     def shape_key(self) -> tuple:
-        keys = GEMM_KEYS if self.op == "gemm" else CONV_KEYS
-        return tuple(self.params.get(k) for k in keys)
+        return tuple(self.params.get(k) for k in SHAPE_KEYS[self.op])
 
     def key(self) -> tuple:
         """What identifies a point across runs (compare matches on this)."""
@@ -86,6 +99,12 @@ class Point:
             return hw  # the lab's shape: the size says it all
         return f"{p['batch']}x{p['in_channels']}x{hw} k{p['out_channels']} {p['kernel']}x{p['kernel']}"
 
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        t = self.timing
+        d.update(stats=t.as_dict() if t else None, gflops=self.gflops, gbps=self.gbps)  # derived, for readers
+        return d
+
 
 @dataclass
 class Run:
@@ -97,6 +116,8 @@ class Run:
     status: str = "running"  # running | complete | interrupted
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     gpubench_version: str = __version__
+    variants: list[dict] = field(default_factory=list)  # Variant.record() of every variant in the run
+    incidents: list[dict] = field(default_factory=list)  # workers that died, hung or were left unusable
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
 
@@ -107,17 +128,34 @@ class Run:
     def ops(self) -> list[str]:
         return sorted({p.op for p in self.points}, key=("gemm", "conv").index)
 
+    def baseline(self, op: str) -> str | None:
+        """The variant this run measured `op` against, as recorded when it ran."""
+        return next((v["name"] for v in self.variants if v.get("op") == op and v.get("baseline")), None)
+
+    def failed(self) -> list[Point]:
+        return [p for p in self.points if p.status in FAILED]
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1, allow_nan=True)
+        data = asdict(self)
+        data["points"] = [p.to_dict() for p in self.points]
+        return json.dumps(data, indent=1, allow_nan=True)
 
 
 def save(run: Run, path: str | Path) -> Path:
-    """Write atomically: readers (and a crash mid-write) never see half a file."""
+    """Write atomically: readers (and a crash or a full disk mid-write) never see half a file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(run.to_json())
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w") as f:
+            f.write(run.to_json())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise GpubenchError(f"cannot write results to {path} ({e.strerror or e}); the file keeps its last "
+                            "complete save") from None
     return path
 
 
@@ -137,36 +175,136 @@ class RunWriter:
         return save(self.run, self.path)
 
 
-def _point_from_dict(d: dict, where: str) -> Point:
-    names = {f.name for f in fields(Point)}
-    missing = [n for n in ("op", "variant", "config", "params", "status") if n not in d]
+# --- reading: schema check and migration ----------------------------------------------------------------------
+
+
+class _Check:
+    """Raises one line naming the file and the place in it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, where: str, what: str):
+        raise GpubenchError(f"results file {self.path} is corrupt: {where}{': ' if where else ''}{what}")
+
+    def field(self, d: dict, key: str, kinds, where: str, required: bool = True):
+        if key not in d:
+            if required:
+                self.fail(where, f"lacks {key}")
+            return None
+        value = d[key]
+        if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+            self.fail(where, f"{key} has the wrong type ({value!r})")
+        if not isinstance(value, kinds):
+            self.fail(where, f"{key} has the wrong type ({type(value).__name__})")
+        return value
+
+    def number(self, d: dict, key: str, where: str, *, lo: float = 0.0, allow_inf: bool = False,
+               optional: bool = False):
+        value = self.field(d, key, (int, float, type(None)) if optional else (int, float), where, not optional)
+        if value is None:
+            return None
+        if math.isnan(value) or (math.isinf(value) and not allow_inf) or value < lo:
+            self.fail(where, f"{key} must be a number >= {lo:g}{'' if allow_inf else ' and finite'}, got {value!r}")
+        return value
+
+
+def _point(d, i: int, check: _Check) -> Point:
+    where = f"point {i}"
+    if not isinstance(d, dict):
+        check.fail(where, "is not an object")
+    op = check.field(d, "op", str, where)
+    if op not in SHAPE_KEYS:
+        check.fail(where, f"op {op!r}; allowed are {', '.join(SHAPE_KEYS)}")
+    where = f"point {i} ({op} {d.get('variant', '?')})"
+    missing = [k for k in ("variant", "config", "params", "status") if k not in d]
     if missing:
-        raise GpubenchError(f"{where} lacks {', '.join(missing)}")
-    if d["status"] not in STATUSES:
-        raise GpubenchError(f"{where} has status {d['status']!r}; allowed are {', '.join(STATUSES)}")
-    return Point(**{k: v for k, v in d.items() if k in names})
+        check.fail(where, f"lacks {', '.join(missing)}")
+    variant, config = check.field(d, "variant", str, where), check.field(d, "config", str, where)
+    status = check.field(d, "status", str, where)
+    if status not in STATUSES:
+        check.fail(where, f"status {status!r}; allowed are {', '.join(STATUSES)}")
+    params = check.field(d, "params", dict, where)
+    keys = SHAPE_KEYS[op]
+    if set(params) != set(keys) or not all(type(params[k]) is int and params[k] >= (0 if k == "padding" else 1)
+                                           for k in keys):
+        check.fail(where, f"params must be positive integers {', '.join(keys)}")
+    samples = check.field(d, "samples_ms", list, where, required=False) or []
+    if not all(type(s) in (int, float) and math.isfinite(s) and s > 0 for s in samples):
+        check.fail(where, "samples_ms must be finite positive numbers")
+    rel_err = check.number(d, "rel_err", where, allow_inf=True, optional=True)
+    tolerance = check.number(d, "tolerance", where, optional=True)
+    if status in ("ok", "fail"):
+        if not samples or rel_err is None or tolerance is None:
+            check.fail(where, f"a {status} point needs samples_ms, rel_err and tolerance")
+        if (status == "ok") != (rel_err <= tolerance):
+            check.fail(where, f"status {status} disagrees with rel_err {rel_err:.2e} and tolerance {tolerance:.0e}")
+    extra = check.field(d, "extra", dict, where, required=False) or {}
+    device = check.field(d, "device", (str, type(None)), where, required=False)
+    return Point(op, variant, config, params, status, reason=str(d.get("reason", "")), rel_err=rel_err,
+                 tolerance=tolerance, flops=check.number(d, "flops", where, optional=True) or 0.0,
+                 min_bytes=check.number(d, "min_bytes", where, optional=True) or 0.0,
+                 samples_ms=[float(s) for s in samples], extra=extra, device=device)
+
+
+V1_BASELINES = {("cuda", "gemm"): "cublas", ("cuda", "conv"): "cudnn", ("cpu", "gemm"): "numpy",
+                ("cpu", "conv"): "im2col"}
+
+
+def _from_v1(data: dict) -> dict:
+    """Version 1 (gpubench 0.1) kept no variant records; its baselines were fixed per backend and op."""
+    backend = data.get("backend")
+    data["variants"] = [{"op": op, "name": name, "baseline": True} for (b, op), name in V1_BASELINES.items()
+                        if b == backend]
+    data["incidents"] = []
+    data["schema_version"] = 2
+    return data
+
+
+MIGRATIONS = {1: _from_v1}  # version -> the function that lifts it one version up
 
 
 def load(path: str | Path) -> Run:
     """Read a saved run, turning every way a file can be wrong into one line that says which."""
     path = Path(path)
     if not path.is_file():
-        raise GpubenchError(f"results file {path} does not exist")
-    text = path.read_text(errors="replace")
+        raise GpubenchError(f"results file {path} does not exist" if not path.exists() else
+                            f"results file {path} is not a file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise GpubenchError(f"results file {path} cannot be read ({e})") from None
     if not text.strip():
         raise GpubenchError(f"results file {path} is empty")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, RecursionError) as e:
         raise GpubenchError(f"results file {path} is not valid JSON (truncated or corrupt?): {e}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise GpubenchError(f"{path} is not a gpubench results file (no \"schema\": \"{SCHEMA}\")")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise GpubenchError(f"{path} has schema version {version}; this gpubench reads version {SCHEMA_VERSION}")
-    try:
-        points = [_point_from_dict(p, f"{path}: point {i}") for i, p in enumerate(data.get("points", []))]
-        names = {f.name for f in fields(Run)}
-        return Run(**{**{k: v for k, v in data.items() if k in names and k != "points"}, "points": points})
-    except TypeError as e:
-        raise GpubenchError(f"results file {path} is corrupt: {e}") from None
+    if type(version) is not int or not (min(MIGRATIONS) <= version <= SCHEMA_VERSION):
+        newer = type(version) is int and version > SCHEMA_VERSION
+        raise GpubenchError(f"{path} has schema version {version!r}; this gpubench reads versions "
+                            f"{min(MIGRATIONS)} to {SCHEMA_VERSION}" + ("; upgrade gpubench to read it" if newer else ""))
+    while data["schema_version"] < SCHEMA_VERSION:
+        data = MIGRATIONS[data["schema_version"]](data)
+    check = _Check(path)
+    backend = check.field(data, "backend", str, "")
+    environment = check.field(data, "environment", dict, "")
+    settings = check.field(data, "settings", dict, "")
+    points = check.field(data, "points", list, "")
+    status = check.field(data, "status", str, "", required=False) or "complete"
+    if status not in RUN_STATUSES:
+        check.fail("", f"status {status!r}; allowed are {', '.join(RUN_STATUSES)}")
+    if not isinstance(environment.get("device", {}), dict) or not isinstance(environment.get("software", {}), dict):
+        check.fail("environment", "device and software must be objects")
+    command = check.field(data, "command", list, "", required=False) or []
+    variants = check.field(data, "variants", list, "", required=False) or []
+    incidents = check.field(data, "incidents", list, "", required=False) or []
+    if not all(isinstance(v, dict) for v in variants + incidents) or not all(isinstance(c, str) for c in command):
+        check.fail("", "variants and incidents must be lists of objects, command a list of strings")
+    return Run(backend=backend, environment=environment, settings=settings, command=command,
+               points=[_point(p, i, check) for i, p in enumerate(points)], status=status,
+               created=str(data.get("created", "")), gpubench_version=str(data.get("gpubench_version", "")),
+               variants=variants, incidents=incidents)

@@ -12,24 +12,25 @@
     block_sizes = [16, 32]  # for the block-size variants (default 8, 16, 24, 32)
     # conv only: strides = [1, 2, 3], batch, in_channels, out_channels, kernel, padding ("same", "valid", n)
 
-Variant names are the GPU's; with --backend cpu every sweep runs the CPU backend's NumPy variants of its op
-instead, so any suite can be tried without a GPU. Shapes that cannot run (a filter larger than its padded
-input) are left out with the reason; a file that is wrong is refused with one line naming the key.
+Variant names are the GPU's (a project's own included); with --backend cpu a sweep runs those of them the CPU
+backend has, or its NumPy variants, so any suite can be tried without a GPU. Shapes that cannot run (a filter
+larger than its padded input) are left out with the reason; a file that is wrong is refused with one line
+naming the key. Every value goes through the same checks as the command line's (gpubench/plan.py).
 """
 
 from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
-from gpubench import registry
+from gpubench import plan
 from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape, conv_shape
+from gpubench.registry import LAB_BLOCK_SIZES, OPS, Catalog
 from gpubench.sweep import Sweep
-from gpubench.timing import TimingPolicy
 
-TIMING_KEYS = {"warmup": int, "reps": int, "budget": float, "max_noise": float, "max_time": float, "flush": bool}
+TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush"}
 GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS}
 CONV_KEYS = {"name", "op", "variants", "sizes", "strides", "block_sizes", "batch", "in_channels", "out_channels",
              "kernel", "padding", *TIMING_KEYS}
@@ -45,7 +46,8 @@ class Suite:
 
 
 def suites_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "configs"
+    """The shipped suites (package data)."""
+    return Path(str(resources.files("gpubench") / "suites"))
 
 
 def _ints(value, where: str) -> list[int]:
@@ -55,83 +57,95 @@ def _ints(value, where: str) -> list[int]:
     return values
 
 
-def _policy(table: dict, base: TimingPolicy, where: str) -> TimingPolicy:
-    fields = base.as_dict()
-    for key, kind in TIMING_KEYS.items():
-        if key not in table:
-            continue
-        value = table[key]
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or (kind is not bool and value < 0):
-            raise GpubenchError(f"{where}.{key} must be a non-negative {kind.__name__}, got {value!r}")
-        name = {"budget": "budget_s", "max_time": "max_time_s"}.get(key, key)
-        fields[name] = value
-    fields["min_reps"] = min(fields["min_reps"], fields["reps"])
-    return TimingPolicy(**fields)
+def _timing(table: dict, base: dict, where: str):
+    """The sweep's timing: [defaults] overridden by the sweep's own keys, checked by plan.policy."""
+    values = {**base, **{k: table[k] for k in TIMING_KEYS if k in table}}
+    if isinstance(values.get("budget"), int) and not isinstance(values.get("budget"), bool):
+        values["budget"] = float(values["budget"])
+    return values, plan.policy(**values, where=lambda key: f"{where}.{key}")
 
 
-def _sweep(table: dict, index: int, backend: str, base: TimingPolicy) -> Sweep:
+def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) -> Sweep:
     where = f"sweep[{index}]"
+    if not isinstance(table, dict):
+        raise GpubenchError(f"{where} must be a table ([[sweep]])")
     op = table.get("op")
-    if op not in registry.OPS:
-        raise GpubenchError(f"{where}.op must be one of {', '.join(registry.OPS)}, got {op!r}")
+    if op not in OPS:
+        raise GpubenchError(f"{where}.op must be one of {', '.join(OPS)}, got {op!r}")
     unknown = set(table) - (GEMM_KEYS if op == "gemm" else CONV_KEYS)
     if unknown:
-        raise GpubenchError(f"{where} has unknown key(s) {', '.join(sorted(unknown))} for op {op}")
-    name = str(table.get("name", f"{op}-{index}"))
+        raise GpubenchError(f"{where} has unknown key(s) {', '.join(sorted(unknown))} for op {op}; allowed are "
+                            f"{', '.join(sorted(GEMM_KEYS if op == 'gemm' else CONV_KEYS))}")
+    name = table.get("name", f"{op}-{index}")
+    if not isinstance(name, str) or not name:
+        raise GpubenchError(f"{where}.name must be a non-empty string, got {name!r}")
     skipped = []
     names = table.get("variants")
     if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
         raise GpubenchError(f"{where}.variants must be a list of variant names")
-    if names:
-        known = {v.name for v in registry.VARIANTS if v.op == op}
-        bad = [n for n in names if n not in known]
+    if names and backend == "cpu":  # suites name GPU variants; the CPU backend runs what it has of them
+        known_anywhere = {v.name for v in catalog.all if v.op == op}
+        bad = [n for n in names if n not in known_anywhere]
         if bad:
             raise GpubenchError(f"{where}.variants: unknown {op} variant(s) {', '.join(bad)}; allowed are "
-                                f"{', '.join(sorted(known))}")
-        if backend == "cpu":  # suites name GPU variants; the CPU backend runs its own NumPy ones instead
-            skipped.append((f"{name}: variants {', '.join(names)}", "the cpu backend runs its NumPy variants"))
-            names = None
-    variants = registry.select(op, backend, names or None)
-    blocks = tuple(_ints(table.get("block_sizes", list(registry.LAB_BLOCK_SIZES)), f"{where}.block_sizes"))
-    if max(blocks) > registry.MAX_BLOCK_SIZE:
-        raise GpubenchError(f"{where}.block_sizes: allowed 1..{registry.MAX_BLOCK_SIZE}")
+                                f"{', '.join(sorted(known_anywhere))}")
+        here = [n for n in names if n in {v.name for v in catalog.variants(op, "cpu")}]
+        if len(here) < len(names):
+            skipped.append((f"{name}: variants {', '.join(n for n in names if n not in here)}",
+                            "not on the cpu backend; it runs its NumPy variants"))
+        names = here or None
+    chosen = plan.variants(catalog, op, backend, names or None, f"{where}.variants")
+    if "block_sizes" in table and backend != "cpu":  # the CPU backend has no thread blocks to give them to
+        plan.check_block_option(chosen, f"{where}.block_sizes")
+    blocks = plan.block_sizes(_ints(table.get("block_sizes", list(LAB_BLOCK_SIZES)), f"{where}.block_sizes"),
+                              f"{where}.block_sizes")
+    _, timing = _timing(table, base, where)
     if op == "gemm":
-        shapes = [GemmShape(s, s, s) for s in _ints(table.get("sizes", []), f"{where}.sizes")] if "sizes" in table \
-            else []
-        for t in table.get("mnk", []):
-            m, n, k = _ints(t, f"{where}.mnk") if isinstance(t, list) and len(t) == 3 else (0, 0, 0)
-            if not m:
+        sizes = _ints(table["sizes"], f"{where}.sizes") if "sizes" in table else []
+        mnk = table.get("mnk", [])
+        if not isinstance(mnk, list):
+            raise GpubenchError(f"{where}.mnk must be a list of [M, N, K] triples")
+        triples = []
+        for t in mnk:
+            if not (isinstance(t, list) and len(t) == 3):
                 raise GpubenchError(f"{where}.mnk entries must be [M, N, K], got {t!r}")
-            shapes.append(GemmShape(m, n, k))
+            triples.append(tuple(_ints(t, f"{where}.mnk")))
+        shapes = plan.gemm_shapes(sizes, triples)
     else:
-        shapes = []
         dims = {key: _ints(table.get(key, default), f"{where}.{key}")[0]
                 for key, default in (("batch", 1), ("in_channels", 3), ("out_channels", 1), ("kernel", 3))}
-        for size in _ints(table.get("sizes", [512]), f"{where}.sizes"):
-            for stride in _ints(table.get("strides", [1]), f"{where}.strides"):
-                try:
-                    shapes.append(conv_shape(size, stride, padding=table.get("padding", "same"), **dims))
-                except GpubenchError as e:
-                    skipped.append((f"{name}: size {size} stride {stride}", str(e)))
-    if not shapes:
-        raise GpubenchError(f"{where} has no shapes to run (give sizes{' or mnk' if op == 'gemm' else ''})")
-    return Sweep(name, op, variants, shapes, blocks, _policy(table, base, where), skipped)
+        padding = table.get("padding", "same")
+        if isinstance(padding, bool) or not isinstance(padding, (str, int)):
+            raise GpubenchError(f"{where}.padding must be \"same\", \"valid\" or a non-negative integer")
+        shapes, more = plan.conv_shapes(_ints(table.get("sizes", [512]), f"{where}.sizes"),
+                                        _ints(table.get("strides", [1]), f"{where}.strides"), padding=padding,
+                                        name=name, strict=False, **dims)
+        skipped += more
+    return plan.sweep(name, op, chosen, shapes, blocks, timing, skipped, where)
 
 
-def load(path: str | Path, backend: str = "cuda") -> Suite:
-    path = Path(path)
-    if not path.is_file():
-        candidate = suites_dir() / f"{path.stem}.toml"
-        if path.suffix == "" and candidate.is_file():
-            path = candidate
-        else:
-            raise GpubenchError(f"suite {path} does not exist (the shipped ones are in {suites_dir()})")
+def find(name: str | Path) -> Path:
+    """A suite file: a path, or the name of a shipped suite."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    candidate = suites_dir() / f"{path.stem}.toml"
+    if path.suffix in ("", ".toml") and path.parent == Path(".") and candidate.is_file():
+        return candidate
+    shipped_names = ", ".join(n for n, _ in shipped())
+    raise GpubenchError(f"suite {name} does not exist: give a suite file or one of the shipped suites "
+                        f"({shipped_names})")
+
+
+def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None) -> Suite:
+    path = find(name)
+    catalog = catalog or Catalog.with_user([])
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise GpubenchError(f"suite {path} is not valid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise GpubenchError(f"suite {path} cannot be read ({e})") from None
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise GpubenchError(f"suite {path} has unknown key(s) {', '.join(sorted(unknown))}; allowed are "
@@ -140,12 +154,18 @@ def load(path: str | Path, backend: str = "cuda") -> Suite:
     if not isinstance(sweeps, list) or not sweeps:
         raise GpubenchError(f"suite {path} has no [[sweep]] tables")
     defaults = data.get("defaults", {})
-    unknown = set(defaults) - set(TIMING_KEYS)
+    if not isinstance(defaults, dict):
+        raise GpubenchError(f"suite {path}: [defaults] must be a table")
+    unknown = set(defaults) - TIMING_KEYS
     if unknown:
-        raise GpubenchError(f"suite {path}: [defaults] has unknown key(s) {', '.join(sorted(unknown))}")
-    base = _policy(defaults, TimingPolicy(), "defaults")
+        raise GpubenchError(f"suite {path}: [defaults] has unknown key(s) {', '.join(sorted(unknown))}; allowed are "
+                            f"{', '.join(sorted(TIMING_KEYS))}")
+    for key, kind in (("name", str), ("description", str), ("tf32", bool)):
+        if key in data and not isinstance(data[key], kind):
+            raise GpubenchError(f"suite {path}: {key} must be a {kind.__name__}, got {data[key]!r}")
     try:
-        expanded = [_sweep(t, i, backend, base) for i, t in enumerate(sweeps)]
+        base, _ = _timing(defaults, {}, "defaults")
+        expanded = [_sweep(t, i, backend, base, catalog) for i, t in enumerate(sweeps)]
     except GpubenchError as e:
         raise GpubenchError(f"suite {path}: {e}") from None
     return Suite(str(data.get("name", path.stem)), str(data.get("description", "")), bool(data.get("tf32", False)),
@@ -153,7 +173,7 @@ def load(path: str | Path, backend: str = "cuda") -> Suite:
 
 
 def shipped() -> list[tuple[str, str]]:
-    """(name, description) of every suite in configs/."""
+    """(name, description) of every shipped suite."""
     out = []
     for p in sorted(suites_dir().glob("*.toml")):
         try:

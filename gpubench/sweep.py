@@ -1,25 +1,21 @@
-"""Running sweeps: expand (shape × variant × configuration) into points, check each, time it, save it.
+"""Sweeps: named sets of (shape × variant × configuration) points, turned into tasks and run by workers.
 
-For every shape the inputs are drawn fresh and the float64 reference is computed once; then, for every
-variant and configuration, the output is poisoned with NaN, the variant runs once and is compared with the
-reference, and only then is it timed. Each finished point is written to the results file at once, so an
-interrupted sweep keeps what it measured. A point that does not fit or cannot launch is recorded as skipped;
-one that raises is recorded as an error; neither stops the sweep.
+A :class:`Sweep` is what a command line or a suite asks for. :func:`tasks` expands sweeps into one
+:class:`~gpubench.runner.ShapeTask` per shape, with every configuration resolved (a tuned variant's one
+included) before anything runs, so the backend only ever runs what it is given. :func:`run` hands the tasks
+to an executor (a :class:`~gpubench.worker.Worker`, or a cluster of them) and writes each finished point to
+the results file at once, so an interrupted sweep keeps what it measured.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
-from gpubench.backends import Skip
-from gpubench.errors import CompileError
-from gpubench.registry import Config, Variant
 from gpubench.results import Point, RunWriter
-from gpubench.timing import TimingPolicy, measure
-
-PART_POLICY_REPS = 10  # sub-steps (im2col's unfold) are timed with fewer repetitions
+from gpubench.runner import PointTask, ShapeTask
+from gpubench.timing import TimingPolicy
+from gpubench.variant import Config, Variant
 
 
 @dataclass
@@ -43,80 +39,48 @@ class Sweep:
     def __len__(self) -> int:
         return sum(1 for _ in self.points())
 
-
-def _skipped(shape, variant: Variant, config: Config, reason: str) -> Point:
-    return Point(shape.op, variant.name, config.label, shape.params(), "skipped", reason=reason,
-                 flops=shape.flops, min_bytes=shape.min_bytes)
-
-
-def _error(shape, variant: Variant, config: Config, err: BaseException) -> Point:
-    text = str(err).strip().splitlines()
-    reason = f"{type(err).__name__}: {text[0] if text else ''}"
-    return Point(shape.op, variant.name, config.label, shape.params(), "error", reason=reason,
-                 flops=shape.flops, min_bytes=shape.min_bytes)
+    def settings(self) -> dict:
+        return {"name": self.name, "op": self.op, "variants": [v.name for v in self.variants],
+                "block_sizes": list(self.block_sizes), "timing": self.policy.as_dict(), "skipped": self.skipped}
 
 
-def verify(backend, prepared, ref) -> float:
-    """Poison the output, run once, and return ||out − ref|| / ||ref|| (inf if anything is NaN or unwritten)."""
-    backend.poison(prepared.output)
-    prepared.run()
-    backend.clock.sync()
-    return backend.rel_err(prepared.output, ref)
+Resolve = Callable[[Variant, object, Config], tuple[Config, dict]]
 
 
-def run_point(backend, shape, variant: Variant, config: Config, inputs, ref, policy: TimingPolicy) -> Point:
-    prepared = backend.prepare(variant, config, shape, inputs)
+def as_is(variant: Variant, shape, config: Config) -> tuple[Config, dict]:
+    return config, {}
+
+
+def tasks(sweeps: list[Sweep], seed: int, resolve: Resolve = as_is) -> list[ShapeTask]:
+    """One task per shape of each sweep, its points in sweep order; seeds are seed + the shape's index."""
+    out = []
+    for sweep in sweeps:
+        for i, shape in enumerate(sweep.shapes):
+            points = []
+            for variant in sweep.variants:
+                for config in variant.configs_for(sweep.block_sizes):
+                    resolved, note = resolve(variant, shape, config)
+                    points.append(PointTask(len(points), variant, resolved, sweep.policy, note))
+            out.append(ShapeTask(sweep.name, shape, seed + i, tuple(points)))
+    return out
+
+
+class Executor(Protocol):
+    """Runs tasks and reports each finished point (a Worker on one device; a cluster runs them concurrently)."""
+
+    def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None: ...
+
+
+def run(executor: Executor, work: list[ShapeTask], writer: RunWriter,
+        on_point: Callable[[Point], None] = lambda p: None) -> str:
+    """Run every task; returns the run's final status ("complete" or "interrupted")."""
+
+    def finished(point: Point) -> None:
+        writer.add(point)
+        on_point(point)
+
     try:
-        rel_err = verify(backend, prepared, ref)
-        timing = measure(prepared.run, backend.clock, policy)
-        extra = dict(prepared.extra, stop=timing.stop, flushed=policy.flush and backend.flushes)
-        part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None})
-        for name, part in prepared.parts.items():
-            part_samples = measure(part, backend.clock, part_policy).samples_ms
-            extra[f"{name}_ms"] = sorted(part_samples)[len(part_samples) // 2]
-        label = extra.pop("params", config.label)  # a tuned variant reports the configuration it resolved to
-        return Point.measured(
-            shape.op, variant.name, label, shape.params(), samples_ms=timing.samples_ms,
-            flops=shape.flops, min_bytes=shape.min_bytes, rel_err=rel_err, tolerance=backend.tolerance(variant),
-            extra=extra,
-        )
-    finally:
-        prepared.release()
-
-
-def run_sweeps(backend, sweeps: list[Sweep], writer: RunWriter, seed: int,
-               on_point: Callable[[Point], None] = lambda p: None) -> str:
-    """Run every point of every sweep; returns the run's final status ("complete" or "interrupted")."""
-    reported: set[str] = set()
-    try:
-        for sweep in sweeps:
-            for i, shape in enumerate(sweep.shapes):
-                todo = [(v, c) for v in sweep.variants for c in v.configs_for(sweep.block_sizes)]
-                try:
-                    inputs = backend.inputs(shape, seed + i)
-                    ref = backend.reference(shape, inputs)
-                except Skip as why:
-                    for v, c in todo:
-                        point = _skipped(shape, v, c, str(why))
-                        writer.add(point)
-                        on_point(point)
-                    continue
-                for variant, config in todo:
-                    try:
-                        point = run_point(backend, shape, variant, config, inputs, ref, sweep.policy)
-                    except Skip as why:
-                        point = _skipped(shape, variant, config, str(why))
-                    except CompileError as e:
-                        if str(e) not in reported:  # nvcc's message once, in full, then one line per point
-                            reported.add(str(e))
-                            print(f"gpubench: {e}", file=sys.stderr)
-                        point = _error(shape, variant, config, e)
-                    except Exception as e:  # a failing point is recorded; the sweep goes on
-                        point = _error(shape, variant, config, e)
-                    writer.add(point)
-                    on_point(point)
-                del inputs, ref
-                backend.collect()
+        executor.run_all(work, finished)
     except KeyboardInterrupt:
         writer.finish("interrupted")
         return "interrupted"

@@ -4,6 +4,24 @@ from gpubench.errors import GpubenchError
 
 
 @pytest.fixture(scope="session")
+def session_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("home")
+
+
+@pytest.fixture(autouse=True)
+def isolated(session_home, tmp_path_factory, monkeypatch):
+    """Every test runs in its own empty directory, with config directories of the session's own, so that
+    nothing a test writes (a default results/ file, a tuned configuration) lands in the repository or in the
+    user's home, and no gpubench.toml above the checkout leaks in. Compiled kernels are shared by the session
+    (or go where GPUBENCH_CACHE already points: the GPU machine carries a prebuilt cache)."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(session_home / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(session_home / "config"))
+    for name in ("GPUBENCH_TUNED", "GPUBENCH_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
 def cuda():
     """The CUDA backend, or a skip where this machine has no GPU stack (tests using it carry the gpu marker)."""
     from gpubench.backends import open_backend
@@ -51,8 +69,11 @@ def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=No
                                      tolerance=1e-4, extra={"engine": "eng0"} if variant == "cudnn" else {}))
     env = {"device": {"name": device, "compute_capability": "9.0", "driver": "580.159.04"},
            "software": {"cupy": "14.2.0", "cuda_runtime": "13.2"}}
+    variants = [{"op": op, "name": name, "baseline": name in ("cublas", "cudnn"), "sha256": "ab" * 32,
+                 "source": None if name in ("cublas", "cudnn") else f"/src/{name}.cu"}
+                for op, name in (("gemm", "tiled"), ("gemm", "cublas"), ("conv", "sliding"), ("conv", "cudnn"))]
     return Run(backend="cuda", environment=env, settings={}, command=["gpubench", "test"], points=points,
-               status="complete", created="2026-11-22T00:00:00+00:00")
+               status="complete", created="2026-11-22T00:00:00+00:00", variants=variants)
 
 
 @pytest.fixture

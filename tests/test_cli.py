@@ -1,6 +1,8 @@
-"""The command line through click's CliRunner: the CPU backend end to end, and every bad input in one line."""
+"""The command line through click's CliRunner: the CPU backend end to end, your own kernels, and every bad input
+in one line."""
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -23,7 +25,7 @@ def one_line_error(r, *words):
 
 def test_version_and_help_with_examples():
     assert invoke("--version").output.startswith("gpubench, version ")
-    for command in ("gemm", "conv", "show", "compare", "run", "plot", "env", "list"):
+    for command in ("gemm", "conv", "show", "compare", "run", "plot", "env", "list", "check"):
         r = invoke(command, "--help")
         assert r.exit_code == 0 and "gpubench " in r.output.split("Options")[0], command
     assert invoke("tune", "gemm", "--help").exit_code == 0
@@ -40,11 +42,12 @@ def test_cpu_gemm_end_to_end(tmp_path):
     assert "gemm · numpy" in r.output and "best configuration" in r.output
     assert run.environment["software"]["gpubench"] and run.environment["device"]["kind"] == "cpu"
     assert run.settings["sweeps"][0]["timing"]["reps"] == 5
+    assert run.baseline("gemm") == "numpy"
 
 
 def test_cpu_conv_end_to_end(tmp_path):
     out = tmp_path / "c.json"
-    r = invoke("conv", "--backend", "cpu", "--sizes", "64,100", "--stride", "1,2,3", "--reps", "3", "-o", str(out))
+    r = invoke("conv", "--backend", "cpu", "--sizes", "64,100", "--stride", "1,2,3", "--reps", "5", "-o", str(out))
     assert r.exit_code == 0, r.output
     run = results.load(out)
     assert len(run.points) == 2 * 3 * 2
@@ -53,12 +56,13 @@ def test_cpu_conv_end_to_end(tmp_path):
     assert "ms per variant" in r.output
 
 
-def test_default_output_goes_under_results_device(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    r = invoke("gemm", "--backend", "cpu", "--sizes", "32", "--reps", "2")
+def test_default_output_goes_under_results_device():
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "32", "--reps", "5")
     assert r.exit_code == 0
-    saved = list((tmp_path / "results").glob("cpu-*/gemm-*.json"))
-    assert len(saved) == 1 and str(saved[0].relative_to(tmp_path)) in r.output.replace("\n", "")
+    saved = list(Path("results").glob("cpu-*/gemm-*.json"))
+    assert len(saved) == 1 and str(saved[0]) in r.output.replace("\n", "")
+    again = invoke("gemm", "--backend", "cpu", "--sizes", "32", "--reps", "5")  # within the same second: a new name
+    assert again.exit_code == 0 and len(list(Path("results").glob("cpu-*/gemm-*.json"))) == 2
 
 
 @pytest.mark.parametrize("args,words", [
@@ -70,8 +74,20 @@ def test_default_output_goes_under_results_device(tmp_path, monkeypatch):
     (["gemm", "--mnk", "1,2,x"], ["--mnk"]),
     (["gemm", "--block-sizes", "33"], ["--block-sizes", "1..32"]),
     (["gemm", "--block-sizes", "0"], ["--block-sizes"]),
-    (["gemm", "--variants", "fast"], ["unknown gemm variant 'fast'", "allowed are numpy"]),
-    (["gemm", "--reps", "0"], ["--reps"]),
+    (["gemm", "--variants", "fast"], ["unknown gemm variant(s) fast", "allowed are numpy"]),
+    (["gemm", "--reps", "0"], ["--reps must be at least 5"]),
+    (["gemm", "--reps", "2"], ["--reps must be at least 5"]),
+    (["gemm", "--warmup", "-1"], ["--warmup must be 0 or more"]),
+    (["gemm", "--budget", "-1"], ["--budget must be 0 or more"]),
+    (["gemm", "--budget", "nan"], ["--budget must be a finite number"]),
+    (["gemm", "--max-noise", "0"], ["--max-noise must be more than 0"]),
+    (["gemm", "--max-time", "inf"], ["--max-time must be a finite number"]),
+    (["gemm", "--timeout", "0"], ["--timeout must be a positive number"]),
+    (["gemm", "--args", "a,b,c,m,n,k"], ["--args gives the parameter order of a --kernel"]),
+    (["gemm", "--kernel", "nope.cu"], ["--kernel 'nope.cu': give FILE:SYMBOL"]),
+    (["gemm", "--kernel", "nope.cu:k"], ["source nope.cu does not exist"]),
+    (["gemm", "-o", "out.txt"], ["-o out.txt: a results file ends in .json"]),
+    (["gemm", "-o", "."], ["ends in .json"]),
     (["conv", "--stride", "0"], ["--stride"]),
     (["conv", "--kernel-size", "0"], ["kernel-size"]),
     (["conv", "--sizes", "4", "--kernel-size", "9", "--padding", "valid"], ["larger than the padded input"]),
@@ -80,15 +96,30 @@ def test_default_output_goes_under_results_device(tmp_path, monkeypatch):
     (["conv", "--in-channels", "-1"], ["in-channels"]),
     (["conv", "--out-channels", "0"], ["out-channels"]),
     (["show", "missing.json"], ["does not exist"]),
-    (["run", "nosuch.toml"], ["does not exist"]),
+    (["run", "nosuch.toml"], ["does not exist", "shipped suites (ci, lab, quick, resnet)"]),
     (["gemm", "--bogus"], ["No such option"]),
+    (["gemm", "--config", "nowhere.toml"], ["--config: nowhere.toml is not a file"]),
+    (["check", "--arch", "hopper"], ["--arch 'hopper'"]),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, words):
     one_line_error(invoke(*args, "--backend", "cpu") if args[0] in ("gemm", "conv") else invoke(*args), *words)
 
 
+def test_block_sizes_where_no_variant_takes_them(tmp_path):
+    one_line_error(invoke("gemm", "--variants", "tiled,cublas", "--block-sizes", "16"),
+                   "--block-sizes applies to the block-size variants", "none of tiled, cublas takes it")
+
+
+def test_an_existing_output_needs_force(tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text("keep me")
+    one_line_error(invoke("gemm", "--backend", "cpu", "--sizes", "16", "-o", str(out)), "exists: pass --force")
+    assert out.read_text() == "keep me"
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "16", "-o", str(out), "--force")
+    assert r.exit_code == 0 and results.load(out).points
+
+
 def test_cuda_backend_without_a_gpu_names_what_is_missing():
-    pytest.importorskip("click")
     try:
         from gpubench.backends.cuda import import_gpu_stack
 
@@ -96,33 +127,83 @@ def test_cuda_backend_without_a_gpu_names_what_is_missing():
         pytest.skip("this machine has a GPU stack")
     except Exception:
         pass
-    r = invoke("gemm", "--sizes", "64")
+    r = invoke("gemm", "--sizes", "64", "--variants", "cublas")
     one_line_error(r)
     assert any(w in r.output for w in ("PyCUDA", "CuPy", "driver", "CUDA device")), r.output
 
 
-def test_a_failing_variant_is_marked_and_exits_1(tmp_path, monkeypatch):
-    from gpubench.backends.cpu import CpuBackend
+KERNELS = """
+import os, signal, time
+import numpy as np
 
-    real = CpuBackend.prepare
+def lab_matmul(a, b, c, m, n, k):  # the lab's naming: a is m×n, b is n×k
+    assert a.shape == (m, n) and b.shape == (n, k)
+    np.matmul(a, b, out=c)
 
-    def wrong(self, variant, config, shape, inputs):  # a "kernel" that is 1% off
-        prepared = real(self, variant, config, shape, inputs)
-        run = prepared.run
+def off_by_one_percent(A, B, C, M, N, K):
+    np.matmul(A, B, out=C)
+    C *= 1.01
 
-        def off():
-            run()
-            prepared.output *= 1.01
+def crash(A, B, C, M, N, K):
+    os.kill(os.getpid(), signal.SIGSEGV)
 
-        prepared.run = off
-        return prepared
+def hang(A, B, C, M, N, K):
+    while True:
+        time.sleep(0.05)
+"""
 
-    monkeypatch.setattr(CpuBackend, "prepare", wrong)
-    out = tmp_path / "f.json"
-    r = invoke("gemm", "--backend", "cpu", "--sizes", "48", "--reps", "2", "-o", str(out))
+
+def spec(name, fn, args="A,B,C,M,N,K"):
+    return (f'[[variant]]\nname = "{name}"\nop = "gemm"\nsource = "src/k.py"\nkernel = "{fn}"\n'
+            f'args = {json.dumps(args.split(","))}\n')
+
+
+@pytest.fixture
+def my_project(tmp_path, monkeypatch):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "k.py").write_text(KERNELS)
+    (tmp_path / "gpubench.toml").write_text(spec("lab", "lab_matmul", "a,b,c,m,n,k") + spec("off", "off_by_one_percent")
+                                            + spec("crash", "crash") + spec("hang", "hang"))
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")  # found from below, the way pytest finds its configuration
+    return tmp_path
+
+
+def test_your_variants_are_listed_and_run_like_built_ins(my_project):
+    r = invoke("list")
+    assert r.exit_code == 0 and "lab" in r.output and str(my_project / "gpubench.toml") in r.output.replace("\n", "")
+    r = invoke("gemm", "--backend", "cpu", "--variants", "numpy,lab,off", "--mnk", "30,40,50", "-o", "r.json")
+    assert r.exit_code == 1, r.output  # a point failed verification
+    run = results.load("r.json")
+    assert [(p.variant, p.status) for p in run.points] == [("numpy", "ok"), ("lab", "ok"), ("off", "fail")]
+    lab = next(v for v in run.variants if v["name"] == "lab")
+    assert lab["source"] == str(my_project / "src" / "k.py") and len(lab["sha256"]) == 64
+    assert invoke("show", "r.json").exit_code == 0
+
+
+def test_a_crash_and_a_hang_are_recorded_and_every_other_point_completes(my_project):
+    r = invoke("gemm", "--backend", "cpu", "--variants", "numpy,crash,lab,hang", "--sizes", "24,32",
+               "--timeout", "2", "-o", "r.json")
     assert r.exit_code == 1
-    assert "FAIL" in r.output
-    p = results.load(out).points[0]
+    run = results.load("r.json")
+    assert [(p.variant, p.status) for p in run.points] == [("numpy", "ok"), ("lab", "ok"), ("crash", "error"),
+                                                           ("hang", "timeout")] * 2  # catalog order
+    assert run.status == "complete" and [i["kind"] for i in run.incidents] == ["died", "timeout"] * 2
+    assert "worker died" in r.output and "TIMEOUT gemm hang" in r.output
+
+
+def test_the_lab_kernel_flag_needs_no_file(tmp_path):
+    (tmp_path / "mine.py").write_text("import numpy as np\ndef mm(a, b, c, m, n, k):\n    np.matmul(a, b, out=c)\n")
+    from gpubench import registry
+
+    v = registry.lab_kernel("gemm", str(tmp_path / "mine.py") + ":mm", None)
+    assert v.backend == "cpu" and v.args == ("A", "B", "C", "M", "K", "N")
+
+
+def test_a_failing_variant_is_marked_and_exits_1(tmp_path, my_project):
+    r = invoke("gemm", "--backend", "cpu", "--variants", "off", "--sizes", "48", "-o", str(tmp_path / "f.json"))
+    assert r.exit_code == 1 and "FAIL" in r.output
+    p = results.load(tmp_path / "f.json").points[0]
     assert p.status == "fail" and p.rel_err == pytest.approx(0.01, rel=1e-3) and p.samples_ms
 
 
@@ -143,8 +224,17 @@ def test_show_formats(tmp_path, make_run, run_file):
 
 def test_show_corrupt_file(tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text('{"schema": "gpubench-run", "schema_version": 1, "points": [{')
+    bad.write_text('{"schema": "gpubench-run", "schema_version": 2, "points": [{')
     one_line_error(invoke("show", str(bad)), "not valid JSON")
+
+
+def test_plot_checks_its_output_before_drawing(tmp_path, make_run, run_file):
+    path = run_file(make_run())
+    one_line_error(invoke("plot", path, "-o", str(tmp_path / "out.txt")), "a plot ends in .png or .svg or .pdf")
+    (tmp_path / "a-file").write_text("")
+    one_line_error(invoke("plot", path, "-o", str(tmp_path / "a-file" / "x.png")), "cannot be written")
+    (tmp_path / "p.png").write_text("old")
+    one_line_error(invoke("plot", path, "-o", str(tmp_path / "p.png")), "exists: pass --force")
 
 
 def test_env_and_list():

@@ -143,3 +143,16 @@ def test_markdown_matches_snapshot(make_run, tmp_path, monkeypatch):
     if os.environ.get("GPUBENCH_UPDATE_SNAPSHOTS"):  # after an intended change: regenerate, review, commit
         SNAPSHOT.write_text(r.output)
     assert r.output == SNAPSHOT.read_text()
+
+
+def test_a_kernel_whose_source_changed_is_named(make_run, run_file):
+    base, new = make_run(), make_run(seed=1)
+    new.variants = [v | {"sha256": "cd" * 32} if v["name"] == "tiled" else v for v in new.variants]
+    report = compare.compare(base, new)
+    assert [(c.op, c.name) for c in report.source_changes] == [("gemm", "tiled")]
+    r = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"))
+    assert r.exit_code == 0
+    assert "source changed: gemm tiled (/src/tiled.cu): sha256 abababababab → cdcdcdcdcdcd" in r.output
+    assert "(source changed)" in r.output
+    md = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"), "--format", "json")
+    assert json.loads(md.output)["source_changes"][0]["name"] == "tiled"

@@ -1,15 +1,21 @@
-"""Every CUDA variant × configuration against the float64 reference at ragged shapes (needs a GPU)."""
+"""On a GPU: every CUDA variant × configuration against the float64 reference at ragged shapes, the example lab
+kernels declared in a project, and worker isolation against real CUDA faults (needs a GPU)."""
 
 import math
+from pathlib import Path
 
 import pytest
 
-from gpubench import registry
+from gpubench import project, registry
 from gpubench.problems import GemmShape, conv_shape
-from gpubench.sweep import verify
+from gpubench.runner import PointTask, ShapeTask, verify
+from gpubench.timing import TimingPolicy
+from gpubench.worker import Worker, WorkerOptions
 
 pytestmark = pytest.mark.gpu
 
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "lab" / "gpubench.toml"
+CATALOG = registry.Catalog.with_user(project.load(EXAMPLE).variants)
 GEMM_SHAPES = [GemmShape(1000, 1500, 777), GemmShape(1, 512, 300), GemmShape(8191, 65, 129), GemmShape(33, 1, 7)]
 CONV_SHAPES = [
     conv_shape(1000, 1), conv_shape(777, 2), conv_shape(1000, 3),  # the lab's shape, SAME padding
@@ -21,7 +27,7 @@ CONV_SHAPES = [
 
 
 def cases(op, shapes):
-    for v in registry.variants(op, "cuda"):
+    for v in CATALOG.variants(op, "cuda"):
         for c in v.configs_for(registry.LAB_BLOCK_SIZES):
             for s in shapes:
                 yield pytest.param(v, c, s, id=f"{v.name}-{c.label}-{s.label}-s{getattr(s, 'stride', '')}")
@@ -64,6 +70,40 @@ def test_poisoned_output_fails_verification(cuda, data):
     """The check itself can fail: a run that writes nothing leaves NaN, which never passes."""
     shape = GEMM_SHAPES[0]
     inputs, ref = data(shape)
-    prepared = cuda.prepare(registry.get("gemm", "cuda", "tiled"), registry.TILED_CONFIGS[0], shape, inputs)
+    tiled = CATALOG.get("gemm", "cuda", "tiled")
+    prepared = cuda.prepare(tiled, tiled.configs[0], shape, inputs)
     prepared.run = lambda: None
     assert verify(cuda, prepared, ref) == math.inf
+
+
+FAULTS = r"""
+extern "C" __global__ void out_of_bounds(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    C[(size_t)1 << 40] = 1.0f;  // far outside any allocation: an illegal address, sticky for the context
+}
+extern "C" __global__ void forever(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    volatile int spin = 1;
+    while (spin) { }
+}
+"""
+
+
+def test_faulting_kernels_cost_one_point_each(cuda, tmp_path):
+    (tmp_path / "faults.cu").write_text(FAULTS)
+    tables = [{"name": n, "op": "gemm", "source": "faults.cu", "kernel": n, "args": ["A", "B", "C", "M", "N", "K"],
+               "grid": ["1"], "block": ["32"]} for n in ("out_of_bounds", "forever")]
+    mine = {v.name: v for v in registry.parse_specs({"variant": tables}, "gpubench.toml", tmp_path)}
+    good = CATALOG.get("gemm", "cuda", "cublas")
+    order = [good, mine["out_of_bounds"], good, mine["forever"], good]
+    policy = TimingPolicy(warmup=1, reps=5, min_reps=5, budget_s=0.0)
+    task = ShapeTask("t", GemmShape(256, 256, 256), 0,
+                     tuple(PointTask(i, v, v.configs[0], policy) for i, v in enumerate(order)))
+    got = []
+    with Worker(WorkerOptions("cuda", timeout_s=20)) as worker:
+        worker.run(task, got.append)
+        kinds = [i.kind for i in worker.incidents]
+    assert [(p.variant, p.status) for p in got] == [("cublas", "ok"), ("out_of_bounds", "error"), ("cublas", "ok"),
+                                                    ("forever", "timeout"), ("cublas", "ok")]
+    assert "illegal" in got[1].reason.lower() or "died" in got[1].reason
+    assert kinds[-1] == "timeout" and len(kinds) == 2

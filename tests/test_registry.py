@@ -1,3 +1,6 @@
+"""Kernel specs: the built-in variants load from gpubench/kernels/variants.toml, and bad specs are refused in one
+line that names the file, the entry and what is allowed."""
+
 import re
 
 import pytest
@@ -5,91 +8,190 @@ import pytest
 from gpubench import nvcc, registry
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape, conv_shape
+from gpubench.registry import Catalog, SpecError, parse_specs
+from gpubench.variant import Axis
+
+BUILTIN = registry.builtin()
+CATALOG = Catalog(BUILTIN)
 
 
 def test_names_are_unique_per_op_and_backend():
-    keys = [(v.op, v.backend, v.name) for v in registry.VARIANTS]
+    keys = [(v.op, v.backend, v.name) for v in BUILTIN]
     assert len(keys) == len(set(keys))
 
 
 @pytest.mark.parametrize("op", registry.OPS)
 @pytest.mark.parametrize("backend", registry.BACKENDS)
 def test_every_op_and_backend_has_one_baseline(op, backend):
-    assert sum(v.baseline for v in registry.variants(op, backend)) == 1
+    assert sum(v.baseline for v in CATALOG.variants(op, backend)) == 1
 
 
-@pytest.mark.parametrize("v", [v for v in registry.VARIANTS if v.source], ids=lambda v: f"{v.op}-{v.name}")
-def test_kernel_symbol_is_in_its_file(v):
-    text = (nvcc.cuda_src_dir() / v.source).read_text()
-    assert re.search(rf'extern "C" __global__ void(\s+__launch_bounds__\([^)]*\))?\s+{re.escape(v.kernel)}\(', text)
-    gemm = v.options.get("gemm")
-    if gemm and gemm != "cublas":
-        g = registry.get("gemm", "cuda", gemm)
-        assert f"{g.kernel}_batched(" in (nvcc.cuda_src_dir() / g.source).read_text()
+def test_labels_keep_their_historic_form():
+    """Saved runs match points by configuration label, so the spec's templates reproduce the old labels."""
+    assert [c.label for c in CATALOG.get("gemm", "cuda", "tiled").configs] == ["128x128x8/8x8", "64x64x8/4x4"]
+    assert CATALOG.get("gemm", "cuda", "dbuf").configs[0].label == "128x128x8 w64x32 t8x8 s2"
+    assert CATALOG.get("gemm", "cuda", "swizzle").configs[0].label == "128x128x8 w64x32 t8x8 s2 g8"
+    tuned = CATALOG.get("gemm", "cuda", "tuned")
+    assert tuned.config({**tuned.configs[0].values, "MIN_BLOCKS": 2}).label.endswith(" g8 b2")
+    assert [c.label for c in CATALOG.get("conv", "cuda", "sliding").configs_for((8, 24))] == ["8", "24"]
 
 
-GEMM_SHAPES = [GemmShape(1000, 1500, 777), GemmShape(1, 512, 300), GemmShape(8191, 65, 129)]
-CONV_SHAPES = [conv_shape(1000, 3), conv_shape(33, 1, batch=2, in_channels=64, out_channels=32, kernel=5)]
+def test_block_axis_passes_the_block_size_as_its_define():
+    v = CATALOG.get("gemm", "cuda", "global")
+    assert v.axis == Axis.BLOCK and [c.values for c in v.configs_for((8, 24))] == [{"BLOCK": 8}, {"BLOCK": 24}]
 
 
-def expected_threads(p: dict) -> int:
-    if "BLOCK" in p:
-        return p["BLOCK"] ** 2
-    if "TX" in p:
-        return p["TX"] * p["TY"]
-    if "OY" in p:
-        return 32 * p["TY"]
-    if "WM" in p:
-        return registry.warp_threads(p)
-    if "TM" in p:
-        return (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
-    return 2 * p["BN"]  # tf32: one warpgroup of 128 threads per 64 columns
+def test_defaults_reach_every_configuration():
+    v = CATALOG.get("gemm", "cuda", "dbuf")
+    assert v.configs[0].values["SWIZZLE"] == 0 and v.configs[0].values["MIN_BLOCKS"] == 1
 
 
-@pytest.mark.parametrize("v", [v for v in registry.VARIANTS if v.launch], ids=lambda v: f"{v.op}-{v.name}")
-def test_launch_covers_every_output(v):
-    for config in v.configs_for(registry.LAB_BLOCK_SIZES):
-        p = config.values
-        for s in GEMM_SHAPES if v.op == "gemm" else CONV_SHAPES:
-            launch = v.launch(s, p)
-            assert launch.threads == expected_threads(p) <= 1024
-            if v.op == "conv" and ("BLOCK" in p or "OY" in p):  # 2-D tiles of one output plane per grid.z
-                if "BLOCK" in p:
-                    w, h = p["BLOCK"], p["BLOCK"]
-                elif v.name == "sliding-vec":
-                    w, h = 128, p["TY"] * p["OY"]
-                else:
-                    w, h = p.get("TX", 32) * p.get("OX", 1), p["TY"] * p["OY"]
-                assert launch.grid[0] * w >= s.out_width and launch.grid[1] * h >= s.out_height
-                assert launch.grid[2] == s.batch * s.out_channels
-                continue
-            rows, cols = (s.m, s.n) if v.op == "gemm" else (s.out_channels, s.batch * s.out_pixels)
-            bm, bn = (p["BLOCK"], p["BLOCK"]) if "BLOCK" in p else (p["BM"], p["BN"])
-            if "WM" in p:  # a 1-D grid of tiles, mapped by the kernel itself
-                assert launch.grid == (registry.cdiv(rows, bm) * registry.cdiv(cols, bn), 1, 1)
-            else:
-                assert launch.grid[0] * bn >= cols and launch.grid[1] * bm >= rows
-
-
-def test_dynamic_shared_memory_fits_hopper():
-    for v in registry.VARIANTS:
-        if v.launch:
-            for c in v.configs_for(registry.LAB_BLOCK_SIZES):
-                for s in GEMM_SHAPES if v.op == "gemm" else CONV_SHAPES:
-                    assert v.launch(s, c.values).shared_bytes <= 227 * 1024, (v.name, c.label)
-
-
-def test_select_defaults_to_the_lab_set_and_keeps_registry_order():
-    assert [v.name for v in registry.select("gemm", "cuda", None)] == ["global", "shared", "tiled", "cublas"]
-    assert [v.name for v in registry.select("gemm", "cuda", ["cublas", "global"])] == ["global", "cublas"]
+def test_select_defaults_to_the_lab_set_and_keeps_catalog_order():
+    assert [v.name for v in CATALOG.select("gemm", "cuda", None)] == ["global", "shared", "tiled", "cublas"]
+    assert [v.name for v in CATALOG.select("gemm", "cuda", ["cublas", "global"])] == ["global", "cublas"]
 
 
 def test_unknown_variant_lists_the_allowed_ones():
     with pytest.raises(GpubenchError, match=r"unknown gemm variant 'fast'.*allowed are global, shared"):
-        registry.select("gemm", "cuda", ["fast"])
+        CATALOG.select("gemm", "cuda", ["fast"])
 
 
-def test_block_axis_follows_the_block_sizes():
-    v = registry.get("gemm", "cuda", "global")
-    assert [c.label for c in v.configs_for((8, 24))] == ["8", "24"]
-    assert registry.get("gemm", "cuda", "tiled").configs_for((8,)) == registry.TILED_CONFIGS
+def test_im2col_feeds_the_gemm_it_names():
+    assert CATALOG.get("conv", "cuda", "im2col").companion is CATALOG.get("gemm", "cuda", "tiled")
+    assert CATALOG.get("conv", "cuda", "im2col-cublas").companion is None
+
+
+# --- the spec against the kernel ------------------------------------------------------------------------------
+
+KERNELS = [(v, c) for v in BUILTIN if v.runner == "kernel" for c in v.configs_for(registry.LAB_BLOCK_SIZES)]
+
+
+@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
+@pytest.mark.parametrize("v,c", KERNELS, ids=lambda x: getattr(x, "name", None) or x.label)
+def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatch):
+    """The spec's block (an expression) and the kernel's __launch_bounds__ (C++) must agree: read from the PTX."""
+    bounds = nvcc.launch_bounds(v.source, v.arch or "sm_90", c.values, v.includes)
+    threads = v.launch_for(GemmShape(1000, 1500, 777).dims() if v.op == "gemm" else conv_shape(99, 2).dims(),
+                           c).threads
+    assert bounds[v.kernel] == threads
+
+
+@pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
+def test_kernel_symbol_is_in_its_file(v):
+    text = v.source.read_text()
+    assert re.search(rf'extern "C" __global__ void(\s+__launch_bounds__\([^)]*\))?\s+{re.escape(v.kernel)}\(', text)
+    if v.companion:
+        assert f"{v.companion.kernel}_batched(" in v.companion.source.read_text()
+
+
+def test_launch_is_evaluated_from_the_problem_and_the_configuration():
+    v = CATALOG.get("conv", "cuda", "sliding-tiled")
+    s = conv_shape(1000, 2, batch=2, in_channels=3, out_channels=5)
+    launch = v.launch_for(s.dims(), v.configs[0])  # TX=32, TY=8, OX=2, OY=4
+    assert launch.grid == (-(-s.out_width // 64), -(-s.out_height // 32), 10)
+    assert launch.block == (256, 1, 1)
+    assert launch.shared_bytes == 4 * (31 * 2 + 3) * (63 * 2 + 3)
+
+
+# --- bad specs ------------------------------------------------------------------------------------------------
+
+
+GOOD = {"name": "mine", "op": "gemm", "source": "k.cu", "kernel": "k", "args": ["A", "B", "C", "M", "N", "K"],
+        "axis": "block", "grid": ["cdiv(N, BLOCK)", "cdiv(M, BLOCK)"], "block": ["BLOCK", "BLOCK"]}
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k(float* A, float* B, float* C, int M, int N, int K) {}\n')
+    (tmp_path / "f.py").write_text("def f(A, B, C, M, N, K):\n    pass\n")
+
+    def parse(**changes):
+        table = {**GOOD, **changes}
+        table = {k: v for k, v in table.items() if v is not None}
+        return parse_specs({"variant": [table]}, str(tmp_path / "gpubench.toml"), tmp_path)
+
+    return parse
+
+
+def test_a_good_spec_loads(project):
+    (v,) = project()
+    assert (v.name, v.op, v.backend, v.runner, v.axis, v.define) == ("mine", "gemm", "cuda", "kernel", "block", "BLOCK")
+    assert v.origin.endswith("gpubench.toml") and not v.builtin
+
+
+def test_the_labs_names_map_onto_gpubench_s(project):
+    (v,) = project(args=["a", "b", "c", "m", "n", "k"])  # the lab's a is m×n, b is n×k: its n is our K
+    assert v.args == ("A", "B", "C", "M", "K", "N")
+
+
+def test_a_python_function_is_a_cpu_variant(project):
+    (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None)
+    assert (v.backend, v.runner, v.launch) == ("cpu", "python", None)
+
+
+@pytest.mark.parametrize("changes,match", [
+    ({"colour": "red"}, "unknown field\\(s\\) colour; allowed are"),
+    ({"name": None}, "name is required"),
+    ({"name": "has space"}, "name is required: letters"),
+    ({"op": "fft"}, "op must be one of gemm, conv"),
+    ({"source": "missing.cu"}, "source missing.cu does not exist"),
+    ({"source": None}, "source is missing"),
+    ({"kernel": "nosuch"}, "kernel 'nosuch' is not defined in k.cu"),
+    ({"args": ["A", "B", "C", "M", "N"]}, "args: missing K"),
+    ({"args": ["A", "B", "C", "M", "N", "N", "K"]}, "N appear\\(s\\) more than once"),
+    ({"args": ["A", "B", "C", "M", "N", "Q"]}, "unknown name\\(s\\) Q; allowed for gemm"),
+    ({"args": ["a", "b", "c", "M", "N", "K"]}, "mix of gpubench's names and the lab's"),
+    ({"args": None}, "args is missing"),
+    ({"grid": ["cdiv(N, BLOCK"]}, "grid: 'cdiv\\(N, BLOCK' does not parse"),
+    ({"grid": ["cdiv(N, TILE)"]}, "grid: .*unknown symbol\\(s\\) TILE"),
+    ({"grid": ["N ** 2"]}, "not allowed"),
+    ({"grid": ["1", "1", "1", "1"]}, "1 to 3 expressions"),
+    ({"block": ["BLOCK * 64"]}, "larger than CUDA allows"),
+    ({"block": ["BLOCK - 8"]}, "empty grid or block"),
+    ({"shared": "cdiv(N, BLOCK - BLOCK)"}, "divides by zero"),
+    ({"axis": "diagonal"}, "axis must be one of"),
+    ({"axis": None, "configs": [{"BLOCK": 16}], "label": "{TILE}"}, "label '\\{TILE\\}' must name parameters"),
+    ({"configs": [{"BLOCK": 16}]}, "exclude each other"),
+    ({"axis": None, "configs": [{"BLOCK": 1.5}]}, "every value must be an integer"),
+    ({"axis": None, "configs": "tiles"}, "names the set 'tiles'"),
+    ({"axis": None, "configs": [{"N": 16}], "grid": ["1"], "block": ["32"]}, "would hide a problem dimension"),
+    ({"axis": None, "configs": [{"BLOCK": 16}], "constraints": ["BLOCK > 16"]}, "breaks the constraint"),
+    ({"tolerance": 2}, "tolerance must be between 0 and 1"),
+    ({"arch": "hopper"}, "arch must look like sm_80"),
+    ({"baseline": True}, "for built-in variants only"),
+    ({"runner": "cublas"}, "runner 'cublas' is not allowed"),
+    ({"options": {"gemm": "tiled"}}, "options: allowed for your own variants: tf32"),
+    ({"includes": ["nowhere"]}, "includes: nowhere is not a directory"),
+    ({"search": {"BLOCK": []}}, "search must map each parameter"),
+])
+def test_bad_specs_name_file_entry_and_what_is_allowed(project, changes, match):
+    with pytest.raises(SpecError, match=match) as e:
+        project(**changes)
+    message = str(e.value)
+    assert "\n" not in message and "gpubench.toml: variant" in message
+
+
+def test_a_users_variant_may_not_take_a_builtin_name(project):
+    (v,) = project(name="tiled")
+    with pytest.raises(SpecError, match="a built-in gemm variant has that name"):
+        Catalog.with_user([v])
+
+
+def test_user_variants_join_the_default_selection(project):
+    (v,) = project()
+    catalog = Catalog.with_user([v])
+    assert [x.name for x in catalog.select("gemm", "cuda", None)] == ["global", "shared", "tiled", "cublas", "mine"]
+
+
+def test_lab_kernel_flag(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lab.cu").write_text("__global__ void gpu_matrix_mult_sm(float *a, float *b, float *c, int m, int n, "
+                                     "int k) {}\n")
+    v = registry.lab_kernel("gemm", "lab.cu:gpu_matrix_mult_sm", None)
+    assert (v.name, v.define, v.args) == ("gpu_matrix_mult_sm", "BLOCK_SIZE", ("A", "B", "C", "M", "K", "N"))
+    launch = v.launch_for(GemmShape(100, 70, 30).dims(), v.configs_for((16,))[0])
+    assert launch.grid == (5, 7, 1) and launch.block == (16, 16, 1)  # x over C's 70 columns, y over its 100 rows
+    named = registry.lab_kernel("gemm", "mine=lab.cu:gpu_matrix_mult_sm", "A,B,C,M,N,K")
+    assert named.name == "mine" and named.args == ("A", "B", "C", "M", "N", "K")
+    with pytest.raises(SpecError, match="give FILE:SYMBOL"):
+        registry.lab_kernel("gemm", "lab.cu", None)

@@ -1,10 +1,17 @@
+"""The results model: versioned JSON with raw samples, checked on every load, migrated from version 1, written
+atomically."""
+
 import json
+import os
+from pathlib import Path
 
 import pytest
 
 from gpubench import results
 from gpubench.errors import GpubenchError
 from gpubench.results import Point, RunWriter
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_round_trip_keeps_every_field(make_run, tmp_path):
@@ -13,15 +20,26 @@ def test_round_trip_keeps_every_field(make_run, tmp_path):
     back = results.load(path)
     assert back == run
     p = back.points[0]
-    assert p.samples_ms == run.points[0].samples_ms and p.stats["median"] == run.points[0].median_ms
+    assert p.samples_ms == run.points[0].samples_ms and p.median_ms == run.points[0].median_ms
     assert p.gflops == pytest.approx(p.flops / p.median_ms / 1e6)
+    assert back.baseline("gemm") == "cublas" and back.baseline("conv") == "cudnn"
+
+
+def test_statistics_are_derived_from_the_samples_not_read_back(make_run, tmp_path):
+    path = results.save(make_run(), tmp_path / "r.json")
+    data = json.loads(path.read_text())
+    assert data["points"][0]["stats"]["median"] > 0  # written for readers such as jq ...
+    data["points"][0]["stats"]["median"] = 1e9  # ... but a reader of gpubench recomputes them
+    data["points"][0]["gflops"] = -1
+    path.write_text(json.dumps(data))
+    p = results.load(path).points[0]
+    assert p.median_ms < 1e3 and p.gflops > 0
 
 
 def test_measured_point_fails_over_tolerance():
     p = Point.measured("gemm", "x", "-", {"m": 1, "n": 1, "k": 1}, samples_ms=[1.0, 2.0, 3.0], flops=2.0,
                        min_bytes=12.0, rel_err=2e-3, tolerance=1e-4, extra={})
-    assert p.status == "fail" and "over tolerance" in p.reason
-    assert p.median_ms == 2.0
+    assert p.status == "fail" and "over tolerance" in p.reason and p.median_ms == 2.0
 
 
 def test_writer_leaves_a_valid_file_after_every_point(make_run, tmp_path):
@@ -35,31 +53,82 @@ def test_writer_leaves_a_valid_file_after_every_point(make_run, tmp_path):
         assert len(on_disk.points) == i + 1 and on_disk.status == "running"
     writer.finish("interrupted")
     assert results.load(tmp_path / "w.json").status == "interrupted"
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_failed_write_keeps_the_last_complete_file(make_run, tmp_path, monkeypatch):
+    path = results.save(make_run(), tmp_path / "r.json")
+    before = path.read_text()
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(GpubenchError, match=r"\(No space left on device\); the file keeps its last complete save"):
+        results.save(make_run(seed=3), path)
+    assert path.read_text() == before and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_version_1_files_still_load():
+    run = results.load(REPO / "results" / "nvidia-h200" / "ci-1.json")
+    assert run.schema_version == 2 and run.baseline("gemm") == "cublas" and run.baseline("conv") == "cudnn"
+    assert len(run.points) == 12 and all(p.status == "ok" and p.median_ms > 0 for p in run.points)
+
+
+def valid_v2() -> dict:
+    point = {"op": "gemm", "variant": "x", "config": "-", "params": {"m": 2, "n": 2, "k": 2}, "status": "ok",
+             "rel_err": 1e-7, "tolerance": 1e-4, "samples_ms": [1.0, 1.1], "flops": 16.0, "min_bytes": 48.0}
+    return {"schema": "gpubench-run", "schema_version": 2, "backend": "cuda", "environment": {}, "settings": {},
+            "points": [point]}
+
+
+def corrupt(**change):
+    data = valid_v2()
+    for key, value in change.items():
+        if key.startswith("p_"):
+            data["points"][0][key[2:]] = value
+        else:
+            data[key] = value
+    return json.dumps(data, allow_nan=True)
 
 
 @pytest.mark.parametrize("content,match", [
     ("", "is empty"),
-    ('{"schema": "gpubench-run", "schema_version": 1, "points": [', "not valid JSON"),
+    ('{"schema": "gpubench-run", "schema_version": 2, "points": [', "not valid JSON"),
     ("[1, 2]", "not a gpubench results file"),
     ('{"schema": "other"}', "not a gpubench results file"),
-    ('{"schema": "gpubench-run", "schema_version": 99}', "schema version 99"),
-    ('{"schema": "gpubench-run", "schema_version": 1, "backend": "cuda", "environment": {}, "settings": {},'
-     ' "points": [{"op": "gemm"}]}', "lacks variant, config, params, status"),
-    ('{"schema": "gpubench-run", "schema_version": 1, "backend": "cuda", "environment": {}, "settings": {},'
-     ' "points": [{"op": "gemm", "variant": "x", "config": "-", "params": {}, "status": "great"}]}', "status 'great'"),
-    ('{"schema": "gpubench-run", "schema_version": 1, "points": []}', "corrupt"),
+    ('{"schema": "gpubench-run", "schema_version": 99}', "schema version 99; this gpubench reads versions 1 to 2; "
+                                                         "upgrade gpubench"),
+    ('{"schema": "gpubench-run", "schema_version": "2"}', "schema version '2'"),
+    ('{"schema": "gpubench-run", "schema_version": 2, "points": []}', "lacks backend"),
+    (corrupt(points=[{"op": "gemm"}]), "lacks variant, config, params, status"),
+    (corrupt(p_status="great"), "status 'great'"),
+    (corrupt(p_samples_ms=[1.0, -2.0]), "samples_ms must be finite positive numbers"),
+    (corrupt(p_samples_ms=[1.0, float("nan")]), "samples_ms must be finite positive"),
+    (corrupt(p_samples_ms=["1"]), "samples_ms must be finite positive"),
+    (corrupt(p_samples_ms=[]), "needs samples_ms"),
+    (corrupt(p_rel_err=0.5), "status ok disagrees with rel_err"),
+    (corrupt(p_tolerance=-1), "tolerance must be a number >= 0"),
+    (corrupt(p_params={"m": 2, "n": 2}), "params must be positive integers m, n, k"),
+    (corrupt(p_params={"m": 2, "n": 2, "k": True}), "params must be positive integers"),
+    (corrupt(p_op="fft"), "op 'fft'"),
+    (corrupt(p_flops=float("inf")), "flops must be a number"),
+    (corrupt(environment=[]), "environment has the wrong type"),
+    (corrupt(status="exploded"), "status 'exploded'"),
 ])
 def test_bad_files_say_what_is_wrong(tmp_path, content, match):
     path = tmp_path / "bad.json"
     path.write_text(content)
-    with pytest.raises(GpubenchError, match=match):
+    with pytest.raises(GpubenchError, match=match) as e:
         results.load(path)
+    assert "\n" not in str(e.value)
 
 
-def test_missing_file(tmp_path):
+def test_missing_file_and_directory(tmp_path):
     with pytest.raises(GpubenchError, match="does not exist"):
         results.load(tmp_path / "nope.json")
+    with pytest.raises(GpubenchError, match="is not a file"):
+        results.load(tmp_path)
 
 
 def test_truncated_real_file(make_run, tmp_path):
@@ -75,4 +144,4 @@ def test_point_keys_identify_points_across_runs(make_run):
     assert [p.key() for p in a.points] == [p.key() for p in b.points]
     assert len({p.key() for p in a.points}) == len(a.points)
     saved = json.loads(a.to_json())
-    assert saved["schema"] == "gpubench-run" and saved["schema_version"] == 1
+    assert saved["schema"] == "gpubench-run" and saved["schema_version"] == 2

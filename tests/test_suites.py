@@ -7,7 +7,7 @@ from gpubench.errors import GpubenchError
 @pytest.mark.parametrize("name", ["lab", "quick", "ci", "resnet"])
 @pytest.mark.parametrize("backend", ["cuda", "cpu"])
 def test_shipped_suites_load(name, backend):
-    s = suites.load(f"configs/{name}.toml", backend)
+    s = suites.load(name, backend)
     assert s.sweeps and all(len(w) > 0 for w in s.sweeps)
 
 
@@ -40,7 +40,18 @@ def write(tmp_path, text):
     ('[[sweep]]\nop = "gemm"', "no shapes"),
     ('[[sweep]]\nop = "gemm"\nmnk = [[1, 2]]', "mnk entries must be"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nblock_sizes = [40]', "allowed 1..32"),
-    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nreps = -1', "reps must be a non-negative int"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nreps = -1', "sweep\\[0\\].reps must be at least 5"),
+    ('[defaults]\nreps = 0\n[[sweep]]\nop = "gemm"\nsizes = [64]', "defaults.reps must be at least 5"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nreps = 5.5', "reps must be an integer"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nbudget = "long"', "budget must be a finite number"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nmax_time = 0', "max_time must be more than 0"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nflush = 1', "flush must be true or false"),
+    ('[[sweep]]\nop = "gemm"\nvariants = ["tiled"]\nsizes = [64]\nblock_sizes = [16]', "applies to the block-size"),
+    ('sweep = 3', "no \\[\\[sweep\\]\\] tables"),
+    ('sweep = [3]', "must be a table"),
+    ('tf32 = "yes"\n[[sweep]]\nop = "gemm"\nsizes = [64]', "tf32 must be a bool"),
+    ('[[sweep]]\nname = 3\nop = "gemm"\nsizes = [64]', "name must be a non-empty string"),
+    ('[[sweep]]\nop = "conv"\nsizes = [64]\npadding = 1.5', "padding must be"),
     ('[defaults]\nwarp = 1\n[[sweep]]\nop = "gemm"\nsizes = [64]', "\\[defaults\\] has unknown key"),
     ('[[sweep]]\nop = "conv"\nsizes = [8]\nbatch = "two"', "batch must be"),
 ])
@@ -58,18 +69,32 @@ def test_impossible_combinations_are_skipped_with_the_reason(tmp_path):
     assert sweep.policy.reps == 7 and sweep.policy.flush is False
 
 
-def test_cpu_backend_runs_its_own_variants(tmp_path):
+def test_cpu_backend_runs_what_it_has_of_the_named_variants(tmp_path):
     s = suites.load(write(tmp_path, '[[sweep]]\nop = "gemm"\nvariants = ["tiled"]\nsizes = [64]'), "cpu")
     assert [v.name for v in s.sweeps[0].variants] == ["numpy"]
-    assert "cpu backend runs its NumPy variants" in s.sweeps[0].skipped[0][1]
+    assert "not on the cpu backend; it runs its NumPy variants" in s.sweeps[0].skipped[0][1]
+    s = suites.load(write(tmp_path, '[[sweep]]\nop = "conv"\nvariants = ["sliding", "cudnn"]\nsizes = [64]'), "cpu")
+    assert [v.name for v in s.sweeps[0].variants] == ["sliding"]
 
 
 def test_defaults_apply_and_sweeps_override(tmp_path):
     s = suites.load(write(tmp_path, '[defaults]\nreps = 9\nbudget = 2\n[[sweep]]\nop = "gemm"\nsizes = [64]\n'
-                                    '[[sweep]]\nop = "gemm"\nsizes = [64]\nreps = 3\nmax_noise = 0.02'))
+                                    '[[sweep]]\nop = "gemm"\nsizes = [64]\nreps = 6\nmax_noise = 0.02'))
     a, b = s.sweeps
     assert (a.policy.reps, a.policy.budget_s, a.policy.max_noise) == (9, 2.0, None)
-    assert (b.policy.reps, b.policy.budget_s, b.policy.max_noise, b.policy.min_reps) == (3, 2.0, 0.02, 3)
+    assert (b.policy.reps, b.policy.budget_s, b.policy.max_noise, b.policy.min_reps) == (6, 2.0, 0.02, 5)
+
+
+def test_a_projects_variants_can_be_named(tmp_path):
+    from gpubench import registry
+
+    (tmp_path / "k.py").write_text("def k(A, B, C, M, N, K):\n    C[...] = A @ B\n")
+    mine = registry.parse_specs({"variant": [{"name": "mine", "op": "gemm", "source": "k.py", "kernel": "k",
+                                              "args": ["A", "B", "C", "M", "N", "K"]}]}, "gpubench.toml", tmp_path)
+    catalog = registry.Catalog.with_user(mine)
+    s = suites.load(write(tmp_path, '[[sweep]]\nop = "gemm"\nvariants = ["mine", "numpy"]\nsizes = [64]'), "cpu",
+                    catalog)
+    assert [v.name for v in s.sweeps[0].variants] == ["numpy", "mine"]
 
 
 def test_shipped_lists_every_suite():

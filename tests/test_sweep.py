@@ -1,109 +1,69 @@
-"""The sweep engine: points are saved as they finish; skips, errors and Ctrl-C never lose finished work."""
+"""Sweeps become tasks with every configuration resolved before anything runs; finished points are saved as they
+come and Ctrl-C keeps them."""
 
-import pytest
-
-from gpubench import registry, results
-from gpubench.backends import Skip
-from gpubench.backends.cpu import CpuBackend
-from gpubench.problems import GemmShape
-from gpubench.results import Run, RunWriter
-from gpubench.sweep import Sweep, run_sweeps
+from gpubench import registry, results, sweep
+from gpubench.problems import GemmShape, conv_shape
+from gpubench.results import Point, Run, RunWriter
+from gpubench.sweep import Sweep
 from gpubench.timing import TimingPolicy
+from gpubench.variant import Axis
 
-FAST = TimingPolicy(warmup=0, reps=2, min_reps=2)
-
-
-def sweep(sizes):
-    return Sweep("t", "gemm", registry.select("gemm", "cpu", None), [GemmShape(s, s, s) for s in sizes], (16,),
-                 FAST)
+FAST = TimingPolicy(warmup=0, reps=5, min_reps=5)
+CATALOG = registry.Catalog(registry.builtin())
 
 
-def writer(tmp_path):
-    return RunWriter(Run(backend="cpu", environment={}, settings={}), tmp_path / "r.json")
+def test_length_counts_block_and_tile_configurations():
+    s = Sweep("t", "gemm", CATALOG.select("gemm", "cuda", None), [GemmShape(64, 64, 64)], (8, 16), FAST)
+    # global and shared × 2 block sizes, tiled × 2 tile configs, cublas × 1
+    assert len(s) == 2 * 2 + 2 + 1
 
 
-class Flaky(CpuBackend):
-    """Behaves like the CPU backend except at chosen shapes."""
-
-    def __init__(self, skip=(), error=(), interrupt=(), oom=()):
-        self.skip, self.error, self.interrupt, self.oom = skip, error, interrupt, oom
-
-    def inputs(self, shape, seed):
-        if shape.m in self.oom:
-            raise Skip("the inputs would not fit in device memory (0.1 GiB free)")
-        return super().inputs(shape, seed)
-
-    def prepare(self, variant, config, shape, inputs):
-        if shape.m in self.skip:
-            raise Skip("not launchable here")
-        if shape.m in self.error:
-            raise RuntimeError("illegal memory access\nsecond line")
-        if shape.m in self.interrupt:
-            raise KeyboardInterrupt
-        return super().prepare(variant, config, shape, inputs)
+def test_one_task_per_shape_seeded_by_its_index_in_sweep_order():
+    s = Sweep("t", "conv", CATALOG.select("conv", "cpu", None), [conv_shape(20, 1), conv_shape(20, 2)], (16,), FAST)
+    work = sweep.tasks([s], seed=5)
+    assert [t.seed for t in work] == [5, 6]
+    assert [[p.variant.name for p in t.points] for t in work] == [["sliding", "im2col"]] * 2
+    assert [p.index for p in work[0].points] == [0, 1]
 
 
-def test_skips_and_errors_are_recorded_and_the_sweep_goes_on(tmp_path):
-    w = writer(tmp_path)
-    status = run_sweeps(Flaky(skip=(16,), error=(24,), oom=(40,)), [sweep([16, 24, 32, 40])], w, seed=0)
-    assert status == "complete"
-    saved = results.load(tmp_path / "r.json")
-    assert [(p.params["m"], p.status) for p in saved.points] == [(16, "skipped"), (24, "error"), (32, "ok"),
-                                                                   (40, "skipped")]
-    assert saved.points[0].reason == "not launchable here"
-    assert saved.points[1].reason == "RuntimeError: illegal memory access"
-    assert "would not fit in device memory" in saved.points[3].reason
-    assert saved.status == "complete"
+def test_tuned_configurations_are_resolved_before_the_backend_sees_them():
+    tuned = CATALOG.get("gemm", "cuda", "tuned")
+    assert tuned.axis == Axis.TUNED
+    s = Sweep("t", "gemm", [tuned, CATALOG.get("gemm", "cuda", "tiled")], [GemmShape(64, 64, 64)], (16,), FAST)
+    chosen = tuned.config({**tuned.configs[0].values, "BM": 256})
+
+    def resolve(variant, shape, config):
+        return (chosen, {"tuned": True}) if variant.axis == Axis.TUNED else (config, {})
+
+    (task,) = sweep.tasks([s], 0, resolve)
+    assert task.points[0].config == chosen and task.points[0].note == {"tuned": True}
+    assert task.points[1].config.label == "128x128x8/8x8"
+
+
+class Replay:
+    """An executor that reports prepared points, then maybe a Ctrl-C."""
+
+    def __init__(self, n, interrupt_after=None):
+        self.n, self.interrupt_after = n, interrupt_after
+
+    def run_all(self, work, on_point):
+        for i in range(self.n):
+            if i == self.interrupt_after:
+                raise KeyboardInterrupt
+            on_point(Point("gemm", "numpy", "-", {"m": i + 1, "n": 1, "k": 1}, "skipped", reason="test"))
+
+
+def test_every_point_is_on_disk_when_it_is_reported(tmp_path):
+    writer = RunWriter(Run(backend="cpu", environment={}, settings={}), tmp_path / "r.json")
+    seen = []
+    status = sweep.run(Replay(3), [], writer, on_point=lambda p: seen.append(len(results.load(tmp_path / "r.json")
+                                                                                      .points)))
+    assert status == "complete" and seen == [1, 2, 3]
+    assert results.load(tmp_path / "r.json").status == "complete"
 
 
 def test_ctrl_c_keeps_the_finished_points(tmp_path):
-    w = writer(tmp_path)
-    status = run_sweeps(Flaky(interrupt=(48,)), [sweep([16, 32, 48, 64])], w, seed=0)
-    assert status == "interrupted"
+    writer = RunWriter(Run(backend="cpu", environment={}, settings={}), tmp_path / "r.json")
+    assert sweep.run(Replay(5, interrupt_after=2), [], writer) == "interrupted"
     saved = results.load(tmp_path / "r.json")
-    assert saved.status == "interrupted"
-    assert [p.params["m"] for p in saved.points] == [16, 32]
-
-
-def test_points_follow_sweep_order_and_each_gets_fresh_inputs(tmp_path):
-    seen = []
-
-    class Recording(CpuBackend):
-        def inputs(self, shape, seed):
-            seen.append(seed)
-            return super().inputs(shape, seed)
-
-    s = Sweep("t", "conv", registry.select("conv", "cpu", None), [], (16,), FAST)
-    from gpubench.problems import conv_shape
-
-    s.shapes = [conv_shape(20, 1), conv_shape(20, 2)]
-    run_sweeps(Recording(), [s], writer(tmp_path), seed=5)
-    saved = results.load(tmp_path / "r.json")
-    assert [(p.variant, p.params["stride"]) for p in saved.points] == [("sliding", 1), ("im2col", 1), ("sliding", 2),
-                                                                       ("im2col", 2)]
-    assert seen == [5, 6]
-    assert all(p.status == "ok" for p in saved.points)
-
-
-def test_inputs_are_random_not_zero(cpu):
-    x = cpu.inputs(GemmShape(64, 64, 64), seed=1)["a"]
-    assert x.min() < -0.5 and x.max() > 0.5 and abs(float(x.mean())) < 0.1
-    assert not (cpu.inputs(GemmShape(64, 64, 64), seed=2)["a"] == x).all()
-
-
-def test_sweep_length_counts_block_configs():
-    s = Sweep("t", "gemm", registry.select("gemm", "cuda", None), [GemmShape(64, 64, 64)], (8, 16), FAST)
-    # global and shared × 2 block sizes, tiled × 2 tile configs, cublas × 1
-    assert len(s) == 2 * 2 + len(registry.TILED_CONFIGS) + 1
-
-
-@pytest.mark.parametrize("op", ["gemm", "conv"])
-def test_cpu_variants_pass_their_own_check(cpu, op):
-    from gpubench.problems import conv_shape
-    from gpubench.sweep import verify
-
-    shape = GemmShape(33, 17, 9) if op == "gemm" else conv_shape(17, 2, batch=2, in_channels=3, out_channels=4)
-    inputs = cpu.inputs(shape, 0)
-    ref = cpu.reference(shape, inputs)
-    for v in registry.variants(op, "cpu"):
-        assert verify(cpu, cpu.prepare(v, registry.NO_CONFIG, shape, inputs), ref) < 1e-5
+    assert saved.status == "interrupted" and [p.params["m"] for p in saved.points] == [1, 2]

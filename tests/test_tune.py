@@ -1,3 +1,6 @@
+"""The tuner's search: its space comes from the spec's [variant.search] and constraints, and it runs candidates in
+a worker like any sweep point (here on the CPU, with a Python function as the 'kernel')."""
+
 import json
 
 import pytest
@@ -6,68 +9,57 @@ from gpubench import registry, tune
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
 
+TUNED = registry.Catalog(registry.builtin()).get("gemm", "cuda", "tuned")
 
-def test_candidates_are_valid_reproducible_and_start_with_the_default():
-    a, b = tune.candidates(20, seed=3), tune.candidates(20, seed=3)
+
+def test_space_meets_the_constraints():
+    space = tune.space(TUNED)
+    assert space and all(TUNED.satisfies(c) is None for c in space)
+    threads = {TUNED.launch_for({"M": 1, "N": 1, "K": 1}, c).threads for c in space}
+    assert threads <= {128, 256, 512}
+
+
+def test_candidates_are_reproducible_and_start_with_the_variants_own():
+    a, b = tune.candidates(TUNED, 20, seed=3), tune.candidates(TUNED, 20, seed=3)
     assert [c.label for c in a] == [c.label for c in b] and len(a) == 20
-    assert a[0] == registry.get("gemm", "cuda", tune.SEARCH_VARIANT).configs[0]
-    assert all(registry.valid_warp_config(c.values) for c in a)
-    assert [c.label for c in tune.candidates(20, seed=4)] != [c.label for c in a]
-
-
-def test_lookup_prefers_the_same_shape_then_the_nearest(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUBENCH_TUNED", str(tmp_path))
-    assert tune.lookup("NVIDIA H200", "tuned", GemmShape(64, 64, 64)) is None
-    small = registry.warp_config(64, 64, 8, 32, 32, 4, 8, 2)
-    big = registry.warp_config(128, 128, 16, 64, 32, 8, 8, 2, swizzle=8, min_blocks=2)
-    entries = [{"variant": "tuned", "shape": [1024, 1024, 1024], "params": small.values},
-               {"variant": "tuned", "shape": [8192, 8192, 8192], "params": big.values}]
-    tune.cache_path("NVIDIA H200").write_text(json.dumps({"device": "NVIDIA H200", "entries": entries}))
-    assert tune.lookup("NVIDIA H200", "tuned", GemmShape(8192, 8192, 8192)) == big
-    assert tune.lookup("NVIDIA H200", "tuned", GemmShape(1000, 1000, 1000)) == small
-    assert tune.lookup("NVIDIA H200", "tuned", GemmShape(6000, 6000, 6000)) == big
-    assert tune.lookup("NVIDIA H100 80GB HBM3", "tuned", GemmShape(8192, 8192, 8192)) is None
-
-
-def test_corrupt_cache_is_a_one_line_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUBENCH_TUNED", str(tmp_path))
-    tune.cache_path("gpu").write_text("{not json")
-    with pytest.raises(GpubenchError, match="tuning cache .* is corrupt"):
-        tune.lookup("gpu", "tuned", GemmShape(1, 1, 1))
+    assert a[0] == TUNED.configs[0]
+    assert [c.label for c in tune.candidates(TUNED, 20, seed=4)] != [c.label for c in a]
 
 
 def test_neighbours_differ_in_one_parameter_and_are_valid():
-    c = registry.warp_config(128, 128, 8, 64, 32, 8, 8, 2)
-    near = tune.neighbours(c)
-    assert near and all(registry.valid_warp_config(n.values) for n in near)
+    c = TUNED.configs[0]
+    near = tune.neighbours(TUNED, c)
+    assert near and all(TUNED.satisfies(n) is None for n in near)
     assert all(sum(n.values[k] != c.values[k] for k in c.values) == 1 for n in near)
-    assert registry.warp_config(128, 128, 8, 64, 32, 8, 8, 2, swizzle=8).label in {n.label for n in near}
 
 
-def test_tune_end_to_end_with_a_stand_in_backend(tmp_path, monkeypatch):
-    """The search itself on the CPU: a backend whose 'kernel' is NumPy and whose speed depends on BK."""
-    from gpubench.backends import Prepared
-    from gpubench.backends.cpu import CpuBackend
+def test_a_variant_without_a_search_space_says_so():
+    with pytest.raises(GpubenchError, match="no search space"):
+        tune.space(registry.Catalog(registry.builtin()).get("gemm", "cuda", "tiled"))
 
-    monkeypatch.setenv("GPUBENCH_TUNED", str(tmp_path))
-    monkeypatch.setattr(tune, "precompile", lambda backend, variant, configs: list(configs))
 
-    class StandIn(CpuBackend):
-        device_name = "Stand-in GPU"
-        calls: list = []
+def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
+    """A Python 'kernel' whose speed depends on its parameter, searched, verified and saved per shape."""
+    (tmp_path / "k.py").write_text(
+        "import time\nimport numpy as np\n"
+        "def blocked(A, B, C, M, N, K, TILE, EXTRA):\n"
+        "    time.sleep(0.0005 * TILE)\n"
+        "    np.matmul(A, B, out=C)\n"
+        "    if TILE == 3:\n        C *= 2  # a wrong answer: must never win\n")
+    (variant,) = registry.parse_specs({"variant": [{
+        "name": "blocked", "op": "gemm", "source": "k.py", "kernel": "blocked", "args": ["A", "B", "C", "M", "N", "K"],
+        "configs": [{"TILE": 4, "EXTRA": 0}], "label": "t{TILE} e{EXTRA}",
+        "search": {"TILE": [1, 2, 3, 4], "EXTRA": [0, 1]}, "constraints": ["TILE != 2 or EXTRA == 0"]}]},
+        "gpubench.toml", tmp_path)
+    lines = []
 
-        def prepare(self, variant, config, shape, inputs):
-            real = super().prepare(registry.get("gemm", "cpu", "numpy"), config, shape, inputs)
-            if config.values["BM"] == 64:
-                raise RuntimeError("too many resources requested for launch")
-            self.calls.append(config.label)
-            return Prepared(real.run, real.output)
+    class Out:
+        def print(self, text):
+            lines.append(text)
 
-    seen = []
-    path = tune.tune(StandIn(), [GemmShape(48, 40, 32)], tune.candidates(6, seed=1), seed=0, refine=1,
-                     on_result=lambda shape, config, ms, why: seen.append((config.label, ms, why)))
+    path = tune.run(variant, [GemmShape(24, 20, 16)], count=3, refine=2, seed=0, timeout_s=60, tuned_dir=tmp_path,
+                    out=Out())
     entry = json.loads(path.read_text())["entries"][0]
-    assert entry["shape"] == [48, 40, 32] and entry["variant"] == "tuned"
-    assert entry["tried"] == len(StandIn.calls) > 6  # the sample, then the neighbours of the best two
-    assert any("too many resources" in why for _, ms, why in seen if ms is None)
-    assert tune.lookup("Stand-in GPU", "tuned", GemmShape(48, 40, 32)).values["BM"] != 64
+    assert entry["variant"] == "blocked" and entry["params"]["TILE"] == 1  # the fastest correct one
+    assert entry["shape"] == {"m": 24, "n": 20, "k": 16} and entry["tried"] >= 3
+    assert any("fail" in line for line in lines)  # TILE=3 was tried and refused

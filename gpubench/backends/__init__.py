@@ -1,8 +1,9 @@
-"""Backends run registry variants on one kind of hardware.
+"""Backends run variants on one kind of hardware.
 
 A backend turns (variant, configuration, shape, inputs) into a :class:`Prepared` call: a closure that runs the
 variant once, the array it writes, and any sub-steps worth timing on their own. Everything else (checking,
-timing, saving) is shared and lives in :mod:`gpubench.sweep`.
+timing) is shared and lives in :mod:`gpubench.runner`. A backend is told which configuration to run; it never
+looks one up itself.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gpubench import reference
-from gpubench.problems import ConvShape, GemmShape
+from gpubench.errors import Skip
+from gpubench.problems import ARRAYS, ConvShape, GemmShape
 
-
-class Skip(Exception):
-    """This point cannot run here (it does not fit, or the device cannot launch it): recorded as skipped."""
+__all__ = ["ArrayBackend", "Prepared", "Skip", "open_backend", "kernel_arguments"]
 
 
 @dataclass
@@ -33,22 +33,43 @@ class ArrayBackend:
     name = "?"
     xp: Any = None
 
+    out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
+
+    def fits(self, make, what: str):
+        """make(), or Skip naming `what` when the memory it asks for is not there."""
+        try:
+            return make()
+        except self.out_of_memory:
+            self.collect()
+            raise Skip(f"{what} would not fit in {self.memory_name}{self.free_text()}") from None
+
+    memory_name = "memory"
+
+    def free_text(self) -> str:
+        return ""
+
     def inputs(self, shape, seed: int) -> dict:
+        return self.fits(lambda: self._inputs(shape, seed), "the inputs")
+
+    def _inputs(self, shape, seed: int) -> dict:
         rng = self.xp.random.default_rng(seed)
 
         def uniform(*dims):  # symmetric around 0, so sums cancel as in real data, never all zeros
             return rng.random(dims, dtype=self.xp.float32) * 2 - 1
 
         if isinstance(shape, GemmShape):
-            return {"a": uniform(shape.m, shape.k), "b": uniform(shape.k, shape.n)}
+            return {"A": uniform(shape.m, shape.k), "B": uniform(shape.k, shape.n)}
         return {
             "x": uniform(shape.batch, shape.in_channels, shape.height, shape.width),
             "w": uniform(shape.out_channels, shape.in_channels, shape.kernel, shape.kernel),
         }
 
     def reference(self, shape, inputs: dict):
+        return self.fits(lambda: self._reference(shape, inputs), "the float64 reference")
+
+    def _reference(self, shape, inputs: dict):
         if isinstance(shape, GemmShape):
-            return reference.gemm(self.xp, inputs["a"], inputs["b"])
+            return reference.gemm(self.xp, inputs["A"], inputs["B"])
         return reference.conv_sliding(self.xp, inputs["x"], inputs["w"], shape.stride, shape.pad)
 
     def output(self, shape):
@@ -57,7 +78,7 @@ class ArrayBackend:
         else:
             assert isinstance(shape, ConvShape)
             dims = (shape.batch, shape.out_channels, shape.out_height, shape.out_width)
-        return self.xp.empty(dims, dtype=self.xp.float32)
+        return self.fits(lambda: self.xp.empty(dims, dtype=self.xp.float32), "the output")
 
     def rel_err(self, output, ref) -> float:
         return reference.rel_err(self.xp, output, ref)
@@ -65,14 +86,32 @@ class ArrayBackend:
     def poison(self, output) -> None:
         output.fill(float("nan"))
 
-    def check_variants(self, variants) -> None:
-        """Raise GpubenchError if a library some variant needs is missing."""
-
     def tolerance(self, variant) -> float:
         return variant.tolerance
 
     def collect(self) -> None:
         """Give back memory between shapes (CuPy keeps freed blocks in its pool)."""
+
+    def healthy(self) -> bool:
+        """Whether this process can go on after a point raised (a CUDA kernel's fault poisons its context)."""
+        return True
+
+
+def kernel_arguments(variant, shape, inputs: dict, out, pointer=lambda a: a) -> tuple[str, tuple]:
+    """The values a kernel receives, in the order its spec gives: arrays (through `pointer`) and int dims.
+
+    Returns (PyCUDA's prepared-call format: "P" per pointer, "i" per int, the values)."""
+    arrays = {**inputs, ARRAYS[shape.op][2]: out}
+    dims = shape.dims()
+    fmt, values = "", []
+    for name in variant.args:
+        if name in arrays:
+            fmt += "P"
+            values.append(pointer(arrays[name]))
+        else:
+            fmt += "i"
+            values.append(dims[name])
+    return fmt, tuple(values)
 
 
 def open_backend(name: str, *, tf32: bool = False):

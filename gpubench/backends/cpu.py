@@ -1,15 +1,23 @@
-"""The CPU backend: NumPy runs the same sweeps, tables and saved results, so the tool works without a GPU."""
+"""The CPU backend: NumPy runs the same sweeps, tables and saved results, so the tool works without a GPU.
+
+Besides the built-in NumPy variants it runs a project's own CPU functions (``runner = "python"``): a function in
+a .py file that takes the spec's arguments in order, writes the output array in place like a kernel, and gets
+its configuration's parameters as keyword arguments.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import platform
 
 import numpy as np
 
 from gpubench import reference
-from gpubench.backends import ArrayBackend, Prepared
-from gpubench.problems import ConvShape
+from gpubench.backends import ArrayBackend, Prepared, kernel_arguments
+from gpubench.errors import GpubenchError, Skip
+from gpubench.problems import ConvShape, GemmShape
 from gpubench.timing import HostClock
 
 
@@ -23,11 +31,38 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def _available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (None where there is no such file)."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def bytes_needed(shape) -> int:
+    """float32 inputs and output, the float64 reference and a float64 copy of the inputs while it is made."""
+    if isinstance(shape, GemmShape):
+        ins, out = shape.m * shape.k + shape.k * shape.n, shape.m * shape.n
+    else:
+        ins, out = shape.input_elems + shape.filter_elems, shape.output_elems
+    return 4 * (ins + out) + 8 * (ins + 2 * out)
+
+
 class CpuBackend(ArrayBackend):
     name = "cpu"
     xp = np
     clock = HostClock()
     flushes = False
+    memory_name = "host memory"
+
+    def __init__(self):
+        self._functions: dict = {}
+
+    def describe(self) -> dict:
+        return {"device": f"CPU: {_cpu_name()}", "arch": None, "max_threads": None, "libraries": {}}
 
     def environment(self) -> dict:
         return {
@@ -35,13 +70,27 @@ class CpuBackend(ArrayBackend):
             "software": {"numpy": np.__version__},
         }
 
-    def check_block_sizes(self, block_sizes) -> None:
-        pass  # no thread blocks on the CPU
+    def free_text(self) -> str:
+        free = _available_bytes()
+        return f" ({free / 2**30:.1f} GiB available)" if free is not None else ""
+
+    def inputs(self, shape, seed: int) -> dict:
+        # Asking the OS for more than it has can end in the OOM killer rather than a MemoryError: check first.
+        free = _available_bytes()
+        if free is not None and bytes_needed(shape) > free:
+            raise Skip(f"the inputs and the float64 reference ({bytes_needed(shape) / 2**30:.1f} GiB) would not "
+                       f"fit in host memory{self.free_text()}")
+        return super().inputs(shape, seed)
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:
         out = self.output(shape)
+        if variant.runner == "python":
+            fn = self._function(variant)
+            _, args = kernel_arguments(variant, shape, inputs, out)
+            params = config.values
+            return Prepared(lambda: fn(*args, **params), out)
         if variant.runner == "numpy":
-            a, b = inputs["a"], inputs["b"]
+            a, b = inputs["A"], inputs["B"]
             return Prepared(lambda: np.matmul(a, b, out=out), out)
         assert isinstance(shape, ConvShape)
         x, w = inputs["x"], inputs["w"]
@@ -51,3 +100,20 @@ class CpuBackend(ArrayBackend):
             out[...] = conv(np, x, w, shape.stride, shape.pad, dtype=np.float32)
 
         return Prepared(run, out)
+
+    def _function(self, variant):
+        """The project's function, imported once from its file (a module of its own, named by the path)."""
+        path = variant.source
+        if path not in self._functions:
+            name = "gpubench_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as e:  # the user's module failed to import: that point is an error, with the cause
+                raise GpubenchError(f"importing {path} failed: {type(e).__name__}: {e}") from None
+            self._functions[path] = module
+        fn = getattr(self._functions[path], variant.kernel, None)
+        if not callable(fn):
+            raise GpubenchError(f"{path} has no function {variant.kernel}")
+        return fn

@@ -13,14 +13,12 @@ import subprocess
 import numpy as np
 
 from gpubench import nvcc, registry
-from gpubench.backends import ArrayBackend, Prepared, Skip
-from gpubench.errors import GpubenchError
+from gpubench.backends import ArrayBackend, Prepared, kernel_arguments
+from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import ConvShape, GemmShape
-from gpubench.registry import Launch, cdiv
-from gpubench.timing import TimingPolicy, measure
+from gpubench.timing import TimingPolicy, measure, summarize
+from gpubench.variant import TF32_TOL, Launch
 
-GEMM_ARGS = "PPPiii"  # A, B, C, M, N, K
-CONV_ARGS = "PPP" + "i" * 11  # x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW
 MAX_GRID_YZ = 65535
 SPIN_NS = 50_000  # cover for the host's launch latency when L2 is not flushed (see timing_spin.cu)
 PLAN_SEARCH = TimingPolicy(warmup=1, reps=5, min_reps=3, budget_s=0.2)  # cuDNN's plan search, not the timing
@@ -89,10 +87,12 @@ class CudaClock:
 class CudaBackend(ArrayBackend):
     name = "cuda"
     flushes = True
+    memory_name = "device memory"
 
     def __init__(self, tf32: bool = False):
         self.drv, self.cp = import_gpu_stack()
         self.xp = self.cp
+        self.out_of_memory = (self.cp.cuda.memory.OutOfMemoryError, MemoryError)
         self.tf32 = tf32
         self.device = self.drv.Context.get_device()
         major, minor = self.device.compute_capability()
@@ -104,10 +104,17 @@ class CudaBackend(ArrayBackend):
         self.device_name = self.device.name()
         self._modules: dict = {}
         self._cudnn: dict = {}
-        spin = self.function("timing_spin.cu", "spin", {})
+        spin = self.function(registry.kernels_dir() / "timing_spin.cu", "spin", {})
         self.clock = CudaClock(self.cp, self.l2_bytes, lambda: spin(np.int64(SPIN_NS), block=(1, 1, 1), grid=(1, 1)))
 
     # --- environment and limits -------------------------------------------------------------------------------
+
+    def describe(self) -> dict:
+        """What the coordinator needs before it plans: the device, its limits, the libraries here."""
+        from gpubench.backends import cudnn_conv
+
+        return {"device": self.device_name, "arch": self.arch, "max_threads": self.max_threads,
+                "smem_optin": self.smem_optin, "libraries": {"cudnn": cudnn_conv.cudnn_version()}}
 
     def environment(self) -> dict:
         from gpubench.backends import cudnn_conv
@@ -123,6 +130,7 @@ class CudaBackend(ArrayBackend):
         return {
             "device": {
                 "name": d.name(), "kind": "cuda", "compute_capability": f"{major}.{minor}",
+                "pci_bus_id": d.pci_bus_id(),
                 "sm_count": d.get_attribute(a.MULTIPROCESSOR_COUNT),
                 "sm_clock_max_mhz": d.get_attribute(a.CLOCK_RATE) // 1000,
                 "memory_clock_max_mhz": d.get_attribute(a.MEMORY_CLOCK_RATE) // 1000,
@@ -131,7 +139,7 @@ class CudaBackend(ArrayBackend):
                 "l2_bytes": self.l2_bytes,
                 "smem_per_block_optin": d.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
                 "copy_gbps": round(self.copy_bandwidth()),
-                **_nvidia_smi(),
+                **_nvidia_smi(d.pci_bus_id()),
             },
             "software": {
                 "cuda_driver_api": f"{drv_ver // 1000}.{drv_ver % 1000 // 10}",
@@ -147,56 +155,42 @@ class CudaBackend(ArrayBackend):
         cp = self.cp
         src, dst = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
         samples = measure(lambda: cp.copyto(dst, src), self.clock, TimingPolicy(warmup=2, reps=10, budget_s=0.5))
-        return 2 * nbytes / sorted(samples.samples_ms)[len(samples.samples_ms) // 2] / 1e6
-
-    def check_block_sizes(self, block_sizes) -> None:
-        for b in block_sizes:
-            if b * b > self.max_threads:
-                raise GpubenchError(f"--block-sizes: {b} means {b * b} threads per block, over this GPU's limit of "
-                                    f"{self.max_threads}; allowed: 1..{math.isqrt(self.max_threads)}")
-
-    def check_variants(self, variants) -> None:
-        """Libraries a sweep needs must be there before it starts, not discovered at its 100th point."""
-        if any(v.runner == "cudnn" for v in variants):
-            from gpubench.backends import cudnn_conv
-
-            if cudnn_conv.cudnn_version() is None:
-                raise GpubenchError("cuDNN is not available (pip install nvidia-cudnn-frontend, with cuDNN 9 "
-                                    "libraries): install it, or leave out the cudnn variants with --variants")
+        return 2 * nbytes / summarize(samples.samples_ms).median / 1e6
 
     def tolerance(self, variant) -> float:
         uses_library = variant.runner in ("cublas", "cudnn") or variant.options.get("gemm") == "cublas"
-        return registry.TF32_TOL if self.tf32 and uses_library else variant.tolerance
+        return TF32_TOL if self.tf32 and uses_library else variant.tolerance
 
     def collect(self) -> None:
         self.cp.get_default_memory_pool().free_all_blocks()
 
-    # --- memory: anything that does not fit becomes a skipped point -------------------------------------------
+    def free_text(self) -> str:
+        return f" ({self.cp.cuda.runtime.memGetInfo()[0] / 2**30:.1f} GiB free)"
 
-    def _fits(self, make, what: str):
+    def healthy(self) -> bool:
+        """False once a kernel has faulted: CUDA's errors of that kind are sticky for the whole context."""
         try:
-            return make()
-        except self.cp.cuda.memory.OutOfMemoryError:
-            self.collect()
-            free = self.cp.cuda.runtime.memGetInfo()[0]
-            raise Skip(f"{what} would not fit in device memory ({free / 2**30:.1f} GiB free)") from None
-
-    def inputs(self, shape, seed):
-        return self._fits(lambda: super(CudaBackend, self).inputs(shape, seed), "the inputs")
-
-    def reference(self, shape, inputs):
-        return self._fits(lambda: super(CudaBackend, self).reference(shape, inputs), "the float64 reference")
+            probe = self.cp.zeros(1, dtype=self.cp.float32)
+            probe += 1
+            self.cp.cuda.runtime.deviceSynchronize()
+            return float(probe[0]) == 1.0
+        except Exception:
+            return False
 
     # --- kernels ----------------------------------------------------------------------------------------------
 
-    def function(self, source: str, symbol: str, params: dict, arch: str | None = None):
+    def function(self, source, symbol: str, params: dict, arch: str | None = None, includes=()):
         arch = arch or self.arch
         if not arch.startswith(self.arch):
             raise Skip(f"needs {arch}; this GPU is {self.arch}")
-        key = (source, tuple(sorted(params.items())), arch)
+        key = (str(source), tuple(sorted(params.items())), arch)
         if key not in self._modules:
-            self._modules[key] = self.drv.module_from_file(str(nvcc.compile_cubin(source, arch, params)))
+            cubin = nvcc.compile_cubin(source, arch, params, includes=includes)
+            self._modules[key] = self.drv.module_from_file(str(cubin))
         return self._modules[key].get_function(symbol)
+
+    def kernel(self, variant, params: dict, symbol: str | None = None):
+        return self.function(variant.source, symbol or variant.kernel, params, variant.arch, variant.includes)
 
     def launcher(self, fn, launch: Launch, fmt: str, args: tuple):
         fa = self.drv.function_attribute
@@ -214,28 +208,18 @@ class CudaBackend(ArrayBackend):
         return lambda: fn.prepared_call(grid, block, *args, shared_size=smem)
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:
-        out = self._fits(lambda: self.output(shape), "the output")
-        params, extra = config.values, {"tf32": True} if variant.options.get("tf32") else {}
-        if variant.axis == "tuned":
-            from gpubench import tune
-
-            found = tune.lookup(self.device_name, variant.name, shape)
-            params = found.values if found else params
-            extra = {"params": (found or config).label, "tuned": found is not None}
+        out = self.output(shape)
+        params = config.values
         if variant.runner == "kernel":
-            fn = self.function(variant.source, variant.kernel, params, variant.arch)
-            launch = variant.launch(shape, params)
-            if isinstance(shape, GemmShape):
-                args = (_ptr(inputs["a"]), _ptr(inputs["b"]), _ptr(out), shape.m, shape.n, shape.k)
-                return Prepared(self.launcher(fn, launch, GEMM_ARGS, args), out, extra=extra)
-            return Prepared(self.launcher(fn, launch, CONV_ARGS, (_ptr(inputs["x"]), _ptr(inputs["w"]), _ptr(out),
-                                                                  *_conv_ints(shape))), out, extra=extra)
+            fn = self.kernel(variant, params)
+            fmt, args = kernel_arguments(variant, shape, inputs, out, pointer=_ptr)
+            extra = {"tf32": True} if variant.tf32 else {}
+            return Prepared(self.launcher(fn, variant.launch_for(shape.dims(), config), fmt, args), out, extra=extra)
         if variant.runner == "cublas":
-            a, b = inputs["a"], inputs["b"]
-            run = self._cublas_gemm(shape.m, shape.n, shape.k, a, 0, b, 0, out, 0, 1)
+            run = self._cublas_gemm(shape.m, shape.n, shape.k, inputs["A"], 0, inputs["B"], 0, out, 0, 1)
             return Prepared(run, out, extra=self._library_extra())
         if variant.runner == "im2col":
-            return self._im2col(variant, params, shape, inputs, out)
+            return self._im2col(variant, config, shape, inputs, out)
         if variant.runner == "cudnn":
             return self._cudnn_run(variant, shape, inputs, out)
         raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.runner!r})")
@@ -262,25 +246,26 @@ class CudaBackend(ArrayBackend):
 
         return run
 
-    def _im2col(self, variant, params, shape: ConvShape, inputs, out) -> Prepared:
+    def _im2col(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
         crs, pixels, n = shape.gemm_k, shape.out_pixels, shape.batch
-        cols = self._fits(lambda: self.cp.empty((n, crs, pixels), dtype=self.cp.float32),
-                          f"the column matrix ({4 * n * crs * pixels / 2**30:.1f} GiB)")
+        cols = self.fits(lambda: self.cp.empty((n, crs, pixels), dtype=self.cp.float32),
+                         f"the column matrix ({4 * n * crs * pixels / 2**30:.1f} GiB)")
+        # The unfold kernel's launch: x over output pixels (256 a block), y over the C·R·S rows, z over images.
         unfold = self.launcher(
-            self.function(variant.source, variant.kernel, {}), Launch((cdiv(pixels, 256), crs, n), (256, 1, 1)),
+            self.kernel(variant, {}), Launch((-(-pixels // 256), crs, n), (256, 1, 1)),
             "PP" + "i" * 10, (_ptr(inputs["x"]), _ptr(cols), shape.batch, shape.in_channels, shape.height,
                               shape.width, shape.kernel, shape.kernel, shape.stride, shape.pad, shape.out_height,
                               shape.out_width))
         k = shape.out_channels
         w = inputs["w"]
-        if variant.options["gemm"] == "cublas":
+        if variant.companion is None:  # options.gemm = "cublas"
             gemm = self._cublas_gemm(k, pixels, crs, w, 0, cols, crs * pixels, out, k * pixels, n)
             extra = self._library_extra()
-        else:
-            tiled = registry.get("gemm", "cuda", variant.options["gemm"])
-            base = tiled.launch(GemmShape(k, pixels, crs), params)
+        else:  # the companion GEMM's own launch, one product per image along z, through its _batched entry
+            tiled, params = variant.companion, config.values
+            base = tiled.launch_for(GemmShape(k, pixels, crs).dims(), config)
             launch = Launch((base.grid[0], base.grid[1], n), base.block, base.shared_bytes)
-            gemm = self.launcher(self.function(tiled.source, tiled.kernel + "_batched", params), launch,
+            gemm = self.launcher(self.kernel(tiled, params, tiled.kernel + "_batched"), launch,
                                  "PPPiiiqqq", (_ptr(w), _ptr(cols), _ptr(out), k, pixels, crs, 0, crs * pixels,
                                                k * pixels))
             extra = {}
@@ -323,25 +308,20 @@ class CudaBackend(ArrayBackend):
                 continue  # its workspace does not fit: not a candidate
             except Exception:  # a plan that fails to run is not a candidate either
                 continue
-            timed.append((sorted(samples)[len(samples) // 2], plan))
+            timed.append((summarize(samples).median, plan))
         graph.release_workspaces()
         if not timed:
             raise Skip("no cuDNN plan could run")
         return min(timed, key=lambda t: t[0])[1]
 
 
-def _conv_ints(s: ConvShape) -> tuple[int, ...]:
-    return (s.batch, s.in_channels, s.height, s.width, s.out_channels, s.kernel, s.kernel, s.stride, s.pad,
-            s.out_height, s.out_width)
-
-
-def _nvidia_smi() -> dict:
+def _nvidia_smi(bus_id: str) -> dict:
     """Current clocks, power limit and driver as nvidia-smi reports them (empty where it is absent)."""
     fields = ["driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "power.limit", "temperature.gpu",
               "pstate"]
     try:
         out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
-                              "-i", "0"], capture_output=True, text=True, timeout=10).stdout.strip()
+                              "-i", bus_id], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return {}
     values = [v.strip() for v in out.split(",")]

@@ -1,0 +1,202 @@
+"""The use cases behind the commands: run sweeps, check and compile kernels, show, compare and plot saved runs.
+
+gpubench/cli.py parses options and calls one function here; each returns an exit code from
+gpubench/exit_codes.py or raises GpubenchError (one line, exit 2). Data flows one way: plan → worker (the
+device) → points → results file → tables.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from gpubench import nvcc, render, results, sweep
+from gpubench.errors import GpubenchError
+from gpubench.exit_codes import Exit
+from gpubench.project import Project
+from gpubench.results import Run, RunWriter
+from gpubench.runner import ShapeTask
+from gpubench.tuned import Tuned, slug
+from gpubench.variant import Variant
+from gpubench.worker import DEFAULT_TIMEOUT_S, Worker, WorkerOptions
+
+
+def console(stderr: bool = False) -> Console:
+    """A console that keeps wide tables whole when output goes to a file or a pipe."""
+    c = Console(stderr=stderr)
+    return c if c.is_terminal else Console(stderr=stderr, width=max(c.width, 160))
+
+
+# --- output files ---------------------------------------------------------------------------------------------
+
+
+def check_output(output: str | Path, force: bool, what: str = "results file", suffixes=(".json",)) -> Path:
+    """Refuse an output path before any work starts: wrong suffix, a directory, an existing file without
+    --force, or a place that cannot be written."""
+    path = Path(output)
+    if path.suffix.lower() not in suffixes:
+        raise GpubenchError(f"-o {output}: a {what} ends in {' or '.join(suffixes)}")
+    if path.is_dir():
+        raise GpubenchError(f"-o {output} is a directory: give a file path")
+    if path.exists() and not force:
+        raise GpubenchError(f"-o {output} exists: pass --force to replace it, or choose another path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe = path.with_name(f".{path.name}.probe")
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise GpubenchError(f"-o {output} cannot be written ({e.strerror or e})") from None
+    return path
+
+
+def default_output(device: str, label: str) -> Path:
+    """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists."""
+    stem = Path("results") / slug(device) / f"{label}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    path, n = stem.with_suffix(".json"), 1
+    while path.exists():
+        n += 1
+        path = stem.with_name(f"{stem.name}-{n}.json")
+    return check_output(path, force=False)
+
+
+# --- running sweeps -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunRequest:
+    sweeps: list[sweep.Sweep]
+    label: str
+    backend: str = "cuda"
+    tf32: bool = False
+    seed: int = 0
+    output: str | None = None
+    force: bool = False
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    project: Project = field(default_factory=Project)
+    argv: list[str] = field(default_factory=lambda: ["gpubench", *sys.argv[1:]])
+
+
+def _point_label(task: ShapeTask, index: int) -> str:
+    p = next(p for p in task.points if p.index == index)
+    return f"{p.variant.name} {p.config.label}"
+
+
+def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> None:
+    """What the device must allow before anything runs: every launch's block, and the libraries asked for."""
+    limit = info.get("max_threads")
+    for task in work:
+        for p in task.points:
+            if limit is None or p.variant.launch is None:
+                continue
+            launch = p.variant.launch_for(task.shape.dims(), p.config)
+            if launch.threads > limit:
+                where = "--block-sizes" if p.variant.axis == "block" else f"{p.variant.origin}: variant " \
+                                                                          f"{p.variant.name!r}"
+                raise GpubenchError(f"{where}: configuration {p.config.label} launches blocks of {launch.threads} "
+                                    f"threads; this GPU allows at most {limit}")
+    if any(v.runner == "cudnn" for v in variants) and info.get("libraries", {}).get("cudnn") is None \
+            and info.get("arch"):
+        raise GpubenchError("cuDNN is not available (pip install nvidia-cudnn-frontend, with cuDNN 9 libraries): "
+                            "install it, or leave out the cudnn variants with --variants")
+
+
+def precompile(work: list[ShapeTask], arch: str | None) -> int:
+    """Compile every kernel the tasks need, in parallel, before any point runs. A kernel nvcc rejects stops
+    the command here (exit 2, nvcc's first error in one line), not at its hundredth point."""
+    if not arch:
+        return 0
+    jobs = [job for task in work for p in task.points for job in p.variant.builds(p.config, arch)]
+    if not jobs:
+        return 0
+    failures = nvcc.compile_all(jobs)
+    if failures:
+        raise failures[0][1]
+    return len(set(jobs))
+
+
+def run_sweeps(request: RunRequest) -> int:
+    out, err = console(), console(stderr=True)
+    path = check_output(request.output, request.force) if request.output else None
+    variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
+    with Worker(WorkerOptions(request.backend, request.tf32, timeout_s=request.timeout_s)) as worker:
+        info = worker.start()
+        tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None
+        work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
+        check_device(work, info, variants)
+        precompile(work, info.get("arch"))
+        path = path or default_output(info["device"], request.label)
+        settings = {"seed": request.seed, "tf32": request.tf32, "timeout_s": request.timeout_s,
+                    "project": str(request.project.path) if request.project.path else None,
+                    "sweeps": [s.settings() for s in request.sweeps]}
+        run = Run(backend=request.backend, environment=worker.environment(), settings=settings, command=request.argv,
+                  variants=[v.record() for v in variants])
+        writer = RunWriter(run, path)
+        for s in request.sweeps:
+            for what, why in s.skipped:
+                err.print(f"[dim]skipped {what}: {why}[/]")
+        status = _run_with_progress(worker, work, writer, run, err, request.label)
+    print_run(run, out)
+    for p in run.failed():
+        err.print(f"[red]{p.status.upper()}[/] {p.op} {p.variant} {p.config} {p.shape_label()}: {render.escape(p.reason)}")
+    for incident in run.incidents:
+        err.print(f"[yellow]worker {incident['kind']}[/] at {incident['where']}: {render.escape(incident['detail'])}")
+    total = sum(len(t.points) for t in work)
+    if status == "interrupted":
+        err.print(f"interrupted: {len(run.points)} of {total} points saved to {path}")
+        return Exit.INTERRUPTED
+    err.print(f"saved {len(run.points)} points to {path}")
+    return Exit.FAILED if run.failed() else Exit.OK
+
+
+def _run_with_progress(worker, work, writer, run, err, label) -> str:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as progress:
+        bar = progress.add_task(f"{label} on {run.device}", total=sum(len(t.points) for t in work))
+
+        def advance(point):
+            run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
+            progress.update(bar, advance=1, description=render.escape(
+                f"{point.op} {point.variant} {point.config} {point.shape_label()}"))
+
+        status = sweep.run(worker, work, writer, on_point=advance)
+    run.incidents = [i.as_dict() for i in worker.incidents]
+    writer.finish(status)
+    return status
+
+
+def print_run(run: Run, console: Console, threshold: float = render.NOISE_THRESHOLD) -> None:
+    for table in render.run_tables(run, threshold):
+        console.print(render.to_rich(table))
+        console.print()
+
+
+# --- kernels without a GPU ------------------------------------------------------------------------------------
+
+
+def check_kernels(variants: list[Variant], archs: list[str], block_sizes: tuple[int, ...]) -> list[tuple]:
+    """Compile every configuration of the given CUDA variants for each architecture: (variant, config, arch,
+    error or None) per build. Needs nvcc, not a GPU: what a project's CI runs."""
+    rows = []
+    for v in variants:
+        for c in v.configs_for(block_sizes):
+            for arch in ([v.arch] if v.arch else archs):
+                failures = nvcc.compile_all(v.builds(c, arch))
+                rows.append((v, c, arch, failures[0][1] if failures else None))
+    return rows
+
+
+def arch_list(text: str) -> list[str]:
+    archs = [a.strip() for a in text.split(",") if a.strip()]
+    bad = [a for a in archs if not re.match(r"sm_\d{2,3}[af]?$", a)]
+    if not archs or bad:
+        raise GpubenchError(f"--arch {text!r}: give architectures such as sm_80,sm_90 (sm_XY, optionally with a "
+                            "or f)")
+    return archs

@@ -1,0 +1,43 @@
+"""Where gpubench keeps what it makes: the user's cache and config directories, never the installed package.
+
+    compiled kernels         <user cache>/kernels        (GPUBENCH_CACHE moves <user cache>)
+    tuned configurations     <user config>/tuned         (GPUBENCH_TUNED moves it; a project may name its own file)
+
+<user cache> and <user config> are platformdirs' answers for "gpubench" (~/.cache/gpubench and
+~/.config/gpubench on Linux, honouring XDG_CACHE_HOME and XDG_CONFIG_HOME). An environment variable that names
+something unusable is refused in one line, when it is first needed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+from gpubench.errors import GpubenchError
+
+
+def env_dir(name: str) -> Path | None:
+    """The directory an environment variable names (made if missing), None when it is unset."""
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    if not value.strip() or "\0" in value:
+        raise GpubenchError(f"{name} is set but empty: unset it, or set it to a directory")
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise GpubenchError(f"{name}={value} is not a directory: unset it, or set it to a directory")
+    return path
+
+
+def cache_dir() -> Path:
+    return env_dir("GPUBENCH_CACHE") or platformdirs.user_cache_path("gpubench")
+
+
+def config_dir() -> Path:
+    return platformdirs.user_config_path("gpubench")
+
+
+def tuned_dir() -> Path:
+    return env_dir("GPUBENCH_TUNED") or config_dir() / "tuned"

@@ -1,0 +1,104 @@
+"""Sweeps from what the user asked for, checked once, whichever way it came in (command line or suite file).
+
+The click commands (gpubench/cli.py) and the suite loader (gpubench/suites.py) parse their own syntax and then
+call the builders here, so a rule (at least 5 repetitions, block sizes 1..32, a filter that fits its padded
+input, variants that exist) is written once and says the same thing for both. `where` names the source of a
+value in messages: "--reps" on the command line, "suite lab.toml: sweep[1].reps" in a file.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpubench.errors import GpubenchError
+from gpubench.problems import GemmShape, conv_shape
+from gpubench.registry import LAB_BLOCK_SIZES, MAX_BLOCK_SIZE, Catalog
+from gpubench.sweep import Sweep
+from gpubench.timing import TimingPolicy
+from gpubench.variant import Axis, Variant
+
+MIN_REPS = 5  # a median, an IQR and compare's rank interval need a handful of samples
+
+
+def policy(*, warmup: int = 3, reps: int = 50, budget: float = 1.0, max_noise: float | None = None,
+           max_time: float = 10.0, flush: bool = True, where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
+    """A timing policy, every value checked; `where(key)` names the option or suite key in messages."""
+    for key, value, kind in (("warmup", warmup, int), ("reps", reps, int)):
+        if type(value) is not kind:
+            raise GpubenchError(f"{where(key)} must be an integer, got {value!r}")
+    if warmup < 0:
+        raise GpubenchError(f"{where('warmup')} must be 0 or more, got {warmup}")
+    if reps < MIN_REPS:
+        raise GpubenchError(f"{where('reps')} must be at least {MIN_REPS} (a median and compare's interval need "
+                            f"them), got {reps}")
+    for key, value in (("budget", budget), ("max_time", max_time), ("max_noise", max_noise)):
+        if value is None and key == "max_noise":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise GpubenchError(f"{where(key)} must be a finite number, got {value!r}")
+        if value < 0 or (value == 0 and key != "budget"):
+            raise GpubenchError(f"{where(key)} must be {'0 or more' if key == 'budget' else 'more than 0'}, got "
+                                f"{value}")
+    if not isinstance(flush, bool):
+        raise GpubenchError(f"{where('flush')} must be true or false, got {flush!r}")
+    return TimingPolicy(warmup=warmup, reps=reps, min_reps=MIN_REPS, budget_s=float(budget), flush=flush,
+                        max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time))
+
+
+def block_sizes(values, where: str) -> tuple[int, ...]:
+    values = tuple(values)
+    if not values or not all(type(b) is int and 1 <= b <= MAX_BLOCK_SIZE for b in values):
+        raise GpubenchError(f"{where}: block sizes are B of B×B threads, allowed 1..{MAX_BLOCK_SIZE} (e.g. 8,16,24,32), "
+                            f"got {list(values)}")
+    return tuple(dict.fromkeys(values))
+
+
+def variants(catalog: Catalog, op: str, backend: str, names: list[str] | None, where: str,
+             extra: list[Variant] = ()) -> list[Variant]:
+    """The named variants (or the default set), plus `extra` ones from --kernel, each checked to exist."""
+    known = {v.name for v in catalog.variants(op, backend)}
+    bad = [n for n in names or [] if n not in known]
+    if bad:
+        raise GpubenchError(f"{where}: unknown {op} variant(s) {', '.join(bad)} for the {backend} backend; allowed "
+                            f"are {', '.join(sorted(known))}")
+    if extra:
+        chosen = catalog.select(op, backend, names) if names else [b for b in [catalog.baseline(op, backend)] if b]
+        return chosen + [v for v in extra if v.op == op and v.backend == backend]
+    return catalog.select(op, backend, names)
+
+
+def check_block_option(chosen: list[Variant], where: str) -> None:
+    """--block-sizes given where none of the chosen variants takes them: say so instead of ignoring it."""
+    if not any(v.axis == Axis.BLOCK for v in chosen):
+        raise GpubenchError(f"{where} applies to the block-size variants (those with axis \"block\", e.g. global, "
+                            f"shared, sliding); none of {', '.join(v.name for v in chosen)} takes it")
+
+
+def gemm_shapes(sizes: list[int], mnk: list[tuple[int, int, int]]) -> list[GemmShape]:
+    return [GemmShape(s, s, s) for s in sizes] + [GemmShape(*t) for t in mnk]
+
+
+def conv_shapes(sizes, strides, *, batch: int, in_channels: int, out_channels: int, kernel: int, padding,
+                name: str, strict: bool) -> tuple[list, list[tuple[str, str]]]:
+    """Conv problems for every size × stride. A filter larger than its padded input is an error (strict, the
+    command line) or left out with the reason (a suite, where other shapes still make sense)."""
+    shapes, skipped = [], []
+    for size in sizes:
+        for stride in strides:
+            try:
+                shapes.append(conv_shape(size, stride, batch=batch, in_channels=in_channels,
+                                         out_channels=out_channels, kernel=kernel, padding=padding))
+            except GpubenchError as e:
+                if strict:
+                    raise
+                skipped.append((f"{name}: size {size} stride {stride}", str(e)))
+    return shapes, skipped
+
+
+def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple[int, ...], timing: TimingPolicy,
+          skipped=(), where: str = "") -> Sweep:
+    if not shapes:
+        raise GpubenchError(f"{where or name} has no shapes to run (give sizes{' or mnk' if op == 'gemm' else ''})")
+    if not chosen:
+        raise GpubenchError(f"{where or name} has no variants to run")
+    return Sweep(name, op, chosen, shapes, blocks or LAB_BLOCK_SIZES, timing, list(skipped))

@@ -1,0 +1,79 @@
+"""A user's project: the gpubench.toml (or [tool.gpubench] in pyproject.toml) that declares their own variants.
+
+Found the way pytest finds its configuration: from the current directory upwards, the first directory with a
+gpubench.toml, or with a pyproject.toml that has a [tool.gpubench] table, is the project. ``--config FILE``
+or the GPUBENCH_CONFIG environment variable names the file directly instead. The file holds, in the format of
+gpubench/kernels/variants.toml:
+
+    tuned = "tuned"            # optional: keep tuned configurations in this directory of the project
+    [sets]                     # optional: named lists of configurations
+    [[variant]]                # one table per variant; paths are relative to this file
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpubench.errors import GpubenchError
+from gpubench.registry import SpecError, parse_specs, read_toml
+from gpubench.variant import Variant
+
+FILE = "gpubench.toml"
+KEYS = {"variant", "sets", "tuned"}
+
+
+@dataclass
+class Project:
+    path: Path | None = None  # the file that declared it; None: no project here
+    variants: list[Variant] = field(default_factory=list)
+    tuned_dir: Path | None = None
+
+
+def find(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        candidate = directory / FILE
+        if candidate.is_file():
+            return candidate
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                if "gpubench" in read_toml(pyproject, "pyproject.toml").get("tool", {}):
+                    return pyproject
+            except SpecError:
+                continue  # somebody else's broken pyproject.toml is not ours to judge
+    return None
+
+
+def _table(path: Path) -> dict:
+    data = read_toml(path, "project file")
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("gpubench")
+        if not isinstance(data, dict):
+            raise SpecError(f"{path}: has no [tool.gpubench] table")
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise SpecError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed are {', '.join(sorted(KEYS))}")
+    return data
+
+
+def load(config: str | Path | None = None, start: Path | None = None) -> Project:
+    """The project named by `config` (or GPUBENCH_CONFIG), else the one found from `start` (the current dir)."""
+    named = config if config is not None else os.environ.get("GPUBENCH_CONFIG") or None
+    if named is not None:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            source = "--config" if config is not None else "GPUBENCH_CONFIG"
+            raise GpubenchError(f"{source}: {named} is not a file (give a gpubench.toml or a pyproject.toml with "
+                                "[tool.gpubench])")
+    else:
+        path = find(Path(start or Path.cwd()).resolve())
+        if path is None:
+            return Project()
+    data = _table(path)
+    tuned = data.get("tuned")
+    if tuned is not None and not isinstance(tuned, str):
+        raise SpecError(f"{path}: tuned must be a directory path (a string), got {tuned!r}")
+    variants = parse_specs(data, str(path), path.parent.resolve())
+    return Project(path, variants, (path.parent / tuned).resolve() if tuned else None)

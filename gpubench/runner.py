@@ -1,0 +1,126 @@
+"""Running points on a backend: what happens inside the process that owns a device.
+
+The unit of work is a :class:`ShapeTask`: one problem shape and the (variant, configuration) points to run on
+it, every configuration already resolved (tuned ones included) by the coordinator. For the shape the inputs
+are drawn fresh and the float64 reference is computed once; then each point's output is poisoned with NaN, the
+variant runs once and is compared with the reference, and only then is it timed.
+
+:func:`run_task` yields events rather than returning a list, so that whoever drives it (gpubench/worker.py)
+can pass on every finished point at once and knows which point was running if the process dies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from gpubench.errors import CompileError, Skip
+from gpubench.results import Point
+from gpubench.timing import TimingPolicy, measure, summarize
+from gpubench.variant import Config, Variant
+
+PART_POLICY_REPS = 10  # sub-steps (im2col's unfold) are timed with fewer repetitions
+SETUP = -1  # the index that stands for "making the shape's inputs and reference"
+
+
+@dataclass(frozen=True)
+class PointTask:
+    index: int  # the point's place in its ShapeTask, kept when a task is split after a failure
+    variant: Variant
+    config: Config
+    policy: TimingPolicy
+    note: dict = field(default_factory=dict, compare=False)  # recorded with the point (e.g. tuned: True)
+
+
+@dataclass(frozen=True)
+class ShapeTask:
+    sweep: str
+    shape: object  # GemmShape | ConvShape
+    seed: int
+    points: tuple[PointTask, ...]
+
+    def without(self, done: set[int]) -> ShapeTask:
+        return ShapeTask(self.sweep, self.shape, self.seed, tuple(p for p in self.points if p.index not in done))
+
+
+# --- points that did not measure --------------------------------------------------------------------------------
+
+
+def unmeasured(task: ShapeTask, point: PointTask, status: str, reason: str) -> Point:
+    shape = task.shape
+    return Point(shape.op, point.variant.name, point.config.label, shape.params(), status, reason=reason,
+                 flops=shape.flops, min_bytes=shape.min_bytes, extra=dict(point.note))
+
+
+def describe_error(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"
+
+
+# --- one point --------------------------------------------------------------------------------------------------
+
+
+def verify(backend, prepared, ref) -> float:
+    """Poison the output, run once, and return ||out − ref|| / ||ref|| (inf if anything is NaN or unwritten)."""
+    backend.poison(prepared.output)
+    prepared.run()
+    backend.clock.sync()
+    return backend.rel_err(prepared.output, ref)
+
+
+def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
+    variant, policy = point.variant, point.policy
+    prepared = backend.prepare(variant, point.config, shape, inputs)
+    try:
+        rel_err = verify(backend, prepared, ref)
+        timing = measure(prepared.run, backend.clock, policy)
+        extra = {**point.note, **prepared.extra, "stop": timing.stop, "flushed": policy.flush and backend.flushes}
+        part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None})
+        for name, part in prepared.parts.items():
+            extra[f"{name}_ms"] = summarize(measure(part, backend.clock, part_policy).samples_ms).median
+        return Point.measured(
+            shape.op, variant.name, point.config.label, shape.params(), samples_ms=timing.samples_ms,
+            flops=shape.flops, min_bytes=shape.min_bytes, rel_err=rel_err, tolerance=backend.tolerance(variant),
+            extra=extra,
+        )
+    finally:
+        prepared.release()
+
+
+# --- one shape --------------------------------------------------------------------------------------------------
+
+
+def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
+    """Run a task's points in order. Yields ("begin", index) before each step (SETUP for the shape's data),
+    ("point", index, Point) after each point, and ("broken", reason) if the backend cannot go on, after which
+    nothing more runs here."""
+    yield ("begin", SETUP)
+    try:
+        inputs = backend.inputs(task.shape, task.seed)
+        ref = backend.reference(task.shape, inputs)
+    except Skip as why:
+        for p in task.points:
+            yield ("point", p.index, unmeasured(task, p, "skipped", str(why)))
+        return
+    try:
+        for p in task.points:
+            yield ("begin", p.index)
+            try:
+                point = run_point(backend, task.shape, p, inputs, ref)
+            except Skip as why:
+                point = unmeasured(task, p, "skipped", str(why))
+            except CompileError as e:
+                point = unmeasured(task, p, "error", str(e))
+            except Exception as e:  # a failing point is recorded; the sweep goes on
+                point = unmeasured(task, p, "error", describe_error(e))
+                if not backend.healthy():
+                    yield ("point", p.index, point)
+                    yield ("broken", describe_error(e))
+                    return
+            yield ("point", p.index, point)
+    finally:
+        del inputs, ref
+        try:
+            backend.collect()
+        except Exception:  # a faulted CUDA context refuses even this; the process is about to be replaced
+            pass

@@ -1,0 +1,182 @@
+"""What a benchmarked variant is, as plain data: the types that gpubench/registry.py fills from kernel specs.
+
+A :class:`Variant` is one row of `gpubench list`: a hand-written kernel (its file, symbol, argument order,
+launch expressions and configurations), a library call (cuBLAS, cuDNN) or a CPU implementation. Variants are
+frozen and pickle, so the same objects travel from the command line to the worker processes that run them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Mapping
+
+from gpubench.expr import Expr
+
+FP32_TOL = 1e-4  # ||out-ref||/||ref|| for FP32 FFMA arithmetic (observed errors are ~1e-7 to 1e-6)
+TF32_TOL = 5e-3  # TF32 keeps 10 mantissa bits: errors land near 3e-4 for K in the thousands
+
+
+class Axis(StrEnum):
+    """Where a variant's configurations come from."""
+
+    NONE = "none"  # one configuration, "-"
+    BLOCK = "block"  # B×B thread blocks from --block-sizes, passed as -D<define>=B
+    CONFIGS = "configs"  # a fixed list of named parameter sets
+    TUNED = "tuned"  # per shape, from the tuned configurations (the first fixed one where none was tuned)
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Grid, block and dynamic shared memory as expressions over the problem's dims and the configuration."""
+
+    grid: tuple[Expr, ...]
+    block: tuple[Expr, ...]
+    shared: Expr
+
+    def resolve(self, values: Mapping[str, int]) -> Launch:
+        def three(exprs):
+            dims = [e(values) for e in exprs]
+            return tuple(dims + [1] * (3 - len(dims)))
+
+        return Launch(three(self.grid), three(self.block), self.shared(values))
+
+    def names(self) -> set[str]:
+        return {n for e in (*self.grid, *self.block, self.shared) for n in e.names}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One point on a variant's own axis: the label shown in tables and the compile-time parameters."""
+
+    label: str
+    params: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def values(self) -> dict[str, int]:
+        return dict(self.params)
+
+
+NO_CONFIG = Config("-")
+
+
+def config_label(template: str | None, params: Mapping[str, int], defaults: Mapping[str, int]) -> str:
+    """Fill a label template: "{BM}x{BN}[ g{SWIZZLE}]" leaves the bracketed part out while SWIZZLE has its default."""
+    if template is None:
+        return " ".join(f"{k}={v}" for k, v in params.items() if k not in defaults or defaults[k] != v) or "-"
+
+    def optional(match):
+        names = re.findall(r"\{(\w+)\}", match.group(1))
+        keep = any(n not in defaults or params.get(n) != defaults[n] for n in names)
+        return match.group(1) if keep else ""
+
+    return re.sub(r"\[([^\]]*)\]", optional, template).format(**params)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    op: str  # "gemm" | "conv"
+    backend: str  # "cuda" | "cpu"
+    runner: str  # "kernel" (a CUDA kernel), "python" (a CPU function), or a library/composite runner
+    summary: str = ""  # one line for `gpubench list` and the README: what the variant is and what it buys
+    source: Path | None = None  # the kernel's file (absolute)
+    kernel: str | None = None  # the symbol in it
+    args: tuple[str, ...] = ()  # the kernel's parameters in order, in gpubench's names (problems.ARRAYS/DIMS)
+    launch: LaunchSpec | None = None
+    axis: Axis = Axis.NONE
+    configs: tuple[Config, ...] = (NO_CONFIG,)
+    define: str = "BLOCK"  # the macro a block-axis configuration sets
+    defaults: tuple[tuple[str, int], ...] = ()  # parameters every configuration gets unless it says otherwise
+    label: str | None = None  # label template for configurations (tuned ones included)
+    constraints: tuple[Expr, ...] = ()  # conditions on a configuration's parameters, `threads` and `shared`
+    search: tuple[tuple[str, tuple[int, ...]], ...] = ()  # the space `gpubench tune` samples
+    tolerance: float = FP32_TOL
+    arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
+    lab: bool = False  # part of the default sweep
+    baseline: bool = False  # the library that percentages and speed-ups are measured against
+    options: dict = field(default_factory=dict, compare=False)  # runner-specific settings (read, never changed)
+    companion: Variant | None = None  # the GEMM variant an im2col runner feeds
+    includes: tuple[Path, ...] = ()  # extra -I directories
+    origin: str = "built-in"  # or the spec file that declared it
+
+    @property
+    def builtin(self) -> bool:
+        return self.origin == "built-in"
+
+    @property
+    def tf32(self) -> bool:
+        return bool(self.options.get("tf32"))
+
+    def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
+        """The configurations a sweep runs (a tuned variant's one is replaced per shape before it runs)."""
+        if self.axis == Axis.BLOCK:
+            return tuple(self.config({self.define: b}) for b in block_sizes)
+        return self.configs
+
+    def config(self, params: Mapping[str, int]) -> Config:
+        """A configuration from parameters: the variant's defaults filled in, labelled by its template."""
+        full = {**dict(self.defaults), **params}
+        if self.axis == Axis.BLOCK:
+            return Config(str(params[self.define]), tuple(full.items()))
+        return Config(config_label(self.label, full, dict(self.defaults)), tuple(full.items()))
+
+    def launch_for(self, dims: Mapping[str, int], config: Config) -> Launch:
+        assert self.launch is not None, f"{self.name} has no launch"
+        return self.launch.resolve({**dims, **config.values})
+
+    def satisfies(self, config: Config) -> str | None:
+        """The first constraint this configuration breaks (its text), or None."""
+        values = dict(config.values)
+        if self.launch is not None:
+            nominal = self.launch.resolve({**{n: 1 for n in self.launch.names()}, **values})
+            values.update(threads=nominal.threads, shared=nominal.shared_bytes)
+        for c in self.constraints:
+            try:
+                if not c(values):
+                    return c.text
+            except ValueError:  # a division by zero in the constraint: the configuration is not valid
+                return c.text
+        return None
+
+    def builds(self, config: Config, device_arch: str) -> list[tuple[Path, tuple, str, tuple]]:
+        """The nvcc compilations this configuration needs on a device: (source, defines, arch, includes) each.
+        None for a variant pinned to another architecture (it is skipped there, not compiled)."""
+        if self.backend != "cuda" or self.source is None:
+            return []
+        arch = self.arch or device_arch
+        if not arch.startswith(device_arch):
+            return []
+        own = config.params if self.runner == "kernel" else ()
+        jobs = [(self.source, own, arch, self.includes)]
+        if self.companion is not None:
+            jobs.append((self.companion.source, config.params, arch, self.companion.includes))
+        return jobs
+
+    def fingerprint(self) -> str | None:
+        """sha256 of the kernel's source, so saved runs can tell when it changed (None for library variants)."""
+        if self.source is None or not self.source.is_file():
+            return None
+        return hashlib.sha256(self.source.read_bytes()).hexdigest()
+
+    def record(self) -> dict:
+        """What a saved run keeps about this variant, for readers that do not have today's code."""
+        return {
+            "op": self.op, "name": self.name, "backend": self.backend, "runner": self.runner, "summary": self.summary,
+            "baseline": self.baseline, "origin": self.origin, "tolerance": self.tolerance,
+            "source": str(self.source) if self.source else None, "sha256": self.fingerprint(),
+        }

@@ -1,0 +1,252 @@
+"""Worker processes: each owns one device and runs tasks, so the coordinator survives whatever a kernel does.
+
+A kernel can fault (an out-of-bounds write leaves a sticky error that poisons the whole CUDA context), crash the
+process, or never finish. So points never run in the process that keeps the results. The coordinator holds a
+:class:`Worker`: a child process (spawned, so it starts with no CUDA state) that opens the backend and runs
+:class:`~gpubench.runner.ShapeTask` after task, sending back each finished point at once. The coordinator
+watches every step with a watchdog. When a point
+
+* raises and leaves the backend unhealthy (a sticky CUDA error), the worker records it as an error and exits;
+* kills the process (a segfault, the OOM killer), the coordinator records the point as an error with the cause;
+* runs past the watchdog, the coordinator kills the process and records the point as timed out;
+
+and in each case starts a fresh process, in a fresh context, for the task's remaining points. Nothing finished
+is lost: it was already sent. The same Worker runs inside each Dask worker when a sweep spans several GPUs
+(gpubench/cluster.py), so isolation works one way everywhere.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gpubench.errors import GpubenchError
+from gpubench.results import Point
+from gpubench.runner import SETUP, ShapeTask, describe_error, run_task, unmeasured
+
+DEFAULT_TIMEOUT_S = 300.0  # the watchdog: generous for one point (the lab's slowest takes a few seconds)
+START_TIMEOUT_S = 180.0  # opening a backend: CUDA context, libraries, the copy-bandwidth probe
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    backend: str
+    tf32: bool = False
+    device: str | None = None  # CUDA_VISIBLE_DEVICES for the process (None: inherit the parent's)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+@dataclass
+class Incident:
+    """Something the run should record: a worker that died, hung or was left unusable, and what became of it."""
+
+    kind: str  # "timeout" | "died" | "broken"
+    where: str  # the point (or shape) that was running
+    detail: str
+    time: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+# --- the child ------------------------------------------------------------------------------------------------
+
+
+def _serve(conn, options: WorkerOptions) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle; it stops us
+    if options.device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = options.device  # before any CUDA library loads
+    from gpubench import environment
+    from gpubench.backends import open_backend
+
+    try:
+        backend = open_backend(options.backend, tf32=options.tf32)
+        conn.send(("hello", backend.describe()))
+    except Exception as e:  # noqa: BLE001 - whatever stops the backend opening is reported, in one line
+        conn.send(("refused", str(e) if isinstance(e, GpubenchError) else describe_error(e)))
+        return
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request[0] == "environment":
+            conn.send(("environment", environment.collect(backend)))
+        elif request[0] == "task":
+            for event in run_task(backend, request[1]):
+                conn.send(event)
+                if event[0] == "broken":
+                    return
+            conn.send(("end",))
+        else:
+            return
+
+
+# --- the coordinator's side -----------------------------------------------------------------------------------
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class Worker:
+    """One worker process, started on first use and again after every fault."""
+
+    def __init__(self, options: WorkerOptions):
+        self.options = options
+        self.process = None
+        self.conn = None
+        self.info: dict | None = None  # the backend's describe(): device, arch, limits, libraries
+        self.incidents: list[Incident] = []
+        self.starts = 0
+
+    @property
+    def restarts(self) -> int:
+        return max(0, self.starts - 1)
+
+    # -- life cycle --
+
+    def start(self) -> dict:
+        self.starts += 1
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, args=(child, self.options), daemon=True, name="gpubench-worker")
+        self.process.start()
+        child.close()
+        self.conn = parent
+        kind, payload = self._receive(START_TIMEOUT_S, "opening the backend")
+        if kind == "refused":
+            self.close()
+            raise GpubenchError(payload)
+        self.info = payload
+        return payload
+
+    def _ensure_started(self) -> None:
+        if self.process is None or not self.process.is_alive():
+            self._reap()
+            self.start()
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.send(("stop",))
+            except (OSError, BrokenPipeError):
+                pass
+        if self.process is not None:
+            self.process.join(timeout=5)
+        self._reap()
+
+    def _reap(self) -> None:
+        """Make sure the process is gone (killing it if need be) and forget it."""
+        if self.process is not None and self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=30)
+        if self.conn is not None:
+            self.conn.close()
+        self.process = self.conn = None
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- requests --
+
+    def _receive(self, timeout_s: float, doing: str):
+        """The next message, or GpubenchError if the process died or stayed silent past timeout_s."""
+        if not self.conn.poll(timeout_s):
+            self._reap()
+            raise GpubenchError(f"the {self.options.backend} worker did not answer within {timeout_s:.0f} s while "
+                                f"{doing}")
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            code = self.process.exitcode if self.process else None
+            self._reap()
+            raise GpubenchError(f"the {self.options.backend} worker died while {doing} ({_exit_text(code)})") from None
+
+    def environment(self) -> dict:
+        self._ensure_started()
+        self.conn.send(("environment",))
+        return self._receive(START_TIMEOUT_S, "reading the environment")[1]
+
+    def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
+        for task in work:
+            self.run(task, on_point)
+
+    def run(self, task: ShapeTask, on_point: Callable[[Point], None]) -> None:
+        """Run every point of the task, whatever happens to the process; on_point gets each one as it finishes."""
+        pending = task
+        while pending.points:
+            self._ensure_started()
+            self.conn.send(("task", pending))
+            pending = pending.without(self._follow(pending, on_point))
+
+    def _follow(self, task: ShapeTask, on_point) -> set[int]:
+        """Read the task's events until it ends or the worker is lost; returns the indices now recorded."""
+        done: set[int] = set()
+        current = SETUP
+        timeout = self.options.timeout_s
+        while True:
+            if not self.conn.poll(timeout):
+                what = self._where(task, current)
+                self.incidents.append(Incident("timeout", what, f"no answer within {timeout:g} s; worker restarted"))
+                self._reap()
+                return done | self._record_lost(task, current, done, "timeout",
+                                                f"timed out after {timeout:g} s (--timeout); the worker was restarted",
+                                                on_point)
+            try:
+                event = self.conn.recv()
+            except (EOFError, OSError):
+                if self.process is not None:
+                    self.process.join(timeout=5)
+                code = self.process.exitcode if self.process else None
+                what = self._where(task, current)
+                self.incidents.append(Incident("died", what, _exit_text(code)))
+                self._reap()
+                return done | self._record_lost(task, current, done, "error",
+                                                f"the worker process died ({_exit_text(code)}); a new one took over",
+                                                on_point)
+            kind = event[0]
+            if kind == "begin":
+                current = event[1]
+            elif kind == "point":
+                done.add(event[1])
+                on_point(event[2])
+            elif kind == "broken":
+                self.incidents.append(Incident("broken", self._where(task, current), event[1]))
+                self.process.join(timeout=30)
+                self._reap()
+                return done
+            elif kind == "end":
+                return done
+
+    @staticmethod
+    def _where(task: ShapeTask, current: int) -> str:
+        shape = f"{task.shape.op} {task.shape.label}" + (f" s{task.shape.stride}" if task.shape.op == "conv" else "")
+        if current == SETUP:
+            return f"{shape} (inputs and reference)"
+        p = next(p for p in task.points if p.index == current)
+        return f"{shape} {p.variant.name} {p.config.label}"
+
+    @staticmethod
+    def _record_lost(task, current, done, status, reason, on_point) -> set[int]:
+        """The running point gets the status; if the shape's setup was running, every point left does."""
+        lost = [p for p in task.points if p.index not in done and (current == SETUP or p.index == current)]
+        if current == SETUP:
+            reason = "making the inputs and reference: " + reason
+        for p in lost:
+            on_point(unmeasured(task, p, status, reason))
+        return {p.index for p in lost}

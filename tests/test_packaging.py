@@ -1,0 +1,77 @@
+"""A wheel built from the repository works on its own: installed into a fresh virtual environment and run from a
+directory outside the repository, it finds its kernels and suites and runs a project's own variants."""
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from gpubench import nvcc
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The wheel `python -m build` makes, pip-installed (not editable) into a new venv; its bin directory."""
+    root = tmp_path_factory.mktemp("wheel")
+    src = root / "src"  # a copy, so the build leaves nothing behind in the checkout
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", ".ci-venv", "build", "dist", "*.egg-info",
+                                                             "__pycache__", ".pytest_cache", ".devwheels", ".whl"))
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(root / "dist"), str(src)], check=True,
+                   capture_output=True)
+    (wheel,) = (root / "dist").glob("gpubench-*.whl")
+    venv.create(root / "venv", with_pip=True)
+    bin_dir = root / "venv" / "bin"
+    subprocess.run([bin_dir / "python", "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
+    return bin_dir
+
+
+def gpubench(bin_dir, cwd, *args, timeout=300):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUBENCH_", "PYTHON", "VIRTUAL_ENV"))}
+    env["XDG_CACHE_HOME"] = str(cwd / ".cache")
+    return subprocess.run([bin_dir / "gpubench", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_wheel_carries_kernels_suites_and_specs(installed, tmp_path):
+    site = subprocess.run([installed / "python", "-c", "import gpubench, os; print(os.path.dirname(gpubench.__file__))"],
+                          capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
+    assert REPO not in Path(site).parents  # the installed copy, not the checkout
+    for name in ("kernels/variants.toml", "kernels/gemm_tiled.cu", "kernels/register_tile.cuh", "suites/quick.toml",
+                 "tuned/nvidia-h200.json"):
+        assert (Path(site) / name).is_file(), name
+
+
+def test_list_and_quick_run_from_anywhere(installed, tmp_path):
+    r = gpubench(installed, tmp_path, "list")
+    assert r.returncode == 0, r.stderr
+    for word in ("tiled", "cudnn", "quick", "lab", "resnet"):
+        assert word in r.stdout
+    r = gpubench(installed, tmp_path, "run", "quick", "--backend", "cpu", "-o", "q.json")
+    assert r.returncode == 0, r.stderr
+    assert "saved" in r.stderr and (tmp_path / "q.json").is_file()
+    assert not list((tmp_path / ".cache").glob("**/*.cubin"))  # nothing compiled on the CPU backend
+
+
+def test_a_project_outside_the_repository(installed, tmp_path):
+    project = tmp_path / "my-lab"
+    shutil.copytree(REPO / "examples" / "lab", project)
+    (project / "cpu.py").write_text("import numpy as np\ndef mm(a, b, c, m, n, k):\n    np.matmul(a, b, out=c)\n")
+    with open(project / "gpubench.toml", "a") as f:
+        f.write('\n[[variant]]\nname = "lab-numpy"\nop = "gemm"\nsource = "cpu.py"\nkernel = "mm"\n'
+                'args = ["a", "b", "c", "m", "n", "k"]\n')
+    r = gpubench(installed, project, "list")
+    assert r.returncode == 0 and "lab-shared" in r.stdout and "lab-conv" in r.stdout, r.stderr
+    r = gpubench(installed, project, "gemm", "--backend", "cpu", "--mnk", "50,40,30", "-o", "r.json")
+    assert r.returncode == 0, r.stderr
+    if nvcc.find_nvcc():
+        r = gpubench(installed, project, "check", "--arch", "sm_90", "--block-sizes", "16")
+        assert r.returncode == 0 and "builds compiled" in r.stdout, r.stdout + r.stderr
+        (project / "matmul_lab.cu").write_text((project / "matmul_lab.cu").read_text().replace("sum +=", "sum +=;"))
+        r = gpubench(installed, project, "check", "--arch", "sm_90", "--block-sizes", "16")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "matmul_lab.cu" in r.stderr, r.stderr

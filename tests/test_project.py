@@ -1,0 +1,75 @@
+"""Finding a user's project the way pytest finds its configuration, and reading its variants."""
+
+import pytest
+
+from gpubench import project
+from gpubench.errors import GpubenchError
+from gpubench.registry import SpecError
+
+SPEC = """
+tuned = "tuned"
+[[variant]]
+name = "mine"
+op = "gemm"
+source = "kernels/k.py"
+kernel = "k"
+args = ["A", "B", "C", "M", "N", "K"]
+"""
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "k.py").write_text("def k(A, B, C, M, N, K):\n    C[...] = A @ B\n")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    return tmp_path
+
+
+def test_found_from_a_subdirectory_with_paths_relative_to_the_file(tree):
+    (tree / "gpubench.toml").write_text(SPEC)
+    p = project.load(start=tree / "deep" / "er")
+    assert p.path == tree / "gpubench.toml"
+    assert [v.name for v in p.variants] == ["mine"] and p.variants[0].source == tree / "kernels" / "k.py"
+    assert p.tuned_dir == tree / "tuned"
+
+
+def test_pyproject_counts_only_with_a_tool_gpubench_table(tree):
+    (tree / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert project.load(start=tree).path is None
+    (tree / "pyproject.toml").write_text(SPEC.replace("tuned = ", "[tool.gpubench]\ntuned = ")
+                                         .replace("[[variant]]", "[[tool.gpubench.variant]]"))
+    p = project.load(start=tree / "deep")
+    assert p.path == tree / "pyproject.toml" and [v.name for v in p.variants] == ["mine"]
+
+
+def test_gpubench_toml_wins_over_pyproject_in_the_same_directory(tree):
+    (tree / "gpubench.toml").write_text(SPEC)
+    (tree / "pyproject.toml").write_text("[tool.gpubench]\n")
+    assert project.load(start=tree).path.name == "gpubench.toml"
+
+
+def test_named_explicitly_by_option_or_environment(tree, monkeypatch, tmp_path_factory):
+    (tree / "elsewhere.toml").write_text(SPEC)
+    here = tmp_path_factory.mktemp("here")
+    assert project.load(tree / "elsewhere.toml", start=here).path == tree / "elsewhere.toml"
+    monkeypatch.setenv("GPUBENCH_CONFIG", str(tree / "elsewhere.toml"))
+    assert project.load(start=here).path == tree / "elsewhere.toml"
+    monkeypatch.setenv("GPUBENCH_CONFIG", str(tree / "nope.toml"))
+    with pytest.raises(GpubenchError, match="GPUBENCH_CONFIG: .*nope.toml is not a file"):
+        project.load(start=here)
+
+
+def test_no_project_is_fine(tmp_path):
+    assert project.load(start=tmp_path) == project.Project()
+
+
+@pytest.mark.parametrize("text,match", [
+    ("colour = 1\n", "unknown key\\(s\\) colour; allowed are sets, tuned, variant"),
+    ("tuned = 3\n", "tuned must be a directory path"),
+    ("[[variant]\n", "not valid TOML"),
+    ("variant = 3\n", "declared as \\[\\[variant\\]\\] tables"),
+])
+def test_bad_project_files(tree, text, match):
+    (tree / "gpubench.toml").write_text(text)
+    with pytest.raises(SpecError, match=match):
+        project.load(start=tree)

@@ -1,0 +1,98 @@
+"""Running one shape's points inside a worker: skips, errors and unhealthy backends are events, not crashes."""
+
+import pytest
+
+from gpubench import registry
+from gpubench.backends.cpu import CpuBackend
+from gpubench.errors import Skip
+from gpubench.problems import GemmShape, conv_shape
+from gpubench.runner import SETUP, PointTask, ShapeTask, run_task, verify
+from gpubench.timing import TimingPolicy
+from gpubench.variant import NO_CONFIG
+
+FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
+CATALOG = registry.Catalog(registry.builtin())
+
+
+def task(shape, names=("numpy",), op="gemm", seed=0):
+    points = tuple(PointTask(i, CATALOG.get(op, "cpu", n), NO_CONFIG, FAST) for i, n in enumerate(names))
+    return ShapeTask("t", shape, seed, points)
+
+
+class Flaky(CpuBackend):
+    """The CPU backend, except where told otherwise."""
+
+    def __init__(self, skip_inputs=False, raise_in=None, sick=False):
+        super().__init__()
+        self.skip_inputs, self.raise_in, self.sick = skip_inputs, raise_in, sick
+
+    def inputs(self, shape, seed):
+        if self.skip_inputs:
+            raise Skip("the inputs would not fit in device memory (0.1 GiB free)")
+        return super().inputs(shape, seed)
+
+    def prepare(self, variant, config, shape, inputs):
+        if self.raise_in == variant.name:
+            raise RuntimeError("illegal memory access\nsecond line")
+        return super().prepare(variant, config, shape, inputs)
+
+    def healthy(self):
+        return not self.sick
+
+
+def test_events_say_what_runs_and_what_finished():
+    events = list(run_task(CpuBackend(), task(GemmShape(20, 30, 40))))
+    assert [e[0] for e in events] == ["begin", "begin", "point"]
+    assert events[0] == ("begin", SETUP) and events[1] == ("begin", 0)
+    point = events[2][2]
+    assert point.status == "ok" and point.rel_err < 1e-5 and len(point.samples_ms) == 5
+    assert point.extra["stop"] in ("budget", "reps") and point.extra["flushed"] is False
+
+
+def test_a_shape_that_does_not_fit_skips_all_its_points_with_the_reason():
+    events = list(run_task(Flaky(skip_inputs=True), task(conv_shape(20, 1), ("sliding", "im2col"), op="conv")))
+    points = [e[2] for e in events if e[0] == "point"]
+    assert [p.status for p in points] == ["skipped", "skipped"]
+    assert "would not fit in device memory" in points[0].reason
+
+
+def test_an_error_is_recorded_and_the_next_point_runs():
+    events = list(run_task(Flaky(raise_in="sliding"), task(conv_shape(20, 2), ("sliding", "im2col"), op="conv")))
+    points = [e[2] for e in events if e[0] == "point"]
+    assert [(p.variant, p.status) for p in points] == [("sliding", "error"), ("im2col", "ok")]
+    assert points[0].reason == "RuntimeError: illegal memory access"
+
+
+def test_an_unhealthy_backend_stops_after_recording_the_point():
+    events = list(run_task(Flaky(raise_in="sliding", sick=True),
+                           task(conv_shape(20, 2), ("sliding", "im2col"), op="conv")))
+    assert [e[0] for e in events] == ["begin", "begin", "point", "broken"]
+    assert events[2][2].status == "error" and "illegal memory access" in events[3][1]
+
+
+def test_inputs_are_random_not_zero_and_follow_the_seed(cpu):
+    x = cpu.inputs(GemmShape(64, 64, 64), seed=1)["A"]
+    assert x.min() < -0.5 and x.max() > 0.5 and abs(float(x.mean())) < 0.1
+    assert not (cpu.inputs(GemmShape(64, 64, 64), seed=2)["A"] == x).all()
+
+
+@pytest.mark.parametrize("op", ["gemm", "conv"])
+def test_cpu_variants_pass_their_own_check(cpu, op):
+    shape = GemmShape(33, 17, 9) if op == "gemm" else conv_shape(17, 2, batch=2, in_channels=3, out_channels=4)
+    inputs = cpu.inputs(shape, 0)
+    ref = cpu.reference(shape, inputs)
+    for v in CATALOG.variants(op, "cpu"):
+        assert verify(cpu, cpu.prepare(v, NO_CONFIG, shape, inputs), ref) < 1e-5
+
+
+def test_a_point_that_writes_nothing_fails_verification(cpu):
+    shape = GemmShape(16, 16, 16)
+    inputs = cpu.inputs(shape, 0)
+    prepared = cpu.prepare(CATALOG.get("gemm", "cpu", "numpy"), NO_CONFIG, shape, inputs)
+    prepared.run = lambda: None
+    assert verify(cpu, prepared, cpu.reference(shape, inputs)) == float("inf")
+
+
+def test_cpu_memory_is_checked_before_allocating(cpu):
+    with pytest.raises(Skip, match="would not fit in host memory"):
+        cpu.inputs(GemmShape(99999999, 99999999, 99999999), 0)

@@ -1,0 +1,119 @@
+"""Worker isolation: a kernel that crashes its process, hangs or leaves the backend unusable costs that point
+only; every finished point is kept and the rest of the task runs in a fresh process."""
+
+import pytest
+
+from gpubench import registry
+from gpubench.errors import GpubenchError
+from gpubench.problems import GemmShape
+from gpubench.results import Point
+from gpubench.runner import PointTask, ShapeTask
+from gpubench.timing import TimingPolicy
+from gpubench.variant import NO_CONFIG
+from gpubench.worker import Worker, WorkerOptions
+
+FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
+
+KERNELS = """
+import os, signal, time
+import numpy as np
+
+def good(A, B, C, M, N, K):
+    np.matmul(A, B, out=C)
+
+def crash(A, B, C, M, N, K):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+def hang(A, B, C, M, N, K):
+    while True:
+        time.sleep(0.05)
+"""
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory):
+    root = tmp_path_factory.mktemp("proj")
+    (root / "k.py").write_text(KERNELS)
+    tables = [{"name": n, "op": "gemm", "source": "k.py", "kernel": n, "args": ["A", "B", "C", "M", "N", "K"]}
+              for n in ("good", "crash", "hang")]
+    return {v.name: v for v in registry.parse_specs({"variant": tables}, "gpubench.toml", root)}
+
+
+def shape_task(variants, names, size=24):
+    points = tuple(PointTask(i, variants[n], NO_CONFIG, FAST) for i, n in enumerate(names))
+    return ShapeTask("t", GemmShape(size, size, size), 0, points)
+
+
+def test_crash_and_hang_cost_one_point_each(variants):
+    got: list[Point] = []
+    with Worker(WorkerOptions("cpu", timeout_s=2.0)) as worker:
+        worker.run(shape_task(variants, ["good", "crash", "good", "hang", "good"]), got.append)
+        worker.run(shape_task(variants, ["good"], size=16), got.append)  # the worker goes on after it all
+        assert worker.restarts == 2
+        kinds = [i.kind for i in worker.incidents]
+    assert [(p.variant, p.status) for p in got] == [("good", "ok"), ("crash", "error"), ("good", "ok"),
+                                                    ("hang", "timeout"), ("good", "ok"), ("good", "ok")]
+    assert "killed by SIGSEGV" in got[1].reason and "timed out after 2 s" in got[3].reason
+    assert kinds == ["died", "timeout"]
+
+
+def test_a_backend_that_cannot_open_is_one_line():
+    with pytest.raises(GpubenchError) as e:
+        Worker(WorkerOptions("cuda")).start()  # no GPU stack here (or a GPU: then this test has nothing to say)
+    assert "\n" not in str(e.value)
+
+
+class Scripted(Worker):
+    """A Worker whose 'process' replays scripted events: the coordinator's side alone, without spawning."""
+
+    def __init__(self, scripts):
+        super().__init__(WorkerOptions("cpu", timeout_s=1.0))
+        self.scripts = scripts
+        self.sent = []
+
+    def start(self):
+        worker = self
+        script = list(self.scripts.pop(0))
+
+        class Conn:
+            def send(self, msg):
+                worker.sent.append(msg)
+
+            def poll(self, timeout):
+                return True
+
+            def recv(self):
+                return script.pop(0)
+
+            def close(self):
+                pass
+
+        class Proc:
+            exitcode = 0
+
+            def is_alive(self):
+                return bool(script)
+
+            def join(self, timeout=None):
+                pass
+
+            def kill(self):
+                pass
+
+        self.conn, self.process, self.info = Conn(), Proc(), {"device": "scripted"}
+        return self.info
+
+
+def test_a_broken_backend_is_replaced_and_the_rest_of_the_task_runs(variants):
+    task = shape_task(variants, ["good", "good", "good"])
+    p = [Point("gemm", "good", "-", {"m": 24, "n": 24, "k": 24}, "ok") for _ in range(3)]
+    broken = [("begin", -1), ("begin", 0), ("point", 0, p[0]), ("begin", 1), ("point", 1, p[1]),
+              ("broken", "CUDA error: an illegal memory access was encountered")]
+    fresh = [("begin", -1), ("begin", 2), ("point", 2, p[2]), ("end",)]
+    worker = Scripted([broken, fresh])
+    got = []
+    worker.run(task, got.append)
+    assert got == p
+    assert [i.kind for i in worker.incidents] == ["broken"] and "illegal memory" in worker.incidents[0].detail
+    second = worker.sent[-1][1]  # the task sent to the fresh worker holds only what was not done
+    assert [x.index for x in second.points] == [2]
