@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gpubench import nvcc, render, results, sweep
+from gpubench import nvcc, render, sweep
 from gpubench.errors import GpubenchError
 from gpubench.exit_codes import Exit
 from gpubench.project import Project

@@ -7,7 +7,6 @@ and library call goes to the legacy default stream, so the timer's events bracke
 
 from __future__ import annotations
 
-import math
 import subprocess
 
 import numpy as np
