@@ -80,7 +80,10 @@ def _serve(conn, options: WorkerOptions) -> None:
             for event in run_task(backend, request[1]):
                 conn.send(event)
                 if event[0] == "broken":
-                    return
+                    # A faulted CUDA context makes every clean-up call fail noisily (CuPy's and PyCUDA's
+                    # finalizers): leave without them. The coordinator starts a fresh process.
+                    conn.close()
+                    os._exit(0)
             conn.send(("end",))
         else:
             return
