@@ -178,6 +178,13 @@ def print_run(run: Run, console: Console, threshold: float = render.NOISE_THRESH
         console.print()
 
 
+def environment(backend: str) -> dict:
+    """The environment a run on `backend` records (the device, its clocks and memory, the software)."""
+    with Worker(WorkerOptions(backend)) as worker:
+        worker.start()
+        return worker.environment()
+
+
 # --- kernels without a GPU ------------------------------------------------------------------------------------
 
 

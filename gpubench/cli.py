@@ -362,11 +362,9 @@ def env(backend):
     """
     import json
 
-    from gpubench.worker import Worker, WorkerOptions
+    from gpubench import app
 
-    with Worker(WorkerOptions(backend)) as worker:
-        worker.start()
-        click.echo(json.dumps(worker.environment(), indent=2))
+    click.echo(json.dumps(app.environment(backend), indent=2))
     return Exit.OK
 
 
@@ -418,7 +416,7 @@ def check(config, arch, builtin, block_sizes):
     from gpubench import app, nvcc
 
     proj = _project(config)
-    archs = app.arch_list(arch)
+    archs, blocks = app.arch_list(arch), options.block_sizes(block_sizes)
     variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.source and (builtin or not v.builtin)]
     out = app.console()
     out.print(f"project: {proj.path or 'none found'}; {len(proj.variants)} variant(s) of your own, specs valid")
@@ -426,7 +424,7 @@ def check(config, arch, builtin, block_sizes):
         return Exit.OK
     if nvcc.find_nvcc() is None:
         raise GpubenchError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")
-    rows = app.check_kernels(variants, archs, options.block_sizes(block_sizes))
+    rows = app.check_kernels(variants, archs, blocks)
     for v, c, a, error in rows:
         status = "[green]ok[/]" if error is None else "[red]failed[/]"
         out.print(f"{status} {v.op} {v.name} {c.label} {a}")

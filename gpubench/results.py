@@ -297,13 +297,28 @@ def load(path: str | Path) -> Run:
     status = check.field(data, "status", str, "", required=False) or "complete"
     if status not in RUN_STATUSES:
         check.fail("", f"status {status!r}; allowed are {', '.join(RUN_STATUSES)}")
-    if not isinstance(environment.get("device", {}), dict) or not isinstance(environment.get("software", {}), dict):
-        check.fail("environment", "device and software must be objects")
+    device = check.field(environment, "device", dict, "environment", required=False) or {}
+    check.field(environment, "software", dict, "environment", required=False)
+    check.field(device, "name", str, "environment.device", required=False)
+    check.number(device, "copy_gbps", "environment.device", optional=True)
     command = check.field(data, "command", list, "", required=False) or []
+    if not all(isinstance(c, str) for c in command):
+        check.fail("", "command must be a list of strings")
     variants = check.field(data, "variants", list, "", required=False) or []
+    for i, v in enumerate(variants):
+        where = f"variants[{i}]"
+        if not isinstance(v, dict):
+            check.fail(where, "is not an object")
+        check.field(v, "op", str, where)
+        check.field(v, "name", str, where)
+        check.field(v, "baseline", bool, where, required=False)
+        for key in ("sha256", "source"):
+            check.field(v, key, (str, type(None)), where, required=False)
     incidents = check.field(data, "incidents", list, "", required=False) or []
-    if not all(isinstance(v, dict) for v in variants + incidents) or not all(isinstance(c, str) for c in command):
-        check.fail("", "variants and incidents must be lists of objects, command a list of strings")
+    for i, incident in enumerate(incidents):
+        if not isinstance(incident, dict) or not all(isinstance(incident.get(k), str) for k in ("kind", "where",
+                                                                                                "detail")):
+            check.fail(f"incidents[{i}]", "needs kind, where and detail as strings")
     return Run(backend=backend, environment=environment, settings=settings, command=command,
                points=[_point(p, i, check) for i, p in enumerate(points)], status=status,
                created=str(data.get("created", "")), gpubench_version=str(data.get("gpubench_version", "")),
