@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -124,6 +124,9 @@ def run_sweeps(request: RunRequest) -> int:
     out, err = console(), console(stderr=True)
     path = check_output(request.output, request.force) if request.output else None
     variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
+    family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
+    for s in request.sweeps:
+        s.policy = replace(s.policy, family=family)
     with Worker(WorkerOptions(request.backend, request.tf32, timeout_s=request.timeout_s)) as worker:
         info = worker.start()
         tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None
@@ -136,6 +139,7 @@ def run_sweeps(request: RunRequest) -> int:
                     "sweeps": [s.settings() for s in request.sweeps]}
         run = Run(backend=request.backend, environment=worker.environment(), settings=settings, command=request.argv,
                   variants=[v.record() for v in variants])
+        warn_unlocked_clocks(run, err)
         writer = RunWriter(run, path)
         for s in request.sweeps:
             for what, why in s.skipped:
@@ -152,6 +156,15 @@ def run_sweeps(request: RunRequest) -> int:
         return Exit.INTERRUPTED
     err.print(f"saved {len(run.points)} points to {path}")
     return Exit.FAILED if run.failed() else Exit.OK
+
+
+def warn_unlocked_clocks(run: Run, err: Console) -> None:
+    """Once per run: an unlocked GPU boosts and throttles as it likes, and a rerun can differ for that alone."""
+    t = run.environment.get("device", {}).get("telemetry") or {}
+    if t and not t.get("clocks_locked", True):
+        err.print(f"[yellow]note:[/] SM clocks are not locked (idle at {t.get('sm_clock_idle_mhz')} MHz, up to "
+                  f"{t.get('sm_clock_max_mhz')} MHz): each point records its clocks, and steadier numbers come "
+                  f"with `sudo nvidia-smi -lgc {t.get('sm_clock_max_mhz')}` (undo: `sudo nvidia-smi -rgc`)")
 
 
 def _run_with_progress(worker, work, writer, run, err, label) -> str:

@@ -82,6 +82,13 @@ OUTPUT = [
     click.option("-o", "--output", default=None, help="Results file, .json (default: results/<device>/<name>-<time>.json)."),
     click.option("--force", is_flag=True, help="Replace the -o file if it exists."),
 ]
+DECIDING = [
+    click.option("--decide", default=None, type=float, metavar="THRESHOLD",
+                 help="Sample on (up to --max-time) until a comparison at this threshold could be decided "
+                      "[default: 0.05 on the GPU, off on the CPU; 0 turns it off]."),
+    click.option("--discard-throttled", is_flag=True,
+                 help="Drop samples taken while the GPU was power- or thermally-throttled, and take others."),
+]
 RUNNING = [
     click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
                  help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
@@ -117,7 +124,7 @@ def sweep_options(default_sizes: str):
         click.option("--max-time", default=10.0, show_default=True, type=float,
                      help="... or until this many seconds went into the point."),
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
-        *OUTPUT, *RUNNING,
+        *DECIDING, *OUTPUT, *RUNNING,
     ])
 
 
@@ -146,8 +153,10 @@ def _sweep_request(ctx, op: str, kw: dict, shapes):
     blocks = options.block_sizes(kw["block_sizes"])
     if ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE and kw["backend"] == "cuda":
         plan.check_block_option(chosen, "--block-sizes")
+    decide = kw["decide"] if kw["decide"] is not None else plan.default_decide(kw["backend"])
     timing = plan.policy(warmup=kw["warmup"], reps=kw["reps"], budget=kw["budget"], max_noise=kw["max_noise"],
-                         max_time=kw["max_time"], flush=not kw["no_flush"])
+                         max_time=kw["max_time"], flush=not kw["no_flush"], decide=decide,
+                         discard_throttled=kw["discard_throttled"])
     _check_timeout(kw["timeout"])
     sweep = plan.sweep(op, op, chosen, shapes, blocks, timing)
     return app.run_sweeps(app.RunRequest([sweep], op, kw["backend"], kw["tf32"], kw["seed"], kw["output"],
@@ -220,7 +229,8 @@ def conv(ctx, **kw):
 @click.option("--max-noise", default=None, type=float,
               help="Adaptive sampling for every sweep: sample until IQR/median is under this ...")
 @click.option("--max-time", default=None, type=float, help="... or until this many seconds went into the point.")
-def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, max_time):
+@_options(DECIDING)
+def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, max_time, decide, discard_throttled):
     """Run a suite of sweeps (a shipped one by name, or a TOML file) into one results file.
 
     \b
@@ -235,11 +245,13 @@ def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, m
     s = suites.load(suite, backend, _catalog(proj))
     _check_timeout(timeout)
     for sweep in s.sweeps:
-        if max_noise is not None or max_time is not None:
+        if max_noise is not None or max_time is not None or decide is not None or discard_throttled:
             p = sweep.policy
             sweep.policy = plan.policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
                                        max_noise=max_noise if max_noise is not None else p.max_noise,
-                                       max_time=max_time if max_time is not None else p.max_time_s)
+                                       max_time=max_time if max_time is not None else p.max_time_s,
+                                       decide=decide if decide is not None else p.decide,
+                                       discard_throttled=discard_throttled or p.discard_throttled)
     return app.run_sweeps(app.RunRequest(s.sweeps, s.name, backend, tf32 or s.tf32, seed, output, force, timeout,
                                          proj))
 
@@ -331,12 +343,15 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive):
 @click.argument("file")
 @click.option("-o", "--output", required=True, help="Image file: .png, .svg or .pdf.")
 @click.option("--force", is_flag=True, help="Replace the image if it exists.")
-def plot(file, output, force):
-    """Plot a saved run: GFLOPS (GEMM) or GB/s (conv) against size, one line per variant, bands from the spread.
+@click.option("--roofline", is_flag=True, help="Plot every point under the roofline measured on the run's GPU.")
+def plot(file, output, force, roofline):
+    """Plot a saved run: GFLOPS (GEMM) or GB/s (conv) against size, one line per variant, bands from the spread;
+    or, with --roofline, GFLOPS against arithmetic intensity under the GPU's measured ceilings.
 
     \b
-    Example:
+    Examples:
       gpubench plot results/nvidia-h200/lab.json -o lab.png
+      gpubench plot run.json --roofline -o roofline.svg
     """
     from gpubench import app
     from gpubench import plot as plotting
@@ -344,7 +359,8 @@ def plot(file, output, force):
 
     path = app.check_output(output, force, "plot", plotting.FORMATS)
     run = results.load(file)
-    click.echo(f"wrote {plotting.plot(run, path)}")
+    draw = plotting.roofline_plot if roofline else plotting.plot
+    click.echo(f"wrote {draw(run, path)}")
     return Exit.OK
 
 

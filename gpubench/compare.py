@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from gpubench.exit_codes import Exit
 from gpubench.results import Point, Run
+from gpubench.stats import ratio_interval
 
 ENV_FIELDS = {
     "GPU": ("device", "name"), "compute capability": ("device", "compute_capability"),
@@ -52,6 +53,14 @@ class Change:
     low: float
     high: float
     verdict: str  # slower | faster | same | inconclusive
+
+    @property
+    def clock_change(self) -> tuple[float, float] | None:
+        """(base, new) median SM clock where the two differ by more than 3%: a change that may be the GPU's."""
+        a, b = (self.base.telemetry or {}).get("sm_mhz"), (self.new.telemetry or {}).get("sm_mhz")
+        if a and b and abs(b / a - 1) > 0.03:
+            return a, b
+        return None
 
     @property
     def label(self) -> str:
@@ -100,22 +109,6 @@ class Report:
         if self.count("inconclusive"):
             return f"no significant regression; {self.count('inconclusive')} point(s) inconclusive"
         return "no significant regression"
-
-
-def ratio_interval(base: list[float], new: list[float], alpha: float) -> tuple[float, float, float]:
-    """(estimate, low, high) of new/base: Hodges–Lehmann shift of log-times and Moses' rank interval.
-
-    The interval is the k-th smallest and k-th largest of the n·m pairwise differences, k from the normal
-    approximation to the Mann–Whitney U distribution at level 1 − alpha; (0, inf) when too few samples.
-    """
-    diffs = sorted(math.log(b2) - math.log(b1) for b2 in new for b1 in base)
-    n, m = len(base), len(new)
-    estimate = math.exp(statistics.median(diffs))
-    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
-    k = math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))
-    if k < 1:
-        return estimate, 0.0, math.inf
-    return estimate, math.exp(diffs[k - 1]), math.exp(diffs[len(diffs) - k])
 
 
 def verdict(low: float, high: float, threshold: float) -> str:

@@ -18,11 +18,19 @@ from gpubench.timing import TimingPolicy
 from gpubench.variant import Axis, Variant
 
 MIN_REPS = 5  # a median, an IQR and compare's rank interval need a handful of samples
+DECIDE = 0.05  # on a GPU, sample on until a comparison at 5% (compare's default) could be decided
+
+
+def default_decide(backend: str) -> float | None:
+    """GPU runs sample on until decidable; host timings of NumPy are not what gpubench compares, so not there."""
+    return DECIDE if backend == "cuda" else None
 
 
 def policy(*, warmup: int = 3, reps: int = 50, budget: float = 1.0, max_noise: float | None = None,
-           max_time: float = 10.0, flush: bool = True, where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
-    """A timing policy, every value checked; `where(key)` names the option or suite key in messages."""
+           max_time: float = 10.0, flush: bool = True, decide: float | None = None, discard_throttled: bool = False,
+           where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
+    """A timing policy, every value checked; `where(key)` names the option or suite key in messages.
+    decide = 0 (or None) turns the decidability target off."""
     for key, value, kind in (("warmup", warmup, int), ("reps", reps, int)):
         if type(value) is not kind:
             raise GpubenchError(f"{where(key)} must be an integer, got {value!r}")
@@ -31,18 +39,23 @@ def policy(*, warmup: int = 3, reps: int = 50, budget: float = 1.0, max_noise: f
     if reps < MIN_REPS:
         raise GpubenchError(f"{where('reps')} must be at least {MIN_REPS} (a median and compare's interval need "
                             f"them), got {reps}")
-    for key, value in (("budget", budget), ("max_time", max_time), ("max_noise", max_noise)):
-        if value is None and key == "max_noise":
+    for key, value in (("budget", budget), ("max_time", max_time), ("max_noise", max_noise), ("decide", decide)):
+        if value is None and key in ("max_noise", "decide"):
+            continue
+        if key == "decide" and value == 0:
+            decide = None
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise GpubenchError(f"{where(key)} must be a finite number, got {value!r}")
         if value < 0 or (value == 0 and key != "budget"):
             raise GpubenchError(f"{where(key)} must be {'0 or more' if key == 'budget' else 'more than 0'}, got "
                                 f"{value}")
-    if not isinstance(flush, bool):
-        raise GpubenchError(f"{where('flush')} must be true or false, got {flush!r}")
+    for key, value in (("flush", flush), ("discard_throttled", discard_throttled)):
+        if not isinstance(value, bool):
+            raise GpubenchError(f"{where(key)} must be true or false, got {value!r}")
     return TimingPolicy(warmup=warmup, reps=reps, min_reps=MIN_REPS, budget_s=float(budget), flush=flush,
-                        max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time))
+                        max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time),
+                        decide=None if decide is None else float(decide), discard_throttled=discard_throttled)
 
 
 def block_sizes(values, where: str) -> tuple[int, ...]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
-from gpubench.render import best_points
+from gpubench.render import best_points, display_name
 from gpubench.results import Run
 
 FORMATS = (".png", ".svg", ".pdf")  # what `gpubench plot -o` writes (checked before anything is drawn)
@@ -30,7 +30,7 @@ def _rate(p, ms: float, op: str) -> float:
     return (p.flops if op == "gemm" else p.min_bytes) / ms / 1e6  # GFLOPS or GB/s
 
 
-def plot(run: Run, output: str | Path) -> Path:
+def _pyplot():
     try:
         import matplotlib
 
@@ -38,6 +38,58 @@ def plot(run: Run, output: str | Path) -> Path:
         import matplotlib.pyplot as plt
     except ImportError:
         raise GpubenchError("matplotlib is not installed: pip install 'gpubench[plot]'") from None
+    return plt
+
+
+def _save(fig, plt, output) -> Path:
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fig.savefig(output, dpi=110)
+    except (OSError, ValueError) as e:
+        raise GpubenchError(f"cannot write the plot to {output} ({e})") from None
+    finally:
+        plt.close(fig)
+    return output
+
+
+def roofline_plot(run: Run, output: str | Path) -> Path:
+    """Every ok point at its arithmetic intensity (FLOPs per minimum byte) and GFLOPS, under the roofs measured
+    on the run's GPU: DRAM and L2 bandwidth slopes, the FP32 and TF32 peaks."""
+    from gpubench import roofline
+
+    c = roofline.ceilings(run)
+    if not c:
+        raise GpubenchError("the run records no roofline ceilings (runs on a GPU with gpubench 0.2 or later do)")
+    plt = _pyplot()
+    points = [p for p in best_points([p for p in run.points if p.status == "ok"]).values() if p.min_bytes]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    intensities = [p.flops / p.min_bytes for p in points] or [1.0]
+    x = [min(intensities + [0.1]) / 2, max(intensities + [1e3]) * 2]
+    for peak, name, style in ((c.get("ffma_gflops"), "FP32 FFMA", "-"), (c.get("tf32_gflops"), "TF32 (cuBLAS)", ":")):
+        for bw, bw_name in ((c.get("copy_gbps"), "DRAM"), (c.get("l2_read_gbps"), "L2")):
+            if peak and bw:
+                knee = peak / bw
+                ax.plot([x[0], knee, x[1]], [x[0] * bw, peak, peak], style, color="gray" if bw_name == "DRAM" else
+                        "silver", linewidth=1)
+        if peak:
+            ax.annotate(f"{name} {peak:,.0f} GFLOPS", (x[1], peak), ha="right", va="bottom", fontsize=8)
+    for name in dict.fromkeys(display_name(p) for p in points):
+        mine = [p for p in points if display_name(p) == name]
+        ax.scatter([p.flops / p.min_bytes for p in mine], [p.gflops for p in mine], s=14, label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOPs per minimum byte)")
+    ax.set_ylabel("GFLOPS")
+    ax.set_title(f"roofline, {run.device} (DRAM {c.get('copy_gbps', 0):,} GB/s, L2 {c.get('l2_read_gbps', 0):,} GB/s)")
+    ax.grid(True, which="both", alpha=0.2)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return _save(fig, plt, output)
+
+
+def plot(run: Run, output: str | Path) -> Path:
+    plt = _pyplot()
     panels = [("gemm", None)] if any(p.op == "gemm" for p in run.points) else []
     strides = sorted({p.params["stride"] for p in run.points if p.op == "conv"})
     panels += [("conv", s) for s in strides]
@@ -71,11 +123,4 @@ def plot(run: Run, output: str | Path) -> Path:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fig.savefig(output, dpi=110)
-    except (OSError, ValueError) as e:
-        raise GpubenchError(f"cannot write the plot to {output} ({e})") from None
-    plt.close(fig)
-    return output
+    return _save(fig, plt, output)

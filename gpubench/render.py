@@ -9,6 +9,7 @@ import csv
 import io
 from dataclasses import dataclass, field
 
+from gpubench import roofline
 from gpubench.results import CONV_KEYS, GEMM_KEYS, Point, Run
 
 
@@ -220,6 +221,60 @@ def rates_table(run: Run, op: str = "conv") -> Table:
     return table
 
 
+def hardware_table(run: Run, op: str) -> Table | None:
+    """Each variant's best point against the hardware: its SM clock and throttling, power, energy per call and
+    GFLOPS per watt (NVML), its share of the roofline bound, and whether it sits at the empty-kernel floor."""
+    points = [p for p in best_points([p for p in run.points if p.op == op]).values() if p.status == "ok"]
+    if not any(p.telemetry for p in points) and not roofline.ceilings(run):
+        return None
+    floor = roofline.floor_ms(run)
+    table = Table(f"{op} · against the hardware", ROW_HEADERS[op] + ["variant", "ms", "SM MHz", "throttled", "W",
+                                                                     "mJ / call", "GFLOPS/W", "roofline", "note"],
+                  left=len(ROW_HEADERS[op]) + 1,
+                  caption=_hardware_caption(run, floor))
+    for p in points:
+        t = p.telemetry or {}
+        b = roofline.bound(p, run)
+        share = roofline.share(p, run)
+        notes = []
+        if roofline.near_floor(p, run):
+            notes.append(f"≤2× the floor ({floor * 1e3:.1f} µs)")
+        if t.get("reasons"):
+            notes.append(", ".join(t["reasons"]))
+        table.rows.append([Cell(x) for x in row_key(p)] + [
+            Cell(display_name(p)), Cell(f"{p.median_ms:.3f}"),
+            Cell(_int(t.get("sm_mhz")) + (f" (≥{t['sm_mhz_min']})" if t.get("sm_mhz_min") not in (None, t.get("sm_mhz"))
+                                          else "")),
+            Cell(f"{t['throttled']}/{p.timing.n + t.get('discarded', 0)}" if "throttled" in t else "",
+                 "noisy" if t.get("throttled") else ""),
+            Cell(_int(t.get("power_w"))),
+            Cell(f"{t['joules_per_call'] * 1e3:.3g}" if t.get("joules_per_call") else ""),
+            Cell(f"{t['gflops_per_w']:,.0f}" if t.get("gflops_per_w") else ""),
+            Cell(f"{100 * share:.0f}% {b[1]}" if share else ""),
+            Cell("; ".join(notes), "skip" if notes else ""),
+        ])
+    return table
+
+
+def _hardware_caption(run: Run, floor: float | None) -> str:
+    c = roofline.ceilings(run)
+    bits = []
+    if c:
+        bits.append(f"roofline: FP32 {c.get('ffma_gflops', 0):,} GFLOPS (FFMA microbenchmark), TF32 "
+                    f"{c.get('tf32_gflops', 0):,} (cuBLAS 8192³), DRAM {c.get('copy_gbps', 0):,} GB/s (copy), L2 "
+                    f"{c.get('l2_read_gbps', 0):,} GB/s")
+    if floor:
+        bits.append(f"floor = an empty kernel, {floor * 1e3:.1f} µs")
+    t = run.environment.get("device", {}).get("telemetry") or {}
+    if t and not t.get("clocks_locked", True):
+        bits.append("SM clocks not locked")
+    return "; ".join(bits)
+
+
+def _int(x) -> str:
+    return "" if x is None else f"{x:,.0f}"
+
+
 def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     """Every table for a run; points whose spread exceeds `threshold` (IQR/median) are flagged with "~"."""
     tables = []
@@ -228,6 +283,9 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
         if op == "conv":
             tables += [comparison_table(run, op, threshold), rates_table(run, op)]
         tables.append(summary_table(run, op, threshold))
+        hardware = hardware_table(run, op)
+        if hardware is not None:
+            tables.append(hardware)
     if any(_noisy(p, threshold) for p in run.points if p.status == "ok"):
         tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {threshold:.0%}, too wide to support a "
                                f"{threshold:.0%} comparison")

@@ -29,6 +29,8 @@ def changes_table(report: Report, include_same: bool = True) -> Table:
         if c.verdict == "same" and not include_same:
             continue
         label = c.label + (" (source changed)" if report.source_changed(c.new) else "")
+        if c.clock_change and c.verdict != "same":
+            label += f" (SM clock {c.clock_change[0]:,.0f} → {c.clock_change[1]:,.0f} MHz)"
         table.rows.append([Cell(c.verdict, VERDICT_STYLE[c.verdict]), Cell(label), Cell(f"{c.base.median_ms:.4g}"),
                            Cell(f"{c.new.median_ms:.4g}"), Cell(_pct(c.ratio)), Cell(_interval(c))])
     return table
@@ -51,6 +53,10 @@ def notes(report: Report) -> list[str]:
         lines.append(f"source changed: {c.op} {c.name} ({where}): sha256 {c.base_sha[:12]} → {c.new_sha[:12]}")
     for name, a, b in report.env_diffs:
         lines.append(f"environment differs: {name}: {a} → {b}")
+    for c in report.changes:
+        if c.verdict == "slower" and c.clock_change and c.clock_change[1] < c.clock_change[0]:
+            lines.append(f"slower with the SM clock down: {c.label} ({c.clock_change[0]:,.0f} → "
+                         f"{c.clock_change[1]:,.0f} MHz): the GPU's clock may explain it, not the code")
     for p in report.only_base:
         lines.append(f"only in base: {p.op} {p.variant} {p.config} {p.shape_label()}")
     for p in report.only_new:
@@ -93,7 +99,8 @@ def to_json_report(report: Report, exit_code: int) -> str:
     def point(c: Change) -> dict:
         return {"op": c.new.op, "variant": c.new.variant, "config": c.new.config, "params": c.new.params,
                 "tf32": c.new.tf32, "base_ms": c.base.median_ms, "new_ms": c.new.median_ms, "ratio": c.ratio,
-                "low": c.low, "high": c.high if math.isfinite(c.high) else None, "verdict": c.verdict}
+                "low": c.low, "high": c.high if math.isfinite(c.high) else None, "verdict": c.verdict,
+                "sm_mhz": list(c.clock_change) if c.clock_change else None}
 
     return json.dumps({
         "outcome": report.outcome, "exit_code": exit_code, "threshold": report.threshold, "alpha": report.alpha,

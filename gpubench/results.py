@@ -54,14 +54,16 @@ class Point:
     samples_ms: list[float] = field(default_factory=list)
     extra: dict = field(default_factory=dict)  # tf32, engine, im2col_ms, stop reason, tuned, ...
     device: str | None = None  # which GPU ran it, where a run used several
+    telemetry: dict | None = None  # SM/memory clocks, power, throttled samples, joules per call (NVML)
 
     @classmethod
-    def measured(cls, op, variant, config, params, *, samples_ms, flops, min_bytes, rel_err, tolerance, extra):
+    def measured(cls, op, variant, config, params, *, samples_ms, flops, min_bytes, rel_err, tolerance, extra,
+                 telemetry=None):
         ok = rel_err is not None and rel_err <= tolerance
         return cls(op, variant, config, params, "ok" if ok else "fail",
                    reason="" if ok else f"rel_err {rel_err:.2e} over tolerance {tolerance:.0e}",
                    rel_err=rel_err, tolerance=tolerance, flops=flops, min_bytes=min_bytes,
-                   samples_ms=list(samples_ms), extra=extra)
+                   samples_ms=list(samples_ms), extra=extra, telemetry=telemetry)
 
     @cached_property
     def timing(self) -> Stats | None:
@@ -241,10 +243,15 @@ def _point(d, i: int, check: _Check) -> Point:
             check.fail(where, f"status {status} disagrees with rel_err {rel_err:.2e} and tolerance {tolerance:.0e}")
     extra = check.field(d, "extra", dict, where, required=False) or {}
     device = check.field(d, "device", (str, type(None)), where, required=False)
+    telemetry = check.field(d, "telemetry", (dict, type(None)), where, required=False)
+    if telemetry:
+        for key in ("sm_mhz", "sm_mhz_min", "mem_mhz", "power_w", "throttled", "discarded", "joules_per_call",
+                    "gflops_per_w"):
+            check.number(telemetry, key, f"{where}.telemetry", optional=True)
     return Point(op, variant, config, params, status, reason=str(d.get("reason", "")), rel_err=rel_err,
                  tolerance=tolerance, flops=check.number(d, "flops", where, optional=True) or 0.0,
                  min_bytes=check.number(d, "min_bytes", where, optional=True) or 0.0,
-                 samples_ms=[float(s) for s in samples], extra=extra, device=device)
+                 samples_ms=[float(s) for s in samples], extra=extra, device=device, telemetry=telemetry)
 
 
 V1_BASELINES = {("cuda", "gemm"): "cublas", ("cuda", "conv"): "cudnn", ("cpu", "gemm"): "numpy",

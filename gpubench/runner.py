@@ -46,8 +46,7 @@ class ShapeTask:
 # --- points that did not measure --------------------------------------------------------------------------------
 
 
-def unmeasured(task: ShapeTask, point: PointTask, status: str, reason: str) -> Point:
-    shape = task.shape
+def unmeasured(shape, point: PointTask, status: str, reason: str) -> Point:
     return Point(shape.op, point.variant.name, point.config.label, shape.params(), status, reason=reason,
                  flops=shape.flops, min_bytes=shape.min_bytes, extra=dict(point.note))
 
@@ -73,15 +72,24 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
     prepared = backend.prepare(variant, point.config, shape, inputs)
     try:
         rel_err = verify(backend, prepared, ref)
-        timing = measure(prepared.run, backend.clock, policy)
+        timing = measure(prepared.run, backend.clock, policy, backend.telemetry)
+        if not timing.samples_ms:
+            return unmeasured(shape, point, "skipped",
+                              f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
+                              f"within {policy.max_time_s:g} s (--discard-throttled)")
         extra = {**point.note, **prepared.extra, "stop": timing.stop, "flushed": policy.flush and backend.flushes}
+        if timing.batch > 1:
+            extra["batch"] = timing.batch
         part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None})
         for name, part in prepared.parts.items():
             extra[f"{name}_ms"] = summarize(measure(part, backend.clock, part_policy).samples_ms).median
+        readings = timing.telemetry()
+        if readings is not None:
+            readings.update(backend.energy(prepared.run, policy.flush, shape.flops) or {})
         return Point.measured(
             shape.op, variant.name, point.config.label, shape.params(), samples_ms=timing.samples_ms,
             flops=shape.flops, min_bytes=shape.min_bytes, rel_err=rel_err, tolerance=backend.tolerance(variant),
-            extra=extra,
+            extra=extra, telemetry=readings,
         )
     finally:
         prepared.release()
@@ -100,7 +108,7 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
         ref = backend.reference(task.shape, inputs)
     except Skip as why:
         for p in task.points:
-            yield ("point", p.index, unmeasured(task, p, "skipped", str(why)))
+            yield ("point", p.index, unmeasured(task.shape, p, "skipped", str(why)))
         return
     try:
         for p in task.points:
@@ -108,11 +116,11 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
             try:
                 point = run_point(backend, task.shape, p, inputs, ref)
             except Skip as why:
-                point = unmeasured(task, p, "skipped", str(why))
+                point = unmeasured(task.shape, p, "skipped", str(why))
             except CompileError as e:
-                point = unmeasured(task, p, "error", str(e))
+                point = unmeasured(task.shape, p, "error", str(e))
             except Exception as e:  # a failing point is recorded; the sweep goes on
-                point = unmeasured(task, p, "error", describe_error(e))
+                point = unmeasured(task.shape, p, "error", describe_error(e))
                 if not backend.healthy():
                     yield ("point", p.index, point)
                     yield ("broken", describe_error(e))

@@ -2,7 +2,8 @@
 
     name = "quick"
     description = "about a minute"
-    [defaults]              # timing for every sweep: warmup, reps, budget, max_noise, max_time, flush
+    [defaults]              # timing for every sweep: warmup, reps, budget, max_noise, max_time, flush,
+                            # decide (a threshold, 0 = off), discard_throttled
     reps = 30
     [[sweep]]
     name = "gemm"
@@ -30,7 +31,7 @@ from gpubench.errors import GpubenchError
 from gpubench.registry import LAB_BLOCK_SIZES, OPS, Catalog
 from gpubench.sweep import Sweep
 
-TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush"}
+TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled"}
 GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS}
 CONV_KEYS = {"name", "op", "variants", "sizes", "strides", "block_sizes", "batch", "in_channels", "out_channels",
              "kernel", "padding", *TIMING_KEYS}
@@ -57,9 +58,9 @@ def _ints(value, where: str) -> list[int]:
     return values
 
 
-def _timing(table: dict, base: dict, where: str):
+def _timing(table: dict, base: dict, where: str, backend: str = "cuda"):
     """The sweep's timing: [defaults] overridden by the sweep's own keys, checked by plan.policy."""
-    values = {**base, **{k: table[k] for k in TIMING_KEYS if k in table}}
+    values = {"decide": plan.default_decide(backend), **base, **{k: table[k] for k in TIMING_KEYS if k in table}}
     if isinstance(values.get("budget"), int) and not isinstance(values.get("budget"), bool):
         values["budget"] = float(values["budget"])
     return values, plan.policy(**values, where=lambda key: f"{where}.{key}")
@@ -99,7 +100,7 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) 
         plan.check_block_option(chosen, f"{where}.block_sizes")
     blocks = plan.block_sizes(_ints(table.get("block_sizes", list(LAB_BLOCK_SIZES)), f"{where}.block_sizes"),
                               f"{where}.block_sizes")
-    _, timing = _timing(table, base, where)
+    _, timing = _timing(table, base, where, backend)
     if op == "gemm":
         sizes = _ints(table["sizes"], f"{where}.sizes") if "sizes" in table else []
         mnk = table.get("mnk", [])
@@ -164,7 +165,8 @@ def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None
         if key in data and not isinstance(data[key], kind):
             raise GpubenchError(f"suite {path}: {key} must be a {kind.__name__}, got {data[key]!r}")
     try:
-        base, _ = _timing(defaults, {}, "defaults")
+        base = {k: defaults[k] for k in TIMING_KEYS if k in defaults}
+        _timing(defaults, {}, "defaults", backend)  # checked here, so a bad default is named as one
         expanded = [_sweep(t, i, backend, base, catalog) for i, t in enumerate(sweeps)]
     except GpubenchError as e:
         raise GpubenchError(f"suite {path}: {e}") from None

@@ -1,17 +1,29 @@
 """One timing function for every variant on every backend.
 
 A backend supplies a :class:`Clock`: how to time one call (CUDA events on the launch stream, or the host
-clock for NumPy), how to wait for outstanding work, and how to flush the caches outside the timed region.
-:func:`measure` does the rest: warm-up, repetitions under a time budget (or until the spread is small enough),
-and the raw samples, which the saved results keep.
+clock for NumPy), how to wait for outstanding work, and how to flush the caches outside the timed region. A
+clock that can also time a queued batch (`time_batch_ms`) lets short calls be timed without the host in the
+way: the whole batch is queued behind a wait kernel, so no call's interval ever waits for the host.
+:func:`measure` does the rest: warm-up, repetitions under a time budget, telemetry after each sample (flagging
+or, on request, discarding samples taken while throttled), and, where asked, sampling on until a comparison
+at a given threshold could be decided. The raw samples are kept.
 """
 
 from __future__ import annotations
 
-import statistics
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
+
+from gpubench.stats import Stats, decidable, summarize
+from gpubench.telemetry import NoTelemetry, reason_names
+
+__all__ = ["Clock", "TimingPolicy", "Timing", "measure", "summarize", "Stats", "HostClock"]
+
+BATCH_TARGET_MS = 2.0  # a queued batch of short calls lasts about this long on the GPU ...
+MAX_BATCH = 64  # ... with at most this many calls
+MAX_DECIDE_SAMPLES = 2000  # enough to decide any comparison worth making; sampling stops here
 
 
 class Clock(Protocol):
@@ -30,47 +42,36 @@ class TimingPolicy:
     budget_s: float = 1.0  # stop after min_reps once this much time went into timed calls
     flush: bool = True  # evict L2 before every timed call
     max_noise: float | None = None  # adaptive: sample until IQR/median is at most this ...
-    max_time_s: float = 10.0  # ... or this much time has gone into the point
+    max_time_s: float = 10.0  # ... or this much time has gone into the point (also caps `decide`)
+    decide: float | None = None  # sample on until a comparison at this threshold could be decided ...
+    family: int = 1  # ... among this many points (the comparison's Bonferroni family: the run's size)
+    discard_throttled: bool = False  # drop samples taken while throttled, and take others
+    batch_below_ms: float = 0.1  # calls shorter than this are timed in queued batches, where the clock can
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Stats:
-    n: int
-    median: float
-    min: float
-    max: float
-    mean: float
-    q1: float
-    q3: float
-
-    @property
-    def iqr(self) -> float:
-        return self.q3 - self.q1
-
-    @property
-    def rel_iqr(self) -> float:
-        return self.iqr / self.median if self.median > 0 else float("inf")
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-def summarize(samples: list[float]) -> Stats:
-    s = sorted(samples)
-    if len(s) >= 2:
-        q1, _, q3 = statistics.quantiles(s, n=4, method="inclusive")
-    else:
-        q1 = q3 = s[0]
-    return Stats(len(s), statistics.median(s), s[0], s[-1], statistics.fmean(s), q1, q3)
 
 
 @dataclass
 class Timing:
     samples_ms: list[float]
-    stop: str  # why sampling ended: "reps", "budget", "noise" (target met) or "time-cap" (target missed)
+    stop: str  # why sampling ended: "reps", "budget", "noise"/"decided" (target met), "time-cap" (missed), "cap"
+    batch: int = 1  # calls per queued batch (1: each call timed on its own)
+    sm_mhz: list[int] = field(default_factory=list)  # the SM clock read after each kept sample
+    mem_mhz: list[int] = field(default_factory=list)
+    power_w: list[float] = field(default_factory=list)
+    throttled: int = 0  # samples taken while throttled (kept, or discarded with discard_throttled)
+    discarded: int = 0
+    reasons: int = 0  # every clock-event reason bit seen
+
+    def telemetry(self) -> dict | None:
+        """What a saved point keeps: medians of the clocks and power, and how many samples were throttled."""
+        if not self.sm_mhz:
+            return None
+        med = lambda xs: summarize(xs).median if xs else None  # noqa: E731
+        return {"sm_mhz": med(self.sm_mhz), "sm_mhz_min": min(self.sm_mhz), "mem_mhz": med(self.mem_mhz),
+                "power_w": med(self.power_w), "throttled": self.throttled, "discarded": self.discarded,
+                "reasons": reason_names(self.reasons)}
 
 
 def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> str | None:
@@ -79,29 +80,57 @@ def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> str
         if n >= p.min_reps and summarize(samples).rel_iqr <= p.max_noise:
             return "noise"
         return "time-cap" if elapsed_s >= p.max_time_s else None
-    if n >= p.reps:
-        return "reps"
-    if n >= p.min_reps and elapsed_s >= p.budget_s:
-        return "budget"
-    return None
+    usual = "reps" if n >= p.reps else "budget" if n >= p.min_reps and elapsed_s >= p.budget_s else None
+    if usual is None or p.decide is None:
+        return usual
+    if decidable(samples, p.decide, p.family):
+        return usual if n <= p.reps else "decided"
+    if n >= MAX_DECIDE_SAMPLES:
+        return "cap"
+    return "time-cap" if elapsed_s >= p.max_time_s else None
 
 
-def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy) -> Timing:
+def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemetry=NoTelemetry()) -> Timing:
     started = time.perf_counter()
     for _ in range(max(1, policy.warmup)):
         run()
         clock.sync()
         if time.perf_counter() - started > policy.budget_s / 2:
             break
-    samples: list[float] = []
+    timing = Timing([], "")
+    expected = telemetry.expected_mhz
+    batched = hasattr(clock, "time_batch_ms")
     started = time.perf_counter()
     while True:
-        if policy.flush:
-            clock.flush()
-        samples.append(clock.time_ms(run))
-        stop = _stop_reason(samples, time.perf_counter() - started, policy)
+        if timing.batch > 1:
+            new = clock.time_batch_ms(run, timing.batch, policy.flush)
+        else:
+            if policy.flush:
+                clock.flush()
+            new = [clock.time_ms(run)]
+            if batched and len(timing.samples_ms) + timing.discarded == 0 and new[0] < policy.batch_below_ms:
+                # A short call: from now on, queued batches (the first sample is kept; it was timed alike).
+                timing.batch = max(2, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(new[0], 0.002))))
+        reading = telemetry.sample()
+        if reading is not None:
+            timing.reasons |= reading.reasons
+            if reading.throttled(expected):
+                timing.throttled += len(new)
+                if policy.discard_throttled:
+                    timing.discarded += len(new)
+                    if time.perf_counter() - started >= policy.max_time_s:
+                        timing.stop = "time-cap"
+                        return timing
+                    continue
+            timing.sm_mhz += [reading.sm_mhz] * len(new)
+            timing.mem_mhz += [reading.mem_mhz] * len(new)
+            if reading.power_w is not None:
+                timing.power_w += [reading.power_w] * len(new)
+        timing.samples_ms += new
+        stop = _stop_reason(timing.samples_ms, time.perf_counter() - started, policy)
         if stop:
-            return Timing(samples, stop)
+            timing.stop = stop
+            return timing
 
 
 class HostClock:

@@ -251,5 +251,5 @@ class Worker:
         if current == SETUP:
             reason = "making the inputs and reference: " + reason
         for p in lost:
-            on_point(unmeasured(task, p, status, reason))
+            on_point(unmeasured(task.shape, p, status, reason))
         return {p.index for p in lost}

@@ -39,10 +39,12 @@ def cpu():
     return CpuBackend()
 
 
-def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=None):
+def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=None, clocks=None):
     """A run with gemm and conv points whose raw samples are drawn around fixed medians (no timing involved).
 
     scale: {(variant, size): factor} multiplies those points' samples (a regression or an improvement).
+    clocks: an SM clock (MHz) for every point, and the hardware record a GPU run has: telemetry, the empty-kernel
+    floor and the roofline's ceilings.
     """
     import random
 
@@ -72,6 +74,14 @@ def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=No
     variants = [{"op": op, "name": name, "baseline": name in ("cublas", "cudnn"), "sha256": "ab" * 32,
                  "source": None if name in ("cublas", "cudnn") else f"/src/{name}.cu"}
                 for op, name in (("gemm", "tiled"), ("gemm", "cublas"), ("conv", "sliding"), ("conv", "cudnn"))]
+    if clocks:
+        env["device"].update(floor_ms=0.004, ceilings={"ffma_gflops": 60000, "tf32_gflops": 400000, "copy_gbps": 3000,
+                                                       "l2_read_gbps": 9000},
+                             telemetry={"clocks_locked": False, "sm_clock_idle_mhz": 345, "sm_clock_max_mhz": 1980})
+        for p in points:
+            p.telemetry = {"sm_mhz": clocks, "sm_mhz_min": clocks, "mem_mhz": 2619, "power_w": 400.0, "throttled": 0,
+                           "discarded": 0, "reasons": [], "joules_per_call": 0.4 * p.median_ms / 1e3,
+                           "gflops_per_w": p.flops / (0.4 * p.median_ms) / 1e6}
     return Run(backend="cuda", environment=env, settings={}, command=["gpubench", "test"], points=points,
                status="complete", created="2026-11-22T00:00:00+00:00", variants=variants)
 

@@ -156,3 +156,14 @@ def test_a_kernel_whose_source_changed_is_named(make_run, run_file):
     assert "(source changed)" in r.output
     md = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"), "--format", "json")
     assert json.loads(md.output)["source_changes"][0]["name"] == "tiled"
+
+
+def test_a_slowdown_with_a_clock_drop_says_so(make_run, run_file):
+    base = make_run(clocks=1980)
+    new = make_run(seed=1, scale={("tiled", 2048): 1.2}, clocks=1980)
+    for p in new.points:
+        if p.variant == "tiled" and p.params["m"] == 2048:
+            p.telemetry = {**p.telemetry, "sm_mhz": 1650}
+    r = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"))
+    assert r.exit_code == 1
+    assert "(SM clock 1,980 → 1,650 MHz)" in r.output and "the GPU's clock may explain it" in r.output

@@ -28,3 +28,15 @@ def test_missing_matplotlib_is_one_clear_error(make_run, tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     with pytest.raises(GpubenchError, match=r"pip install 'gpubench\[plot\]'"):
         plot.plot(make_run(), tmp_path / "p.png")
+
+
+def test_roofline_plot(make_run, tmp_path):
+    out = plot.roofline_plot(make_run(clocks=1980), tmp_path / "roof.png")
+    assert out.stat().st_size > 10_000
+
+
+def test_roofline_needs_ceilings(make_run, tmp_path):
+    from gpubench.errors import GpubenchError
+
+    with pytest.raises(GpubenchError, match="no roofline ceilings"):
+        plot.roofline_plot(make_run(), tmp_path / "roof.png")

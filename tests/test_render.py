@@ -101,3 +101,23 @@ def test_details_name_the_engine_and_im2col_share(make_run):
     assert render.details(p) == "eng0 (of 12 plans)"
     p.extra = {"im2col_ms": p.median_ms / 4}
     assert render.details(p) == f"im2col {p.median_ms / 4:.3f} ms (25%)"
+
+
+def test_hardware_table_shows_clocks_energy_roofline_and_the_floor(make_run):
+    run = make_run(clocks=1980)
+    table = render.hardware_table(run, "gemm")
+    rows = {(r[0], r[1]): r for r in cells(table)}
+    tiled = rows[("1024", "tiled")]
+    assert tiled[3] == "1,980" and tiled[4] == "0/40" and tiled[5] == "400"
+    assert tiled[8].endswith("compute") and "FP32 60,000 GFLOPS" in table.caption and "SM clocks not locked" in table.caption
+    assert render.hardware_table(make_run(), "gemm") is None  # nothing to show without telemetry or ceilings
+
+
+def test_a_point_at_the_floor_says_so(make_run):
+    from gpubench import roofline
+
+    run = make_run(clocks=1980)
+    p = run.points[0]
+    run.environment["device"]["floor_ms"] = p.median_ms / 1.5
+    assert roofline.near_floor(p, run)
+    assert "≤2× the floor" in cells(render.hardware_table(run, "gemm"))[0][-1]

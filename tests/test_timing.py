@@ -53,9 +53,3 @@ def test_adaptive_gives_up_at_the_time_cap():
     clock = FakeClock([1.0, 2.0] * 10_000)
     t = measure(lambda: None, clock, TimingPolicy(warmup=0, min_reps=5, max_noise=0.01, max_time_s=0.05))
     assert t.stop == "time-cap"
-
-
-def test_summary_statistics():
-    s = summarize([4.0, 1.0, 3.0, 2.0, 5.0])
-    assert (s.n, s.median, s.min, s.max, s.q1, s.q3) == (5, 3.0, 1.0, 5.0, 2.0, 4.0)
-    assert s.rel_iqr == pytest.approx(2 / 3)

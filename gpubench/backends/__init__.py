@@ -14,6 +14,7 @@ from typing import Any, Callable
 from gpubench import reference
 from gpubench.errors import Skip
 from gpubench.problems import ARRAYS, ConvShape, GemmShape
+from gpubench.telemetry import NoTelemetry
 
 __all__ = ["ArrayBackend", "Prepared", "Skip", "open_backend", "kernel_arguments"]
 
@@ -34,6 +35,11 @@ class ArrayBackend:
     xp: Any = None
 
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
+    telemetry = NoTelemetry()
+
+    def energy(self, run, flush: bool, flops: float) -> dict | None:
+        """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""
+        return None
 
     def fits(self, make, what: str):
         """make(), or Skip naming `what` when the memory it asks for is not there."""

@@ -8,10 +8,11 @@ and library call goes to the legacy default stream, so the timer's events bracke
 from __future__ import annotations
 
 import subprocess
+import time
 
 import numpy as np
 
-from gpubench import nvcc, registry
+from gpubench import nvcc, registry, telemetry
 from gpubench.backends import ArrayBackend, Prepared, kernel_arguments
 from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import ConvShape, GemmShape
@@ -19,7 +20,7 @@ from gpubench.timing import TimingPolicy, measure, summarize
 from gpubench.variant import TF32_TOL, Launch
 
 MAX_GRID_YZ = 65535
-SPIN_NS = 50_000  # cover for the host's launch latency when L2 is not flushed (see timing_spin.cu)
+SPIN_NS = 50_000  # cover for the host's launch latency when L2 is not flushed (see probes.cu)
 PLAN_SEARCH = TimingPolicy(warmup=1, reps=5, min_reps=3, budget_s=0.2)  # cuDNN's plan search, not the timing
 
 
@@ -61,8 +62,10 @@ class CudaClock:
         self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
         self.scratch = cp.empty(max(2 * l2_bytes, 64 << 20), dtype=cp.uint8)
         self.value = 0
-        self.spin = spin
+        self.spin = spin  # spin(nanoseconds): a kernel that waits on the GPU
         self.flushed = False
+        self.events: list = []
+        self.enqueue_us = 30.0  # the host's time to queue one flush + call, learnt from each batch
 
     def sync(self) -> None:
         self.cp.cuda.Stream.null.synchronize()
@@ -74,13 +77,44 @@ class CudaClock:
 
     def time_ms(self, run) -> float:
         if not self.flushed:
-            self.spin()
+            self.spin(SPIN_NS)
         self.flushed = False
         self.start.record()
         run()
         self.end.record()
         self.end.synchronize()
         return self.cp.cuda.get_elapsed_time(self.start, self.end)
+
+    def time_batch_ms(self, run, n: int, flush: bool) -> list[float]:
+        """n calls queued behind one wait kernel, each between its own pair of events (and after its own
+        flush): the GPU never waits for the host inside an interval, so short calls are timed without the
+        host's launch jitter. A batch the host was too slow to queue in time is timed again, with a longer wait."""
+        while len(self.events) < 2 * n:
+            self.events.append(self.cp.cuda.Event())
+        while True:
+            wait_ns = int(1.5 * self.enqueue_us * 1000 * n) + 20_000
+            self.spin(wait_ns)
+            t0 = time.perf_counter()
+            for i in range(n):
+                if flush:
+                    self.flush()
+                self.events[2 * i].record()
+                run()
+                self.events[2 * i + 1].record()
+            queued_ns = (time.perf_counter() - t0) * 1e9
+            self.events[2 * n - 1].synchronize()
+            self.enqueue_us = max(self.enqueue_us, queued_ns / n / 1000)
+            self.flushed = False
+            if queued_ns < wait_ns:
+                return [self.cp.cuda.get_elapsed_time(self.events[2 * i], self.events[2 * i + 1]) for i in range(n)]
+
+    def run_many(self, run, n: int, flush: bool) -> None:
+        """n calls back to back (each after a flush where flushing), then wait: the energy window's work."""
+        for _ in range(n):
+            if flush:
+                self.flush()
+            run()
+        self.sync()
 
 
 class CudaBackend(ArrayBackend):
@@ -90,6 +124,8 @@ class CudaBackend(ArrayBackend):
 
     def __init__(self, tf32: bool = False):
         self.drv, self.cp = import_gpu_stack()
+        # NVML first, before we put any load on the GPU: its idle clock tells whether clocks are locked.
+        self.telemetry = telemetry.open_telemetry(self.drv.Context.get_device().pci_bus_id())
         self.xp = self.cp
         self.out_of_memory = (self.cp.cuda.memory.OutOfMemoryError, MemoryError)
         self.tf32 = tf32
@@ -103,8 +139,9 @@ class CudaBackend(ArrayBackend):
         self.device_name = self.device.name()
         self._modules: dict = {}
         self._cudnn: dict = {}
-        spin = self.function(registry.kernels_dir() / "timing_spin.cu", "spin", {})
-        self.clock = CudaClock(self.cp, self.l2_bytes, lambda: spin(np.int64(SPIN_NS), block=(1, 1, 1), grid=(1, 1)))
+        spin = self.probe("spin")
+        self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
+        self._flush_joules: float | None = None
 
     # --- environment and limits -------------------------------------------------------------------------------
 
@@ -126,6 +163,8 @@ class CudaBackend(ArrayBackend):
         import cupy
         import pycuda
 
+        ceilings = self.ceilings()
+        self.collect()
         return {
             "device": {
                 "name": d.name(), "kind": "cuda", "compute_capability": f"{major}.{minor}",
@@ -137,8 +176,11 @@ class CudaBackend(ArrayBackend):
                 "memory_total_gib": round(total / 2**30, 1), "memory_free_gib": round(free / 2**30, 1),
                 "l2_bytes": self.l2_bytes,
                 "smem_per_block_optin": d.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
-                "copy_gbps": round(self.copy_bandwidth()),
                 **_nvidia_smi(d.pci_bus_id()),
+                "telemetry": self.telemetry.describe(),
+                "floor_ms": self.floor_ms(),
+                "ceilings": ceilings,
+                "copy_gbps": ceilings["copy_gbps"],
             },
             "software": {
                 "cuda_driver_api": f"{drv_ver // 1000}.{drv_ver % 1000 // 10}",
@@ -148,6 +190,59 @@ class CudaBackend(ArrayBackend):
                 "numpy": np.__version__,
             },
         }
+
+    def probe(self, symbol: str):
+        return self.function(registry.kernels_dir() / "probes.cu", symbol, {})
+
+    def floor_ms(self) -> float:
+        """The median of an empty kernel timed as every point is (flush, events, queued batches)."""
+        empty = self.probe("empty")
+        timing = measure(lambda: empty(block=(1, 1, 1), grid=(1, 1)), self.clock,
+                         TimingPolicy(warmup=3, reps=200, min_reps=50, budget_s=0.3))
+        return summarize(timing.samples_ms).median
+
+    def ceilings(self) -> dict:
+        """The roofline's ceilings, measured here: FP32 FFMA peak, TF32 through cuBLAS, DRAM copy and L2 read."""
+        a = self.drv.device_attribute
+        sms = self.device.get_attribute(a.MULTIPROCESSOR_COUNT)
+        once = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3, flush=False)
+        sink = self.cp.empty(sms * 8 * 256, dtype=self.cp.float32)
+        ffma, iterations = self.probe("ffma_peak"), 4096
+        ms = summarize(measure(lambda: ffma(_ptr(sink), np.int32(iterations), np.float32(0.999), np.float32(1e-3),
+                                             block=(256, 1, 1), grid=(sms * 8, 1)), self.clock, once).samples_ms).median
+        ffma_gflops = 2 * 8 * 16 * iterations * sms * 8 * 256 / ms / 1e6
+        l2_read, chunk = self.probe("l2_read"), self.l2_bytes // 4 // 16 * 16
+        buf = self.cp.ones(chunk // 4, dtype=self.cp.float32)
+        passes = 64
+        ms = summarize(measure(lambda: l2_read(_ptr(buf), np.int64(chunk // 16), np.int32(passes), _ptr(sink),
+                                               block=(256, 1, 1), grid=(sms * 8, 1)), self.clock, once).samples_ms).median
+        out = {"ffma_gflops": round(ffma_gflops), "l2_read_gbps": round(chunk * passes / ms / 1e6),
+               "copy_gbps": round(self.copy_bandwidth())}
+        n = 8192
+        a_, b_ = self.cp.ones((n, n), self.cp.float32), self.cp.ones((n, n), self.cp.float32)
+        c_ = self.cp.empty((n, n), self.cp.float32)
+        saved, self.tf32 = self.tf32, True  # the TF32 ceiling is cuBLAS's TF32 product, whatever this run allows
+        try:
+            run = self._cublas_gemm(n, n, n, a_, 0, b_, 0, c_, 0, 1)
+        finally:
+            self.tf32 = saved
+        ms = summarize(measure(run, self.clock, once).samples_ms).median
+        out["tf32_gflops"] = round(2 * n**3 / ms / 1e6)
+        return out  # its buffers go back to CuPy's pool as it returns
+
+    def energy(self, run, flush: bool, flops: float) -> dict | None:
+        """Joules per call over a window of calls made as they are timed, the flush's own energy taken out."""
+        window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, flush), self.telemetry)
+        if window is None:
+            return None
+        joules = window["joules_per_call"]
+        if flush:
+            if self._flush_joules is None:
+                w = telemetry.energy_window(lambda n: self.clock.run_many(lambda: None, n, True), self.telemetry)
+                self._flush_joules = w["joules_per_call"] if w else 0.0
+            joules = max(joules - self._flush_joules, 0.0)
+        return {"joules_per_call": joules, "gflops_per_w": flops / joules / 1e9 if joules > 0 else None,
+                "window_power_w": window["power_w"], "energy_window_calls": window["calls"]}
 
     def copy_bandwidth(self, nbytes: int = 1 << 30) -> float:
         """Device-to-device copy, GB/s counting bytes read plus written: the memory-bound ceiling."""

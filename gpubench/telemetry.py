@@ -1,0 +1,135 @@
+"""GPU telemetry through NVML (the nvidia-ml-py package): clocks, throttle reasons, power and energy.
+
+The worker reads the device's state around the timed calls: the SM and memory clocks and the clock-event
+("throttle") reasons after each sample, and the energy counter around a window of calls, which gives joules
+per call and GFLOPS per watt. A sample taken while the GPU was power- or thermally-limited, or below the clock
+it should run at, is flagged; `--discard-throttled` drops and retakes such samples.
+
+Where NVML is missing (the CPU backend, a machine without nvidia-ml-py) :class:`NoTelemetry` stands in and
+every reading is None: nothing downstream needs telemetry to work.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+# NVML clock-event reasons that mean the clock was held down by power or heat (nvml.h
+# nvmlClocksEventReason*: SwPowerCap 0x4, HwSlowdown 0x8, SwThermalSlowdown 0x20, HwThermalSlowdown 0x40,
+# HwPowerBrakeSlowdown 0x80). Idle (0x1) and the application/locked clock setting (0x2) are not throttling.
+THROTTLE_REASONS = {0x4: "power cap", 0x8: "hw slowdown", 0x20: "thermal", 0x40: "hw thermal", 0x80: "power brake"}
+THROTTLE_MASK = sum(THROTTLE_REASONS)
+BELOW_EXPECTED = 0.97  # a sample whose SM clock is under 97% of the expected clock is flagged
+LOCKED_IDLE = 0.4  # an idle SM clock above this share of the maximum means the clocks were locked
+ENERGY_WINDOW_S = 0.15  # shortest window for energy per call; longer while the counter has not moved
+
+
+@dataclass(frozen=True)
+class Sample:
+    sm_mhz: int | None
+    mem_mhz: int | None
+    power_w: float | None
+    reasons: int  # clock-event reason bits
+
+    def throttled(self, expected_mhz: int | None) -> bool:
+        if self.reasons & THROTTLE_MASK:
+            return True
+        return bool(expected_mhz and self.sm_mhz and self.sm_mhz < BELOW_EXPECTED * expected_mhz)
+
+
+def reason_names(bits: int) -> list[str]:
+    return [name for bit, name in THROTTLE_REASONS.items() if bits & bit]
+
+
+class NoTelemetry:
+    """What the CPU backend (or a GPU without NVML) reports: nothing."""
+
+    available = False
+    expected_mhz = None
+
+    def sample(self) -> Sample | None:
+        return None
+
+    def energy_mj(self) -> int | None:
+        return None
+
+    def describe(self) -> dict:
+        return {}
+
+
+class Nvml:
+    """One device's NVML handle, found by PCI bus id (the one CUDA runs on, whatever CUDA_VISIBLE_DEVICES says)."""
+
+    available = True
+
+    def __init__(self, pci_bus_id: str):
+        import pynvml
+
+        self.nv = pynvml
+        pynvml.nvmlInit()
+        self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+        self.max_sm_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
+        # Read at rest, before any work of ours: an unlocked GPU idles far below its boost clock (an H100: 345
+        # of 1980 MHz), one whose clocks were locked (nvidia-smi -lgc) sits at the locked clock.
+        self.idle_sm_mhz = pynvml.nvmlDeviceGetClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
+        self.locked = self.idle_sm_mhz >= LOCKED_IDLE * self.max_sm_mhz
+        self.expected_mhz = self.idle_sm_mhz if self.locked else self.max_sm_mhz
+        try:
+            pynvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
+            self.has_energy = True
+        except pynvml.NVMLError:
+            self.has_energy = False
+
+    def sample(self) -> Sample:
+        nv, h = self.nv, self.handle
+        try:
+            power = nv.nvmlDeviceGetPowerUsage(h) / 1000.0
+        except nv.NVMLError:
+            power = None
+        reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            nv.nvmlDeviceGetCurrentClocksThrottleReasons  # the older name, in older nvidia-ml-py
+        return Sample(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
+                      power, int(reasons(h)))
+
+    def energy_mj(self) -> int | None:
+        return int(self.nv.nvmlDeviceGetTotalEnergyConsumption(self.handle)) if self.has_energy else None
+
+    def describe(self) -> dict:
+        nv, h = self.nv, self.handle
+        out = {"sm_clock_max_mhz": self.max_sm_mhz, "sm_clock_idle_mhz": self.idle_sm_mhz,
+               "clocks_locked": self.locked, "expected_sm_mhz": self.expected_mhz, "energy_counter": self.has_energy}
+        try:
+            out["power_limit_w"] = nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0
+        except nv.NVMLError:
+            pass
+        return out
+
+
+def open_telemetry(pci_bus_id: str | None):
+    """NVML for this device, or NoTelemetry where it cannot be had (no nvidia-ml-py, no NVML, no device)."""
+    if not pci_bus_id:
+        return NoTelemetry()
+    try:
+        return Nvml(pci_bus_id)
+    except Exception:  # noqa: BLE001 - telemetry is an extra: its absence is recorded, never fatal
+        return NoTelemetry()
+
+
+def energy_window(run_many, telemetry, min_s: float = ENERGY_WINDOW_S, max_s: float = 2.0) -> dict | None:
+    """Joules per call of `run_many(n)` (n calls back to back, returning when they are done), from NVML's
+    energy counter over a window of at least min_s that the counter has visibly moved across."""
+    if not telemetry.available or telemetry.energy_mj() is None:
+        return None
+    start_mj, t0, calls, n = telemetry.energy_mj(), time.perf_counter(), 0, 1
+    while True:
+        run_many(n)
+        calls += n
+        elapsed = time.perf_counter() - t0
+        spent = telemetry.energy_mj() - start_mj
+        if (elapsed >= min_s and spent > 0) or elapsed >= max_s:
+            break
+        n = min(n * 2, 4096)
+    if spent <= 0:
+        return None
+    return {"joules_per_call": spent / 1000.0 / calls, "window_s": elapsed, "calls": calls,
+            "power_w": spent / 1000.0 / elapsed}

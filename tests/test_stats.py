@@ -1,0 +1,86 @@
+"""The shared statistics: summaries, the comparison interval, and when a point's samples are decidable."""
+
+import random
+
+import pytest
+
+from gpubench import stats
+from gpubench.timing import TimingPolicy, measure
+
+
+def test_summary_statistics():
+    s = stats.summarize([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert (s.n, s.median, s.min, s.max, s.q1, s.q3) == (5, 3.0, 1.0, 5.0, 2.0, 4.0)
+
+
+def test_interval_of_a_known_shift():
+    rng = random.Random(1)
+    base = [1.0 + rng.gauss(0, 0.01) for _ in range(200)]
+    new = [1.2 * (1.0 + rng.gauss(0, 0.01)) for _ in range(200)]
+    est, low, high = stats.ratio_interval(base, new, 0.05)
+    assert low < 1.2 < high and est == pytest.approx(1.2, rel=0.01) and high / low < 1.01
+
+
+def test_long_samples_are_thinned_not_refused():
+    rng = random.Random(2)
+    base = [1.0 + rng.gauss(0, 0.02) for _ in range(5000)]
+    est, low, high = stats.ratio_interval(base, base, 0.001)
+    assert low < 1 < high and high - low < 0.01
+
+
+def test_decidable_depends_on_spread_samples_and_family():
+    rng = random.Random(3)
+    tight = [1.0 + rng.gauss(0, 0.005) for _ in range(30)]
+    loose = [1.0 + rng.gauss(0, 0.08) for _ in range(30)]
+    assert stats.decidable(tight, 0.05, family=400)
+    assert not stats.decidable(loose, 0.05, family=400)
+    assert not stats.decidable(tight[:3], 0.05)  # too few samples to say anything
+
+
+class NoisyClock:
+    def __init__(self, sd, seed=0):
+        self.rng, self.sd = random.Random(seed), sd
+
+    def sync(self):
+        pass
+
+    def flush(self):
+        pass
+
+    def time_ms(self, run):
+        return 1.0 + abs(self.rng.gauss(0, self.sd))
+
+
+def test_measure_samples_on_until_decidable():
+    policy = TimingPolicy(warmup=0, reps=10, min_reps=5, budget_s=0.0, decide=0.05, family=400, max_time_s=30)
+    t = measure(lambda: None, NoisyClock(0.04), policy)
+    assert t.stop == "decided" and len(t.samples_ms) > 10 and stats.decidable(t.samples_ms, 0.05, 400)
+    quiet = measure(lambda: None, NoisyClock(0.001), policy)
+    assert len(quiet.samples_ms) <= 12  # a rank interval among 400 points needs about 9 samples, no more
+
+
+def test_measure_gives_up_deciding_at_the_time_cap():
+    policy = TimingPolicy(warmup=0, reps=5, budget_s=0.0, decide=0.001, family=1000, max_time_s=0.05)
+    assert measure(lambda: None, NoisyClock(0.5), policy).stop in ("time-cap", "cap")
+
+
+class BatchingClock(NoisyClock):
+    def __init__(self):
+        super().__init__(0.0)
+        self.batches = []
+
+    def time_ms(self, run):
+        return 0.005
+
+    def time_batch_ms(self, run, n, flush):
+        self.batches.append(n)
+        return [0.005] * n
+
+
+def test_short_calls_are_timed_in_queued_batches():
+    clock = BatchingClock()
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=200, min_reps=5, budget_s=100))
+    assert clock.batches and t.batch == clock.batches[0] > 1 and len(t.samples_ms) >= 200
+    long = measure(lambda: None, type("C", (BatchingClock,), {"time_ms": lambda self, run: 1.0})(),
+                   TimingPolicy(warmup=0, reps=10, min_reps=5, budget_s=100))
+    assert long.batch == 1
