@@ -15,7 +15,7 @@ from gpubench import nvcc, project, registry, tune  # noqa: E402
 arch = sys.argv[1] if len(sys.argv) > 1 else "sm_90"
 mine = project.load(sys.argv[sys.argv.index("--project") + 1]).variants if "--project" in sys.argv else []
 catalog = registry.Catalog.with_user(mine)
-jobs = [(registry.kernels_dir() / "timing_spin.cu", (), arch, ())]
+jobs = [(registry.kernels_dir() / "probes.cu", (), arch, ())]
 for v in catalog.all:
     for c in v.configs_for(registry.LAB_BLOCK_SIZES):
         jobs += v.builds(c, v.arch or arch)
