@@ -161,7 +161,7 @@ def run_sweeps(request: RunRequest) -> int:
 def warn_unlocked_clocks(run: Run, err: Console) -> None:
     """Once per run: an unlocked GPU boosts and throttles as it likes, and a rerun can differ for that alone."""
     t = run.environment.get("device", {}).get("telemetry") or {}
-    if t and not t.get("clocks_locked", True):
+    if t and t.get("clocks_locked") is False:
         err.print(f"[yellow]note:[/] SM clocks are not locked (idle at {t.get('sm_clock_idle_mhz')} MHz, up to "
                   f"{t.get('sm_clock_max_mhz')} MHz): each point records its clocks, and steadier numbers come "
                   f"with `sudo nvidia-smi -lgc {t.get('sm_clock_max_mhz')}` (undo: `sudo nvidia-smi -rgc`)")

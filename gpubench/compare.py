@@ -63,6 +63,12 @@ class Change:
         return None
 
     @property
+    def engine_change(self) -> tuple[str, str] | None:
+        """(base, new) library engine where the library ran another one (cuDNN picks its fastest plan per run)."""
+        a, b = self.base.extra.get("engine"), self.new.extra.get("engine")
+        return (a, b) if a and b and a != b else None
+
+    @property
     def label(self) -> str:
         p = self.new
         tf32 = " [TF32]" if p.tf32 else ""

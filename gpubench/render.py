@@ -266,7 +266,7 @@ def _hardware_caption(run: Run, floor: float | None) -> str:
     if floor:
         bits.append(f"floor = an empty kernel, {floor * 1e3:.1f} µs")
     t = run.environment.get("device", {}).get("telemetry") or {}
-    if t and not t.get("clocks_locked", True):
+    if t and t.get("clocks_locked") is False:
         bits.append("SM clocks not locked")
     return "; ".join(bits)
 

@@ -29,6 +29,8 @@ def changes_table(report: Report, include_same: bool = True) -> Table:
         if c.verdict == "same" and not include_same:
             continue
         label = c.label + (" (source changed)" if report.source_changed(c.new) else "")
+        if c.engine_change:
+            label += f" (engine {c.engine_change[0]} → {c.engine_change[1]})"
         if c.clock_change and c.verdict != "same":
             label += f" (SM clock {c.clock_change[0]:,.0f} → {c.clock_change[1]:,.0f} MHz)"
         table.rows.append([Cell(c.verdict, VERDICT_STYLE[c.verdict]), Cell(label), Cell(f"{c.base.median_ms:.4g}"),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 THROTTLE_REASONS = {0x4: "power cap", 0x8: "hw slowdown", 0x20: "thermal", 0x40: "hw thermal", 0x80: "power brake"}
 THROTTLE_MASK = sum(THROTTLE_REASONS)
 BELOW_EXPECTED = 0.97  # a sample whose SM clock is under 97% of the expected clock is flagged
-LOCKED_IDLE = 0.4  # an idle SM clock above this share of the maximum means the clocks were locked
+LOCKED_IDLE = 0.4  # an idle SM clock under this share of the maximum means the clocks are not locked
 ENERGY_WINDOW_S = 0.15  # shortest window for energy per call; longer while the counter has not moved
 
 
@@ -70,10 +70,12 @@ class Nvml:
         self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
         self.max_sm_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
         # Read at rest, before any work of ours: an unlocked GPU idles far below its boost clock (an H100: 345
-        # of 1980 MHz), one whose clocks were locked (nvidia-smi -lgc) sits at the locked clock.
+        # of 1980 MHz). One still high is either locked (nvidia-smi -lgc) or was busy until a moment ago: NVML
+        # has no call that tells these apart, so that case is recorded as unknown (None), not guessed.
         self.idle_sm_mhz = pynvml.nvmlDeviceGetClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
-        self.locked = self.idle_sm_mhz >= LOCKED_IDLE * self.max_sm_mhz
-        self.expected_mhz = self.idle_sm_mhz if self.locked else self.max_sm_mhz
+        self.locked = None if self.idle_sm_mhz >= LOCKED_IDLE * self.max_sm_mhz else False
+        self.expected_mhz = self.max_sm_mhz if self.idle_sm_mhz >= BELOW_EXPECTED * self.max_sm_mhz or \
+            self.locked is False else self.idle_sm_mhz
         try:
             pynvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
             self.has_energy = True

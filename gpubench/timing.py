@@ -23,6 +23,7 @@ __all__ = ["Clock", "TimingPolicy", "Timing", "measure", "summarize", "Stats", "
 
 BATCH_TARGET_MS = 2.0  # a queued batch of short calls lasts about this long on the GPU ...
 MAX_BATCH = 64  # ... with at most this many calls
+CALIBRATION = 3  # single calls timed (and not kept) to size the batches: the fastest of them decides
 MAX_DECIDE_SAMPLES = 2000  # enough to decide any comparison worth making; sampling stops here
 
 
@@ -46,7 +47,7 @@ class TimingPolicy:
     decide: float | None = None  # sample on until a comparison at this threshold could be decided ...
     family: int = 1  # ... among this many points (the comparison's Bonferroni family: the run's size)
     discard_throttled: bool = False  # drop samples taken while throttled, and take others
-    batch_below_ms: float = 0.1  # calls shorter than this are timed in queued batches, where the clock can
+    batch_below_ms: float = 1.0  # calls shorter than this are timed in queued batches, where the clock can
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -99,18 +100,17 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
             break
     timing = Timing([], "")
     expected = telemetry.expected_mhz
-    batched = hasattr(clock, "time_batch_ms")
+    if hasattr(clock, "time_batch_ms"):
+        # Size the batches from the fastest of a few single calls (one slow first call must not decide).
+        fastest = min(_single(run, clock, policy.flush) for _ in range(CALIBRATION))
+        if fastest < policy.batch_below_ms:
+            timing.batch = max(2, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(fastest, 0.002))))
     started = time.perf_counter()
     while True:
         if timing.batch > 1:
             new = clock.time_batch_ms(run, timing.batch, policy.flush)
         else:
-            if policy.flush:
-                clock.flush()
-            new = [clock.time_ms(run)]
-            if batched and len(timing.samples_ms) + timing.discarded == 0 and new[0] < policy.batch_below_ms:
-                # A short call: from now on, queued batches (the first sample is kept; it was timed alike).
-                timing.batch = max(2, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(new[0], 0.002))))
+            new = [_single(run, clock, policy.flush)]
         reading = telemetry.sample()
         if reading is not None:
             timing.reasons |= reading.reasons
@@ -131,6 +131,12 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
         if stop:
             timing.stop = stop
             return timing
+
+
+def _single(run, clock: Clock, flush: bool) -> float:
+    if flush:
+        clock.flush()
+    return clock.time_ms(run)
 
 
 class HostClock:

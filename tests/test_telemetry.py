@@ -93,10 +93,16 @@ def test_unlocked_clocks_are_seen_at_rest(fake_nvml):
                             "expected_sm_mhz": 1980, "energy_counter": True, "power_limit_w": 700.0}
 
 
-def test_locked_clocks_set_the_expected_clock(fake_nvml):
-    fake_nvml(idle=1755)
+def test_a_gpu_at_rest_below_its_boost_clock_expects_that_clock(fake_nvml):
+    fake_nvml(idle=1755)  # locked there, most likely: NVML cannot say, so `locked` stays unknown
     t = open_telemetry("0000:19:00.0")
-    assert t.locked and t.expected_mhz == 1755
+    assert t.locked is None and t.expected_mhz == 1755
+
+
+def test_a_gpu_still_at_its_boost_clock_is_unknown(fake_nvml):
+    fake_nvml(idle=1980)  # locked, or busy until a moment ago
+    t = open_telemetry("0000:19:00.0")
+    assert t.locked is None and t.expected_mhz == 1980
 
 
 def test_no_nvml_means_no_telemetry(monkeypatch):

@@ -2,6 +2,7 @@
 # The GPU runs behind the measurement-trust evidence (docs/evidence/timers.md, results/<gpu>/lab-*.json).
 #   bash tools/trust.sh first    # gpu tests, a smoke run, gpubench vs nvbench vs do_bench, lab run 1
 #   bash tools/trust.sh second results/<gpu>/lab-1.json   # lab run 2, compared with run 1
+#   bash tools/trust.sh all      # the timers, then two lab runs back to back and their comparison
 # OUT and GPUBENCH_COMMIT come from the caller; wheels in .devwheels (PyCUDA, cuDNN frontend) and .whl (cuda-bench).
 set -u -o pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl .whl/cuda_bench-*.whl 2>/dev/null || exit 1
@@ -10,16 +11,18 @@ g() { python3 -m gpubench "$@"; }
 DEV=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')
 case "$1" in
 first)
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$OUT/smi.txt"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv
   [ -n "${SKIP_TESTS:-}" ] || python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider 2>&1 | tail -3
-  g gemm --variants cublas,tiled --sizes 512,2048 -o "$OUT/smoke.json" 2>&1 | tail -25 || exit 1
-  g gemm --variants cublas,tiled --sizes 512,2048,4096 -o "$OUT/timers-gemm.json" > /dev/null 2>&1
-  g conv --variants sliding --sizes 4096 --stride 1 --block-sizes 16 -o "$OUT/timers-conv.json" > /dev/null 2>&1
-  python3 tools/timers.py nvbench "$OUT" > "$OUT/nvbench.log" 2>&1; tail -2 "$OUT/nvbench.log"
-  python3 tools/timers.py dobench "$OUT" 2>&1 | tail -2
-  python3 tools/timers.py table "$OUT" "$OUT/timers-gemm.json" "$OUT/timers-conv.json" | tee "$OUT/timers.md"
+  g gemm --variants cublas,tiled --sizes 512,2048 -o /tmp/smoke.json 2>&1 | tail -12 || exit 1
+  g gemm --variants cublas,tiled --sizes 512,2048,4096 -o /tmp/timers-gemm.json > /dev/null 2>&1
+  g conv --variants sliding --sizes 4096 --stride 1 --block-sizes 16 -o /tmp/timers-conv.json > /dev/null 2>&1
+  python3 tools/timers.py nvbench /tmp > /tmp/nvbench.log 2>&1; tail -2 /tmp/nvbench.log
+  python3 tools/timers.py dobench /tmp 2>&1 | grep -v Deprecat | tail -2
+  python3 tools/timers.py table /tmp /tmp/timers-gemm.json /tmp/timers-conv.json | tee "$OUT/timers.md"
   /usr/bin/time -f "lab run 1: %e s" python3 -m gpubench run lab -o "$OUT/lab-1.json" > "$OUT/lab-1.log" 2>&1
   tail -4 "$OUT/lab-1.log" ;;
+all)
+  SKIP_TESTS=1 bash "$0" first && bash "$0" second "$OUT/lab-1.json" ;;
 second)
   /usr/bin/time -f "lab run 2: %e s" python3 -m gpubench run lab -o "$OUT/lab-2.json" > "$OUT/lab-2.log" 2>&1
   tail -3 "$OUT/lab-2.log"
