@@ -21,7 +21,7 @@ THROTTLE_REASONS = {0x4: "power cap", 0x8: "hw slowdown", 0x20: "thermal", 0x40:
 THROTTLE_MASK = sum(THROTTLE_REASONS)
 BELOW_EXPECTED = 0.97  # a sample whose SM clock is under 97% of the expected clock is flagged
 LOCKED_IDLE = 0.4  # an idle SM clock under this share of the maximum means the clocks are not locked
-ENERGY_WINDOW_S = 0.15  # shortest window for energy per call; longer while the counter has not moved
+ENERGY_WINDOW_S = 0.05  # shortest window for energy per call; longer while the counter has not moved
 
 
 @dataclass(frozen=True)

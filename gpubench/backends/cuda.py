@@ -7,8 +7,10 @@ and library call goes to the legacy default stream, so the timer's events bracke
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 import time
+from collections import deque
 
 import numpy as np
 
@@ -22,7 +24,7 @@ from gpubench.variant import TF32_TOL, Launch
 MAX_GRID_YZ = 65535
 SPIN_NS = 50_000  # cover for the host's launch latency when L2 is not flushed (see probes.cu)
 # cuDNN's plan search (not the point's timing): each plan timed as points are, in queued batches after a flush.
-PLAN_SEARCH = TimingPolicy(warmup=1, reps=40, min_reps=5, budget_s=0.05)
+PLAN_SEARCH = TimingPolicy(warmup=1, reps=20, min_reps=5, budget_s=0.02)
 PLAN_TIE = 0.03  # plans within 3% of the fastest are ties, settled by cuDNN's own ranking (stable across runs)
 
 
@@ -67,7 +69,7 @@ class CudaClock:
         self.spin = spin  # spin(nanoseconds): a kernel that waits on the GPU
         self.flushed = False
         self.events: list = []
-        self.enqueue_us = 30.0  # the host's time to queue one flush + call, learnt from each batch
+        self.enqueue_us: deque[float] = deque([30.0], maxlen=8)  # the host's time to queue one flush + call
 
     def sync(self) -> None:
         self.cp.cuda.Stream.null.synchronize()
@@ -93,8 +95,8 @@ class CudaClock:
         host's launch jitter. A batch the host was too slow to queue in time is timed again, with a longer wait."""
         while len(self.events) < 2 * n:
             self.events.append(self.cp.cuda.Event())
+        wait_ns = int(1.5 * statistics.median(self.enqueue_us) * 1000 * n) + 20_000  # from the last few batches
         while True:
-            wait_ns = int(1.5 * self.enqueue_us * 1000 * n) + 20_000
             self.spin(wait_ns)
             t0 = time.perf_counter()
             for i in range(n):
@@ -105,10 +107,11 @@ class CudaClock:
                 self.events[2 * i + 1].record()
             queued_ns = (time.perf_counter() - t0) * 1e9
             self.events[2 * n - 1].synchronize()
-            self.enqueue_us = max(self.enqueue_us, queued_ns / n / 1000)
+            self.enqueue_us.append(queued_ns / n / 1000)
             self.flushed = False
             if queued_ns < wait_ns:
                 return [self.cp.cuda.get_elapsed_time(self.events[2 * i], self.events[2 * i + 1]) for i in range(n)]
+            wait_ns = 2 * int(queued_ns) + 20_000  # the host fell behind (a hiccup): again, with room to spare
 
     def run_many(self, run, n: int, flush: bool) -> None:
         """n calls back to back (each after a flush where flushing), then wait: the energy window's work."""
