@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -80,6 +81,21 @@ class RunRequest:
     timeout_s: float = DEFAULT_TIMEOUT_S
     project: Project = field(default_factory=Project)
     argv: list[str] = field(default_factory=lambda: ["gpubench", *sys.argv[1:]])
+    gpus: str | None = None  # cluster.parse_gpus' answer: spread over several GPUs with Dask
+    scheduler: str | None = None  # an existing Dask cluster's scheduler address
+    replicate: bool = False  # every GPU runs every point (a health check) instead of sharing them out
+    slow_threshold: float = 0.05
+
+    def executor(self):
+        """One Worker on one device, or a Dask cluster of them."""
+        options = WorkerOptions(self.backend, self.tf32, timeout_s=self.timeout_s)
+        if self.gpus is None and self.scheduler is None:
+            if self.replicate:
+                raise GpubenchError("--replicate runs the suite on every GPU: give --gpus (or --scheduler) too")
+            return Worker(options)
+        from gpubench.cluster import Cluster
+
+        return Cluster(options, gpus=self.gpus, scheduler=self.scheduler, replicate=self.replicate)
 
 
 def _point_label(task: ShapeTask, index: int) -> str:
@@ -127,7 +143,7 @@ def run_sweeps(request: RunRequest) -> int:
     family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
     for s in request.sweeps:
         s.policy = replace(s.policy, family=family)
-    with Worker(WorkerOptions(request.backend, request.tf32, timeout_s=request.timeout_s)) as worker:
+    with request.executor() as worker:
         info = worker.start()
         tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None
         work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
@@ -136,7 +152,8 @@ def run_sweeps(request: RunRequest) -> int:
         path = path or default_output(info["device"], request.label)
         settings = {"seed": request.seed, "tf32": request.tf32, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
-                    "sweeps": [s.settings() for s in request.sweeps]}
+                    "gpus": request.gpus, "scheduler": request.scheduler, "replicate": request.replicate,
+                    "slow_threshold": request.slow_threshold, "sweeps": [s.settings() for s in request.sweeps]}
         run = Run(backend=request.backend, environment=worker.environment(), settings=settings, command=request.argv,
                   variants=[v.record() for v in variants])
         warn_unlocked_clocks(run, err)
@@ -144,18 +161,36 @@ def run_sweeps(request: RunRequest) -> int:
         for s in request.sweeps:
             for what, why in s.skipped:
                 err.print(f"[dim]skipped {what}: {why}[/]")
+        started = time.perf_counter()
         status = _run_with_progress(worker, work, writer, run, err, request.label)
+        run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
+        writer.finish(status)
     print_run(run, out)
     for p in run.failed():
         err.print(f"[red]{p.status.upper()}[/] {p.op} {p.variant} {p.config} {p.shape_label()}: {render.escape(p.reason)}")
     for incident in run.incidents:
         err.print(f"[yellow]worker {incident['kind']}[/] at {incident['where']}: {render.escape(incident['detail'])}")
-    total = sum(len(t.points) for t in work)
+    total = sum(len(t.points) for t in work) * (len(worker.workers) if request.replicate else 1)
     if status == "interrupted":
         err.print(f"interrupted: {len(run.points)} of {total} points saved to {path}")
         return Exit.INTERRUPTED
-    err.print(f"saved {len(run.points)} points to {path}")
-    return Exit.FAILED if run.failed() else Exit.OK
+    err.print(f"saved {len(run.points)} points to {path} in {run.settings['wall_s']:.1f} s")
+    if run.failed():
+        return Exit.FAILED
+    return slow_gpus(run, request.slow_threshold, err) if request.replicate else Exit.OK
+
+
+def slow_gpus(run: Run, threshold: float, err: Console) -> int:
+    """Name each GPU slower than the node's median by more than the threshold: exit 4 if any."""
+    from gpubench import fleet
+
+    slow = [h for h in fleet.health(run, threshold) if h.slow]
+    for h in slow:
+        clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""
+        power = f", {h.power_w:,.0f} W" if h.power_w else ""
+        err.print(f"[red]SLOW GPU[/] {render.escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
+                  f"median over {h.points} points{clocks}{power}")
+    return Exit.SLOW_GPU if slow else Exit.OK
 
 
 def warn_unlocked_clocks(run: Run, err: Console) -> None:
@@ -172,7 +207,8 @@ def _run_with_progress(worker, work, writer, run, err, label) -> str:
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
-        bar = progress.add_task(f"{label} on {run.device}", total=sum(len(t.points) for t in work))
+        copies = len(getattr(worker, "workers", {}) or {}) if getattr(worker, "replicate", False) else 1
+        bar = progress.add_task(f"{label} on {run.device}", total=sum(len(t.points) for t in work) * copies)
 
         def advance(point):
             run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point

@@ -89,6 +89,17 @@ DECIDING = [
     click.option("--discard-throttled", is_flag=True,
                  help="Drop samples taken while the GPU was power- or thermally-throttled, and take others."),
 ]
+MANY_GPUS = [
+    click.option("--gpus", default=None, metavar="all|N|0,2",
+                 help="Spread the sweep over several GPUs with Dask (one worker per GPU; pip install "
+                      "'gpubench[cluster]'). With --backend cpu: N worker processes."),
+    click.option("--scheduler", default=None, metavar="ADDRESS",
+                 help="Run on an existing Dask cluster (e.g. tcp://host:8786), one GPU per worker."),
+    click.option("--replicate", is_flag=True,
+                 help="Every GPU runs every point; a GPU slower than the others is flagged (exit 4)."),
+    click.option("--slow-threshold", default=0.05, show_default=True, type=float,
+                 help="With --replicate: how much slower than the node's median a GPU may be."),
+]
 RUNNING = [
     click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
                  help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
@@ -124,7 +135,7 @@ def sweep_options(default_sizes: str):
         click.option("--max-time", default=10.0, show_default=True, type=float,
                      help="... or until this many seconds went into the point."),
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
-        *DECIDING, *OUTPUT, *RUNNING,
+        *DECIDING, *OUTPUT, *RUNNING, *MANY_GPUS,
     ])
 
 
@@ -160,7 +171,20 @@ def _sweep_request(ctx, op: str, kw: dict, shapes):
     _check_timeout(kw["timeout"])
     sweep = plan.sweep(op, op, chosen, shapes, blocks, timing)
     return app.run_sweeps(app.RunRequest([sweep], op, kw["backend"], kw["tf32"], kw["seed"], kw["output"],
-                                         kw["force"], kw["timeout"], proj))
+                                         kw["force"], kw["timeout"], proj, **_many(kw)))
+
+
+def _many(kw) -> dict:
+    """--gpus, --scheduler, --replicate and --slow-threshold, checked."""
+    import math
+
+    from gpubench.cluster import parse_gpus
+
+    slow = kw["slow_threshold"]
+    if not math.isfinite(slow) or slow <= 0:
+        raise GpubenchError(f"--slow-threshold must be a positive fraction such as 0.05, got {slow}")
+    return {"gpus": parse_gpus(kw["gpus"]) if kw["gpus"] is not None else None, "scheduler": kw["scheduler"],
+            "replicate": kw["replicate"], "slow_threshold": slow}
 
 
 def _check_timeout(value: float) -> None:
@@ -229,8 +253,9 @@ def conv(ctx, **kw):
 @click.option("--max-noise", default=None, type=float,
               help="Adaptive sampling for every sweep: sample until IQR/median is under this ...")
 @click.option("--max-time", default=None, type=float, help="... or until this many seconds went into the point.")
-@_options(DECIDING)
-def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, max_time, decide, discard_throttled):
+@_options(DECIDING + MANY_GPUS)
+def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, max_time, decide, discard_throttled,
+        **many):
     """Run a suite of sweeps (a shipped one by name, or a TOML file) into one results file.
 
     \b
@@ -238,6 +263,8 @@ def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, m
       gpubench run lab
       gpubench run my-suite.toml --backend cpu
       gpubench run ci -o ci-new.json && gpubench compare results/nvidia-h100-80gb-hbm3/ci.json ci-new.json
+      gpubench run lab --gpus all                      # the suite shared out over every GPU (Dask)
+      gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
     """
     from gpubench import app, plan, suites
 
@@ -253,7 +280,7 @@ def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, m
                                        decide=decide if decide is not None else p.decide,
                                        discard_throttled=discard_throttled or p.discard_throttled)
     return app.run_sweeps(app.RunRequest(s.sweeps, s.name, backend, tf32 or s.tf32, seed, output, force, timeout,
-                                         proj))
+                                         proj, **_many(many)))
 
 
 # --- saved runs -----------------------------------------------------------------------------------------------
@@ -303,7 +330,9 @@ def show(file, fmt, threshold):
 @click.option("--strict-env", is_flag=True, help="Refuse runs from different GPUs, drivers or libraries (exit 2).")
 @click.option("--fail-on-inconclusive", is_flag=True, help="Exit 3 when nothing regressed but some points "
                                                            "could not be decided.")
-def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive):
+@click.option("--across", is_flag=True, help="Two GPU models side by side: per-point ratios and geometric means, "
+                                             "no regression verdict (exit 0).")
+def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, across):
     """Compare two saved runs point by point and fail only on a real regression.
 
     \b
@@ -316,6 +345,7 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive):
     Examples:
       gpubench compare results/baseline.json new.json
       gpubench compare base.json new.json --format markdown > comment.md
+      gpubench compare h100.json h200.json --across      # two GPU models, side by side
     """
     from gpubench import app
     from gpubench import compare as cmp
@@ -329,6 +359,18 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive):
                             f"{f' and {len(report.env_diffs) - 1} more' if len(report.env_diffs) > 1 else ''})")
     if not report.changes and not report.not_measured:
         raise GpubenchError(f"{base} and {new} have no points in common: nothing to compare")
+    if across:
+        from gpubench import render
+
+        tables = render_compare.across_tables(report, base_run.device, new_run.device)
+        if fmt == "json":
+            click.echo(render_compare.to_json_report(report, Exit.OK))
+        elif fmt == "markdown":
+            click.echo("\n".join(render.to_markdown(t) for t in tables))
+        else:
+            for t in tables:
+                app.console().print(render.to_rich(t))
+        return Exit.OK
     code = report.exit_code(fail_on_inconclusive)
     if fmt == "json":
         click.echo(render_compare.to_json_report(report, code))
@@ -469,8 +511,10 @@ def tune():
               help="Rounds of local search: try every one-parameter change of the best two so far.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed for sampling the space and inputs.")
 @click.option("--timeout", default=300.0, show_default=True, type=float, help="Watchdog per candidate, seconds.")
+@click.option("--gpus", default=None, metavar="all|N|0,2", help="Spread the candidates over several GPUs of one model.")
+@click.option("--scheduler", default=None, metavar="ADDRESS", help="Spread them over an existing Dask cluster.")
 @CONFIG
-def tune_gemm(variant, sizes, mnk, candidates, refine, seed, timeout, config):
+def tune_gemm(variant, sizes, mnk, candidates, refine, seed, timeout, gpus, scheduler, config):
     """Autotune a GEMM variant's parameters per shape (for `tuned`: tiles, warp tiles, swizzle, registers).
 
     Winners go to your project's tuned directory (gpubench.toml: tuned = "DIR") or else to the user's config
@@ -479,6 +523,7 @@ def tune_gemm(variant, sizes, mnk, candidates, refine, seed, timeout, config):
     \b
     Example:
       gpubench tune gemm --sizes 4096,8192 --mnk 8192,2048,4096
+      gpubench tune gemm --sizes 4096 --candidates 200 --gpus all
       gpubench gemm --variants tuned,cublas --sizes 4096,8192
     """
     from gpubench import app, plan
@@ -489,6 +534,9 @@ def tune_gemm(variant, sizes, mnk, candidates, refine, seed, timeout, config):
     shapes = plan.gemm_shapes(list(options.sizes(sizes)), [options.mnk(t) for t in mnk])
     _check_timeout(timeout)
     out = app.console()
-    path = tuner.run(target, shapes, candidates, refine, seed, timeout, proj.tuned_dir, out)
+    from gpubench.cluster import parse_gpus
+
+    path = tuner.run(target, shapes, candidates, refine, seed, timeout, proj.tuned_dir, out,
+                     gpus=parse_gpus(gpus) if gpus is not None else None, scheduler=scheduler)
     out.print(f"saved the winners to {path}")
     return Exit.OK

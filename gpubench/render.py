@@ -271,12 +271,42 @@ def _hardware_caption(run: Run, floor: float | None) -> str:
     return "; ".join(bits)
 
 
+def _titled(table: Table, suffix: str) -> Table:
+    table.title += suffix
+    return table
+
+
 def _int(x) -> str:
     return "" if x is None else f"{x:,.0f}"
 
 
+def replicate_table(run: Run, slow: float | None = None) -> Table | None:
+    """A replicate run's GPUs against the node's median: each GPU's geometric-mean deviation, clocks and power."""
+    from gpubench import fleet
+
+    slow = run.settings.get("slow_threshold", fleet.SLOW) if slow is None else slow
+    rows = fleet.health(run, slow)
+    if not rows:
+        return None
+    table = Table("GPUs against the node's median (replicate)", ["GPU", "points", "deviation", "SM MHz", "W", "verdict"],
+                  caption=f"deviation = geometric mean of the GPU's median / the node's median, over the points every "
+                          f"GPU measured; slow = over {slow:.0%}")
+    for h in rows:
+        table.rows.append([Cell(h.device), Cell(str(h.points)), Cell(f"{(h.deviation - 1) * 100:+.1f}%"),
+                           Cell(_int(h.sm_mhz)), Cell(_int(h.power_w)),
+                           Cell("SLOW" if h.slow else "ok", "fail" if h.slow else "")])
+    return table
+
+
 def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
-    """Every table for a run; points whose spread exceeds `threshold` (IQR/median) are flagged with "~"."""
+    """Every table for a run; points whose spread exceeds `threshold` (IQR/median) are flagged with "~".
+    A replicate run (every GPU ran everything) shows its GPUs against each other, then the first GPU's tables."""
+    if run.settings.get("replicate"):
+        first = next((p.device for p in run.points if p.device), None)
+        table = replicate_table(run)
+        view = Run(run.backend, run.environment, {}, points=[p for p in run.points if p.device == first],
+                   variants=run.variants)
+        return ([table] if table else []) + [_titled(t, f" (on {first})") for t in run_tables(view, threshold)]
     tables = []
     for op in run.ops():
         tables += config_tables(run, op, threshold)

@@ -110,3 +110,19 @@ def to_json_report(report: Report, exit_code: int) -> str:
         "geomean": report.geomeans(), "changes": [point(c) for c in report.changes], "notes": notes(report),
         "source_changes": [c.__dict__ for c in report.source_changes],
     }, indent=1)
+
+
+def across_tables(report: Report, base_device: str, new_device: str) -> list[Table]:
+    """Two GPU models side by side: per point, each one's median and the ratio; per variant, the geometric mean."""
+    points = Table(f"{new_device} against {base_device}: time ratio per point (below 1: {new_device} is faster)",
+                   ["point", f"{base_device} ms", f"{new_device} ms", "ratio", "speed-up"], left=1)
+    for c in sorted(report.changes, key=lambda c: c.label):
+        points.rows.append([Cell(c.label), Cell(f"{c.base.median_ms:.4g}"), Cell(f"{c.new.median_ms:.4g}"),
+                            Cell(f"{c.ratio:.3f}"), Cell(f"{1 / c.ratio:.2f}×")])
+    geo = Table("geometric mean per variant", ["variant", "ratio", "speed-up", "points"], left=1)
+    counts: dict[str, int] = {}
+    for c in report.changes:
+        counts[f"{c.new.op} {c.new.variant}"] = counts.get(f"{c.new.op} {c.new.variant}", 0) + 1
+    for name, g in report.geomeans().items():
+        geo.rows.append([Cell(name), Cell(f"{g:.3f}"), Cell(f"{1 / g:.2f}×"), Cell(str(counts[name]))])
+    return [points, geo]

@@ -98,13 +98,28 @@ class Nvml:
 
     def describe(self) -> dict:
         nv, h = self.nv, self.handle
-        out = {"sm_clock_max_mhz": self.max_sm_mhz, "sm_clock_idle_mhz": self.idle_sm_mhz,
+        out = {"uuid": _text(nv.nvmlDeviceGetUUID(h)), "sm_clock_max_mhz": self.max_sm_mhz, "sm_clock_idle_mhz": self.idle_sm_mhz,
                "clocks_locked": self.locked, "expected_sm_mhz": self.expected_mhz, "energy_counter": self.has_energy}
         try:
             out["power_limit_w"] = nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0
         except nv.NVMLError:
             pass
         return out
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def device_count() -> int | None:
+    """How many NVIDIA GPUs NVML sees here (None without NVML)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def open_telemetry(pci_bus_id: str | None):

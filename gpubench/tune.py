@@ -64,9 +64,11 @@ def neighbours(variant: Variant, config: Config) -> list[Config]:
     return out
 
 
-def _time(worker: Worker, variant: Variant, shape, seed: int, configs: list[Config], report) -> list[tuple]:
-    """Verify and time each configuration on one shape; (median ms, config) for those that pass."""
-    task = ShapeTask("tune", shape, seed, tuple(PointTask(i, variant, c, SEARCH_POLICY) for i, c in enumerate(configs)))
+def _time(executor, variant: Variant, shape, seed: int, configs: list[Config], report, shares: int = 1) -> list:
+    """Verify and time each configuration on one shape, in `shares` tasks (one per GPU of a cluster); (median ms,
+    config) for those that pass."""
+    points = [PointTask(i, variant, c, SEARCH_POLICY) for i, c in enumerate(configs)]
+    work = [ShapeTask("tune", shape, seed, tuple(points[k::shares])) for k in range(shares) if points[k::shares]]
     by_label = {c.label: c for c in configs}
     timed = []
 
@@ -75,7 +77,7 @@ def _time(worker: Worker, variant: Variant, shape, seed: int, configs: list[Conf
             timed.append((point.median_ms, by_label[point.config]))
         report(shape, by_label[point.config], point)
 
-    worker.run(task, done)
+    executor.run_all(work, done)
     return timed
 
 
@@ -89,15 +91,16 @@ def buildable(variant: Variant, configs: list[Config], arch: str | None) -> list
     return [c for c in configs if not failed & set(variant.builds(c, arch))]
 
 
-def search(worker: Worker, variant: Variant, shape, seed: int, configs: list[Config], refine: int, arch, report):
+def search(executor, variant: Variant, shape, seed: int, configs: list[Config], refine: int, arch, report,
+           shares: int = 1):
     """The best (ms, config) for one shape, and every (ms, config) that passed, fastest first."""
-    timed = _time(worker, variant, shape, seed, buildable(variant, configs, arch), report)
+    timed = _time(executor, variant, shape, seed, buildable(variant, configs, arch), report, shares)
     tried = {c.label for c in configs}
     for _ in range(refine):
         best_few = [c for _, c in sorted(timed, key=lambda t: t[0])[:REFINE_FROM]]
         near = list({n.label: n for c in best_few for n in neighbours(variant, c) if n.label not in tried}.values())
         tried |= {n.label for n in near}
-        timed += _time(worker, variant, shape, seed, buildable(variant, near, arch), report)
+        timed += _time(executor, variant, shape, seed, buildable(variant, near, arch), report, shares)
     if not timed:
         raise GpubenchError(f"no candidate configuration of {variant.name} ran for {shape.label}")
     ranked = sorted(timed, key=lambda t: t[0])
@@ -105,8 +108,9 @@ def search(worker: Worker, variant: Variant, shape, seed: int, configs: list[Con
 
 
 def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, timeout_s: float,
-        tuned_dir: Path | None, out) -> Path:
-    """Tune `variant` for each shape on this machine's GPU; returns the file the winners went to."""
+        tuned_dir: Path | None, out, gpus: str | None = None, scheduler: str | None = None) -> Path:
+    """Tune `variant` for each shape on this machine's GPU (or spread over several: gpus/scheduler, all of one
+    model); returns the file the winners went to."""
     best_ms: dict = {}
 
     def report(shape, config, point):
@@ -117,12 +121,24 @@ def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, time
             out.print(f"{shape.label} {config.label}: {point.median_ms:.3f} ms, {point.gflops:,.0f} GFLOPS (best so far)")
 
     configs = candidates(variant, count, seed)
-    with Worker(WorkerOptions(variant.backend, timeout_s=timeout_s)) as worker:
-        info = worker.start()
+    options = WorkerOptions(variant.backend, timeout_s=timeout_s)
+    if gpus is None and scheduler is None:
+        executor = Worker(options)
+    else:
+        from gpubench.cluster import Cluster
+
+        executor = Cluster(options, gpus=gpus, scheduler=scheduler)
+    with executor:
+        info = executor.start()
+        shares = len(getattr(executor, "workers", None) or [0])
+        models = {w["device"] for w in (getattr(executor, "workers", None) or {"": info}).values()}
+        if len(models) > 1:
+            raise GpubenchError(f"tuning spreads one search over GPUs of one model; these differ: {', '.join(models)}")
         store = Tuned(info["device"], tuned_dir)
         path = None
         for i, shape in enumerate(shapes):
-            (ms, winner), ranked = search(worker, variant, shape, seed + i, configs, refine, info.get("arch"), report)
+            (ms, winner), ranked = search(executor, variant, shape, seed + i, configs, refine, info.get("arch"),
+                                          report, shares)
             path = store.save(variant.name, shape, winner, {
                 "ms": ms, "gflops": shape.flops / ms / 1e6, "tried": len(ranked),
                 "runner_up": [c.label for _, c in ranked[1:4]], "gpubench_commit": environment.git_commit()})

@@ -2,7 +2,9 @@
 
 A kernel can fault (an out-of-bounds write leaves a sticky error that poisons the whole CUDA context), crash the
 process, or never finish. So points never run in the process that keeps the results. The coordinator holds a
-:class:`Worker`: a child process (spawned, so it starts with no CUDA state) that opens the backend and runs
+:class:`Worker`: a child process (a fresh interpreter, `python -m gpubench.worker`, so it starts with no CUDA
+state, and so it may be started from inside a Dask worker, whose daemon processes may not fork children of
+their own through multiprocessing) that talks over a socket pair, opens the backend and runs
 :class:`~gpubench.runner.ShapeTask` after task, sending back each finished point at once. The coordinator
 watches every step with a watchdog. When a point
 
@@ -17,11 +19,15 @@ is lost: it was already sent. The same Worker runs inside each Dask worker when 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Callable
 
 from gpubench.errors import GpubenchError
@@ -38,6 +44,7 @@ class WorkerOptions:
     tf32: bool = False
     device: str | None = None  # CUDA_VISIBLE_DEVICES for the process (None: inherit the parent's)
     timeout_s: float = DEFAULT_TIMEOUT_S
+    label: str | None = None  # the worker's name in a cluster (GPUBENCH_WORKER in the process)
 
 
 @dataclass
@@ -60,6 +67,8 @@ def _serve(conn, options: WorkerOptions) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle; it stops us
     if options.device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = options.device  # before any CUDA library loads
+    if options.label is not None:
+        os.environ["GPUBENCH_WORKER"] = options.label
     from gpubench import environment
     from gpubench.backends import open_backend
 
@@ -122,12 +131,15 @@ class Worker:
 
     def start(self) -> dict:
         self.starts += 1
-        ctx = multiprocessing.get_context("spawn")
-        parent, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(child, self.options), daemon=True, name="gpubench-worker")
-        self.process.start()
-        child.close()
-        self.conn = parent
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parent.parent)  # the same gpubench, however it was found
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen([sys.executable, "-m", "gpubench.worker", str(theirs.fileno())],
+                                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        self.conn.send(("options", self.options))
         kind, payload = self._receive(START_TIMEOUT_S, "opening the backend")
         if kind == "refused":
             self.close()
@@ -135,8 +147,19 @@ class Worker:
         self.info = payload
         return payload
 
+    def _alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _exitcode(self) -> int | None:
+        if self.process is None:
+            return None
+        try:
+            return self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+
     def _ensure_started(self) -> None:
-        if self.process is None or not self.process.is_alive():
+        if not self._alive():
             self._reap()
             self.start()
 
@@ -146,15 +169,17 @@ class Worker:
                 self.conn.send(("stop",))
             except (OSError, BrokenPipeError):
                 pass
-        if self.process is not None:
-            self.process.join(timeout=5)
+        self._exitcode()
         self._reap()
 
     def _reap(self) -> None:
         """Make sure the process is gone (killing it if need be) and forget it."""
-        if self.process is not None and self.process.is_alive():
+        if self._alive():
             self.process.kill()
-            self.process.join(timeout=30)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
         if self.conn is not None:
             self.conn.close()
         self.process = self.conn = None
@@ -176,7 +201,7 @@ class Worker:
         try:
             return self.conn.recv()
         except (EOFError, OSError):
-            code = self.process.exitcode if self.process else None
+            code = self._exitcode()
             self._reap()
             raise GpubenchError(f"the {self.options.backend} worker died while {doing} ({_exit_text(code)})") from None
 
@@ -213,9 +238,7 @@ class Worker:
             try:
                 event = self.conn.recv()
             except (EOFError, OSError):
-                if self.process is not None:
-                    self.process.join(timeout=5)
-                code = self.process.exitcode if self.process else None
+                code = self._exitcode()
                 what = self._where(task, current)
                 self.incidents.append(Incident("died", what, _exit_text(code)))
                 self._reap()
@@ -230,7 +253,7 @@ class Worker:
                 on_point(event[2])
             elif kind == "broken":
                 self.incidents.append(Incident("broken", self._where(task, current), event[1]))
-                self.process.join(timeout=30)
+                self._exitcode()
                 self._reap()
                 return done
             elif kind == "end":
@@ -253,3 +276,14 @@ class Worker:
         for p in lost:
             on_point(unmeasured(task.shape, p, status, reason))
         return {p.index for p in lost}
+
+
+def main(argv: list[str]) -> None:
+    """The worker process: `python -m gpubench.worker FD`, FD one end of a socket pair to the coordinator."""
+    conn = Connection(int(argv[1]))
+    kind, options = conn.recv()
+    _serve(conn, options)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -167,3 +167,12 @@ def test_a_slowdown_with_a_clock_drop_says_so(make_run, run_file):
     r = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"))
     assert r.exit_code == 1
     assert "(SM clock 1,980 → 1,650 MHz)" in r.output and "the GPU's clock may explain it" in r.output
+
+
+def test_across_two_models_gives_ratios_not_verdicts(make_run, run_file):
+    a = make_run(device="NVIDIA H100 80GB HBM3")
+    b = make_run(device="NVIDIA H200", seed=2, scale={("tiled", 1024): 0.5, ("tiled", 2048): 0.5})
+    r = invoke("compare", run_file(a, "a.json"), run_file(b, "b.json"), "--across")
+    assert r.exit_code == 0, r.output
+    assert "NVIDIA H200 against NVIDIA H100 80GB HBM3" in r.output and "2.00×" in r.output
+    assert "environment differs" not in r.output and "regression" not in r.output

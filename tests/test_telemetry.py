@@ -59,6 +59,9 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetEnforcedPowerLimit(self, h):
         return 700_000
 
+    def nvmlDeviceGetUUID(self, h):
+        return b"GPU-fake-0000"
+
 
 @pytest.fixture
 def fake_nvml(monkeypatch):
@@ -89,7 +92,7 @@ def test_unlocked_clocks_are_seen_at_rest(fake_nvml):
     fake_nvml(idle=345)
     t = open_telemetry("0000:19:00.0")
     assert isinstance(t, Nvml) and t.locked is False and t.expected_mhz == 1980
-    assert t.describe() == {"sm_clock_max_mhz": 1980, "sm_clock_idle_mhz": 345, "clocks_locked": False,
+    assert t.describe() == {"uuid": "GPU-fake-0000", "sm_clock_max_mhz": 1980, "sm_clock_idle_mhz": 345, "clocks_locked": False,
                             "expected_sm_mhz": 1980, "energy_counter": True, "power_limit_w": 700.0}
 
 

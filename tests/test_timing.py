@@ -1,4 +1,3 @@
-import pytest
 
 from gpubench.timing import TimingPolicy, measure, summarize
 

@@ -89,13 +89,13 @@ class Scripted(Worker):
                 pass
 
         class Proc:
-            exitcode = 0
+            returncode = 0
 
-            def is_alive(self):
-                return bool(script)
+            def poll(self):
+                return None if script else 0
 
-            def join(self, timeout=None):
-                pass
+            def wait(self, timeout=None):
+                return 0
 
             def kill(self):
                 pass

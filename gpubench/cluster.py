@@ -1,0 +1,235 @@
+"""Many GPUs: a sweep's tasks spread over Dask workers, one per GPU, each running gpubench's own Worker.
+
+On one node, dask-cuda's LocalCUDACluster starts one Dask worker process per GPU, each pinned to its device
+(CUDA_VISIBLE_DEVICES); across nodes, `--scheduler ADDRESS` joins any Dask cluster whose workers own one GPU
+each (dask-cuda-worker, dask-jobqueue under Slurm). Inside every Dask worker the points run exactly as on one
+GPU: in a gpubench.worker.Worker process with its watchdog, so a kernel that faults or hangs costs its point
+and nothing else, whichever GPU it ran on. One isolation mechanism, local or distributed.
+
+Two modes:
+  shard      each shape's task goes to whichever worker is free, biggest shapes first; the points come back
+             into one run file, each naming the GPU it ran on. A Dask worker that dies loses nothing that
+             finished: its unfinished task runs again elsewhere, and the run records it.
+  replicate  every worker runs every task: the same suite on every GPU, to find the one that is slow.
+
+Dask is an optional extra (`pip install 'gpubench[cluster]'`; dask-cuda too for `--gpus` on the GPU backend).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from gpubench.errors import GpubenchError
+from gpubench.results import Point
+from gpubench.runner import ShapeTask
+from gpubench.worker import Incident, Worker, WorkerOptions
+
+MISSING = ("multi-GPU runs use Dask, which is not installed: pip install 'gpubench[cluster]' (dask, distributed and, "
+           "for --backend cuda, dask-cuda)")
+
+# --- on each Dask worker ----------------------------------------------------------------------------------------
+
+_LOCAL: dict = {}  # this Dask worker's gpubench Worker, kept across tasks (a CUDA context is slow to make)
+
+
+def _local(options: WorkerOptions) -> Worker:
+    worker = _LOCAL.get(options)
+    if worker is None:
+        from distributed import get_worker
+
+        label = str(get_worker().name)
+        worker = _LOCAL[options] = Worker(replace(options, label=label))
+        worker.start()
+    return worker
+
+
+def remote_describe(options: WorkerOptions) -> dict:
+    """The device this Dask worker's gpubench Worker owns, and its environment."""
+    worker = _local(options)
+    return {**worker.info, "environment": worker.environment(), "label": worker.options.label}
+
+
+def remote_run(task: ShapeTask, options: WorkerOptions) -> tuple[str, list[Point], list[dict]]:
+    """Run one task here; (this worker's label, the points, incidents) come back as the task's result."""
+    worker = _local(options)
+    before = len(worker.incidents)
+    points: list[Point] = []
+    worker.run(task, points.append)
+    return worker.options.label, points, [i.as_dict() for i in worker.incidents[before:]]
+
+
+# --- the coordinator ----------------------------------------------------------------------------------------------
+
+
+def parse_gpus(text: str) -> str:
+    """`all`, a count N, or indices "0,2": what CUDA_VISIBLE_DEVICES-style selection the cluster gets."""
+    text = str(text).strip()
+    if text == "all":
+        return text
+    items = [t.strip() for t in text.split(",")]
+    if not items or not all(t.isdigit() for t in items):
+        raise GpubenchError(f"--gpus {text!r}: give all, a count such as 2, or device indices such as 0,2")
+    if len(items) == 1:
+        if int(items[0]) < 1:
+            raise GpubenchError(f"--gpus {text!r}: a count is at least 1")
+        return f"n{items[0]}"
+    if len(set(items)) != len(items):
+        raise GpubenchError(f"--gpus {text!r}: an index appears twice")
+    return ",".join(items)
+
+
+def _visible(selection: str) -> str | None:
+    """The CUDA_VISIBLE_DEVICES list for LocalCUDACluster (None: every GPU)."""
+    if selection == "all":
+        return None
+    if selection.startswith("n"):
+        from gpubench.telemetry import device_count
+
+        count, n = device_count(), int(selection[1:])
+        if count is not None and n > count:
+            raise GpubenchError(f"--gpus {n}: this machine has {count} GPU(s)")
+        return ",".join(str(i) for i in range(n))
+    return selection
+
+
+class Cluster:
+    """Runs tasks on Dask workers (the Executor that gpubench/sweep.py drives), in shard or replicate mode."""
+
+    def __init__(self, options: WorkerOptions, *, gpus: str | None = None, scheduler: str | None = None,
+                 replicate: bool = False):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise GpubenchError(MISSING) from None
+        self.options, self.replicate = options, replicate
+        self.incidents: list[Incident] = []
+        self._local_cluster = None
+        if scheduler:
+            try:
+                self.client = Client(scheduler, timeout="30s")
+            except (OSError, TimeoutError) as e:
+                raise GpubenchError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
+        elif options.backend == "cuda":
+            try:
+                from dask_cuda import LocalCUDACluster
+            except ImportError:
+                raise GpubenchError(MISSING) from None
+            visible = _visible(gpus or "all")
+            self._local_cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
+                                                   dashboard_address=None, silence_logs=50)
+            self.client = Client(self._local_cluster)
+        else:  # the CPU backend: N worker processes, to try (and test) the mechanism without a GPU
+            n = int(gpus[1:]) if gpus and gpus.startswith("n") else len(gpus.split(",")) if gpus and gpus != "all" \
+                else 2
+            self._local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                               dashboard_address=None, silence_logs=50)
+            self.client = Client(self._local_cluster)
+        self.workers: dict[str, dict] = {}  # address -> describe()
+        self.info: dict | None = None
+
+    # -- life cycle --
+
+    def start(self) -> dict:
+        """Every worker's device, checked alike; returns the first one's description (the plan needs one)."""
+        from distributed import wait
+
+        addresses = list(self.client.scheduler_info()["workers"])
+        if not addresses:
+            raise GpubenchError("the Dask cluster has no workers")
+        futures = {a: self.client.submit(remote_describe, self.options, workers=[a], allow_other_workers=False,
+                                         pure=False) for a in addresses}
+        wait(list(futures.values()))
+        for address, future in futures.items():
+            if future.status == "error":
+                raise GpubenchError(f"Dask worker {address} could not open the {self.options.backend} backend: "
+                                    f"{future.exception()}")
+            self.workers[address] = future.result()
+        archs = {w.get("arch") for w in self.workers.values()}
+        if len(archs) > 1:
+            raise GpubenchError(f"the cluster's GPUs differ in architecture ({', '.join(map(str, archs))}): kernels "
+                                "compile per architecture, so run each kind on its own")
+        self.info = next(iter(self.workers.values()))
+        return self.info
+
+    def environment(self) -> dict:
+        """The first device's environment, with every device listed under `devices`."""
+        workers = sorted(self.workers.values(), key=lambda w: w["label"])
+        env = dict(workers[0]["environment"])
+        env["devices"] = [{"worker": w["label"], **w["environment"].get("device", {})} for w in workers]
+        return env
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self._local_cluster is not None:
+                self._local_cluster.close()
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- running --
+
+    def device_of(self, label: str) -> str:
+        """What a point records as its GPU: name, PCI bus id and UUID where known; the worker's name where those
+        do not tell the devices apart (CPU workers)."""
+        def describe(w):
+            d = w["environment"].get("device", {})
+            bits = [d.get("name"), d.get("pci_bus_id"), (d.get("telemetry") or {}).get("uuid")]
+            return " ".join(str(b) for b in bits if b)
+
+        names = [describe(w) for w in self.workers.values()]
+        for w in self.workers.values():
+            if w["label"] == label:
+                name = describe(w)
+                return name if name and names.count(name) == 1 else f"{name} (worker {label})".strip()
+        return f"worker {label}"
+
+    def run_all(self, work: list[ShapeTask], on_point) -> None:
+        from distributed import as_completed
+
+        ordered = sorted(work, key=lambda t: -t.shape.flops)  # the biggest shapes first: least waiting at the end
+        self._pinned: dict = {}  # replicate mode: future -> the worker it must run on
+        if self.replicate:
+            for a in self.workers:
+                for t in ordered:
+                    f = self.client.submit(remote_run, t, self.options, workers=[a], allow_other_workers=False,
+                                           pure=False)
+                    self._pinned[f] = a
+            futures = list(self._pinned)
+        else:
+            futures = [self.client.submit(remote_run, t, self.options, pure=False, priority=len(ordered) - i)
+                       for i, t in enumerate(ordered)]
+        pending = set(futures)
+        for future in as_completed(futures, with_results=False):
+            pending.discard(future)
+            if future.status == "cancelled":
+                continue
+            if future.status == "error":
+                self.incidents.append(Incident("died", "a task", f"{type(future.exception()).__name__}: "
+                                                                 f"{future.exception()}"))
+                continue
+            label, points, incidents = future.result()
+            device = self.device_of(label)
+            for i in incidents:
+                self.incidents.append(Incident(i["kind"], f"{device}: {i['where']}", i["detail"], i["time"]))
+            for p in points:
+                on_point(replace(p, device=device))
+            self._notice_departures(pending)
+
+    def _notice_departures(self, pending: set) -> None:
+        """Record workers that left mid-sweep (Dask reruns their unfinished tasks elsewhere; in replicate mode a
+        task pinned to a departed worker cannot run anywhere else, so it is cancelled and recorded)."""
+        alive = set(self.client.scheduler_info()["workers"])
+        for address in [a for a in self.workers if a not in alive]:
+            info = self.workers.pop(address)
+            note = "its unfinished task ran again on another worker" if not self.replicate else \
+                "its remaining tasks were cancelled"
+            self.incidents.append(Incident("died", f"Dask worker {info['label']} ({address})", f"left mid-sweep; {note}",
+                                           time.time()))
+            for f in [f for f in pending if self._pinned.get(f) == address]:
+                f.cancel()
