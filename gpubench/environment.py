@@ -13,7 +13,10 @@ from gpubench import __version__
 
 
 def git_commit() -> str:
-    """The checkout's commit (with '+dirty' for local changes), or $GPUBENCH_COMMIT where there is no .git."""
+    """$GPUBENCH_COMMIT where it is set (a copy of the checkout on another machine, whose .git may be missing or
+    stale), else the checkout's commit (with '+dirty' for local changes), else "unknown"."""
+    if os.environ.get("GPUBENCH_COMMIT"):
+        return os.environ["GPUBENCH_COMMIT"]
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -24,7 +27,7 @@ def git_commit() -> str:
             return head.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.TimeoutExpired):
         pass
-    return os.environ.get("GPUBENCH_COMMIT", "unknown")
+    return "unknown"
 
 
 def collect(backend) -> dict:
