@@ -160,21 +160,23 @@ def run_sweeps(request: RunRequest) -> int:
         writer = RunWriter(run, path)
         for s in request.sweeps:
             for what, why in s.skipped:
-                err.print(f"[dim]skipped {what}: {why}[/]")
+                err.print(f"[dim]{render.escape(f'skipped {what}: {why}')}[/]")
         started = time.perf_counter()
         status = _run_with_progress(worker, work, writer, run, err, request.label)
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         writer.finish(status)
     print_run(run, out)
     for p in run.failed():
-        err.print(f"[red]{p.status.upper()}[/] {p.op} {p.variant} {p.config} {p.shape_label()}: {render.escape(p.reason)}")
+        err.print(f"[red]{p.status.upper()}[/] " + render.escape(f"{p.op} {p.variant} {p.config} {p.shape_label()}: "
+                                                                 f"{p.reason}"))
     for incident in run.incidents:
-        err.print(f"[yellow]worker {incident['kind']}[/] at {incident['where']}: {render.escape(incident['detail'])}")
+        err.print(f"[yellow]worker {render.escape(incident['kind'])}[/] " +
+                  render.escape(f"at {incident['where']}: {incident['detail']}"))
     total = sum(len(t.points) for t in work) * (len(worker.workers) if request.replicate else 1)
     if status == "interrupted":
-        err.print(f"interrupted: {len(run.points)} of {total} points saved to {path}")
+        err.print(render.escape(f"interrupted: {len(run.points)} of {total} points saved to {path}"))
         return Exit.INTERRUPTED
-    err.print(f"saved {len(run.points)} points to {path} in {run.settings['wall_s']:.1f} s")
+    err.print(render.escape(f"saved {len(run.points)} points to {path} in {run.settings['wall_s']:.1f} s"))
     if run.failed():
         return Exit.FAILED
     return slow_gpus(run, request.slow_threshold, err) if request.replicate else Exit.OK

@@ -35,6 +35,10 @@ class OneLineErrors(click.Group):
             sys.exit(Exit.USAGE)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
+        except OSError as e:  # a path or directory the OS refuses (too long, read-only, unwritable cache...)
+            where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+            click.echo(f"gpubench: error: {where}{e.strerror or e}", err=True)
+            sys.exit(Exit.USAGE)
         except (click.Abort, KeyboardInterrupt):
             click.echo("gpubench: interrupted", err=True)
             sys.exit(Exit.INTERRUPTED)
@@ -160,6 +164,14 @@ def _sweep_request(ctx, op: str, kw: dict, shapes):
     mine = [registry.lab_kernel(op, k, kw["kernel_args"]) for k in kw["kernels"]]
     if kw["kernel_args"] and not mine:
         raise GpubenchError("--args gives the parameter order of a --kernel: add --kernel FILE:SYMBOL")
+    for v in mine:
+        if v.backend != kw["backend"]:
+            raise GpubenchError(f"--kernel {v.source.name}:{v.kernel} runs on the {v.backend} backend (a "
+                                f"{v.source.suffix} file), not on --backend {kw['backend']}")
+    names = [v.name for v in mine]
+    if len(set(names)) < len(names) or any(n in {v.name for v in catalog.variants(op, kw["backend"])} for n in names):
+        raise GpubenchError(f"--kernel: the names {', '.join(names)} must differ from each other and from the "
+                            f"variants already known (give one as NAME=FILE:SYMBOL)")
     chosen = plan.variants(catalog, op, kw["backend"], options.names(kw["variants"]), "--variants", mine)
     blocks = options.block_sizes(kw["block_sizes"])
     if ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE and kw["backend"] == "cuda":
@@ -169,6 +181,7 @@ def _sweep_request(ctx, op: str, kw: dict, shapes):
                          max_time=kw["max_time"], flush=not kw["no_flush"], decide=decide,
                          discard_throttled=kw["discard_throttled"])
     _check_timeout(kw["timeout"])
+    _check_seed(kw["seed"])
     sweep = plan.sweep(op, op, chosen, shapes, blocks, timing)
     return app.run_sweeps(app.RunRequest([sweep], op, kw["backend"], kw["tf32"], kw["seed"], kw["output"],
                                          kw["force"], kw["timeout"], proj, **_many(kw)))
@@ -187,11 +200,19 @@ def _many(kw) -> dict:
             "replicate": kw["replicate"], "slow_threshold": slow}
 
 
+MAX_TIMEOUT_S = 7 * 24 * 3600  # a week: past this a watchdog means nothing (and the OS's timers overflow)
+
+
 def _check_timeout(value: float) -> None:
     import math
 
-    if not math.isfinite(value) or value <= 0:
-        raise GpubenchError(f"--timeout must be a positive number of seconds, got {value}")
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+        raise GpubenchError(f"--timeout must be a number of seconds from 0 to {MAX_TIMEOUT_S} (a week), got {value}")
+
+
+def _check_seed(value: int) -> None:
+    if not 0 <= value < 2**63:
+        raise GpubenchError(f"--seed must be from 0 to 2**63 - 1, got {value}")
 
 
 # --- sweeps ---------------------------------------------------------------------------------------------------
@@ -271,6 +292,7 @@ def run(suite, output, force, backend, seed, tf32, timeout, config, max_noise, m
     proj = _project(config)
     s = suites.load(suite, backend, _catalog(proj))
     _check_timeout(timeout)
+    _check_seed(seed)
     for sweep in s.sweeps:
         if max_noise is not None or max_time is not None or decide is not None or discard_throttled:
             p = sweep.policy
@@ -300,8 +322,12 @@ def show(file, fmt, threshold):
       gpubench show results/nvidia-h200/lab.json
       gpubench show run.json --format csv > run.csv
     """
+    import math
+
     from gpubench import app, render, results
 
+    if not math.isfinite(threshold):
+        raise GpubenchError(f"--threshold must be a finite fraction such as 0.05, got {threshold}")
     run = results.load(file)
     if fmt == "json":
         click.echo(run.to_json())
@@ -347,10 +373,15 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
       gpubench compare base.json new.json --format markdown > comment.md
       gpubench compare h100.json h200.json --across      # two GPU models, side by side
     """
+    import math
+
     from gpubench import app
     from gpubench import compare as cmp
     from gpubench import render_compare, results
 
+    if not math.isfinite(threshold) or not 1e-9 <= alpha < 1 or not math.isfinite(alpha):
+        raise GpubenchError(f"--threshold must be a finite fraction (got {threshold}) and --alpha within [1e-9, 1) "
+                            f"(got {alpha})")
     base_run, new_run = results.load(base), results.load(new)
     report = cmp.compare(base_run, new_run, threshold, alpha)
     if strict_env and report.env_diffs:
@@ -438,6 +469,7 @@ def list_variants(config):
     from rich.table import Table
 
     from gpubench import app, suites
+    from gpubench.render import escape
 
     proj = _project(config)
     table = Table("op", "backend", "variant", "configurations", "what it is", "from", title="variants",
@@ -446,15 +478,16 @@ def list_variants(config):
         axis = {"block": "block sizes", "configs": ", ".join(c.label for c in v.configs), "none": "-",
                 "tuned": "per shape, from `gpubench tune`"}[v.axis]
         where = "gpubench" if v.builtin else str(v.origin)
-        table.add_row(v.op, v.backend, v.name + ("" if v.lab or not v.builtin else " (extra)"), axis, v.summary, where)
+        table.add_row(*(escape(x) for x in (v.op, v.backend, v.name + ("" if v.lab or not v.builtin else " (extra)"),
+                                            axis, v.summary, where)))
     out = app.console()
     out.print(table)
     shipped = Table("suite", "what it runs", title="suites (gpubench run NAME)", title_justify="left")
     for name, description in suites.shipped():
-        shipped.add_row(name, description)
+        shipped.add_row(escape(name), escape(description))
     out.print(shipped)
     if proj.path:
-        out.print(f"project: {proj.path}")
+        out.print(escape(f"project: {proj.path}"))
     return Exit.OK
 
 
@@ -472,12 +505,13 @@ def check(config, arch, builtin, block_sizes):
       gpubench check --arch sm_90 --config path/to/gpubench.toml
     """
     from gpubench import app, nvcc
+    from gpubench.render import escape
 
     proj = _project(config)
     archs, blocks = app.arch_list(arch), options.block_sizes(block_sizes)
     variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.source and (builtin or not v.builtin)]
     out = app.console()
-    out.print(f"project: {proj.path or 'none found'}; {len(proj.variants)} variant(s) of your own, specs valid")
+    out.print(escape(f"project: {proj.path or 'none found'}; {len(proj.variants)} variant(s) of your own, specs valid"))
     if not variants:
         return Exit.OK
     if nvcc.find_nvcc() is None:
@@ -485,7 +519,7 @@ def check(config, arch, builtin, block_sizes):
     rows = app.check_kernels(variants, archs, blocks)
     for v, c, a, error in rows:
         status = "[green]ok[/]" if error is None else "[red]failed[/]"
-        out.print(f"{status} {v.op} {v.name} {c.label} {a}")
+        out.print(f"{status} {escape(f'{v.op} {v.name} {c.label} {a}')}")
     failed = [e for *_, e in rows if e is not None]
     if failed:
         raise failed[0]
@@ -526,17 +560,18 @@ def tune_gemm(variant, sizes, mnk, candidates, refine, seed, timeout, gpus, sche
       gpubench tune gemm --sizes 4096 --candidates 200 --gpus all
       gpubench gemm --variants tuned,cublas --sizes 4096,8192
     """
-    from gpubench import app, plan
+    from gpubench import app, plan, render
     from gpubench import tune as tuner
 
     proj = _project(config)
     target = _catalog(proj).get("gemm", "cuda", variant)
     shapes = plan.gemm_shapes(list(options.sizes(sizes)), [options.mnk(t) for t in mnk])
     _check_timeout(timeout)
+    _check_seed(seed)
     out = app.console()
     from gpubench.cluster import parse_gpus
 
     path = tuner.run(target, shapes, candidates, refine, seed, timeout, proj.tuned_dir, out,
                      gpus=parse_gpus(gpus) if gpus is not None else None, scheduler=scheduler)
-    out.print(f"saved the winners to {path}")
+    out.print(render.escape(f"saved the winners to {path}"))
     return Exit.OK

@@ -101,8 +101,13 @@ class Report:
             groups.setdefault(f"{c.new.op} {c.new.variant}", []).append(c.ratio)
         return {k: math.exp(statistics.fmean(math.log(r) for r in v)) for k, v in groups.items()}
 
+    @property
+    def broken(self) -> list[tuple[Point, Point]]:
+        """Points that passed in the base run and did not in the new one (failed, raised, crashed, timed out)."""
+        return [(b, n) for b, n in self.not_measured if b.status == "ok" and n.status in ("fail", "error", "timeout")]
+
     def exit_code(self, fail_on_inconclusive: bool = False) -> int:
-        if self.count("slower"):
+        if self.count("slower") or self.broken:
             return Exit.FAILED
         if fail_on_inconclusive and self.count("inconclusive"):
             return Exit.INCONCLUSIVE
@@ -110,6 +115,10 @@ class Report:
 
     @property
     def outcome(self) -> str:
+        if self.broken:
+            return (f"regression: {len(self.broken)} point(s) that passed now fail"
+                    + (f", {self.count('slower')} slower by more than {self.threshold:.0%}" if self.count("slower")
+                       else ""))
         if self.count("slower"):
             return f"regression: {self.count('slower')} point(s) slower by more than {self.threshold:.0%}"
         if self.count("inconclusive"):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 FUNCTIONS = ("cdiv", "min", "max")
+MAX_LENGTH = 400  # characters: a launch formula is a line, not a program
 _ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "//", ast.FloorDiv: "//", ast.Mod: "%"}
 _COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
@@ -41,12 +42,16 @@ def parse(text: str | int, *, boolean: bool = False) -> Expr:
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise ExprError(f"{text!r} is not an expression: give an integer or a string such as \"cdiv(N, 16)\"")
     text = str(text).strip()
+    if len(text) > MAX_LENGTH:
+        raise ExprError(f"{text[:40]!r}... is {len(text)} characters long; at most {MAX_LENGTH} are allowed")
     try:
         node = ast.parse(text, mode="eval").body
+        names: set[str] = set()
+        tree = _convert(node, text, names, boolean)
     except SyntaxError:
         raise ExprError(f"{text!r} does not parse as an expression") from None
-    names: set[str] = set()
-    tree = _convert(node, text, names, boolean)
+    except (RecursionError, MemoryError):
+        raise ExprError(f"{text[:40]!r}... is nested too deeply") from None
     return Expr(text, tree, frozenset(names))
 
 

@@ -44,7 +44,11 @@ def mnk(text: str) -> tuple[int, int, int]:
     return m, n, k
 
 
-def names(text: str | None) -> list[str] | None:
-    if not text:
+def names(text: str | None, what: str = "--variants") -> list[str] | None:
+    if text is None:
         return None
-    return [t.strip() for t in text.split(",") if t.strip()]
+    found = [t.strip() for t in text.split(",") if t.strip()]
+    if not found:
+        raise GpubenchError(f"{what} is empty: give comma-separated names (see `gpubench list`), or leave it out for "
+                            "the default set")
+    return found

@@ -88,7 +88,8 @@ def check_block_option(chosen: list[Variant], where: str) -> None:
 
 
 def gemm_shapes(sizes: list[int], mnk: list[tuple[int, int, int]]) -> list[GemmShape]:
-    return [GemmShape(s, s, s) for s in sizes] + [GemmShape(*t) for t in mnk]
+    """Square sizes, then M,N,K triples; each problem once (a triple that repeats a size is not measured twice)."""
+    return list(dict.fromkeys([GemmShape(s, s, s) for s in sizes] + [GemmShape(*t) for t in mnk]))
 
 
 def conv_shapes(sizes, strides, *, batch: int, in_channels: int, out_channels: int, kernel: int, padding,
@@ -111,7 +112,8 @@ def conv_shapes(sizes, strides, *, batch: int, in_channels: int, out_channels: i
 def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple[int, ...], timing: TimingPolicy,
           skipped=(), where: str = "") -> Sweep:
     if not shapes:
-        raise GpubenchError(f"{where or name} has no shapes to run (give sizes{' or mnk' if op == 'gemm' else ''})")
+        why = f": {skipped[0][1]}" if skipped else f" (give sizes{' or mnk' if op == 'gemm' else ''})"
+        raise GpubenchError(f"{where or name} has no shapes to run{why}")
     if not chosen:
         raise GpubenchError(f"{where or name} has no variants to run")
     return Sweep(name, op, chosen, shapes, blocks or LAB_BLOCK_SIZES, timing, list(skipped))

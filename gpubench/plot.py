@@ -4,6 +4,7 @@ spread of the samples (the rate at the first and third quartiles of the time).""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
@@ -42,11 +43,15 @@ def _pyplot():
 
 
 def _save(fig, plt, output) -> Path:
+    """Write the image beside its name and rename it into place: a full disk never leaves half an image."""
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.stem}.{os.getpid()}.tmp{output.suffix}")
     try:
-        fig.savefig(output, dpi=110)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, output)
     except (OSError, ValueError) as e:
+        tmp.unlink(missing_ok=True)
         raise GpubenchError(f"cannot write the plot to {output} ({e})") from None
     finally:
         plt.close(fig)

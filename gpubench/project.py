@@ -39,17 +39,19 @@ def find(start: Path) -> Path | None:
         pyproject = directory / "pyproject.toml"
         if pyproject.is_file():
             try:
-                if "gpubench" in read_toml(pyproject, "pyproject.toml").get("tool", {}):
-                    return pyproject
+                tool = read_toml(pyproject, "pyproject.toml").get("tool")
             except SpecError:
                 continue  # somebody else's broken pyproject.toml is not ours to judge
+            if isinstance(tool, dict) and "gpubench" in tool:
+                return pyproject
     return None
 
 
 def _table(path: Path) -> dict:
     data = read_toml(path, "project file")
     if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("gpubench")
+        tool = data.get("tool")
+        data = tool.get("gpubench") if isinstance(tool, dict) else None
         if not isinstance(data, dict):
             raise SpecError(f"{path}: has no [tool.gpubench] table")
     unknown = sorted(set(data) - KEYS)

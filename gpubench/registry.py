@@ -18,7 +18,7 @@ from pathlib import Path
 from gpubench import expr
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
-from gpubench.variant import NO_CONFIG, TF32_TOL, Axis, Config, LaunchSpec, Variant
+from gpubench.variant import NO_CONFIG, TF32_TOL, Axis, Config, LaunchSpec, Variant, config_label
 
 OPS = ("gemm", "conv")
 BACKENDS = ("cuda", "cpu")
@@ -226,8 +226,14 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
     label = entry.get("label", str, what="a template such as \"{BM}x{BN}\"")
     if label is not None:
         missing = sorted(set(re.findall(r"\{(\w+)\}", label)) - params)
-        if missing or re.search(r"\{(?!\w+\})", label):
-            entry.fail(f"label {label!r} must name parameters as {{NAME}}; unknown: {', '.join(missing) or '?'}")
+        try:
+            config_label(label, {p: 1 for p in params}, {})
+            well_formed = True
+        except (ValueError, KeyError, IndexError):
+            well_formed = False
+        if missing or not well_formed or re.search(r"\{(?!\w+\})", label):
+            entry.fail(f"label {label!r} must name parameters as {{NAME}} (and use no other braces); unknown: "
+                       f"{', '.join(missing) or 'none'}")
     constraints = tuple(entry.expression("constraints", c, params | {"threads", "shared"}, boolean=True)
                         for c in entry.get("constraints", list, default=[], what="a list of conditions"))
     search = entry.get("search", dict, default={}, what="a table of lists of integers")
@@ -235,15 +241,17 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         entry.fail("search must map each parameter to a non-empty list of integers")
     if set(search) - params:
         entry.fail(f"search names unknown parameter(s) {', '.join(sorted(set(search) - params))}")
-    tolerance = entry.get("tolerance", float, default=TF32_TOL if entry.table.get("options", {}).get("tf32") else 1e-4)
+    options = entry.get("options", dict, default={}, what="a table")
+    tolerance = entry.get("tolerance", float, default=TF32_TOL if options.get("tf32") else 1e-4)
     if not 0 < tolerance < 1:
         entry.fail(f"tolerance must be between 0 and 1 (a relative error), got {tolerance}")
     arch = entry.get("arch", str, what="an architecture such as \"sm_90a\"")
     if arch is not None and not ARCH.match(arch):
         entry.fail(f"arch must look like sm_80, sm_90 or sm_90a, got {arch!r}")
-    options = entry.get("options", dict, default={}, what="a table")
     if not builtin and set(options) - USER_OPTIONS:
         entry.fail(f"options: allowed for your own variants: {', '.join(sorted(USER_OPTIONS))}")
+    if not all(isinstance(v, (bool, str)) for v in options.values()) or not isinstance(options.get("tf32", False), bool):
+        entry.fail("options: values are true/false (tf32) or names")
     includes = []
     for inc in entry.get("includes", list, default=[], what="a list of directories"):
         path = (base_dir / str(inc)).resolve()
@@ -263,6 +271,10 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         variant = replace(variant, configs=tuple(_config(variant, c) for c in config_tables))
     if launch is not None:
         _check_launches(entry, variant)
+    for c in variant.configs if variant.axis != Axis.BLOCK else ():
+        broken = variant.satisfies(c)
+        if broken:
+            entry.fail(f"configuration {c.label} breaks the constraint {broken!r}")
     return variant
 
 

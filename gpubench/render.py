@@ -330,16 +330,19 @@ RICH_STYLES = {"best": "bold green", "fail": "bold red", "error": "red", "skip":
 def to_rich(table: Table):
     from rich.table import Table as RichTable
 
-    t = RichTable(title=table.title, caption=table.caption or None, title_justify="left")
+    t = RichTable(title=escape(table.title), caption=escape(table.caption) or None, title_justify="left")
     for i, c in enumerate(table.columns):
-        t.add_column(c, justify="left" if i < table.left else "right")
+        t.add_column(escape(c), justify="left" if i < table.left else "right")
     for row in table.rows:
         t.add_row(*(f"[{RICH_STYLES[c.style]}]{escape(c.text)}[/]" if c.style else escape(c.text) for c in row))
     return t
 
 
-def escape(text: str) -> str:
-    return text.replace("[", r"\[")
+def escape(text) -> str:
+    """Text from a run or a user's spec, shown literally by rich (no "[bold]" or "[/]" taken as markup)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(str(text))
 
 
 def to_markdown(table: Table) -> str:

@@ -64,7 +64,9 @@ def notes(report: Report) -> list[str]:
     for p in report.only_new:
         lines.append(f"only in new: {p.op} {p.variant} {p.config} {p.shape_label()}")
     for b, n in report.not_measured:
-        lines.append(f"not compared ({b.status} → {n.status}): {n.op} {n.variant} {n.config} {n.shape_label()}")
+        broken = "BROKEN, " if (b, n) in report.broken else ""
+        lines.append(f"{broken}not compared ({b.status} → {n.status}): {n.op} {n.variant} {n.config} "
+                     f"{n.shape_label()}" + (f": {n.reason}" if broken and n.reason else ""))
     return lines
 
 
@@ -75,17 +77,20 @@ def _counts(report: Report) -> str:
 def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
     from gpubench.render import to_rich
 
-    style = "bold red" if report.count("slower") else "bold green"
-    console.print(f"[bold]{base_name}[/] → [bold]{new_name}[/]: threshold {report.threshold:.0%}; {_counts(report)}")
+    style = "bold red" if report.count("slower") or report.broken else "bold green"
+    from gpubench.render import escape
+
+    console.print(f"[bold]{escape(base_name)}[/] → [bold]{escape(new_name)}[/]: threshold {report.threshold:.0%}; "
+                  f"{_counts(report)}")
     console.print(to_rich(changes_table(report)))
     console.print(to_rich(geomean_table(report)))
     for line in notes(report):
-        console.print(f"[yellow]{line}[/]")
-    console.print(f"[{style}]{report.outcome}[/]")
+        console.print(f"[yellow]{escape(line)}[/]")
+    console.print(f"[{style}]{escape(report.outcome)}[/]")
 
 
 def to_markdown_report(report: Report, base_name: str, new_name: str) -> str:
-    mark = "❌" if report.count("slower") else "✅"
+    mark = "❌" if report.count("slower") or report.broken else "✅"
     out = [f"### gpubench compare: {mark} {report.outcome}", "",
            f"`{base_name}` → `{new_name}` · threshold {report.threshold:.0%} · {_counts(report)}", ""]
     if any(c.verdict != "same" for c in report.changes):
@@ -107,6 +112,8 @@ def to_json_report(report: Report, exit_code: int) -> str:
     return json.dumps({
         "outcome": report.outcome, "exit_code": exit_code, "threshold": report.threshold, "alpha": report.alpha,
         "counts": {v: report.count(v) for v in ("slower", "faster", "same", "inconclusive")},
+        "broken": [{"op": n.op, "variant": n.variant, "config": n.config, "params": n.params, "status": n.status,
+                    "reason": n.reason} for _, n in report.broken],
         "geomean": report.geomeans(), "changes": [point(c) for c in report.changes], "notes": notes(report),
         "source_changes": [c.__dict__ for c in report.source_changes],
     }, indent=1)

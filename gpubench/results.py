@@ -201,13 +201,19 @@ class _Check:
             self.fail(where, f"{key} has the wrong type ({type(value).__name__})")
         return value
 
-    def number(self, d: dict, key: str, where: str, *, lo: float = 0.0, allow_inf: bool = False,
+    def number(self, d: dict, key: str, where: str, *, lo: float = 0.0, hi: float = 1e30, allow_inf: bool = False,
                optional: bool = False):
         value = self.field(d, key, (int, float, type(None)) if optional else (int, float), where, not optional)
         if value is None:
             return None
-        if math.isnan(value) or (math.isinf(value) and not allow_inf) or value < lo:
-            self.fail(where, f"{key} must be a number >= {lo:g}{'' if allow_inf else ' and finite'}, got {value!r}")
+        try:
+            value = float(value)
+        except OverflowError:
+            value = math.nan
+        if math.isnan(value) or (math.isinf(value) and not allow_inf) or value < lo or (value > hi and
+                                                                                        not math.isinf(value)):
+            self.fail(where, f"{key} must be a number from {lo:g} to {hi:g}{'' if allow_inf else ', finite'}, "
+                             f"got {d[key]!r:.40}")
         return value
 
 
@@ -232,26 +238,62 @@ def _point(d, i: int, check: _Check) -> Point:
                                            for k in keys):
         check.fail(where, f"params must be positive integers {', '.join(keys)}")
     samples = check.field(d, "samples_ms", list, where, required=False) or []
-    if not all(type(s) in (int, float) and math.isfinite(s) and s > 0 for s in samples):
-        check.fail(where, "samples_ms must be finite positive numbers")
+    if not all(type(s) in (int, float) and _finite(s) and SAMPLE_RANGE[0] <= s <= SAMPLE_RANGE[1] for s in samples):
+        check.fail(where, f"samples_ms must be finite positive numbers of milliseconds ({SAMPLE_RANGE[0]:g} to "
+                          f"{SAMPLE_RANGE[1]:g})")
     rel_err = check.number(d, "rel_err", where, allow_inf=True, optional=True)
-    tolerance = check.number(d, "tolerance", where, optional=True)
+    tolerance = check.number(d, "tolerance", where, hi=1.0, optional=True)
     if status in ("ok", "fail"):
         if not samples or rel_err is None or tolerance is None:
-            check.fail(where, f"a {status} point needs samples_ms, rel_err and tolerance")
+            check.fail(where, f"status {status} needs samples_ms, rel_err and tolerance")
         if (status == "ok") != (rel_err <= tolerance):
             check.fail(where, f"status {status} disagrees with rel_err {rel_err:.2e} and tolerance {tolerance:.0e}")
     extra = check.field(d, "extra", dict, where, required=False) or {}
+    for key, kind in EXTRA_TYPES.items():
+        if kind is float:
+            check.number(extra, key, f"{where}.extra", optional=True)
+        else:
+            check.field(extra, key, (kind, type(None)), f"{where}.extra", required=False)
     device = check.field(d, "device", (str, type(None)), where, required=False)
     telemetry = check.field(d, "telemetry", (dict, type(None)), where, required=False)
     if telemetry:
         for key in ("sm_mhz", "sm_mhz_min", "mem_mhz", "power_w", "throttled", "discarded", "joules_per_call",
-                    "gflops_per_w"):
+                    "gflops_per_w", "window_power_w", "energy_window_calls"):
             check.number(telemetry, key, f"{where}.telemetry", optional=True)
+        reasons = check.field(telemetry, "reasons", list, f"{where}.telemetry", required=False) or []
+        if not all(isinstance(r, str) for r in reasons):
+            check.fail(f"{where}.telemetry", "reasons must be a list of strings")
     return Point(op, variant, config, params, status, reason=str(d.get("reason", "")), rel_err=rel_err,
                  tolerance=tolerance, flops=check.number(d, "flops", where, optional=True) or 0.0,
                  min_bytes=check.number(d, "min_bytes", where, optional=True) or 0.0,
                  samples_ms=[float(s) for s in samples], extra=extra, device=device, telemetry=telemetry)
+
+
+SAMPLE_RANGE = (1e-9, 1e12)  # milliseconds: a femtosecond to thirty years; anything else is corruption
+EXTRA_TYPES = {"im2col_ms": float, "engine": str, "plans": int, "tf32": bool, "batch": int, "stop": str,
+               "tuned": bool, "flushed": bool, "tensor_cores": bool, "workspace_bytes": int}  # what readers use
+MAX_DEPTH = 64  # nesting in settings, environment or extra: deeper is not a file gpubench wrote
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
+def _depth(value, limit: int = MAX_DEPTH) -> int:
+    stack, deepest = [(value, 1)], 0
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if d > limit:
+            return d
+        if isinstance(v, dict):
+            stack += [(x, d + 1) for x in v.values()]
+        elif isinstance(v, list):
+            stack += [(x, d + 1) for x in v]
+    return deepest
 
 
 V1_BASELINES = {("cuda", "gemm"): "cublas", ("cuda", "conv"): "cudnn", ("cpu", "gemm"): "numpy",
@@ -304,10 +346,17 @@ def load(path: str | Path) -> Run:
     status = check.field(data, "status", str, "", required=False) or "complete"
     if status not in RUN_STATUSES:
         check.fail("", f"status {status!r}; allowed are {', '.join(RUN_STATUSES)}")
+    if _depth(data) > MAX_DEPTH:
+        check.fail("", f"nested more than {MAX_DEPTH} levels deep")
     device = check.field(environment, "device", dict, "environment", required=False) or {}
     check.field(environment, "software", dict, "environment", required=False)
     check.field(device, "name", str, "environment.device", required=False)
     check.number(device, "copy_gbps", "environment.device", optional=True)
+    check.number(device, "floor_ms", "environment.device", lo=1e-9, optional=True)
+    ceilings = check.field(device, "ceilings", dict, "environment.device", required=False) or {}
+    for key in ceilings:
+        check.number(ceilings, key, "environment.device.ceilings", lo=1e-9)
+    check.field(device, "telemetry", dict, "environment.device", required=False)
     command = check.field(data, "command", list, "", required=False) or []
     if not all(isinstance(c, str) for c in command):
         check.fail("", "command must be a list of strings")

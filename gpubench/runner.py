@@ -110,6 +110,13 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
         for p in task.points:
             yield ("point", p.index, unmeasured(task.shape, p, "skipped", str(why)))
         return
+    except Exception as e:  # the shape's data could not be made: every point of it says why
+        for p in task.points:
+            yield ("point", p.index, unmeasured(task.shape, p, "error", "making the inputs and reference: "
+                                                + describe_error(e)))
+        if not backend.healthy():
+            yield ("broken", describe_error(e))
+        return
     try:
         for p in task.points:
             yield ("begin", p.index)
@@ -119,8 +126,8 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
                 point = unmeasured(task.shape, p, "skipped", str(why))
             except CompileError as e:
                 point = unmeasured(task.shape, p, "error", str(e))
-            except Exception as e:  # a failing point is recorded; the sweep goes on
-                point = unmeasured(task.shape, p, "error", describe_error(e))
+            except (Exception, KeyboardInterrupt) as e:  # a failing point is recorded; the sweep goes on (a user's
+                point = unmeasured(task.shape, p, "error", describe_error(e))  # function may raise anything)
                 if not backend.healthy():
                     yield ("point", p.index, point)
                     yield ("broken", describe_error(e))

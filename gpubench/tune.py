@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 
 from gpubench import environment
+from gpubench.render import escape
 from gpubench.errors import GpubenchError
 from gpubench.runner import PointTask, ShapeTask
 from gpubench.timing import TimingPolicy
@@ -115,10 +116,11 @@ def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, time
 
     def report(shape, config, point):
         if point.status != "ok":
-            out.print(f"[dim]{shape.label} {config.label}: {point.status} ({point.reason})[/]")
+            out.print(f"[dim]{escape(f'{shape.label} {config.label}: {point.status} ({point.reason})')}[/]")
         elif point.median_ms < best_ms.get(shape, float("inf")):
             best_ms[shape] = point.median_ms
-            out.print(f"{shape.label} {config.label}: {point.median_ms:.3f} ms, {point.gflops:,.0f} GFLOPS (best so far)")
+            out.print(escape(f"{shape.label} {config.label}: {point.median_ms:.3f} ms, {point.gflops:,.0f} GFLOPS "
+                             "(best so far)"))
 
     configs = candidates(variant, count, seed)
     options = WorkerOptions(variant.backend, timeout_s=timeout_s)

@@ -135,12 +135,18 @@ class Worker:
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parent.parent)  # the same gpubench, however it was found
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
         self.process = subprocess.Popen([sys.executable, "-m", "gpubench.worker", str(theirs.fileno())],
-                                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
+                                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
         theirs.close()
         self.conn = Connection(ours.detach())
-        self.conn.send(("options", self.options))
-        kind, payload = self._receive(START_TIMEOUT_S, "opening the backend")
+        try:
+            self.conn.send(("options", self.options))
+            kind, payload = self._receive(START_TIMEOUT_S, "opening the backend")
+        except BaseException:  # Ctrl-C while it starts: leave nothing behind
+            self._reap()
+            raise
         if kind == "refused":
             self.close()
             raise GpubenchError(payload)

@@ -82,7 +82,12 @@ def test_default_output_goes_under_results_device():
     (["gemm", "--budget", "nan"], ["--budget must be a finite number"]),
     (["gemm", "--max-noise", "0"], ["--max-noise must be more than 0"]),
     (["gemm", "--max-time", "inf"], ["--max-time must be a finite number"]),
-    (["gemm", "--timeout", "0"], ["--timeout must be a positive number"]),
+    (["gemm", "--timeout", "0"], ["--timeout must be a number of seconds from 0 to 604800"]),
+    (["gemm", "--timeout", "1e7"], ["--timeout must be a number of seconds"]),
+    (["gemm", "--seed", "-1"], ["--seed must be from 0"]),
+    (["gemm", "--variants", ""], ["--variants is empty"]),
+    (["gemm", "--kernel", "k.cu:k", "--kernel", "k.cu:k"], ["source k.cu does not exist"]),
+    (["compare", "a.json", "b.json", "--alpha", "nan"], ["--alpha"]),
     (["gemm", "--args", "a,b,c,m,n,k"], ["--args gives the parameter order of a --kernel"]),
     (["gemm", "--kernel", "nope.cu"], ["--kernel 'nope.cu': give FILE:SYMBOL"]),
     (["gemm", "--kernel", "nope.cu:k"], ["source nope.cu does not exist"]),
@@ -253,3 +258,26 @@ def test_run_a_suite_on_the_cpu(tmp_path):
     run = results.load(out)
     assert {p.op for p in run.points} == {"gemm", "conv"} and all(p.status == "ok" for p in run.points)
     assert [s["name"] for s in run.settings["sweeps"]] == ["gemm", "conv"]
+
+
+def test_names_with_markup_are_shown_as_written(tmp_path, monkeypatch):
+    (tmp_path / "k.py").write_text("import numpy as np\ndef k(A, B, C, M, N, K, T):\n    np.matmul(A, B, out=C)\n")
+    (tmp_path / "gpubench.toml").write_text('[[variant]]\nname = "mine"\nop = "gemm"\nsource = "k.py"\nkernel = "k"\n'
+                                            'args = ["A", "B", "C", "M", "N", "K"]\nsummary = "[/] oops [bold]x"\n'
+                                            'configs = [{ T = 1, label = "[/bad]" }]\n')
+    monkeypatch.chdir(tmp_path)
+    r = invoke("list")
+    assert r.exit_code == 0 and "[/] oops [bold]x" in r.output
+    r = invoke("gemm", "--backend", "cpu", "--variants", "mine", "--sizes", "8", "-o", "m.json")
+    assert r.exit_code == 0 and "[/bad]" in r.output
+    assert invoke("show", "m.json").exit_code == 0
+
+
+def test_a_path_the_os_refuses_is_one_line(tmp_path):
+    one_line_error(invoke("show", str(tmp_path / ("a" * 300 + ".json"))), "File name too long")
+
+
+def test_a_cuda_kernel_on_the_cpu_backend_is_refused(tmp_path):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k(float* a, float* b, float* c, int m, int n, int k) {}\n')
+    one_line_error(invoke("gemm", "--backend", "cpu", "--kernel", f"{tmp_path / 'k.cu'}:k"),
+                   "runs on the cuda backend", "not on --backend cpu")

@@ -176,3 +176,11 @@ def test_across_two_models_gives_ratios_not_verdicts(make_run, run_file):
     assert r.exit_code == 0, r.output
     assert "NVIDIA H200 against NVIDIA H100 80GB HBM3" in r.output and "2.00×" in r.output
     assert "environment differs" not in r.output and "regression" not in r.output
+
+
+def test_a_point_that_passed_and_now_fails_is_a_regression(make_run, run_file):
+    base, new = make_run(), make_run(seed=1)
+    p = new.points[0]
+    p.status, p.reason, p.samples_ms, p.rel_err, p.tolerance = "error", "CUDA error: illegal address", [], None, None
+    r = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"))
+    assert r.exit_code == 1 and "1 point(s) that passed now fail" in r.output and "BROKEN" in r.output

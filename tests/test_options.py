@@ -9,7 +9,9 @@ def test_lists_parse_and_deduplicate():
     assert options.block_sizes("8,16,24,32") == (8, 16, 24, 32)
     assert options.mnk("1000,1500,777") == (1000, 1500, 777)
     assert options.mnk("64,64,64") == (64, 64, 64)
-    assert options.names("a, b") == ["a", "b"] and options.names("") is None
+    assert options.names("a, b") == ["a", "b"] and options.names(None) is None
+    with pytest.raises(GpubenchError, match="--variants is empty"):
+        options.names(" , ")
 
 
 @pytest.mark.parametrize("call,text", [(options.sizes, "1.5"), (options.sizes, "-1"), (options.block_sizes, "64"),

@@ -73,3 +73,9 @@ def test_bad_project_files(tree, text, match):
     (tree / "gpubench.toml").write_text(text)
     with pytest.raises(SpecError, match=match):
         project.load(start=tree)
+
+
+@pytest.mark.parametrize("text", ["tool = 5\n", 'tool = "gpubench"\n', 'tool = ["gpubench"]\n'])
+def test_somebody_elses_odd_pyproject_is_ignored(tmp_path, text):
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert project.load(start=tmp_path).path is None

@@ -124,6 +124,12 @@ def test_the_labs_names_map_onto_gpubench_s(project):
     assert v.args == ("A", "B", "C", "M", "K", "N")
 
 
+def test_constraints_hold_for_python_variants_too(project):
+    with pytest.raises(SpecError, match="breaks the constraint 'T > 5'"):
+        project(source="f.py", kernel="f", axis=None, grid=None, block=None, configs=[{"T": 1}],
+                constraints=["T > 5"])
+
+
 def test_a_python_function_is_a_cpu_variant(project):
     (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None)
     assert (v.backend, v.runner, v.launch) == ("cpu", "python", None)
@@ -163,6 +169,10 @@ def test_a_python_function_is_a_cpu_variant(project):
     ({"options": {"gemm": "tiled"}}, "options: allowed for your own variants: tf32"),
     ({"includes": ["nowhere"]}, "includes: nowhere is not a directory"),
     ({"search": {"BLOCK": []}}, "search must map each parameter"),
+    ({"options": 5}, "options must be a table"),
+    ({"axis": None, "configs": [{"BM": 1}], "label": "a}b{BM}", "grid": ["1"], "block": ["32"]},
+     "and use no other braces"),
+    ({"grid": ["-" * 500 + "1"]}, "at most 400 are allowed"),
 ])
 def test_bad_specs_name_file_entry_and_what_is_allowed(project, changes, match):
     with pytest.raises(SpecError, match=match) as e:

@@ -12,6 +12,9 @@ from gpubench.errors import GpubenchError
 from gpubench.results import Point, RunWriter
 
 REPO = Path(__file__).resolve().parent.parent
+DEEP: object = 1
+for _ in range(70):
+    DEEP = [DEEP]
 
 
 def test_round_trip_keeps_every_field(make_run, tmp_path):
@@ -108,7 +111,17 @@ def corrupt(**change):
     (corrupt(p_samples_ms=["1"]), "samples_ms must be finite positive"),
     (corrupt(p_samples_ms=[]), "needs samples_ms"),
     (corrupt(p_rel_err=0.5), "status ok disagrees with rel_err"),
-    (corrupt(p_tolerance=-1), "tolerance must be a number >= 0"),
+    (corrupt(p_tolerance=-1), "tolerance must be a number from 0 to 1"),
+    (corrupt(p_flops=10**400), "flops must be a number"),
+    (corrupt(p_samples_ms=[1e308, 1e308]), "samples_ms must be finite positive numbers of milliseconds"),
+    (corrupt(p_samples_ms=[5e-324, 1.0]), "samples_ms must be finite"),
+    (corrupt(p_extra={"im2col_ms": "x"}), "im2col_ms has the wrong type"),
+    (corrupt(p_extra={"engine": [1]}), "engine has the wrong type"),
+    (corrupt(p_telemetry={"reasons": 5}), "reasons has the wrong type"),
+    (corrupt(environment={"device": {"ceilings": "fast"}}), "ceilings has the wrong type"),
+    (corrupt(environment={"device": {"ceilings": {"ffma_gflops": "x"}}}), "ffma_gflops has the wrong type"),
+    (corrupt(environment={"device": {"floor_ms": -1}}), "floor_ms must be a number"),
+    (corrupt(settings={"a": DEEP}), "nested more than 64"),
     (corrupt(p_params={"m": 2, "n": 2}), "params must be positive integers m, n, k"),
     (corrupt(p_params={"m": 2, "n": 2, "k": True}), "params must be positive integers"),
     (corrupt(p_op="fft"), "op 'fft'"),

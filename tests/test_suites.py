@@ -100,3 +100,8 @@ def test_a_projects_variants_can_be_named(tmp_path):
 def test_shipped_lists_every_suite():
     names = [n for n, _ in suites.shipped()]
     assert names == sorted(names) and {"lab", "quick", "ci", "resnet"} <= set(names)
+
+
+def test_a_sweep_whose_every_shape_is_impossible_says_why(tmp_path):
+    with pytest.raises(GpubenchError, match="no shapes to run: padding -1 is negative"):
+        suites.load(write(tmp_path, '[[sweep]]\nop = "conv"\nsizes = [16]\npadding = -1'))
