@@ -132,9 +132,10 @@ def open_telemetry(pci_bus_id: str | None):
         return NoTelemetry()
 
 
-def energy_window(run_many, telemetry, min_s: float = ENERGY_WINDOW_S, max_s: float = 2.0) -> dict | None:
+def energy_window(run_many, telemetry, min_s: float = ENERGY_WINDOW_S, max_s: float = 5.0) -> dict | None:
     """Joules per call of `run_many(n)` (n calls back to back, returning when they are done), from NVML's
-    energy counter over a window of at least min_s that the counter has visibly moved across."""
+    energy counter over a window of at least min_s that the counter has visibly moved across (it updates every
+    few tens of milliseconds, so a short window can see no change at all)."""
     if not telemetry.available or telemetry.energy_mj() is None:
         return None
     start_mj, t0, calls, n = telemetry.energy_mj(), time.perf_counter(), 0, 1

@@ -3,6 +3,7 @@
 #   bash tools/trust.sh first    # gpu tests, a smoke run, gpubench vs nvbench vs do_bench, lab run 1
 #   bash tools/trust.sh second results/<gpu>/lab-1.json   # lab run 2, compared with run 1
 #   bash tools/trust.sh all      # the timers, then two lab runs back to back and their comparison
+#   bash tools/trust.sh check    # the gpu tests, then the ci and quick suites (energy on every point?)
 # OUT and GPUBENCH_COMMIT come from the caller; wheels in .devwheels (PyCUDA, cuDNN frontend) and .whl (cuda-bench).
 set -u -o pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl .whl/cuda_bench-*.whl 2>/dev/null || exit 1
@@ -23,6 +24,18 @@ first)
   tail -4 "$OUT/lab-1.log" ;;
 all)
   SKIP_TESTS=1 bash "$0" first && bash "$0" second "$OUT/lab-1.json" ;;
+check)
+  python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.txt" | tail -3
+  g run ci -o "$OUT/ci.json" 2>&1 | tail -1
+  g run quick -o "$OUT/quick.json" 2>&1 | tail -1
+  python3 -c "
+import json, sys
+for f in sys.argv[1:]:
+    d = json.load(open(f)); ok = [p for p in d['points'] if p['status'] == 'ok']
+    e = [p for p in ok if (p.get('telemetry') or {}).get('joules_per_call')]
+    c = [p for p in ok if (p.get('telemetry') or {}).get('sm_mhz')]
+    print(f, len(d['points']), 'points,', len(ok), 'ok,', len(e), 'with energy,', len(c), 'with SM clock')
+" "$OUT/ci.json" "$OUT/quick.json" ;;
 second)
   /usr/bin/time -f "lab run 2: %e s" python3 -m gpubench run lab -o "$OUT/lab-2.json" > "$OUT/lab-2.log" 2>&1
   tail -3 "$OUT/lab-2.log"

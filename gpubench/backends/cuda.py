@@ -146,7 +146,6 @@ class CudaBackend(ArrayBackend):
         self._cudnn: dict = {}
         spin = self.probe("spin")
         self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
-        self._flush_joules: float | None = None
 
     # --- environment and limits -------------------------------------------------------------------------------
 
@@ -236,18 +235,14 @@ class CudaBackend(ArrayBackend):
         return out  # its buffers go back to CuPy's pool as it returns
 
     def energy(self, run, flush: bool, flops: float) -> dict | None:
-        """Joules per call over a window of calls made as they are timed, the flush's own energy taken out."""
-        window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, flush), self.telemetry)
+        """Joules per call, from NVML's energy counter over a window of calls made back to back (no flush: a flush
+        costs energy of its own, as much as a small kernel's, and the difference of two such windows is noise)."""
+        window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, False), self.telemetry)
         if window is None:
             return None
         joules = window["joules_per_call"]
-        if flush:
-            if self._flush_joules is None:
-                w = telemetry.energy_window(lambda n: self.clock.run_many(lambda: None, n, True), self.telemetry)
-                self._flush_joules = w["joules_per_call"] if w else 0.0
-            joules = max(joules - self._flush_joules, 0.0)
-        return {"joules_per_call": joules, "gflops_per_w": flops / joules / 1e9 if joules > 0 else None,
-                "window_power_w": window["power_w"], "energy_window_calls": window["calls"]}
+        return {"joules_per_call": joules, "gflops_per_w": flops / joules / 1e9, "window_power_w": window["power_w"],
+                "energy_window_calls": window["calls"]}
 
     def copy_bandwidth(self, nbytes: int = 1 << 30) -> float:
         """Device-to-device copy, GB/s counting bytes read plus written: the memory-bound ceiling."""
