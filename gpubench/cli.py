@@ -83,7 +83,8 @@ def _options(opts):
 CONFIG = click.option("--config", "config", default=None, metavar="FILE",
                       help="Your project's gpubench.toml (default: found from here upwards, as pytest does).")
 OUTPUT = [
-    click.option("-o", "--output", default=None, help="Results file, .json (default: results/<device>/<name>-<time>.json)."),
+    click.option("-o", "--output", default=None,
+                 help="Results file, .json (default: results/<device>/<name>-<time>.json)."),
     click.option("--force", is_flag=True, help="Replace the -o file if it exists."),
 ]
 DECIDING = [

@@ -229,7 +229,7 @@ class Cluster:
             info = self.workers.pop(address)
             note = "its unfinished task ran again on another worker" if not self.replicate else \
                 "its remaining tasks were cancelled"
-            self.incidents.append(Incident("died", f"Dask worker {info['label']} ({address})", f"left mid-sweep; {note}",
-                                           time.time()))
+            self.incidents.append(Incident("died", f"Dask worker {info['label']} ({address})",
+                                           f"left mid-sweep; {note}", time.time()))
             for f in [f for f in pending if self._pinned.get(f) == address]:
                 f.cancel()

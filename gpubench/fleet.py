@@ -27,6 +27,11 @@ class Health:
     slow: bool
 
 
+def _median_of(readings: list[dict], key: str) -> float | None:
+    values = [r[key] for r in readings if r.get(key)]
+    return statistics.median(values) if values else None
+
+
 def health(run: Run, threshold: float = SLOW) -> list[Health]:
     by_device: dict[str, dict] = {}
     for p in run.points:
@@ -41,9 +46,6 @@ def health(run: Run, threshold: float = SLOW) -> list[Health]:
         ratios = [points[k].median_ms / node[k] for k in common]
         deviation = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else 1.0
         tele = [points[k].telemetry for k in common if points[k].telemetry]
-        sm = statistics.median(t["sm_mhz"] for t in tele if t.get("sm_mhz")) if any(t.get("sm_mhz") for t in tele) \
-            else None
-        watts = statistics.median(t["power_w"] for t in tele if t.get("power_w")) if any(t.get("power_w") for t in tele) \
-            else None
-        out.append(Health(device, len(ratios), deviation, sm, watts, deviation > 1 + threshold))
+        out.append(Health(device, len(ratios), deviation, _median_of(tele, "sm_mhz"), _median_of(tele, "power_w"),
+                          deviation > 1 + threshold))
     return sorted(out, key=lambda h: -h.deviation)

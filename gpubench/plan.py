@@ -61,8 +61,8 @@ def policy(*, warmup: int = 3, reps: int = 50, budget: float = 1.0, max_noise: f
 def block_sizes(values, where: str) -> tuple[int, ...]:
     values = tuple(values)
     if not values or not all(type(b) is int and 1 <= b <= MAX_BLOCK_SIZE for b in values):
-        raise GpubenchError(f"{where}: block sizes are B of B×B threads, allowed 1..{MAX_BLOCK_SIZE} (e.g. 8,16,24,32), "
-                            f"got {list(values)}")
+        raise GpubenchError(f"{where}: block sizes are B of B×B threads, allowed 1..{MAX_BLOCK_SIZE} "
+                            f"(e.g. 8,16,24,32), got {list(values)}")
     return tuple(dict.fromkeys(values))
 
 

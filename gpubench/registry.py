@@ -250,7 +250,8 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         entry.fail(f"arch must look like sm_80, sm_90 or sm_90a, got {arch!r}")
     if not builtin and set(options) - USER_OPTIONS:
         entry.fail(f"options: allowed for your own variants: {', '.join(sorted(USER_OPTIONS))}")
-    if not all(isinstance(v, (bool, str)) for v in options.values()) or not isinstance(options.get("tf32", False), bool):
+    if not all(isinstance(v, (bool, str)) for v in options.values()) or \
+            not isinstance(options.get("tf32", False), bool):
         entry.fail("options: values are true/false (tf32) or names")
     includes = []
     for inc in entry.get("includes", list, default=[], what="a list of directories"):

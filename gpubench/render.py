@@ -288,7 +288,8 @@ def replicate_table(run: Run, slow: float | None = None) -> Table | None:
     rows = fleet.health(run, slow)
     if not rows:
         return None
-    table = Table("GPUs against the node's median (replicate)", ["GPU", "points", "deviation", "SM MHz", "W", "verdict"],
+    table = Table("GPUs against the node's median (replicate)",
+                  ["GPU", "points", "deviation", "SM MHz", "W", "verdict"],
                   caption=f"deviation = geometric mean of the GPU's median / the node's median, over the points every "
                           f"GPU measured; slow = over {slow:.0%}")
     for h in rows:

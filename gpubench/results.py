@@ -335,7 +335,8 @@ def load(path: str | Path) -> Run:
     if type(version) is not int or not (min(MIGRATIONS) <= version <= SCHEMA_VERSION):
         newer = type(version) is int and version > SCHEMA_VERSION
         raise GpubenchError(f"{path} has schema version {version!r}; this gpubench reads versions "
-                            f"{min(MIGRATIONS)} to {SCHEMA_VERSION}" + ("; upgrade gpubench to read it" if newer else ""))
+                            f"{min(MIGRATIONS)} to {SCHEMA_VERSION}"
+                            + ("; upgrade gpubench to read it" if newer else ""))
     while data["schema_version"] < SCHEMA_VERSION:
         data = MIGRATIONS[data["schema_version"]](data)
     check = _Check(path)

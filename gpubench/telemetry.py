@@ -98,7 +98,8 @@ class Nvml:
 
     def describe(self) -> dict:
         nv, h = self.nv, self.handle
-        out = {"uuid": _text(nv.nvmlDeviceGetUUID(h)), "sm_clock_max_mhz": self.max_sm_mhz, "sm_clock_idle_mhz": self.idle_sm_mhz,
+        out = {"uuid": _text(nv.nvmlDeviceGetUUID(h)), "sm_clock_max_mhz": self.max_sm_mhz,
+               "sm_clock_idle_mhz": self.idle_sm_mhz,
                "clocks_locked": self.locked, "expected_sm_mhz": self.expected_mhz, "energy_counter": self.has_energy}
         try:
             out["power_limit_w"] = nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0
