@@ -175,8 +175,10 @@ def _sweep_request(ctx, op: str, kw: dict, shapes):
                             f"variants already known (give one as NAME=FILE:SYMBOL)")
     chosen = plan.variants(catalog, op, kw["backend"], options.names(kw["variants"]), "--variants", mine)
     blocks = options.block_sizes(kw["block_sizes"])
-    if ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE and kw["backend"] == "cuda":
+    if ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE:
         plan.check_block_option(chosen, "--block-sizes")
+    if kw["tf32"] and kw["backend"] != "cuda":
+        raise GpubenchError("--tf32 allows TF32 tensor cores in cuBLAS and cuDNN: the cpu backend has neither")
     decide = kw["decide"] if kw["decide"] is not None else plan.default_decide(kw["backend"])
     timing = plan.policy(warmup=kw["warmup"], reps=kw["reps"], budget=kw["budget"], max_noise=kw["max_noise"],
                          max_time=kw["max_time"], flush=not kw["no_flush"], decide=decide,

@@ -113,8 +113,13 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) 
             triples.append(tuple(_ints(t, f"{where}.mnk")))
         shapes = plan.gemm_shapes(sizes, triples)
     else:
-        dims = {key: _ints(table.get(key, default), f"{where}.{key}")[0]
-                for key, default in (("batch", 1), ("in_channels", 3), ("out_channels", 1), ("kernel", 3))}
+        dims = {}
+        for key, default in (("batch", 1), ("in_channels", 3), ("out_channels", 1), ("kernel", 3)):
+            values = _ints(table.get(key, default), f"{where}.{key}")
+            if len(values) != 1:
+                raise GpubenchError(f"{where}.{key} is one integer per sweep (got {values}); give each value its "
+                                    "own [[sweep]]")
+            dims[key] = values[0]
         padding = table.get("padding", "same")
         if isinstance(padding, bool) or not isinstance(padding, (str, int)):
             raise GpubenchError(f"{where}.padding must be \"same\", \"valid\" or a non-negative integer")

@@ -85,6 +85,8 @@ def test_default_output_goes_under_results_device():
     (["gemm", "--timeout", "0"], ["--timeout must be a number of seconds from 0 to 604800"]),
     (["gemm", "--timeout", "1e7"], ["--timeout must be a number of seconds"]),
     (["gemm", "--seed", "-1"], ["--seed must be from 0"]),
+    (["gemm", "--tf32"], ["the cpu backend has neither"]),
+    (["gemm", "--block-sizes", "16"], ["--block-sizes applies to the block-size variants"]),
     (["gemm", "--variants", ""], ["--variants is empty"]),
     (["gemm", "--kernel", "k.cu:k", "--kernel", "k.cu:k"], ["source k.cu does not exist"]),
     (["compare", "a.json", "b.json", "--alpha", "nan"], ["--alpha"]),

@@ -105,3 +105,8 @@ def test_shipped_lists_every_suite():
 def test_a_sweep_whose_every_shape_is_impossible_says_why(tmp_path):
     with pytest.raises(GpubenchError, match="no shapes to run: padding -1 is negative"):
         suites.load(write(tmp_path, '[[sweep]]\nop = "conv"\nsizes = [16]\npadding = -1'))
+
+
+def test_conv_dimensions_are_one_value_per_sweep(tmp_path):
+    with pytest.raises(GpubenchError, match="batch is one integer per sweep"):
+        suites.load(write(tmp_path, '[[sweep]]\nop = "conv"\nsizes = [16]\nbatch = [1, 2]'))
