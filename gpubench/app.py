@@ -98,11 +98,6 @@ class RunRequest:
         return Cluster(options, gpus=self.gpus, scheduler=self.scheduler, replicate=self.replicate)
 
 
-def _point_label(task: ShapeTask, index: int) -> str:
-    p = next(p for p in task.points if p.index == index)
-    return f"{p.variant.name} {p.config.label}"
-
-
 def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> None:
     """What the device must allow before anything runs: every launch's block, and the libraries asked for."""
     limit = info.get("max_threads")
@@ -218,8 +213,7 @@ def _run_with_progress(worker, work, writer, run, err, label) -> str:
                 f"{point.op} {point.variant} {point.config} {point.shape_label()}"))
 
         status = sweep.run(worker, work, writer, on_point=advance)
-    run.incidents = [i.as_dict() for i in worker.incidents]
-    writer.finish(status)
+    run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the run's wall time, by the caller
     return status
 
 
