@@ -63,7 +63,7 @@ def _timing(table: dict, base: dict, where: str, backend: str = "cuda"):
     values = {"decide": plan.default_decide(backend), **base, **{k: table[k] for k in TIMING_KEYS if k in table}}
     if isinstance(values.get("budget"), int) and not isinstance(values.get("budget"), bool):
         values["budget"] = float(values["budget"])
-    return values, plan.policy(**values, where=lambda key: f"{where}.{key}")
+    return plan.policy(**values, where=lambda key: f"{where}.{key}")
 
 
 def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) -> Sweep:
@@ -100,7 +100,7 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) 
         plan.check_block_option(chosen, f"{where}.block_sizes")
     blocks = plan.block_sizes(_ints(table.get("block_sizes", list(LAB_BLOCK_SIZES)), f"{where}.block_sizes"),
                               f"{where}.block_sizes")
-    _, timing = _timing(table, base, where, backend)
+    timing = _timing(table, base, where, backend)
     if op == "gemm":
         sizes = _ints(table["sizes"], f"{where}.sizes") if "sizes" in table else []
         mnk = table.get("mnk", [])

@@ -31,10 +31,6 @@ def shipped_dir() -> Path:
     return Path(str(resources.files("gpubench") / "tuned"))
 
 
-def _shape_key(shape) -> dict:
-    return shape.params()
-
-
 def _entry_params(entry) -> dict:
     """An entry's shape as params (files from before 0.2 wrote a GEMM shape as [M, N, K])."""
     shape = entry["shape"]
@@ -83,7 +79,7 @@ class Tuned:
         mine = [(path, e) for path, e in self.entries if e["variant"] == variant]
         if not mine:
             return None
-        want, size = _shape_key(shape), math.log(shape.flops)
+        want, size = shape.params(), math.log(shape.flops)
 
         def distance(item):  # the earlier file wins a tie (project, then user, then shipped)
             exact = _entry_params(item[1]) == want
@@ -107,8 +103,8 @@ class Tuned:
         """Keep a winner (replacing the entry for the same variant and shape) in the writable directory."""
         path = self.write_dir / f"{slug(self.device)}.json"
         entries = read(path) if path.is_file() else []
-        entries = [e for e in entries if not (e["variant"] == variant and _entry_params(e) == _shape_key(shape))]
-        entries.append({"variant": variant, "shape": _shape_key(shape), "params": config.values,
+        entries = [e for e in entries if not (e["variant"] == variant and _entry_params(e) == shape.params())]
+        entries.append({"variant": variant, "shape": shape.params(), "params": config.values,
                         "label": config.label, **record})
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
