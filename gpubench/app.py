@@ -105,7 +105,8 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
         for p in task.points:
             if limit is None or p.variant.launch is None:
                 continue
-            launch = p.variant.launch_for(task.shape.dims(), p.config)
+            values = {**task.shape.dims(), **p.config.values}
+            launch = max((step.launch.resolve(values) for step in p.variant.steps()), key=lambda la: la.threads)
             if launch.threads > limit:
                 where = "--block-sizes" if p.variant.axis == "block" else f"{p.variant.origin}: variant " \
                                                                           f"{p.variant.name!r}"

@@ -18,7 +18,7 @@ from pathlib import Path
 from gpubench import expr
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
-from gpubench.variant import NO_CONFIG, TF32_TOL, Axis, Config, LaunchSpec, Variant, config_label
+from gpubench.variant import NO_CONFIG, TF32_TOL, Axis, Config, LaunchSpec, Step, Variant, config_label
 
 OPS = ("gemm", "conv")
 BACKENDS = ("cuda", "cpu")
@@ -30,8 +30,9 @@ USER_RUNNERS = {"cuda": ("kernel",), "cpu": ("python",)}
 KEYS = {
     "name", "op", "backend", "runner", "summary", "source", "kernel", "args", "grid", "block", "shared", "axis",
     "define", "configs", "defaults", "label", "constraints", "search", "tolerance", "arch", "lab", "baseline",
-    "options", "includes",
+    "options", "includes", "before", "workspace", "requires",
 }
+STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 BUILTIN_ONLY = {"baseline"}
 USER_OPTIONS = {"tf32"}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -79,29 +80,36 @@ class _Entry:
         return e
 
 
-def _args(entry: _Entry, op: str) -> tuple[str, ...]:
-    args = entry.get("args", list, what="a list of parameter names")
+def _args(entry: _Entry, op: str, scratch: tuple[str, ...] = (), table: dict | None = None,
+          where: str = "args", required: bool = True) -> tuple[str, ...]:
+    args = (entry.table if table is None else table).get("args")
     if args is None:
-        entry.fail(f"args is missing: list the kernel's parameters in order, e.g. {list(ARRAYS[op] + DIMS[op])}")
-    if not all(isinstance(a, str) for a in args):
-        entry.fail("args must be a list of names (strings)")
+        entry.fail(f"{where} is missing: list the kernel's parameters in order, e.g. {list(ARRAYS[op] + DIMS[op])}")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        entry.fail(f"{where} must be a list of names (strings)")
     lab = LAB_NAMES[op]
-    known = set(ARRAYS[op]) | set(DIMS[op]) | set(lab)
+    known = set(ARRAYS[op]) | set(DIMS[op]) | set(lab) | set(scratch)
     unknown = [a for a in args if a not in known]
     if unknown:
-        entry.fail(f"args: unknown name(s) {', '.join(unknown)}; allowed for {op}: "
-                   f"{', '.join(ARRAYS[op] + DIMS[op])}" + (f" (or the lab's {', '.join(lab)})" if lab else ""))
+        entry.fail(f"{where}: unknown name(s) {', '.join(unknown)}; allowed for {op}: "
+                   f"{', '.join(ARRAYS[op] + DIMS[op] + scratch)}" +
+                   (f" (or the lab's {', '.join(lab)})" if lab else ""))
     repeated = sorted({a for a in args if args.count(a) > 1})
     if repeated:
-        entry.fail(f"args: {', '.join(repeated)} appear(s) more than once")
+        entry.fail(f"{where}: {', '.join(repeated)} appear(s) more than once")
     if lab and any(a in lab for a in args) and any(a not in lab for a in args):
-        entry.fail(f"args: mix of gpubench's names and the lab's ({', '.join(lab)}): use one naming")
+        entry.fail(f"{where}: mix of gpubench's names and the lab's ({', '.join(lab)}): use one naming")
     canonical = tuple(lab.get(a, a) for a in args)
-    required = ARRAYS[op] + (DIMS[op] if op == "gemm" else ())
-    missing = [a for a in required if a not in canonical]
-    if missing:
-        entry.fail(f"args: missing {', '.join(missing)} (a {op} kernel needs {', '.join(required)})")
+    if required:
+        _require_args(entry, op, canonical, where)
     return canonical
+
+
+def _require_args(entry: _Entry, op: str, args, where: str = "args") -> None:
+    required = ARRAYS[op] + (DIMS[op] if op == "gemm" else ())
+    missing = [a for a in required if a not in args]
+    if missing:
+        entry.fail(f"{where}: missing {', '.join(missing)} (a {op} kernel needs {', '.join(required)})")
 
 
 def _configs(entry: _Entry, sets: dict, axis: Axis) -> tuple[list[dict], set[str]]:
@@ -126,38 +134,84 @@ def _configs(entry: _Entry, sets: dict, axis: Axis) -> tuple[list[dict], set[str
     return params, {k for c in params for k in c if k != "label"}
 
 
-def _launch(entry: _Entry, op: str, names: set[str]) -> LaunchSpec:
+def _launch(entry: _Entry, op: str, names: set[str], table: dict | None = None, where: str = "") -> LaunchSpec:
     allowed = set(DIMS[op]) | set(LAB_NAMES[op]) | names
+    table = entry.table if table is None else table
 
     def exprs(key: str) -> tuple[expr.Expr, ...]:
-        value = entry.table.get(key)
+        value = table.get(key)
         if value is None:
-            entry.fail(f"{key} is missing: give 1 to 3 expressions, e.g. {key} = [\"cdiv(N, 16)\", \"cdiv(M, 16)\"]")
+            entry.fail(f"{where}{key} is missing: give 1 to 3 expressions, e.g. {key} = [\"cdiv(N, 16)\", "
+                       "\"cdiv(M, 16)\"]")
         items = value if isinstance(value, list) else [value]
         if not 1 <= len(items) <= 3:
-            entry.fail(f"{key} must have 1 to 3 expressions (x, y, z), got {len(items)}")
-        return tuple(entry.expression(key, item, allowed) for item in items)
+            entry.fail(f"{where}{key} must have 1 to 3 expressions (x, y, z), got {len(items)}")
+        return tuple(entry.expression(where + key, item, allowed) for item in items)
 
-    return LaunchSpec(exprs("grid"), exprs("block"), entry.expression("shared", entry.table.get("shared", 0), allowed))
+    return LaunchSpec(exprs("grid"), exprs("block"), entry.expression(where + "shared", table.get("shared", 0),
+                                                                      allowed))
+
+
+def _workspace(entry: _Entry, op: str, params: set[str]) -> tuple[tuple[str, expr.Expr], ...]:
+    table = entry.get("workspace", dict, default={}, what="a table of sizes such as { U = \"16 * K * C\" }")
+    taken = set(ARRAYS[op]) | set(DIMS[op]) | set(LAB_NAMES[op]) | params
+    for name in table:
+        if not IDENT.match(name) or name in taken:
+            entry.fail(f"workspace: {name!r} must be an identifier other than the problem's names and parameters")
+    return tuple((name, entry.expression(f"workspace.{name}", size, set(DIMS[op]) | params))
+                 for name, size in table.items())
+
+
+def _before(entry: _Entry, op: str, params: set[str], scratch: tuple[str, ...], source: Path) -> tuple[Step, ...]:
+    tables = entry.get("before", list, default=[], what="a list of tables { kernel, args, grid, block, shared }")
+    steps = []
+    for i, t in enumerate(tables):
+        where = f"before[{i}]."
+        if not isinstance(t, dict) or set(t) - STEP_KEYS:
+            entry.fail(f"before[{i}] must be a table with {', '.join(sorted(STEP_KEYS))}")
+        kernel = t.get("kernel")
+        if not isinstance(kernel, str) or not IDENT.match(kernel):
+            entry.fail(f"{where}kernel is missing or not an identifier")
+        _symbol_defined(entry, source, kernel, "kernel")
+        args = _args(entry, op, scratch, table=t, where=where + "args", required=False)
+        steps.append(Step(kernel, args, _launch(entry, op, params, table=t, where=where)))
+    return tuple(steps)
+
+
+def _symbol_defined(entry: _Entry, source: Path, symbol: str, runner: str) -> None:
+    pattern = rf"\bdef\s+{symbol}\s*\(" if runner == "python" else rf"\b{symbol}\s*\("
+    if not re.search(pattern, source.read_text(errors="replace")):
+        entry.fail(f"kernel {symbol!r} is not defined in {source.name}")
 
 
 def _check_launches(entry: _Entry, v: Variant) -> None:
     """Evaluate every configuration's launch on a ragged sample problem: CUDA's block limits, positive grids."""
     dims = SAMPLE_SHAPES[v.op].dims()
     for c in v.configs_for(LAB_BLOCK_SIZES):
+        for step in v.steps():
+            _check_launch(entry, v, c, step, dims)
         try:
-            launch = v.launch_for(dims, c)
+            sizes = v.workspace_sizes(dims, c)
         except expr.ExprError as err:
-            entry.fail(f"configuration {c.label}: {err}")
-        if launch.threads > 1024 or any(b > m for b, m in zip(launch.block, MAX_BLOCK)):
-            entry.fail(f"configuration {c.label}: a block of {launch.block} threads is larger than CUDA allows "
-                       "(1024 threads, at most 1024 × 1024 × 64)")
-        if min(launch.block) < 1 or min(launch.grid) < 1 or launch.shared_bytes < 0:
-            entry.fail(f"configuration {c.label}: launch {launch} has an empty grid or block for a "
-                       f"{SAMPLE_SHAPES[v.op].label} problem")
+            entry.fail(f"configuration {c.label}: workspace: {err}")
+        if any(n < 1 for n in sizes.values()):
+            entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {SAMPLE_SHAPES[v.op].label} problem")
         broken = v.satisfies(c)
         if broken:
             entry.fail(f"configuration {c.label} breaks the constraint {broken!r}")
+
+
+def _check_launch(entry: _Entry, v: Variant, c: Config, step: Step, dims) -> None:
+    try:
+        launch = step.launch.resolve({**dims, **c.values})
+    except expr.ExprError as err:
+        entry.fail(f"configuration {c.label}: {step.kernel}: {err}")
+    if launch.threads > 1024 or any(b > m for b, m in zip(launch.block, MAX_BLOCK)):
+        entry.fail(f"configuration {c.label}: {step.kernel}: a block of {launch.block} threads is larger than CUDA "
+                   "allows (1024 threads, at most 1024 × 1024 × 64)")
+    if min(launch.block) < 1 or min(launch.grid) < 1 or launch.shared_bytes < 0:
+        entry.fail(f"configuration {c.label}: {step.kernel}: launch {launch} has an empty grid or block for a "
+                   f"{SAMPLE_SHAPES[v.op].label} problem")
 
 
 def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Variant:
@@ -197,9 +251,7 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
     if needs_source:
         if not kernel or not IDENT.match(kernel):
             entry.fail("kernel is missing or not an identifier: the function's name in the source file")
-        pattern = rf"\bdef\s+{kernel}\s*\(" if runner == "python" else rf"\b{kernel}\s*\("
-        if not re.search(pattern, source.read_text(errors="replace")):
-            entry.fail(f"kernel {kernel!r} is not defined in {source_text}")
+        _symbol_defined(entry, source, kernel, runner)
     axis_text = entry.get("axis", str, default=None)
     if axis_text is not None and axis_text not in {a.value for a in Axis}:
         entry.fail(f"axis must be one of {', '.join(a.value for a in Axis)}, got {axis_text!r}")
@@ -217,12 +269,24 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
     clash = sorted(params & (set(DIMS[op]) | set(LAB_NAMES[op]) | {"threads", "shared"}))
     if clash:
         entry.fail(f"parameter(s) {', '.join(clash)} would hide a problem dimension of the same name")
-    launch, args = None, ()
+    launch, args, before, workspace = None, (), (), ()
+    if runner != "kernel" and {"before", "workspace"} & set(t):
+        entry.fail("before and workspace are for CUDA kernel variants only")
     if runner == "kernel":
-        args = _args(entry, op)
+        workspace = _workspace(entry, op, params)
+        scratch = tuple(name for name, _ in workspace)
+        before = _before(entry, op, params, scratch, source)
+        args = _args(entry, op, scratch, required=not before)
+        if before:  # the inputs and the output must reach some kernel of the call
+            _require_args(entry, op, {a for step in before for a in step.args} | set(args), "args of the steps")
         launch = _launch(entry, op, params)
+        unused = sorted(set(scratch) - {a for step in before for a in step.args} - set(args))
+        if unused:
+            entry.fail(f"workspace {', '.join(unused)} is passed to no kernel")
     elif runner == "python":
         args = _args(entry, op)
+    requires = tuple(entry.expression("requires", r, set(DIMS[op]), boolean=True)
+                     for r in entry.get("requires", list, default=[], what="a list of conditions"))
     label = entry.get("label", str, what="a template such as \"{BM}x{BN}\"")
     if label is not None:
         missing = sorted(set(re.findall(r"\{(\w+)\}", label)) - params)
@@ -265,7 +329,7 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         defaults=tuple(defaults.items()), label=label, constraints=constraints,
         search=tuple((k, tuple(v)) for k, v in search.items()), tolerance=tolerance, arch=arch,
         lab=entry.get("lab", bool, default=False), baseline=entry.get("baseline", bool, default=False),
-        options=dict(options), includes=tuple(includes),
+        options=dict(options), includes=tuple(includes), before=before, workspace=workspace, requires=requires,
         origin="built-in" if builtin else entry.where,
     )
     if config_tables:

@@ -161,12 +161,13 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
 
 
 def details(p: Point) -> str:
-    """What a row's extra record says worth reading: the cuDNN engine, im2col's own share, TF32."""
+    """What a row's extra record says worth reading: the cuDNN engine, sub-steps' own shares, TF32."""
     bits = []
     if "engine" in p.extra:
         bits.append(f"{p.extra['engine']} (of {p.extra.get('plans', '?')} plans)")
-    if "im2col_ms" in p.extra and p.median_ms:
-        bits.append(f"im2col {p.extra['im2col_ms']:.3f} ms ({100 * p.extra['im2col_ms'] / p.median_ms:.0f}%)")
+    for key, ms in p.extra.items():  # sub-steps timed on their own: im2col's unfold, a Winograd filter transform
+        if key.endswith("_ms") and isinstance(ms, (int, float)) and p.median_ms:
+            bits.append(f"{key[:-3]} {ms:.3f} ms ({100 * ms / p.median_ms:.0f}%)")
     if p.tf32:
         bits.append("TF32 tensor cores allowed")
     return "; ".join(bits)

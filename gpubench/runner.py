@@ -19,7 +19,7 @@ from gpubench.results import Point
 from gpubench.timing import TimingPolicy, measure, summarize
 from gpubench.variant import Config, Variant
 
-PART_POLICY_REPS = 10  # sub-steps (im2col's unfold) are timed with fewer repetitions
+PART_POLICY_REPS = 10  # sub-steps (im2col's unfold, a Winograd filter transform) are timed with fewer repetitions
 SETUP = -1  # the index that stands for "making the shape's inputs and reference"
 
 
@@ -69,6 +69,9 @@ def verify(backend, prepared, ref) -> float:
 
 def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
     variant, policy = point.variant, point.policy
+    unfit = variant.unfit(shape.dims())
+    if unfit:
+        raise Skip(unfit)
     prepared = backend.prepare(variant, point.config, shape, inputs)
     try:
         rel_err = verify(backend, prepared, ref)

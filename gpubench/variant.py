@@ -60,6 +60,15 @@ class LaunchSpec:
 
 
 @dataclass(frozen=True)
+class Step:
+    """A kernel a variant launches before its main one on every call (e.g. a filter transform)."""
+
+    kernel: str
+    args: tuple[str, ...]
+    launch: LaunchSpec
+
+
+@dataclass(frozen=True)
 class Config:
     """One point on a variant's own axis: the label shown in tables and the compile-time parameters."""
 
@@ -112,6 +121,9 @@ class Variant:
     options: dict = field(default_factory=dict, compare=False)  # runner-specific settings (read, never changed)
     companion: Variant | None = None  # the GEMM variant an im2col runner feeds
     includes: tuple[Path, ...] = ()  # extra -I directories
+    before: tuple[Step, ...] = ()  # kernels from the same source launched first, in order, on every call
+    workspace: tuple[tuple[str, Expr], ...] = ()  # float32 scratch arrays the kernels share: name, elements
+    requires: tuple[Expr, ...] = ()  # conditions on the problem; a point outside them is skipped, saying why
     origin: str = "built-in"  # or the spec file that declared it
 
     @property
@@ -138,6 +150,23 @@ class Variant:
     def launch_for(self, dims: Mapping[str, int], config: Config) -> Launch:
         assert self.launch is not None, f"{self.name} has no launch"
         return self.launch.resolve({**dims, **config.values})
+
+    def steps(self) -> tuple[Step, ...]:
+        """Every kernel one call launches, in order: the `before` steps, then the main kernel."""
+        assert self.launch is not None and self.kernel is not None, f"{self.name} has no kernel"
+        return (*self.before, Step(self.kernel, self.args, self.launch))
+
+    def workspace_sizes(self, dims: Mapping[str, int], config: Config) -> dict[str, int]:
+        """Each scratch array's length in float32 elements, for this problem and configuration."""
+        values = {**dims, **config.values}
+        return {name: size(values) for name, size in self.workspace}
+
+    def unfit(self, dims: Mapping[str, int]) -> str | None:
+        """Why this variant cannot run a problem (the first `requires` condition it breaks), or None."""
+        for r in self.requires:
+            if not r(dims):
+                return f"{self.name} requires {r.text}"
+        return None
 
     def satisfies(self, config: Config) -> str | None:
         """The first constraint this configuration breaks (its text), or None."""

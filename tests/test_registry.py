@@ -71,15 +71,16 @@ KERNELS = [(v, c) for v in BUILTIN if v.runner == "kernel" for c in v.configs_fo
 def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatch):
     """The spec's block (an expression) and the kernel's __launch_bounds__ (C++) must agree: read from the PTX."""
     bounds = nvcc.launch_bounds(v.source, v.arch or "sm_90", c.values, v.includes)
-    threads = v.launch_for(GemmShape(1000, 1500, 777).dims() if v.op == "gemm" else conv_shape(99, 2).dims(),
-                           c).threads
-    assert bounds[v.kernel] == threads
+    dims = GemmShape(1000, 1500, 777).dims() if v.op == "gemm" else conv_shape(99, 2).dims()
+    for step in v.steps():  # a Winograd variant's filter transform as well as its main kernel
+        assert bounds[step.kernel] == step.launch.resolve({**dims, **c.values}).threads, step.kernel
 
 
 @pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
 def test_kernel_symbol_is_in_its_file(v):
     text = v.source.read_text()
-    assert re.search(rf'extern "C" __global__ void(\s+__launch_bounds__\([^)]*\))?\s+{re.escape(v.kernel)}\(', text)
+    for symbol in [v.kernel, *(step.kernel for step in v.before)]:
+        assert re.search(rf'extern "C" __global__ void(\s+__launch_bounds__\([^)]*\))?\s+{re.escape(symbol)}\(', text)
     if v.companion:
         assert f"{v.companion.kernel}_batched(" in v.companion.source.read_text()
 
@@ -173,6 +174,22 @@ def test_a_python_function_is_a_cpu_variant(project):
     ({"axis": None, "configs": [{"BM": 1}], "label": "a}b{BM}", "grid": ["1"], "block": ["32"]},
      "and use no other braces"),
     ({"grid": ["-" * 500 + "1"]}, "at most 400 are allowed"),
+    ({"requires": ["stride = 1"]}, "requires: 'stride = 1' does not parse"),
+    ({"requires": ["BLOCK == 16"]}, "requires: .*unknown symbol\\(s\\) BLOCK"),
+    ({"workspace": {"A": "M"}}, "workspace: 'A' must be an identifier other than"),
+    ({"workspace": {"T": "M * N"}}, "workspace T is passed to no kernel"),
+    ({"workspace": {"T": "M - 1000"}, "args": ["A", "B", "C", "T", "M", "N", "K"]}, "workspace .* is empty"),
+    ({"before": [{"kernel": "k", "args": ["A"], "grid": ["1"], "block": ["32"], "colour": 1}]},
+     "before\\[0\\] must be a table with args, block"),
+    ({"before": [{"kernel": "nosuch", "args": ["A"], "grid": ["1"], "block": ["32"]}]},
+     "kernel 'nosuch' is not defined in k.cu"),
+    ({"before": [{"kernel": "k", "args": ["A"], "grid": ["1"], "block": ["2048"]}]},
+     "k: a block of \\(2048, 1, 1\\) threads is larger than CUDA allows"),
+    ({"before": [{"kernel": "k", "args": ["Q"], "grid": ["1"], "block": ["32"]}]},
+     "before\\[0\\].args: unknown name\\(s\\) Q"),
+    ({"before": [{"kernel": "k", "args": ["A"], "block": ["32"]}]}, "before\\[0\\].grid is missing"),
+    ({"source": "f.py", "kernel": "f", "axis": None, "grid": None, "block": None, "workspace": {"T": "M"}},
+     "before and workspace are for CUDA kernel variants only"),
 ])
 def test_bad_specs_name_file_entry_and_what_is_allowed(project, changes, match):
     with pytest.raises(SpecError, match=match) as e:
@@ -205,3 +222,43 @@ def test_lab_kernel_flag(tmp_path, monkeypatch):
     assert named.name == "mine" and named.args == ("A", "B", "C", "M", "N", "K")
     with pytest.raises(SpecError, match="give FILE:SYMBOL"):
         registry.lab_kernel("gemm", "lab.cu", None)
+
+
+# --- variants of several kernels (a transform, then the main kernel) -------------------------------------------
+
+TWO_STEP = {"name": "two", "op": "conv", "source": "two.cu", "kernel": "main", "args": ["x", "T", "y", "N", "K"],
+            "workspace": {"T": "9 * K * C"}, "requires": ["R == 3 and stride == 1"],
+            "before": [{"kernel": "prep", "args": ["w", "T", "K", "C"], "grid": ["cdiv(K * C, 256)"],
+                        "block": ["256"]}],
+            "grid": ["cdiv(N * OH * OW, 128)"], "block": ["128"]}
+
+
+def test_a_variant_may_launch_steps_sharing_a_workspace(tmp_path):
+    (tmp_path / "two.cu").write_text('extern "C" __global__ void prep() {}\nextern "C" __global__ void main() {}\n')
+    (v,) = parse_specs({"variant": [TWO_STEP]}, "gpubench.toml", tmp_path)
+    assert [s.kernel for s in v.steps()] == ["prep", "main"]
+    shape = conv_shape(20, 1, batch=2, in_channels=5, out_channels=7)
+    assert v.workspace_sizes(shape.dims(), v.configs[0]) == {"T": 9 * 7 * 5}
+    assert v.steps()[0].launch.resolve(shape.dims()).grid == (1, 1, 1)
+    assert v.unfit(shape.dims()) is None
+    assert v.unfit(conv_shape(20, 2).dims()) == "two requires R == 3 and stride == 1"
+    assert v.unfit(conv_shape(20, 1, kernel=5).dims()) == "two requires R == 3 and stride == 1"
+
+
+def test_the_inputs_must_reach_some_step(tmp_path):
+    (tmp_path / "two.cu").write_text('extern "C" __global__ void prep() {}\nextern "C" __global__ void main() {}\n')
+    table = {**TWO_STEP, "before": [{**TWO_STEP["before"][0], "args": ["T", "K", "C"]}]}
+    with pytest.raises(SpecError, match="args of the steps: missing w"):
+        parse_specs({"variant": [table]}, "gpubench.toml", tmp_path)
+
+
+def test_builtin_winograd_variants_declare_their_filter_transform():
+    for name in ("winograd-2x2", "winograd-4x4"):
+        v = CATALOG.get("conv", "cuda", name)
+        assert [s.kernel for s in v.steps()] == ["winograd_filter", "winograd_conv"]
+        assert v.unfit(conv_shape(56, 1, batch=32, in_channels=64, out_channels=64).dims()) is None
+        assert v.unfit(conv_shape(56, 2, batch=32, in_channels=64, out_channels=64).dims())
+        tile = v.configs[0].values["TILE"]
+        shape = conv_shape(56, 1, batch=32, in_channels=64, out_channels=64)
+        launch = v.launch_for(shape.dims(), v.configs[0])
+        assert launch.grid[0] * v.configs[0].values["BP"] >= 32 * (56 // tile) ** 2

@@ -103,14 +103,15 @@ class ArrayBackend:
         return True
 
 
-def kernel_arguments(variant, shape, inputs: dict, out, pointer=lambda a: a) -> tuple[str, tuple]:
-    """The values a kernel receives, in the order its spec gives: arrays (through `pointer`) and int dims.
+def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratch=None) -> tuple[str, tuple]:
+    """The values a kernel receives, in the order its spec gives (`args`): arrays (through `pointer`), including
+    the variant's workspace arrays (`scratch`), and int dims.
 
     Returns (PyCUDA's prepared-call format: "P" per pointer, "i" per int, the values)."""
-    arrays = {**inputs, ARRAYS[shape.op][2]: out}
+    arrays = {**inputs, ARRAYS[shape.op][2]: out, **(scratch or {})}
     dims = shape.dims()
     fmt, values = "", []
-    for name in variant.args:
+    for name in args:
         if name in arrays:
             fmt += "P"
             values.append(pointer(arrays[name]))

@@ -86,7 +86,7 @@ class CpuBackend(ArrayBackend):
         out = self.output(shape)
         if variant.runner == "python":
             fn = self._function(variant)
-            _, args = kernel_arguments(variant, shape, inputs, out)
+            _, args = kernel_arguments(variant.args, shape, inputs, out)
             params = config.values
             return Prepared(lambda: fn(*args, **params), out)
         if variant.runner == "numpy":

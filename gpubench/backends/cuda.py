@@ -305,10 +305,7 @@ class CudaBackend(ArrayBackend):
         out = self.output(shape)
         params = config.values
         if variant.runner == "kernel":
-            fn = self.kernel(variant, params)
-            fmt, args = kernel_arguments(variant, shape, inputs, out, pointer=_ptr)
-            extra = {"tf32": True} if variant.tf32 else {}
-            return Prepared(self.launcher(fn, variant.launch_for(shape.dims(), config), fmt, args), out, extra=extra)
+            return self._kernels(variant, config, shape, inputs, out)
         if variant.runner == "cublas":
             run = self._cublas_gemm(shape.m, shape.n, shape.k, inputs["A"], 0, inputs["B"], 0, out, 0, 1)
             return Prepared(run, out, extra=self._library_extra())
@@ -317,6 +314,28 @@ class CudaBackend(ArrayBackend):
         if variant.runner == "cudnn":
             return self._cudnn_run(variant, shape, inputs, out)
         raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.runner!r})")
+
+    def _kernels(self, variant, config, shape, inputs, out) -> Prepared:
+        """A kernel variant's call: its `before` steps, then its main kernel, sharing the workspace arrays. Each
+        step before the main one is also timed on its own (recorded as <kernel>_ms)."""
+        dims, params = shape.dims(), config.values
+        scratch = {name: self.fits(lambda n=n: self.cp.empty(n, dtype=self.cp.float32),
+                                   f"workspace {name} ({4 * n / 2**30:.2f} GiB)")
+                   for name, n in variant.workspace_sizes(dims, config).items()}
+        launches = []
+        for step in variant.steps():
+            fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
+            fn = self.function(variant.source, step.kernel, params, variant.arch, variant.includes)
+            launches.append(self.launcher(fn, step.launch.resolve({**dims, **params}), fmt, args))
+        extra = {"tf32": True} if variant.tf32 else {}
+        parts = {step.kernel: launch for step, launch in zip(variant.before, launches)}
+        def run():
+            for launch in launches:
+                launch()
+
+        # The launches hold raw pointers: the workspace arrays live until the point releases them.
+        return Prepared(launches[0] if len(launches) == 1 else run, out, parts=parts, extra=extra,
+                        release=scratch.clear)
 
     # --- libraries --------------------------------------------------------------------------------------------
 

@@ -1,0 +1,31 @@
+#!/bin/bash
+# The GPU runs behind the kernels issue (docs/perf-notes.md, results/<gpu>/kernels-*.json, gpubench/tuned/).
+#   bash tools/kernels.sh check    # the gpu tests of the Winograd variants (every configuration, ragged shapes)
+#   bash tools/kernels.sh resnet   # the ResNet layers: Winograd and implicit GEMM against cuDNN's best plan
+#   bash tools/kernels.sh tune     # SGEMM autotuning at 4096 and 8192 for this GPU (written to $OUT/tuned)
+#   bash tools/kernels.sh gemm     # FP32 (tuned, dbuf, cuBLAS) and TF32 (tf32, cuBLAS) at 4096 and 8192
+#   bash tools/kernels.sh labconv  # the lab conv at 8192², strides 1-3: the memory-bound variants and cuDNN
+#   bash tools/kernels.sh all      # all of the above, in that order
+# OUT and GPUBENCH_COMMIT come from the caller; wheels in .devwheels (PyCUDA, cuDNN frontend).
+set -u -o pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl 2>/dev/null || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-$PWD/.kcache}
+export GPUBENCH_TUNED=${GPUBENCH_TUNED:-$OUT/tuned}
+mkdir -p "$GPUBENCH_TUNED" && cp gpubench/tuned/*.json "$GPUBENCH_TUNED/" 2>/dev/null
+g() { python3 -m gpubench "$@"; }
+case "$1" in
+check)
+  python3 -m pytest -q -m gpu tests/test_gpu.py -k "winograd" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-winograd.txt" | tail -3 ;;
+resnet)
+  g run resnet -o "$OUT/resnet.json" > "$OUT/resnet.log" 2>&1; tail -60 "$OUT/resnet.log" ;;
+tune)
+  /usr/bin/time -f "tune: %e s" python3 -m gpubench tune gemm --sizes 4096,8192 --candidates 40 --refine 1 > "$OUT/tune.log" 2>&1
+  tail -8 "$OUT/tune.log" ;;
+gemm)
+  g gemm --variants cublas,tuned,dbuf --sizes 4096,8192 -o "$OUT/gemm-fp32.json" 2>&1 | tail -14
+  g gemm --tf32 --variants cublas,tf32 --sizes 4096,8192 -o "$OUT/gemm-tf32.json" 2>&1 | tail -14 ;;
+labconv)
+  g conv --variants sliding-tiled,sliding-rows,sliding-vec,cudnn --sizes 8192 --stride 1,2,3 -o "$OUT/labconv.json" 2>&1 | tail -24 ;;
+all)
+  for step in check resnet tune gemm labconv; do echo "== $step"; bash "$0" "$step"; done ;;
+esac
