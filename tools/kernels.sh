@@ -1,6 +1,7 @@
 #!/bin/bash
 # The GPU runs behind the kernels issue (docs/perf-notes.md, results/<gpu>/kernels-*.json, gpubench/tuned/).
 #   bash tools/kernels.sh check    # the gpu tests of the Winograd variants (every configuration, ragged shapes)
+#   bash tools/kernels.sh winograd # every Winograd configuration on the four stride-1 ResNet layers
 #   bash tools/kernels.sh resnet   # the ResNet layers: Winograd and implicit GEMM against cuDNN's best plan
 #   bash tools/kernels.sh tune     # SGEMM autotuning at 4096 and 8192 for this GPU (written to $OUT/tuned)
 #   bash tools/kernels.sh gemm     # FP32 (tuned, dbuf, cuBLAS) and TF32 (tf32, cuBLAS) at 4096 and 8192
@@ -16,6 +17,12 @@ g() { python3 -m gpubench "$@"; }
 case "$1" in
 check)
   python3 -m pytest -q -m gpu tests/test_gpu.py -k "winograd" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-winograd.txt" | tail -3 ;;
+winograd)  # the four stride-1 ResNet layers: every Winograd configuration against cuDNN's best plan
+  for layer in "56 64" "28 128" "14 256" "7 512"; do set -- $layer
+    g conv --variants winograd-2x2,winograd-4x4,cudnn --sizes $1 --stride 1 --batch 32 --in-channels $2 \
+      --out-channels $2 --padding 1 -o "$OUT/winograd-$1.json" > "$OUT/winograd-$1.log" 2>&1
+    grep -E "winograd|cudnn " "$OUT/winograd-$1.log" | grep -v "^│.*compute" | head -12
+  done ;;
 resnet)
   g run resnet -o "$OUT/resnet.json" > "$OUT/resnet.log" 2>&1; tail -60 "$OUT/resnet.log" ;;
 tune)
