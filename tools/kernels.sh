@@ -2,6 +2,7 @@
 # The GPU runs behind the kernels issue (docs/perf-notes.md, results/<gpu>/kernels-*.json, gpubench/tuned/).
 #   bash tools/kernels.sh check    # the gpu tests of the Winograd variants (every configuration, ragged shapes)
 #   bash tools/kernels.sh winograd # every Winograd configuration on the four stride-1 ResNet layers
+#   bash tools/kernels.sh ncu      # ncu of the Winograd kernel on the 28² and 7² layers
 #   bash tools/kernels.sh resnet   # the ResNet layers: Winograd and implicit GEMM against cuDNN's best plan
 #   bash tools/kernels.sh tune     # SGEMM autotuning at 4096 and 8192 for this GPU (written to $OUT/tuned)
 #   bash tools/kernels.sh gemm     # FP32 (tuned, dbuf, cuBLAS) and TF32 (tf32, cuBLAS) at 4096 and 8192

@@ -13,10 +13,10 @@
 //    so the main loop's copies need no bounds checks. Filters change between calls in training, so this is
 //    part of the timed call, as it is in cuDNN's.
 //  * winograd_conv: a block owns BK filters × BP tiles for all E elements, fused end to end. For each slice
-//    of BC channels, U's slice and the raw input patches arrive by cp.async during the products of the slice
-//    before; each thread then transforms the patches it fetched into shared memory. The E products accumulate
-//    in registers (8 filters × TP tiles per thread); the output transform runs from shared memory at the end.
-//    Only U and the output touch device memory besides the input, read once per BK filters.
+//    of BC channels, U's slice arrives by cp.async while the input patches are loaded into registers and
+//    transformed into shared memory; the E products accumulate in registers (8 filters × 16 tiles per thread);
+//    the output transform runs from shared memory at the end. Only U and the output touch device memory
+//    besides the input, read once per BK filters.
 //
 // Compile-time parameters: TILE (2 or 4), BK filters and BP tiles per block, BC channels per slice, TP tiles per
 // thread. The block has E·(BK/8)·(BP/TP) threads; keep it a multiple of 128 where registers are many: each of the
@@ -42,14 +42,13 @@ constexpr int KG = BK / TK, PG = BP / TP;      // threads per element along k an
 constexpr int THREADS = E * KG * PG;
 constexpr int U_FLOATS = E * BC * BK, V_FLOATS = E * BC * BP;
 constexpr int STAGE_FLOATS = U_FLOATS + V_FLOATS;  // two stages: one multiplied while the next is filled
-constexpr int RAW_FLOATS = E * BC * BP;            // + the next slice's untransformed patches
 constexpr int PATCHES = (BC * BP + THREADS - 1) / THREADS;  // input patches a thread transforms per slice
 constexpr int COPIES = U_FLOATS / 4 / THREADS;              // 16-byte copies of U a thread issues per slice
 constexpr int KH = BK / 2;                     // filters staged per epilogue pass (a thread's two float4 halves)
 constexpr int OUT_LD = BP + 4;                 // staging rows padded so float4 writes spread over banks
 static_assert(TILE == 2 || TILE == 4, "F(2x2,3x3) and F(4x4,3x3) are implemented");
 static_assert(TP % 4 == 0 && BK % TK == 0 && BP % TP == 0 && (U_FLOATS / 4) % THREADS == 0, "tile shape");
-static_assert(E * KH * OUT_LD <= 2 * STAGE_FLOATS + RAW_FLOATS, "the output staging reuses the shared memory");
+static_assert(E * KH * OUT_LD <= 2 * STAGE_FLOATS, "the output staging reuses the two stages' shared memory");
 static_assert(THREADS <= 1024, "block size");
 
 // ---- the 1-D transforms; each 2-D transform applies one to every column, then to every row ----------------
@@ -138,11 +137,12 @@ winograd_filter(const float* __restrict__ w, float* __restrict__ U, int K, int C
 
 // ---- the fused convolution --------------------------------------------------------------------------------
 
-struct Patches {  // the input patches one thread fetches and transforms for every slice of channels
-    long long base[PATCHES];  // offset of the patch's top-left element in x, channel 0 of the slice
+struct Patches {  // the input patches one thread loads and transforms for every slice of channels
+    float d[PATCHES][ALPHA][ALPHA];
+    long long base[PATCHES];  // offset of the patch's top-left element in x, channel `first` of the slice
     unsigned rows[PATCHES], cols[PATCHES];  // bit i set: patch row / column i lies inside the image
     int channel[PATCHES];     // the patch's channel within a slice (-1: no patch for this thread)
-    int slot[PATCHES];        // its place in a slice: channel * BP + tile (the same in Raw and in Vs)
+    int slot[PATCHES];        // where its transform goes: channel * BP + tile, inside Vs
 
     __device__ void locate(int tid, int p0, int P, int TH, int TW, int C, int H, int W, int pad)
     {
@@ -163,46 +163,39 @@ struct Patches {  // the input patches one thread fetches and transforms for eve
         }
     }
 
-    // Copy the patches of channels first.. into Raw[i][slot] by cp.async: no staging registers, which the
-    // accumulators need. Elements outside the image (padding) or past C are zero-filled.
-    __device__ void fetch(float* Raw, const float* __restrict__ x, int first, int C, int H, int W)
+    __device__ void load(const float* __restrict__ x, int first, int C, int H, int W)
     {
 #pragma unroll
         for (int j = 0; j < PATCHES; ++j) {
-            if (slot[j] >= BC * BP) continue;
             const bool live = channel[j] >= 0 && first + channel[j] < C;
-            const long long origin = base[j] + (long long)first * H * W;
+            const float* src = x + base[j] + (long long)first * H * W;
 #pragma unroll
             for (int r = 0; r < ALPHA; ++r)
 #pragma unroll
-                for (int s = 0; s < ALPHA; ++s) {
-                    const bool ok = live && (rows[j] >> r & 1) && (cols[j] >> s & 1);
-                    cp_async4(Raw + (r * ALPHA + s) * BC * BP + slot[j], ok ? x + origin + r * W + s : x, ok ? 4 : 0);
-                }
+                for (int s = 0; s < ALPHA; ++s)
+                    d[j][r][s] = (live && (rows[j] >> r & 1) && (cols[j] >> s & 1)) ? src[r * W + s] : 0.0f;
         }
     }
 
-    // Bᵀ d B of this thread's own fetched patches (so no barrier is needed between the copy and the read).
-    __device__ void transform(const float* Raw, float* Vs)  // Vs[e][c][p]
+    __device__ void transform_into(float* Vs)  // Vs[e][c][p]
     {
 #pragma unroll
         for (int j = 0; j < PATCHES; ++j) {
             if (slot[j] >= BC * BP) continue;
-            float d[ALPHA][ALPHA];
 #pragma unroll
             for (int s = 0; s < ALPHA; ++s) {
                 float col[ALPHA];
 #pragma unroll
-                for (int r = 0; r < ALPHA; ++r) col[r] = Raw[(r * ALPHA + s) * BC * BP + slot[j]];
+                for (int r = 0; r < ALPHA; ++r) col[r] = d[j][r][s];
                 input_line(col);
 #pragma unroll
-                for (int r = 0; r < ALPHA; ++r) d[r][s] = col[r];
+                for (int r = 0; r < ALPHA; ++r) d[j][r][s] = col[r];
             }
 #pragma unroll
             for (int r = 0; r < ALPHA; ++r) {
-                input_line(d[r]);
+                input_line(d[j][r]);
 #pragma unroll
-                for (int s = 0; s < ALPHA; ++s) Vs[(r * ALPHA + s) * BC * BP + slot[j]] = d[r][s];
+                for (int s = 0; s < ALPHA; ++s) Vs[(r * ALPHA + s) * BC * BP + slot[j]] = d[j][r][s];
             }
         }
     }
@@ -223,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 winograd_conv(const float* __restrict__ x, const float* __restrict__ U, float* __restrict__ y, int N, int C,
               int H, int W, int K, int pad, int OH, int OW)
 {
-    extern __shared__ __align__(16) float smem[];  // two stages of [Us: E][BC][BK] [Vs: E][BC][BP], then Raw
+    extern __shared__ __align__(16) float smem[];  // two stages of [Us: E][BC][BK] [Vs: E][BC][BP]
     const int tid = threadIdx.x;
     const int TH = (OH + TILE - 1) / TILE, TW = (OW + TILE - 1) / TILE, P = N * TH * TW;
     const int p0 = blockIdx.x * BP, k0 = blockIdx.y * BK;
@@ -238,24 +231,23 @@ winograd_conv(const float* __restrict__ x, const float* __restrict__ U, float* _
 #pragma unroll
         for (int j = 0; j < TP; ++j) acc[i][j] = 0.0f;
 
-    float* Raw = smem + 2 * STAGE_FLOATS;  // [E][BC·BP]: the untransformed patches of the slice in flight
     Patches in;
     in.locate(tid, p0, P, TH, TW, C, H, W, pad);
     copy_filters(smem, U, 0, k0, CP, KP);
-    in.fetch(Raw, x, 0, C, H, W);
     cp_async_commit();
+    in.load(x, 0, C, H, W);
+    in.transform_into(smem + U_FLOATS);
     cp_async_wait<0>();
-    in.transform(Raw, smem + U_FLOATS);
     __syncthreads();
 
     for (int t = 0; t < slices; ++t) {
         float* stage = smem + (t & 1) * STAGE_FLOATS;
         float* next = smem + ((t + 1) & 1) * STAGE_FLOATS;
         const bool more = t + 1 < slices;
-        if (more) {  // the next slice's copies are in flight during this slice's products
+        if (more) {  // the next slice's copies and loads are in flight during this slice's products
             copy_filters(next, U, (t + 1) * BC, k0, CP, KP);
-            in.fetch(Raw, x, (t + 1) * BC, C, H, W);
             cp_async_commit();
+            in.load(x, (t + 1) * BC, C, H, W);
         }
         const float* us = stage + e * BC * BK;
         const float* vs = stage + U_FLOATS + e * BC * BP;
@@ -274,8 +266,8 @@ winograd_conv(const float* __restrict__ x, const float* __restrict__ U, float* _
                 for (int j = 0; j < TP; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
         if (more) {
+            in.transform_into(next + U_FLOATS);
             cp_async_wait<0>();
-            in.transform(Raw, next + U_FLOATS);
         }
         __syncthreads();
     }
