@@ -24,6 +24,15 @@ winograd)  # the four stride-1 ResNet layers: every Winograd configuration again
       --out-channels $2 --padding 1 -o "$OUT/winograd-$1.json" > "$OUT/winograd-$1.log" 2>&1
     grep -E "winograd|cudnn " "$OUT/winograd-$1.log" | grep -v "^│.*compute" | head -12
   done ;;
+ncu)  # where the Winograd kernel's time goes, on the 28² and 7² layers
+  for layer in "28 128" "7 512"; do set -- $layer
+    ncu --target-processes all -k regex:winograd_conv -c 1 --section SpeedOfLight --section WarpStateStats \
+      --section SchedulerStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis python3 -m gpubench conv --variants winograd-2x2 --sizes $1 --stride 1 \
+      --batch 32 --in-channels $2 --out-channels $2 --padding 1 --reps 5 --warmup 0 -o /tmp/ncu-$1.json \
+      > "$OUT/ncu-winograd-$1.txt" 2>&1
+    grep -E "Duration|Issue Slots Busy|Eligible Warps|No Eligible|Registers Per|Achieved Occupancy|Compute \(SM\) Thr|Memory Thr|L1/TEX Hit|L2 Hit|DRAM Thr|Stall|Warp Cycles Per Issued" "$OUT/ncu-winograd-$1.txt" | head -24
+  done ;;
 resnet)
   g run resnet -o "$OUT/resnet.json" > "$OUT/resnet.log" 2>&1; tail -60 "$OUT/resnet.log" ;;
 tune)
