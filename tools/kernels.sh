@@ -42,7 +42,7 @@ gemm)
   g gemm --variants cublas,tuned,dbuf --sizes 4096,8192 -o "$OUT/gemm-fp32.json" 2>&1 | tail -14
   g gemm --tf32 --variants cublas,tf32 --sizes 4096,8192 -o "$OUT/gemm-tf32.json" 2>&1 | tail -14 ;;
 labconv)
-  g conv --variants sliding-tiled,sliding-rows,sliding-vec,cudnn --sizes 8192 --stride 1,2,3 -o "$OUT/labconv.json" 2>&1 | tail -24 ;;
+  g conv --variants sliding-tiled,sliding-rows,sliding-vec,sliding-stream,cudnn --sizes 8192 --stride 1,2,3 -o "$OUT/labconv.json" 2>&1 | tail -24 ;;
 all)
   for step in check resnet tune gemm labconv; do echo "== $step"; bash "$0" "$step"; done ;;
 esac

@@ -1,0 +1,136 @@
+// Direct convolution streamed down tall strips, for the lab's memory-bound layer (3 channels, 3×3, stride 1).
+//
+// sliding-vec reads each input row once per 4-row patch, so a patch's two halo rows are read again by the
+// patch below: 1.5× the input bytes cross L2. Here a warp owns a strip 128 columns wide and OY rows tall
+// (OY = 32: 1.06×) and walks down it one input row at a time. Each lane loads its 4 columns of a row as one
+// float4 per channel; the two neighbouring columns arrive from the next lanes by shuffle. A row feeds the
+// three output rows it touches, held in a rolling set of three accumulator rows, and once an output row has
+// seen its last input row it is written at once, 16 bytes per lane, with a streaming store (evict-first: the
+// output is not read again, so it should not displace input rows the strip below still needs from L2).
+// Rows are prefetched PF ahead, so each thread keeps 3·PF 16-byte loads in flight with no shared memory,
+// no barrier and few registers.
+//
+// The fast path needs C = 3, a 3×3 filter, stride 1, pad 1 and W % 4 == 0 (the lab's layer); any other
+// shape takes a simple element-wise path over the same strip, slow but correct.
+
+#ifndef TY
+#define TY 4
+#define OY 32
+#define PF 6
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1  // > 1 caps registers so that this many blocks fit per SM (more warps, more loads in flight)
+#endif
+
+constexpr int TX = 32, THREADS = TX * TY, VX = 4;  // VX output columns per lane
+constexpr int CH = 3;                                // channels of the fast path
+static_assert(PF % 3 == 0 && PF <= OY + 2, "prefetch distance: a multiple of 3 (the accumulator rows rotate by 3)");
+
+__device__ __forceinline__ float4 row4(const float* __restrict__ xc, int ih, int H, int W, int ow0)
+{
+    return (unsigned)ih < (unsigned)H && ow0 < W ? __ldg(reinterpret_cast<const float4*>(xc + (size_t)ih * W + ow0))
+                                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+}
+
+__device__ void strip_3x3_s1(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ yk,
+                             int n, int k, int H, int W, int oh0, int ow0, int lane)
+{
+    float wv[CH][9];
+#pragma unroll
+    for (int c = 0; c < CH; ++c)
+#pragma unroll
+        for (int t = 0; t < 9; ++t) wv[c][t] = __ldg(w + ((size_t)k * CH + c) * 9 + t);
+    const float* xc[CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) xc[c] = x + ((size_t)n * CH + c) * H * W;
+
+    float4 ring[PF][CH];  // input rows j .. j+PF-1 of the strip (input row oh0 - 1 + j) sit in slot j % PF
+#pragma unroll
+    for (int j = 0; j < PF; ++j)
+#pragma unroll
+        for (int c = 0; c < CH; ++c) ring[j][c] = row4(xc[c], oh0 - 1 + j, H, W, ow0);
+
+    // Output rows j-2, j-1, j sit in slots (j-2)%3, (j-1)%3, j%3. The loop is unrolled PF rows at a time (PF a
+    // multiple of 3), so every slot index is a constant, but no further: unrolled all the way down the strip,
+    // the compiler hoists every load it can and spills them.
+    float acc[3][VX] = {};
+#pragma unroll 1
+    for (int j0 = 0; j0 < OY + 2; j0 += PF) {
+#pragma unroll
+        for (int u = 0; u < PF; ++u) {
+            const int j = j0 + u, ih = oh0 - 1 + j;
+            if (j >= OY + 2) break;
+            float in[CH][VX + 2];
+#pragma unroll
+            for (int c = 0; c < CH; ++c) {
+                const float4 v = ring[u][c];
+                float left = __shfl_up_sync(0xffffffffu, v.w, 1), right = __shfl_down_sync(0xffffffffu, v.x, 1);
+                const bool row_ok = (unsigned)ih < (unsigned)H;
+                if (lane == 0) left = row_ok && ow0 > 0 && ow0 < W ? __ldg(xc[c] + (size_t)ih * W + ow0 - 1) : 0.f;
+                if (lane == 31) right = row_ok && ow0 + 4 < W ? __ldg(xc[c] + (size_t)ih * W + ow0 + 4) : 0.f;
+                in[c][0] = left, in[c][1] = v.x, in[c][2] = v.y, in[c][3] = v.z, in[c][4] = v.w, in[c][5] = right;
+                if (j + PF < OY + 2) ring[u][c] = row4(xc[c], ih + PF, H, W, ow0);  // refill the slot just read
+            }
+#pragma unroll
+            for (int r = 0; r < 3; ++r) {  // input row j feeds output row j - r through filter row r
+                const int slot = (u - r + 3) % 3;  // (j - r) % 3, as j0 is a multiple of 3
+                if (j - r < 0 || j - r >= OY) continue;
+#pragma unroll
+                for (int c = 0; c < CH; ++c)
+#pragma unroll
+                    for (int q = 0; q < VX; ++q)
+                        acc[slot][q] = fmaf(in[c][q + 2], wv[c][3 * r + 2],
+                                            fmaf(in[c][q + 1], wv[c][3 * r + 1], fmaf(in[c][q], wv[c][3 * r], acc[slot][q])));
+            }
+            const int done = j - 2, slot = (u + 1) % 3;  // row j-2 has seen its last input row: store, reset
+            if (done >= 0) {
+                if (done < OY && oh0 + done < H && ow0 < W)
+                    __stcs(reinterpret_cast<float4*>(yk + (size_t)(oh0 + done) * W + ow0),
+                           make_float4(acc[slot][0], acc[slot][1], acc[slot][2], acc[slot][3]));
+#pragma unroll
+                for (int q = 0; q < VX; ++q) acc[slot][q] = 0.f;
+            }
+        }
+    }
+}
+
+__device__ void strip_generic(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ yk,
+                              int n, int k, int C, int H, int W, int R, int S, int stride, int pad, int OH, int OW,
+                              int oh0, int ow0)
+{
+    for (int i = 0; i < OY && oh0 + i < OH; ++i)
+        for (int q = 0; q < VX; ++q) {
+            const int oh = oh0 + i, ow = ow0 + q;
+            if (ow >= OW) break;
+            float acc = 0.f;
+            for (int c = 0; c < C; ++c)
+                for (int r = 0; r < R; ++r) {
+                    const int ih = oh * stride - pad + r;
+                    if ((unsigned)ih >= (unsigned)H) continue;
+                    for (int s = 0; s < S; ++s) {
+                        const int iw = ow * stride - pad + s;
+                        if ((unsigned)iw < (unsigned)W)
+                            acc = fmaf(__ldg(x + (((size_t)n * C + c) * H + ih) * W + iw),
+                                       __ldg(w + (((size_t)k * C + c) * R + r) * S + s), acc);
+                    }
+                }
+            yk[(size_t)oh * OW + ow] = acc;
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+conv_sliding_stream(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int N, int C,
+                    int H, int W, int K, int R, int S, int stride, int pad, int OH, int OW)
+{
+    const int lane = threadIdx.x % TX;
+    const int ow0 = (blockIdx.x * TX + lane) * VX;
+    const int oh0 = (blockIdx.y * TY + threadIdx.x / TX) * OY;
+    const int n = blockIdx.z / K, k = blockIdx.z % K;
+    float* yk = y + ((size_t)n * K + k) * OH * OW;
+    // Uniform across the grid: every thread takes the same path (the fast one shuffles across the warp).
+    const bool fast = C == CH && R == 3 && S == 3 && stride == 1 && pad == 1 && W % 4 == 0 && OW == W && OH == H;
+    if (fast)
+        strip_3x3_s1(x, w, yk, n, k, H, W, oh0, ow0, lane);
+    else if (oh0 < OH)
+        strip_generic(x, w, yk, n, k, C, H, W, R, S, stride, pad, OH, OW, oh0, ow0);
+}
