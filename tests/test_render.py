@@ -101,6 +101,8 @@ def test_details_name_the_engine_and_im2col_share(make_run):
     assert render.details(p) == "eng0 (of 12 plans)"
     p.extra = {"im2col_ms": p.median_ms / 4}
     assert render.details(p) == f"im2col {p.median_ms / 4:.3f} ms (25%)"
+    p.extra = {"winograd_filter_ms": p.median_ms / 20}  # any step timed on its own, named after its kernel
+    assert render.details(p) == f"winograd_filter {p.median_ms / 20:.3f} ms (5%)"
 
 
 def test_hardware_table_shows_clocks_energy_roofline_and_the_floor(make_run):

@@ -96,3 +96,14 @@ def test_a_point_that_writes_nothing_fails_verification(cpu):
 def test_cpu_memory_is_checked_before_allocating(cpu):
     with pytest.raises(Skip, match="would not fit in host memory"):
         cpu.inputs(GemmShape(99999999, 99999999, 99999999), 0)
+
+
+def test_a_problem_outside_a_variants_requires_is_skipped_saying_why(tmp_path):
+    (tmp_path / "f.py").write_text("def f(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW):\n    y[...] = 0\n")
+    table = {"name": "s1-only", "op": "conv", "source": "f.py", "kernel": "f", "requires": ["stride == 1"],
+             "args": ["x", "w", "y", "N", "C", "H", "W", "K", "R", "S", "stride", "pad", "OH", "OW"]}
+    (mine,) = registry.parse_specs({"variant": [table]}, "gpubench.toml", tmp_path)
+    shape = conv_shape(20, 2)
+    events = list(run_task(CpuBackend(), ShapeTask("t", shape, 0, (PointTask(0, mine, NO_CONFIG, FAST),))))
+    (point,) = [e[2] for e in events if e[0] == "point"]
+    assert (point.status, point.reason) == ("skipped", "s1-only requires stride == 1")

@@ -303,7 +303,6 @@ class CudaBackend(ArrayBackend):
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:
         out = self.output(shape)
-        params = config.values
         if variant.runner == "kernel":
             return self._kernels(variant, config, shape, inputs, out)
         if variant.runner == "cublas":
