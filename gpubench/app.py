@@ -105,8 +105,8 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
         for p in task.points:
             if limit is None or p.variant.launch is None:
                 continue
-            values = {**task.shape.dims(), **p.config.values}
-            launch = max((step.launch.resolve(values) for step in p.variant.steps()), key=lambda la: la.threads)
+            dims = task.shape.dims()
+            launch = max((s.launch_for(dims, p.config) for s in p.variant.steps()), key=lambda la: la.threads)
             if launch.threads > limit:
                 where = "--block-sizes" if p.variant.axis == "block" else f"{p.variant.origin}: variant " \
                                                                           f"{p.variant.name!r}"

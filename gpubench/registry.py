@@ -203,7 +203,7 @@ def _check_launches(entry: _Entry, v: Variant) -> None:
 
 def _check_launch(entry: _Entry, v: Variant, c: Config, step: Step, dims) -> None:
     try:
-        launch = step.launch.resolve({**dims, **c.values})
+        launch = step.launch_for(dims, c)
     except expr.ExprError as err:
         entry.fail(f"configuration {c.label}: {step.kernel}: {err}")
     if launch.threads > 1024 or any(b > m for b, m in zip(launch.block, MAX_BLOCK)):
@@ -277,10 +277,11 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         scratch = tuple(name for name, _ in workspace)
         before = _before(entry, op, params, scratch, source)
         args = _args(entry, op, scratch, required=not before)
+        passed = {a for step in before for a in step.args} | set(args)  # what the call's kernels receive
         if before:  # the inputs and the output must reach some kernel of the call
-            _require_args(entry, op, {a for step in before for a in step.args} | set(args), "args of the steps")
+            _require_args(entry, op, passed, "args of the steps")
         launch = _launch(entry, op, params)
-        unused = sorted(set(scratch) - {a for step in before for a in step.args} - set(args))
+        unused = sorted(set(scratch) - passed)
         if unused:
             entry.fail(f"workspace {', '.join(unused)} is passed to no kernel")
     elif runner == "python":

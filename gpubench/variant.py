@@ -61,11 +61,14 @@ class LaunchSpec:
 
 @dataclass(frozen=True)
 class Step:
-    """A kernel a variant launches before its main one on every call (e.g. a filter transform)."""
+    """One kernel launch of a variant's call: a `before` step (e.g. a filter transform) or the main kernel."""
 
     kernel: str
     args: tuple[str, ...]
     launch: LaunchSpec
+
+    def launch_for(self, dims: Mapping[str, int], config: Config) -> Launch:
+        return self.launch.resolve({**dims, **config.values})
 
 
 @dataclass(frozen=True)

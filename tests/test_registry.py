@@ -73,7 +73,7 @@ def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatc
     bounds = nvcc.launch_bounds(v.source, v.arch or "sm_90", c.values, v.includes)
     dims = GemmShape(1000, 1500, 777).dims() if v.op == "gemm" else conv_shape(99, 2).dims()
     for step in v.steps():  # a Winograd variant's filter transform as well as its main kernel
-        assert bounds[step.kernel] == step.launch.resolve({**dims, **c.values}).threads, step.kernel
+        assert bounds[step.kernel] == step.launch_for(dims, c).threads, step.kernel
 
 
 @pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
@@ -239,7 +239,7 @@ def test_a_variant_may_launch_steps_sharing_a_workspace(tmp_path):
     assert [s.kernel for s in v.steps()] == ["prep", "main"]
     shape = conv_shape(20, 1, batch=2, in_channels=5, out_channels=7)
     assert v.workspace_sizes(shape.dims(), v.configs[0]) == {"T": 9 * 7 * 5}
-    assert v.steps()[0].launch.resolve(shape.dims()).grid == (1, 1, 1)
+    assert v.steps()[0].launch_for(shape.dims(), v.configs[0]).grid == (1, 1, 1)
     assert v.unfit(shape.dims()) is None
     assert v.unfit(conv_shape(20, 2).dims()) == "two requires R == 3 and stride == 1"
     assert v.unfit(conv_shape(20, 1, kernel=5).dims()) == "two requires R == 3 and stride == 1"

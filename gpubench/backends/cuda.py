@@ -317,17 +317,18 @@ class CudaBackend(ArrayBackend):
     def _kernels(self, variant, config, shape, inputs, out) -> Prepared:
         """A kernel variant's call: its `before` steps, then its main kernel, sharing the workspace arrays. Each
         step before the main one is also timed on its own (recorded as <kernel>_ms)."""
-        dims, params = shape.dims(), config.values
+        dims = shape.dims()
         scratch = {name: self.fits(lambda n=n: self.cp.empty(n, dtype=self.cp.float32),
                                    f"workspace {name} ({4 * n / 2**30:.2f} GiB)")
                    for name, n in variant.workspace_sizes(dims, config).items()}
         launches = []
         for step in variant.steps():
             fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
-            fn = self.function(variant.source, step.kernel, params, variant.arch, variant.includes)
-            launches.append(self.launcher(fn, step.launch.resolve({**dims, **params}), fmt, args))
+            fn = self.kernel(variant, config.values, step.kernel)
+            launches.append(self.launcher(fn, step.launch_for(dims, config), fmt, args))
         extra = {"tf32": True} if variant.tf32 else {}
         parts = {step.kernel: launch for step, launch in zip(variant.before, launches)}
+
         def run():
             for launch in launches:
                 launch()
