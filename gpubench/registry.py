@@ -18,7 +18,7 @@ from pathlib import Path
 from gpubench import expr
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
-from gpubench.variant import NO_CONFIG, TF32_TOL, Axis, Config, LaunchSpec, Step, Variant, config_label
+from gpubench.variant import NO_CONFIG, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant, config_label
 
 OPS = ("gemm", "conv")
 BACKENDS = ("cuda", "cpu")
@@ -30,8 +30,9 @@ USER_RUNNERS = {"cuda": ("kernel",), "cpu": ("python",)}
 KEYS = {
     "name", "op", "backend", "runner", "summary", "source", "kernel", "args", "grid", "block", "shared", "axis",
     "define", "configs", "defaults", "label", "constraints", "search", "tolerance", "arch", "lab", "baseline",
-    "options", "includes", "before", "workspace", "requires",
+    "options", "includes", "before", "workspace", "requires", "tensor_maps",
 }
+MAP_KEYS = {"array", "shape", "box"}
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 BUILTIN_ONLY = {"baseline"}
 USER_OPTIONS = {"tf32"}
@@ -162,6 +163,31 @@ def _workspace(entry: _Entry, op: str, params: set[str]) -> tuple[tuple[str, exp
                  for name, size in table.items())
 
 
+def _tensor_maps(entry: _Entry, op: str, params: set[str], scratch: tuple[str, ...]) -> tuple[TensorMap, ...]:
+    """tensor_maps = { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }: TMA descriptors."""
+    table = entry.get("tensor_maps", dict, default={},
+                      what='a table such as { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }')
+    taken = set(ARRAYS[op]) | set(DIMS[op]) | set(LAB_NAMES[op]) | params | set(scratch)
+    maps = []
+    for name, t in table.items():
+        where = f"tensor_maps.{name}"
+        if not IDENT.match(name) or name in taken:
+            entry.fail(f"{where}: the name must be an identifier other than the problem's names, parameters and "
+                       "workspace")
+        if not isinstance(t, dict) or set(t) != MAP_KEYS:
+            entry.fail(f"{where} must be a table with exactly {', '.join(sorted(MAP_KEYS))}")
+        arrays = ARRAYS[op] + scratch
+        if t["array"] not in arrays:
+            entry.fail(f"{where}.array must be one of {', '.join(arrays)}, got {t['array']!r}")
+        pair = {}
+        for key, allowed in (("shape", set(DIMS[op])), ("box", set(DIMS[op]) | params)):
+            if not isinstance(t[key], list) or len(t[key]) != 2:
+                entry.fail(f"{where}.{key} must be two expressions: rows, then columns (contiguous)")
+            pair[key] = tuple(entry.expression(f"{where}.{key}", e, allowed) for e in t[key])
+        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"]))
+    return tuple(maps)
+
+
 def _before(entry: _Entry, op: str, params: set[str], scratch: tuple[str, ...], source: Path) -> tuple[Step, ...]:
     tables = entry.get("before", list, default=[], what="a list of tables { kernel, args, grid, block, shared }")
     steps = []
@@ -196,6 +222,13 @@ def _check_launches(entry: _Entry, v: Variant) -> None:
             entry.fail(f"configuration {c.label}: workspace: {err}")
         if any(n < 1 for n in sizes.values()):
             entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {SAMPLE_SHAPES[v.op].label} problem")
+        for m in v.tensor_maps:
+            try:
+                bad = m.unfit({**dims, **c.values})
+            except expr.ExprError as err:
+                bad = f"tensor map {m.name}: {err}"
+            if bad:
+                entry.fail(f"configuration {c.label}: {bad}")
         broken = v.satisfies(c)
         if broken:
             entry.fail(f"configuration {c.label} breaks the constraint {broken!r}")
@@ -269,17 +302,23 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
     clash = sorted(params & (set(DIMS[op]) | set(LAB_NAMES[op]) | {"threads", "shared"}))
     if clash:
         entry.fail(f"parameter(s) {', '.join(clash)} would hide a problem dimension of the same name")
-    launch, args, before, workspace = None, (), (), ()
-    if runner != "kernel" and {"before", "workspace"} & set(t):
-        entry.fail("before and workspace are for CUDA kernel variants only")
+    launch, args, before, workspace, tensor_maps = None, (), (), (), ()
+    if runner != "kernel" and {"before", "workspace", "tensor_maps"} & set(t):
+        entry.fail("before, workspace and tensor_maps are for CUDA kernel variants only")
     if runner == "kernel":
         workspace = _workspace(entry, op, params)
         scratch = tuple(name for name, _ in workspace)
-        before = _before(entry, op, params, scratch, source)
-        args = _args(entry, op, scratch, required=not before)
+        tensor_maps = _tensor_maps(entry, op, params, scratch)
+        passable = scratch + tuple(m.name for m in tensor_maps)
+        before = _before(entry, op, params, passable, source)
+        args = _args(entry, op, passable, required=not (before or tensor_maps))
         passed = {a for step in before for a in step.args} | set(args)  # what the call's kernels receive
-        if before:  # the inputs and the output must reach some kernel of the call
+        passed |= {m.array for m in tensor_maps if m.name in passed}  # an array reaches a kernel through its map
+        if before or tensor_maps:  # the inputs and the output must reach some kernel of the call
             _require_args(entry, op, passed, "args of the steps")
+        unmapped = sorted(m.name for m in tensor_maps if m.name not in passed)
+        if unmapped:
+            entry.fail(f"tensor map(s) {', '.join(unmapped)} passed to no kernel")
         launch = _launch(entry, op, params)
         unused = sorted(set(scratch) - passed)
         if unused:
@@ -331,6 +370,7 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         search=tuple((k, tuple(v)) for k, v in search.items()), tolerance=tolerance, arch=arch,
         lab=entry.get("lab", bool, default=False), baseline=entry.get("baseline", bool, default=False),
         options=dict(options), includes=tuple(includes), before=before, workspace=workspace, requires=requires,
+        tensor_maps=tensor_maps,
         origin="built-in" if builtin else entry.where,
     )
     if config_tables:

@@ -72,6 +72,30 @@ class Step:
 
 
 @dataclass(frozen=True)
+class TensorMap:
+    """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major float32
+    array of rows × cols seen as boxes of box_rows × box_cols, copied into 128-byte-swizzled shared memory."""
+
+    name: str
+    array: str  # an input, the output or a workspace array
+    shape: tuple[Expr, Expr]  # rows, cols (cols contiguous), over the problem's dims
+    box: tuple[Expr, Expr]  # box rows, box cols, over the dims and the configuration
+
+    def resolve(self, values: Mapping[str, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+        return (self.shape[0](values), self.shape[1](values)), (self.box[0](values), self.box[1](values))
+
+    def unfit(self, values: Mapping[str, int]) -> str | None:
+        """What the copy engine would refuse in this map (the first rule broken), or None."""
+        (rows, cols), (box_rows, box_cols) = self.resolve(values)
+        if rows < 1 or cols < 1:
+            return f"tensor map {self.name}: {rows} × {cols} is empty"
+        if not (1 <= box_rows <= 256 and 1 <= box_cols and box_cols * 4 <= 128 and box_cols % 4 == 0):
+            return (f"tensor map {self.name}: box {box_rows} × {box_cols}: rows must be 1 to 256 and cols a multiple "
+                    "of 4 up to 32 (at most 128 bytes, the swizzle's width)")
+        return None
+
+
+@dataclass(frozen=True)
 class Config:
     """One point on a variant's own axis: the label shown in tables and the compile-time parameters."""
 
@@ -127,6 +151,7 @@ class Variant:
     before: tuple[Step, ...] = ()  # kernels from the same source launched first, in order, on every call
     workspace: tuple[tuple[str, Expr], ...] = ()  # float32 scratch arrays the kernels share: name, elements
     requires: tuple[Expr, ...] = ()  # conditions on the problem; a point outside them is skipped, saying why
+    tensor_maps: tuple[TensorMap, ...] = ()  # TMA descriptors built on the host and passed by value as args
     origin: str = "built-in"  # or the spec file that declared it
 
     @property

@@ -80,7 +80,8 @@ def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatc
 def test_kernel_symbol_is_in_its_file(v):
     text = v.source.read_text()
     for symbol in [v.kernel, *(step.kernel for step in v.before)]:
-        assert re.search(rf'extern "C" __global__ void(\s+__launch_bounds__\([^)]*\))?\s+{re.escape(symbol)}\(', text)
+        # attributes such as __launch_bounds__(...) or a macro for __cluster_dims__ may sit between void and the name
+        assert re.search(rf'extern "C" __global__ void(\s+\w+(\([^)]*\))?)*\s+{re.escape(symbol)}\(', text)
     if v.companion:
         assert f"{v.companion.kernel}_batched(" in v.companion.source.read_text()
 
@@ -189,7 +190,7 @@ def test_a_python_function_is_a_cpu_variant(project):
      "before\\[0\\].args: unknown name\\(s\\) Q"),
     ({"before": [{"kernel": "k", "args": ["A"], "block": ["32"]}]}, "before\\[0\\].grid is missing"),
     ({"source": "f.py", "kernel": "f", "axis": None, "grid": None, "block": None, "workspace": {"T": "M"}},
-     "before and workspace are for CUDA kernel variants only"),
+     "before, workspace and tensor_maps are for CUDA kernel variants only"),
 ])
 def test_bad_specs_name_file_entry_and_what_is_allowed(project, changes, match):
     with pytest.raises(SpecError, match=match) as e:
@@ -250,6 +251,52 @@ def test_the_inputs_must_reach_some_step(tmp_path):
     table = {**TWO_STEP, "before": [{**TWO_STEP["before"][0], "args": ["T", "K", "C"]}]}
     with pytest.raises(SpecError, match="args of the steps: missing w"):
         parse_specs({"variant": [table]}, "gpubench.toml", tmp_path)
+
+
+# --- TMA descriptors built on the host ----------------------------------------------------------------------
+
+TMA = {"name": "tma", "op": "gemm", "source": "tma.cu", "kernel": "k", "args": ["map_a", "B", "C", "M", "N", "K"],
+       "tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"]}},
+       "configs": [{"BM": 128}], "grid": ["cdiv(M, BM)"], "block": ["128"]}
+
+
+def _tma_spec(tmp_path, **changes):
+    (tmp_path / "tma.cu").write_text('extern "C" __global__ void k() {}\n')
+    return parse_specs({"variant": [{**TMA, **changes}]}, "gpubench.toml", tmp_path)
+
+
+def test_a_tensor_map_passes_its_array_to_the_kernel(tmp_path):
+    (v,) = _tma_spec(tmp_path)
+    (m,) = v.tensor_maps
+    assert (m.name, m.array) == ("map_a", "A")
+    assert m.resolve({"M": 1000, "K": 776, "BM": 128}) == ((1000, 776), (128, 32))
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"tensor_maps": {"map_a": {"array": "Q", "shape": ["M", "K"], "box": ["BM", "32"]}}},
+     "tensor_maps.map_a.array must be one of A, B, C"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M"], "box": ["BM", "32"]}}},
+     "tensor_maps.map_a.shape must be two expressions"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "64"]}}},
+     "box 128 × 64: rows must be 1 to 256 and cols a multiple of 4 up to 32"),
+    ({"tensor_maps": {"M": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"]}}},
+     "tensor_maps.M: the name must be an identifier other than"),
+    ({"args": ["A", "B", "C", "M", "N", "K"]}, "tensor map\\(s\\) map_a passed to no kernel"),
+    ({"args": ["map_a", "C", "M", "N", "K"]}, "args of the steps: missing B"),
+])
+def test_bad_tensor_maps_are_refused_in_one_line(tmp_path, changes, message):
+    with pytest.raises(SpecError, match=message):
+        _tma_spec(tmp_path, **changes)
+
+
+def test_builtin_tma_gemm_requires_rows_of_whole_16_byte_chunks():
+    v = CATALOG.get("gemm", "cuda", "tf32-tma")
+    assert {m.array for m in v.tensor_maps} == {"A", "B"}
+    assert v.unfit(GemmShape(333, 1100, 1028).dims()) is None
+    assert v.unfit(GemmShape(1000, 1500, 777).dims()) == "tf32-tma requires K % 4 == 0"
+    for c in v.configs:  # a 2-block cluster's blocks each load half of the A tile
+        (_, box), _ = (m.resolve({**GemmShape(512, 512, 512).dims(), **c.values}) for m in v.tensor_maps)
+        assert box == (256 // c.values["CLUSTER"], 32)
 
 
 def test_builtin_winograd_variants_declare_their_filter_transform():

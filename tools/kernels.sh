@@ -6,6 +6,8 @@
 #   bash tools/kernels.sh resnet   # the ResNet layers: Winograd and implicit GEMM against cuDNN's best plan
 #   bash tools/kernels.sh tune     # SGEMM autotuning at 4096 and 8192 for this GPU (written to $OUT/tuned)
 #   bash tools/kernels.sh gemm     # FP32 (tuned, dbuf, cuBLAS) and TF32 (tf32, cuBLAS) at 4096 and 8192
+#   bash tools/kernels.sh tf32     # the gpu tests of the TF32 variants, then TF32 at 4096 and 8192 against cuBLAS
+#   bash tools/kernels.sh tf32ncu  # ncu of the TMA-fed TF32 kernel at 4096
 #   bash tools/kernels.sh labconv  # the lab conv at 8192², strides 1-3: the memory-bound variants and cuDNN
 #   bash tools/kernels.sh all      # all of the above, in that order
 # OUT and GPUBENCH_COMMIT come from the caller; wheels in .devwheels (PyCUDA, cuDNN frontend).
@@ -40,7 +42,15 @@ tune)
   tail -8 "$OUT/tune.log" ;;
 gemm)
   g gemm --variants cublas,tuned,dbuf --sizes 4096,8192 -o "$OUT/gemm-fp32.json" 2>&1 | tail -14
-  g gemm --tf32 --variants cublas,tf32 --sizes 4096,8192 -o "$OUT/gemm-tf32.json" 2>&1 | tail -14 ;;
+  g gemm --tf32 --variants cublas,tf32,tf32-tma --sizes 4096,8192 -o "$OUT/gemm-tf32.json" 2>&1 | tail -14 ;;
+tf32)
+  timeout 300 python3 -m pytest -q -m gpu tests/test_gpu.py -k "tf32" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-tf32.txt" | tail -5
+  g gemm --tf32 --variants cublas,tf32,tf32-tma --sizes 4096,8192 -o "$OUT/tf32.json" 2>&1 | tail -16 ;;
+tf32ncu)  # every launch of both configurations at 4096 (cluster size tells them apart)
+  ncu --target-processes all -k regex:gemm_tf32_tma -c 30 --section SpeedOfLight --section WarpStateStats \
+    --section SchedulerStats --section LaunchStats --section MemoryWorkloadAnalysis python3 -m gpubench gemm --tf32 \
+    --variants tf32-tma --sizes 4096 --reps 3 --warmup 0 -o /tmp/ncu-tf32.json > "$OUT/ncu-tf32-tma-4096.txt" 2>&1
+  grep -E "Cluster Size  |Duration|Issue Slots Busy|Eligible Warps|L2 Cache Thr|Compute \(SM\) Thr|Warp Cycles Per Issued|stalled" "$OUT/ncu-tf32-tma-4096.txt" | head -40 ;;
 labconv)
   g conv --variants sliding-tiled,sliding-rows,sliding-vec,sliding-stream,cudnn --sizes 8192 --stride 1,2,3 -o "$OUT/labconv.json" 2>&1 | tail -24 ;;
 all)

@@ -23,7 +23,7 @@
 // Accuracy: B is rounded to TF32 (round-to-nearest); A reaches the tensor cores as raw FP32 bits, of which
 // they read only the TF32 part (truncation). Accumulation is FP32. Expect ||C-ref||/||ref|| ≈ 3e-4 to 1e-3.
 
-#include <cstdint>
+#include "hopper.cuh"  // to_tf32, wgmma wrappers, smem_desc, fence_proxy_async
 
 #ifndef BM
 #define BM 256
@@ -63,50 +63,6 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const float* src, int by
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// wgmma reads shared memory through the "async proxy": writes made by this thread must be fenced for it.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
-__device__ __forceinline__ uint32_t to_tf32(float x)
-{
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return r;
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
-
-// Descriptor of a K-major operand in 128B-swizzled rows of 128 bytes (PTX ISA "matrix descriptor"):
-// bits 0-13 start address >> 4; 16-29 leading byte offset >> 4 (unused for swizzled K-major: 1 by convention);
-// 32-45 stride byte offset >> 4 = 1024 bytes from one 8-row group to the next; 62-63 swizzle mode 1 = 128B.
-// Base offset (49-51) stays 0: every 8-row group starts 1024-byte aligned.
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr)
-{
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-#define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-                "+f"(d[i + 6]), "+f"(d[i + 7])
-
-// d[64×128] += a[64×8] (registers, TF32) · b[8×128] (shared memory, descriptor). Thread t of the warpgroup
-// holds a = {(r, c), (r+8, c), (r, c+4), (r+8, c+4)} with r = 16·warp + lane/4, c = lane%4, and accumulator
-// d[v] at row 16·warp + lane/4 + 8·((v>>1)&1), column 8·(v>>2) + 2·(lane%4) + (v&1).
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* a, uint64_t b)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "{%64, %65, %66, %67}, %68, p, 1, 1;\n}"
-        : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
 
 // ---- the kernel -------------------------------------------------------------------------------------------
 

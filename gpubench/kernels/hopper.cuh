@@ -1,0 +1,133 @@
+// Hopper (sm_90a) building blocks shared by the TF32 tensor-core GEMMs (gemm_tf32.cu, gemm_tf32_tma.cu):
+// warpgroup MMA (wgmma), its shared-memory descriptors, and the TMA + mbarrier pieces of an async pipeline.
+#pragma once
+#include <cstdint>
+
+// ---- wgmma ----------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t to_tf32(float x)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+// wgmma reads shared memory through the "async proxy": writes made by ordinary stores must be fenced for it.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// Descriptor of a K-major operand in 128B-swizzled rows of 128 bytes (PTX ISA "matrix descriptor"):
+// bits 0-13 start address >> 4; 16-29 leading byte offset >> 4 (unused for swizzled K-major: 1 by convention);
+// 32-45 stride byte offset >> 4 = 1024 bytes from one 8-row group to the next; 62-63 swizzle mode 1 = 128B.
+// Base offset (49-51) stays 0: every 8-row group starts 1024-byte aligned.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+#define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+                "+f"(d[i + 6]), "+f"(d[i + 7])
+
+// d[64×128] += a[64×8] (registers, TF32) · b[8×128] (shared memory, descriptor). Thread t of the warpgroup
+// holds a = {(r, c), (r+8, c), (r, c+4), (r+8, c+4)} with r = 16·warp + lane/4, c = lane%4, and accumulator
+// d[v] at row 16·warp + lane/4 + 8·((v>>1)&1), column 8·(v>>2) + 2·(lane%4) + (v&1).
+__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* a, uint64_t b)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "{%64, %65, %66, %67}, %68, p, 1, 1;\n}"
+        : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+// ---- mbarriers (PTX ISA "mbarrier"): a phase completes when its arrivals are in and its byte count is met ----
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(arrivals) : "memory");
+}
+
+// Arrive and announce `bytes` of TMA data that will complete this phase (the producer's half of the deal).
+__device__ __forceinline__ void mbar_expect_bytes(uint32_t bar, int bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// Block until the phase of parity `parity` has completed. A fresh barrier counts its (imaginary) previous phase,
+// parity 1, as complete: a producer waiting on "slot free" with parity 1 passes the first time round.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {  // try_wait itself suspends the thread for a while before it answers "not yet"
+        asm volatile(
+            "{\n.reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+
+// Arrive on the barrier at the same shared-memory offset in cluster block `rank` (this block included).
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
+{
+    asm volatile(
+        "{\n.reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar), "r"(rank) : "memory");
+}
+
+// ---- clusters ---------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// Every thread of every block in the cluster: barriers initialised here are visible there, and no block leaves
+// while a neighbour may still write into its shared memory.
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// ---- TMA: a 2-D box of a tensor, described by a host-built CUtensorMap, copied into shared memory ----------
+
+// The driver's CUtensorMap: 128 opaque bytes. gpubench keeps it in global memory (the backend copies it there and
+// passes a pointer, like any array), which every launch API handles alike.
+struct alignas(64) TensorMap {
+    uint64_t opaque[16];
+};
+
+// The copy engine reads descriptors through its own proxy: order the host's copy of `map` before our TMA loads.
+__device__ __forceinline__ void tma_acquire(const TensorMap* map)
+{
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+// Copy the box at (x = inner coordinate, y) into `dst`; its bytes count towards `bar`'s phase. With `mask` != 0
+// the same bytes land at the same offsets in every cluster block of the mask (and count on each one's barrier).
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, int x, int y, uint32_t bar,
+                                            uint16_t mask = 0)
+{
+    const uint64_t m = reinterpret_cast<uint64_t>(map);
+    if (mask == 0)
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+            ::"r"(dst), "l"(m), "r"(x), "r"(y), "r"(bar) : "memory");
+    else
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+            " [%0], [%1, {%2, %3}], [%4], %5;"
+            ::"r"(dst), "l"(m), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
+}
