@@ -49,7 +49,7 @@ tf32)
 tf32ncu)  # every launch of both configurations at 4096 (cluster size tells them apart)
   ncu --target-processes all -k regex:gemm_tf32_tma -c 30 --section SpeedOfLight --section WarpStateStats \
     --section SchedulerStats --section LaunchStats --section MemoryWorkloadAnalysis python3 -m gpubench gemm --tf32 \
-    --variants tf32-tma --sizes 4096 --reps 3 --warmup 0 -o /tmp/ncu-tf32.json > "$OUT/ncu-tf32-tma-4096.txt" 2>&1
+    --variants tf32-tma --sizes 4096 --reps 5 --warmup 0 -o /tmp/ncu-tf32.json > "$OUT/ncu-tf32-tma-4096.txt" 2>&1
   grep -E "Cluster Size  |Duration|Issue Slots Busy|Eligible Warps|L2 Cache Thr|Compute \(SM\) Thr|Warp Cycles Per Issued|stalled" "$OUT/ncu-tf32-tma-4096.txt" | head -40 ;;
 labconv)
   g conv --variants sliding-tiled,sliding-rows,sliding-vec,sliding-stream,cudnn --sizes 8192 --stride 1,2,3 -o "$OUT/labconv.json" 2>&1 | tail -24 ;;
