@@ -23,7 +23,7 @@
 // Accuracy: B is rounded to TF32 (round-to-nearest); A reaches the tensor cores as raw FP32 bits, of which
 // they read only the TF32 part (truncation). Accumulation is FP32. Expect ||C-ref||/||ref|| ≈ 3e-4 to 1e-3.
 
-#include "hopper.cuh"  // to_tf32, wgmma wrappers, smem_desc, fence_proxy_async
+#include "hopper.cuh"  // to_tf32, wgmma wrappers, smem_desc, fence_proxy_async, store_transposed
 
 #ifndef BM
 #define BM 256
@@ -186,16 +186,7 @@ __device__ __forceinline__ void tf32_product(const float* __restrict__ A, const 
 #pragma unroll
         for (int v = 0; v < 64; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");
 
-    // Accumulator (row, col) is C (m0 + 128i + col, n0 + 64·wg + row). For one register the warp writes
-    // 4 rows of C × 8 consecutive columns: four full 32-byte sectors.
-    const int n_base = n0 + 64 * wg + 16 * warp + lane / 4, m_base = m0 + 2 * (lane % 4);
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int v = 0; v < 64; ++v) {
-            const int m = m_base + 128 * i + 8 * (v >> 2) + (v & 1), n = n_base + 8 * ((v >> 1) & 1);
-            if (m < M && n < N) C[(size_t)m * N + n] = acc[i][v];
-        }
+    store_transposed(acc, C, M, N, m0, n0 + 64 * wg);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)

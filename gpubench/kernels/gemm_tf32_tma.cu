@@ -172,16 +172,7 @@ gemm_tf32_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
 #pragma unroll
             for (int v = 0; v < 64; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");
 
-        // Accumulator (row, col) is C (m0 + 128i + col, n0 + 64·wg + row): per register the warp writes 4 rows
-        // of C × 8 consecutive columns, four full 32-byte sectors.
-        const int n_base = n0 + 64 * wg + 16 * w + lane / 4, m_base = m0 + 2 * c;
-#pragma unroll
-        for (int i = 0; i < MI; ++i)
-#pragma unroll
-            for (int v = 0; v < 64; ++v) {
-                const int m = m_base + 128 * i + 8 * (v >> 2) + (v & 1), n = n_base + 8 * ((v >> 1) & 1);
-                if (m < M && n < N) C[(size_t)m * N + n] = acc[i][v];
-            }
+        store_transposed(acc, C, M, N, m0, n0 + 64 * wg);
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
     if (CLUSTER > 1) cluster_sync();

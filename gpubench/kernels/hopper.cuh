@@ -49,6 +49,24 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+// Store a warpgroup's accumulators of the transposed product (C^T = B^T · A^T, as both TF32 kernels compute it):
+// accumulator (row r, column c) of tile i is C(m0 + 128i + c, n0 + r), with n0 the warpgroup's first column. For
+// one register the warp writes 4 rows of C × 8 consecutive columns: four full 32-byte sectors.
+template <int MI>
+__device__ __forceinline__ void store_transposed(const float (&acc)[MI][64], float* __restrict__ C, int M, int N,
+                                                 int m0, int n0)
+{
+    const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+    const int n_base = n0 + 16 * warp + lane / 4, m_base = m0 + 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int v = 0; v < 64; ++v) {
+            const int m = m_base + 128 * i + 8 * (v >> 2) + (v & 1), n = n_base + 8 * ((v >> 1) & 1);
+            if (m < M && n < N) C[(size_t)m * N + n] = acc[i][v];
+        }
+}
+
 // ---- mbarriers (PTX ISA "mbarrier"): a phase completes when its arrivals are in and its byte count is met ----
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, int arrivals)
