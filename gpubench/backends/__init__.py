@@ -16,7 +16,7 @@ from gpubench.errors import Skip
 from gpubench.problems import ARRAYS, ConvShape, GemmShape
 from gpubench.telemetry import NoTelemetry
 
-__all__ = ["ArrayBackend", "Prepared", "Skip", "open_backend", "kernel_arguments"]
+__all__ = ["ArrayBackend", "Prepared", "Skip", "open_backend", "call_arrays", "kernel_arguments"]
 
 
 @dataclass
@@ -103,12 +103,17 @@ class ArrayBackend:
         return True
 
 
+def call_arrays(shape, inputs: dict, out, scratch=None) -> dict:
+    """Every array a variant's kernels may name, by its spec name: the inputs, the output, the workspace."""
+    return {**inputs, ARRAYS[shape.op][2]: out, **(scratch or {})}
+
+
 def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratch=None) -> tuple[str, tuple]:
     """The values a kernel receives, in the order its spec gives (`args`): arrays (through `pointer`), including
     the variant's workspace arrays (`scratch`), and int dims.
 
     Returns (PyCUDA's prepared-call format: "P" per pointer, "i" per int, the values)."""
-    arrays = {**inputs, ARRAYS[shape.op][2]: out, **(scratch or {})}
+    arrays = call_arrays(shape, inputs, out, scratch)
     dims = shape.dims()
     fmt, values = "", []
     for name in args:

@@ -15,9 +15,9 @@ from collections import deque
 import numpy as np
 
 from gpubench import nvcc, registry, telemetry
-from gpubench.backends import ArrayBackend, Prepared, kernel_arguments, tma
+from gpubench.backends import ArrayBackend, Prepared, call_arrays, kernel_arguments, tma
 from gpubench.errors import GpubenchError, Skip
-from gpubench.problems import ARRAYS, ConvShape, GemmShape
+from gpubench.problems import ConvShape, GemmShape
 from gpubench.timing import TimingPolicy, measure, summarize
 from gpubench.variant import TF32_TOL, Launch
 
@@ -322,7 +322,7 @@ class CudaBackend(ArrayBackend):
                                    f"workspace {name} ({4 * n / 2**30:.2f} GiB)")
                    for name, n in variant.workspace_sizes(dims, config).items()}
         # TMA descriptors travel like arrays: 128 bytes each in device memory, passed by pointer.
-        arrays = {**inputs, ARRAYS[shape.op][2]: out, **scratch}
+        arrays = call_arrays(shape, inputs, out, scratch)
         for m in variant.tensor_maps:
             encoded = tma.encode(m.name, int(arrays[m.array].data.ptr), *m.resolve({**dims, **config.values}))
             scratch[m.name] = self.cp.asarray(np.frombuffer(encoded, dtype=np.uint8))

@@ -23,7 +23,7 @@
 // Accuracy: B is rounded to TF32 (round-to-nearest); A reaches the tensor cores as raw FP32 bits, of which
 // they read only the TF32 part (truncation). Accumulation is FP32. Expect ||C-ref||/||ref|| ≈ 3e-4 to 1e-3.
 
-#include "hopper.cuh"  // to_tf32, wgmma wrappers, smem_desc, fence_proxy_async, store_transposed
+#include "hopper.cuh"  // wgmma and its descriptors, to_tf32, fence_proxy_async, the epilogue
 
 #ifndef BM
 #define BM 256
@@ -179,13 +179,7 @@ __device__ __forceinline__ void tf32_product(const float* __restrict__ A, const 
         step(t, f0, f1);
         if (t + 1 < ktiles) step(t + 1, f1, f0);
     }
-    wgmma_wait<0>();
-    // Keep the compiler from reading the accumulators before the wait above.
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int v = 0; v < 64; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");
-
+    wgmma_drain(acc);
     store_transposed(acc, C, M, N, m0, n0 + 64 * wg);
 }
 

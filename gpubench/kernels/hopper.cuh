@@ -49,6 +49,18 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+// Wait for every wgmma in flight, and keep the compiler from reading the accumulators before that wait (it
+// cannot see that the asynchronous wgmmas write them).
+template <int MI>
+__device__ __forceinline__ void wgmma_drain(float (&acc)[MI][64])
+{
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int v = 0; v < 64; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");
+}
+
 // Store a warpgroup's accumulators of the transposed product (C^T = B^T · A^T, as both TF32 kernels compute it):
 // accumulator (row r, column c) of tile i is C(m0 + 128i + c, n0 + r), with n0 the warpgroup's first column. For
 // one register the warp writes 4 rows of C × 8 consecutive columns: four full 32-byte sectors.
