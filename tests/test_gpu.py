@@ -22,6 +22,9 @@ GEMM_SHAPES = [GemmShape(1000, 1500, 777), GemmShape(1, 512, 300), GemmShape(819
                GemmShape(333, 1100, 1028)]
 CONV_SHAPES = [
     conv_shape(1000, 1), conv_shape(777, 2), conv_shape(1000, 3),  # the lab's shape, SAME padding
+    # the lab's stride 2 with rows of a multiple of 4 floats (sliding-stream's fast path): pad 0 with 499-wide
+    # output rows (not 16-byte aligned), pad 1 with 500-wide ones; two images, two filters
+    conv_shape(1000, 2, batch=2, out_channels=2), conv_shape(1000, 2, batch=2, out_channels=2, padding=1),
     conv_shape(33, 1, batch=2, in_channels=64, out_channels=32),
     conv_shape(29, 2, batch=3, in_channels=3, out_channels=32, kernel=5, padding=2),
     conv_shape(20, 1, batch=2, in_channels=64, out_channels=1, kernel=1, padding="valid"),

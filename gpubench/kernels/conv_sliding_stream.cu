@@ -1,4 +1,4 @@
-// Direct convolution streamed down tall strips, for the lab's memory-bound layer (3 channels, 3×3, stride 1).
+// Direct convolution streamed down tall strips, for the lab's memory-bound layer (3 channels, 3×3, strides 1, 2).
 //
 // sliding-vec reads each input row once per 4-row patch, so a patch's two halo rows are read again by the
 // patch below: 1.5× the input bytes cross L2. Here a warp owns a strip 128 columns wide and OY rows tall
@@ -10,8 +10,9 @@
 // Rows are prefetched PF ahead, so each thread keeps 3·PF 16-byte loads in flight with no shared memory,
 // no barrier and few registers.
 //
-// The fast path needs C = 3, a 3×3 filter, stride 1, pad 1 and W % 4 == 0 (the lab's layer); any other
-// shape takes a simple element-wise path over the same strip, slow but correct.
+// The fast paths need C = 3, a 3×3 filter and W % 4 == 0, with stride 1 and pad 1 or stride 2 and pad 0 or 1
+// (the lab's layers; strip_3x3_s2 below); any other shape takes a simple element-wise path over the same strip,
+// slow but correct.
 
 #ifndef TY
 #define TY 4
@@ -94,6 +95,93 @@ __device__ void strip_3x3_s1(const float* __restrict__ x, const float* __restric
     }
 }
 
+// Stride 2 (the lab's stride-2 layer). Output row o reads input rows 2o - pad + r, r = 0, 1, 2, so walking down
+// the strip, input row q (counted from the strip's first, 2·oh0 - pad) feeds output row q/2 through filter row
+// q % 2 and, when q is even, also finishes output row q/2 - 1 through filter row 2: two accumulator rows
+// alternate. A lane's 4 outputs read 8 input columns (two float4 per channel) and one more, the last column of
+// the lane to the left (pad 1) or the first of the lane to the right (pad 0), by shuffle. Rows are loaded 2
+// ahead: 12 float4 per thread in flight. The output rows of the lab's layer (4095 wide) are not 16-byte
+// aligned, so they are stored as 4 floats unless OW % 4 == 0.
+__device__ void strip_3x3_s2(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ yk,
+                             int n, int k, int H, int W, int pad, int OH, int OW, int oh0, int ow0, int lane)
+{
+    float wv[CH][9];
+#pragma unroll
+    for (int c = 0; c < CH; ++c)
+#pragma unroll
+        for (int t = 0; t < 9; ++t) wv[c][t] = __ldg(w + ((size_t)k * CH + c) * 9 + t);
+    const float* xc[CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) xc[c] = x + ((size_t)n * CH + c) * H * W;
+
+    const int iw0 = 2 * ow0, ih0 = 2 * oh0 - pad, rows = 2 * OY + 1;  // input rows ih0 .. ih0 + 2·OY
+    float4 ring[2][CH][2];                                               // input row q sits in slot q % 2
+    auto load = [&](float4 (&dst)[CH][2], int ih) {
+#pragma unroll
+        for (int c = 0; c < CH; ++c) dst[c][0] = row4(xc[c], ih, H, W, iw0), dst[c][1] = row4(xc[c], ih, H, W, iw0 + 4);
+    };
+    load(ring[0], ih0);
+    load(ring[1], ih0 + 1);
+
+    // Unrolled 4 rows at a time, so that both the ring slot (q % 2) and the accumulator row ((q / 2) % 2) are
+    // constants.
+    float acc[2][VX] = {};
+#pragma unroll 1
+    for (int q0 = 0; q0 < rows; q0 += 4) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int q = q0 + u, ih = ih0 + q;
+            if (q >= rows) break;
+            float in[CH][2 * VX + 1];  // input columns iw0 - pad .. iw0 + 8 - pad
+#pragma unroll
+            for (int c = 0; c < CH; ++c) {
+                const float4 a = ring[u % 2][c][0], b = ring[u % 2][c][1];
+                const bool row_ok = (unsigned)ih < (unsigned)H;
+                // (both branches index `in` with constants: a run-time offset would put it in local memory)
+                if (pad) {
+                    float left = __shfl_up_sync(0xffffffffu, b.w, 1);
+                    if (lane == 0) left = row_ok && iw0 > 0 && iw0 <= W ? __ldg(xc[c] + (size_t)ih * W + iw0 - 1) : 0.f;
+                    in[c][0] = left, in[c][1] = a.x, in[c][2] = a.y, in[c][3] = a.z, in[c][4] = a.w;
+                    in[c][5] = b.x, in[c][6] = b.y, in[c][7] = b.z, in[c][8] = b.w;
+                } else {
+                    float right = __shfl_down_sync(0xffffffffu, a.x, 1);
+                    if (lane == 31) right = row_ok && iw0 + 8 < W ? __ldg(xc[c] + (size_t)ih * W + iw0 + 8) : 0.f;
+                    in[c][0] = a.x, in[c][1] = a.y, in[c][2] = a.z, in[c][3] = a.w;
+                    in[c][4] = b.x, in[c][5] = b.y, in[c][6] = b.z, in[c][7] = b.w, in[c][8] = right;
+                }
+            }
+            if (q + 2 < rows) load(ring[u % 2], ih + 2);  // refill the slot just read
+
+            const int out = (u / 2) % 2;  // accumulator row of output q/2 (q0 is a multiple of 4)
+            auto apply = [&](float (&a)[VX], int r) {
+#pragma unroll
+                for (int c = 0; c < CH; ++c)
+#pragma unroll
+                    for (int v = 0; v < VX; ++v)
+                        a[v] = fmaf(in[c][2 * v + 2], wv[c][3 * r + 2],
+                                    fmaf(in[c][2 * v + 1], wv[c][3 * r + 1], fmaf(in[c][2 * v], wv[c][3 * r], a[v])));
+            };
+            if (q / 2 < OY) apply(acc[out], u % 2);
+            if (u % 2 == 0 && q >= 2) {  // output row q/2 - 1 gets its filter row 2 and is done: store, reset
+                float(&done)[VX] = acc[out ^ 1];
+                apply(done, 2);
+                const int oh = oh0 + q / 2 - 1;
+                if (oh < OH && ow0 < OW) {
+                    float* dst = yk + (size_t)oh * OW + ow0;
+                    if (OW % 4 == 0)
+                        __stcs(reinterpret_cast<float4*>(dst), make_float4(done[0], done[1], done[2], done[3]));
+                    else
+#pragma unroll
+                        for (int v = 0; v < VX; ++v)
+                            if (ow0 + v < OW) __stcs(dst + v, done[v]);
+                }
+#pragma unroll
+                for (int v = 0; v < VX; ++v) done[v] = 0.f;
+            }
+        }
+    }
+}
+
 __device__ void strip_generic(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ yk,
                               int n, int k, int C, int H, int W, int R, int S, int stride, int pad, int OH, int OW,
                               int oh0, int ow0)
@@ -128,9 +216,11 @@ conv_sliding_stream(const float* __restrict__ x, const float* __restrict__ w, fl
     const int n = blockIdx.z / K, k = blockIdx.z % K;
     float* yk = y + ((size_t)n * K + k) * OH * OW;
     // Uniform across the grid: every thread takes the same path (the fast one shuffles across the warp).
-    const bool fast = C == CH && R == 3 && S == 3 && stride == 1 && pad == 1 && W % 4 == 0 && OW == W && OH == H;
-    if (fast)
+    const bool lab_3x3 = C == CH && R == 3 && S == 3 && W % 4 == 0;
+    if (lab_3x3 && stride == 1 && pad == 1 && OW == W && OH == H)
         strip_3x3_s1(x, w, yk, n, k, H, W, oh0, ow0, lane);
+    else if (lab_3x3 && stride == 2 && (pad == 0 || pad == 1))
+        strip_3x3_s2(x, w, yk, n, k, H, W, pad, OH, OW, oh0, ow0, lane);
     else if (oh0 < OH)
         strip_generic(x, w, yk, n, k, C, H, W, R, S, stride, pad, OH, OW, oh0, ow0);
 }
