@@ -33,17 +33,24 @@ __device__ __forceinline__ float4 row4(const float* __restrict__ xc, int ih, int
                                                  : make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
+// Filter k's 27 weights into registers, and the start of each of image n's 3 channel planes.
+__device__ __forceinline__ void lab_operands(const float* __restrict__ x, const float* __restrict__ w, int n, int k,
+                                             int H, int W, float (&wv)[CH][9], const float* (&xc)[CH])
+{
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+#pragma unroll
+        for (int t = 0; t < 9; ++t) wv[c][t] = __ldg(w + ((size_t)k * CH + c) * 9 + t);
+        xc[c] = x + ((size_t)n * CH + c) * H * W;
+    }
+}
+
 __device__ void strip_3x3_s1(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ yk,
                              int n, int k, int H, int W, int oh0, int ow0, int lane)
 {
     float wv[CH][9];
-#pragma unroll
-    for (int c = 0; c < CH; ++c)
-#pragma unroll
-        for (int t = 0; t < 9; ++t) wv[c][t] = __ldg(w + ((size_t)k * CH + c) * 9 + t);
     const float* xc[CH];
-#pragma unroll
-    for (int c = 0; c < CH; ++c) xc[c] = x + ((size_t)n * CH + c) * H * W;
+    lab_operands(x, w, n, k, H, W, wv, xc);
 
     float4 ring[PF][CH];  // input rows j .. j+PF-1 of the strip (input row oh0 - 1 + j) sit in slot j % PF
 #pragma unroll
@@ -106,13 +113,8 @@ __device__ void strip_3x3_s2(const float* __restrict__ x, const float* __restric
                              int n, int k, int H, int W, int pad, int OH, int OW, int oh0, int ow0, int lane)
 {
     float wv[CH][9];
-#pragma unroll
-    for (int c = 0; c < CH; ++c)
-#pragma unroll
-        for (int t = 0; t < 9; ++t) wv[c][t] = __ldg(w + ((size_t)k * CH + c) * 9 + t);
     const float* xc[CH];
-#pragma unroll
-    for (int c = 0; c < CH; ++c) xc[c] = x + ((size_t)n * CH + c) * H * W;
+    lab_operands(x, w, n, k, H, W, wv, xc);
 
     const int iw0 = 2 * ow0, ih0 = 2 * oh0 - pad, rows = 2 * OY + 1;  // input rows ih0 .. ih0 + 2·OY
     float4 ring[2][CH][2];                                               // input row q sits in slot q % 2
