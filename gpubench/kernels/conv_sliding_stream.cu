@@ -8,7 +8,9 @@
 // seen its last input row it is written at once, 16 bytes per lane, with a streaming store (evict-first: the
 // output is not read again, so it should not displace input rows the strip below still needs from L2).
 // Rows are prefetched PF ahead, so each thread keeps 3·PF 16-byte loads in flight with no shared memory,
-// no barrier and few registers.
+// no barrier and few registers. The strip's two edge columns come from the neighbouring strips: by a scalar load
+// in lanes 0 and 31 (2 more 32-byte sectors per 16), or, with HALO = 1, from lanes 0 and 31 loading the float4s
+// beside the strip and storing nothing (the warp then covers 120 columns, and L2 sees no extra requests).
 //
 // The fast paths need C = 3, a 3×3 filter and W % 4 == 0, with stride 1 and pad 1 or stride 2 and pad 0 or 1
 // (the lab's layers; strip_3x3_s2 below); any other shape takes a simple element-wise path over the same strip,
@@ -22,6 +24,9 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1  // > 1 caps registers so that this many blocks fit per SM (more warps, more loads in flight)
 #endif
+#ifndef HALO
+#define HALO 0  // stride 1: 1 = the warp's edge lanes load the halo columns and store nothing (120 outputs a warp)
+#endif
 
 constexpr int TX = 32, THREADS = TX * TY, VX = 4;  // VX output columns per lane
 constexpr int CH = 3;                                // channels of the fast path
@@ -29,8 +34,8 @@ static_assert(PF % 3 == 0 && PF <= OY + 2, "prefetch distance: a multiple of 3 (
 
 __device__ __forceinline__ float4 row4(const float* __restrict__ xc, int ih, int H, int W, int ow0)
 {
-    return (unsigned)ih < (unsigned)H && ow0 < W ? __ldg(reinterpret_cast<const float4*>(xc + (size_t)ih * W + ow0))
-                                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+    const bool inside = (unsigned)ih < (unsigned)H && (unsigned)ow0 < (unsigned)W;  // (ow0 < 0: a HALO lane)
+    return inside ? __ldg(reinterpret_cast<const float4*>(xc + (size_t)ih * W + ow0)) : make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
 // Filter k's 27 weights into registers, and the start of each of image n's 3 channel planes.
@@ -74,8 +79,9 @@ __device__ void strip_3x3_s1(const float* __restrict__ x, const float* __restric
                 const float4 v = ring[u][c];
                 float left = __shfl_up_sync(0xffffffffu, v.w, 1), right = __shfl_down_sync(0xffffffffu, v.x, 1);
                 const bool row_ok = (unsigned)ih < (unsigned)H;
-                if (lane == 0) left = row_ok && ow0 > 0 && ow0 < W ? __ldg(xc[c] + (size_t)ih * W + ow0 - 1) : 0.f;
-                if (lane == 31) right = row_ok && ow0 + 4 < W ? __ldg(xc[c] + (size_t)ih * W + ow0 + 4) : 0.f;
+                if (!HALO && lane == 0)  // with HALO the edge lanes only feed their neighbours: no extra loads
+                    left = row_ok && ow0 > 0 && ow0 < W ? __ldg(xc[c] + (size_t)ih * W + ow0 - 1) : 0.f;
+                if (!HALO && lane == 31) right = row_ok && ow0 + 4 < W ? __ldg(xc[c] + (size_t)ih * W + ow0 + 4) : 0.f;
                 in[c][0] = left, in[c][1] = v.x, in[c][2] = v.y, in[c][3] = v.z, in[c][4] = v.w, in[c][5] = right;
                 if (j + PF < OY + 2) ring[u][c] = row4(xc[c], ih + PF, H, W, ow0);  // refill the slot just read
             }
@@ -92,7 +98,7 @@ __device__ void strip_3x3_s1(const float* __restrict__ x, const float* __restric
             }
             const int done = j - 2, slot = (u + 1) % 3;  // row j-2 has seen its last input row: store, reset
             if (done >= 0) {
-                if (done < OY && oh0 + done < H && ow0 < W)
+                if (done < OY && oh0 + done < H && ow0 < W && !(HALO && (lane == 0 || lane == 31)))
                     __stcs(reinterpret_cast<float4*>(yk + (size_t)(oh0 + done) * W + ow0),
                            make_float4(acc[slot][0], acc[slot][1], acc[slot][2], acc[slot][3]));
 #pragma unroll
@@ -213,14 +219,17 @@ conv_sliding_stream(const float* __restrict__ x, const float* __restrict__ w, fl
                     int H, int W, int K, int R, int S, int stride, int pad, int OH, int OW)
 {
     const int lane = threadIdx.x % TX;
-    const int ow0 = (blockIdx.x * TX + lane) * VX;
+    // With HALO, stride 1 takes 120 columns a warp, its lanes' float4s starting 4 columns to the left.
+    const int ow0 = (blockIdx.x * TX + lane) * VX, ow0_halo = blockIdx.x * (TX - 2) * VX + (lane - 1) * VX;
     const int oh0 = (blockIdx.y * TY + threadIdx.x / TX) * OY;
     const int n = blockIdx.z / K, k = blockIdx.z % K;
     float* yk = y + ((size_t)n * K + k) * OH * OW;
     // Uniform across the grid: every thread takes the same path (the fast one shuffles across the warp).
     const bool lab_3x3 = C == CH && R == 3 && S == 3 && W % 4 == 0;
     if (lab_3x3 && stride == 1 && pad == 1 && OW == W && OH == H)
-        strip_3x3_s1(x, w, yk, n, k, H, W, oh0, ow0, lane);
+        strip_3x3_s1(x, w, yk, n, k, H, W, oh0, HALO ? ow0_halo : ow0, lane);
+    else if (HALO && blockIdx.x * TX * VX >= OW)  // the grid is sized for 120 columns a warp; these have none
+        return;
     else if (lab_3x3 && stride == 2 && (pad == 0 || pad == 1))
         strip_3x3_s2(x, w, yk, n, k, H, W, pad, OH, OW, oh0, ow0, lane);
     else if (oh0 < OH)
