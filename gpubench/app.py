@@ -23,7 +23,7 @@ from gpubench.project import Project
 from gpubench.results import Run, RunWriter
 from gpubench.runner import ShapeTask
 from gpubench.tuned import Tuned, slug
-from gpubench.variant import Variant
+from gpubench.variant import SMS, Variant
 from gpubench.worker import DEFAULT_TIMEOUT_S, Worker, WorkerOptions
 
 
@@ -105,7 +105,7 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
         for p in task.points:
             if limit is None or p.variant.launch is None:
                 continue
-            dims = task.shape.dims()
+            dims = {**task.shape.dims(), SMS: info.get("sms", 1)}
             launch = max((s.launch_for(dims, p.config) for s in p.variant.steps()), key=lambda la: la.threads)
             if launch.threads > limit:
                 where = "--block-sizes" if p.variant.axis == "block" else f"{p.variant.origin}: variant " \

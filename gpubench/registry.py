@@ -18,7 +18,7 @@ from pathlib import Path
 from gpubench import expr
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
-from gpubench.variant import NO_CONFIG, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant, config_label
+from gpubench.variant import NO_CONFIG, SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant, config_label
 
 OPS = ("gemm", "conv")
 BACKENDS = ("cuda", "cpu")
@@ -131,12 +131,15 @@ def _configs(entry: _Entry, sets: dict, axis: Axis) -> tuple[list[dict], set[str
         bad = [k for k, v in c.items() if k != "label" and (type(v) is not int or not IDENT.match(k))]
         if bad or not isinstance(c.get("label", ""), str):
             entry.fail(f"configs: every value must be an integer named like a C macro (got {c!r})")
+        if SMS in c:
+            entry.fail(f"configs: {SMS} is the device's multiprocessor count in launch expressions; name the "
+                       "parameter otherwise")
         params.append(c)
     return params, {k for c in params for k in c if k != "label"}
 
 
 def _launch(entry: _Entry, op: str, names: set[str], table: dict | None = None, where: str = "") -> LaunchSpec:
-    allowed = set(DIMS[op]) | set(LAB_NAMES[op]) | names
+    allowed = set(DIMS[op]) | set(LAB_NAMES[op]) | names | {SMS}
     table = entry.table if table is None else table
 
     def exprs(key: str) -> tuple[expr.Expr, ...]:
@@ -215,7 +218,7 @@ def _check_launches(entry: _Entry, v: Variant) -> None:
     dims = SAMPLE_SHAPES[v.op].dims()
     for c in v.configs_for(LAB_BLOCK_SIZES):
         for step in v.steps():
-            _check_launch(entry, v, c, step, dims)
+            _check_launch(entry, v, c, step, {**dims, SMS: SAMPLE_SMS})
         try:
             sizes = v.workspace_sizes(dims, c)
         except expr.ExprError as err:

@@ -16,6 +16,11 @@ from typing import Mapping
 
 from gpubench.expr import Expr
 
+# Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
+# multiprocessor count, sizes a persistent kernel's grid ("min(tiles, SMS)"). Specs are checked with SAMPLE_SMS.
+SMS = "SMS"
+SAMPLE_SMS = 132
+
 FP32_TOL = 1e-4  # ||out-ref||/||ref|| for FP32 FFMA arithmetic (observed errors are ~1e-7 to 1e-6)
 TF32_TOL = 5e-3  # TF32 keeps 10 mantissa bits: errors land near 3e-4 for K in the thousands
 

@@ -17,9 +17,11 @@ pytestmark = pytest.mark.gpu
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "lab" / "gpubench.toml"
 CATALOG = registry.Catalog.with_user(project.load(EXAMPLE).variants)
 # Ragged for every tile; the fourth keeps K and N multiples of 4, which TMA-fed kernels require, with 33 k tiles
-# (an odd count, the ring wrapped 8 times) and 9 column blocks (an odd count, for 2-block clusters).
+# (an odd count, the ring wrapped 8 times) and 9 column blocks (an odd count, for 2-block clusters). The fifth has
+# 12 × 33 tiles of 256 × 128, more than an H100 or H200 has SMs, so persistent blocks walk up to 3 tiles each, with
+# 3 k tiles per tile (the ring's phases run on across tiles).
 GEMM_SHAPES = [GemmShape(1000, 1500, 777), GemmShape(1, 512, 300), GemmShape(8191, 65, 129), GemmShape(33, 1, 7),
-               GemmShape(333, 1100, 1028)]
+               GemmShape(333, 1100, 1028), GemmShape(3000, 4100, 68)]
 CONV_SHAPES = [
     conv_shape(1000, 1), conv_shape(777, 2), conv_shape(1000, 3),  # the lab's shape, SAME padding
     # the lab's stride 2 with rows of a multiple of 4 floats (sliding-stream's fast path): pad 0 with 499-wide

@@ -9,7 +9,7 @@ from gpubench import nvcc, registry
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.registry import Catalog, SpecError, parse_specs
-from gpubench.variant import Axis
+from gpubench.variant import SAMPLE_SMS, SMS, Axis
 
 BUILTIN = registry.builtin()
 CATALOG = Catalog(BUILTIN)
@@ -73,7 +73,7 @@ def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatc
     bounds = nvcc.launch_bounds(v.source, v.arch or "sm_90", c.values, v.includes)
     dims = GemmShape(1000, 1500, 777).dims() if v.op == "gemm" else conv_shape(99, 2).dims()
     for step in v.steps():  # a Winograd variant's filter transform as well as its main kernel
-        assert bounds[step.kernel] == step.launch_for(dims, c).threads, step.kernel
+        assert bounds[step.kernel] == step.launch_for({**dims, SMS: SAMPLE_SMS}, c).threads, step.kernel
 
 
 @pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
@@ -225,6 +225,33 @@ def test_lab_kernel_flag(tmp_path, monkeypatch):
         registry.lab_kernel("gemm", "lab.cu", None)
 
 
+# --- persistent kernels: the device's multiprocessor count in launch expressions ---------------------------------
+
+PERSISTENT = {"name": "walk", "op": "gemm", "source": "walk.cu", "kernel": "walk", "args": ["A", "B", "C", "M", "N", "K"],
+              "configs": [{"BM": 128}], "grid": ["min(cdiv(M, BM) * cdiv(N, BM), SMS)"], "block": ["256"]}
+
+
+def test_a_grid_may_be_sized_by_the_devices_multiprocessors(tmp_path):
+    (tmp_path / "walk.cu").write_text('extern "C" __global__ void walk() {}\n')
+    (v,) = parse_specs({"variant": [PERSISTENT]}, "gpubench.toml", tmp_path)
+    tiles = GemmShape(1000, 1500, 777).dims()
+    assert v.launch_for({**tiles, SMS: 132}, v.configs[0]).grid == (96, 1, 1)  # 8 × 12 tiles, fewer than the SMs
+    assert v.launch_for({**GemmShape(4096, 4096, 64).dims(), SMS: 132}, v.configs[0]).grid == (132, 1, 1)
+    assert v.launch_for({**GemmShape(4096, 4096, 64).dims(), SMS: 114}, v.configs[0]).grid == (114, 1, 1)
+
+
+def test_a_configuration_cannot_shadow_the_multiprocessor_count(tmp_path):
+    (tmp_path / "walk.cu").write_text('extern "C" __global__ void walk() {}\n')
+    with pytest.raises(SpecError, match="SMS is the device's multiprocessor count"):
+        parse_specs({"variant": [{**PERSISTENT, "configs": [{"BM": 128, "SMS": 4}]}]}, "gpubench.toml", tmp_path)
+
+
+def test_sms_is_named_among_the_allowed_launch_names(tmp_path):
+    (tmp_path / "walk.cu").write_text('extern "C" __global__ void walk() {}\n')
+    with pytest.raises(SpecError, match=r"unknown.*SM_COUNT.*SMS"):
+        parse_specs({"variant": [{**PERSISTENT, "grid": ["min(M, SM_COUNT)"]}]}, "gpubench.toml", tmp_path)
+
+
 # --- variants of several kernels (a transform, then the main kernel) -------------------------------------------
 
 TWO_STEP = {"name": "two", "op": "conv", "source": "two.cu", "kernel": "main", "args": ["x", "T", "y", "N", "K"],
@@ -291,11 +318,12 @@ def test_bad_tensor_maps_are_refused_in_one_line(tmp_path, changes, message):
 
 def test_builtin_tma_gemm_requires_rows_of_whole_16_byte_chunks():
     v = CATALOG.get("gemm", "cuda", "tf32-tma")
-    assert {m.array for m in v.tensor_maps} == {"A", "B"}
+    maps = {m.name: m for m in v.tensor_maps}
+    assert {m.array for m in v.tensor_maps} == {"A", "B", "C"}  # C leaves by TMA stores
     assert v.unfit(GemmShape(333, 1100, 1028).dims()) is None
     assert v.unfit(GemmShape(1000, 1500, 777).dims()) == "tf32-tma requires K % 4 == 0"
     for c in v.configs:  # a 2-block cluster's blocks each load half of the A tile
-        (_, box), _ = (m.resolve({**GemmShape(512, 512, 512).dims(), **c.values}) for m in v.tensor_maps)
+        _, box = maps["map_a"].resolve({**GemmShape(512, 512, 512).dims(), **c.values})
         assert box == (256 // c.values["CLUSTER"], 32)
 
 

@@ -9,6 +9,8 @@
 #   bash tools/kernels.sh tf32     # the gpu tests of the TF32 variants, then TF32 at 4096 and 8192 against cuBLAS
 #   bash tools/kernels.sh tf32ncu  # ncu of the TMA-fed TF32 kernel at 4096 (every launch, all configurations)
 #   bash tools/kernels.sh tf32wide # ncu of its 256×192 configuration at 4096 (full sections)
+#   bash tools/kernels.sh cublasncu # ncu of cuBLAS's TF32 kernel at 4096 and 8192: its launch shape and its traffic
+#   bash tools/kernels.sh tf32l2   # ncu of every TF32 kernel at 4096, ours and cuBLAS's: what keeps L2 busy
 #   bash tools/kernels.sh labconv  # the lab conv at 8192², strides 1-3: the memory-bound variants and cuDNN
 #   bash tools/kernels.sh all      # all of the above, in that order
 # OUT and GPUBENCH_COMMIT come from the caller; wheels in .devwheels (PyCUDA, cuDNN frontend).
@@ -18,6 +20,10 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CA
 export GPUBENCH_TUNED=${GPUBENCH_TUNED:-$OUT/tuned}
 mkdir -p "$GPUBENCH_TUNED" && cp gpubench/tuned/*.json "$GPUBENCH_TUNED/" 2>/dev/null
 g() { python3 -m gpubench "$@"; }
+# The traffic counters behind the TF32 notes: bytes delivered to the SMs, L2 sectors, shared-memory wavefronts.
+TRAFFIC=l1tex__m_xbar2l1tex_read_bytes.sum,lts__t_sectors_op_read.sum,lts__t_sectors.sum,\
+l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,\
+smsp__inst_executed.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
 case "$1" in
 check)
   python3 -m pytest -q -m gpu tests/test_gpu.py -k "winograd" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-winograd.txt" | tail -3 ;;
@@ -59,6 +65,24 @@ tf32wide)  # launches 26-28 of gemm_tf32_tma are the 256×192 configuration's (g
     python3 -m gpubench gemm --tf32 --variants tf32-tma --sizes 4096 --reps 5 --warmup 0 -o /tmp/ncu-wide.json \
     > "$OUT/ncu-tf32-tma-wide-4096.txt" 2>&1
   grep -E "Grid Size|Duration|L2 Cache Thr|Compute \(SM\) Thr|Issue Slots|Eligible Warps|Warp Cycles Per Issued|Shared|xbar|lts__t" "$OUT/ncu-tf32-tma-wide-4096.txt" | head -30 ;;
+cublasncu)  # what the TF32 target runs (grid, block, cluster, shared memory, registers) and its traffic, next to ours
+  for n in 4096 8192; do
+    ncu --target-processes all -k regex:'sm90|cutlass|xmma' -c 1 --section LaunchStats --section SpeedOfLight \
+      --section WarpStateStats --metrics "$TRAFFIC" python3 -m gpubench gemm --tf32 --variants cublas --sizes $n \
+      --reps 5 --warmup 0 -o /tmp/ncu-cublas.json > "$OUT/ncu-cublas-tf32-$n.txt" 2>&1
+  done
+  ncu --target-processes all -k regex:gemm_tf32_tma -c 1 --section LaunchStats --section SpeedOfLight \
+    --section WarpStateStats --metrics "$TRAFFIC" python3 -m gpubench gemm --tf32 --variants tf32-tma --sizes 4096 \
+    --reps 5 --warmup 0 -o /tmp/ncu-ours.json > "$OUT/ncu-tf32-tma-traffic-4096.txt" 2>&1
+  for f in "$OUT"/ncu-cublas-tf32-*.txt "$OUT/ncu-tf32-tma-traffic-4096.txt"; do echo "== $f"
+    grep -E "^  [a-zA-Z_0-9]+.*\(|Grid Size|Block Size|Cluster Size|Registers Per|Dynamic Shared|Duration|L2 Cache Thr|Compute \(SM\) Thr|Warp Cycles Per Issued|xbar|lts__t|wavefronts|inst_executed|sm__throughput" "$f" | head -24
+  done ;;
+tf32l2)  # every launch at 4096 (ours: told apart by grid, block and cluster size), with L2's busiest sub-units
+  ncu --target-processes all -k regex:'gemm_tf32_tma|sm90_xmma' -c 80 --section LaunchStats \
+    --metrics "$TRAFFIC,gpu__time_duration.sum,breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed" \
+    python3 -m gpubench gemm --tf32 --variants cublas,tf32-tma --sizes 4096 --reps 5 --warmup 0 --decide 0 \
+    -o /tmp/ncu-l2.json > "$OUT/ncu-tf32-l2-4096.txt" 2>&1
+  python3 tools/ncu_digest.py "$OUT/ncu-tf32-l2-4096.txt" ;;
 labconv)
   g conv --variants sliding-tiled,sliding-rows,sliding-vec,sliding-stream,cudnn --sizes 8192 --stride 1,2,3 -o "$OUT/labconv.json" 2>&1 | tail -24 ;;
 all)

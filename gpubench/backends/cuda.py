@@ -19,7 +19,7 @@ from gpubench.backends import ArrayBackend, Prepared, call_arrays, kernel_argume
 from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import ConvShape, GemmShape
 from gpubench.timing import TimingPolicy, measure, summarize
-from gpubench.variant import TF32_TOL, Launch
+from gpubench.variant import SMS, TF32_TOL, Launch
 
 MAX_GRID_YZ = 65535
 SPIN_NS = 50_000  # cover for the host's launch latency when L2 is not flushed (see probes.cu)
@@ -141,6 +141,7 @@ class CudaBackend(ArrayBackend):
         self.l2_bytes = self.device.get_attribute(attrs.L2_CACHE_SIZE)
         self.max_threads = self.device.get_attribute(attrs.MAX_THREADS_PER_BLOCK)
         self.smem_optin = self.device.get_attribute(attrs.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.sms = self.device.get_attribute(attrs.MULTIPROCESSOR_COUNT)
         self.device_name = self.device.name()
         self._modules: dict = {}
         self._cudnn: dict = {}
@@ -154,7 +155,7 @@ class CudaBackend(ArrayBackend):
         from gpubench.backends import cudnn_conv
 
         return {"device": self.device_name, "arch": self.arch, "max_threads": self.max_threads,
-                "smem_optin": self.smem_optin, "libraries": {"cudnn": cudnn_conv.cudnn_version()}}
+                "smem_optin": self.smem_optin, "sms": self.sms, "libraries": {"cudnn": cudnn_conv.cudnn_version()}}
 
     def environment(self) -> dict:
         from gpubench.backends import cudnn_conv
@@ -173,7 +174,7 @@ class CudaBackend(ArrayBackend):
             "device": {
                 "name": d.name(), "kind": "cuda", "compute_capability": f"{major}.{minor}",
                 "pci_bus_id": d.pci_bus_id(),
-                "sm_count": d.get_attribute(a.MULTIPROCESSOR_COUNT),
+                "sm_count": self.sms,
                 "sm_clock_max_mhz": d.get_attribute(a.CLOCK_RATE) // 1000,
                 "memory_clock_max_mhz": d.get_attribute(a.MEMORY_CLOCK_RATE) // 1000,
                 "memory_bus_bits": d.get_attribute(a.GLOBAL_MEMORY_BUS_WIDTH),
@@ -207,8 +208,7 @@ class CudaBackend(ArrayBackend):
 
     def ceilings(self) -> dict:
         """The roofline's ceilings, measured here: FP32 FFMA peak, TF32 through cuBLAS, DRAM copy and L2 read."""
-        a = self.drv.device_attribute
-        sms = self.device.get_attribute(a.MULTIPROCESSOR_COUNT)
+        sms = self.sms
         once = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3, flush=False)
         sink = self.cp.empty(sms * 8 * 256, dtype=self.cp.float32)
         ffma, iterations = self.probe("ffma_peak"), 4096
@@ -330,7 +330,7 @@ class CudaBackend(ArrayBackend):
         for step in variant.steps():
             fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
             fn = self.kernel(variant, config.values, step.kernel)
-            launches.append(self.launcher(fn, step.launch_for(dims, config), fmt, args))
+            launches.append(self.launcher(fn, step.launch_for({**dims, SMS: self.sms}, config), fmt, args))
         extra = {"tf32": True} if variant.tf32 else {}
         parts = {step.kernel: launch for step, launch in zip(variant.before, launches)}
 

@@ -4,11 +4,10 @@
 // Which BM×BN tile of C this block computes, from a 1-D grid. With GROUP > 0 the tiles are visited in
 // bands of G = GROUP tile-rows, column by column inside a band: the blocks resident at one time then touch G row
 // panels of A and few column panels of B, which stay in L2, instead of one row panel and every panel of B.
-// GROUP = 0 is plain row-major order.
+// GROUP = 0 is plain row-major order. pid is the tile's place in that order.
 template <int GROUP>
-__device__ __forceinline__ void tile_coords(int tiles_m, int tiles_n, int& tile_m, int& tile_n)
+__device__ __forceinline__ void tile_coords(int pid, int tiles_m, int tiles_n, int& tile_m, int& tile_n)
 {
-    const int pid = blockIdx.x;
     if (GROUP == 0) {
         tile_m = pid / tiles_n;
         tile_n = pid % tiles_n;
@@ -19,6 +18,13 @@ __device__ __forceinline__ void tile_coords(int tiles_m, int tiles_n, int& tile_
     const int rows = min(tiles_m - first, GROUP);
     tile_m = first + (pid % band) % rows;
     tile_n = (pid % band) / rows;
+}
+
+// One block per tile: the block's own.
+template <int GROUP>
+__device__ __forceinline__ void tile_coords(int tiles_m, int tiles_n, int& tile_m, int& tile_n)
+{
+    tile_coords<GROUP>(blockIdx.x, tiles_m, tiles_n, tile_m, tile_n);
 }
 
 // C[r][c..c+3] = v, clipped to the M×N matrix. One 16-byte store when all four are inside and aligned.

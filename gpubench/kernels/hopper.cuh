@@ -79,6 +79,25 @@ __device__ __forceinline__ void store_transposed(const float (&acc)[MI][64], flo
         }
 }
 
+// Stage a warpgroup's accumulators of the transposed product for a TMA store: rows 64q .. 64q+63 of the tile
+// (accumulator columns, C's rows) × the warpgroup's 64 columns of C, as two 8 KB boxes of 64 rows × 32 floats in
+// TMA's 128-byte swizzle (chunk (n/4) ^ (row % 8)), at `stage` (1024-byte aligned). For one register a warp writes
+// 4 rows × 8 columns that land in 32 different banks.
+template <int MI>
+__device__ __forceinline__ void stage_transposed(const float (&acc)[MI][64], int q, uint8_t* stage)
+{
+    const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+    const int i = q / 2, v0 = 32 * (q % 2);
+#pragma unroll
+    for (int v = v0; v < v0 + 32; ++v) {
+        const int m = 8 * ((v - v0) >> 2) + 2 * (lane % 4) + (v & 1);      // row of C within the 64
+        const int n = 16 * warp + lane / 4 + 8 * ((v >> 1) & 1);          // column of C within the 64
+        const int c = n % 32;
+        *reinterpret_cast<float*>(stage + (n / 32) * 8192 + m * 128 + (((c >> 2) ^ (m & 7)) << 4) + (c & 3) * 4) =
+            acc[i][v];
+    }
+}
+
 // ---- mbarriers (PTX ISA "mbarrier"): a phase completes when its arrivals are in and its byte count is met ----
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, int arrivals)
@@ -90,6 +109,12 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, int arrivals)
 __device__ __forceinline__ void mbar_expect_bytes(uint32_t bar, int bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// Arrive on a barrier of this block (release semantics at CTA scope).
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
 // Block until the phase of parity `parity` has completed. A fresh barrier counts its (imaginary) previous phase,
@@ -105,13 +130,16 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
     } while (!done);
 }
 
-// Arrive on the barrier at the same shared-memory offset in cluster block `rank` (this block included).
+// Arrive on the barrier at the same shared-memory offset in cluster block `rank` (this block included). Release
+// semantics at CTA scope, the default, as for a local arrive: the arrive only says "done reading this slot", and
+// the reads (wgmmas) have completed before it. (.release.cluster, which orders this thread's memory operations
+// cluster-wide first, made 2-block clusters slower than single blocks: docs/perf-notes.md.)
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
 {
     asm volatile(
         "{\n.reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar), "r"(rank) : "memory");
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar), "r"(rank) : "memory");
 }
 
 // ---- clusters ---------------------------------------------------------------------------------------------
@@ -143,6 +171,30 @@ __device__ __forceinline__ void tma_acquire(const TensorMap* map)
 {
     asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+// Copy the box at (x, y) of `map` out of shared memory at `src` (clipped to the array), in this thread's bulk
+// group; commit the group once its copies are issued.
+__device__ __forceinline__ void tma_store_2d(const TensorMap* map, uint32_t src, int x, int y)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(src) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Wait until this thread's bulk stores have read their shared memory (READ = true) or finished altogether.
+template <bool READ>
+__device__ __forceinline__ void bulk_wait()
+{
+    if (READ)
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    else
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+// A barrier for `threads` threads (whole warps) under id 1..15, leaving the block's __syncthreads (id 0) alone.
+__device__ __forceinline__ void named_sync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Copy the box at (x = inner coordinate, y) into `dst`; its bytes count towards `bar`'s phase. With `mask` != 0
