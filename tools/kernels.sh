@@ -8,7 +8,7 @@
 #   bash tools/kernels.sh gemm     # FP32 (tuned, dbuf, cuBLAS) and TF32 (tf32, cuBLAS) at 4096 and 8192
 #   bash tools/kernels.sh tf32     # the gpu tests of the TF32 variants, then TF32 at 4096 and 8192 against cuBLAS
 #   bash tools/kernels.sh tf32ncu  # ncu of the TMA-fed TF32 kernel at 4096 (every launch, all configurations)
-#   bash tools/kernels.sh tf32wide # ncu of its 256×192 configuration at 4096 (full sections)
+#   bash tools/kernels.sh tf32probe # where its time goes: the copies, the products, the stores, each switched off
 #   bash tools/kernels.sh cublasncu # ncu of cuBLAS's TF32 kernel at 4096 and 8192: its launch shape and its traffic
 #   bash tools/kernels.sh tf32l2   # ncu of every TF32 kernel at 4096, ours and cuBLAS's: what keeps L2 busy
 #   bash tools/kernels.sh labconv  # the lab conv at 8192², strides 1-3: the memory-bound variants and cuDNN
@@ -58,13 +58,8 @@ tf32ncu)  # every launch of both configurations at 4096 (cluster size tells them
     --section SchedulerStats --section LaunchStats --section MemoryWorkloadAnalysis python3 -m gpubench gemm --tf32 \
     --variants tf32-tma --sizes 4096 --reps 5 --warmup 0 -o /tmp/ncu-tf32.json > "$OUT/ncu-tf32-tma-4096.txt" 2>&1
   grep -E "Cluster Size  |Duration|Issue Slots Busy|Eligible Warps|L2 Cache Thr|Compute \(SM\) Thr|Warp Cycles Per Issued|stalled" "$OUT/ncu-tf32-tma-4096.txt" | head -40 ;;
-tf32wide)  # launches 26-28 of gemm_tf32_tma are the 256×192 configuration's (grid 352 at 4096)
-  ncu --target-processes all -k regex:gemm_tf32_tma --launch-skip 25 -c 3 --section SpeedOfLight \
-    --section WarpStateStats --section SchedulerStats --section LaunchStats --section ComputeWorkloadAnalysis \
-    --section MemoryWorkloadAnalysis --metrics lts__t_sectors_op_read.sum,l1tex__m_xbar2l1tex_read_bytes.sum \
-    python3 -m gpubench gemm --tf32 --variants tf32-tma --sizes 4096 --reps 5 --warmup 0 -o /tmp/ncu-wide.json \
-    > "$OUT/ncu-tf32-tma-wide-4096.txt" 2>&1
-  grep -E "Grid Size|Duration|L2 Cache Thr|Compute \(SM\) Thr|Issue Slots|Eligible Warps|Warp Cycles Per Issued|Shared|xbar|lts__t" "$OUT/ncu-tf32-tma-wide-4096.txt" | head -30 ;;
+tf32probe)  # the TMA-fed TF32 kernel with parts switched off (PROBE), at 4096 and 8192
+  python3 tools/tf32_probe.py 4096 8192 2>&1 | tee "$OUT/tf32-probe.txt" ;;
 cublasncu)  # what the TF32 target runs (grid, block, cluster, shared memory, registers) and its traffic, next to ours
   for n in 4096 8192; do
     ncu --target-processes all -k regex:'sm90|cutlass|xmma' -c 1 --section LaunchStats --section SpeedOfLight \
