@@ -9,8 +9,8 @@
 #   bash tools/kernels.sh tf32     # the gpu tests of the TF32 variants, then TF32 at 4096 and 8192 against cuBLAS
 #   bash tools/kernels.sh tf32ncu  # ncu of the TMA-fed TF32 kernel at 4096 (every launch, all configurations)
 #   bash tools/kernels.sh tf32probe # where its time goes: the copies, the products, the stores, each switched off
-#   bash tools/kernels.sh cublasncu # ncu of cuBLAS's TF32 kernel at 4096 and 8192: its launch shape and its traffic
-#   bash tools/kernels.sh tf32l2   # ncu of every TF32 kernel at 4096, ours and cuBLAS's: what keeps L2 busy
+#   bash tools/kernels.sh tf32l2   # ncu of every TF32 kernel at 4096 (and cuBLAS's roofline probe at 8192): launch
+#                                  # shapes, bytes to the SMs, L2 sectors, L2's busiest sub-units
 #   bash tools/kernels.sh labconv  # the lab conv at 8192², strides 1-3: the memory-bound variants and cuDNN
 #   bash tools/kernels.sh all      # all of the above, in that order
 # OUT and GPUBENCH_COMMIT come from the caller; wheels in .devwheels (PyCUDA, cuDNN frontend).
@@ -60,18 +60,6 @@ tf32ncu)  # every launch of both configurations at 4096 (cluster size tells them
   grep -E "Cluster Size  |Duration|Issue Slots Busy|Eligible Warps|L2 Cache Thr|Compute \(SM\) Thr|Warp Cycles Per Issued|stalled" "$OUT/ncu-tf32-tma-4096.txt" | head -40 ;;
 tf32probe)  # the TMA-fed TF32 kernel with parts switched off (PROBE), at 4096 and 8192
   python3 tools/tf32_probe.py 4096 8192 2>&1 | tee "$OUT/tf32-probe.txt" ;;
-cublasncu)  # what the TF32 target runs (grid, block, cluster, shared memory, registers) and its traffic, next to ours
-  for n in 4096 8192; do
-    ncu --target-processes all -k regex:'sm90|cutlass|xmma' -c 1 --section LaunchStats --section SpeedOfLight \
-      --section WarpStateStats --metrics "$TRAFFIC" python3 -m gpubench gemm --tf32 --variants cublas --sizes $n \
-      --reps 5 --warmup 0 -o /tmp/ncu-cublas.json > "$OUT/ncu-cublas-tf32-$n.txt" 2>&1
-  done
-  ncu --target-processes all -k regex:gemm_tf32_tma -c 1 --section LaunchStats --section SpeedOfLight \
-    --section WarpStateStats --metrics "$TRAFFIC" python3 -m gpubench gemm --tf32 --variants tf32-tma --sizes 4096 \
-    --reps 5 --warmup 0 -o /tmp/ncu-ours.json > "$OUT/ncu-tf32-tma-traffic-4096.txt" 2>&1
-  for f in "$OUT"/ncu-cublas-tf32-*.txt "$OUT/ncu-tf32-tma-traffic-4096.txt"; do echo "== $f"
-    grep -E "^  [a-zA-Z_0-9]+.*\(|Grid Size|Block Size|Cluster Size|Registers Per|Dynamic Shared|Duration|L2 Cache Thr|Compute \(SM\) Thr|Warp Cycles Per Issued|xbar|lts__t|wavefronts|inst_executed|sm__throughput" "$f" | head -24
-  done ;;
 tf32l2)  # every launch at 4096 (ours: told apart by grid, block and cluster size), with L2's busiest sub-units
   ncu --target-processes all -k regex:'gemm_tf32_tma|sm90_xmma' -c 80 --section LaunchStats \
     --metrics "$TRAFFIC,gpu__time_duration.sum,breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed" \

@@ -3,8 +3,8 @@ gpubench/kernels/gemm_tf32_tma.cu), timed with CUDA events, L2 not flushed (back
 
     python3 tools/tf32_probe.py 4096 8192
     PROBES=0,3 EXTRA="HINT=0;HINT=1" python3 tools/tf32_probe.py 4096   # some probes, each with extra -D sets
-Prints one line per configuration × probe: the median ms of 20 calls. Results of probes 1-3 are wrong by design; probe 4
-(clusters without multicast) is a correct product.
+Prints one line per configuration × probe: the median ms of 20 calls. Results of probes 1-3 are wrong by design; probes 4
+(clusters without multicast) and 5 (cluster-scope release arrives) are correct products.
 """
 
 import os
@@ -16,7 +16,8 @@ from gpubench.backends.cuda import CudaBackend
 from gpubench.problems import GemmShape
 from gpubench import registry
 
-PROBES = {0: "whole kernel", 1: "copies only", 2: "products only", 3: "no C stores", 4: "no multicast"}
+PROBES = {0: "whole kernel", 1: "copies only", 2: "products only", 3: "no C stores", 4: "no multicast",
+          5: "cluster arrives"}
 
 
 def median_ms(run, reps=20):
@@ -34,7 +35,7 @@ def median_ms(run, reps=20):
 
 
 def main(sizes):
-    probes = [int(p) for p in os.environ.get("PROBES", "0,1,2,3,4").split(",")]
+    probes = [int(p) for p in os.environ.get("PROBES", "0,1,2,3,4,5").split(",")]
     extras = [dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in e.split(",") if kv)
               for e in os.environ.get("EXTRA", "").split(";")]
     backend = CudaBackend(tf32=True)

@@ -14,7 +14,7 @@
 //    gridDim apart. The ring's slots and phases run on from one tile to the next, so the producer loads the next
 //    tile's first slots while the consumers still store this one, and no block pays a launch, a barrier set-up
 //    or an empty pipeline per tile. (cuBLAS's TF32 kernel on the H100 has this shape too: 132 blocks of 384
-//    threads in clusters of 2, docs/evidence/ncu-cublas-tf32-*.txt.)
+//    threads in clusters of 2, docs/evidence/ncu-tf32-l2-4096.txt.)
 //  * TMA stores. C leaves through shared memory (the tile's last slot) and the copy engine, in whole 128-byte
 //    rows, while the consumers go on to the next tile.
 //  * Clusters with multicast (CLUSTER = 2). Two blocks side by side in N need the same BM rows of A: each one's
@@ -32,7 +32,8 @@
 //            blocks take neighbouring tiles of one row either way.
 //   PROBE    measurement only (tools/tf32_probe.py): 1 skips the products (the copies alone), 2 the copies (the
 //            products on whatever shared memory holds), 3 the stores of C; results are then wrong. 4 keeps the
-//            clusters and their shared "slot free" barriers but loads A without multicast (right results).
+//            clusters and their shared "slot free" barriers but loads A without multicast, 5 arrives on "slot free"
+//            with cluster-scope release semantics, as this kernel once did (both with right results).
 // Launch: a 1-D grid of any multiple of CLUSTER blocks, min(tiles, SMs) for persistence (tiles = ceil(M/256) ·
 // CLUSTER·ceil(ceil(N/BN)/CLUSTER)); block (2·BN + 128, 1, 1): BN/64 consumer warpgroups, then the producer
 // warpgroup (one thread issues the copies). map_c has boxes of 64 rows × 32 columns; the copy engine clips them to
@@ -189,7 +190,9 @@ gemm_tf32_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         // warpgroup's wgmmas have read it: one arrive per warpgroup on every cluster block's "empty".
         auto release = [&](int s) {
             if (tid % 128 == 0) {  // (written out, not looped: a loop here made ptxas serialise the wgmmas)
-                if (CLUSTER == 1) {
+                if (PROBE == 5) {
+                    for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster_release(empty(s), r);
+                } else if (CLUSTER == 1) {
                     mbar_arrive(empty(s));
                 } else {
                     mbar_arrive_cluster(empty(s), 0);

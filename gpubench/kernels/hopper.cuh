@@ -142,6 +142,16 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
         "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar), "r"(rank) : "memory");
 }
 
+// The same arrive with release semantics at cluster scope: what gemm_tf32_tma.cu used to do, kept so that its
+// PROBE = 5 can measure the cost.
+__device__ __forceinline__ void mbar_arrive_cluster_release(uint32_t bar, uint32_t rank)
+{
+    asm volatile(
+        "{\n.reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar), "r"(rank) : "memory");
+}
+
 // ---- clusters ---------------------------------------------------------------------------------------------
 
 __device__ __forceinline__ uint32_t cluster_rank()

@@ -1,0 +1,28 @@
+"""The use-case layer's checks before anything runs: what the device must allow."""
+
+import pytest
+
+from gpubench import registry
+from gpubench.app import check_device
+from gpubench.errors import GpubenchError
+from gpubench.problems import GemmShape
+from gpubench.runner import PointTask, ShapeTask
+from gpubench.timing import TimingPolicy
+
+FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
+TMA = registry.Catalog(registry.builtin()).get("gemm", "cuda", "tf32-tma")  # a persistent grid: min(tiles, SMS)
+
+
+def work(variant, shape=GemmShape(4096, 4096, 4096)):
+    return [ShapeTask("t", shape, 0, tuple(PointTask(i, variant, c, FAST) for i, c in enumerate(variant.configs)))]
+
+
+def test_a_persistent_grid_is_sized_by_the_devices_multiprocessors():
+    check_device(work(TMA), {"max_threads": 1024, "sms": 132, "arch": "sm_90"}, [TMA])
+    assert TMA.launch_for({**GemmShape(4096, 4096, 4096).dims(), "SMS": 114}, TMA.configs[0]).grid == (114, 1, 1)
+
+
+def test_a_block_larger_than_the_device_allows_is_one_line_naming_the_variant():
+    with pytest.raises(GpubenchError, match=r"variant 'tf32-tma': configuration .* launches blocks of 384 threads; "
+                                            r"this GPU allows at most 256"):
+        check_device(work(TMA), {"max_threads": 256, "sms": 132, "arch": "sm_90"}, [TMA])
