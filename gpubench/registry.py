@@ -18,7 +18,8 @@ from pathlib import Path
 from gpubench import expr
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
-from gpubench.variant import NO_CONFIG, SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant, config_label
+from gpubench.variant import (NO_CONFIG, SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
+                              config_label)
 
 OPS = ("gemm", "conv")
 BACKENDS = ("cuda", "cpu")

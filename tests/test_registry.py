@@ -227,7 +227,8 @@ def test_lab_kernel_flag(tmp_path, monkeypatch):
 
 # --- persistent kernels: the device's multiprocessor count in launch expressions ---------------------------------
 
-PERSISTENT = {"name": "walk", "op": "gemm", "source": "walk.cu", "kernel": "walk", "args": ["A", "B", "C", "M", "N", "K"],
+PERSISTENT = {"name": "walk", "op": "gemm", "source": "walk.cu", "kernel": "walk",
+              "args": ["A", "B", "C", "M", "N", "K"],
               "configs": [{"BM": 128}], "grid": ["min(cdiv(M, BM) * cdiv(N, BM), SMS)"], "block": ["256"]}
 
 

@@ -3,8 +3,8 @@ gpubench/kernels/gemm_tf32_tma.cu), timed with CUDA events, L2 not flushed (back
 
     python3 tools/tf32_probe.py 4096 8192
     PROBES=0,3 EXTRA="HINT=0;HINT=1" python3 tools/tf32_probe.py 4096   # some probes, each with extra -D sets
-Prints one line per configuration × probe: the median ms of 20 calls. Results of probes 1-3 are wrong by design; probes 4
-(clusters without multicast) and 5 (cluster-scope release arrives) are correct products.
+Prints one line per configuration × probe: the median ms of 20 calls. Results of probes 1-3 are wrong by
+design; probes 4 (clusters without multicast) and 5 (cluster-scope release arrives) are correct products.
 """
 
 import os
