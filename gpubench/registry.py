@@ -34,6 +34,8 @@ KEYS = {
     "options", "includes", "before", "workspace", "requires", "tensor_maps",
 }
 MAP_KEYS = {"array", "shape", "box"}
+MAP_OPTIONAL = {"swizzle"}
+SWIZZLES = (0, 128)  # bytes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 BUILTIN_ONLY = {"baseline"}
 USER_OPTIONS = {"tf32"}
@@ -178,8 +180,11 @@ def _tensor_maps(entry: _Entry, op: str, params: set[str], scratch: tuple[str, .
         if not IDENT.match(name) or name in taken:
             entry.fail(f"{where}: the name must be an identifier other than the problem's names, parameters and "
                        "workspace")
-        if not isinstance(t, dict) or set(t) != MAP_KEYS:
-            entry.fail(f"{where} must be a table with exactly {', '.join(sorted(MAP_KEYS))}")
+        if not isinstance(t, dict) or not MAP_KEYS <= set(t) <= MAP_KEYS | MAP_OPTIONAL:
+            entry.fail(f"{where} must be a table with {', '.join(sorted(MAP_KEYS))} (and optionally swizzle)")
+        swizzle = t.get("swizzle", 128)
+        if type(swizzle) is not int or swizzle not in SWIZZLES:
+            entry.fail(f"{where}.swizzle must be 128 (bytes; the default) or 0 (rows as they are), got {swizzle!r}")
         arrays = ARRAYS[op] + scratch
         if t["array"] not in arrays:
             entry.fail(f"{where}.array must be one of {', '.join(arrays)}, got {t['array']!r}")
@@ -188,7 +193,7 @@ def _tensor_maps(entry: _Entry, op: str, params: set[str], scratch: tuple[str, .
             if not isinstance(t[key], list) or len(t[key]) != 2:
                 entry.fail(f"{where}.{key} must be two expressions: rows, then columns (contiguous)")
             pair[key] = tuple(entry.expression(f"{where}.{key}", e, allowed) for e in t[key])
-        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"]))
+        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle))
     return tuple(maps)
 
 

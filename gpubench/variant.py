@@ -79,12 +79,14 @@ class Step:
 @dataclass(frozen=True)
 class TensorMap:
     """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major float32
-    array of rows × cols seen as boxes of box_rows × box_cols, copied into 128-byte-swizzled shared memory."""
+    array of rows × cols seen as boxes of box_rows × box_cols, copied into shared memory in 128-byte-swizzled rows
+    (swizzle = 128) or as they are (swizzle = 0)."""
 
     name: str
     array: str  # an input, the output or a workspace array
     shape: tuple[Expr, Expr]  # rows, cols (cols contiguous), over the problem's dims
     box: tuple[Expr, Expr]  # box rows, box cols, over the dims and the configuration
+    swizzle: int = 128  # bytes: 128, or 0 for plain rows
 
     def resolve(self, values: Mapping[str, int]) -> tuple[tuple[int, int], tuple[int, int]]:
         return (self.shape[0](values), self.shape[1](values)), (self.box[0](values), self.box[1](values))
@@ -94,9 +96,11 @@ class TensorMap:
         (rows, cols), (box_rows, box_cols) = self.resolve(values)
         if rows < 1 or cols < 1:
             return f"tensor map {self.name}: {rows} × {cols} is empty"
-        if not (1 <= box_rows <= 256 and 1 <= box_cols and box_cols * 4 <= 128 and box_cols % 4 == 0):
+        widest = 32 if self.swizzle else 256  # floats: the swizzle's 128 bytes, or TMA's 256 elements
+        if not (1 <= box_rows <= 256 and 1 <= box_cols <= widest and box_cols % 4 == 0):
+            why = "at most 128 bytes, the swizzle's width" if self.swizzle else "TMA's limit without a swizzle"
             return (f"tensor map {self.name}: box {box_rows} × {box_cols}: rows must be 1 to 256 and cols a multiple "
-                    "of 4 up to 32 (at most 128 bytes, the swizzle's width)")
+                    f"of 4 up to {widest} ({why})")
         return None
 
 

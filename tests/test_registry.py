@@ -298,6 +298,14 @@ def test_a_tensor_map_passes_its_array_to_the_kernel(tmp_path):
     (m,) = v.tensor_maps
     assert (m.name, m.array) == ("map_a", "A")
     assert m.resolve({"M": 1000, "K": 776, "BM": 128}) == ((1000, 776), (128, 32))
+    assert m.swizzle == 128  # the default: 128-byte rows, the layout wgmma's descriptors expect
+
+
+def test_a_tensor_map_without_swizzle_may_have_rows_of_up_to_256_floats(tmp_path):
+    plain = {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["16", "BM * 2"], "swizzle": 0}}
+    (v,) = _tma_spec(tmp_path, tensor_maps=plain)
+    (m,) = v.tensor_maps
+    assert m.swizzle == 0 and m.unfit({"M": 1000, "K": 776, "BM": 128}) is None
 
 
 @pytest.mark.parametrize("changes,message", [
@@ -309,6 +317,12 @@ def test_a_tensor_map_passes_its_array_to_the_kernel(tmp_path):
      "box 128 × 64: rows must be 1 to 256 and cols a multiple of 4 up to 32"),
     ({"tensor_maps": {"M": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"]}}},
      "tensor_maps.M: the name must be an identifier other than"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "swizzle": 64}}},
+     "tensor_maps.map_a.swizzle must be 128 \\(bytes; the default\\) or 0"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "512"], "swizzle": 0}}},
+     "box 128 × 512: rows must be 1 to 256 and cols a multiple of 4 up to 256 \\(TMA's limit without a swizzle"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "pad": 4}}},
+     "tensor_maps.map_a must be a table with array, box, shape \\(and optionally swizzle\\)"),
     ({"args": ["A", "B", "C", "M", "N", "K"]}, "tensor map\\(s\\) map_a passed to no kernel"),
     ({"args": ["map_a", "C", "M", "N", "K"]}, "args of the steps: missing B"),
 ])

@@ -17,7 +17,8 @@ from gpubench.errors import Skip
 
 FLOAT32 = 7  # CU_TENSOR_MAP_DATA_TYPE_FLOAT32
 INTERLEAVE_NONE = 0
-SWIZZLE_128B = 3  # shared-memory rows of 128 bytes, 16-byte chunks XOR-ed with the row index (mod 8)
+SWIZZLE = {0: 0, 128: 3}  # bytes → CUtensorMapSwizzle: none, or 128-byte rows whose 16-byte chunks are
+                          # XOR-ed with the row index (mod 8)
 L2_PROMOTION_256B = 3
 OOB_FILL_ZERO = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the array arrive as zeros
 DESCRIPTOR_BYTES = 128
@@ -46,9 +47,9 @@ def check_tiling(name: str, pointer: int, cols: int) -> None:
         raise Skip(f"tensor map {name}: TMA needs 16-byte aligned rows, and the array starts at {pointer:#x}")
 
 
-def encode(name: str, pointer: int, shape: tuple[int, int], box: tuple[int, int]) -> bytes:
+def encode(name: str, pointer: int, shape: tuple[int, int], box: tuple[int, int], swizzle: int = 128) -> bytes:
     """The descriptor of a row-major float32 array of shape (rows, cols) at device address `pointer`, copied in
-    boxes of box = (rows, cols) into 128-byte-swizzled shared memory."""
+    boxes of box = (rows, cols) into shared memory, 128-byte-swizzled (swizzle = 128) or as they are (0)."""
     (rows, cols), (box_rows, box_cols) = shape, box
     check_tiling(name, pointer, cols)
     descriptor = (ctypes.c_uint64 * (DESCRIPTOR_BYTES // 8))()
@@ -57,7 +58,7 @@ def encode(name: str, pointer: int, shape: tuple[int, int], box: tuple[int, int]
     box_dims = (ctypes.c_uint32 * 2)(box_cols, box_rows)
     steps = (ctypes.c_uint32 * 2)(1, 1)
     rc = _driver_encode()(ctypes.byref(descriptor), FLOAT32, 2, ctypes.c_void_p(pointer), dims, pitch, box_dims,
-                          steps, INTERLEAVE_NONE, SWIZZLE_128B, L2_PROMOTION_256B, OOB_FILL_ZERO)
+                          steps, INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
     if rc != 0:
         raise Skip(f"tensor map {name}: the driver refused a {rows} × {cols} array in {box_rows} × {box_cols} "
                    f"boxes (cuTensorMapEncodeTiled error {rc})")
