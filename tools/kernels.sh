@@ -5,7 +5,7 @@
 #   bash tools/kernels.sh ncu      # ncu of the Winograd kernel on the 28² and 7² layers
 #   bash tools/kernels.sh resnet   # the ResNet layers: Winograd and implicit GEMM against cuDNN's best plan
 #   bash tools/kernels.sh tune     # SGEMM autotuning at 4096 and 8192 for this GPU (written to $OUT/tuned)
-#   bash tools/kernels.sh gemm     # FP32 (tuned, dbuf, cuBLAS) and TF32 (tf32, cuBLAS) at 4096 and 8192
+#   bash tools/kernels.sh gemm     # FP32 (tuned, dbuf, sgemm-tma, cuBLAS) and TF32 (tf32, tf32-tma, cuBLAS) at 4096, 8192
 #   bash tools/kernels.sh tf32     # the gpu tests of the TF32 variants, then TF32 at 4096 and 8192 against cuBLAS
 #   bash tools/kernels.sh tf32ncu  # ncu of the TMA-fed TF32 kernel at 4096 (every launch, all configurations)
 #   bash tools/kernels.sh tf32probe # where its time goes: the copies, the products, the stores, each switched off
@@ -48,7 +48,7 @@ tune)
   /usr/bin/time -f "tune: %e s" python3 -m gpubench tune gemm --sizes 4096,8192 --candidates 40 --refine 1 > "$OUT/tune.log" 2>&1
   tail -8 "$OUT/tune.log" ;;
 gemm)
-  g gemm --variants cublas,tuned,dbuf --sizes 4096,8192 -o "$OUT/gemm-fp32.json" 2>&1 | tail -14
+  g gemm --variants cublas,tuned,dbuf,sgemm-tma --sizes 4096,8192 -o "$OUT/gemm-fp32.json" 2>&1 | tail -16
   g gemm --tf32 --variants cublas,tf32,tf32-tma --sizes 4096,8192 -o "$OUT/gemm-tf32.json" 2>&1 | tail -14 ;;
 tf32)
   timeout 300 python3 -m pytest -q -m gpu tests/test_gpu.py -k "tf32" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-tf32.txt" | tail -5
