@@ -9,7 +9,8 @@
 // warpgroup moves the data and eight consumer warps only multiply:
 //  * B's k-rows arrive by TMA (one tensor copy per slot, unswizzled: plain 512-byte rows);
 //  * A is transposed on its way into shared memory by the producer warpgroup: 8 float4 loads along A's rows and
-//    32 stores per thread and slot (TMA copies but does not transpose 4-byte elements);
+//    32 stores per thread and slot, the next slot's loads in flight meanwhile (TMA copies but does not
+//    transpose 4-byte elements);
 //  * a ring of STAGES slots with full/empty mbarriers; the consumers keep no staging registers and issue no
 //    global loads, shared-memory stores or block-wide barriers: each waits on "slot full", multiplies, and
 //    arrives on "slot free";
@@ -76,46 +77,65 @@ gemm_fp32_tma(const float* __restrict__ A, const TensorMap* __restrict__ map_b, 
     // Both roles count slots with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
     if (warp >= CONSUMER_WARPS) {
         // ---- producers: thread p loads rows 64·(p/32) + 8j + (p%32)/4 of A's slice, 4 k from 4·(p%4) ----
+        // The slices of all this block's tiles in one sequence g = 0, 1, ...; slice g+1 is loaded into registers
+        // while slice g waits for its slot and is stored, so each thread keeps two slices' loads in flight.
         const int p = threadIdx.x - 32 * CONSUMER_WARPS, r0 = 64 * (p / 32) + (p % 32) / 4, c = 4 * (p % 4);
         if (p == 0) tma_acquire(map_b);
-        const bool aligned = K % 4 == 0;  // A's rows start on 16 bytes: float4 loads
-        uint32_t it = 0;
-        for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
+        const int my_tiles = blockIdx.x < tiles_m * tiles_n ? (tiles_m * tiles_n - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+        const int total = my_tiles * slices;
+        auto origin = [&](int g, int& m0, int& n0, int& k0) {
             int tile_m, tile_n;
-            tile_coords<SWIZZLE>(tile, tiles_m, tiles_n, tile_m, tile_n);
-            const int m0 = tile_m * BM;
-            for (int t = 0; t < slices; ++t, ++it) {
-                const int s = it % STAGES, k0 = t * BK;
-                float4 v[A_VECS];  // loaded before the wait: their latency overlaps it
-                const bool fast = aligned && m0 + BM <= M && k0 + BK <= K;  // uniform across the warpgroup
+            tile_coords<SWIZZLE>(blockIdx.x + (g / slices) * gridDim.x, tiles_m, tiles_n, tile_m, tile_n);
+            m0 = tile_m * BM;
+            n0 = tile_n * BN;
+            k0 = (g % slices) * BK;
+        };
+        auto load = [&](int g, float4 (&v)[A_VECS]) {
+            int m0, n0, k0;
+            origin(g, m0, n0, k0);
+            const bool fast = K % 4 == 0 && m0 + BM <= M && k0 + BK <= K;  // uniform across the warpgroup
 #pragma unroll
-                for (int j = 0; j < A_VECS; ++j) {
-                    const int m = m0 + r0 + 8 * j, k = k0 + c;
-                    if (fast) {
-                        v[j] = *reinterpret_cast<const float4*>(A + (size_t)m * K + k);
-                    } else {
-                        float e[4];
+            for (int j = 0; j < A_VECS; ++j) {
+                const int m = m0 + r0 + 8 * j, k = k0 + c;
+                if (fast) {
+                    v[j] = *reinterpret_cast<const float4*>(A + (size_t)m * K + k);
+                } else {
+                    float e[4];
 #pragma unroll
-                        for (int q = 0; q < 4; ++q) e[q] = m < M && k + q < K ? A[(size_t)m * K + k + q] : 0.f;
-                        v[j] = make_float4(e[0], e[1], e[2], e[3]);
-                    }
+                    for (int q = 0; q < 4; ++q) e[q] = m < M && k + q < K ? A[(size_t)m * K + k + q] : 0.f;
+                    v[j] = make_float4(e[0], e[1], e[2], e[3]);
                 }
-                mbar_wait(empty(s), ((it / STAGES) & 1) ^ 1);
-                if (p == 0) {
-                    mbar_expect_bytes(full(s), B_SLOT);
-                    tma_load_2d(slots + s * SLOT + A_SLOT, map_b, tile_n * BN, k0, full(s));
-                }
-                float* As = reinterpret_cast<float*>(slot_ptr + s * SLOT);
+            }
+        };
+        auto put = [&](int g, const float4 (&v)[A_VECS]) {
+            int m0, n0, k0;
+            origin(g, m0, n0, k0);
+            const int s = g % STAGES;
+            mbar_wait(empty(s), ((g / STAGES) & 1) ^ 1);
+            if (p == 0) {
+                mbar_expect_bytes(full(s), B_SLOT);
+                tma_load_2d(slots + s * SLOT + A_SLOT, map_b, n0, k0, full(s));
+            }
+            float* As = reinterpret_cast<float*>(slot_ptr + s * SLOT);
 #pragma unroll
-                for (int j = 0; j < A_VECS; ++j) {  // A(m, k .. k+3) → As[k .. k+3][m]
-                    float* dst = As + c * A_LD + r0 + 8 * j;
-                    dst[0] = v[j].x;
-                    dst[A_LD] = v[j].y;
-                    dst[2 * A_LD] = v[j].z;
-                    dst[3 * A_LD] = v[j].w;
-                }
-                __syncwarp();  // the warp's stores are done before its arrive releases them to the consumers
-                if (lane == 0) mbar_arrive(full(s));
+            for (int j = 0; j < A_VECS; ++j) {  // A(m, k .. k+3) → As[k .. k+3][m]
+                float* dst = As + c * A_LD + r0 + 8 * j;
+                dst[0] = v[j].x;
+                dst[A_LD] = v[j].y;
+                dst[2 * A_LD] = v[j].z;
+                dst[3 * A_LD] = v[j].w;
+            }
+            __syncwarp();  // the warp's stores are done before its arrive releases them to the consumers
+            if (lane == 0) mbar_arrive(full(s));
+        };
+        float4 v0[A_VECS], v1[A_VECS];
+        if (total > 0) load(0, v0);
+        for (int g = 0; g < total; g += 2) {  // two register sets alternate (constant indices, no local memory)
+            if (g + 1 < total) load(g + 1, v1);
+            put(g, v0);
+            if (g + 1 < total) {
+                if (g + 2 < total) load(g + 2, v0);
+                put(g + 1, v1);
             }
         }
         return;
