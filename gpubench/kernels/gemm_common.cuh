@@ -41,6 +41,44 @@ __device__ __forceinline__ void store_row4(float* C, int N, int M, int r, int c,
         if (c + j < N) dst[j] = v[j];
 }
 
+// One k step of a warp-tiled product (gemm_warptile.cu, gemm_fp32_tma.cu): the thread's ROWS_T values of A from
+// the k-major row a_row (float4 groups ROW_GAP floats apart) times its COLS_T values of B from b_row (groups
+// COL_GAP apart), accumulated. Both rows are in shared memory, offset to the thread's first element. (The
+// parameters are not called TM, TN: those are the kernels' -D macros.)
+template <int ROWS_T, int COLS_T, int ROW_GAP, int COL_GAP>
+__device__ __forceinline__ void outer_product(float (&acc)[ROWS_T][COLS_T], const float* a_row, const float* b_row)
+{
+    float a[ROWS_T], b[COLS_T];
+#pragma unroll
+    for (int g = 0; g < ROWS_T / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(a_row + g * ROW_GAP);
+        a[4 * g] = v.x; a[4 * g + 1] = v.y; a[4 * g + 2] = v.z; a[4 * g + 3] = v.w;
+    }
+#pragma unroll
+    for (int g = 0; g < COLS_T / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(b_row + g * COL_GAP);
+        b[4 * g] = v.x; b[4 * g + 1] = v.y; b[4 * g + 2] = v.z; b[4 * g + 3] = v.w;
+    }
+#pragma unroll
+    for (int i = 0; i < ROWS_T; ++i)
+#pragma unroll
+        for (int j = 0; j < COLS_T; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+}
+
+// The thread's accumulators of such a product into C: row r0 + (i/4)·ROW_GAP + i%4, columns c0 + g·COL_GAP .. +3.
+template <int ROWS_T, int COLS_T, int ROW_GAP, int COL_GAP>
+__device__ __forceinline__ void store_thread_tile(float* C, int N, int M, int r0, int c0,
+                                                  const float (&acc)[ROWS_T][COLS_T], bool vec_ok)
+{
+#pragma unroll
+    for (int i = 0; i < ROWS_T; ++i)
+#pragma unroll
+        for (int g = 0; g < COLS_T / 4; ++g) {
+            const float v[4] = {acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]};
+            store_row4(C, N, M, r0 + (i / 4) * ROW_GAP + i % 4, c0 + g * COL_GAP, v, vec_ok);
+        }
+}
+
 // Asynchronous global→shared copies (sm_80+): the data skips registers, and the copy of the next tiles runs
 // while this tile is computed. src_bytes < size zero-fills the rest: that is how ragged edges read zeros.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes)

@@ -29,7 +29,7 @@
 // consumer warps, then the producer warp. Tensor maps: map_at over At (K × M) in boxes of BK × 256, map_b over B
 // (K × N) in boxes of BK × 128, both unswizzled; the copy engine zero-fills the ragged edges.
 
-#include "gemm_common.cuh"  // tile_coords, store_row4
+#include "gemm_common.cuh"  // tile_coords, outer_product, store_thread_tile
 #include "hopper.cuh"       // mbarriers, TensorMap, tma_load_2d
 
 #ifndef BK
@@ -146,34 +146,12 @@ gemm_fp32_tma(const TensorMap* __restrict__ map_at, const TensorMap* __restrict_
             const float* As = reinterpret_cast<const float*>(slot_ptr + s * SLOT);
             const float* Bs = reinterpret_cast<const float*>(slot_ptr + s * SLOT + A_SLOT);
 #pragma unroll
-            for (int k = 0; k < BK; ++k) {
-                float a[TM], b[TN];
-#pragma unroll
-                for (int g = 0; g < TM / 4; ++g) {
-                    const float4 v = *reinterpret_cast<const float4*>(As + k * BM + wm0 + g * (WM / (TM / 4)));
-                    a[4 * g] = v.x; a[4 * g + 1] = v.y; a[4 * g + 2] = v.z; a[4 * g + 3] = v.w;
-                }
-#pragma unroll
-                for (int g = 0; g < TN / 4; ++g) {
-                    const float4 v = *reinterpret_cast<const float4*>(Bs + k * BN + wn0 + g * (WN / (TN / 4)));
-                    b[4 * g] = v.x; b[4 * g + 1] = v.y; b[4 * g + 2] = v.z; b[4 * g + 3] = v.w;
-                }
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-            }
+            for (int k = 0; k < BK; ++k)
+                outer_product<TM, TN, WM / (TM / 4), WN / (TN / 4)>(acc, As + k * BM + wm0, Bs + k * BN + wn0);
             __syncwarp();  // every lane's reads of the slot are done (their FMAs above consumed them)
             if (lane == 0) mbar_arrive(empty(s));
         }
-        const int row0 = tile_m * BM, col0 = tile_n * BN;
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int g = 0; g < TN / 4; ++g) {
-                const float v[4] = {acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]};
-                store_row4(C, N, M, row0 + wm0 + (i / 4) * (WM / (TM / 4)) + i % 4,
-                           col0 + wn0 + g * (WN / (TN / 4)), v, true);
-            }
+        store_thread_tile<TM, TN, WM / (TM / 4), WN / (TN / 4)>(C, N, M, tile_m * BM + wm0, tile_n * BN + wn0, acc,
+                                                                true);
     }
 }
