@@ -114,8 +114,23 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B, float* _
         const bool more = t + 1 < slices;
         if (STAGES == 2 && more) load_slice(s, A, B, M, N, K, row0, col0, (t + 1) * BK, aligned);
 #pragma unroll
-        for (int k = 0; k < BK; ++k)
-            outer_product<TM, TN, WM / (TM / 4), WN / (TN / 4)>(acc, As + k * A_LD + wm0, Bs + k * BN + wn0);
+        for (int k = 0; k < BK; ++k) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int g = 0; g < TM / 4; ++g) {
+                const float4 v = *reinterpret_cast<const float4*>(As + k * A_LD + wm0 + g * (WM / (TM / 4)));
+                a[4 * g] = v.x; a[4 * g + 1] = v.y; a[4 * g + 2] = v.z; a[4 * g + 3] = v.w;
+            }
+#pragma unroll
+            for (int g = 0; g < TN / 4; ++g) {
+                const float4 v = *reinterpret_cast<const float4*>(Bs + k * BN + wn0 + g * (WN / (TN / 4)));
+                b[4 * g] = v.x; b[4 * g + 1] = v.y; b[4 * g + 2] = v.z; b[4 * g + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
         if (more) {
             float* next = smem + (STAGES == 2 ? ((t + 1) & 1) : 0) * STAGE_FLOATS;
             if (STAGES == 1) {
@@ -127,5 +142,12 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B, float* _
         __syncthreads();
     }
 
-    store_thread_tile<TM, TN, WM / (TM / 4), WN / (TN / 4)>(C, N, M, row0 + wm0, col0 + wn0, acc, N % 4 == 0);
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int g = 0; g < TN / 4; ++g) {
+            const float v[4] = {acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]};
+            store_row4(C, N, M, row0 + wm0 + (i / 4) * (WM / (TM / 4)) + i % 4, col0 + wn0 + g * (WN / (TN / 4)), v,
+                       N % 4 == 0);
+        }
 }
