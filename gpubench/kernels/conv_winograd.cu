@@ -252,8 +252,19 @@ winograd_conv(const float* __restrict__ x, const float* __restrict__ U, float* _
         const float* us = stage + e * BC * BK;
         const float* vs = stage + U_FLOATS + e * BC * BP;
 #pragma unroll
-        for (int c = 0; c < BC; ++c)  // filters kg·4.. and KH + kg·4..; tiles pg·4 + 4·PG·j..
-            outer_product<TK, TP, KH, 4 * PG>(acc, us + c * BK + kg * 4, vs + c * BP + pg * 4);
+        for (int c = 0; c < BC; ++c) {
+            float a[TK], b[TP];
+            *reinterpret_cast<float4*>(a) = *reinterpret_cast<const float4*>(us + c * BK + kg * 4);
+            *reinterpret_cast<float4*>(a + 4) = *reinterpret_cast<const float4*>(us + c * BK + KH + kg * 4);
+#pragma unroll
+            for (int j = 0; j < TP / 4; ++j)
+                *reinterpret_cast<float4*>(b + 4 * j) =
+                    *reinterpret_cast<const float4*>(vs + c * BP + j * 4 * PG + pg * 4);
+#pragma unroll
+            for (int i = 0; i < TK; ++i)
+#pragma unroll
+                for (int j = 0; j < TP; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
         if (more) {
             in.transform_into(next + U_FLOATS);
             cp_async_wait<0>();
