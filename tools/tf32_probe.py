@@ -2,7 +2,7 @@
 gpubench/kernels/gemm_tf32_tma.cu), timed with CUDA events, L2 not flushed (back-to-back calls).
 
     python3 tools/tf32_probe.py 4096 8192
-    PROBES=0,3 EXTRA="HINT=0;HINT=1" python3 tools/tf32_probe.py 4096   # some probes, each with extra -D sets
+    PROBES=0,3 EXTRA="SWIZZLE=0;SWIZZLE=8" python3 tools/tf32_probe.py 4096   # some probes, with extra -D sets
 Prints one line per configuration × probe: the median ms of 20 calls. Results of probes 1-3 are wrong by
 design; probes 4 (clusters without multicast) and 5 (cluster-scope release arrives) are correct products.
 """
@@ -39,7 +39,7 @@ def main(sizes):
     extras = [dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in e.split(",") if kv)
               for e in os.environ.get("EXTRA", "").split(";")]
     backend = CudaBackend(tf32=True)
-    v = next(x for x in registry.builtin() if x.name == "tf32-tma")
+    v = registry.Catalog(registry.builtin()).get("gemm", "cuda", "tf32-tma")
     for n in sizes:
         shape = GemmShape(n, n, n)
         inputs = backend.inputs(shape, seed=1)
