@@ -1,4 +1,11 @@
-"""Where gpubench keeps what it makes: the user's cache and config directories, never the installed package.
+"""Where gpubench finds what it ships and keeps what it makes.
+
+What it ships lives at the top of the repository, beside the package, and travels inside the wheel:
+
+    cuda_src/    kernel sources, headers and their specs     (the wheel maps it to gpubench/cuda_src)
+    configs/     suites, and configs/tuned/ for the shipped tuned configurations   (gpubench/configs)
+
+What it makes goes to the user's cache and config directories, never the installed package:
 
     compiled kernels         <user cache>/kernels        (GPUBENCH_CACHE moves <user cache>)
     tuned configurations     <user config>/tuned         (GPUBENCH_TUNED moves it; a project may name its own file)
@@ -16,6 +23,25 @@ from pathlib import Path
 import platformdirs
 
 from gpubench.errors import GpubenchError
+
+
+def shipped(name: str) -> Path:
+    """A shipped top-level folder (`cuda_src`, `configs`): inside the installed package when installed from a wheel
+    (pyproject's package-dir maps it there), beside the package in a checkout or an editable install."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / name, package.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise GpubenchError(f"gpubench is installed without its {name}/ folder (looked in {package} and beside it): "
+                        "reinstall it")
+
+
+def cuda_src_dir() -> Path:
+    return shipped("cuda_src")
+
+
+def configs_dir() -> Path:
+    return shipped("configs")
 
 
 def env_dir(name: str) -> Path | None:

@@ -1,6 +1,6 @@
 """Every benchmarked variant, loaded from kernel specs and checked before anything runs.
 
-Built-in variants come from ``gpubench/kernels/variants.toml``; a project's own come from its gpubench.toml
+Built-in variants come from ``cuda_src/variants.toml``; a project's own come from its gpubench.toml
 (gpubench/project.py finds it) or from ``--kernel FILE:SYMBOL``. All three go through :func:`parse_specs`, so
 they obey one format and one set of rules, and a bad spec is refused in one line that names the file, the
 entry and what is allowed. A :class:`Catalog` is what the rest of gpubench asks for variants.
@@ -12,10 +12,9 @@ import functools
 import re
 import tomllib
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 
-from gpubench import expr
+from gpubench import expr, paths
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
 from gpubench.variant import (NO_CONFIG, SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
@@ -430,13 +429,13 @@ def read_toml(path: Path, what: str) -> dict:
 
 def kernels_dir() -> Path:
     """The built-in kernel sources (package data; a real directory in both wheel and editable installs)."""
-    return Path(str(resources.files("gpubench") / "kernels"))
+    return paths.cuda_src_dir()
 
 
 @functools.lru_cache(maxsize=None)
 def builtin() -> tuple[Variant, ...]:
     path = kernels_dir() / "variants.toml"
-    variants = parse_specs(read_toml(path, "built-in specs"), "gpubench/kernels/variants.toml", path.parent,
+    variants = parse_specs(read_toml(path, "built-in specs"), "cuda_src/variants.toml", path.parent,
                            builtin=True)
     return tuple(_link_companions(variants, variants))
 

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-from gpubench import plan
+from gpubench import paths, plan
 from gpubench.errors import GpubenchError
 from gpubench.registry import LAB_BLOCK_SIZES, OPS, Catalog
 from gpubench.sweep import Sweep
@@ -48,7 +47,7 @@ class Suite:
 
 def suites_dir() -> Path:
     """The shipped suites (package data)."""
-    return Path(str(resources.files("gpubench") / "suites"))
+    return paths.configs_dir()
 
 
 def _ints(value, where: str) -> list[int]:

@@ -1,7 +1,7 @@
 """Tuned configurations: the configuration `gpubench tune` found fastest, per device, variant and shape.
 
 They are read from, in this order: the project's directory (gpubench.toml: ``tuned = "DIR"``), the user's
-(<user config>/tuned; GPUBENCH_TUNED moves it), and the ones shipped with gpubench (gpubench/tuned/). Each
+(<user config>/tuned; GPUBENCH_TUNED moves it), and the ones shipped with gpubench (configs/tuned/). Each
 holds one file per device, ``<device-slug>.json``. `gpubench tune` writes to the project's directory when the
 project names one, else to the user's; never into the installed package.
 
@@ -15,7 +15,6 @@ import json
 import math
 import os
 import re
-from importlib import resources
 from pathlib import Path
 
 from gpubench import paths
@@ -28,7 +27,7 @@ def slug(device: str) -> str:
 
 
 def shipped_dir() -> Path:
-    return Path(str(resources.files("gpubench") / "tuned"))
+    return paths.configs_dir() / "tuned"
 
 
 def _entry_params(entry) -> dict:

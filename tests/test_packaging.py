@@ -42,9 +42,12 @@ def test_the_wheel_carries_kernels_suites_and_specs(installed, tmp_path):
     site = subprocess.run([installed / "python", "-c", "import gpubench, os; print(os.path.dirname(gpubench.__file__))"],
                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
     assert REPO not in Path(site).parents  # the installed copy, not the checkout
-    for name in ("kernels/variants.toml", "kernels/gemm_tiled.cu", "kernels/register_tile.cuh", "suites/quick.toml",
-                 "tuned/nvidia-h200.json"):
-        assert (Path(site) / name).is_file(), name
+    # Every file of the top-level cuda_src/ and configs/ travels, under the same relative path inside the package.
+    for folder in ("cuda_src", "configs"):
+        shipped = {p.relative_to(REPO / folder) for p in (REPO / folder).rglob("*") if p.is_file()}
+        assert shipped, folder
+        for rel in shipped:
+            assert (Path(site) / folder / rel).is_file(), f"{folder}/{rel}"
 
 
 def test_list_and_quick_run_from_anywhere(installed, tmp_path):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU runs behind the kernels issue (docs/perf-notes.md, results/<gpu>/kernels-*.json, gpubench/tuned/).
+# The GPU runs behind the kernels issue (docs/perf-notes.md, results/<gpu>/kernels-*.json, configs/tuned/).
 #   bash tools/kernels.sh check    # the gpu tests of the Winograd variants (every configuration, ragged shapes)
 #   bash tools/kernels.sh winograd # every Winograd configuration on the four stride-1 ResNet layers
 #   bash tools/kernels.sh ncu      # ncu of the Winograd kernel on the 28² and 7² layers
@@ -18,7 +18,7 @@ set -u -o pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-$PWD/.kcache}
 export GPUBENCH_TUNED=${GPUBENCH_TUNED:-$OUT/tuned}
-mkdir -p "$GPUBENCH_TUNED" && cp gpubench/tuned/*.json "$GPUBENCH_TUNED/" 2>/dev/null
+mkdir -p "$GPUBENCH_TUNED" && cp configs/tuned/*.json "$GPUBENCH_TUNED/" 2>/dev/null
 g() { python3 -m gpubench "$@"; }
 # The traffic counters behind the TF32 notes: bytes delivered to the SMs, L2 sectors, shared-memory wavefronts.
 TRAFFIC=l1tex__m_xbar2l1tex_read_bytes.sum,lts__t_sectors_op_read.sum,lts__t_sectors.sum,\

@@ -14,7 +14,7 @@ PYTHONPATH=/tmp/site:$REPO python3 -m pytest -q -m gpu tests/test_gpu.py -p no:c
 
 export PYTHONPATH=/tmp/site  # from here on, the installed wheel only
 P=/tmp/my-lab && rm -rf $P && cp -r examples/lab $P
-cp gpubench/kernels/gemm_tiled.cu gpubench/kernels/register_tile.cuh gpubench/kernels/gemm_common.cuh $P/
+cp cuda_src/gemm_tiled.cu cuda_src/register_tile.cuh cuda_src/gemm_common.cuh $P/
 cat >> $P/gpubench.toml <<'TOML'
 
 [[variant]]
