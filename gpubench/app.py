@@ -20,7 +20,7 @@ from gpubench import nvcc, render, sweep
 from gpubench.errors import GpubenchError
 from gpubench.exit_codes import Exit
 from gpubench.project import Project
-from gpubench.results import Run, RunWriter
+from gpubench.results import Run, RunStatus, RunWriter
 from gpubench.runner import ShapeTask
 from gpubench.tuned import Tuned, slug
 from gpubench.variant import SMS, Variant
@@ -163,13 +163,13 @@ def run_sweeps(request: RunRequest) -> int:
         writer.finish(status)
     print_run(run, out)
     for p in run.failed():
-        err.print(f"[red]{p.status.upper()}[/] " + render.escape(f"{p.op} {p.variant} {p.config} {p.shape_label()}: "
+        err.print(f"[red]{p.status.upper()}[/] " + render.escape(f"{p.op} {p.variant} {p.config} {p.problem.label}: "
                                                                  f"{p.reason}"))
     for incident in run.incidents:
         err.print(f"[yellow]worker {render.escape(incident['kind'])}[/] " +
                   render.escape(f"at {incident['where']}: {incident['detail']}"))
     total = sum(len(t.points) for t in work) * (len(worker.workers) if request.replicate else 1)
-    if status == "interrupted":
+    if status == RunStatus.INTERRUPTED:
         err.print(render.escape(f"interrupted: {len(run.points)} of {total} points saved to {path}"))
         return Exit.INTERRUPTED
     err.print(render.escape(f"saved {len(run.points)} points to {path} in {run.settings['wall_s']:.1f} s"))
@@ -211,7 +211,7 @@ def _run_with_progress(worker, work, writer, run, err, label) -> str:
         def advance(point):
             run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
             progress.update(bar, advance=1, description=render.escape(
-                f"{point.op} {point.variant} {point.config} {point.shape_label()}"))
+                f"{point.op} {point.variant} {point.config} {point.problem.label}"))
 
         status = sweep.run(worker, work, writer, on_point=advance)
     run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the run's wall time, by the caller

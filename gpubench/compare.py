@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from gpubench.exit_codes import Exit
-from gpubench.results import Point, Run
+from gpubench.results import Point, Run, Status
 from gpubench.stats import ratio_interval
 
 ENV_FIELDS = {
@@ -31,6 +32,18 @@ ENV_FIELDS = {
     "nvcc": ("software", "nvcc"), "PyCUDA": ("software", "pycuda"), "CuPy": ("software", "cupy"),
     "cuDNN": ("software", "cudnn"), "NumPy": ("software", "numpy"),
 }
+
+
+class Verdict(StrEnum):
+    """A point's change against a threshold t (the module's docstring says how each is decided)."""
+
+    SLOWER = "slower"
+    FASTER = "faster"
+    SAME = "same"
+    INCONCLUSIVE = "inconclusive"
+
+
+ORDER = (Verdict.SLOWER, Verdict.INCONCLUSIVE, Verdict.FASTER, Verdict.SAME)  # how a report lists its changes
 
 
 @dataclass(frozen=True)
@@ -52,7 +65,7 @@ class Change:
     ratio: float  # new time / base time (> 1: slower)
     low: float
     high: float
-    verdict: str  # slower | faster | same | inconclusive
+    verdict: Verdict
 
     @property
     def clock_change(self) -> tuple[float, float] | None:
@@ -65,16 +78,15 @@ class Change:
     @property
     def engine_change(self) -> tuple[str, str] | None:
         """(base, new) library engine where the library ran another one (cuDNN picks its fastest plan per run)."""
-        a, b = self.base.extra.get("engine"), self.new.extra.get("engine")
+        a, b = self.base.details.engine, self.new.details.engine
         return (a, b) if a and b and a != b else None
 
     @property
     def label(self) -> str:
         p = self.new
         tf32 = " [TF32]" if p.tf32 else ""
-        stride = f" s{p.params['stride']}" if p.op == "conv" else ""
         config = "" if p.config == "-" else f" {p.config}"
-        return f"{p.op} {p.variant}{tf32}{config} {p.shape_label()}{stride}"
+        return f"{p.op} {p.variant}{tf32}{config} {p.problem.full_label}"
 
 
 @dataclass
@@ -91,7 +103,7 @@ class Report:
     def source_changed(self, p: Point) -> bool:
         return any(c.op == p.op and c.name == p.variant for c in self.source_changes)
 
-    def count(self, verdict: str) -> int:
+    def count(self, verdict: Verdict) -> int:
         return sum(c.verdict == verdict for c in self.changes)
 
     def geomeans(self) -> dict[str, float]:
@@ -104,37 +116,37 @@ class Report:
     @property
     def broken(self) -> list[tuple[Point, Point]]:
         """Points that passed in the base run and did not in the new one (failed, raised, crashed, timed out)."""
-        return [(b, n) for b, n in self.not_measured if b.status == "ok" and n.status in ("fail", "error", "timeout")]
+        return [(b, n) for b, n in self.not_measured if b.status == Status.OK and n.status.failed]
 
     def exit_code(self, fail_on_inconclusive: bool = False) -> int:
-        if self.count("slower") or self.broken:
+        if self.count(Verdict.SLOWER) or self.broken:
             return Exit.FAILED
-        if fail_on_inconclusive and self.count("inconclusive"):
+        if fail_on_inconclusive and self.count(Verdict.INCONCLUSIVE):
             return Exit.INCONCLUSIVE
         return Exit.OK
 
     @property
     def outcome(self) -> str:
+        slower, inconclusive = self.count(Verdict.SLOWER), self.count(Verdict.INCONCLUSIVE)
         if self.broken:
             return (f"regression: {len(self.broken)} point(s) that passed now fail"
-                    + (f", {self.count('slower')} slower by more than {self.threshold:.0%}" if self.count("slower")
-                       else ""))
-        if self.count("slower"):
-            return f"regression: {self.count('slower')} point(s) slower by more than {self.threshold:.0%}"
-        if self.count("inconclusive"):
-            return f"no significant regression; {self.count('inconclusive')} point(s) inconclusive"
+                    + (f", {slower} slower by more than {self.threshold:.0%}" if slower else ""))
+        if slower:
+            return f"regression: {slower} point(s) slower by more than {self.threshold:.0%}"
+        if inconclusive:
+            return f"no significant regression; {inconclusive} point(s) inconclusive"
         return "no significant regression"
 
 
-def verdict(low: float, high: float, threshold: float) -> str:
+def verdict(low: float, high: float, threshold: float) -> Verdict:
     up, down = 1 + threshold, 1 / (1 + threshold)
     if low > up:
-        return "slower"
+        return Verdict.SLOWER
     if high < down:
-        return "faster"
+        return Verdict.FASTER
     if low >= down and high <= up:
-        return "same"
-    return "inconclusive"
+        return Verdict.SAME
+    return Verdict.INCONCLUSIVE
 
 
 def env_differences(base: Run, new: Run) -> list[tuple[str, object, object]]:
@@ -173,7 +185,7 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
         n = new_points.get(k)
         if n is None:
             continue
-        if b.status == n.status == "ok" and b.samples_ms and n.samples_ms:
+        if b.status == n.status == Status.OK and b.samples_ms and n.samples_ms:
             pairs.append((b, n))
         else:
             report.not_measured.append((b, n))
@@ -181,6 +193,5 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
     for b, n in pairs:
         est, low, high = ratio_interval(b.samples_ms, n.samples_ms, family_alpha)
         report.changes.append(Change(b, n, est, low, high, verdict(low, high, threshold)))
-    order = {"slower": 0, "inconclusive": 1, "faster": 2, "same": 3}
-    report.changes.sort(key=lambda c: (order[c.verdict], -abs(math.log(c.ratio))))
+    report.changes.sort(key=lambda c: (ORDER.index(c.verdict), -abs(math.log(c.ratio))))
     return report

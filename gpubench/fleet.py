@@ -12,7 +12,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from gpubench.results import Run
+from gpubench.results import Run, Status
 
 SLOW = 0.05  # a GPU 5% slower than the node's median, over the points every GPU measured, is flagged
 
@@ -35,7 +35,7 @@ def _median_of(readings: list[dict], key: str) -> float | None:
 def health(run: Run, threshold: float = SLOW) -> list[Health]:
     by_device: dict[str, dict] = {}
     for p in run.points:
-        if p.status == "ok" and p.device:
+        if p.status == Status.OK and p.device:
             by_device.setdefault(p.device, {})[p.key()] = p
     if len(by_device) < 2:
         return []

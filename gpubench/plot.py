@@ -9,26 +9,33 @@ from pathlib import Path
 
 from gpubench.errors import GpubenchError
 from gpubench.render import best_points, display_name
-from gpubench.results import Run
+from gpubench.problems import SHAPES, Op
+from gpubench.results import Run, Status
 
 FORMATS = (".png", ".svg", ".pdf")  # what `gpubench plot -o` writes (checked before anything is drawn)
 
 
-def _series(run: Run, op: str, stride: int | None):
-    points = [p for p in run.points if p.op == op and p.status == "ok"
-              and (stride is None or p.params.get("stride") == stride)]
-    if op == "gemm":  # only square problems share an x axis
-        points = [p for p in points if p.params["m"] == p.params["n"] == p.params["k"]]
-    else:
-        points = [p for p in points if p.params["height"] == p.params["width"]]
+def _panel(p) -> int | None:
+    """Which panel of its op a point goes in: conv problems one per stride; GEMM all in one."""
+    return getattr(p.problem, "stride", None)
+
+
+def _series(run: Run, op: Op, panel: int | None):
+    # only square problems share an x axis (plot_x is None for the others)
+    points = [p for p in run.points if p.op == op and p.status == Status.OK and _panel(p) == panel
+              and p.problem.plot_x is not None]
     series: dict[str, list] = {}
     for (_, name), p in best_points(points).items():
         series.setdefault(name, []).append(p)
-    return {name: sorted(ps, key=lambda p: p.params.get("m", p.params.get("height"))) for name, ps in series.items()}
+    return {name: sorted(ps, key=lambda p: p.problem.plot_x) for name, ps in series.items()}
 
 
-def _rate(p, ms: float, op: str) -> float:
-    return (p.flops if op == "gemm" else p.min_bytes) / ms / 1e6  # GFLOPS or GB/s
+# What each op's panel plots: GEMM is compute-bound (GFLOPS), the lab's convolutions memory-bound (GB/s).
+BY_FLOPS = {Op.GEMM: True, Op.CONV: False}
+
+
+def _rate(p, ms: float, op: Op) -> float:
+    return (p.flops if BY_FLOPS[op] else p.min_bytes) / ms / 1e6  # GFLOPS or GB/s
 
 
 def _pyplot():
@@ -67,7 +74,7 @@ def roofline_plot(run: Run, output: str | Path) -> Path:
     if not c:
         raise GpubenchError("the run records no roofline ceilings (runs on a GPU with gpubench 0.2 or later do)")
     plt = _pyplot()
-    points = [p for p in best_points([p for p in run.points if p.status == "ok"]).values() if p.min_bytes]
+    points = [p for p in best_points([p for p in run.points if p.status == Status.OK]).values() if p.min_bytes]
     fig, ax = plt.subplots(figsize=(8, 5.5))
     intensities = [p.flops / p.min_bytes for p in points] or [1.0]
     x = [min(intensities + [0.1]) / 2, max(intensities + [1e3]) * 2]
@@ -95,9 +102,7 @@ def roofline_plot(run: Run, output: str | Path) -> Path:
 
 def plot(run: Run, output: str | Path) -> Path:
     plt = _pyplot()
-    panels = [("gemm", None)] if any(p.op == "gemm" for p in run.points) else []
-    strides = sorted({p.params["stride"] for p in run.points if p.op == "conv"})
-    panels += [("conv", s) for s in strides]
+    panels = [(op, s) for op in Op for s in sorted({_panel(p) for p in run.points if p.op == op}, key=lambda s: s or 0)]
     panels = [(op, s) for op, s in panels if _series(run, op, s)]
     if not panels:
         raise GpubenchError("the run has no measured square problems to plot")
@@ -109,22 +114,22 @@ def plot(run: Run, output: str | Path) -> Path:
     copy = run.environment.get("device", {}).get("copy_gbps")
     for ax, (op, stride) in zip(axes.flat, panels):
         for name, ps in _series(run, op, stride).items():
-            x = [p.params.get("m", p.params.get("height")) for p in ps]
+            x = [p.problem.plot_x for p in ps]
             mid = [_rate(p, p.timing.median, op) for p in ps]
             lo = [_rate(p, p.timing.q3, op) for p in ps]
             hi = [_rate(p, p.timing.q1, op) for p in ps]
             (line,) = ax.plot(x, mid, marker="o", label=name)
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
-        if op == "conv" and copy:
+        if not BY_FLOPS[op] and copy:
             ax.axhline(copy, color="gray", linestyle="--", label=f"device copy {copy:,.0f} GB/s")
         ax.set_xscale("log", base=2)
-        sizes = sorted({p.params.get("m", p.params.get("height")) for ps in _series(run, op, stride).values()
-                        for p in ps})
+        sizes = sorted({p.problem.plot_x for ps in _series(run, op, stride).values() for p in ps})
         ax.set_xticks(sizes, [str(s) for s in sizes])
         ax.minorticks_off()
-        ax.set_xlabel("matrix size N (N×N×N)" if op == "gemm" else "input size H = W")
-        ax.set_ylabel("GFLOPS" if op == "gemm" else "GB/s of minimum bytes")
-        ax.set_title(f"GEMM on {run.device}" if op == "gemm" else f"conv stride {stride} on {run.device}")
+        ax.set_xlabel(SHAPES[op].PLOT_AXIS)
+        ax.set_ylabel("GFLOPS" if BY_FLOPS[op] else "GB/s of minimum bytes")
+        ax.set_title(f"{op.upper() if stride is None else op} {'' if stride is None else f'stride {stride} '}"
+                     f"on {run.device}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()

@@ -1,21 +1,44 @@
 """Problem shapes: what is computed, how many FLOPs it takes and the fewest bytes it must move.
 
-A shape is pure data. The registry, the references and every backend read these; nothing here touches a GPU.
+A shape is pure data, validated when it is made (positive sizes, a filter that fits its padded input) and
+frozen. Each shape owns what a reader of a saved run needs from it: its label, the key and headers of a table
+row, the size a plot puts on its x axis, and the record a results file keeps (:meth:`record`), which
+:func:`shape_from` turns back into the shape. The registry, the references, every backend and every view read
+these; nothing here touches a GPU.
+
+A new field (an element type, a layout) goes into the shapes here: add it with a default, to `record` and to
+`KEYS`, and every file written before it still loads through `shape_from`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar, Mapping
 
 from gpubench.errors import GpubenchError
 
 FLOAT_BYTES = 4
 
+
+class Op(StrEnum):
+    """What a variant computes. String-valued, so that files and specs keep writing "gemm" and "conv"."""
+
+    GEMM = "gemm"
+    CONV = "conv"
+
+
 # The names a kernel spec uses for each op's arrays and dimensions (its `args` and launch expressions).
-ARRAYS = {"gemm": ("A", "B", "C"), "conv": ("x", "w", "y")}
-DIMS = {"gemm": ("M", "N", "K"), "conv": ("N", "C", "H", "W", "K", "R", "S", "stride", "pad", "OH", "OW")}
+ARRAYS = {Op.GEMM: ("A", "B", "C"), Op.CONV: ("x", "w", "y")}
+DIMS = {Op.GEMM: ("M", "N", "K"), Op.CONV: ("N", "C", "H", "W", "K", "R", "S", "stride", "pad", "OH", "OW")}
 # The lab's own GEMM naming: c[m,k] = a[m,n] · b[n,k], so its n is gpubench's K and its k is gpubench's N.
-LAB_NAMES = {"gemm": {"a": "A", "b": "B", "c": "C", "m": "M", "n": "K", "k": "N"}, "conv": {}}
+LAB_NAMES = {Op.GEMM: {"a": "A", "b": "B", "c": "C", "m": "M", "n": "K", "k": "N"}, Op.CONV: {}}
+
+
+def _positive(owner: str, **values) -> None:
+    for name, value in values.items():
+        if type(value) is not int or value < 1:
+            raise GpubenchError(f"{owner}: {name} must be a positive integer, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -26,7 +49,13 @@ class GemmShape:
     n: int
     k: int
 
-    op = "gemm"
+    op: ClassVar[Op] = Op.GEMM
+    KEYS: ClassVar[tuple[str, ...]] = ("m", "n", "k")  # a saved point's problem record, in this order
+    ROW_HEADERS: ClassVar[tuple[str, ...]] = ("size",)
+    PLOT_AXIS: ClassVar[str] = "matrix size N (N×N×N)"
+
+    def __post_init__(self):
+        _positive("a GEMM", m=self.m, n=self.n, k=self.k)
 
     @property
     def flops(self) -> float:
@@ -42,11 +71,26 @@ class GemmShape:
             return str(self.m)
         return f"{self.m}x{self.n}x{self.k}"
 
-    def params(self) -> dict:
+    def row_key(self) -> tuple[str, ...]:
+        """What a table row stands for (one value per ROW_HEADERS): the size."""
+        return (self.label,)
+
+    @property
+    def full_label(self) -> str:
+        """The label with everything that tells two problems of a run apart."""
+        return self.label
+
+    @property
+    def plot_x(self) -> int | None:
+        """The x a size plot puts this problem at; None where it is not square (no shared axis)."""
+        return self.m if self.m == self.n == self.k else None
+
+    def record(self) -> dict[str, int]:
+        """The problem as a results file keeps it (KEYS)."""
         return {"m": self.m, "n": self.n, "k": self.k}
 
     def dims(self) -> dict[str, int]:
-        """The values of DIMS["gemm"] and of the lab's names, for kernel arguments and launch expressions."""
+        """The values of DIMS[GEMM] and of the lab's names, for kernel arguments and launch expressions."""
         return {"M": self.m, "N": self.n, "K": self.k, "m": self.m, "n": self.k, "k": self.n}
 
 
@@ -62,11 +106,23 @@ class ConvShape:
     kernel: int
     stride: int
     pad: int
-    padding: str = ""  # how the pad was asked for ("same", "valid" or the integer), for tables
+    padding: str = field(default="", compare=False)  # how the pad was asked for ("same", "valid", "1"), for tables
 
-    op = "conv"
+    op: ClassVar[Op] = Op.CONV
+    KEYS: ClassVar[tuple[str, ...]] = ("batch", "in_channels", "out_channels", "height", "width", "kernel", "stride",
+                                       "padding")
+    ROW_HEADERS: ClassVar[tuple[str, ...]] = ("size", "stride")
+    PLOT_AXIS: ClassVar[str] = "input size H = W"
+    # The lab's problem: one image of three channels, one 3×3 filter, SAME padding. The command line, the suites
+    # and the labels read these; a label leaves out what equals them.
+    DEFAULTS: ClassVar[Mapping[str, object]] = {"batch": 1, "in_channels": 3, "out_channels": 1, "kernel": 3,
+                                                "padding": "same"}
 
     def __post_init__(self):
+        _positive("a convolution", batch=self.batch, in_channels=self.in_channels, out_channels=self.out_channels,
+                  height=self.height, width=self.width, kernel=self.kernel, stride=self.stride)
+        if type(self.pad) is not int or self.pad < 0:
+            raise GpubenchError(f"a convolution: pad must be 0 or more, got {self.pad!r}")
         if self.out_height < 1 or self.out_width < 1:
             raise GpubenchError(
                 f"kernel size {self.kernel} is larger than the padded input "
@@ -112,25 +168,59 @@ class ConvShape:
 
     @property
     def label(self) -> str:
-        return str(self.height) if self.height == self.width else f"{self.height}x{self.width}"
+        """The input size, and the rest of the problem where it is not the lab's."""
+        hw = str(self.height) if self.height == self.width else f"{self.height}x{self.width}"
+        d = self.DEFAULTS
+        if (self.batch, self.in_channels, self.out_channels, self.kernel) == (
+                d["batch"], d["in_channels"], d["out_channels"], d["kernel"]):
+            return hw  # the lab's shape: the size says it all
+        return f"{self.batch}x{self.in_channels}x{hw} k{self.out_channels} {self.kernel}x{self.kernel}"
 
-    def params(self) -> dict:
-        return {
-            "batch": self.batch,
-            "in_channels": self.in_channels,
-            "out_channels": self.out_channels,
-            "height": self.height,
-            "width": self.width,
-            "kernel": self.kernel,
-            "stride": self.stride,
-            "padding": self.pad,
-        }
+    def row_key(self) -> tuple[str, ...]:
+        """What a table row stands for (one value per ROW_HEADERS): the problem and the stride."""
+        return (self.label, str(self.stride))
+
+    @property
+    def full_label(self) -> str:
+        """The label with everything that tells two problems of a run apart: the stride too."""
+        return f"{self.label} s{self.stride}"
+
+    @property
+    def plot_x(self) -> int | None:
+        """The x a size plot puts this problem at; None where the input is not square."""
+        return self.height if self.height == self.width else None
+
+    def record(self) -> dict[str, int]:
+        """The problem as a results file keeps it (KEYS; padding is the pad applied on each side)."""
+        return {"batch": self.batch, "in_channels": self.in_channels, "out_channels": self.out_channels,
+                "height": self.height, "width": self.width, "kernel": self.kernel, "stride": self.stride,
+                "padding": self.pad}
 
     def dims(self) -> dict[str, int]:
-        """The values of DIMS["conv"], for kernel arguments and launch expressions."""
+        """The values of DIMS[CONV], for kernel arguments and launch expressions."""
         return {"N": self.batch, "C": self.in_channels, "H": self.height, "W": self.width, "K": self.out_channels,
                 "R": self.kernel, "S": self.kernel, "stride": self.stride, "pad": self.pad, "OH": self.out_height,
                 "OW": self.out_width}
+
+
+Shape = GemmShape | ConvShape
+SHAPES: dict[Op, type[GemmShape] | type[ConvShape]] = {Op.GEMM: GemmShape, Op.CONV: ConvShape}
+
+
+def shape_from(op: str, record: Mapping[str, int]) -> Shape:
+    """The shape a results file's problem record describes (the inverse of `record()`); GpubenchError when the
+    record is not one."""
+    try:
+        kind = SHAPES[Op(op)]
+    except ValueError:
+        raise GpubenchError(f"op {op!r}; allowed are {', '.join(Op)}") from None
+    if set(record) != set(kind.KEYS):
+        raise GpubenchError(f"a {op} problem has the keys {', '.join(kind.KEYS)}, got {', '.join(record) or 'none'}")
+    if kind is ConvShape:
+        r = record
+        return ConvShape(r["batch"], r["in_channels"], r["out_channels"], r["height"], r["width"], r["kernel"],
+                         r["stride"], r["padding"], str(r["padding"]))
+    return kind(**record)
 
 
 def same_padding(size: int, kernel: int, stride: int) -> int:
@@ -155,15 +245,18 @@ def resolve_padding(padding: str | int, size: int, kernel: int, stride: int) -> 
     return pad
 
 
+_D = ConvShape.DEFAULTS
+
+
 def conv_shape(
     size: int,
     stride: int,
     *,
-    batch: int = 1,
-    in_channels: int = 3,
-    out_channels: int = 1,
-    kernel: int = 3,
-    padding: str | int = "same",
+    batch: int = _D["batch"],
+    in_channels: int = _D["in_channels"],
+    out_channels: int = _D["out_channels"],
+    kernel: int = _D["kernel"],
+    padding: str | int = _D["padding"],
 ) -> ConvShape:
     """A square conv problem (H = W = size) with the padding resolved the way the lab does it."""
     for name, value in (

@@ -10,7 +10,8 @@ import io
 from dataclasses import dataclass, field
 
 from gpubench import roofline
-from gpubench.results import CONV_KEYS, GEMM_KEYS, Point, Run
+from gpubench.problems import SHAPES, ConvShape, GemmShape, Op
+from gpubench.results import Point, Run, Status
 
 
 @dataclass
@@ -36,13 +37,11 @@ def display_name(p: Point) -> str:
 
 
 def row_key(p: Point) -> tuple[str, ...]:
-    """What a table row stands for: the size for GEMM; the shape and the stride for conv."""
-    if p.op == "gemm":
-        return (p.shape_label(),)
-    return (p.shape_label(), str(p.params["stride"]))
+    """What a table row stands for: the problem's own row key (GEMM: the size; conv: the shape and the stride)."""
+    return p.problem.row_key()
 
 
-ROW_HEADERS = {"gemm": ["size"], "conv": ["size", "stride"]}
+ROW_HEADERS = {op: list(shape.ROW_HEADERS) for op, shape in SHAPES.items()}
 
 
 def _ordered(items):
@@ -61,18 +60,18 @@ def best_points(points: list[Point]) -> dict[tuple, Point]:
 
 
 def _rank(p: Point) -> tuple:
-    order = {"ok": 0, "fail": 1, "error": 2, "timeout": 3, "skipped": 4}[p.status]
-    return (order, p.median_ms if p.median_ms is not None else float("inf"))
+    return (list(Status).index(p.status), p.median_ms if p.median_ms is not None else float("inf"))
 
 
 def _status_cell(p: Point) -> Cell:
-    if p.status == "skipped":
+    if p.status == Status.SKIPPED:
         return Cell("skipped", "skip")
-    if p.status in ("error", "timeout"):
-        return Cell("timed out" if p.status == "timeout" else "error", "error")
+    if p.status in (Status.ERROR, Status.TIMEOUT):
+        return Cell("timed out" if p.status == Status.TIMEOUT else "error", "error")
     return Cell(f"FAIL {p.median_ms:.3f} ms", "fail")
 
 
+LIBRARY = {Op.GEMM: "cuBLAS", Op.CONV: "cuDNN"}  # a GPU run's baseline, as captions name it
 NOISE_THRESHOLD = 0.05  # a point whose IQR/median exceeds the threshold cannot support it: marked "~"
 
 
@@ -82,7 +81,7 @@ def _noisy(p: Point, threshold: float = NOISE_THRESHOLD) -> bool:
 
 
 def _ms_gflops(p: Point, threshold: float) -> Cell:
-    if p.status != "ok":
+    if p.status != Status.OK:
         return _status_cell(p)
     if _noisy(p, threshold):
         return Cell(f"~{p.median_ms:.3f} / {p.gflops:,.0f}", "noisy")
@@ -93,7 +92,7 @@ def _baseline_point(best: dict, row: tuple, run: Run, op: str, tf32: bool) -> Po
     """The library's point in this row (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run), same TF32 setting."""
     library = run.baseline(op)
     for (r, _), p in best.items():
-        if r == row and library and p.variant == library and p.status == "ok" and p.tf32 == tf32:
+        if r == row and library and p.variant == library and p.status == Status.OK and p.tf32 == tf32:
             return p
     return None
 
@@ -108,18 +107,18 @@ def config_tables(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> list
     for name in _ordered(display_name(p) for p in points):
         mine = [p for p in points if display_name(p) == name]
         configs = _ordered(p.config for p in mine)
-        if op == "conv" and len(configs) == 1:
+        if op == Op.CONV and len(configs) == 1:
             continue  # single-configuration conv variants appear in the comparison table only
         table = Table(f"{op} · {name} — ms / GFLOPS", ROW_HEADERS[op] + [_config_header(c) for c in configs],
                       left=len(ROW_HEADERS[op]))
         for row in _ordered(row_key(p) for p in mine):
             cells = {p.config: p for p in mine if row_key(p) == row}
-            fastest = min((p.median_ms for p in cells.values() if p.status == "ok"), default=None)
+            fastest = min((p.median_ms for p in cells.values() if p.status == Status.OK), default=None)
             line = [Cell(x) for x in row]
             for c in configs:
                 p = cells.get(c)
                 cell = _ms_gflops(p, threshold) if p else Cell("")
-                if p and p.status == "ok" and len(configs) > 1 and p.median_ms == fastest:
+                if p and p.status == Status.OK and len(configs) > 1 and p.median_ms == fastest:
                     cell.style = "best"
                 line.append(cell)
             table.rows.append(line)
@@ -137,15 +136,15 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
     """Each variant's best configuration per size, with its share of the library's speed."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
-    lib = "cuBLAS" if op == "gemm" else "cuDNN"
-    rel = "% of library" if op == "gemm" else "speed vs library"
+    lib = LIBRARY[op]
+    rel = "% of library" if op == Op.GEMM else "speed vs library"
     headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err", "details"]
     table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
                   caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same TF32 setting")
     for (row, name), p in best.items():
         base = _baseline_point(best, row, run, op, p.tf32)
         line = [Cell(x) for x in row] + [Cell(name), Cell(p.config)]
-        if p.status != "ok":
+        if p.status != Status.OK:
             line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p)), Cell(p.reason)]
         else:
             share = ""
@@ -153,7 +152,7 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
                 line[-1] = Cell(p.config + " ~", "noisy")
             if base is not None:
                 ratio = base.median_ms / p.median_ms
-                share = f"{100 * ratio:.0f}%" if op == "gemm" else f"{ratio:.2f}×"
+                share = f"{100 * ratio:.0f}%" if op == Op.GEMM else f"{ratio:.2f}×"
             line += [Cell(f"{p.median_ms:.3f}"), Cell(f"{p.gflops:,.0f}"), Cell(f"{p.gbps:,.0f}"), Cell(share),
                      Cell(_err(p)), Cell(details(p))]
         table.rows.append(line)
@@ -162,12 +161,12 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
 
 def details(p: Point) -> str:
     """What a row's extra record says worth reading: the cuDNN engine, sub-steps' own shares, TF32."""
-    bits = []
-    if "engine" in p.extra:
-        bits.append(f"{p.extra['engine']} (of {p.extra.get('plans', '?')} plans)")
-    for key, ms in p.extra.items():  # sub-steps timed on their own: im2col's unfold, a Winograd filter transform
-        if key.endswith("_ms") and isinstance(ms, (int, float)) and p.median_ms:
-            bits.append(f"{key[:-3]} {ms:.3f} ms ({100 * ms / p.median_ms:.0f}%)")
+    bits, d = [], p.details
+    if d.engine is not None:
+        bits.append(f"{d.engine} (of {d.plans if d.plans is not None else '?'} plans)")
+    for name, ms in d.parts_ms.items():  # sub-steps timed on their own: im2col's unfold, a Winograd filter transform
+        if p.median_ms:
+            bits.append(f"{name} {ms:.3f} ms ({100 * ms / p.median_ms:.0f}%)")
     if p.tf32:
         bits.append("TF32 tensor cores allowed")
     return "; ".join(bits)
@@ -177,7 +176,7 @@ def _err(p: Point) -> str:
     return f"{p.rel_err:.1e}" if p.rel_err is not None else ""
 
 
-def comparison_table(run: Run, op: str = "conv", threshold: float = NOISE_THRESHOLD) -> Table:
+def comparison_table(run: Run, op: Op = Op.CONV, threshold: float = NOISE_THRESHOLD) -> Table:
     """The lab's conv layout: rows = size × stride, columns = variants (best configuration, ms), fastest bold."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
@@ -185,13 +184,13 @@ def comparison_table(run: Run, op: str = "conv", threshold: float = NOISE_THRESH
     table = Table(f"{op} · ms per variant (fastest in bold)", ROW_HEADERS[op] + names, left=len(ROW_HEADERS[op]))
     for row in _ordered(row_key(p) for p in points):
         cells = {name: best.get((row, name)) for name in names}
-        fastest = min((p.median_ms for p in cells.values() if p and p.status == "ok"), default=None)
+        fastest = min((p.median_ms for p in cells.values() if p and p.status == Status.OK), default=None)
         line = [Cell(x) for x in row]
         for name in names:
             p = cells[name]
             if p is None:
                 line.append(Cell(""))
-            elif p.status != "ok":
+            elif p.status != Status.OK:
                 line.append(_status_cell(p))
             else:
                 noisy = _noisy(p, threshold)
@@ -201,7 +200,7 @@ def comparison_table(run: Run, op: str = "conv", threshold: float = NOISE_THRESH
     return table
 
 
-def rates_table(run: Run, op: str = "conv") -> Table:
+def rates_table(run: Run, op: Op = Op.CONV) -> Table:
     """The lab's second conv table: per variant GFLOPS / GB/s of minimum bytes / speed relative to the library."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
@@ -212,7 +211,7 @@ def rates_table(run: Run, op: str = "conv") -> Table:
         line = [Cell(x) for x in row]
         for name in names:
             p = best.get((row, name))
-            if p is None or p.status != "ok":
+            if p is None or p.status != Status.OK:
                 line.append(_status_cell(p) if p else Cell(""))
                 continue
             base = _baseline_point(best, row, run, op, p.tf32)
@@ -225,7 +224,7 @@ def rates_table(run: Run, op: str = "conv") -> Table:
 def hardware_table(run: Run, op: str) -> Table | None:
     """Each variant's best point against the hardware: its SM clock and throttling, power, energy per call and
     GFLOPS per watt (NVML), its share of the roofline bound, and whether it sits at the empty-kernel floor."""
-    points = [p for p in best_points([p for p in run.points if p.op == op]).values() if p.status == "ok"]
+    points = [p for p in best_points([p for p in run.points if p.op == op]).values() if p.status == Status.OK]
     if not any(p.telemetry for p in points) and not roofline.ceilings(run):
         return None
     floor = roofline.floor_ms(run)
@@ -312,13 +311,13 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     tables = []
     for op in run.ops():
         tables += config_tables(run, op, threshold)
-        if op == "conv":
+        if op == Op.CONV:
             tables += [comparison_table(run, op, threshold), rates_table(run, op)]
         tables.append(summary_table(run, op, threshold))
         hardware = hardware_table(run, op)
         if hardware is not None:
             tables.append(hardware)
-    if any(_noisy(p, threshold) for p in run.points if p.status == "ok"):
+    if any(_noisy(p, threshold) for p in run.points if p.status == Status.OK):
         tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {threshold:.0%}, too wide to support a "
                                f"{threshold:.0%} comparison")
     return tables
@@ -361,7 +360,7 @@ def to_markdown(table: Table) -> str:
 
 
 CSV_COLUMNS = [
-    "op", "variant", *GEMM_KEYS, *CONV_KEYS, "block", "tf32", "median_ms", "min_ms", "iqr_ms", "reps",
+    "op", "variant", *GemmShape.KEYS, *ConvShape.KEYS, "block", "tf32", "median_ms", "min_ms", "iqr_ms", "reps",
     "gflops", "gbps", "rel_err", "status", "reason", "device",
 ]
 
@@ -373,7 +372,7 @@ def to_csv(run: Run) -> str:
     for p in run.points:
         t = p.timing
         writer.writerow({
-            "op": p.op, "variant": p.variant, **{k: p.params.get(k, "") for k in (*GEMM_KEYS, *CONV_KEYS)},
+            "op": p.op, "variant": p.variant, **p.problem.record(),
             "block": p.config, "tf32": int(p.tf32),
             "median_ms": _num(t.median if t else None), "min_ms": _num(t.min if t else None),
             "iqr_ms": _num(t.iqr if t else None), "reps": t.n if t else 0,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 
-from gpubench.compare import Change, Report
+from gpubench.compare import Change, Report, Verdict
 from gpubench.render import Cell, Table, to_markdown
 
-VERDICT_STYLE = {"slower": "fail", "faster": "best", "inconclusive": "noisy", "same": ""}
+VERDICT_STYLE = {Verdict.SLOWER: "fail", Verdict.FASTER: "best", Verdict.INCONCLUSIVE: "noisy", Verdict.SAME: ""}
+COUNTED = (Verdict.SLOWER, Verdict.FASTER, Verdict.SAME, Verdict.INCONCLUSIVE)  # the order counts are told in
 
 
 def _pct(r: float) -> str:
@@ -26,12 +27,12 @@ def changes_table(report: Report, include_same: bool = True) -> Table:
                   f"{1 - report.alpha:.0%} over {len(report.changes)} points)",
                   ["verdict", "point", "base ms", "new ms", "change", "interval"], left=2)
     for c in report.changes:
-        if c.verdict == "same" and not include_same:
+        if c.verdict == Verdict.SAME and not include_same:
             continue
         label = c.label + (" (source changed)" if report.source_changed(c.new) else "")
         if c.engine_change:
             label += f" (engine {c.engine_change[0]} → {c.engine_change[1]})"
-        if c.clock_change and c.verdict != "same":
+        if c.clock_change and c.verdict != Verdict.SAME:
             label += f" (SM clock {c.clock_change[0]:,.0f} → {c.clock_change[1]:,.0f} MHz)"
         table.rows.append([Cell(c.verdict, VERDICT_STYLE[c.verdict]), Cell(label), Cell(f"{c.base.median_ms:.4g}"),
                            Cell(f"{c.new.median_ms:.4g}"), Cell(_pct(c.ratio)), Cell(_interval(c))])
@@ -56,28 +57,28 @@ def notes(report: Report) -> list[str]:
     for name, a, b in report.env_diffs:
         lines.append(f"environment differs: {name}: {a} → {b}")
     for c in report.changes:
-        if c.verdict == "slower" and c.clock_change and c.clock_change[1] < c.clock_change[0]:
+        if c.verdict == Verdict.SLOWER and c.clock_change and c.clock_change[1] < c.clock_change[0]:
             lines.append(f"slower with the SM clock down: {c.label} ({c.clock_change[0]:,.0f} → "
                          f"{c.clock_change[1]:,.0f} MHz): the GPU's clock may explain it, not the code")
     for p in report.only_base:
-        lines.append(f"only in base: {p.op} {p.variant} {p.config} {p.shape_label()}")
+        lines.append(f"only in base: {p.op} {p.variant} {p.config} {p.problem.label}")
     for p in report.only_new:
-        lines.append(f"only in new: {p.op} {p.variant} {p.config} {p.shape_label()}")
+        lines.append(f"only in new: {p.op} {p.variant} {p.config} {p.problem.label}")
     for b, n in report.not_measured:
         broken = "BROKEN, " if (b, n) in report.broken else ""
         lines.append(f"{broken}not compared ({b.status} → {n.status}): {n.op} {n.variant} {n.config} "
-                     f"{n.shape_label()}" + (f": {n.reason}" if broken and n.reason else ""))
+                     f"{n.problem.label}" + (f": {n.reason}" if broken and n.reason else ""))
     return lines
 
 
 def _counts(report: Report) -> str:
-    return ", ".join(f"{report.count(v)} {v}" for v in ("slower", "faster", "same", "inconclusive"))
+    return ", ".join(f"{report.count(v)} {v}" for v in COUNTED)
 
 
 def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
     from gpubench.render import to_rich
 
-    style = "bold red" if report.count("slower") or report.broken else "bold green"
+    style = "bold red" if report.count(Verdict.SLOWER) or report.broken else "bold green"
     from gpubench.render import escape
 
     console.print(f"[bold]{escape(base_name)}[/] → [bold]{escape(new_name)}[/]: threshold {report.threshold:.0%}; "
@@ -90,10 +91,10 @@ def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
 
 
 def to_markdown_report(report: Report, base_name: str, new_name: str) -> str:
-    mark = "❌" if report.count("slower") or report.broken else "✅"
+    mark = "❌" if report.count(Verdict.SLOWER) or report.broken else "✅"
     out = [f"### gpubench compare: {mark} {report.outcome}", "",
            f"`{base_name}` → `{new_name}` · threshold {report.threshold:.0%} · {_counts(report)}", ""]
-    if any(c.verdict != "same" for c in report.changes):
+    if any(c.verdict != Verdict.SAME for c in report.changes):
         out.append(to_markdown(changes_table(report, include_same=False)))
     out.append(to_markdown(geomean_table(report)))
     extra = notes(report)
@@ -104,15 +105,15 @@ def to_markdown_report(report: Report, base_name: str, new_name: str) -> str:
 
 def to_json_report(report: Report, exit_code: int) -> str:
     def point(c: Change) -> dict:
-        return {"op": c.new.op, "variant": c.new.variant, "config": c.new.config, "params": c.new.params,
+        return {"op": c.new.op, "variant": c.new.variant, "config": c.new.config, "problem": c.new.problem.record(),
                 "tf32": c.new.tf32, "base_ms": c.base.median_ms, "new_ms": c.new.median_ms, "ratio": c.ratio,
                 "low": c.low, "high": c.high if math.isfinite(c.high) else None, "verdict": c.verdict,
                 "sm_mhz": list(c.clock_change) if c.clock_change else None}
 
     return json.dumps({
         "outcome": report.outcome, "exit_code": exit_code, "threshold": report.threshold, "alpha": report.alpha,
-        "counts": {v: report.count(v) for v in ("slower", "faster", "same", "inconclusive")},
-        "broken": [{"op": n.op, "variant": n.variant, "config": n.config, "params": n.params, "status": n.status,
+        "counts": {v: report.count(v) for v in COUNTED},
+        "broken": [{"op": n.op, "variant": n.variant, "config": n.config, "problem": n.problem.record(), "status": n.status,
                     "reason": n.reason} for _, n in report.broken],
         "geomean": report.geomeans(), "changes": [point(c) for c in report.changes], "notes": notes(report),
         "source_changes": [c.__dict__ for c in report.source_changes],

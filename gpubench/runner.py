@@ -11,11 +11,12 @@ can pass on every finished point at once and knows which point was running if th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from gpubench.errors import CompileError, Skip
-from gpubench.results import Point
+from gpubench.results import Details, Point, Status
+from gpubench.problems import Shape
 from gpubench.timing import TimingPolicy, measure, summarize
 from gpubench.variant import Config, Variant
 
@@ -29,13 +30,13 @@ class PointTask:
     variant: Variant
     config: Config
     policy: TimingPolicy
-    note: dict = field(default_factory=dict, compare=False)  # recorded with the point (e.g. tuned: True)
+    note: Details = field(default_factory=Details, compare=False)  # recorded with the point (e.g. tuned: True)
 
 
 @dataclass(frozen=True)
 class ShapeTask:
     sweep: str
-    shape: object  # GemmShape | ConvShape
+    shape: Shape
     seed: int
     points: tuple[PointTask, ...]
 
@@ -46,9 +47,8 @@ class ShapeTask:
 # --- points that did not measure --------------------------------------------------------------------------------
 
 
-def unmeasured(shape, point: PointTask, status: str, reason: str) -> Point:
-    return Point(shape.op, point.variant.name, point.config.label, shape.params(), status, reason=reason,
-                 flops=shape.flops, min_bytes=shape.min_bytes, extra=dict(point.note))
+def unmeasured(shape: Shape, point: PointTask, status: Status, reason: str) -> Point:
+    return Point(shape, point.variant.name, point.config.label, status, reason=reason, details=point.note)
 
 
 def describe_error(err: BaseException) -> str:
@@ -77,23 +77,20 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         rel_err = verify(backend, prepared, ref)
         timing = measure(prepared.run, backend.clock, policy, backend.telemetry)
         if not timing.samples_ms:
-            return unmeasured(shape, point, "skipped",
+            return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
                               f"within {policy.max_time_s:g} s (--discard-throttled)")
-        extra = {**point.note, **prepared.extra, "stop": timing.stop, "flushed": policy.flush and backend.flushes}
-        if timing.batch > 1:
-            extra["batch"] = timing.batch
         part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None})
-        for name, part in prepared.parts.items():
-            extra[f"{name}_ms"] = summarize(measure(part, backend.clock, part_policy).samples_ms).median
+        parts_ms = {name: summarize(measure(part, backend.clock, part_policy).samples_ms).median
+                    for name, part in prepared.parts.items()}
+        details = replace(point.note.merged(prepared.details), stop=timing.stop,
+                          flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
+                          parts_ms=parts_ms)
         readings = timing.telemetry()
         if readings is not None:
             readings.update(backend.energy(prepared.run, policy.flush, shape.flops) or {})
-        return Point.measured(
-            shape.op, variant.name, point.config.label, shape.params(), samples_ms=timing.samples_ms,
-            flops=shape.flops, min_bytes=shape.min_bytes, rel_err=rel_err, tolerance=backend.tolerance(variant),
-            extra=extra, telemetry=readings,
-        )
+        return Point.measured(shape, variant.name, point.config.label, samples_ms=timing.samples_ms, rel_err=rel_err,
+                              tolerance=backend.tolerance(variant), details=details, telemetry=readings)
     finally:
         prepared.release()
 
@@ -111,11 +108,11 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
         ref = backend.reference(task.shape, inputs)
     except Skip as why:
         for p in task.points:
-            yield ("point", p.index, unmeasured(task.shape, p, "skipped", str(why)))
+            yield ("point", p.index, unmeasured(task.shape, p, Status.SKIPPED, str(why)))
         return
     except Exception as e:  # the shape's data could not be made: every point of it says why
         for p in task.points:
-            yield ("point", p.index, unmeasured(task.shape, p, "error", "making the inputs and reference: "
+            yield ("point", p.index, unmeasured(task.shape, p, Status.ERROR, "making the inputs and reference: "
                                                 + describe_error(e)))
         if not backend.healthy():
             yield ("broken", describe_error(e))
@@ -126,11 +123,11 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
             try:
                 point = run_point(backend, task.shape, p, inputs, ref)
             except Skip as why:
-                point = unmeasured(task.shape, p, "skipped", str(why))
+                point = unmeasured(task.shape, p, Status.SKIPPED, str(why))
             except CompileError as e:
-                point = unmeasured(task.shape, p, "error", str(e))
+                point = unmeasured(task.shape, p, Status.ERROR, str(e))
             except (Exception, KeyboardInterrupt) as e:  # a failing point is recorded; the sweep goes on (a user's
-                point = unmeasured(task.shape, p, "error", describe_error(e))  # function may raise anything)
+                point = unmeasured(task.shape, p, Status.ERROR, describe_error(e))  # function may raise anything)
                 if not backend.healthy():
                     yield ("point", p.index, point)
                     yield ("broken", describe_error(e))

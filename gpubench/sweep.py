@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
-from gpubench.results import Point, RunWriter
+from gpubench.results import Details, Point, RunStatus, RunWriter
 from gpubench.runner import PointTask, ShapeTask
 from gpubench.timing import TimingPolicy
 from gpubench.variant import Config, Variant
@@ -44,11 +44,11 @@ class Sweep:
                 "block_sizes": list(self.block_sizes), "timing": self.policy.as_dict(), "skipped": self.skipped}
 
 
-Resolve = Callable[[Variant, object, Config], tuple[Config, dict]]
+Resolve = Callable[[Variant, object, Config], tuple[Config, Details]]
 
 
-def as_is(variant: Variant, shape, config: Config) -> tuple[Config, dict]:
-    return config, {}
+def as_is(variant: Variant, shape, config: Config) -> tuple[Config, Details]:
+    return config, Details()
 
 
 def tasks(sweeps: list[Sweep], seed: int, resolve: Resolve = as_is) -> list[ShapeTask]:
@@ -72,8 +72,8 @@ class Executor(Protocol):
 
 
 def run(executor: Executor, work: list[ShapeTask], writer: RunWriter,
-        on_point: Callable[[Point], None] = lambda p: None) -> str:
-    """Run every task; returns the run's final status ("complete" or "interrupted")."""
+        on_point: Callable[[Point], None] = lambda p: None) -> RunStatus:
+    """Run every task; returns the run's final status (complete or interrupted)."""
 
     def finished(point: Point) -> None:
         writer.add(point)
@@ -82,7 +82,7 @@ def run(executor: Executor, work: list[ShapeTask], writer: RunWriter,
     try:
         executor.run_all(work, finished)
     except KeyboardInterrupt:
-        writer.finish("interrupted")
-        return "interrupted"
-    writer.finish("complete")
-    return "complete"
+        writer.finish(RunStatus.INTERRUPTED)
+        return RunStatus.INTERRUPTED
+    writer.finish(RunStatus.COMPLETE)
+    return RunStatus.COMPLETE

@@ -14,17 +14,29 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Callable, Protocol
 
 from gpubench.stats import Stats, decidable, summarize
 from gpubench.telemetry import NoTelemetry, reason_names
 
-__all__ = ["Clock", "TimingPolicy", "Timing", "measure", "summarize", "Stats", "HostClock"]
+__all__ = ["Clock", "TimingPolicy", "Timing", "Stop", "measure", "summarize", "Stats", "HostClock"]
 
 BATCH_TARGET_MS = 2.0  # a queued batch of short calls lasts about this long on the GPU ...
 MAX_BATCH = 64  # ... with at most this many calls
 CALIBRATION = 3  # single calls timed (and not kept) to size the batches: the fastest of them decides
 MAX_DECIDE_SAMPLES = 2000  # enough to decide any comparison worth making; sampling stops here
+
+
+class Stop(StrEnum):
+    """Why sampling ended (saved with each point, as its string)."""
+
+    REPS = "reps"  # the policy's repetitions were taken
+    BUDGET = "budget"  # its time budget was spent (after min_reps)
+    NOISE = "noise"  # --max-noise: the spread came under the target
+    DECIDED = "decided"  # --decide: a comparison at the threshold could now be decided
+    TIME_CAP = "time-cap"  # a target was missed within --max-time
+    CAP = "cap"  # --decide gave up after MAX_DECIDE_SAMPLES
 
 
 class Clock(Protocol):
@@ -56,7 +68,7 @@ class TimingPolicy:
 @dataclass
 class Timing:
     samples_ms: list[float]
-    stop: str  # why sampling ended: "reps", "budget", "noise"/"decided" (target met), "time-cap" (missed), "cap"
+    stop: Stop | None  # why sampling ended
     batch: int = 1  # calls per queued batch (1: each call timed on its own)
     sm_mhz: list[int] = field(default_factory=list)  # the SM clock read after each kept sample
     mem_mhz: list[int] = field(default_factory=list)
@@ -75,20 +87,20 @@ class Timing:
                 "reasons": reason_names(self.reasons)}
 
 
-def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> str | None:
+def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> Stop | None:
     n = len(samples)
     if p.max_noise is not None:
         if n >= p.min_reps and summarize(samples).rel_iqr <= p.max_noise:
-            return "noise"
-        return "time-cap" if elapsed_s >= p.max_time_s else None
-    usual = "reps" if n >= p.reps else "budget" if n >= p.min_reps and elapsed_s >= p.budget_s else None
+            return Stop.NOISE
+        return Stop.TIME_CAP if elapsed_s >= p.max_time_s else None
+    usual = Stop.REPS if n >= p.reps else Stop.BUDGET if n >= p.min_reps and elapsed_s >= p.budget_s else None
     if usual is None or p.decide is None:
         return usual
     if decidable(samples, p.decide, p.family):
-        return usual if n <= p.reps else "decided"
+        return usual if n <= p.reps else Stop.DECIDED
     if n >= MAX_DECIDE_SAMPLES:
-        return "cap"
-    return "time-cap" if elapsed_s >= p.max_time_s else None
+        return Stop.CAP
+    return Stop.TIME_CAP if elapsed_s >= p.max_time_s else None
 
 
 def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemetry=NoTelemetry()) -> Timing:
@@ -98,7 +110,7 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
         clock.sync()
         if time.perf_counter() - started > policy.budget_s / 2:
             break
-    timing = Timing([], "")
+    timing = Timing([], None)
     expected = telemetry.expected_mhz
     if hasattr(clock, "time_batch_ms"):
         # Size the batches from the fastest of a few single calls (one slow first call must not decide).
@@ -119,7 +131,7 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
                 if policy.discard_throttled:
                     timing.discarded += len(new)
                     if time.perf_counter() - started >= policy.max_time_s:
-                        timing.stop = "time-cap"
+                        timing.stop = Stop.TIME_CAP
                         return timing
                     continue
             timing.sm_mhz += [reading.sm_mhz] * len(new)

@@ -18,6 +18,7 @@ from pathlib import Path
 from gpubench import environment
 from gpubench.render import escape
 from gpubench.errors import GpubenchError
+from gpubench.results import Status
 from gpubench.runner import PointTask, ShapeTask
 from gpubench.timing import TimingPolicy
 from gpubench.tuned import Tuned
@@ -74,7 +75,7 @@ def _time(executor, variant: Variant, shape, seed: int, configs: list[Config], r
     timed = []
 
     def done(point):
-        if point.status == "ok":
+        if point.status == Status.OK:
             timed.append((point.median_ms, by_label[point.config]))
         report(shape, by_label[point.config], point)
 
@@ -115,7 +116,7 @@ def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, time
     best_ms: dict = {}
 
     def report(shape, config, point):
-        if point.status != "ok":
+        if point.status != Status.OK:
             out.print(f"[dim]{escape(f'{shape.label} {config.label}: {point.status} ({point.reason})')}[/]")
         elif point.median_ms < best_ms.get(shape, float("inf")):
             best_ms[shape] = point.median_ms

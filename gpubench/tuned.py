@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
+from gpubench.results import Details
 from gpubench.variant import Axis, Config, Variant
 
 
@@ -78,7 +79,7 @@ class Tuned:
         mine = [(path, e) for path, e in self.entries if e["variant"] == variant]
         if not mine:
             return None
-        want, size = shape.params(), math.log(shape.flops)
+        want, size = shape.record(), math.log(shape.flops)
 
         def distance(item):  # the earlier file wins a tie (project, then user, then shipped)
             exact = _entry_params(item[1]) == want
@@ -88,22 +89,22 @@ class Tuned:
         path, entry = min(mine, key=distance)
         return entry["params"], path, _entry_params(entry) == want
 
-    def resolve(self, variant: Variant, shape, config: Config) -> tuple[Config, dict]:
+    def resolve(self, variant: Variant, shape, config: Config) -> tuple[Config, Details]:
         """The configuration a point of `variant` runs at `shape`, and what to record about where it came from."""
         if variant.axis != Axis.TUNED:
-            return config, {}
+            return config, Details()
         found = self.lookup(variant.name, shape)
         if found is None:
-            return config, {"tuned": False}
+            return config, Details(tuned=False)
         params, path, exact = found
-        return variant.config(params), {"tuned": True, "tuned_from": str(path), "tuned_exact": exact}
+        return variant.config(params), Details(tuned=True, tuned_from=str(path), tuned_exact=exact)
 
     def save(self, variant: str, shape, config: Config, record: dict) -> Path:
         """Keep a winner (replacing the entry for the same variant and shape) in the writable directory."""
         path = self.write_dir / f"{slug(self.device)}.json"
         entries = read(path) if path.is_file() else []
-        entries = [e for e in entries if not (e["variant"] == variant and _entry_params(e) == shape.params())]
-        entries.append({"variant": variant, "shape": shape.params(), "params": config.values,
+        entries = [e for e in entries if not (e["variant"] == variant and _entry_params(e) == shape.record())]
+        entries.append({"variant": variant, "shape": shape.record(), "params": config.values,
                         "label": config.label, **record})
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from gpubench.errors import GpubenchError
-from gpubench.results import Point
+from gpubench.results import Point, Status
 from gpubench.runner import SETUP, ShapeTask, describe_error, run_task, unmeasured
 
 DEFAULT_TIMEOUT_S = 300.0  # the watchdog: generous for one point (the lab's slowest takes a few seconds)
@@ -238,7 +238,7 @@ class Worker:
                 what = self._where(task, current)
                 self.incidents.append(Incident("timeout", what, f"no answer within {timeout:g} s; worker restarted"))
                 self._reap()
-                return done | self._record_lost(task, current, done, "timeout",
+                return done | self._record_lost(task, current, done, Status.TIMEOUT,
                                                 f"timed out after {timeout:g} s (--timeout); the worker was restarted",
                                                 on_point)
             try:
@@ -248,7 +248,7 @@ class Worker:
                 what = self._where(task, current)
                 self.incidents.append(Incident("died", what, _exit_text(code)))
                 self._reap()
-                return done | self._record_lost(task, current, done, "error",
+                return done | self._record_lost(task, current, done, Status.ERROR,
                                                 f"the worker process died ({_exit_text(code)}); a new one took over",
                                                 on_point)
             kind = event[0]
@@ -267,7 +267,7 @@ class Worker:
 
     @staticmethod
     def _where(task: ShapeTask, current: int) -> str:
-        shape = f"{task.shape.op} {task.shape.label}" + (f" s{task.shape.stride}" if task.shape.op == "conv" else "")
+        shape = f"{task.shape.op} {task.shape.full_label}"
         if current == SETUP:
             return f"{shape} (inputs and reference)"
         p = next(p for p in task.points if p.index == current)

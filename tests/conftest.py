@@ -49,7 +49,9 @@ def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=No
     import random
 
     from gpubench.problems import GemmShape, conv_shape
-    from gpubench.results import Point, Run
+    from dataclasses import replace
+
+    from gpubench.results import Details, Point, Run
 
     rng = random.Random(seed)
     scale = scale or {}
@@ -59,16 +61,15 @@ def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=No
             shape = GemmShape(size, size, size)
             ms = base * (size / 1024) ** 3 * scale.get((variant, size), 1.0)
             xs = [ms * (1 + rng.gauss(0, noise)) for _ in range(samples)]
-            points.append(Point.measured("gemm", variant, "-" if variant == "cublas" else "128x128x8/8x8",
-                                         shape.params(), samples_ms=xs, flops=shape.flops,
-                                         min_bytes=shape.min_bytes, rel_err=1e-6, tolerance=1e-4, extra={}))
+            points.append(Point.measured(shape, variant, "-" if variant == "cublas" else "128x128x8/8x8",
+                                         samples_ms=xs, rel_err=1e-6, tolerance=1e-4))
     for variant, base in (("sliding", 1.5), ("cudnn", 3.0)):
         shape = conv_shape(4096, 1)
         ms = base * scale.get((variant, 4096), 1.0)
         xs = [ms * (1 + rng.gauss(0, noise)) for _ in range(samples)]
-        points.append(Point.measured("conv", variant, "16" if variant == "sliding" else "-", shape.params(),
-                                     samples_ms=xs, flops=shape.flops, min_bytes=shape.min_bytes, rel_err=1e-7,
-                                     tolerance=1e-4, extra={"engine": "eng0"} if variant == "cudnn" else {}))
+        points.append(Point.measured(shape, variant, "16" if variant == "sliding" else "-", samples_ms=xs,
+                                     rel_err=1e-7, tolerance=1e-4,
+                                     details=Details(engine="eng0") if variant == "cudnn" else Details()))
     env = {"device": {"name": device, "compute_capability": "9.0", "driver": "580.159.04"},
            "software": {"cupy": "14.2.0", "cuda_runtime": "13.2"}}
     variants = [{"op": op, "name": name, "baseline": name in ("cublas", "cudnn"), "sha256": "ab" * 32,
@@ -78,10 +79,9 @@ def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=No
         env["device"].update(floor_ms=0.004, ceilings={"ffma_gflops": 60000, "tf32_gflops": 400000, "copy_gbps": 3000,
                                                        "l2_read_gbps": 9000},
                              telemetry={"clocks_locked": False, "sm_clock_idle_mhz": 345, "sm_clock_max_mhz": 1980})
-        for p in points:
-            p.telemetry = {"sm_mhz": clocks, "sm_mhz_min": clocks, "mem_mhz": 2619, "power_w": 400.0, "throttled": 0,
+        points = [replace(p, telemetry={"sm_mhz": clocks, "sm_mhz_min": clocks, "mem_mhz": 2619, "power_w": 400.0, "throttled": 0,
                            "discarded": 0, "reasons": [], "joules_per_call": 0.4 * p.median_ms / 1e3,
-                           "gflops_per_w": p.flops / (0.4 * p.median_ms) / 1e6}
+                           "gflops_per_w": p.flops / (0.4 * p.median_ms) / 1e6}) for p in points]
     return Run(backend="cuda", environment=env, settings={}, command=["gpubench", "test"], points=points,
                status="complete", created="2026-11-22T00:00:00+00:00", variants=variants)
 

@@ -37,7 +37,7 @@ def test_cpu_gemm_end_to_end(tmp_path):
     assert r.exit_code == 0, r.output
     run = results.load(out)
     assert run.status == "complete" and run.backend == "cpu"
-    assert [p.shape_label() for p in run.points] == ["64", "100", "33x17x9"]
+    assert [p.problem.label for p in run.points] == ["64", "100", "33x17x9"]
     assert all(p.status == "ok" and p.rel_err < 1e-5 and len(p.samples_ms) == 5 for p in run.points)
     assert "gemm · numpy" in r.output and "best configuration" in r.output
     assert run.environment["software"]["gpubench"] and run.environment["device"]["kind"] == "cpu"
@@ -51,7 +51,7 @@ def test_cpu_conv_end_to_end(tmp_path):
     assert r.exit_code == 0, r.output
     run = results.load(out)
     assert len(run.points) == 2 * 3 * 2
-    assert {p.params["stride"] for p in run.points} == {1, 2, 3}
+    assert {p.problem.stride for p in run.points} == {1, 2, 3}
     assert all(p.status == "ok" for p in run.points)
     assert "ms per variant" in r.output
 

@@ -79,8 +79,8 @@ def test_a_worker_killed_mid_sweep_loses_no_finished_point(project):
                "--timeout", "60", "-o", "k.json")
     assert (project / "killed").exists()  # the plant went off
     run = results.load("k.json")
-    assert sorted(p.params["m"] for p in run.points) == [16, 24, 32, 40, 48, 56, 64]
-    assert all(p.status == "ok" for p in run.points), [(p.params["m"], p.status, p.reason) for p in run.points]
+    assert sorted(p.problem.m for p in run.points) == [16, 24, 32, 40, 48, 56, 64]
+    assert all(p.status == "ok" for p in run.points), [(p.problem.m, p.status, p.reason) for p in run.points]
     assert r.exit_code == 0, r.output
     assert any(i["kind"] == "died" and "Dask worker" in i["where"] for i in run.incidents), run.incidents
 

@@ -3,6 +3,7 @@
 import json
 import os
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 
 from gpubench import compare, results
 from gpubench.cli import cli
+from gpubench.results import Point, Status
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "compare.md"
 
@@ -54,8 +56,9 @@ def test_noise_level_jitter_passes(make_run, run_file):
     base_run = make_run(seed=1, noise=0.01)
     jittered = make_run(seed=1, noise=0.01)
     rng = random.Random(7)
-    for p in jittered.points:  # every sample moved by up to ±1%, medians by well under the 5% threshold
-        p.samples_ms = [x * (1 + rng.uniform(-0.01, 0.01)) for x in p.samples_ms]
+    # every sample moved by up to ±1%, medians by well under the 5% threshold
+    jittered.points = [replace(p, samples_ms=[x * (1 + rng.uniform(-0.01, 0.01)) for x in p.samples_ms])
+                       for p in jittered.points]
     r = invoke("compare", run_file(base_run, "a.json"), run_file(jittered, "b.json"), "--format", "json")
     assert r.exit_code == 0
     assert json.loads(r.output)["counts"]["slower"] == 0
@@ -102,8 +105,7 @@ def test_unreadable_files_exit_2_in_one_line(make_run, run_file, tmp_path, conte
 def test_runs_with_nothing_in_common_exit_2(make_run, run_file):
     a = make_run()
     b = make_run()
-    for p in b.points:
-        p.variant += "-other"
+    b.points = [replace(p, variant=p.variant + "-other") for p in b.points]
     r = invoke("compare", run_file(a, "a.json"), run_file(b, "b.json"))
     assert r.exit_code == 2 and "no points in common" in r.output
 
@@ -111,7 +113,7 @@ def test_runs_with_nothing_in_common_exit_2(make_run, run_file):
 def test_unmatched_and_unmeasured_points_are_listed(make_run, run_file):
     a, b = make_run(seed=1), make_run(seed=2)
     b.points.pop()  # cudnn only in base
-    b.points[0].status = "skipped"
+    b.points[0] = Point(b.points[0].problem, b.points[0].variant, b.points[0].config, Status.SKIPPED)
     r = invoke("compare", run_file(a, "a.json"), run_file(b, "b.json"))
     assert r.exit_code == 0
     assert "only in base: conv cudnn - 4096" in r.output
@@ -161,9 +163,8 @@ def test_a_kernel_whose_source_changed_is_named(make_run, run_file):
 def test_a_slowdown_with_a_clock_drop_says_so(make_run, run_file):
     base = make_run(clocks=1980)
     new = make_run(seed=1, scale={("tiled", 2048): 1.2}, clocks=1980)
-    for p in new.points:
-        if p.variant == "tiled" and p.params["m"] == 2048:
-            p.telemetry = {**p.telemetry, "sm_mhz": 1650}
+    new.points = [replace(p, telemetry={**p.telemetry, "sm_mhz": 1650})
+                  if p.variant == "tiled" and p.problem.m == 2048 else p for p in new.points]
     r = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"))
     assert r.exit_code == 1
     assert "(SM clock 1,980 → 1,650 MHz)" in r.output and "the GPU's clock may explain it" in r.output
@@ -181,6 +182,6 @@ def test_across_two_models_gives_ratios_not_verdicts(make_run, run_file):
 def test_a_point_that_passed_and_now_fails_is_a_regression(make_run, run_file):
     base, new = make_run(), make_run(seed=1)
     p = new.points[0]
-    p.status, p.reason, p.samples_ms, p.rel_err, p.tolerance = "error", "CUDA error: illegal address", [], None, None
+    new.points[0] = Point(p.problem, p.variant, p.config, Status.ERROR, reason="CUDA error: illegal address")
     r = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"))
     assert r.exit_code == 1 and "1 point(s) that passed now fail" in r.output and "BROKEN" in r.output

@@ -14,7 +14,7 @@ def test_plot_writes_an_image(make_run, tmp_path):
 
 def test_series_take_each_variants_best_config(make_run):
     series = plot._series(make_run(), "gemm", None)
-    assert set(series) == {"tiled", "cublas"} and [p.params["m"] for p in series["tiled"]] == [1024, 2048]
+    assert set(series) == {"tiled", "cublas"} and [p.problem.m for p in series["tiled"]] == [1024, 2048]
 
 
 def test_missing_matplotlib_is_one_clear_error(make_run, tmp_path, monkeypatch):

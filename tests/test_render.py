@@ -1,5 +1,7 @@
+from dataclasses import replace
+
 from gpubench import render
-from gpubench.results import Point
+from gpubench.results import Details, Point, Status
 
 
 def cells(table):
@@ -21,7 +23,7 @@ def test_summary_gives_percent_of_cublas(make_run):
     run = make_run()
     summary = render.summary_table(run, "gemm")
     rows = {(r[0], r[1]): r for r in cells(summary)}
-    tiled, cublas = (p for p in run.points if p.op == "gemm" and p.params["m"] == 1024)  # synthetic medians near 4.0 and 2.5 ms
+    tiled, cublas = (p for p in run.points if p.op == "gemm" and p.problem.m == 1024)  # synthetic medians near 4.0 and 2.5 ms
     assert rows[("1024", "tiled")][6] == f"{100 * cublas.median_ms / tiled.median_ms:.0f}%"
     assert rows[("1024", "tiled")][6] in ("62%", "63%") and rows[("1024", "cublas")][6] == "100%"
 
@@ -37,8 +39,8 @@ def test_conv_comparison_marks_the_fastest(make_run):
 
 def test_failures_and_skips_show_in_cells(make_run):
     run = make_run()
-    run.points[0].status, run.points[0].reason = "fail", "rel_err 1e-2 over tolerance 1e-04"
-    run.points[1] = Point("gemm", "tiled", run.points[1].config, run.points[1].params, "skipped", reason="no room")
+    run.points[0] = replace(run.points[0], status=Status.FAIL, reason="rel_err 1e-2 over tolerance 1e-04", rel_err=1e-2)
+    run.points[1] = Point(run.points[1].problem, "tiled", run.points[1].config, Status.SKIPPED, reason="no room")
     text = cells(render.config_tables(run, "gemm")[0])
     assert text[0][1].startswith("FAIL") and text[1][1] == "skipped"
     md = render.to_markdown(render.config_tables(run, "gemm")[0])
@@ -61,7 +63,7 @@ def test_markdown_table_shape(make_run):
 
 def test_tf32_rows_say_so(make_run):
     run = make_run()
-    run.points[2].extra["tf32"] = True
+    run.points[2] = replace(run.points[2], details=Details(tf32=True))
     assert "cublas [TF32]" in [t.title.split(" · ")[1].split(" —")[0] for t in render.config_tables(run, "gemm")]
 
 
@@ -78,9 +80,7 @@ def test_speedups_are_against_the_baseline_the_run_recorded(make_run):
     a run that recorded another baseline is read with that one: the reader needs no registry of today's."""
     run = make_run()
     sliding = next(p for p in run.points if p.variant == "sliding")
-    run.points.append(Point(**{**{f: getattr(sliding, f) for f in ("op", "config", "params", "status", "rel_err",
-                                                                    "tolerance", "flops", "min_bytes", "extra")},
-                               "variant": "im2col", "samples_ms": [x * 4 for x in sliding.samples_ms]}))
+    run.points.append(replace(sliding, variant="im2col", samples_ms=[x * 4 for x in sliding.samples_ms]))
     rows = {r[2]: r for r in cells(render.summary_table(run, "conv"))}
     assert rows["cudnn"][7] == "1.00×" and rows["im2col"][7] == "0.50×"
     run.variants = [v | {"baseline": v["name"] == "sliding"} for v in run.variants]
@@ -97,11 +97,10 @@ def test_noise_threshold_is_a_parameter(make_run):
 def test_details_name_the_engine_and_im2col_share(make_run):
     run = make_run()
     p = next(p for p in run.points if p.variant == "cudnn")
-    p.extra.update(plans=12)
-    assert render.details(p) == "eng0 (of 12 plans)"
-    p.extra = {"im2col_ms": p.median_ms / 4}
+    assert render.details(replace(p, details=Details(engine="eng0", plans=12))) == "eng0 (of 12 plans)"
+    p = replace(p, details=Details(parts_ms={"im2col": p.median_ms / 4}))
     assert render.details(p) == f"im2col {p.median_ms / 4:.3f} ms (25%)"
-    p.extra = {"winograd_filter_ms": p.median_ms / 20}  # any step timed on its own, named after its kernel
+    p = replace(p, details=Details(parts_ms={"winograd_filter": p.median_ms / 20}))  # any step timed on its own
     assert render.details(p) == f"winograd_filter {p.median_ms / 20:.3f} ms (5%)"
 
 

@@ -9,7 +9,9 @@ import pytest
 
 from gpubench import results
 from gpubench.errors import GpubenchError
-from gpubench.results import Point, RunWriter
+from gpubench.problems import ConvShape, GemmShape
+from gpubench.results import Details, Point, RunWriter, Status
+from gpubench.timing import Stop
 
 REPO = Path(__file__).resolve().parent.parent
 DEEP: object = 1
@@ -40,15 +42,30 @@ def test_statistics_are_derived_from_the_samples_not_read_back(make_run, tmp_pat
 
 
 def test_measured_point_fails_over_tolerance():
-    p = Point.measured("gemm", "x", "-", {"m": 1, "n": 1, "k": 1}, samples_ms=[1.0, 2.0, 3.0], flops=2.0,
-                       min_bytes=12.0, rel_err=2e-3, tolerance=1e-4, extra={})
-    assert p.status == "fail" and "over tolerance" in p.reason and p.median_ms == 2.0
+    p = Point.measured(GemmShape(1, 1, 1), "x", "-", samples_ms=[1.0, 2.0, 3.0], rel_err=2e-3, tolerance=1e-4)
+    assert p.status == Status.FAIL and "over tolerance" in p.reason and p.median_ms == 2.0 and p.flops == 2.0
+
+
+def test_a_point_checks_itself_when_made():
+    with pytest.raises(ValueError, match="status ok needs samples_ms"):
+        Point(GemmShape(1, 1, 1), "x", "-", Status.OK)
+    with pytest.raises(ValueError, match="status ok disagrees"):
+        Point(GemmShape(1, 1, 1), "x", "-", Status.OK, rel_err=0.5, tolerance=1e-4, samples_ms=(1.0,))
+    with pytest.raises(ValueError, match="'great' is not a valid Status"):
+        Point(GemmShape(1, 1, 1), "x", "-", "great")
+    with pytest.raises(ValueError, match="engine has the wrong type"):
+        Details(engine=3)
+    with pytest.raises(ValueError, match="stop 'bored'"):
+        Details(stop="bored")
+    assert Details(stop="reps").stop is Stop.REPS
+    with pytest.raises(Exception):
+        Point(GemmShape(1, 1, 1), "x", "-", Status.SKIPPED).variant = "y"  # frozen
 
 
 def test_writer_leaves_a_valid_file_after_every_point(make_run, tmp_path):
     full = make_run()
     run = make_run()
-    run.points, run.status = [], "running"
+    run.points, run.status = [], results.RunStatus.RUNNING
     writer = RunWriter(run, tmp_path / "w.json")
     for i, p in enumerate(full.points):
         writer.add(p)
@@ -74,8 +91,54 @@ def test_a_failed_write_keeps_the_last_complete_file(make_run, tmp_path, monkeyp
 
 def test_version_1_files_still_load():
     run = results.load(REPO / "results" / "nvidia-h200" / "ci-1.json")
-    assert run.schema_version == 2 and run.baseline("gemm") == "cublas" and run.baseline("conv") == "cudnn"
+    assert run.schema_version == 3 and run.baseline("gemm") == "cublas" and run.baseline("conv") == "cudnn"
     assert len(run.points) == 12 and all(p.status == "ok" and p.median_ms > 0 for p in run.points)
+
+
+def test_version_2_points_become_typed_records():
+    """params become the problem's shape object; extra's fields become the details record, `<step>_ms` its
+    parts_ms, anything unknown its reported; --gpus N's old code "nN" becomes N."""
+    data = valid_v2()
+    data["settings"] = {"gpus": "n2"}
+    data["points"][0]["extra"] = {"stop": "decided", "batch": 8, "im2col_ms": 0.25, "engine": "eng1", "mine": [1]}
+    conv = {**data["points"][0], "op": "conv", "extra": {},
+            "params": {"batch": 2, "in_channels": 3, "out_channels": 4, "height": 9, "width": 7, "kernel": 3,
+                       "stride": 2, "padding": 1}}
+    data["points"].append(conv)
+    run = results.load(write(data))
+    gemm, conv = run.points
+    assert gemm.problem == GemmShape(2, 2, 2) and conv.problem == ConvShape(2, 3, 4, 9, 7, 3, 2, 1)
+    assert gemm.details == Details(stop=Stop.DECIDED, batch=8, engine="eng1", parts_ms={"im2col": 0.25},
+                                   reported={"mine": [1]})
+    assert run.settings["gpus"] == "2" and run.schema_version == 3
+    back = results.load(results.save(run, _tmp() / "v3.json"))
+    assert back == run
+
+
+def _tmp() -> Path:
+    import tempfile
+
+    return Path(tempfile.mkdtemp())
+
+
+def write(data: dict) -> Path:
+    path = _tmp() / "run.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+SAVED = sorted((REPO / "results").glob("*/*.json"))
+
+
+@pytest.mark.parametrize("version", sorted(results.schema.MIGRATIONS))
+def test_every_older_version_under_results_migrates(version):
+    """Each migration has files of its version under results/ to prove it on (and they all load)."""
+    files = [f for f in SAVED if json.loads(f.read_text())["schema_version"] == version]
+    assert files, f"no file of schema version {version} under results/ to test its migration on"
+    for f in files:
+        run = results.load(f)
+        assert run.schema_version == results.SCHEMA_VERSION and run.points
+        assert all(p.problem.record() == p.to_dict()["problem"] for p in run.points)
 
 
 def valid_v2() -> dict:
@@ -100,11 +163,11 @@ def corrupt(**change):
     ('{"schema": "gpubench-run", "schema_version": 2, "points": [', "not valid JSON"),
     ("[1, 2]", "not a gpubench results file"),
     ('{"schema": "other"}', "not a gpubench results file"),
-    ('{"schema": "gpubench-run", "schema_version": 99}', "schema version 99; this gpubench reads versions 1 to 2; "
+    ('{"schema": "gpubench-run", "schema_version": 99}', "schema version 99; this gpubench reads versions 1 to 3; "
                                                          "upgrade gpubench"),
     ('{"schema": "gpubench-run", "schema_version": "2"}', "schema version '2'"),
     ('{"schema": "gpubench-run", "schema_version": 2, "points": []}', "lacks backend"),
-    (corrupt(points=[{"op": "gemm"}]), "lacks variant, config, params, status"),
+    (corrupt(points=[{"op": "gemm"}]), "lacks variant, config, problem, status"),
     (corrupt(p_status="great"), "status 'great'"),
     (corrupt(p_samples_ms=[1.0, -2.0]), "samples_ms must be finite positive numbers"),
     (corrupt(p_samples_ms=[1.0, float("nan")]), "samples_ms must be finite positive"),
@@ -115,15 +178,17 @@ def corrupt(**change):
     (corrupt(p_flops=10**400), "flops must be a number"),
     (corrupt(p_samples_ms=[1e308, 1e308]), "samples_ms must be finite positive numbers of milliseconds"),
     (corrupt(p_samples_ms=[5e-324, 1.0]), "samples_ms must be finite"),
-    (corrupt(p_extra={"im2col_ms": "x"}), "im2col_ms has the wrong type"),
+    (corrupt(p_extra={"im2col_ms": "x"}), "parts_ms must map step names to milliseconds"),
     (corrupt(p_extra={"engine": [1]}), "engine has the wrong type"),
+    (corrupt(p_extra={"stop": "bored"}), r"details: stop 'bored'; allowed are reps"),
     (corrupt(p_telemetry={"reasons": 5}), "reasons has the wrong type"),
     (corrupt(environment={"device": {"ceilings": "fast"}}), "ceilings has the wrong type"),
     (corrupt(environment={"device": {"ceilings": {"ffma_gflops": "x"}}}), "ffma_gflops has the wrong type"),
     (corrupt(environment={"device": {"floor_ms": -1}}), "floor_ms must be a number"),
     (corrupt(settings={"a": DEEP}), "nested more than 64"),
-    (corrupt(p_params={"m": 2, "n": 2}), "params must be positive integers m, n, k"),
-    (corrupt(p_params={"m": 2, "n": 2, "k": True}), "params must be positive integers"),
+    (corrupt(p_params={"m": 2, "n": 2}), "a gemm problem has the keys m, n, k, got m, n"),
+    (corrupt(p_params={"m": 2, "n": 2, "k": True}), "problem must hold integers"),
+    (corrupt(p_params={"m": 2, "n": 0, "k": 2}), "n must be a positive integer"),
     (corrupt(p_op="fft"), "op 'fft'"),
     (corrupt(p_flops=float("inf")), "flops must be a number"),
     (corrupt(environment=[]), "environment has the wrong type"),
@@ -157,4 +222,4 @@ def test_point_keys_identify_points_across_runs(make_run):
     assert [p.key() for p in a.points] == [p.key() for p in b.points]
     assert len({p.key() for p in a.points}) == len(a.points)
     saved = json.loads(a.to_json())
-    assert saved["schema"] == "gpubench-run" and saved["schema_version"] == 2
+    assert saved["schema"] == "gpubench-run" and saved["schema_version"] == 3

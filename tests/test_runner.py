@@ -7,7 +7,7 @@ from gpubench.backends.cpu import CpuBackend
 from gpubench.errors import Skip
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.runner import SETUP, PointTask, ShapeTask, run_task, verify
-from gpubench.timing import TimingPolicy
+from gpubench.timing import Stop, TimingPolicy
 from gpubench.variant import NO_CONFIG
 
 FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
@@ -46,7 +46,7 @@ def test_events_say_what_runs_and_what_finished():
     assert events[0] == ("begin", SETUP) and events[1] == ("begin", 0)
     point = events[2][2]
     assert point.status == "ok" and point.rel_err < 1e-5 and len(point.samples_ms) == 5
-    assert point.extra["stop"] in ("budget", "reps") and point.extra["flushed"] is False
+    assert point.details.stop in (Stop.BUDGET, Stop.REPS) and point.details.flushed is False
 
 
 def test_a_shape_that_does_not_fit_skips_all_its_points_with_the_reason():

@@ -3,7 +3,7 @@ come and Ctrl-C keeps them."""
 
 from gpubench import registry, results, sweep
 from gpubench.problems import GemmShape, conv_shape
-from gpubench.results import Point, Run, RunWriter
+from gpubench.results import Details, Point, Run, RunWriter, Status
 from gpubench.sweep import Sweep
 from gpubench.timing import TimingPolicy
 from gpubench.variant import Axis
@@ -33,10 +33,10 @@ def test_tuned_configurations_are_resolved_before_the_backend_sees_them():
     chosen = tuned.config({**tuned.configs[0].values, "BM": 256})
 
     def resolve(variant, shape, config):
-        return (chosen, {"tuned": True}) if variant.axis == Axis.TUNED else (config, {})
+        return (chosen, Details(tuned=True)) if variant.axis == Axis.TUNED else (config, Details())
 
     (task,) = sweep.tasks([s], 0, resolve)
-    assert task.points[0].config == chosen and task.points[0].note == {"tuned": True}
+    assert task.points[0].config == chosen and task.points[0].note == Details(tuned=True)
     assert task.points[1].config.label == "128x128x8/8x8"
 
 
@@ -50,7 +50,7 @@ class Replay:
         for i in range(self.n):
             if i == self.interrupt_after:
                 raise KeyboardInterrupt
-            on_point(Point("gemm", "numpy", "-", {"m": i + 1, "n": 1, "k": 1}, "skipped", reason="test"))
+            on_point(Point(GemmShape(i + 1, 1, 1), "numpy", "-", Status.SKIPPED, reason="test"))
 
 
 def test_every_point_is_on_disk_when_it_is_reported(tmp_path):
@@ -66,4 +66,4 @@ def test_ctrl_c_keeps_the_finished_points(tmp_path):
     writer = RunWriter(Run(backend="cpu", environment={}, settings={}), tmp_path / "r.json")
     assert sweep.run(Replay(5, interrupt_after=2), [], writer) == "interrupted"
     saved = results.load(tmp_path / "r.json")
-    assert saved.status == "interrupted" and [p.params["m"] for p in saved.points] == [1, 2]
+    assert saved.status == "interrupted" and [p.problem.m for p in saved.points] == [1, 2]

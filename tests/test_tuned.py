@@ -6,6 +6,7 @@ import pytest
 
 from gpubench import registry
 from gpubench.errors import GpubenchError
+from gpubench.results import Details
 from gpubench.problems import GemmShape
 from gpubench.tuned import Tuned, shipped_dir, slug
 
@@ -34,9 +35,9 @@ def test_exact_shape_then_nearest_size_then_the_variants_own(user_dir):
     assert t.resolve(TUNED, GemmShape(8192, 8192, 8192), TUNED.configs[0])[0].values["BM"] == 256
     assert t.resolve(TUNED, GemmShape(1000, 1000, 1000), TUNED.configs[0])[0].values["BM"] == 64
     config, note = t.resolve(TUNED, GemmShape(6000, 6000, 6000), TUNED.configs[0])
-    assert config.values["BM"] == 256 and note["tuned"] and not note["tuned_exact"]
+    assert config.values["BM"] == 256 and note.tuned and not note.tuned_exact
     assert Tuned("GPU Y").resolve(TUNED, GemmShape(64, 64, 64), TUNED.configs[0]) == (TUNED.configs[0],
-                                                                                      {"tuned": False})
+                                                                                      Details(tuned=False))
 
 
 def test_the_project_wins_over_the_user_and_saves_go_there(user_dir, tmp_path):
@@ -53,8 +54,8 @@ def test_the_project_wins_over_the_user_and_saves_go_there(user_dir, tmp_path):
 def test_shipped_h200_configurations_still_resolve():
     t = Tuned("NVIDIA H200")
     config, note = t.resolve(TUNED, GemmShape(4096, 4096, 4096), TUNED.configs[0])
-    assert note["tuned_exact"] and config.label == "256x128x16 w128x32 t16x8 s2 g4"
-    assert str(shipped_dir()) in note["tuned_from"]
+    assert note.tuned_exact and config.label == "256x128x16 w128x32 t16x8 s2 g4"
+    assert str(shipped_dir()) in note.tuned_from
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"entries": [{"variant": "tuned"}]}', '{"entries": 3}'])

@@ -6,7 +6,7 @@ import pytest
 from gpubench import registry
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
-from gpubench.results import Point
+from gpubench.results import Point, Status
 from gpubench.runner import PointTask, ShapeTask
 from gpubench.timing import TimingPolicy
 from gpubench.variant import NO_CONFIG
@@ -106,7 +106,7 @@ class Scripted(Worker):
 
 def test_a_broken_backend_is_replaced_and_the_rest_of_the_task_runs(variants):
     task = shape_task(variants, ["good", "good", "good"])
-    p = [Point("gemm", "good", "-", {"m": 24, "n": 24, "k": 24}, "ok") for _ in range(3)]
+    p = [Point(GemmShape(24, 24, 24), "good", "-", Status.SKIPPED) for _ in range(3)]
     broken = [("begin", -1), ("begin", 0), ("point", 0, p[0]), ("begin", 1), ("point", 1, p[1]),
               ("broken", "CUDA error: an illegal memory access was encountered")]
     fresh = [("begin", -1), ("begin", 2), ("point", 2, p[2]), ("end",)]

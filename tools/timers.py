@@ -107,17 +107,18 @@ def table(outdir: Path, *gpubench_files: str) -> None:
     nvb = {name.replace("_", "-"): nv[name][0].summaries for name in nv}
     do = json.loads((outdir / "dobench.json").read_text())
     ours = {}
+    from gpubench import results
+
     for f in gpubench_files:
-        for p in json.loads(Path(f).read_text())["points"]:
-            if p["status"] != "ok":
+        for p in results.load(f).points:  # any schema version, as typed points
+            if p.status != results.Status.OK:
                 continue
-            samples = sorted(p["samples_ms"])
-            median = float(np.median(samples))
-            if p["variant"] == "cublas":
-                ours[f"cublas-{p['params']['m']}"] = median
-            elif p["variant"] == "tiled" and p["config"] == "128x128x8/8x8" and p["params"]["m"] == 2048:
+            median = float(np.median(p.samples_ms))
+            if p.variant == "cublas":
+                ours[f"cublas-{p.problem.m}"] = median
+            elif p.variant == "tiled" and p.config == "128x128x8/8x8" and p.problem.m == 2048:
                 ours["tiled-2048"] = median
-            elif p["variant"] == "sliding" and p["config"] == "16" and p["params"]["height"] == 4096:
+            elif p.variant == "sliding" and p.config == "16" and p.problem.height == 4096:
                 ours["sliding-4096-s1"] = median
     print("| kernel | gpubench median | nvbench cold median (mean) | do_bench median | gpubench / nvbench | "
           "gpubench / do_bench |")

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from gpubench import reference
 from gpubench.errors import Skip
 from gpubench.problems import ARRAYS, ConvShape, GemmShape
+from gpubench.results import Details
 from gpubench.telemetry import NoTelemetry
 
 __all__ = ["ArrayBackend", "Prepared", "Skip", "open_backend", "call_arrays", "kernel_arguments"]
@@ -24,7 +25,7 @@ class Prepared:
     run: Callable[[], None]
     output: Any
     parts: dict[str, Callable[[], None]] = field(default_factory=dict)  # timed on their own, e.g. im2col's unfold
-    extra: dict = field(default_factory=dict)  # recorded with the point (engine name, tf32, ...)
+    details: Details = field(default_factory=Details)  # recorded with the point (engine name, tf32, ...)
     release: Callable[[], None] = lambda: None
 
 

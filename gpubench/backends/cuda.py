@@ -18,6 +18,7 @@ from gpubench import nvcc, registry, telemetry
 from gpubench.backends import ArrayBackend, Prepared, call_arrays, kernel_arguments, tma
 from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import ConvShape, GemmShape
+from gpubench.results import Details
 from gpubench.timing import TimingPolicy, measure, summarize
 from gpubench.variant import SMS, TF32_TOL, Launch
 
@@ -307,7 +308,7 @@ class CudaBackend(ArrayBackend):
             return self._kernels(variant, config, shape, inputs, out)
         if variant.runner == "cublas":
             run = self._cublas_gemm(shape.m, shape.n, shape.k, inputs["A"], 0, inputs["B"], 0, out, 0, 1)
-            return Prepared(run, out, extra=self._library_extra())
+            return Prepared(run, out, details=self._library_details())
         if variant.runner == "im2col":
             return self._im2col(variant, config, shape, inputs, out)
         if variant.runner == "cudnn":
@@ -332,7 +333,7 @@ class CudaBackend(ArrayBackend):
             fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
             fn = self.kernel(variant, config.values, step.kernel)
             launches.append(self.launcher(fn, step.launch_for({**dims, SMS: self.sms}, config), fmt, args))
-        extra = {"tf32": True} if variant.tf32 else {}
+        details = Details(tf32=True) if variant.tf32 else Details()
         parts = {step.kernel: launch for step, launch in zip(variant.before, launches)}
 
         def run():
@@ -340,13 +341,13 @@ class CudaBackend(ArrayBackend):
                 launch()
 
         # The launches hold raw pointers: the workspace arrays live until the point releases them.
-        return Prepared(launches[0] if len(launches) == 1 else run, out, parts=parts, extra=extra,
+        return Prepared(launches[0] if len(launches) == 1 else run, out, parts=parts, details=details,
                         release=scratch.clear)
 
     # --- libraries --------------------------------------------------------------------------------------------
 
-    def _library_extra(self) -> dict:
-        return {"tf32": self.tf32}
+    def _library_details(self) -> Details:
+        return Details(tf32=self.tf32)
 
     def _cublas_gemm(self, m, n, k, a, stride_a, b, stride_b, c, stride_c, batch):
         """Row-major C[m,n] = A[m,k]·B[k,n] (batched by strides) as cuBLAS's column-major C^T = B^T·A^T."""
@@ -379,7 +380,7 @@ class CudaBackend(ArrayBackend):
         w = inputs["w"]
         if variant.companion is None:  # options.gemm = "cublas"
             gemm = self._cublas_gemm(k, pixels, crs, w, 0, cols, crs * pixels, out, k * pixels, n)
-            extra = self._library_extra()
+            details = self._library_details()
         else:  # the companion GEMM's own launch, one product per image along z, through its _batched entry
             tiled, params = variant.companion, config.values
             base = tiled.launch_for(GemmShape(k, pixels, crs).dims(), config)
@@ -387,13 +388,13 @@ class CudaBackend(ArrayBackend):
             gemm = self.launcher(self.kernel(tiled, params, tiled.kernel + "_batched"), launch,
                                  "PPPiiiqqq", (_ptr(w), _ptr(cols), _ptr(out), k, pixels, crs, 0, crs * pixels,
                                                k * pixels))
-            extra = {}
+            details = Details()
 
         def run():
             unfold()
             gemm()
 
-        return Prepared(run, out, parts={"im2col": unfold}, extra=extra)
+        return Prepared(run, out, parts={"im2col": unfold}, details=details)
 
     def _cudnn_run(self, variant, shape: ConvShape, inputs, out) -> Prepared:
         from gpubench.backends.cudnn_conv import CudnnConvGraph, CudnnUnavailable
@@ -414,9 +415,9 @@ class CudaBackend(ArrayBackend):
             plan = graph.heuristic
         else:
             plan = self._fastest_plan(graph, x, w, out)
-        extra = {**self._library_extra(), "engine": plan.engine, "plans": len(graph.plans),
-                 "tensor_cores": plan.tensor_cores, "workspace_bytes": plan.workspace_bytes}
-        return Prepared(lambda: graph.run(plan, x, w, out), out, extra=extra)
+        details = Details(tf32=self.tf32, engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
+                          workspace_bytes=plan.workspace_bytes)
+        return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
 
     def _fastest_plan(self, graph, x, w, out):
         timed = []

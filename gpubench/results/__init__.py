@@ -1,0 +1,7 @@
+"""Saved runs: the typed model (model.py), the schema check and migrations of older files (schema.py), and
+reading and atomic writing (io.py). Nothing here renders; gpubench/views/ does."""
+
+from gpubench.results.io import RunWriter, load, save
+from gpubench.results.model import SCHEMA, SCHEMA_VERSION, Details, Point, Run, RunStatus, Status
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "Details", "Point", "Run", "RunStatus", "RunWriter", "Status", "load", "save"]

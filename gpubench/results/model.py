@@ -1,0 +1,236 @@
+"""The results model: a run is a list of points plus the environment they were measured in.
+
+Pure, typed records, nothing about files or rendering. A :class:`Point` is immutable and checks itself when it
+is made (pyperf's way): its problem is a shape object (gpubench/problems.py), its status a :class:`Status`,
+what it recorded besides its time a :class:`Details`. It keeps its raw samples; its statistics, GFLOPS and
+GB/s are derived from them on demand. A :class:`Run` is the one record that grows while a sweep writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from enum import StrEnum
+from functools import cached_property
+from typing import Mapping
+
+from gpubench import __version__
+from gpubench.problems import Op, Shape
+from gpubench.timing import Stats, Stop, summarize
+
+SCHEMA = "gpubench-run"
+SCHEMA_VERSION = 3
+SAMPLE_RANGE = (1e-9, 1e12)  # milliseconds: a femtosecond to thirty years; anything else is corruption
+
+
+class Status(StrEnum):
+    """How a point ended."""
+
+    OK = "ok"  # verified and timed
+    FAIL = "fail"  # timed, but over tolerance
+    ERROR = "error"  # raised or crashed
+    TIMEOUT = "timeout"  # the watchdog ended it
+    SKIPPED = "skipped"  # could not run here (does not fit, cannot launch, not this architecture)
+
+    @property
+    def failed(self) -> bool:
+        """Ran and did not pass: the command exits 1."""
+        return self in (Status.FAIL, Status.ERROR, Status.TIMEOUT)
+
+    @property
+    def timed(self) -> bool:
+        """Has samples, a rel_err and a tolerance."""
+        return self in (Status.OK, Status.FAIL)
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETE = "complete"
+    INTERRUPTED = "interrupted"
+
+
+def _kind_ok(value, kind) -> bool:
+    if kind is float:
+        return type(value) in (int, float) and math.isfinite(value) and value >= 0
+    return isinstance(value, kind) if kind is Stop else type(value) is kind
+
+
+@dataclass(frozen=True)
+class Details:
+    """What a point recorded besides its samples: how the library ran it, how it was timed, where its
+    configuration came from, its sub-steps' own times, and whatever a user's variant reports. Every field is
+    optional (None: not recorded)."""
+
+    tf32: bool | None = None  # TF32 tensor cores were allowed (libraries) or used (a TF32 kernel)
+    engine: str | None = None  # the library's plan (cuDNN's engine name) ...
+    plans: int | None = None  # ... among how many it could run
+    tensor_cores: bool | None = None  # the plan's numerical notes say it uses tensor cores
+    workspace_bytes: int | None = None
+    stop: Stop | None = None  # why sampling ended
+    batch: int | None = None  # calls per queued batch, where short calls were timed in batches
+    flushed: bool | None = None  # L2 was flushed before each timed call
+    tuned: bool | None = None  # the configuration came from `gpubench tune` ...
+    tuned_from: str | None = None  # ... in this file ...
+    tuned_exact: bool | None = None  # ... tuned for exactly this shape (else the nearest size)
+    parts_ms: Mapping[str, float] = field(default_factory=dict)  # sub-steps timed alone (im2col's unfold, ...)
+    reported: Mapping[str, object] = field(default_factory=dict)  # what a user's variant reports about itself
+
+    def __post_init__(self):
+        if self.stop is not None and not isinstance(self.stop, Stop):
+            try:
+                object.__setattr__(self, "stop", Stop(self.stop))
+            except ValueError:
+                raise ValueError(f"stop {self.stop!r:.40}; allowed are {', '.join(Stop)}") from None
+        for name, kind in FIELD_KINDS.items():
+            value = getattr(self, name)
+            if value is not None and not _kind_ok(value, kind):
+                raise ValueError(f"{name} has the wrong type ({value!r:.40})")
+        if not isinstance(self.parts_ms, Mapping) or not all(isinstance(k, str) and _kind_ok(v, float)
+                                                             for k, v in self.parts_ms.items()):
+            raise ValueError("parts_ms must map step names to milliseconds")
+        if not isinstance(self.reported, Mapping) or not all(isinstance(k, str) for k in self.reported):
+            raise ValueError("reported must be an object")
+
+    def record(self) -> dict:
+        """The fields recorded (None and empty left out), as a results file keeps them."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in out.items() if v not in (None, {})}
+
+    def merged(self, other: Details) -> Details:
+        """These details with what `other` recorded on top (its None fields leave ours as they are)."""
+        mine = {f.name: getattr(self, f.name) for f in fields(self)}
+        theirs = {f.name: getattr(other, f.name) for f in fields(other)}
+        return Details(**{**mine, **{k: v for k, v in theirs.items() if v not in (None, {})}})
+
+
+FIELD_KINDS = {"tf32": bool, "engine": str, "plans": int, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
+               "batch": int, "flushed": bool, "tuned": bool, "tuned_from": str, "tuned_exact": bool}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured (or failed, timed-out, skipped) combination of variant, configuration and problem."""
+
+    problem: Shape
+    variant: str
+    config: str  # the variant's axis value: block size ("16"), tile configuration, or "-"
+    status: Status
+    reason: str = ""
+    rel_err: float | None = None
+    tolerance: float | None = None
+    samples_ms: tuple[float, ...] = ()
+    details: Details = field(default_factory=Details)
+    device: str | None = None  # which GPU ran it, where a run used several
+    telemetry: dict | None = None  # SM/memory clocks, power, throttled samples, joules per call (NVML)
+
+    def __post_init__(self):
+        object.__setattr__(self, "status", Status(self.status))
+        object.__setattr__(self, "samples_ms", tuple(float(s) for s in self.samples_ms))
+        if not all(SAMPLE_RANGE[0] <= s <= SAMPLE_RANGE[1] for s in self.samples_ms):  # NaN fails both
+            raise ValueError(f"samples_ms must be finite positive numbers of milliseconds ({SAMPLE_RANGE[0]:g} to "
+                             f"{SAMPLE_RANGE[1]:g})")
+        if self.status.timed:
+            if not self.samples_ms or self.rel_err is None or self.tolerance is None:
+                raise ValueError(f"status {self.status} needs samples_ms, rel_err and tolerance")
+            if (self.status == Status.OK) != (self.rel_err <= self.tolerance):
+                raise ValueError(f"status {self.status} disagrees with rel_err {self.rel_err:.2e} and tolerance "
+                                 f"{self.tolerance:.0e}")
+
+    @classmethod
+    def measured(cls, problem: Shape, variant: str, config: str, *, samples_ms, rel_err: float, tolerance: float,
+                 details: Details = Details(), telemetry=None) -> Point:
+        """A timed point: ok, or fail when its error is over the tolerance (NaN and inf are over any)."""
+        ok = rel_err is not None and rel_err <= tolerance
+        return cls(problem, variant, config, Status.OK if ok else Status.FAIL,
+                   reason="" if ok else f"rel_err {rel_err:.2e} over tolerance {tolerance:.0e}",
+                   rel_err=rel_err, tolerance=tolerance, samples_ms=tuple(samples_ms), details=details,
+                   telemetry=telemetry)
+
+    @property
+    def op(self) -> Op:
+        return self.problem.op
+
+    @property
+    def flops(self) -> float:
+        return self.problem.flops
+
+    @property
+    def min_bytes(self) -> float:
+        return self.problem.min_bytes
+
+    @cached_property
+    def timing(self) -> Stats | None:
+        return summarize(list(self.samples_ms)) if self.samples_ms else None
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.timing.median if self.timing else None
+
+    @property
+    def gflops(self) -> float | None:
+        return self.flops / self.median_ms / 1e6 if self.median_ms else None
+
+    @property
+    def gbps(self) -> float | None:
+        return self.min_bytes / self.median_ms / 1e6 if self.median_ms else None
+
+    @property
+    def tf32(self) -> bool:
+        return bool(self.details.tf32)
+
+    def key(self) -> tuple:
+        """What identifies a point across runs (compare matches on this)."""
+        return (self.op, self.variant, self.config, self.problem, self.tf32)
+
+    def shape_label(self) -> str:
+        return self.problem.label
+
+    def to_dict(self) -> dict:
+        t = self.timing
+        return {"op": str(self.op), "variant": self.variant, "config": self.config, "problem": self.problem.record(),
+                "status": str(self.status), "reason": self.reason, "rel_err": self.rel_err,
+                "tolerance": self.tolerance, "samples_ms": list(self.samples_ms), "details": self.details.record(),
+                "device": self.device, "telemetry": self.telemetry,
+                # derived, for readers such as jq; never read back
+                "flops": self.flops, "min_bytes": self.min_bytes, "stats": t.as_dict() if t else None,
+                "gflops": self.gflops, "gbps": self.gbps}
+
+
+@dataclass
+class Run:
+    backend: str
+    environment: dict
+    settings: dict
+    command: list[str] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
+    status: RunStatus = RunStatus.RUNNING
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    gpubench_version: str = __version__
+    variants: list[dict] = field(default_factory=list)  # Variant.record() of every variant in the run
+    incidents: list[dict] = field(default_factory=list)  # workers that died, hung or were left unusable
+    schema: str = SCHEMA
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self):
+        self.status = RunStatus(self.status)
+
+    @property
+    def device(self) -> str:
+        return self.environment.get("device", {}).get("name", "unknown device")
+
+    def ops(self) -> list[Op]:
+        return sorted({p.op for p in self.points}, key=list(Op).index)
+
+    def baseline(self, op: str) -> str | None:
+        """The variant this run measured `op` against, as recorded when it ran."""
+        return next((v["name"] for v in self.variants if v.get("op") == op and v.get("baseline")), None)
+
+    def failed(self) -> list[Point]:
+        return [p for p in self.points if p.status.failed]
+
+    def to_json(self) -> str:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data.update(status=str(self.status), points=[p.to_dict() for p in self.points])
+        return json.dumps(data, indent=1, allow_nan=True)

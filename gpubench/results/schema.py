@@ -1,0 +1,236 @@
+"""Reading a results file's data: lifting older versions to this one, then checking every field.
+
+A file is checked when it is read (types, required fields, finite positive samples, statuses that agree with
+the errors) so that nothing downstream computes a verdict from garbage. Each check that a record can make of
+itself lives in its constructor (gpubench/results/model.py, gpubench/problems.py); this module walks the file,
+names the place in it, and turns every way it can be wrong into one line.
+
+Versions: 1 (gpubench 0.1) kept no variant records; 2 kept a point's problem as `params` and its details as a
+loose `extra` dict (sub-steps' times as `<name>_ms`), and `--gpus N` as "nN"; 3 keeps `problem`, a `details`
+record with `parts_ms`, and the `--gpus` selection as it was written. Each migration lifts a file one version.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from gpubench.errors import GpubenchError
+from gpubench.problems import shape_from
+from gpubench.results.model import FIELD_KINDS, SCHEMA_VERSION, Details, Point, Run, RunStatus, Status
+
+MAX_DEPTH = 64  # nesting in settings, environment or details: deeper is not a file gpubench wrote
+
+# --- migrations -------------------------------------------------------------------------------------------------
+
+V1_BASELINES = {("cuda", "gemm"): "cublas", ("cuda", "conv"): "cudnn", ("cpu", "gemm"): "numpy",
+                ("cpu", "conv"): "im2col"}
+
+
+def _from_v1(data: dict) -> dict:
+    """Version 1 (gpubench 0.1) kept no variant records; its baselines were fixed per backend and op."""
+    backend = data.get("backend")
+    data["variants"] = [{"op": op, "name": name, "baseline": True} for (b, op), name in V1_BASELINES.items()
+                        if b == backend]
+    data["incidents"] = []
+    data["schema_version"] = 2
+    return data
+
+
+def _details_from_v2(extra: dict) -> dict:
+    """A version-2 `extra` dict as a details record: known fields by name, `<step>_ms` into parts_ms, the rest
+    into reported."""
+    details: dict = {"parts_ms": {}, "reported": {}}
+    for key, value in extra.items():
+        if key in FIELD_KINDS:
+            details[key] = value
+        elif key.endswith("_ms"):
+            details["parts_ms"][key[:-3]] = value
+        else:
+            details["reported"][key] = value
+    return details
+
+
+def _from_v2(data: dict) -> dict:
+    """Version 2 called a point's problem `params` and its details `extra`, and saved `--gpus N` as "nN"."""
+    for p in data.get("points") if isinstance(data.get("points"), list) else []:
+        if isinstance(p, dict):
+            if "params" in p:
+                p["problem"] = p.pop("params")
+            if "extra" in p:
+                extra = p.pop("extra")
+                p["details"] = _details_from_v2(extra) if isinstance(extra, dict) else extra
+    settings = data.get("settings")
+    if isinstance(settings, dict) and isinstance(settings.get("gpus"), str) and settings["gpus"].startswith("n"):
+        settings["gpus"] = settings["gpus"][1:]
+    data["schema_version"] = 3
+    return data
+
+
+MIGRATIONS = {1: _from_v1, 2: _from_v2}  # version -> the function that lifts it one version up
+
+
+def migrate(data: dict, path: Path) -> dict:
+    version = data.get("schema_version")
+    if type(version) is not int or not (min(MIGRATIONS) <= version <= SCHEMA_VERSION):
+        newer = type(version) is int and version > SCHEMA_VERSION
+        raise GpubenchError(f"{path} has schema version {version!r}; this gpubench reads versions "
+                            f"{min(MIGRATIONS)} to {SCHEMA_VERSION}"
+                            + ("; upgrade gpubench to read it" if newer else ""))
+    while data["schema_version"] < SCHEMA_VERSION:
+        data = MIGRATIONS[data["schema_version"]](data)
+    return data
+
+
+# --- checking ---------------------------------------------------------------------------------------------------
+
+
+class _Check:
+    """Raises one line naming the file and the place in it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, where: str, what: str):
+        raise GpubenchError(f"results file {self.path} is corrupt: {where}{': ' if where else ''}{what}")
+
+    def field(self, d: dict, key: str, kinds, where: str, required: bool = True):
+        if key not in d:
+            if required:
+                self.fail(where, f"lacks {key}")
+            return None
+        value = d[key]
+        if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+            self.fail(where, f"{key} has the wrong type ({value!r})")
+        if not isinstance(value, kinds):
+            self.fail(where, f"{key} has the wrong type ({type(value).__name__})")
+        return value
+
+    def number(self, d: dict, key: str, where: str, *, lo: float = 0.0, hi: float = 1e30, allow_inf: bool = False,
+               optional: bool = False):
+        value = self.field(d, key, (int, float, type(None)) if optional else (int, float), where, not optional)
+        if value is None:
+            return None
+        try:
+            value = float(value)
+        except OverflowError:
+            value = math.nan
+        if math.isnan(value) or (math.isinf(value) and not allow_inf) or value < lo or (value > hi and
+                                                                                        not math.isinf(value)):
+            self.fail(where, f"{key} must be a number from {lo:g} to {hi:g}{'' if allow_inf else ', finite'}, "
+                             f"got {d[key]!r:.40}")
+        return value
+
+    def made(self, where: str, make):
+        """make(), with the complaint of a record's constructor as this place's corruption."""
+        try:
+            return make()
+        except (GpubenchError, ValueError, TypeError, OverflowError) as e:
+            self.fail(where, str(e))
+
+
+TELEMETRY_NUMBERS = ("sm_mhz", "sm_mhz_min", "mem_mhz", "power_w", "throttled", "discarded", "joules_per_call",
+                     "gflops_per_w", "window_power_w", "energy_window_calls")
+
+
+def _point(d, i: int, check: _Check) -> Point:
+    where = f"point {i}"
+    if not isinstance(d, dict):
+        check.fail(where, "is not an object")
+    op = check.field(d, "op", str, where)
+    where = f"point {i} ({op} {d.get('variant', '?')})"
+    missing = [k for k in ("variant", "config", "problem", "status") if k not in d]
+    if missing:
+        check.fail(where, f"lacks {', '.join(missing)}")
+    variant, config = check.field(d, "variant", str, where), check.field(d, "config", str, where)
+    status = check.made(where, lambda: _status(check.field(d, "status", str, where)))
+    problem = check.field(d, "problem", dict, where)
+    if not all(type(v) is int for v in problem.values()):
+        check.fail(where, f"problem must hold integers, got {problem!r:.60}")
+    problem = check.made(where, lambda: shape_from(op, problem))
+    samples = check.field(d, "samples_ms", list, where, required=False) or []
+    if not all(type(s) in (int, float) for s in samples):
+        check.fail(where, "samples_ms must be finite positive numbers of milliseconds")
+    rel_err = check.number(d, "rel_err", where, allow_inf=True, optional=True)
+    tolerance = check.number(d, "tolerance", where, hi=1.0, optional=True)
+    for key in ("flops", "min_bytes"):  # derived from the problem, but a reader might have used them
+        check.number(d, key, where, optional=True)
+    details = check.field(d, "details", dict, where, required=False) or {}
+    details = check.made(f"{where}.details", lambda: Details(**details))
+    device = check.field(d, "device", (str, type(None)), where, required=False)
+    telemetry = check.field(d, "telemetry", (dict, type(None)), where, required=False)
+    if telemetry:
+        for key in TELEMETRY_NUMBERS:
+            check.number(telemetry, key, f"{where}.telemetry", optional=True)
+        reasons = check.field(telemetry, "reasons", list, f"{where}.telemetry", required=False) or []
+        if not all(isinstance(r, str) for r in reasons):
+            check.fail(f"{where}.telemetry", "reasons must be a list of strings")
+    return check.made(where, lambda: Point(problem, variant, config, status, reason=str(d.get("reason", "")),
+                                           rel_err=rel_err, tolerance=tolerance, samples_ms=samples, details=details,
+                                           device=device, telemetry=telemetry))
+
+
+def _status(text: str) -> Status:
+    try:
+        return Status(text)
+    except ValueError:
+        raise ValueError(f"status {text!r}; allowed are {', '.join(Status)}") from None
+
+
+def _depth(value, limit: int = MAX_DEPTH) -> int:
+    stack, deepest = [(value, 1)], 0
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if d > limit:
+            return d
+        if isinstance(v, dict):
+            stack += [(x, d + 1) for x in v.values()]
+        elif isinstance(v, list):
+            stack += [(x, d + 1) for x in v]
+    return deepest
+
+
+def run_from(data: dict, path: Path) -> Run:
+    """The run a file's (migrated) data describes, every field checked."""
+    check = _Check(path)
+    backend = check.field(data, "backend", str, "")
+    environment = check.field(data, "environment", dict, "")
+    settings = check.field(data, "settings", dict, "")
+    points = check.field(data, "points", list, "")
+    status = check.field(data, "status", str, "", required=False) or RunStatus.COMPLETE
+    if status not in list(RunStatus):
+        check.fail("", f"status {status!r}; allowed are {', '.join(RunStatus)}")
+    if _depth(data) > MAX_DEPTH:
+        check.fail("", f"nested more than {MAX_DEPTH} levels deep")
+    device = check.field(environment, "device", dict, "environment", required=False) or {}
+    check.field(environment, "software", dict, "environment", required=False)
+    check.field(device, "name", str, "environment.device", required=False)
+    check.number(device, "copy_gbps", "environment.device", optional=True)
+    check.number(device, "floor_ms", "environment.device", lo=1e-9, optional=True)
+    ceilings = check.field(device, "ceilings", dict, "environment.device", required=False) or {}
+    for key in ceilings:
+        check.number(ceilings, key, "environment.device.ceilings", lo=1e-9)
+    check.field(device, "telemetry", dict, "environment.device", required=False)
+    command = check.field(data, "command", list, "", required=False) or []
+    if not all(isinstance(c, str) for c in command):
+        check.fail("", "command must be a list of strings")
+    variants = check.field(data, "variants", list, "", required=False) or []
+    for i, v in enumerate(variants):
+        where = f"variants[{i}]"
+        if not isinstance(v, dict):
+            check.fail(where, "is not an object")
+        check.field(v, "op", str, where)
+        check.field(v, "name", str, where)
+        check.field(v, "baseline", bool, where, required=False)
+        for key in ("sha256", "source"):
+            check.field(v, key, (str, type(None)), where, required=False)
+    incidents = check.field(data, "incidents", list, "", required=False) or []
+    for i, incident in enumerate(incidents):
+        if not isinstance(incident, dict) or not all(isinstance(incident.get(k), str) for k in ("kind", "where",
+                                                                                                "detail")):
+            check.fail(f"incidents[{i}]", "needs kind, where and detail as strings")
+    return Run(backend=backend, environment=environment, settings=settings, command=command,
+               points=[_point(p, i, check) for i, p in enumerate(points)], status=RunStatus(status),
+               created=str(data.get("created", "")), gpubench_version=str(data.get("gpubench_version", "")),
+               variants=variants, incidents=incidents)

@@ -1,0 +1,39 @@
+"""Every run saved under results/ loads with today's code and renders exactly as it did when it was written
+into the snapshots (tests/snapshots/results/: the tables as Markdown, and the sha256 of the CSV), so a change to
+the model, the schema or the views that would alter what a saved run shows fails here."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from gpubench import render, results
+
+REPO = Path(__file__).resolve().parent.parent
+SNAPSHOTS = REPO / "tests" / "snapshots" / "results"
+SAVED = sorted((REPO / "results").glob("*/*.json"))
+CSV_SHA256 = json.loads((SNAPSHOTS / "csv-sha256.json").read_text())
+
+
+def snapshot_name(path: Path) -> str:
+    return f"{path.parent.name}__{path.stem}"
+
+
+def test_every_saved_run_has_a_snapshot():
+    assert SAVED and {snapshot_name(p) for p in SAVED} == set(CSV_SHA256)
+    assert {snapshot_name(p) for p in SAVED} == {p.stem for p in SNAPSHOTS.glob("*.md")}
+
+
+@pytest.mark.parametrize("path", SAVED, ids=snapshot_name)
+def test_saved_run_renders_as_its_snapshot(path):
+    run = results.load(path)
+    tables = "\n".join(render.to_markdown(t) for t in render.run_tables(run))
+    assert tables == (SNAPSHOTS / f"{snapshot_name(path)}.md").read_text()
+    assert hashlib.sha256(render.to_csv(run).encode()).hexdigest() == CSV_SHA256[snapshot_name(path)]
+
+
+@pytest.mark.parametrize("path", SAVED, ids=snapshot_name)
+def test_saved_run_survives_a_save_and_load(path, tmp_path):
+    run = results.load(path)
+    assert results.load(results.save(run, tmp_path / "again.json")) == run
