@@ -112,10 +112,11 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
                                                                           f"{p.variant.name!r}"
                 raise GpubenchError(f"{where}: configuration {p.config.label} launches blocks of {launch.threads} "
                                     f"threads; this GPU allows at most {limit}")
-    if any(v.runner == "cudnn" for v in variants) and info.get("libraries", {}).get("cudnn") is None \
-            and info.get("arch"):
-        raise GpubenchError("cuDNN is not available (pip install nvidia-cudnn-frontend, with cuDNN 9 libraries): "
-                            "install it, or leave out the cudnn variants with --variants")
+    libraries = info.get("libraries", {})
+    for v in variants:
+        if v.runner.LIBRARY is not None and libraries.get(v.runner.LIBRARY) is None and info.get("arch"):
+            raise GpubenchError(f"{v.runner.MISSING}: install it, or leave out the {v.runner.NAME} variants with "
+                                "--variants")
 
 
 def precompile(work: list[ShapeTask], arch: str | None) -> int:

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from gpubench import expr, paths
+from gpubench import expr, paths, runners
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
 from gpubench.variant import (NO_CONFIG, SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
@@ -25,8 +25,6 @@ BACKENDS = ("cuda", "cpu")
 LAB_BLOCK_SIZES = (8, 16, 24, 32)
 MAX_BLOCK_SIZE = 32  # B×B threads; 32×32 = 1024 is CUDA's per-block limit
 MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads in all
-BUILTIN_RUNNERS = {"cuda": ("kernel", "cublas", "im2col", "cudnn"), "cpu": ("numpy", "numpy-sliding", "numpy-im2col")}
-USER_RUNNERS = {"cuda": ("kernel",), "cpu": ("python",)}
 KEYS = {
     "name", "op", "backend", "runner", "summary", "source", "kernel", "args", "grid", "block", "shared", "axis",
     "define", "configs", "defaults", "label", "constraints", "search", "tolerance", "arch", "lab", "baseline",
@@ -37,7 +35,6 @@ MAP_OPTIONAL = {"swizzle"}
 SWIZZLES = (0, 128)  # bytes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 BUILTIN_ONLY = {"baseline"}
-USER_OPTIONS = {"tf32"}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*$")
 IDENT = re.compile(r"[A-Za-z_]\w*$")
 ARCH = re.compile(r"sm_\d{2,3}[af]?$")
@@ -206,14 +203,14 @@ def _before(entry: _Entry, op: str, params: set[str], scratch: tuple[str, ...], 
         kernel = t.get("kernel")
         if not isinstance(kernel, str) or not IDENT.match(kernel):
             entry.fail(f"{where}kernel is missing or not an identifier")
-        _symbol_defined(entry, source, kernel, "kernel")
+        _symbol_defined(entry, source, kernel, ".cu")
         args = _args(entry, op, scratch, table=t, where=where + "args", required=False)
         steps.append(Step(kernel, args, _launch(entry, op, params, table=t, where=where)))
     return tuple(steps)
 
 
-def _symbol_defined(entry: _Entry, source: Path, symbol: str, runner: str) -> None:
-    pattern = rf"\bdef\s+{symbol}\s*\(" if runner == "python" else rf"\b{symbol}\s*\("
+def _symbol_defined(entry: _Entry, source: Path, symbol: str, suffix: str) -> None:
+    pattern = rf"\bdef\s+{symbol}\s*\(" if suffix == ".py" else rf"\b{symbol}\s*\("
     if not re.search(pattern, source.read_text(errors="replace")):
         entry.fail(f"kernel {symbol!r} is not defined in {source.name}")
 
@@ -273,11 +270,16 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
     backend = entry.get("backend", str, default="cpu" if suffix == ".py" else "cuda")
     if backend not in BACKENDS:
         entry.fail(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    runners = BUILTIN_RUNNERS[backend] if builtin else USER_RUNNERS[backend]
-    runner = entry.get("runner", str, default="kernel" if backend == "cuda" else "python")
-    if runner not in runners:
-        entry.fail(f"runner {runner!r} is not allowed for the {backend} backend; allowed: {', '.join(runners)}")
-    needs_source = runner in ("kernel", "python", "im2col")
+    names = runners.allowed(backend, builtin)
+    runner_name = entry.get("runner", str, default=runners.DEFAULT[backend].NAME)
+    if runner_name not in names:
+        entry.fail(f"runner {runner_name!r} is not allowed for the {backend} backend; allowed: {', '.join(names)}")
+    options = entry.get("options", dict, default={}, what="a table")
+    try:
+        runner = runners.runner_from(runner_name, options)
+    except (ValueError, TypeError) as e:
+        entry.fail(str(e))
+    needs_source = runner.SOURCE is not None
     source = None
     if needs_source:
         if not source_text:
@@ -285,14 +287,13 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         source = (base_dir / source_text).resolve()
         if not source.is_file():
             entry.fail(f"source {source_text} does not exist (looked for {source})")
-        wanted = ".py" if runner == "python" else ".cu"
-        if source.suffix != wanted:
-            entry.fail(f"source {source_text}: a {runner} variant's source is a {wanted} file")
+        if source.suffix != runner.SOURCE:
+            entry.fail(f"source {source_text}: a {runner.NAME} variant's source is a {runner.SOURCE} file")
     kernel = entry.get("kernel", str, what="a symbol name")
     if needs_source:
         if not kernel or not IDENT.match(kernel):
             entry.fail("kernel is missing or not an identifier: the function's name in the source file")
-        _symbol_defined(entry, source, kernel, runner)
+        _symbol_defined(entry, source, kernel, runner.SOURCE)
     axis_text = entry.get("axis", str, default=None)
     if axis_text is not None and axis_text not in {a.value for a in Axis}:
         entry.fail(f"axis must be one of {', '.join(a.value for a in Axis)}, got {axis_text!r}")
@@ -311,9 +312,9 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
     if clash:
         entry.fail(f"parameter(s) {', '.join(clash)} would hide a problem dimension of the same name")
     launch, args, before, workspace, tensor_maps = None, (), (), (), ()
-    if runner != "kernel" and {"before", "workspace", "tensor_maps"} & set(t):
+    if not runner.LAUNCHES and {"before", "workspace", "tensor_maps"} & set(t):
         entry.fail("before, workspace and tensor_maps are for CUDA kernel variants only")
-    if runner == "kernel":
+    if runner.LAUNCHES:
         workspace = _workspace(entry, op, params)
         scratch = tuple(name for name, _ in workspace)
         tensor_maps = _tensor_maps(entry, op, params, scratch)
@@ -331,7 +332,7 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         unused = sorted(set(scratch) - passed)
         if unused:
             entry.fail(f"workspace {', '.join(unused)} is passed to no kernel")
-    elif runner == "python":
+    elif runner.ARGS:
         args = _args(entry, op)
     requires = tuple(entry.expression("requires", r, set(DIMS[op]), boolean=True)
                      for r in entry.get("requires", list, default=[], what="a list of conditions"))
@@ -353,18 +354,12 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         entry.fail("search must map each parameter to a non-empty list of integers")
     if set(search) - params:
         entry.fail(f"search names unknown parameter(s) {', '.join(sorted(set(search) - params))}")
-    options = entry.get("options", dict, default={}, what="a table")
-    tolerance = entry.get("tolerance", float, default=TF32_TOL if options.get("tf32") else 1e-4)
+    tolerance = entry.get("tolerance", float, default=TF32_TOL if runner.tf32 else 1e-4)
     if not 0 < tolerance < 1:
         entry.fail(f"tolerance must be between 0 and 1 (a relative error), got {tolerance}")
     arch = entry.get("arch", str, what="an architecture such as \"sm_90a\"")
     if arch is not None and not ARCH.match(arch):
         entry.fail(f"arch must look like sm_80, sm_90 or sm_90a, got {arch!r}")
-    if not builtin and set(options) - USER_OPTIONS:
-        entry.fail(f"options: allowed for your own variants: {', '.join(sorted(USER_OPTIONS))}")
-    if not all(isinstance(v, (bool, str)) for v in options.values()) or \
-            not isinstance(options.get("tf32", False), bool):
-        entry.fail("options: values are true/false (tf32) or names")
     includes = []
     for inc in entry.get("includes", list, default=[], what="a list of directories"):
         path = (base_dir / str(inc)).resolve()
@@ -377,7 +372,7 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         defaults=tuple(defaults.items()), label=label, constraints=constraints,
         search=tuple((k, tuple(v)) for k, v in search.items()), tolerance=tolerance, arch=arch,
         lab=entry.get("lab", bool, default=False), baseline=entry.get("baseline", bool, default=False),
-        options=dict(options), includes=tuple(includes), before=before, workspace=workspace, requires=requires,
+        includes=tuple(includes), before=before, workspace=workspace, requires=requires,
         tensor_maps=tensor_maps,
         origin="built-in" if builtin else entry.where,
     )
@@ -444,8 +439,8 @@ def _link_companions(variants: list[Variant], pool) -> list[Variant]:
     """An im2col variant names the GEMM it feeds; give it that variant itself."""
     out = []
     for v in variants:
-        gemm = v.options.get("gemm")
-        if gemm and gemm != "cublas":
+        gemm = v.runner.companion if isinstance(v.runner, runners.Im2colRunner) else None
+        if gemm:
             companion = next((g for g in pool if g.op == "gemm" and g.backend == v.backend and g.name == gemm), None)
             if companion is None:
                 raise SpecError(f"{v.origin}: variant {v.name!r}: options.gemm names {gemm!r}, not a gemm variant")

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Mapping
 
 from gpubench.expr import Expr
+from gpubench.runners import Runner
 
 # Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
 # multiprocessor count, sizes a persistent kernel's grid ("min(tiles, SMS)"). Specs are checked with SAMPLE_SMS.
@@ -137,7 +138,7 @@ class Variant:
     name: str
     op: str  # "gemm" | "conv"
     backend: str  # "cuda" | "cpu"
-    runner: str  # "kernel" (a CUDA kernel), "python" (a CPU function), or a library/composite runner
+    runner: Runner  # what runs it (a CUDA kernel, a CPU function, a library call ...), with its options
     summary: str = ""  # one line for `gpubench list` and the README: what the variant is and what it buys
     source: Path | None = None  # the kernel's file (absolute)
     kernel: str | None = None  # the symbol in it
@@ -154,7 +155,6 @@ class Variant:
     arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
     lab: bool = False  # part of the default sweep
     baseline: bool = False  # the library that percentages and speed-ups are measured against
-    options: dict = field(default_factory=dict, compare=False)  # runner-specific settings (read, never changed)
     companion: Variant | None = None  # the GEMM variant an im2col runner feeds
     includes: tuple[Path, ...] = ()  # extra -I directories
     before: tuple[Step, ...] = ()  # kernels from the same source launched first, in order, on every call
@@ -169,7 +169,7 @@ class Variant:
 
     @property
     def tf32(self) -> bool:
-        return bool(self.options.get("tf32"))
+        return self.runner.tf32
 
     def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
         """The configurations a sweep runs (a tuned variant's one is replaced per shape before it runs)."""
@@ -227,7 +227,7 @@ class Variant:
         arch = self.arch or device_arch
         if not arch.startswith(device_arch):
             return []
-        own = config.params if self.runner == "kernel" else ()
+        own = config.params if self.runner.COMPILES_CONFIG else ()
         jobs = [(self.source, own, arch, self.includes)]
         if self.companion is not None:
             jobs.append((self.companion.source, config.params, arch, self.companion.includes))
@@ -242,7 +242,7 @@ class Variant:
     def record(self) -> dict:
         """What a saved run keeps about this variant, for readers that do not have today's code."""
         return {
-            "op": self.op, "name": self.name, "backend": self.backend, "runner": self.runner, "summary": self.summary,
+            "op": self.op, "name": self.name, "backend": self.backend, "runner": self.runner.NAME, "summary": self.summary,
             "baseline": self.baseline, "origin": self.origin, "tolerance": self.tolerance,
             "source": str(self.source) if self.source else None, "sha256": self.fingerprint(),
         }

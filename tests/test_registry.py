@@ -9,6 +9,7 @@ from gpubench import nvcc, registry
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.registry import Catalog, SpecError, parse_specs
+from gpubench.runners import KernelRunner, PythonRunner
 from gpubench.variant import SAMPLE_SMS, SMS, Axis
 
 BUILTIN = registry.builtin()
@@ -63,7 +64,7 @@ def test_im2col_feeds_the_gemm_it_names():
 
 # --- the spec against the kernel ------------------------------------------------------------------------------
 
-KERNELS = [(v, c) for v in BUILTIN if v.runner == "kernel" for c in v.configs_for(registry.LAB_BLOCK_SIZES)]
+KERNELS = [(v, c) for v in BUILTIN if isinstance(v.runner, KernelRunner) for c in v.configs_for(registry.LAB_BLOCK_SIZES)]
 
 
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
@@ -117,7 +118,8 @@ def project(tmp_path):
 
 def test_a_good_spec_loads(project):
     (v,) = project()
-    assert (v.name, v.op, v.backend, v.runner, v.axis, v.define) == ("mine", "gemm", "cuda", "kernel", "block", "BLOCK")
+    assert (v.name, v.op, v.backend, v.runner, v.axis, v.define) == ("mine", "gemm", "cuda", KernelRunner(), "block",
+                                                                      "BLOCK")
     assert v.origin.endswith("gpubench.toml") and not v.builtin
 
 
@@ -134,7 +136,7 @@ def test_constraints_hold_for_python_variants_too(project):
 
 def test_a_python_function_is_a_cpu_variant(project):
     (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None)
-    assert (v.backend, v.runner, v.launch) == ("cpu", "python", None)
+    assert (v.backend, v.runner, v.launch) == ("cpu", PythonRunner(), None)
 
 
 @pytest.mark.parametrize("changes,match", [
@@ -168,7 +170,8 @@ def test_a_python_function_is_a_cpu_variant(project):
     ({"arch": "hopper"}, "arch must look like sm_80"),
     ({"baseline": True}, "for built-in variants only"),
     ({"runner": "cublas"}, "runner 'cublas' is not allowed"),
-    ({"options": {"gemm": "tiled"}}, "options: allowed for your own variants: tf32"),
+    ({"options": {"gemm": "tiled"}}, "options gemm are not for the kernel runner; allowed: tf32"),
+    ({"options": {"tf32": "yes"}}, "options: tf32 is true or false"),
     ({"includes": ["nowhere"]}, "includes: nowhere is not a directory"),
     ({"search": {"BLOCK": []}}, "search must map each parameter"),
     ({"options": 5}, "options must be a table"),

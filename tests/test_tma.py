@@ -3,7 +3,7 @@ that use it, run on a GPU: tests/test_gpu.py)."""
 
 import pytest
 
-from gpubench.backends import tma
+from gpubench.backends.cuda import tma
 from gpubench.errors import Skip
 
 

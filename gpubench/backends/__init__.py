@@ -3,21 +3,23 @@
 A backend turns (variant, configuration, shape, inputs) into a :class:`Prepared` call: a closure that runs the
 variant once, the array it writes, and any sub-steps worth timing on their own. Everything else (checking,
 timing) is shared and lives in :mod:`gpubench.runner`. A backend is told which configuration to run; it never
-looks one up itself.
+looks one up itself. :class:`Backend` declares everything the runner and the worker call; each backend
+dispatches on the variant's runner type through a table (its PREPARE), not on names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from gpubench import reference
 from gpubench.errors import Skip
-from gpubench.problems import ARRAYS, ConvShape, GemmShape
+from gpubench.problems import ARRAYS, ConvShape, GemmShape, Shape
 from gpubench.results import Details
 from gpubench.telemetry import NoTelemetry
+from gpubench.timing import Clock
 
-__all__ = ["ArrayBackend", "Prepared", "Skip", "open_backend", "call_arrays", "kernel_arguments"]
+__all__ = ["ArrayBackend", "Backend", "Prepared", "Skip", "open_backend", "call_arrays", "kernel_arguments"]
 
 
 @dataclass
@@ -27,6 +29,48 @@ class Prepared:
     parts: dict[str, Callable[[], None]] = field(default_factory=dict)  # timed on their own, e.g. im2col's unfold
     details: Details = field(default_factory=Details)  # recorded with the point (engine name, tf32, ...)
     release: Callable[[], None] = lambda: None
+
+
+class Backend(Protocol):
+    """What gpubench/runner.py and gpubench/worker.py ask of a backend: that is all a new one must do."""
+
+    name: str  # "cuda" | "cpu": what --backend says and runs record
+    clock: Clock  # how a call is timed (gpubench/timing.py)
+    flushes: bool  # whether clock.flush() really evicts the caches (recorded per point)
+    telemetry: Any  # clocks and power after each sample (NoTelemetry where there are none)
+
+    def describe(self) -> dict:
+        """The device, its arch and limits (max_threads, sms), its libraries: what the coordinator plans with."""
+
+    def environment(self) -> dict:
+        """The device and software a run records."""
+
+    def inputs(self, shape: Shape, seed: int) -> dict:
+        """Fresh random inputs for the shape, by spec name (Skip when they do not fit)."""
+
+    def reference(self, shape: Shape, inputs: dict):
+        """The float64 result the variants are checked against."""
+
+    def prepare(self, variant, config, shape: Shape, inputs: dict) -> Prepared:
+        """The variant's call at this configuration, ready to run (Skip when it cannot run here)."""
+
+    def poison(self, output) -> None:
+        """Fill an output with NaN, so that a variant that writes nothing cannot pass."""
+
+    def rel_err(self, output, ref) -> float:
+        """||output − ref|| / ||ref|| (inf where anything is NaN)."""
+
+    def tolerance(self, variant) -> float:
+        """The largest rel_err the variant may have here (TF32's where --tf32 lets its library use it)."""
+
+    def energy(self, run: Callable[[], None], flush: bool, flops: float) -> dict | None:
+        """Joules per call and GFLOPS per watt, where the hardware reports energy."""
+
+    def collect(self) -> None:
+        """Give memory back between shapes."""
+
+    def healthy(self) -> bool:
+        """Whether this process can go on after a point raised."""
 
 
 class ArrayBackend:

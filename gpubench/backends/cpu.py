@@ -1,6 +1,6 @@
 """The CPU backend: NumPy runs the same sweeps, tables and saved results, so the tool works without a GPU.
 
-Besides the built-in NumPy variants it runs a project's own CPU functions (``runner = "python"``): a function in
+Besides the built-in NumPy variants it runs a project's own CPU functions (the python runner): a function in
 a .py file that takes the spec's arguments in order, writes the output array in place like a kernel, and gets
 its configuration's parameters as keyword arguments.
 """
@@ -17,7 +17,8 @@ import numpy as np
 from gpubench import reference
 from gpubench.backends import ArrayBackend, Prepared, kernel_arguments
 from gpubench.errors import GpubenchError, Skip
-from gpubench.problems import ConvShape, GemmShape
+from gpubench.problems import GemmShape
+from gpubench.runners import NumpyIm2col, NumpyMatmul, NumpySliding, PythonRunner
 from gpubench.timing import HostClock
 
 
@@ -83,23 +84,40 @@ class CpuBackend(ArrayBackend):
         return super().inputs(shape, seed)
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:
-        out = self.output(shape)
-        if variant.runner == "python":
-            fn = self._function(variant)
-            _, args = kernel_arguments(variant.args, shape, inputs, out)
-            params = config.values
-            return Prepared(lambda: fn(*args, **params), out)
-        if variant.runner == "numpy":
-            a, b = inputs["A"], inputs["B"]
-            return Prepared(lambda: np.matmul(a, b, out=out), out)
-        assert isinstance(shape, ConvShape)
-        x, w = inputs["x"], inputs["w"]
-        conv = {"numpy-sliding": reference.conv_sliding, "numpy-im2col": reference.conv_im2col}[variant.runner]
+        prepare = self.PREPARE.get(type(variant.runner))
+        if prepare is None:
+            raise GpubenchError(f"the cpu backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
+        return prepare(self, variant, config, shape, inputs, self.output(shape))
 
-        def run():
-            out[...] = conv(np, x, w, shape.stride, shape.pad, dtype=np.float32)
+    def _python(self, variant, config, shape, inputs, out) -> Prepared:
+        fn = self._function(variant)
+        _, args = kernel_arguments(variant.args, shape, inputs, out)
+        params = config.values
+        return Prepared(lambda: fn(*args, **params), out)
 
-        return Prepared(run, out)
+    def _matmul(self, variant, config, shape, inputs, out) -> Prepared:
+        a, b = inputs["A"], inputs["B"]
+        return Prepared(lambda: np.matmul(a, b, out=out), out)
+
+    @staticmethod
+    def _convolution(conv):
+        def prepare(self, variant, config, shape, inputs, out) -> Prepared:
+            x, w = inputs["x"], inputs["w"]
+
+            def run():
+                out[...] = conv(np, x, w, shape.stride, shape.pad, dtype=np.float32)
+
+            return Prepared(run, out)
+
+        return prepare
+
+    # What prepares each kind of runner's call: (backend, variant, config, shape, inputs, out) -> Prepared.
+    PREPARE = {
+        PythonRunner: _python,
+        NumpyMatmul: _matmul,
+        NumpySliding: _convolution(reference.conv_sliding),
+        NumpyIm2col: _convolution(reference.conv_im2col),
+    }
 
     def _function(self, variant):
         """The project's function, imported once from its file (a module of its own, named by the path)."""

@@ -18,6 +18,10 @@ class CudnnUnavailable(RuntimeError):
     """The cuDNN baseline cannot run here; the message is one line, for the user."""
 
 
+class CudnnMissing(CudnnUnavailable):
+    """A piece of the stack is not installed (CuPy, the frontend, libcudnn): the user must install it."""
+
+
 class CudnnNotSupported(CudnnUnavailable):
     """cuDNN has no plan (or no graph) for this problem."""
 
@@ -31,7 +35,7 @@ def _import_cupy():
     try:
         import cupy
     except ImportError:
-        raise CudnnUnavailable("CuPy not installed: pip install cupy-cuda13x") from None
+        raise CudnnMissing("CuPy not installed: pip install cupy-cuda13x") from None
     return cupy
 
 
@@ -41,7 +45,7 @@ def _import_cudnn():
         import cudnn
     except ModuleNotFoundError as exc:
         if exc.name == "cudnn":
-            raise CudnnUnavailable("cuDNN frontend not installed: pip install nvidia-cudnn-frontend") from None
+            raise CudnnMissing("cuDNN frontend not installed: pip install nvidia-cudnn-frontend") from None
         raise CudnnUnavailable(f"cuDNN frontend failed to import: {_one_line(exc)}") from None
     except Exception as exc:  # wrong Python ABI, missing CUDA runtime, ...
         raise CudnnUnavailable(f"cuDNN frontend failed to import: {_one_line(exc)}") from None
@@ -51,7 +55,7 @@ def _import_cudnn():
     try:
         cudnn.backend_version()
     except Exception:
-        raise CudnnUnavailable(
+        raise CudnnMissing(
             "libcudnn not found: install cuDNN 9 (e.g. pip install nvidia-cudnn-cu13) or add it to LD_LIBRARY_PATH"
         ) from None
     return cudnn
@@ -242,7 +246,7 @@ class CudnnConvGraph:
         self._checked = (None, None, None)
 
 
-if __name__ == "__main__":  # self-check on a GPU machine: python -m gpubench.backends.cudnn_conv
+if __name__ == "__main__":  # self-check on a GPU machine: python -m gpubench.backends.cuda.cudnn_conv
     import sys
     import time
 

@@ -1,0 +1,110 @@
+"""The CUDA backend: hand-written kernels through PyCUDA, cuBLAS through CuPy, cuDNN through its frontend.
+
+PyCUDA works on the device's primary context (pycuda.autoprimaryctx), the one CuPy's runtime calls use, so
+both share one address space: inputs are CuPy arrays and kernels get their raw pointers. Every launch, event
+and library call goes to the legacy default stream, so the timer's events bracket exactly the work timed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpubench import telemetry
+from gpubench.backends import ArrayBackend, Prepared
+from gpubench.backends.cuda.clock import CudaClock
+from gpubench.backends.cuda.device import DeviceFacts
+from gpubench.backends.cuda.kernels import KernelLaunches
+from gpubench.backends.cuda.libraries import Libraries
+from gpubench.errors import GpubenchError
+from gpubench.runners import CublasRunner, CudnnRunner, Im2colRunner, KernelRunner
+from gpubench.variant import TF32_TOL
+
+
+def import_gpu_stack():
+    """(pycuda.driver, cupy) on the primary context, or one line naming what is missing."""
+    try:
+        import pycuda.driver as drv
+    except ImportError as e:
+        if "libcuda" in str(e):
+            raise GpubenchError("NVIDIA driver not found (libcuda cannot be loaded): run on a machine with an "
+                                "NVIDIA GPU, or use --backend cpu") from None
+        raise GpubenchError("PyCUDA is not installed: pip install 'gpubench[gpu]', or use --backend cpu") from None
+    try:
+        import cupy
+    except ImportError:
+        raise GpubenchError("CuPy is not installed: pip install cupy-cuda13x (cupy-cuda12x on CUDA 12), or use "
+                            "--backend cpu") from None
+    try:
+        drv.init()
+        count = drv.Device.count()
+    except drv.Error as e:
+        raise GpubenchError(f"no usable NVIDIA driver or GPU (cuInit: {e}): use --backend cpu") from None
+    if count == 0:
+        raise GpubenchError("no CUDA device found: use --backend cpu")
+    import pycuda.autoprimaryctx  # noqa: F401  (retains device 0's primary context, CuPy's too)
+
+    return drv, cupy
+
+
+class CudaBackend(DeviceFacts, KernelLaunches, Libraries, ArrayBackend):
+    """The device's facts (device.py), its kernels (kernels.py) and its libraries (libraries.py) over one
+    primary context, timed by its clock (clock.py)."""
+
+    name = "cuda"
+    flushes = True
+    memory_name = "device memory"
+
+    def __init__(self, tf32: bool = False):
+        self.drv, self.cp = import_gpu_stack()
+        # NVML first, before we put any load on the GPU: its idle clock tells whether clocks are locked.
+        self.telemetry = telemetry.open_telemetry(self.drv.Context.get_device().pci_bus_id())
+        self.xp = self.cp
+        self.out_of_memory = (self.cp.cuda.memory.OutOfMemoryError, MemoryError)
+        self.tf32 = tf32
+        self.device = self.drv.Context.get_device()
+        major, minor = self.device.compute_capability()
+        self.arch = f"sm_{major}{minor}"
+        attrs = self.drv.device_attribute
+        self.l2_bytes = self.device.get_attribute(attrs.L2_CACHE_SIZE)
+        self.max_threads = self.device.get_attribute(attrs.MAX_THREADS_PER_BLOCK)
+        self.smem_optin = self.device.get_attribute(attrs.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.sms = self.device.get_attribute(attrs.MULTIPROCESSOR_COUNT)
+        self.device_name = self.device.name()
+        self._modules: dict = {}
+        self._cudnn: dict = {}
+        spin = self.probe("spin")
+        self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
+
+    def tolerance(self, variant) -> float:
+        return TF32_TOL if self.tf32 and variant.runner.library_math else variant.tolerance
+
+    def collect(self) -> None:
+        self.cp.get_default_memory_pool().free_all_blocks()
+
+    def free_text(self) -> str:
+        return f" ({self.cp.cuda.runtime.memGetInfo()[0] / 2**30:.1f} GiB free)"
+
+    def healthy(self) -> bool:
+        """False once a kernel has faulted: CUDA's errors of that kind are sticky for the whole context."""
+        try:
+            probe = self.cp.zeros(1, dtype=self.cp.float32)
+            probe += 1
+            self.cp.cuda.runtime.deviceSynchronize()
+            return float(probe[0]) == 1.0
+        except Exception:
+            return False
+
+    # What prepares each kind of runner's call: (backend, variant, config, shape, inputs, out) -> Prepared.
+    PREPARE = {
+        KernelRunner: KernelLaunches.prepare_kernels,
+        Im2colRunner: KernelLaunches.prepare_im2col,
+        CublasRunner: Libraries.prepare_cublas,
+        CudnnRunner: Libraries.prepare_cudnn,
+    }
+
+    def prepare(self, variant, config, shape, inputs) -> Prepared:
+        prepare = self.PREPARE.get(type(variant.runner))
+        if prepare is None:
+            raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
+        return prepare(self, variant, config, shape, inputs, self.output(shape))
+

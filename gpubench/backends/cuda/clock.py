@@ -1,0 +1,74 @@
+"""The CUDA backend's clock: events on the default stream around each call, L2 flushed by a memset, short calls
+timed in queued batches behind a wait kernel (see cuda_src/probes.cu)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import deque
+
+SPIN_NS = 50_000  # cover for the host's launch latency when L2 is not flushed (see probes.cu)
+
+
+class CudaClock:
+    """CUDA events on the default stream around each call; L2 flushed by a memset of twice its size."""
+
+    def __init__(self, cp, l2_bytes: int, spin):
+        self.cp = cp
+        self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
+        self.scratch = cp.empty(max(2 * l2_bytes, 64 << 20), dtype=cp.uint8)
+        self.value = 0
+        self.spin = spin  # spin(nanoseconds): a kernel that waits on the GPU
+        self.flushed = False
+        self.events: list = []
+        self.enqueue_us: deque[float] = deque([30.0], maxlen=8)  # the host's time to queue one flush + call
+
+    def sync(self) -> None:
+        self.cp.cuda.Stream.null.synchronize()
+
+    def flush(self) -> None:
+        self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
+        self.cp.cuda.runtime.memsetAsync(self.scratch.data.ptr, self.value, self.scratch.nbytes, 0)
+        self.flushed = True
+
+    def time_ms(self, run) -> float:
+        if not self.flushed:
+            self.spin(SPIN_NS)
+        self.flushed = False
+        self.start.record()
+        run()
+        self.end.record()
+        self.end.synchronize()
+        return self.cp.cuda.get_elapsed_time(self.start, self.end)
+
+    def time_batch_ms(self, run, n: int, flush: bool) -> list[float]:
+        """n calls queued behind one wait kernel, each between its own pair of events (and after its own
+        flush): the GPU never waits for the host inside an interval, so short calls are timed without the
+        host's launch jitter. A batch the host was too slow to queue in time is timed again, with a longer wait."""
+        while len(self.events) < 2 * n:
+            self.events.append(self.cp.cuda.Event())
+        wait_ns = int(1.5 * statistics.median(self.enqueue_us) * 1000 * n) + 20_000  # from the last few batches
+        while True:
+            self.spin(wait_ns)
+            t0 = time.perf_counter()
+            for i in range(n):
+                if flush:
+                    self.flush()
+                self.events[2 * i].record()
+                run()
+                self.events[2 * i + 1].record()
+            queued_ns = (time.perf_counter() - t0) * 1e9
+            self.events[2 * n - 1].synchronize()
+            self.enqueue_us.append(queued_ns / n / 1000)
+            self.flushed = False
+            if queued_ns < wait_ns:
+                return [self.cp.cuda.get_elapsed_time(self.events[2 * i], self.events[2 * i + 1]) for i in range(n)]
+            wait_ns = 2 * int(queued_ns) + 20_000  # the host fell behind (a hiccup): again, with room to spare
+
+    def run_many(self, run, n: int, flush: bool) -> None:
+        """n calls back to back (each after a flush where flushing), then wait: the energy window's work."""
+        for _ in range(n):
+            if flush:
+                self.flush()
+            run()
+        self.sync()

@@ -1,0 +1,142 @@
+"""What the CUDA backend measures about its device before and around a run: its description and limits for
+the coordinator, the environment a run records, the empty-kernel floor, the roofline's ceilings (FFMA peak, TF32
+through cuBLAS, DRAM copy, L2 read) and energy per call through NVML.
+
+A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`: it reads the backend's device, clock, telemetry
+and probes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+
+from gpubench import nvcc, paths, telemetry
+from gpubench.timing import TimingPolicy, measure, summarize
+
+
+def _ptr(array) -> np.uintp:
+    return np.uintp(array.data.ptr)
+
+
+class DeviceFacts:
+    """The device's description, environment, floor, ceilings and energy (methods of the CUDA backend)."""
+
+    def describe(self) -> dict:
+        """What the coordinator needs before it plans: the device, its limits, the libraries here."""
+        from gpubench.backends.cuda import cudnn_conv
+
+        return {"device": self.device_name, "arch": self.arch, "max_threads": self.max_threads,
+                "smem_optin": self.smem_optin, "sms": self.sms, "libraries": {"cudnn": cudnn_conv.cudnn_version()}}
+
+    def environment(self) -> dict:
+        from gpubench.backends.cuda import cudnn_conv
+
+        a, d = self.drv.device_attribute, self.device
+        major, minor = d.compute_capability()
+        free, total = self.cp.cuda.runtime.memGetInfo()
+        rt = self.cp.cuda.runtime.runtimeGetVersion()
+        drv_ver = self.drv.get_driver_version()
+        import cupy
+        import pycuda
+
+        ceilings = self.ceilings()
+        self.collect()
+        return {
+            "device": {
+                "name": d.name(), "kind": "cuda", "compute_capability": f"{major}.{minor}",
+                "pci_bus_id": d.pci_bus_id(),
+                "sm_count": self.sms,
+                "sm_clock_max_mhz": d.get_attribute(a.CLOCK_RATE) // 1000,
+                "memory_clock_max_mhz": d.get_attribute(a.MEMORY_CLOCK_RATE) // 1000,
+                "memory_bus_bits": d.get_attribute(a.GLOBAL_MEMORY_BUS_WIDTH),
+                "memory_total_gib": round(total / 2**30, 1), "memory_free_gib": round(free / 2**30, 1),
+                "l2_bytes": self.l2_bytes,
+                "smem_per_block_optin": d.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                **_nvidia_smi(d.pci_bus_id()),
+                "telemetry": self.telemetry.describe(),
+                "floor_ms": self.floor_ms(),
+                "ceilings": ceilings,
+                "copy_gbps": ceilings["copy_gbps"],
+            },
+            "software": {
+                "cuda_driver_api": f"{drv_ver // 1000}.{drv_ver % 1000 // 10}",
+                "cuda_runtime": f"{rt // 1000}.{rt % 1000 // 10}",
+                "nvcc": nvcc.nvcc_version(nvcc.find_nvcc()) if nvcc.find_nvcc() else None,
+                "pycuda": pycuda.VERSION_TEXT, "cupy": cupy.__version__, "cudnn": cudnn_conv.cudnn_version(),
+                "numpy": np.__version__,
+            },
+        }
+
+    def probe(self, symbol: str):
+        return self.function(paths.cuda_src_dir() / "probes.cu", symbol, {})
+
+    def floor_ms(self) -> float:
+        """The median of an empty kernel timed as every point is (flush, events, queued batches)."""
+        empty = self.probe("empty")
+        timing = measure(lambda: empty(block=(1, 1, 1), grid=(1, 1)), self.clock,
+                         TimingPolicy(warmup=3, reps=200, min_reps=50, budget_s=0.3))
+        return summarize(timing.samples_ms).median
+
+    def ceilings(self) -> dict:
+        """The roofline's ceilings, measured here: FP32 FFMA peak, TF32 through cuBLAS, DRAM copy and L2 read."""
+        sms = self.sms
+        once = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3, flush=False)
+        sink = self.cp.empty(sms * 8 * 256, dtype=self.cp.float32)
+        ffma, iterations = self.probe("ffma_peak"), 4096
+        ms = summarize(measure(lambda: ffma(_ptr(sink), np.int32(iterations), np.float32(0.999), np.float32(1e-3),
+                                             block=(256, 1, 1), grid=(sms * 8, 1)), self.clock, once).samples_ms).median
+        ffma_gflops = 2 * 8 * 16 * iterations * sms * 8 * 256 / ms / 1e6
+        l2_read, chunk = self.probe("l2_read"), self.l2_bytes // 4 // 16 * 16
+        buf = self.cp.ones(chunk // 4, dtype=self.cp.float32)
+        passes = 64
+        ms = summarize(measure(lambda: l2_read(_ptr(buf), np.int64(chunk // 16), np.int32(passes), _ptr(sink),
+                                               block=(256, 1, 1), grid=(sms * 8, 1)), self.clock, once).samples_ms).median
+        out = {"ffma_gflops": round(ffma_gflops), "l2_read_gbps": round(chunk * passes / ms / 1e6),
+               "copy_gbps": round(self.copy_bandwidth())}
+        n = 8192
+        a_, b_ = self.cp.ones((n, n), self.cp.float32), self.cp.ones((n, n), self.cp.float32)
+        c_ = self.cp.empty((n, n), self.cp.float32)
+        saved, self.tf32 = self.tf32, True  # the TF32 ceiling is cuBLAS's TF32 product, whatever this run allows
+        try:
+            run = self._cublas_gemm(n, n, n, a_, 0, b_, 0, c_, 0, 1)
+        finally:
+            self.tf32 = saved
+        ms = summarize(measure(run, self.clock, once).samples_ms).median
+        out["tf32_gflops"] = round(2 * n**3 / ms / 1e6)
+        return out  # its buffers go back to CuPy's pool as it returns
+
+    def energy(self, run, flush: bool, flops: float) -> dict | None:
+        """Joules per call, from NVML's energy counter over a window of calls made back to back (no flush: a flush
+        costs energy of its own, as much as a small kernel's, and the difference of two such windows is noise)."""
+        window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, False), self.telemetry)
+        if window is None:
+            return None
+        joules = window["joules_per_call"]
+        return {"joules_per_call": joules, "gflops_per_w": flops / joules / 1e9, "window_power_w": window["power_w"],
+                "energy_window_calls": window["calls"]}
+
+    def copy_bandwidth(self, nbytes: int = 1 << 30) -> float:
+        """Device-to-device copy, GB/s counting bytes read plus written: the memory-bound ceiling."""
+        cp = self.cp
+        src, dst = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
+        samples = measure(lambda: cp.copyto(dst, src), self.clock, TimingPolicy(warmup=2, reps=10, budget_s=0.5))
+        return 2 * nbytes / summarize(samples.samples_ms).median / 1e6
+
+
+def _nvidia_smi(bus_id: str) -> dict:
+    """Current clocks, power limit and driver as nvidia-smi reports them (empty where it is absent)."""
+    fields = ["driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "power.limit", "temperature.gpu",
+              "pstate"]
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
+                              "-i", bus_id], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    values = [v.strip() for v in out.split(",")]
+    if len(values) != len(fields):
+        return {}
+    names = ["driver", "sm_clock_mhz", "memory_clock_mhz", "sm_clock_max_mhz_smi", "power_limit_w",
+             "temperature_c", "pstate"]
+    return dict(zip(names, values))

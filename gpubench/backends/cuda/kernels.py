@@ -1,0 +1,116 @@
+"""The CUDA backend's own kernels: compiled by nvcc (cached), loaded through PyCUDA, checked against the device's
+launch limits, and run as a variant's call (its `before` steps, then its main kernel, sharing workspace arrays
+and TMA descriptors), or as the unfold step of an im2col variant.
+
+A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpubench import nvcc
+from gpubench.backends import Prepared, call_arrays, kernel_arguments
+from gpubench.backends.cuda import tma
+from gpubench.errors import Skip
+from gpubench.problems import ConvShape, GemmShape
+from gpubench.results import Details
+from gpubench.variant import SMS, Launch
+
+MAX_GRID_YZ = 65535
+
+
+def _ptr(array) -> np.uintp:
+    return np.uintp(array.data.ptr)
+
+
+class KernelLaunches:
+    """Compiling, loading and launching kernels (methods of the CUDA backend)."""
+
+    def function(self, source, symbol: str, params: dict, arch: str | None = None, includes=()):
+        arch = arch or self.arch
+        if not arch.startswith(self.arch):
+            raise Skip(f"needs {arch}; this GPU is {self.arch}")
+        key = (str(source), tuple(sorted(params.items())), arch)
+        if key not in self._modules:
+            cubin = nvcc.compile_cubin(source, arch, params, includes=includes)
+            self._modules[key] = self.drv.module_from_file(str(cubin))
+        return self._modules[key].get_function(symbol)
+
+    def kernel(self, variant, params: dict, symbol: str | None = None):
+        return self.function(variant.source, symbol or variant.kernel, params, variant.arch, variant.includes)
+
+    def launcher(self, fn, launch: Launch, fmt: str, args: tuple):
+        fa = self.drv.function_attribute
+        limit = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
+        if launch.threads > limit:
+            raise Skip(f"{launch.threads} threads per block, but this kernel can launch at most {limit} here")
+        if max(launch.grid[1:]) > MAX_GRID_YZ:
+            raise Skip(f"grid {launch.grid} exceeds the y/z limit of {MAX_GRID_YZ} blocks")
+        if launch.shared_bytes > self.smem_optin:
+            raise Skip(f"needs {launch.shared_bytes} bytes of shared memory; this GPU allows {self.smem_optin}")
+        if launch.shared_bytes > 48 * 1024:
+            fn.set_attribute(fa.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
+        fn.prepare(fmt)
+        grid, block, smem = launch.grid, launch.block, launch.shared_bytes
+        return lambda: fn.prepared_call(grid, block, *args, shared_size=smem)
+
+    def prepare_kernels(self, variant, config, shape, inputs, out) -> Prepared:
+        """A kernel variant's call: its `before` steps, then its main kernel, sharing the workspace arrays. Each
+        step before the main one is also timed on its own (recorded in parts_ms under its kernel's name)."""
+        dims = shape.dims()
+        scratch = {name: self.fits(lambda n=n: self.cp.empty(n, dtype=self.cp.float32),
+                                   f"workspace {name} ({4 * n / 2**30:.2f} GiB)")
+                   for name, n in variant.workspace_sizes(dims, config).items()}
+        # TMA descriptors travel like arrays: 128 bytes each in device memory, passed by pointer.
+        arrays = call_arrays(shape, inputs, out, scratch)
+        for m in variant.tensor_maps:
+            encoded = tma.encode(m.name, int(arrays[m.array].data.ptr), *m.resolve({**dims, **config.values}),
+                                 m.swizzle)
+            scratch[m.name] = self.cp.asarray(np.frombuffer(encoded, dtype=np.uint8))
+        launches = []
+        for step in variant.steps():
+            fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
+            fn = self.kernel(variant, config.values, step.kernel)
+            launches.append(self.launcher(fn, step.launch_for({**dims, SMS: self.sms}, config), fmt, args))
+        details = Details(tf32=True) if variant.tf32 else Details()
+        parts = {step.kernel: launch for step, launch in zip(variant.before, launches)}
+
+        def run():
+            for launch in launches:
+                launch()
+
+        # The launches hold raw pointers: the workspace arrays live until the point releases them.
+        return Prepared(launches[0] if len(launches) == 1 else run, out, parts=parts, details=details,
+                        release=scratch.clear)
+
+    def prepare_im2col(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
+        crs, pixels, n = shape.gemm_k, shape.out_pixels, shape.batch
+        cols = self.fits(lambda: self.cp.empty((n, crs, pixels), dtype=self.cp.float32),
+                         f"the column matrix ({4 * n * crs * pixels / 2**30:.1f} GiB)")
+        # The unfold kernel's launch: x over output pixels (256 a block), y over the C·R·S rows, z over images.
+        unfold = self.launcher(
+            self.kernel(variant, {}), Launch((-(-pixels // 256), crs, n), (256, 1, 1)),
+            "PP" + "i" * 10, (_ptr(inputs["x"]), _ptr(cols), shape.batch, shape.in_channels, shape.height,
+                              shape.width, shape.kernel, shape.kernel, shape.stride, shape.pad, shape.out_height,
+                              shape.out_width))
+        k = shape.out_channels
+        w = inputs["w"]
+        if variant.companion is None:  # the runner's gemm is cuBLAS
+            gemm = self._cublas_gemm(k, pixels, crs, w, 0, cols, crs * pixels, out, k * pixels, n)
+            details = self._library_details()
+        else:  # the companion GEMM's own launch, one product per image along z, through its _batched entry
+            tiled, params = variant.companion, config.values
+            base = tiled.launch_for(GemmShape(k, pixels, crs).dims(), config)
+            launch = Launch((base.grid[0], base.grid[1], n), base.block, base.shared_bytes)
+            gemm = self.launcher(self.kernel(tiled, params, tiled.kernel + "_batched"), launch,
+                                 "PPPiiiqqq", (_ptr(w), _ptr(cols), _ptr(out), k, pixels, crs, 0, crs * pixels,
+                                               k * pixels))
+            details = Details()
+
+        def run():
+            unfold()
+            gemm()
+
+        return Prepared(run, out, parts={"im2col": unfold}, details=details)
+

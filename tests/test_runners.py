@@ -1,0 +1,52 @@
+"""Runner types: made from a spec's name and options by one table, each checking its own options, and saying what
+it needs (a source, launches, a library) so that nothing else branches on its name."""
+
+import pytest
+
+from gpubench import app, registry, runners
+from gpubench.errors import GpubenchError
+from gpubench.runners import CudnnRunner, Im2colRunner, KernelRunner, PlanPolicy, runner_from
+
+
+def test_each_name_makes_its_type_with_its_options():
+    assert runner_from("cudnn", {"plans": "heuristic"}) == CudnnRunner(PlanPolicy.HEURISTIC)
+    assert runner_from("im2col", {"gemm": "tiled"}).companion == "tiled"
+    assert runner_from("im2col", {}).companion is None
+    assert runner_from("kernel", {"tf32": True}).tf32 and not runner_from("kernel", {}).tf32
+    assert {r.NAME for r in runners.RUNNERS.values()} == set(runners.RUNNERS)
+
+
+@pytest.mark.parametrize("name,options,match", [
+    ("cudnn", {"plans": "fastest"}, "plans 'fastest'; allowed: heuristic, best"),
+    ("numpy", {"plans": "best"}, "not for the numpy runner"),
+    ("kernel", {"tf32": 1}, "tf32 is true or false"),
+    ("fft", {}, "runner 'fft' is unknown"),
+])
+def test_bad_options_say_what_is_allowed(name, options, match):
+    with pytest.raises(ValueError, match=match):
+        runner_from(name, options)
+
+
+def test_library_math_is_what_tf32_relaxes():
+    assert runner_from("cublas", {}).library_math and runner_from("cudnn", {}).library_math
+    assert runner_from("im2col", {}).library_math and not runner_from("im2col", {"gemm": "tiled"}).library_math
+    assert not KernelRunner(tf32_kernel=True).library_math
+
+
+def test_users_get_kernels_and_functions_only():
+    assert runners.allowed("cuda", builtin=False) == ["kernel"] and runners.allowed("cpu", builtin=False) == ["python"]
+    assert "cudnn" in runners.allowed("cuda", builtin=True)
+
+
+def test_builtin_variants_carry_their_runners():
+    catalog = registry.Catalog.with_user([])
+    assert catalog.get("conv", "cuda", "cudnn").runner == CudnnRunner(PlanPolicy.BEST)
+    im2col = [v for v in catalog.all if isinstance(v.runner, Im2colRunner) and v.runner.companion]
+    assert im2col and all(v.companion is not None and v.companion.name == v.runner.companion for v in im2col)
+
+
+def test_a_missing_library_stops_the_run_before_it_starts():
+    cudnn = registry.Catalog.with_user([]).get("conv", "cuda", "cudnn")
+    with pytest.raises(GpubenchError, match="cuDNN is not available .*leave out the cudnn variants"):
+        app.check_device([], {"arch": "sm_90", "libraries": {"cudnn": None}}, [cudnn])
+    app.check_device([], {"arch": "sm_90", "libraries": {"cudnn": "9.19"}}, [cudnn])
