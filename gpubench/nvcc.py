@@ -60,15 +60,37 @@ def _command(nvcc: str, source: Path, arch: str, defines: dict, out: Path | str,
     return [nvcc, mode, *arch_flag(arch), *NVCC_FLAGS, *flags, *extra, "-o", str(out), str(source)]
 
 
-HEADERS = ("*.cuh", "*.h", "*.hpp")
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+def local_headers(source: Path, includes=()) -> list[Path]:
+    """Every file a kernel pulls in through `#include "..."`, followed through headers that include others
+    (looked up beside the including file, then in the include directories, as nvcc does); <...> system
+    headers are left out."""
+    found: dict[Path, None] = {}
+    pending = [source]
+    while pending:
+        current = pending.pop()
+        try:
+            text = current.read_text(errors="replace")
+        except OSError:
+            continue
+        for name in INCLUDE.findall(text):
+            for d in (current.parent, *map(Path, includes)):
+                candidate = (d / name).resolve()
+                if candidate.is_file():
+                    if candidate not in found:
+                        found[candidate] = None
+                        pending.append(candidate)
+                    break
+    return sorted(found)
 
 
 def _key(nvcc: str, source: Path, arch: str, defines: dict, includes=()) -> str:
     h = hashlib.sha256()
-    # The kernel and every header beside it or in its include directories (kernels include shared cores such
-    # as register_tile.cuh): an edit to any of them is a new key.
-    headers = sorted(p for d in (source.parent, *includes) for pattern in HEADERS for p in Path(d).glob(pattern))
-    for path in [source, *headers]:
+    # The kernel and every header it includes (kernels share cores such as include/register_tile.cuh): an edit
+    # to any of them is a new key.
+    for path in [source, *local_headers(source, includes)]:
         h.update(str(path.name).encode() + b"\0" + path.read_bytes())
     h.update(repr((arch, sorted(defines.items()), NVCC_FLAGS, nvcc_version(nvcc))).encode())
     return h.hexdigest()[:24]
@@ -118,7 +140,8 @@ def compile_cubin(source: str | Path, arch: str, defines: dict | None = None, *,
     defines = defines or {}
     source = _source(source)
     nvcc = _require_nvcc()
-    out = cache_dir() / f"{source.stem}-{arch}-{_key(nvcc, source, arch, defines, includes)}.cubin"
+    key = _key(nvcc, source, arch, defines, includes)
+    out = cache_dir() / f"{source.parent.name}-{source.stem}-{arch}-{key}.cubin"
     if use_cache and out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

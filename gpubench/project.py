@@ -3,10 +3,11 @@
 Found the way pytest finds its configuration: from the current directory upwards, the first directory with a
 gpubench.toml, or with a pyproject.toml that has a [tool.gpubench] table, is the project. ``--config FILE``
 or the GPUBENCH_CONFIG environment variable names the file directly instead. The file holds, in the format of
-cuda_src/variants.toml:
+the built-in specs (cuda_src/README.md):
 
     tuned = "tuned"            # optional: keep tuned configurations in this directory of the project
     [sets]                     # optional: named lists of configurations
+    [[family]]                 # optional: what several variants share
     [[variant]]                # one table per variant; paths are relative to this file
 """
 

@@ -1,6 +1,6 @@
 """Every benchmarked variant, loaded from kernel specs and checked before anything runs.
 
-Built-in variants come from ``cuda_src/variants.toml``; a project's own come from its gpubench.toml
+Built-in variants come from ``cuda_src/<op>/variants.toml``; a project's own come from its gpubench.toml
 (gpubench/project.py finds it) or from ``--kernel FILE:SYMBOL``. All three go through :func:`parse_specs`, so
 they obey one format and one set of rules, and a bad spec is refused in one line that names the file, the
 entry and what is allowed. A :class:`Catalog` is what the rest of gpubench asks for variants.
@@ -28,8 +28,11 @@ MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads 
 KEYS = {
     "name", "op", "backend", "runner", "summary", "source", "kernel", "args", "grid", "block", "shared", "axis",
     "define", "configs", "defaults", "label", "constraints", "search", "tolerance", "arch", "lab", "baseline",
-    "options", "includes", "before", "workspace", "requires", "tensor_maps",
+    "options", "includes", "before", "workspace", "requires", "tensor_maps", "family",
 }
+# A family's tables merge into each variant's own, key by key, so that a variant may add defaults or options.
+MERGED_KEYS = {"defaults", "options", "workspace", "tensor_maps"}
+SPEC_FILES = ("gemm/variants.toml", "conv/variants.toml")  # the built-in specs, under cuda_src/
 MAP_KEYS = {"array", "shape", "box"}
 MAP_OPTIONAL = {"swizzle"}
 SWIZZLES = (0, 128)  # bytes
@@ -395,14 +398,56 @@ def _config(v: Variant, table: dict) -> Config:
 # --- whole spec files -----------------------------------------------------------------------------------------
 
 
-def parse_specs(data: dict, where: str, base_dir: Path, *, builtin: bool = False) -> list[Variant]:
-    """The variants a spec document declares ([[variant]] tables and an optional [sets] of named configs)."""
+def _families(data: dict, where: str) -> dict[str, dict]:
+    """The [[family]] tables of a spec document by name: what several variants share."""
+    tables = data.get("family", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise SpecError(f"{where}: families are declared as [[family]] tables")
+    families: dict[str, dict] = {}
+    for i, t in enumerate(tables):
+        name = t.get("name")
+        label = f"family {name!r}" if isinstance(name, str) else f"family #{i + 1}"
+        if not isinstance(name, str) or not NAME.match(name):
+            raise SpecError(f"{where}: {label}: name is required: letters, digits and . _ + -")
+        if name in families:
+            raise SpecError(f"{where}: {label}: declared twice")
+        unknown = sorted(set(t) - (KEYS - {"family"}))
+        if unknown:
+            raise SpecError(f"{where}: {label}: unknown field(s) {', '.join(unknown)}; a family holds what its "
+                            f"variants share: {', '.join(sorted(KEYS - {'family', 'name'}))}")
+        families[name] = {k: v for k, v in t.items() if k != "name"}
+    return families
+
+
+def _with_family(table: dict, families: dict[str, dict], where: str, index: int) -> dict:
+    """A [[variant]] table with its family's keys filled in (the variant's own win; MERGED_KEYS merge)."""
+    name = table.get("family")
+    if name is None:
+        return table
+    label = f"variant {table['name']!r}" if isinstance(table.get("name"), str) else f"variant #{index + 1}"
+    if not isinstance(name, str) or name not in families:
+        raise SpecError(f"{where}: {label}: family {name!r} is not declared; declared: "
+                        f"{', '.join(families) or 'none'} (a [[family]] table with that name)")
+    merged = {**families[name], **{k: v for k, v in table.items() if k != "family"}}
+    for key in MERGED_KEYS & set(families[name]) & set(table):
+        if isinstance(table[key], dict) and isinstance(families[name][key], dict):
+            merged[key] = {**families[name][key], **table[key]}
+    return merged
+
+
+def parse_specs(data: dict, where: str, base_dir: Path, *, builtin: bool = False,
+                shared_sets: dict | None = None) -> list[Variant]:
+    """The variants a spec document declares: [[variant]] tables, each maybe naming a [[family]] whose keys it
+    shares, and an optional [sets] of named configuration lists (`shared_sets` adds those of sibling files)."""
     sets = data.get("sets", {})
     if not isinstance(sets, dict):
         raise SpecError(f"{where}: [sets] must be a table of configuration lists")
+    sets = {**(shared_sets or {}), **sets}
     tables = data.get("variant", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise SpecError(f"{where}: variants are declared as [[variant]] tables")
+    families = _families(data, where)
+    tables = [_with_family(t, families, where, i) for i, t in enumerate(tables)]
     found = [_variant(_Entry(t, where, i), sets, base_dir, builtin) for i, t in enumerate(tables)]
     seen: set[tuple] = set()
     for v in found:
@@ -429,9 +474,12 @@ def kernels_dir() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def builtin() -> tuple[Variant, ...]:
-    path = kernels_dir() / "variants.toml"
-    variants = parse_specs(read_toml(path, "built-in specs"), "cuda_src/variants.toml", path.parent,
-                           builtin=True)
+    """The built-in variants, one spec file per op folder of cuda_src/ (named sets are shared between them)."""
+    documents = [(name, read_toml(kernels_dir() / name, "built-in specs")) for name in SPEC_FILES]
+    sets = {k: v for _, data in documents for k, v in data.get("sets", {}).items()}
+    variants = [v for name, data in documents
+                for v in parse_specs(data, f"cuda_src/{name}", (kernels_dir() / name).parent, builtin=True,
+                                     shared_sets=sets)]
     return tuple(_link_companions(variants, variants))
 
 

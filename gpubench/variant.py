@@ -207,17 +207,24 @@ class Variant:
 
     def satisfies(self, config: Config) -> str | None:
         """The first constraint this configuration breaks (its text), or None."""
+        broken = self.broken_constraints(config)
+        return broken[0] if broken else None
+
+    def broken_constraints(self, config: Config) -> list[str]:
+        """Every constraint this configuration breaks (their texts), in declaration order."""
         values = dict(config.values)
         if self.launch is not None:
             nominal = self.launch.resolve({**{n: 1 for n in self.launch.names()}, **values})
             values.update(threads=nominal.threads, shared=nominal.shared_bytes)
+        broken = []
         for c in self.constraints:
             try:
-                if not c(values):
-                    return c.text
+                ok = c(values)
             except ValueError:  # a division by zero in the constraint: the configuration is not valid
-                return c.text
-        return None
+                ok = False
+            if not ok:
+                broken.append(c.text)
+        return broken
 
     def builds(self, config: Config, device_arch: str) -> list[tuple[Path, tuple, str, tuple]]:
         """The nvcc compilations this configuration needs on a device: (source, defines, arch, includes) each.

@@ -1,7 +1,10 @@
 """Every kernel file compiles with nvcc for sm_80 and sm_90 (CI has nvcc but no GPU), tiling spills nothing, and a
 compile error is one line naming the file and nvcc's first error."""
 
+import itertools
+import random
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,10 +16,17 @@ pytestmark = pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found
 ARCHS = ("sm_80", "sm_90")
 BUILTIN = registry.builtin()
 CATALOG = registry.Catalog(BUILTIN)
+KERNELS = registry.kernels_dir()
+# Kernel files that no spec names, and who compiles them instead.
+OUTSIDE_SPECS = {"probes.cu": "the CUDA backend: the timer's wait kernel and the ceilings' microbenchmarks"}
 
 
-def builds():
-    """(file, defines, arch) for every configuration the specs can ask for, and every other file in kernels/.
+def rel(path) -> str:
+    return Path(path).resolve().relative_to(KERNELS).as_posix()
+
+
+def spec_builds():
+    """(file, defines, arch) for every configuration the specs can ask for, files relative to cuda_src/.
 
     A variant pinned to an architecture (wgmma needs sm_90a) is built for that one; the rest for sm_80 and sm_90.
     """
@@ -25,12 +35,13 @@ def builds():
         for c in v.configs_for(registry.LAB_BLOCK_SIZES + (1,)):
             for arch in (v.arch,) if v.arch else ARCHS:
                 for source, defines, a, _ in v.builds(c, arch):
-                    seen[(source.name, defines, a)] = None
-    for path in registry.kernels_dir().glob("*.cu"):
-        if not any(src == path.name for src, _, _ in seen):
-            for arch in ARCHS:
-                seen[(path.name, (), arch)] = None
+                    seen[(rel(source), defines, a)] = None
     return sorted(seen)
+
+
+def builds():
+    """What CI compiles: every spec build, and each file outside the specs for every architecture."""
+    return spec_builds() + [(name, (), arch) for name in sorted(OUTSIDE_SPECS) for arch in ARCHS]
 
 
 @pytest.fixture(autouse=True)
@@ -39,8 +50,12 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 def test_every_file_is_covered():
-    files = {src for src, _, _ in builds()}
-    assert files == {p.name for p in registry.kernels_dir().glob("*.cu")}
+    """Each kernel file under cuda_src/ is built by a spec or named in OUTSIDE_SPECS (and that list is not
+    stale): a new kernel that nothing compiles fails here."""
+    files = {rel(p) for p in KERNELS.rglob("*.cu")}
+    by_specs = {src for src, _, _ in spec_builds()}
+    assert files - by_specs == set(OUTSIDE_SPECS), "kernel files neither in a spec nor in OUTSIDE_SPECS"
+    assert not by_specs & set(OUTSIDE_SPECS)
 
 
 @pytest.mark.parametrize("source,params,arch", builds(), ids=lambda x: x if isinstance(x, str) else
@@ -51,12 +66,12 @@ def test_compiles(source, params, arch):
 
 
 def test_second_compile_is_a_cache_hit(tmp_path):
-    first = nvcc.compile_cubin("gemm_global.cu", "sm_90", {"BLOCK": 16})
+    first = nvcc.compile_cubin("gemm/01_global.cu", "sm_90", {"BLOCK": 16})
     assert first.parent == tmp_path / "kernels"
     mtime = first.stat().st_mtime_ns
-    again = nvcc.compile_cubin("gemm_global.cu", "sm_90", {"BLOCK": 16})
+    again = nvcc.compile_cubin("gemm/01_global.cu", "sm_90", {"BLOCK": 16})
     assert again == first and again.stat().st_mtime_ns == mtime
-    assert nvcc.compile_cubin("gemm_global.cu", "sm_90", {"BLOCK": 8}) != first
+    assert nvcc.compile_cubin("gemm/01_global.cu", "sm_90", {"BLOCK": 8}) != first
 
 
 def test_an_edited_header_is_a_new_key(tmp_path):
@@ -72,7 +87,7 @@ def test_an_edited_header_is_a_new_key(tmp_path):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("config", CATALOG.get("gemm", "cuda", "tiled").configs, ids=lambda c: c.label)
 def test_tiled_spills_no_registers(config, arch):
-    usage = nvcc.resource_usage("gemm_tiled.cu", arch, config.values)
+    usage = nvcc.resource_usage("gemm/03_tiled.cu", arch, config.values)
     assert {u.kernel for u in usage} == {"gemm_tiled", "gemm_tiled_batched"}
     for u in usage:
         assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), u
@@ -101,4 +116,68 @@ def test_compile_error_is_one_line_naming_the_file_and_the_first_error(tmp_path)
 
 
 def test_launch_bounds_are_read_from_the_ptx():
-    assert nvcc.launch_bounds("gemm_shared.cu", "sm_90", {"BLOCK": 8}) == {"gemm_shared": 64}
+    assert nvcc.launch_bounds("gemm/02_shared.cu", "sm_90", {"BLOCK": 8}) == {"gemm_shared": 64}
+
+
+# --- the spec's constraints against the kernels' static_asserts ------------------------------------------------
+
+# One variant per kernel file and set of constraints (a family's variants share both).
+CONSTRAINED = list({(v.source, v.constraints): v for v in BUILTIN if v.constraints and v.search}.values())
+
+
+def _search_space(v):
+    names = [k for k, _ in v.search]
+    for values in itertools.product(*(vals for _, vals in v.search)):
+        yield v.config(dict(zip(names, values)))
+
+
+def _breaking(v, constraint: str):
+    """A configuration that breaks this constraint, and no other where one exists: one or two parameters of the
+    variant's own configuration changed to a value of the search space or one between its values. Some
+    constraints cannot be broken alone (every tile that breaks the float4 grouping also breaks the warp's 32
+    threads); for those, one that breaks it among others."""
+    base = dict(v.configs[0].values)
+    wider = {k: sorted({*vals, *(x + x // 2 for x in vals), *(x // 2 for x in vals if x > 1)}) for k, vals in v.search}
+    fallback = None
+    for a, b in itertools.combinations_with_replacement(sorted(wider), 2):
+        for x, y in itertools.product(wider[a], wider[b]):
+            config = v.config({**base, a: x, b: y} if a != b else {**base, a: x})
+            broken = v.broken_constraints(config)
+            if broken == [constraint]:
+                return config
+            if fallback is None and constraint in broken and not set(broken) & LAUNCH_LIMITS:
+                fallback = config
+    return fallback
+
+
+# Constraints that stand for a limit of registers, the launch or the device rather than a static_assert.
+LAUNCH_LIMITS = {
+    "shared <= 232448",  # Hopper's largest dynamic shared memory per block: refused at launch, not at compile time
+    "threads == 128 or threads == 256 or threads == 512",  # the block sizes the tuner tries, not a kernel rule
+    "TM * TN <= 128",  # past 128 accumulators per thread the tile spills (test_faster_kernels_spill_nothing)
+}
+
+
+@pytest.mark.parametrize("variant", CONSTRAINED, ids=lambda v: v.name)
+def test_each_constraint_is_a_static_assert_of_the_kernel(variant):
+    """A configuration breaking one constraint alone must be refused by nvcc with a static_assert: the spec's
+    constraints say in data what the kernel asserts, so a constraint the kernel does not enforce (or an assert the
+    spec forgot, below) is a drift between the two."""
+    for text in (c.text for c in variant.constraints):
+        if text in LAUNCH_LIMITS:
+            continue
+        config = _breaking(variant, text)
+        assert config is not None, f"no configuration breaks {text!r}"
+        with pytest.raises(CompileError) as e:
+            nvcc.compile_cubin(variant.source, "sm_90", config.values, includes=variant.includes)
+        assert "static assertion failed" in e.value.log or "static_assert" in e.value.log, (text, config.label)
+
+
+@pytest.mark.parametrize("variant", CONSTRAINED, ids=lambda v: v.name)
+def test_configurations_meeting_every_constraint_compile(variant):
+    """The other way round: a sample of the search space that meets every constraint compiles, so the tuner
+    never proposes what the kernel's asserts refuse."""
+    valid = [c for c in _search_space(variant) if not variant.broken_constraints(c)]
+    assert valid
+    for config in random.Random(0).sample(valid, min(4, len(valid))):
+        nvcc.compile_cubin(variant.source, "sm_90", config.values, includes=variant.includes)

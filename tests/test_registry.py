@@ -1,4 +1,4 @@
-"""Kernel specs: the built-in variants load from cuda_src/variants.toml, and bad specs are refused in one
+"""Kernel specs: the built-in variants load from cuda_src/<op>/variants.toml, and bad specs are refused in one
 line that names the file, the entry and what is allowed."""
 
 import re

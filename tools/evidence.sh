@@ -37,13 +37,13 @@ lab)
   g run ci -o "$OUT/ci-2.json" 2>&1 | tail -1
   # A planted regression: an inner-loop bound that looks harmless but is known only at run time, so the
   # shared-memory GEMM's loop is no longer unrolled.
-  sed -i 's/for (int k = 0; k < BLOCK; ++k) acc/for (int k = 0; k < min(BLOCK, K - k0); ++k) acc/' cuda_src/gemm_shared.cu
-  grep -n "min(BLOCK" cuda_src/gemm_shared.cu
+  sed -i 's/for (int k = 0; k < BLOCK; ++k) acc/for (int k = 0; k < min(BLOCK, K - k0); ++k) acc/' cuda_src/gemm/02_shared.cu
+  grep -n "min(BLOCK" cuda_src/gemm/02_shared.cu
   g run ci -o "$OUT/ci-slow.json" 2>&1 | tail -1
-  sed -i 's/for (int k = 0; k < min(BLOCK, K - k0); ++k) acc/for (int k = 0; k < BLOCK; ++k) acc/' cuda_src/gemm_shared.cu
+  sed -i 's/for (int k = 0; k < min(BLOCK, K - k0); ++k) acc/for (int k = 0; k < BLOCK; ++k) acc/' cuda_src/gemm/02_shared.cu
   {
     echo "## ci-1 vs ci-2 (back to back, same code)"; g compare "$OUT/ci-1.json" "$OUT/ci-2.json" --format markdown; echo "exit code: $?"
-    echo "## ci-1 vs ci-slow (planted slowdown in gemm_shared.cu)"; g compare "$OUT/ci-1.json" "$OUT/ci-slow.json" --format markdown; echo "exit code: $?"
+    echo "## ci-1 vs ci-slow (planted slowdown in gemm/02_shared.cu)"; g compare "$OUT/ci-1.json" "$OUT/ci-slow.json" --format markdown; echo "exit code: $?"
   } > "$OUT/compare.md" 2>&1
   cat "$OUT/compare.md"
   g run lab -o "$OUT/lab.json" 2>&1 | tail -3 ;;
@@ -53,11 +53,11 @@ final)
     --sizes 512,1024,2048,4096,8192 --stride 1,2,3 -o "$OUT/conv-fast.json" 2>&1 | grep -A20 "ms per variant"
   g run ci -o "$OUT/ci-3.json" 2>&1 | tail -1
   # A planted regression of the blunt kind: a barrier left inside the inner loop of the shared-memory GEMM.
-  sed -i 's/for (int k = 0; k < BLOCK; ++k) acc = fmaf(As\[ty\]\[k\], Bs\[k\]\[tx\], acc);/for (int k = 0; k < BLOCK; ++k) { acc = fmaf(As[ty][k], Bs[k][tx], acc); __syncthreads(); }/' cuda_src/gemm_shared.cu
-  grep -n "__syncthreads(); }" cuda_src/gemm_shared.cu
+  sed -i 's/for (int k = 0; k < BLOCK; ++k) acc = fmaf(As\[ty\]\[k\], Bs\[k\]\[tx\], acc);/for (int k = 0; k < BLOCK; ++k) { acc = fmaf(As[ty][k], Bs[k][tx], acc); __syncthreads(); }/' cuda_src/gemm/02_shared.cu
+  grep -n "__syncthreads(); }" cuda_src/gemm/02_shared.cu
   g run ci -o "$OUT/ci-slow-barrier.json" 2>&1 | tail -1
-  git checkout -- cuda_src/gemm_shared.cu 2>/dev/null || sed -i 's/ { acc = fmaf(As\[ty\]\[k\], Bs\[k\]\[tx\], acc); __syncthreads(); }/ acc = fmaf(As[ty][k], Bs[k][tx], acc);/' cuda_src/gemm_shared.cu
-  { echo "## ci-3 vs ci-slow-barrier (planted: a barrier inside gemm_shared.cu's inner loop)"
+  git checkout -- cuda_src/gemm/02_shared.cu 2>/dev/null || sed -i 's/ { acc = fmaf(As\[ty\]\[k\], Bs\[k\]\[tx\], acc); __syncthreads(); }/ acc = fmaf(As[ty][k], Bs[k][tx], acc);/' cuda_src/gemm/02_shared.cu
+  { echo "## ci-3 vs ci-slow-barrier (planted: a barrier inside gemm/02_shared.cu's inner loop)"
     g compare "$OUT/ci-3.json" "$OUT/ci-slow-barrier.json" --format markdown; echo "exit code: $?"; } > "$OUT/compare-barrier.md" 2>&1
   cat "$OUT/compare-barrier.md" ;;
 esac

@@ -14,14 +14,14 @@ PYTHONPATH=/tmp/site:$REPO python3 -m pytest -q -m gpu tests/test_gpu.py -p no:c
 
 export PYTHONPATH=/tmp/site  # from here on, the installed wheel only
 P=/tmp/my-lab && rm -rf $P && cp -r examples/lab $P
-cp cuda_src/gemm_tiled.cu cuda_src/register_tile.cuh cuda_src/gemm_common.cuh $P/
+cp cuda_src/gemm/03_tiled.cu cuda_src/include/register_tile.cuh cuda_src/include/gemm_common.cuh $P/
 cat >> $P/gpubench.toml <<'TOML'
 
 [[variant]]
 name = "my-tiled"
 op = "gemm"
 summary = "gpubench's register-tiled GEMM, copied into this project"
-source = "gemm_tiled.cu"
+source = "gemm/03_tiled.cu"
 kernel = "gemm_tiled"
 args = ["A", "B", "C", "M", "N", "K"]
 configs = [{ BM = 128, BN = 128, BK = 8, TM = 8, TN = 8 }, { BM = 64, BN = 64, BK = 8, TM = 4, TN = 4 }]

@@ -1,5 +1,5 @@
 """Where the TMA-fed TF32 kernel's time goes: the same launch with parts switched off (PROBE in
-cuda_src/gemm_tf32_tma.cu), timed with CUDA events, L2 not flushed (back-to-back calls).
+cuda_src/gemm/09_tf32_tma.cu), timed with CUDA events, L2 not flushed (back-to-back calls).
 
     python3 tools/tf32_probe.py 4096 8192
     PROBES=0,3 EXTRA="SWIZZLE=0;SWIZZLE=8" python3 tools/tf32_probe.py 4096   # some probes, with extra -D sets

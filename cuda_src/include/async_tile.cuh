@@ -1,4 +1,4 @@
-// The cp.async multi-stage, warp-tiled main loop shared by gemm_async.cu and conv_implicit_async.cu.
+// The cp.async multi-stage, warp-tiled main loop shared by gemm/06_async.cu and conv/08_implicit_async.cu.
 //
 // A ring of ST shared-memory slots: while slice t is multiplied, the copies of slices t+1 .. t+ST-1 are in
 // flight, moved by cp.async straight from global to shared memory (no registers, no store instructions;

@@ -1,4 +1,4 @@
-// Hopper (sm_90a) building blocks shared by the TF32 tensor-core GEMMs (gemm_tf32.cu, gemm_tf32_tma.cu):
+// Hopper (sm_90a) building blocks shared by the TF32 tensor-core GEMMs (gemm/08_tf32.cu, gemm/09_tf32_tma.cu):
 // warpgroup MMA (wgmma), its shared-memory descriptors, and the TMA + mbarrier pieces of an async pipeline.
 #pragma once
 #include <cstdint>
@@ -142,7 +142,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
         "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar), "r"(rank) : "memory");
 }
 
-// The same arrive with release semantics at cluster scope: what gemm_tf32_tma.cu used to do, kept so that its
+// The same arrive with release semantics at cluster scope: what gemm/09_tf32_tma.cu used to do, kept so that its
 // PROBE = 5 can measure the cost.
 __device__ __forceinline__ void mbar_arrive_cluster_release(uint32_t bar, uint32_t rank)
 {

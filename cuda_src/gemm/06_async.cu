@@ -4,7 +4,7 @@
 // SWIZZLE > 0 orders the tiles in bands for L2 reuse (gemm_common.cuh tile_coords); MIN_BLOCKS asks the
 // register allocator to fit that many blocks per SM.
 
-#include "async_tile.cuh"
+#include "../include/async_tile.cuh"
 
 #ifndef BM
 #define BM 128

@@ -22,7 +22,7 @@
 // thread. The block has E·(BK/8)·(BP/TP) threads; keep it a multiple of 128 where registers are many: each of the
 // SM's four schedulers has a quarter of the register file, so 9 warps are capped as if they were 12.
 
-#include "gemm_common.cuh"
+#include "../include/gemm_common.cuh"
 
 #ifndef TILE
 #define TILE 2

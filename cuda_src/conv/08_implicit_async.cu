@@ -1,6 +1,6 @@
 // Implicit-GEMM convolution on the cp.async pipeline (async_tile.cuh), for layers with many channels.
 //
-// GEMM_M = K (filters), GEMM_N = N·OH·OW (output pixels), GEMM_K = C·R·S, as in conv_implicit.cu; what
+// GEMM_M = K (filters), GEMM_N = N·OH·OW (output pixels), GEMM_K = C·R·S, as in conv/03_implicit.cu; what
 // changes is how B's elements are found. Instead of dividing k into (c, r, s) and a column into (image,
 // oh, ow) for every element of every slice:
 //  * each thread always stages the same four output pixels (THREADS is a multiple of BN/4), so their image
@@ -10,7 +10,7 @@
 // Elements in the padding are zero-filled by cp.async; filters (A) are copied 16 bytes at a time when C·R·S
 // is a multiple of 4. Output is written NCHW, 16 bytes at a time where OH·OW is a multiple of 4.
 
-#include "async_tile.cuh"
+#include "../include/async_tile.cuh"
 
 #ifndef BM
 #define BM 128

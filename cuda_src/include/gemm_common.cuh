@@ -1,4 +1,4 @@
-// Pieces shared by the faster GEMM kernels (gemm_warptile.cu, gemm_async.cu).
+// Pieces shared by the faster GEMM kernels (gemm/05_warptile.cu, gemm/06_async.cu).
 #pragma once
 
 // Which BM×BN tile of C this block computes, from a 1-D grid. With GROUP > 0 the tiles are visited in
@@ -41,12 +41,12 @@ __device__ __forceinline__ void store_row4(float* C, int N, int M, int r, int c,
         if (c + j < N) dst[j] = v[j];
 }
 
-// One k step of a warp-tiled product (gemm_fp32_tma.cu): the thread's ROWS_T values of A from
+// One k step of a warp-tiled product (gemm/07_fp32_tma.cu): the thread's ROWS_T values of A from
 // the k-major row a_row (float4 groups ROW_GAP floats apart) times its COLS_T values of B from b_row (groups
 // COL_GAP apart), accumulated. Both rows are in shared memory, offset to the thread's first element. (The
-// parameters are not called TM, TN: those are the kernels' -D macros.) gemm_warptile.cu spells the same loop out:
+// parameters are not called TM, TN: those are the kernels' -D macros.) gemm/05_warptile.cu spells the same loop out:
 // routed through this function its tuned configuration compiled to 247 registers instead of 253 and ran 3% slower
-// on the H100 (commit a5882de), while gemm_fp32_tma.cu ran 2-3% faster with it.
+// on the H100 (commit a5882de), while gemm/07_fp32_tma.cu ran 2-3% faster with it.
 template <int ROWS_T, int COLS_T, int ROW_GAP, int COL_GAP>
 __device__ __forceinline__ void outer_product(float (&acc)[ROWS_T][COLS_T], const float* a_row, const float* b_row)
 {

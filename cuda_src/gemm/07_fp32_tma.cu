@@ -1,7 +1,7 @@
 // FP32 (FFMA) GEMM fed by TMA, warp-specialised and persistent: C[M,N] = A[M,K] · B[K,N], row-major float32,
 // M and N multiples of 4 (TMA needs 16-byte row strides), any K.
 //
-// The arithmetic is `tuned`'s (gemm_warptile.cu at its tuned tile): a 256×128 block tile, 128×32 warp tiles,
+// The arithmetic is `tuned`'s (gemm/05_warptile.cu at its tuned tile): a 256×128 block tile, 128×32 warp tiles,
 // 16×8 accumulators a thread, read as float4 groups 32 rows and 16 columns apart from k-major tiles of A and B.
 // What changes is who moves the data. `tuned`'s 256 threads each load a share of the next slice into 24
 // registers, store it to shared memory (A transposed on the way) and meet at a barrier every slice; the profile
@@ -29,8 +29,8 @@
 // consumer warps, then the producer warp. Tensor maps: map_at over At (K × M) in boxes of BK × 256, map_b over B
 // (K × N) in boxes of BK × 128, both unswizzled; the copy engine zero-fills the ragged edges.
 
-#include "gemm_common.cuh"  // tile_coords, outer_product, store_thread_tile
-#include "hopper.cuh"       // mbarriers, TensorMap, tma_load_2d
+#include "../include/gemm_common.cuh"  // tile_coords, outer_product, store_thread_tile
+#include "../include/hopper.cuh"       // mbarriers, TensorMap, tma_load_2d
 
 #ifndef BK
 #define BK 16

@@ -14,7 +14,7 @@
 // tiles of 16-byte-aligned matrices load with float4s; edges load element by element with zeros outside.
 // The grid is 1-D; tile_coords (gemm_common.cuh) orders the tiles, with SWIZZLE bands for L2 reuse.
 
-#include "gemm_common.cuh"
+#include "../include/gemm_common.cuh"
 
 #ifndef BM
 #define BM 128
@@ -36,6 +36,8 @@ constexpr int THREADS = (BM / WM) * WARPS_N * 32;
 constexpr int TX = WN / TN, TY = WM / TM;  // a warp's threads along N and along M
 constexpr int A_LD = BM + 4;
 constexpr int A_VECS = BM * BK / 4 / THREADS, B_VECS = BK * BN / 4 / THREADS;  // float4s per thread per slice
+static_assert(BM % WM == 0 && BN % WN == 0 && WM % TM == 0 && WN % TN == 0,
+              "warp tiles divide the block tile and thread tiles the warp tile (else edges go uncomputed)");
 static_assert(TX * TY == 32, "a warp tile holds exactly 32 thread tiles");
 static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "float4 groups");
 static_assert(A_VECS * THREADS * 4 == BM * BK && B_VECS * THREADS * 4 == BK * BN, "whole float4s per thread");

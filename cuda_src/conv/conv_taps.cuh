@@ -1,4 +1,4 @@
-// Visiting a filter's R×S taps in the direct-convolution kernels (conv_sliding_tiled.cu, conv_sliding_rows.cu).
+// Visiting a filter's R×S taps in the direct-convolution kernels (conv/04_sliding_tiled.cu, conv/05_sliding_rows.cu).
 #pragma once
 
 // tap(r, s, weight) for every tap of one filter channel (wc points at its R·S weights). With R_ and S_ known

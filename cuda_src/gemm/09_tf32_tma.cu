@@ -1,7 +1,7 @@
 // TF32 tensor-core GEMM for Hopper (sm_90a), fed by TMA: C[M,N] = A[M,K] · B[K,N], row-major float32,
 // K and N multiples of 4 (TMA needs 16-byte row strides), any M.
 //
-// What it adds to gemm_tf32.cu (same product: C^T = B^T · A^T, A's rows as wgmma's K-major shared operand,
+// What it adds to gemm/08_tf32.cu (same product: C^T = B^T · A^T, A's rows as wgmma's K-major shared operand,
 // B's fragments through registers, see there):
 //  * TMA copies. One thread issues each slot as 1 + BN/32 tensor copies (the driver's CUtensorMap, built on
 //    the host from the spec's `tensor_maps` and passed in global memory); the copy engine writes the 128-byte
@@ -28,7 +28,7 @@
 //   STAGES   slots in the ring (2 or more): STAGES·(256·128 + BN·128) + 1024 + 16·STAGES bytes of shared memory.
 //   CLUSTER  1 or 2 blocks per cluster along N, sharing the A tile by multicast.
 //   SWIZZLE  0: tiles in row-major order; G > 0: bands of G tile rows (gemm_common.cuh's tile_coords, as in
-//            gemm_warptile.cu), so the blocks resident together share more panels of A and B in L2. A cluster's
+//            gemm/05_warptile.cu), so the blocks resident together share more panels of A and B in L2. A cluster's
 //            blocks take neighbouring tiles of one row either way.
 //   PROBE    measurement only (tools/tf32_probe.py): 1 skips the products (the copies alone), 2 the copies (the
 //            products on whatever shared memory holds), 3 the stores of C; results are then wrong. 4 keeps the
@@ -38,10 +38,10 @@
 // CLUSTER·ceil(ceil(N/BN)/CLUSTER)); block (2·BN + 128, 1, 1): BN/64 consumer warpgroups, then the producer
 // warpgroup (one thread issues the copies). map_c has boxes of 64 rows × 32 columns; the copy engine clips them to
 // M × N.
-// Accuracy: as gemm_tf32.cu (B rounded to TF32 on the way to registers, A truncated by the tensor cores).
+// Accuracy: as gemm/08_tf32.cu (B rounded to TF32 on the way to registers, A truncated by the tensor cores).
 
-#include "gemm_common.cuh"  // tile_coords
-#include "hopper.cuh"
+#include "../include/gemm_common.cuh"  // tile_coords
+#include "../include/hopper.cuh"
 
 #ifndef BN
 #define BN 128

@@ -23,7 +23,7 @@
 // Accuracy: B is rounded to TF32 (round-to-nearest); A reaches the tensor cores as raw FP32 bits, of which
 // they read only the TF32 part (truncation). Accumulation is FP32. Expect ||C-ref||/||ref|| ≈ 3e-4 to 1e-3.
 
-#include "hopper.cuh"  // wgmma and its descriptors, to_tf32, fence_proxy_async, the epilogue
+#include "../include/hopper.cuh"  // wgmma and its descriptors, to_tf32, fence_proxy_async, the epilogue
 
 #ifndef BM
 #define BM 256

@@ -5,7 +5,7 @@
 // index mapping while staging the tile, zero in the padding. The register tiling is gemm_tiled's
 // (register_tile.cuh); only the B loader and the NCHW epilogue differ.
 
-#include "register_tile.cuh"
+#include "../include/register_tile.cuh"
 
 #ifndef BM
 #define BM 128

@@ -6,7 +6,7 @@
 // as float4s); B is copied row by row as float4s. Edge tiles, and matrices whose rows are not 16-byte aligned
 // (K or N not a multiple of 4), take the element-wise path.
 
-#include "register_tile.cuh"
+#include "../include/register_tile.cuh"
 
 #ifndef BM
 #define BM 128

@@ -6,7 +6,7 @@
 // gemm_tiled_batched is the same kernel over a batch of independent products (blockIdx.z), A, B and C each a
 // stride apart (stride 0 shares an operand): im2col uses it to write its convolution output in NCHW order.
 
-#include "register_tile.cuh"
+#include "../include/register_tile.cuh"
 
 #ifndef BM
 #define BM 128
