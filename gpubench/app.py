@@ -98,15 +98,21 @@ class RunRequest:
         return Cluster(options, gpus=self.gpus, scheduler=self.scheduler, replicate=self.replicate)
 
 
+def device_launches(task: ShapeTask, point, info: dict):
+    """Each launch one point's call makes on this device: its steps' grids and blocks for the task's problem, a
+    persistent grid sized by the device's multiprocessor count (`sms`)."""
+    dims = {**task.shape.dims(), SMS: info.get("sms", 1)}
+    return [s.launch_for(dims, point.config) for s in point.variant.steps()]
+
+
 def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> None:
     """What the device must allow before anything runs: every launch's block, and the libraries asked for."""
     limit = info.get("max_threads")
     for task in work:
         for p in task.points:
-            if limit is None or p.variant.launch is None:
+            if limit is None or not (p.variant.launch or p.variant.before):
                 continue
-            dims = {**task.shape.dims(), SMS: info.get("sms", 1)}
-            launch = max((s.launch_for(dims, p.config) for s in p.variant.steps()), key=lambda la: la.threads)
+            launch = max(device_launches(task, p, info), key=lambda la: la.threads)
             if launch.threads > limit:
                 where = "--block-sizes" if p.variant.axis == "block" else f"{p.variant.origin}: variant " \
                                                                           f"{p.variant.name!r}"

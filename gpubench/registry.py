@@ -293,7 +293,7 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
         if source.suffix != runner.SOURCE:
             entry.fail(f"source {source_text}: a {runner.NAME} variant's source is a {runner.SOURCE} file")
     kernel = entry.get("kernel", str, what="a symbol name")
-    if needs_source:
+    if needs_source and (runner.LAUNCHES or kernel is not None):
         if not kernel or not IDENT.match(kernel):
             entry.fail("kernel is missing or not an identifier: the function's name in the source file")
         _symbol_defined(entry, source, kernel, runner.SOURCE)
@@ -315,9 +315,17 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
     if clash:
         entry.fail(f"parameter(s) {', '.join(clash)} would hide a problem dimension of the same name")
     launch, args, before, workspace, tensor_maps = None, (), (), (), ()
-    if not runner.LAUNCHES and {"before", "workspace", "tensor_maps"} & set(t):
+    if not runner.STEPS and {"before", "workspace"} & set(t) or not runner.LAUNCHES and "tensor_maps" in t:
         entry.fail("before, workspace and tensor_maps are for CUDA kernel variants only")
-    if runner.LAUNCHES:
+    if runner.STEPS and not runner.LAUNCHES:  # steps ahead of a library call: the im2col unfold before cuBLAS
+        workspace = _workspace(entry, op, params)
+        before = _before(entry, op, params, tuple(name for name, _ in workspace), source)
+        if not before:
+            entry.fail(f"before is missing: the {runner.NAME} runner launches the spec's kernels first")
+        columns = getattr(runner, "columns", None)
+        if columns is not None and columns not in dict(workspace):
+            entry.fail(f"workspace must hold {columns!r}, the array the {runner.NAME} runner reads")
+    elif runner.LAUNCHES:
         workspace = _workspace(entry, op, params)
         scratch = tuple(name for name, _ in workspace)
         tensor_maps = _tensor_maps(entry, op, params, scratch)
@@ -480,21 +488,7 @@ def builtin() -> tuple[Variant, ...]:
     variants = [v for name, data in documents
                 for v in parse_specs(data, f"cuda_src/{name}", (kernels_dir() / name).parent, builtin=True,
                                      shared_sets=sets)]
-    return tuple(_link_companions(variants, variants))
-
-
-def _link_companions(variants: list[Variant], pool) -> list[Variant]:
-    """An im2col variant names the GEMM it feeds; give it that variant itself."""
-    out = []
-    for v in variants:
-        gemm = v.runner.companion if isinstance(v.runner, runners.Im2colRunner) else None
-        if gemm:
-            companion = next((g for g in pool if g.op == "gemm" and g.backend == v.backend and g.name == gemm), None)
-            if companion is None:
-                raise SpecError(f"{v.origin}: variant {v.name!r}: options.gemm names {gemm!r}, not a gemm variant")
-            v = replace(v, companion=companion)
-        out.append(v)
-    return out
+    return tuple(variants)
 
 
 def lab_kernel(op: str, text: str, args: str | None) -> Variant:
@@ -539,7 +533,7 @@ class Catalog:
             if twin is not None:
                 raise SpecError(f"{v.origin}: variant {v.name!r}: a built-in {v.op} variant has that name; choose "
                                 "another")
-        return cls([*base, *_link_companions(user, [*base, *user])])
+        return cls([*base, *user])
 
     def variants(self, op: str, backend: str) -> list[Variant]:
         return [v for v in self.all if v.op == op and v.backend == backend]

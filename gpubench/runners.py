@@ -20,9 +20,6 @@ class PlanPolicy(StrEnum):
     BEST = "best"  # every plan timed once (not as the point is), the fastest kept
 
 
-CUBLAS = "cublas"  # Im2colRunner's gemm when the column matrix goes to cuBLAS rather than a variant of ours
-
-
 @dataclass(frozen=True)
 class Runner:
     """The kind of call a variant is. Subclasses set the class constants and add their options as fields."""
@@ -31,7 +28,8 @@ class Runner:
     BACKEND: ClassVar[str]  # "cuda" | "cpu"
     SOURCE: ClassVar[str | None] = None  # the suffix of the source file it runs (".cu", ".py"), if any
     USER: ClassVar[bool] = False  # a project's own variants may use it (the others are gpubench's)
-    LAUNCHES: ClassVar[bool] = False  # the spec describes its kernel launches (args, grid, before, workspace ...)
+    LAUNCHES: ClassVar[bool] = False  # the spec describes its main kernel's launch (kernel, args, grid, ...)
+    STEPS: ClassVar[bool] = False  # the spec's `before` kernels and `workspace` arrays run ahead of it
     ARGS: ClassVar[bool] = False  # the spec gives the order of its arguments
     COMPILES_CONFIG: ClassVar[bool] = False  # its configuration's parameters are -D defines of its own source
     LIBRARY: ClassVar[str | None] = None  # a library the backend must describe as present (its `libraries`) ...
@@ -71,6 +69,7 @@ class KernelRunner(Runner):
     SOURCE = ".cu"
     USER = True
     LAUNCHES = True
+    STEPS = True
     ARGS = True
     COMPILES_CONFIG = True
 
@@ -131,27 +130,23 @@ class CudnnRunner(Runner):
 
 @dataclass(frozen=True)
 class Im2colRunner(Runner):
-    """A convolution as the spec's unfold kernel (the column matrix) and then a GEMM: cuBLAS, or a GEMM
-    variant of ours named by `gemm` (its `_batched` entry point)."""
+    """A convolution as the spec's `before` kernels (the unfold into the column matrix, a workspace array) and then
+    cuBLAS's GEMM of the filters by that matrix. (With a GEMM of ours instead, it is a plain kernel variant.)"""
 
     NAME = "im2col"
     BACKEND = "cuda"
     SOURCE = ".cu"
+    STEPS = True
 
-    gemm: str = CUBLAS
+    columns: str = "cols"  # the workspace array that holds the column matrix
 
     def __post_init__(self):
-        if not isinstance(self.gemm, str) or not self.gemm:
-            raise ValueError(f"options: gemm names a gemm variant or cublas, got {self.gemm!r}")
+        if not isinstance(self.columns, str) or not self.columns:
+            raise ValueError(f"options: columns names the workspace array of the column matrix, got {self.columns!r}")
 
     @property
     def library_math(self) -> bool:
-        return self.gemm == CUBLAS
-
-    @property
-    def companion(self) -> str | None:
-        """The GEMM variant of ours it feeds, by name (None: cuBLAS)."""
-        return None if self.gemm == CUBLAS else self.gemm
+        return True
 
 
 @dataclass(frozen=True)

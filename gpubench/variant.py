@@ -155,7 +155,6 @@ class Variant:
     arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
     lab: bool = False  # part of the default sweep
     baseline: bool = False  # the library that percentages and speed-ups are measured against
-    companion: Variant | None = None  # the GEMM variant an im2col runner feeds
     includes: tuple[Path, ...] = ()  # extra -I directories
     before: tuple[Step, ...] = ()  # kernels from the same source launched first, in order, on every call
     workspace: tuple[tuple[str, Expr], ...] = ()  # float32 scratch arrays the kernels share: name, elements
@@ -190,7 +189,9 @@ class Variant:
 
     def steps(self) -> tuple[Step, ...]:
         """Every kernel one call launches, in order: the `before` steps, then the main kernel."""
-        assert self.launch is not None and self.kernel is not None, f"{self.name} has no kernel"
+        if self.launch is None:  # steps ahead of a library call (im2col's unfold before cuBLAS)
+            assert self.before, f"{self.name} has no kernel"
+            return self.before
         return (*self.before, Step(self.kernel, self.args, self.launch))
 
     def workspace_sizes(self, dims: Mapping[str, int], config: Config) -> dict[str, int]:
@@ -235,10 +236,7 @@ class Variant:
         if not arch.startswith(device_arch):
             return []
         own = config.params if self.runner.COMPILES_CONFIG else ()
-        jobs = [(self.source, own, arch, self.includes)]
-        if self.companion is not None:
-            jobs.append((self.companion.source, config.params, arch, self.companion.includes))
-        return jobs
+        return [(self.source, own, arch, self.includes)]
 
     def fingerprint(self) -> str | None:
         """sha256 of the kernel's source, so saved runs can tell when it changed (None for library variants)."""

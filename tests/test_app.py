@@ -3,7 +3,7 @@
 import pytest
 
 from gpubench import registry
-from gpubench.app import check_device
+from gpubench.app import check_device, device_launches
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
 from gpubench.runner import PointTask, ShapeTask
@@ -18,8 +18,13 @@ def work(variant, shape=GemmShape(4096, 4096, 4096)):
 
 
 def test_a_persistent_grid_is_sized_by_the_devices_multiprocessors():
-    check_device(work(TMA), {"max_threads": 1024, "sms": 132, "arch": "sm_90"}, [TMA])
-    assert TMA.launch_for({**GemmShape(4096, 4096, 4096).dims(), "SMS": 114}, TMA.configs[0]).grid == (114, 1, 1)
+    """4096² in 256 × 128 tiles is 512 tiles, more than either GPU's SMs: the grid is the device's SM count, so a
+    launch path that ignored it (or used a sample count) would give the same grid for both devices."""
+    (task,) = work(TMA)
+    for sms in (114, 132):
+        check_device([task], {"max_threads": 1024, "sms": sms, "arch": "sm_90"}, [TMA])
+        (main,) = device_launches(task, task.points[0], {"sms": sms})
+        assert main.grid == (sms, 1, 1)
 
 
 def test_a_block_larger_than_the_device_allows_is_one_line_naming_the_variant():

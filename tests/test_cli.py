@@ -283,3 +283,11 @@ def test_a_cuda_kernel_on_the_cpu_backend_is_refused(tmp_path):
     (tmp_path / "k.cu").write_text('extern "C" __global__ void k(float* a, float* b, float* c, int m, int n, int k) {}\n')
     one_line_error(invoke("gemm", "--backend", "cpu", "--kernel", f"{tmp_path / 'k.cu'}:k"),
                    "runs on the cuda backend", "not on --backend cpu")
+
+
+def test_kernel_names_must_differ_from_each_other_and_from_known_variants(tmp_path):
+    (tmp_path / "k.py").write_text("def k(A, B, C, M, N, K):\n    C[:] = A @ B\n")
+    for twice in ([f"{tmp_path / 'k.py'}:k", f"{tmp_path / 'k.py'}:k"], [f"numpy={tmp_path / 'k.py'}:k"]):
+        args = [a for k in twice for a in ("--kernel", k)]
+        one_line_error(invoke("gemm", "--backend", "cpu", "--args", "A,B,C,M,N,K", *args, "--sizes", "8"),
+                       "must differ from each other and from the variants already known")

@@ -57,9 +57,17 @@ def test_unknown_variant_lists_the_allowed_ones():
         CATALOG.select("gemm", "cuda", ["fast"])
 
 
-def test_im2col_feeds_the_gemm_it_names():
-    assert CATALOG.get("conv", "cuda", "im2col").companion is CATALOG.get("gemm", "cuda", "tiled")
-    assert CATALOG.get("conv", "cuda", "im2col-cublas").companion is None
+def test_im2col_is_the_unfold_as_a_before_step_then_a_gemm():
+    """No launch is hand-written in a backend: both im2col variants unfold through the spec's `before` step into
+    the `cols` workspace; `im2col` then launches the tiled GEMM's product, `im2col-cublas` calls cuBLAS on it."""
+    ours, cublas = CATALOG.get("conv", "cuda", "im2col"), CATALOG.get("conv", "cuda", "im2col-cublas")
+    for v in (ours, cublas):
+        assert [s.kernel for s in v.before] == ["im2col"] and [name for name, _ in v.workspace] == ["cols"]
+    assert isinstance(ours.runner, KernelRunner) and ours.kernel == "im2col_gemm"
+    assert [s.kernel for s in cublas.steps()] == ["im2col"] and cublas.runner.columns == "cols"
+    assert [c.values for c in ours.configs] == [c.values for c in CATALOG.get("gemm", "cuda", "tiled").configs]
+    shape = conv_shape(99, 2, batch=3, in_channels=5, out_channels=7)
+    assert ours.workspace_sizes(shape.dims(), ours.configs[0]) == {"cols": 3 * shape.gemm_k * shape.out_pixels}
 
 
 # --- the spec against the kernel ------------------------------------------------------------------------------
@@ -80,11 +88,9 @@ def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatc
 @pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
 def test_kernel_symbol_is_in_its_file(v):
     text = v.source.read_text()
-    for symbol in [v.kernel, *(step.kernel for step in v.before)]:
+    for symbol in [step.kernel for step in v.steps()]:
         # attributes such as __launch_bounds__(...) or a macro for __cluster_dims__ may sit between void and the name
         assert re.search(rf'extern "C" __global__ void(\s+\w+(\([^)]*\))?)*\s+{re.escape(symbol)}\(', text)
-    if v.companion:
-        assert f"{v.companion.kernel}_batched(" in v.companion.source.read_text()
 
 
 def test_launch_is_evaluated_from_the_problem_and_the_configuration():
@@ -355,3 +361,41 @@ def test_builtin_winograd_variants_declare_their_filter_transform():
         shape = conv_shape(56, 1, batch=32, in_channels=64, out_channels=64)
         launch = v.launch_for(shape.dims(), v.configs[0])
         assert launch.grid[0] * v.configs[0].values["BP"] >= 32 * (56 // tile) ** 2
+
+
+# --- families: what several variants share, declared once -----------------------------------------------------
+
+FAMILY = {"name": "fam", "op": "gemm", "source": "k.cu", "kernel": "k", "args": ["A", "B", "C", "M", "N", "K"],
+          "defaults": {"X": 1, "Y": 2}, "label": "{X}/{Y}", "grid": ["cdiv(N, 16)", "cdiv(M, 16)"], "block": ["256"]}
+
+
+def test_a_variant_takes_its_familys_keys_and_adds_its_own(project, tmp_path):
+    one, two = parse_specs({"family": [FAMILY], "variant": [
+        {"name": "one", "family": "fam", "configs": [{"X": 4}]},
+        {"name": "two", "family": "fam", "configs": [{"X": 8}], "defaults": {"Y": 3}, "block": ["128"]},
+    ]}, "gpubench.toml", tmp_path)
+    assert (one.source, one.kernel, one.args) == (two.source, two.kernel, two.args)
+    assert one.configs[0].values == {"X": 4, "Y": 2} and one.configs[0].label == "4/2"
+    assert two.configs[0].values == {"X": 8, "Y": 3}  # defaults merge key by key: the variant's Y wins
+    assert one.launch_for(GemmShape(64, 64, 64).dims(), one.configs[0]).threads == 256
+    assert two.launch_for(GemmShape(64, 64, 64).dims(), two.configs[0]).threads == 128  # its own block wins
+
+
+@pytest.mark.parametrize("data,match", [
+    ({"family": [FAMILY], "variant": [{"name": "v", "family": "other"}]}, r"family 'other' is not declared; declared: fam"),
+    ({"family": [{**FAMILY, "colour": 1}], "variant": []}, r"family 'fam': unknown field\(s\) colour"),
+    ({"family": [FAMILY, FAMILY], "variant": []}, r"family 'fam': declared twice"),
+    ({"family": [{**FAMILY, "family": "x"}], "variant": []}, r"unknown field\(s\) family"),
+    ({"family": {"name": "fam"}, "variant": []}, r"families are declared as \[\[family\]\] tables"),
+])
+def test_bad_families_are_refused_in_one_line(project, tmp_path, data, match):
+    with pytest.raises(SpecError, match=match):
+        parse_specs(data, "gpubench.toml", tmp_path)
+
+
+def test_the_warp_tile_family_is_declared_once():
+    members = [v for v in BUILTIN if v.source is not None and v.source.name == "05_warptile.cu"]
+    assert [v.name for v in members] == ["warptile", "dbuf", "swizzle", "tuned"]
+    assert len({(v.kernel, v.launch, v.label, v.constraints, v.search, v.defaults) for v in members}) == 1
+    spec = (registry.kernels_dir() / "gemm" / "variants.toml").read_text()
+    assert spec.count('source = "05_warptile.cu"') == 1 and spec.count("constraints = [") == 1

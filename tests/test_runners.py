@@ -10,8 +10,7 @@ from gpubench.runners import CudnnRunner, Im2colRunner, KernelRunner, PlanPolicy
 
 def test_each_name_makes_its_type_with_its_options():
     assert runner_from("cudnn", {"plans": "heuristic"}) == CudnnRunner(PlanPolicy.HEURISTIC)
-    assert runner_from("im2col", {"gemm": "tiled"}).companion == "tiled"
-    assert runner_from("im2col", {}).companion is None
+    assert runner_from("im2col", {}).columns == "cols" and runner_from("im2col", {"columns": "m"}).columns == "m"
     assert runner_from("kernel", {"tf32": True}).tf32 and not runner_from("kernel", {}).tf32
     assert {r.NAME for r in runners.RUNNERS.values()} == set(runners.RUNNERS)
 
@@ -29,7 +28,7 @@ def test_bad_options_say_what_is_allowed(name, options, match):
 
 def test_library_math_is_what_tf32_relaxes():
     assert runner_from("cublas", {}).library_math and runner_from("cudnn", {}).library_math
-    assert runner_from("im2col", {}).library_math and not runner_from("im2col", {"gemm": "tiled"}).library_math
+    assert runner_from("im2col", {}).library_math
     assert not KernelRunner(tf32_kernel=True).library_math
 
 
@@ -41,8 +40,7 @@ def test_users_get_kernels_and_functions_only():
 def test_builtin_variants_carry_their_runners():
     catalog = registry.Catalog.with_user([])
     assert catalog.get("conv", "cuda", "cudnn").runner == CudnnRunner(PlanPolicy.BEST)
-    im2col = [v for v in catalog.all if isinstance(v.runner, Im2colRunner) and v.runner.companion]
-    assert im2col and all(v.companion is not None and v.companion.name == v.runner.companion for v in im2col)
+    assert isinstance(catalog.get("conv", "cuda", "im2col-cublas").runner, Im2colRunner)
 
 
 def test_a_missing_library_stops_the_run_before_it_starts():

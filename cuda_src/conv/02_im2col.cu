@@ -4,16 +4,20 @@
 // Rows follow the KCRS filter layout, so filters[K][C·R·S] · cols[n] is image n's output, already NCHW.
 // Grid: x over output pixels (a warp writes 32 consecutive floats of one row: coalesced), y over the C·R·S
 // rows, z over images. The matrix holds R·S/stride² times the input: this pass is what im2col pays.
+//
+// im2col_gemm is then the lab's tiled GEMM (gemm/03_tiled.cu, included: the same code and tile parameters),
+// one product per image along grid z: y[n][K][OH·OW] = w[K][C·R·S] · cols[n][C·R·S][OH·OW].
+// The variants.toml entry launches the two as one call: im2col as a `before` step into the `cols` workspace.
 
-#ifndef THREADS
-#define THREADS 256
-#endif
+#include "../gemm/03_tiled.cu"
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+constexpr int UNFOLD_THREADS = 256;  // the spec's block for im2col
+
+extern "C" __global__ void __launch_bounds__(UNFOLD_THREADS)
 im2col(const float* __restrict__ x, float* __restrict__ cols, int N, int C, int H, int W, int R, int S, int stride,
        int pad, int OH, int OW)
 {
-    const int p = blockIdx.x * THREADS + threadIdx.x;
+    const int p = blockIdx.x * UNFOLD_THREADS + threadIdx.x;
     const int P = OH * OW;
     if (p >= P) return;
     const int row = blockIdx.y, n = blockIdx.z;
@@ -22,4 +26,12 @@ im2col(const float* __restrict__ x, float* __restrict__ cols, int N, int C, int 
     const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
     const size_t rows = (size_t)C * R * S;
     cols[((size_t)n * rows + row) * P + p] = inside ? x[(((size_t)n * C + c) * H + ih) * W + iw] : 0.0f;
+}
+
+extern "C" __global__ void __launch_bounds__(Tile::THREADS)
+im2col_gemm(const float* __restrict__ w, const float* __restrict__ cols, float* __restrict__ y, int C, int K, int R,
+            int S, int OH, int OW)
+{
+    const size_t pixels = (size_t)OH * OW, rows = (size_t)C * R * S, n = blockIdx.z;
+    tiled_product(w, cols + n * rows * pixels, y + n * K * pixels, K, (int)pixels, (int)rows);
 }

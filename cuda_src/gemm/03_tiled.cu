@@ -3,8 +3,7 @@
 // Tile sizes are compile-time constants (-DBM=... -DBN=... -DBK=... -DTM=... -DTN=...) so that the
 // accumulators are registers and every loop over them unrolls.
 //
-// gemm_tiled_batched is the same kernel over a batch of independent products (blockIdx.z), A, B and C each a
-// stride apart (stride 0 shares an operand): im2col uses it to write its convolution output in NCHW order.
+// tiled_product is also the GEMM of conv/02_im2col.cu, which includes this file.
 
 #include "../include/register_tile.cuh"
 
@@ -38,12 +37,4 @@ extern "C" __global__ void __launch_bounds__(Tile::THREADS)
 gemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
 {
     tiled_product(A, B, C, M, N, K);
-}
-
-extern "C" __global__ void __launch_bounds__(Tile::THREADS)
-gemm_tiled_batched(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
-                   int K, long long stride_a, long long stride_b, long long stride_c)
-{
-    const size_t z = blockIdx.z;
-    tiled_product(A + z * stride_a, B + z * stride_b, C + z * stride_c, M, N, K);
 }

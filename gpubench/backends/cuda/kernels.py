@@ -13,7 +13,7 @@ from gpubench import nvcc
 from gpubench.backends import Prepared, call_arrays, kernel_arguments
 from gpubench.backends.cuda import tma
 from gpubench.errors import Skip
-from gpubench.problems import ConvShape, GemmShape
+from gpubench.problems import ConvShape
 from gpubench.results import Details
 from gpubench.variant import SMS, Launch
 
@@ -55,9 +55,9 @@ class KernelLaunches:
         grid, block, smem = launch.grid, launch.block, launch.shared_bytes
         return lambda: fn.prepared_call(grid, block, *args, shared_size=smem)
 
-    def prepare_kernels(self, variant, config, shape, inputs, out) -> Prepared:
-        """A kernel variant's call: its `before` steps, then its main kernel, sharing the workspace arrays. Each
-        step before the main one is also timed on its own (recorded in parts_ms under its kernel's name)."""
+    def launch_steps(self, variant, config, shape, inputs, out):
+        """The launches of a variant's call, in order (its `before` steps, then its main kernel if it has one), and
+        the workspace arrays and TMA descriptors they share, by name."""
         dims = shape.dims()
         scratch = {name: self.fits(lambda n=n: self.cp.empty(n, dtype=self.cp.float32),
                                    f"workspace {name} ({4 * n / 2**30:.2f} GiB)")
@@ -73,6 +73,12 @@ class KernelLaunches:
             fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
             fn = self.kernel(variant, config.values, step.kernel)
             launches.append(self.launcher(fn, step.launch_for({**dims, SMS: self.sms}, config), fmt, args))
+        return launches, scratch
+
+    def prepare_kernels(self, variant, config, shape, inputs, out) -> Prepared:
+        """A kernel variant's call: its `before` steps, then its main kernel, sharing the workspace arrays. Each
+        step before the main one is also timed on its own (recorded in parts_ms under its kernel's name)."""
+        launches, scratch = self.launch_steps(variant, config, shape, inputs, out)
         details = Details(tf32=True) if variant.tf32 else Details()
         parts = {step.kernel: launch for step, launch in zip(variant.before, launches)}
 
@@ -85,32 +91,17 @@ class KernelLaunches:
                         release=scratch.clear)
 
     def prepare_im2col(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
-        crs, pixels, n = shape.gemm_k, shape.out_pixels, shape.batch
-        cols = self.fits(lambda: self.cp.empty((n, crs, pixels), dtype=self.cp.float32),
-                         f"the column matrix ({4 * n * crs * pixels / 2**30:.1f} GiB)")
-        # The unfold kernel's launch: x over output pixels (256 a block), y over the C·R·S rows, z over images.
-        unfold = self.launcher(
-            self.kernel(variant, {}), Launch((-(-pixels // 256), crs, n), (256, 1, 1)),
-            "PP" + "i" * 10, (_ptr(inputs["x"]), _ptr(cols), shape.batch, shape.in_channels, shape.height,
-                              shape.width, shape.kernel, shape.kernel, shape.stride, shape.pad, shape.out_height,
-                              shape.out_width))
-        k = shape.out_channels
-        w = inputs["w"]
-        if variant.companion is None:  # the runner's gemm is cuBLAS
-            gemm = self._cublas_gemm(k, pixels, crs, w, 0, cols, crs * pixels, out, k * pixels, n)
-            details = self._library_details()
-        else:  # the companion GEMM's own launch, one product per image along z, through its _batched entry
-            tiled, params = variant.companion, config.values
-            base = tiled.launch_for(GemmShape(k, pixels, crs).dims(), config)
-            launch = Launch((base.grid[0], base.grid[1], n), base.block, base.shared_bytes)
-            gemm = self.launcher(self.kernel(tiled, params, tiled.kernel + "_batched"), launch,
-                                 "PPPiiiqqq", (_ptr(w), _ptr(cols), _ptr(out), k, pixels, crs, 0, crs * pixels,
-                                               k * pixels))
-            details = Details()
+        """The spec's unfold steps into the column matrix, then cuBLAS: y[n] = w[K, C·R·S] · cols[n]."""
+        unfold, scratch = self.launch_steps(variant, config, shape, inputs, out)
+        crs, pixels, k = shape.gemm_k, shape.out_pixels, shape.out_channels
+        gemm = self._cublas_gemm(k, pixels, crs, inputs["w"], 0, scratch[variant.runner.columns], crs * pixels, out,
+                                 k * pixels, shape.batch)
+        parts = {step.kernel: launch for step, launch in zip(variant.before, unfold)}
 
         def run():
-            unfold()
+            for launch in unfold:
+                launch()
             gemm()
 
-        return Prepared(run, out, parts={"im2col": unfold}, details=details)
+        return Prepared(run, out, parts=parts, details=self._library_details(), release=scratch.clear)
 
