@@ -30,7 +30,7 @@
 //   SWIZZLE  0: tiles in row-major order; G > 0: bands of G tile rows (gemm_common.cuh's tile_coords, as in
 //            gemm/05_warptile.cu), so the blocks resident together share more panels of A and B in L2. A cluster's
 //            blocks take neighbouring tiles of one row either way.
-//   PROBE    measurement only (tools/tf32_probe.py): 1 skips the products (the copies alone), 2 the copies (the
+//   PROBE    measurement only (tools/gpu/tf32_probe.py): 1 skips the products (the copies alone), 2 the copies (the
 //            products on whatever shared memory holds), 3 the stores of C; results are then wrong. 4 keeps the
 //            clusters and their shared "slot free" barriers but loads A without multicast, 5 arrives on "slot free"
 //            with cluster-scope release semantics, as this kernel once did (both with right results).

@@ -1,9 +1,9 @@
 #!/bin/bash
 # The runs behind results/ and the README, in two device calls (each well inside ten minutes).
-#   bash tools/evidence.sh kernels   # gpu tests, GEMM progression, TF32, fast conv kernels, ResNet layers, ncu
-#   bash tools/evidence.sh lab       # gpu tests, fast conv kernels, two CI runs, a planted slowdown, the
+#   bash tools/gpu/evidence.sh kernels   # gpu tests, GEMM progression, TF32, fast conv kernels, ResNet layers, ncu
+#   bash tools/gpu/evidence.sh lab       # gpu tests, fast conv kernels, two CI runs, a planted slowdown, the
 #                                    # comparisons, the lab suite
-#   bash tools/evidence.sh final     # gpu tests, fast conv kernels again, a CI run against a blunter slowdown
+#   bash tools/gpu/evidence.sh final     # gpu tests, fast conv kernels again, a CI run against a blunter slowdown
 # OUT (where files go) and GPUBENCH_COMMIT (this checkout's commit, since the copy has no .git) come from the caller.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl || exit 1

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One call on the GPU machine: install the staged wheels, run the gpu tests, then short sweeps.
-# Usage there:  bash tools/device-check.sh  (OUT, GPUBENCH_COMMIT set by the caller)
+# Usage there:  bash tools/gpu/device-check.sh  (OUT, GPUBENCH_COMMIT set by the caller)
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-/tmp/gpubench-cache}

@@ -1,18 +1,18 @@
 #!/bin/bash
 # The GPU runs behind the kernels issue (docs/perf-notes.md, results/<gpu>/kernels-*.json, configs/tuned/).
-#   bash tools/kernels.sh check    # the gpu tests of the Winograd variants (every configuration, ragged shapes)
-#   bash tools/kernels.sh winograd # every Winograd configuration on the four stride-1 ResNet layers
-#   bash tools/kernels.sh ncu      # ncu of the Winograd kernel on the 28² and 7² layers
-#   bash tools/kernels.sh resnet   # the ResNet layers: Winograd and implicit GEMM against cuDNN's best plan
-#   bash tools/kernels.sh tune     # SGEMM autotuning at 4096 and 8192 for this GPU (written to $OUT/tuned)
-#   bash tools/kernels.sh gemm     # FP32 (tuned, dbuf, sgemm-tma, cuBLAS) and TF32 (tf32, tf32-tma, cuBLAS) at 4096, 8192
-#   bash tools/kernels.sh tf32     # the gpu tests of the TF32 variants, then TF32 at 4096 and 8192 against cuBLAS
-#   bash tools/kernels.sh tf32ncu  # ncu of the TMA-fed TF32 kernel at 4096 (every launch, all configurations)
-#   bash tools/kernels.sh tf32probe # where its time goes: the copies, the products, the stores, each switched off
-#   bash tools/kernels.sh tf32l2   # ncu of every TF32 kernel at 4096 (and cuBLAS's roofline probe at 8192): launch
+#   bash tools/gpu/kernels.sh check    # the gpu tests of the Winograd variants (every configuration, ragged shapes)
+#   bash tools/gpu/kernels.sh winograd # every Winograd configuration on the four stride-1 ResNet layers
+#   bash tools/gpu/kernels.sh ncu      # ncu of the Winograd kernel on the 28² and 7² layers
+#   bash tools/gpu/kernels.sh resnet   # the ResNet layers: Winograd and implicit GEMM against cuDNN's best plan
+#   bash tools/gpu/kernels.sh tune     # SGEMM autotuning at 4096 and 8192 for this GPU (written to $OUT/tuned)
+#   bash tools/gpu/kernels.sh gemm     # FP32 (tuned, dbuf, sgemm-tma, cuBLAS) and TF32 (tf32, tf32-tma, cuBLAS) at 4096, 8192
+#   bash tools/gpu/kernels.sh tf32     # the gpu tests of the TF32 variants, then TF32 at 4096 and 8192 against cuBLAS
+#   bash tools/gpu/kernels.sh tf32ncu  # ncu of the TMA-fed TF32 kernel at 4096 (every launch, all configurations)
+#   bash tools/gpu/kernels.sh tf32probe # where its time goes: the copies, the products, the stores, each switched off
+#   bash tools/gpu/kernels.sh tf32l2   # ncu of every TF32 kernel at 4096 (and cuBLAS's roofline probe at 8192): launch
 #                                  # shapes, bytes to the SMs, L2 sectors, L2's busiest sub-units
-#   bash tools/kernels.sh labconv  # the lab conv at 8192², strides 1-3: the memory-bound variants and cuDNN
-#   bash tools/kernels.sh all      # all of the above, in that order
+#   bash tools/gpu/kernels.sh labconv  # the lab conv at 8192², strides 1-3: the memory-bound variants and cuDNN
+#   bash tools/gpu/kernels.sh all      # all of the above, in that order
 # OUT and GPUBENCH_COMMIT come from the caller; wheels in .devwheels (PyCUDA, cuDNN frontend).
 set -u -o pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl 2>/dev/null || exit 1
@@ -59,7 +59,7 @@ tf32ncu)  # every launch of both configurations at 4096 (cluster size tells them
     --variants tf32-tma --sizes 4096 --reps 5 --warmup 0 -o /tmp/ncu-tf32.json > "$OUT/ncu-tf32-tma-4096.txt" 2>&1
   grep -E "Cluster Size  |Duration|Issue Slots Busy|Eligible Warps|L2 Cache Thr|Compute \(SM\) Thr|Warp Cycles Per Issued|stalled" "$OUT/ncu-tf32-tma-4096.txt" | head -40 ;;
 tf32probe)  # the TMA-fed TF32 kernel with parts switched off (PROBE), at 4096 and 8192
-  python3 tools/tf32_probe.py 4096 8192 2>&1 | tee "$OUT/tf32-probe.txt" ;;
+  python3 tools/gpu/tf32_probe.py 4096 8192 2>&1 | tee "$OUT/tf32-probe.txt" ;;
 tf32l2)  # every launch at 4096 (ours: told apart by grid, block and cluster size), with L2's busiest sub-units
   ncu --target-processes all -k regex:'gemm_tf32_tma|sm90_xmma' -c 80 --section LaunchStats \
     --metrics "$TRAFFIC,gpu__time_duration.sum,breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed" \

@@ -1,9 +1,10 @@
 #!/bin/bash
-# The GPU runs behind the measurement-trust evidence (docs/evidence/timers.md, results/<gpu>/lab-*.json).
-#   bash tools/trust.sh first    # gpu tests, a smoke run, gpubench vs nvbench vs do_bench, lab run 1
-#   bash tools/trust.sh second results/<gpu>/lab-1.json   # lab run 2, compared with run 1
-#   bash tools/trust.sh all      # the timers, then two lab runs back to back and their comparison
-#   bash tools/trust.sh check    # the gpu tests, then the ci and quick suites (energy on every point?)
+# The GPU runs behind the measurement-trust evidence (docs/evidence/measurement.md, results/<gpu>/lab-a.json,
+# lab-b*.json: the device writes lab-1.json and lab-2.json under $OUT, saved here under those names).
+#   bash tools/gpu/trust.sh first    # gpu tests, a smoke run, gpubench vs nvbench vs do_bench, lab run 1
+#   bash tools/gpu/trust.sh second $OUT/lab-1.json   # lab run 2, compared with run 1 (the first call's file)
+#   bash tools/gpu/trust.sh all      # the timers, then two lab runs back to back and their comparison
+#   bash tools/gpu/trust.sh check    # the gpu tests, then the ci and quick suites (energy on every point?)
 # OUT and GPUBENCH_COMMIT come from the caller; wheels in .devwheels (PyCUDA, cuDNN frontend) and .whl (cuda-bench).
 set -u -o pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devwheels/*.whl .whl/cuda_bench-*.whl 2>/dev/null || exit 1
@@ -17,9 +18,9 @@ first)
   g gemm --variants cublas,tiled --sizes 512,2048 -o /tmp/smoke.json 2>&1 | tail -12 || exit 1
   g gemm --variants cublas,tiled --sizes 512,2048,4096 -o /tmp/timers-gemm.json > /dev/null 2>&1
   g conv --variants sliding --sizes 4096 --stride 1 --block-sizes 16 -o /tmp/timers-conv.json > /dev/null 2>&1
-  python3 tools/timers.py nvbench /tmp > /tmp/nvbench.log 2>&1; tail -2 /tmp/nvbench.log
-  python3 tools/timers.py dobench /tmp 2>&1 | grep -v Deprecat | tail -2
-  python3 tools/timers.py table /tmp /tmp/timers-gemm.json /tmp/timers-conv.json | tee "$OUT/timers.md"
+  python3 tools/gpu/timers.py nvbench /tmp > /tmp/nvbench.log 2>&1; tail -2 /tmp/nvbench.log
+  python3 tools/gpu/timers.py dobench /tmp 2>&1 | grep -v Deprecat | tail -2
+  python3 tools/gpu/timers.py table /tmp /tmp/timers-gemm.json /tmp/timers-conv.json | tee "$OUT/timers.md"
   /usr/bin/time -f "lab run 1: %e s" python3 -m gpubench run lab -o "$OUT/lab-1.json" > "$OUT/lab-1.log" 2>&1
   tail -4 "$OUT/lab-1.log" ;;
 all)

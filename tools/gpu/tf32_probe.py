@@ -1,8 +1,8 @@
 """Where the TMA-fed TF32 kernel's time goes: the same launch with parts switched off (PROBE in
 cuda_src/gemm/09_tf32_tma.cu), timed with CUDA events, L2 not flushed (back-to-back calls).
 
-    python3 tools/tf32_probe.py 4096 8192
-    PROBES=0,3 EXTRA="SWIZZLE=0;SWIZZLE=8" python3 tools/tf32_probe.py 4096   # some probes, with extra -D sets
+    python3 tools/gpu/tf32_probe.py 4096 8192
+    PROBES=0,3 EXTRA="SWIZZLE=0;SWIZZLE=8" python3 tools/gpu/tf32_probe.py 4096   # some probes, with extra -D sets
 Prints one line per configuration × probe: the median ms of 20 calls. Results of probes 1-3 are wrong by
 design; probes 4 (clusters without multicast) and 5 (cluster-scope release arrives) are correct products.
 """

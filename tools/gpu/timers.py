@@ -1,8 +1,8 @@
 """The same kernels timed by gpubench, by NVIDIA's nvbench (the cuda-bench package) and by triton's do_bench.
 
-    python tools/timers.py nvbench DIR     # one process per tool: nvbench runs its benchmarks once per process
-    python tools/timers.py dobench DIR
-    python tools/timers.py table DIR gpubench-gemm.json gpubench-conv.json > timers.md
+    python tools/gpu/timers.py nvbench DIR     # one process per tool: nvbench runs its benchmarks once per process
+    python tools/gpu/timers.py dobench DIR
+    python tools/gpu/timers.py table DIR gpubench-gemm.json gpubench-conv.json > timers.md
 
 Problems: cuBLAS SGEMM at 512, 2048 and 4096 (through cupy.matmul for the other tools: the same cuBLAS
 kernel; gpubench calls cublasGemmEx itself), gpubench's `tiled` GEMM at 2048 (128x128x8/8x8) and the lab's
