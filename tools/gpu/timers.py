@@ -18,7 +18,7 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
 from gpubench import nvcc, registry  # noqa: E402
 from gpubench.problems import GemmShape, conv_shape  # noqa: E402
