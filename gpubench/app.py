@@ -16,7 +16,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gpubench import nvcc, render, sweep
+from gpubench import nvcc, sweep
+from gpubench.views import run as run_view
+from gpubench.views.tables import escape, to_rich
 from gpubench.errors import GpubenchError
 from gpubench.exit_codes import Exit
 from gpubench.project import Project
@@ -163,23 +165,23 @@ def run_sweeps(request: RunRequest) -> int:
         writer = RunWriter(run, path)
         for s in request.sweeps:
             for what, why in s.skipped:
-                err.print(f"[dim]{render.escape(f'skipped {what}: {why}')}[/]")
+                err.print(f"[dim]{escape(f'skipped {what}: {why}')}[/]")
         started = time.perf_counter()
         status = _run_with_progress(worker, work, writer, run, err, request.label)
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         writer.finish(status)
     print_run(run, out)
     for p in run.failed():
-        err.print(f"[red]{p.status.upper()}[/] " + render.escape(f"{p.op} {p.variant} {p.config} {p.problem.label}: "
+        err.print(f"[red]{p.status.upper()}[/] " + escape(f"{p.op} {p.variant} {p.config} {p.problem.label}: "
                                                                  f"{p.reason}"))
     for incident in run.incidents:
-        err.print(f"[yellow]worker {render.escape(incident['kind'])}[/] " +
-                  render.escape(f"at {incident['where']}: {incident['detail']}"))
+        err.print(f"[yellow]worker {escape(incident['kind'])}[/] " +
+                  escape(f"at {incident['where']}: {incident['detail']}"))
     total = sum(len(t.points) for t in work) * (len(worker.workers) if request.replicate else 1)
     if status == RunStatus.INTERRUPTED:
-        err.print(render.escape(f"interrupted: {len(run.points)} of {total} points saved to {path}"))
+        err.print(escape(f"interrupted: {len(run.points)} of {total} points saved to {path}"))
         return Exit.INTERRUPTED
-    err.print(render.escape(f"saved {len(run.points)} points to {path} in {run.settings['wall_s']:.1f} s"))
+    err.print(escape(f"saved {len(run.points)} points to {path} in {run.settings['wall_s']:.1f} s"))
     if run.failed():
         return Exit.FAILED
     return slow_gpus(run, request.slow_threshold, err) if request.replicate else Exit.OK
@@ -193,7 +195,7 @@ def slow_gpus(run: Run, threshold: float, err: Console) -> int:
     for h in slow:
         clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""
         power = f", {h.power_w:,.0f} W" if h.power_w else ""
-        err.print(f"[red]SLOW GPU[/] {render.escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
+        err.print(f"[red]SLOW GPU[/] {escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
                   f"median over {h.points} points{clocks}{power}")
     return Exit.SLOW_GPU if slow else Exit.OK
 
@@ -217,7 +219,7 @@ def _run_with_progress(worker, work, writer, run, err, label) -> str:
 
         def advance(point):
             run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
-            progress.update(bar, advance=1, description=render.escape(
+            progress.update(bar, advance=1, description=escape(
                 f"{point.op} {point.variant} {point.config} {point.problem.label}"))
 
         status = sweep.run(worker, work, writer, on_point=advance)
@@ -225,9 +227,9 @@ def _run_with_progress(worker, work, writer, run, err, label) -> str:
     return status
 
 
-def print_run(run: Run, console: Console, threshold: float = render.NOISE_THRESHOLD) -> None:
-    for table in render.run_tables(run, threshold):
-        console.print(render.to_rich(table))
+def print_run(run: Run, console: Console, threshold: float = run_view.NOISE_THRESHOLD) -> None:
+    for table in run_view.run_tables(run, threshold):
+        console.print(to_rich(table))
         console.print()
 
 

@@ -327,7 +327,9 @@ def show(file, fmt, threshold):
     """
     import math
 
-    from gpubench import app, render, results
+    from gpubench import app, results
+    from gpubench.views import run as run_view
+    from gpubench.views.tables import escape, to_markdown
 
     if not math.isfinite(threshold):
         raise GpubenchError(f"--threshold must be a finite fraction such as 0.05, got {threshold}")
@@ -335,12 +337,12 @@ def show(file, fmt, threshold):
     if fmt == "json":
         click.echo(run.to_json())
     elif fmt == "csv":
-        click.echo(render.to_csv(run), nl=False)
+        click.echo(run_view.to_csv(run), nl=False)
     elif fmt == "markdown":
-        click.echo("\n".join(render.to_markdown(t) for t in render.run_tables(run, threshold)))
+        click.echo("\n".join(to_markdown(t) for t in run_view.run_tables(run, threshold)))
     else:
         out = app.console()
-        out.print(render.escape(f"{file}: {run.device}, {len(run.points)} points, {run.status}, {run.created}"),
+        out.print(escape(f"{file}: {run.device}, {len(run.points)} points, {run.status}, {run.created}"),
                   style="bold")
         app.print_run(run, out, threshold)
     return Exit.OK
@@ -380,7 +382,8 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
 
     from gpubench import app
     from gpubench import compare as cmp
-    from gpubench import render_compare, results
+    from gpubench import results
+    from gpubench.views import compare as compare_view
 
     if not math.isfinite(threshold) or not 1e-9 <= alpha < 1 or not math.isfinite(alpha):
         raise GpubenchError(f"--threshold must be a finite fraction (got {threshold}) and --alpha within [1e-9, 1) "
@@ -394,24 +397,24 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
     if not report.changes and not report.not_measured:
         raise GpubenchError(f"{base} and {new} have no points in common: nothing to compare")
     if across:
-        from gpubench import render
+        from gpubench.views.tables import to_markdown, to_rich
 
-        tables = render_compare.across_tables(report, base_run.device, new_run.device)
+        tables = compare_view.across_tables(report, base_run.device, new_run.device)
         if fmt == "json":
-            click.echo(render_compare.to_json_report(report, Exit.OK))
+            click.echo(compare_view.to_json_report(report, Exit.OK))
         elif fmt == "markdown":
-            click.echo("\n".join(render.to_markdown(t) for t in tables))
+            click.echo("\n".join(to_markdown(t) for t in tables))
         else:
             for t in tables:
-                app.console().print(render.to_rich(t))
+                app.console().print(to_rich(t))
         return Exit.OK
     code = report.exit_code(fail_on_inconclusive)
     if fmt == "json":
-        click.echo(render_compare.to_json_report(report, code))
+        click.echo(compare_view.to_json_report(report, code))
     elif fmt == "markdown":
-        click.echo(render_compare.to_markdown_report(report, base, new))
+        click.echo(compare_view.to_markdown_report(report, base, new))
     else:
-        render_compare.print_rich(report, app.console(), base, new)
+        compare_view.print_rich(report, app.console(), base, new)
     return code
 
 
@@ -430,7 +433,7 @@ def plot(file, output, force, roofline):
       gpubench plot run.json --roofline -o roofline.svg
     """
     from gpubench import app
-    from gpubench import plot as plotting
+    from gpubench.views import plot as plotting
     from gpubench import results
 
     path = app.check_output(output, force, "plot", plotting.FORMATS)
@@ -472,7 +475,7 @@ def list_variants(config):
     from rich.table import Table
 
     from gpubench import app, suites
-    from gpubench.render import escape
+    from gpubench.views.tables import escape
 
     proj = _project(config)
     table = Table("op", "backend", "variant", "configurations", "what it is", "from", title="variants",
@@ -508,7 +511,7 @@ def check(config, arch, builtin, block_sizes):
       gpubench check --arch sm_90 --config path/to/gpubench.toml
     """
     from gpubench import app, nvcc
-    from gpubench.render import escape
+    from gpubench.views.tables import escape
 
     proj = _project(config)
     archs, blocks = app.arch_list(arch), options.block_sizes(block_sizes)
@@ -563,7 +566,8 @@ def tune_gemm(variant, sizes, mnk, candidates, refine, seed, timeout, gpus, sche
       gpubench tune gemm --sizes 4096 --candidates 200 --gpus all
       gpubench gemm --variants tuned,cublas --sizes 4096,8192
     """
-    from gpubench import app, plan, render
+    from gpubench import app, plan
+    from gpubench.views.tables import escape
     from gpubench import tune as tuner
 
     proj = _project(config)
@@ -576,5 +580,5 @@ def tune_gemm(variant, sizes, mnk, candidates, refine, seed, timeout, gpus, sche
 
     path = tuner.run(target, shapes, candidates, refine, seed, timeout, proj.tuned_dir, out,
                      gpus=parse_gpus(gpus) if gpus is not None else None, scheduler=scheduler)
-    out.print(render.escape(f"saved the winners to {path}"))
+    out.print(escape(f"saved the winners to {path}"))
     return Exit.OK

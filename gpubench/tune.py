@@ -16,7 +16,7 @@ import random
 from pathlib import Path
 
 from gpubench import environment
-from gpubench.render import escape
+from gpubench.views.tables import escape
 from gpubench.errors import GpubenchError
 from gpubench.results import Status
 from gpubench.runner import PointTask, ShapeTask

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpubench import render, results
+from gpubench import results
+from gpubench.views import run as view
+from gpubench.views.tables import to_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 SNAPSHOTS = REPO / "tests" / "snapshots" / "results"
@@ -28,9 +30,9 @@ def test_every_saved_run_has_a_snapshot():
 @pytest.mark.parametrize("path", SAVED, ids=snapshot_name)
 def test_saved_run_renders_as_its_snapshot(path):
     run = results.load(path)
-    tables = "\n".join(render.to_markdown(t) for t in render.run_tables(run))
+    tables = "\n".join(to_markdown(t) for t in view.run_tables(run))
     assert tables == (SNAPSHOTS / f"{snapshot_name(path)}.md").read_text()
-    assert hashlib.sha256(render.to_csv(run).encode()).hexdigest() == CSV_SHA256[snapshot_name(path)]
+    assert hashlib.sha256(view.to_csv(run).encode()).hexdigest() == CSV_SHA256[snapshot_name(path)]
 
 
 @pytest.mark.parametrize("path", SAVED, ids=snapshot_name)

@@ -1,6 +1,7 @@
 from dataclasses import replace
 
-from gpubench import render
+from gpubench.views import run as view
+from gpubench.views.tables import to_markdown
 from gpubench.results import Details, Point, Status
 
 
@@ -10,7 +11,7 @@ def cells(table):
 
 def test_gemm_tables_follow_the_lab_layout(make_run):
     run = make_run()
-    tables = render.run_tables(run)
+    tables = view.run_tables(run)
     titles = [t.title for t in tables]
     assert titles[:2] == ["gemm · tiled — ms / GFLOPS", "gemm · cublas — ms / GFLOPS"]
     tiled = tables[0]
@@ -21,7 +22,7 @@ def test_gemm_tables_follow_the_lab_layout(make_run):
 
 def test_summary_gives_percent_of_cublas(make_run):
     run = make_run()
-    summary = render.summary_table(run, "gemm")
+    summary = view.summary_table(run, "gemm")
     rows = {(r[0], r[1]): r for r in cells(summary)}
     tiled, cublas = (p for p in run.points if p.op == "gemm" and p.problem.m == 1024)  # synthetic medians near 4.0 and 2.5 ms
     assert rows[("1024", "tiled")][6] == f"{100 * cublas.median_ms / tiled.median_ms:.0f}%"
@@ -29,11 +30,11 @@ def test_summary_gives_percent_of_cublas(make_run):
 
 
 def test_conv_comparison_marks_the_fastest(make_run):
-    table = render.comparison_table(make_run(), "conv")
+    table = view.comparison_table(make_run(), "conv")
     assert table.columns == ["size", "stride", "sliding", "cudnn"]
     (row,) = table.rows
     assert row[2].style == "best" and row[3].style == ""
-    summary = {r[2]: r for r in cells(render.summary_table(make_run(), "conv"))}
+    summary = {r[2]: r for r in cells(view.summary_table(make_run(), "conv"))}
     assert summary["sliding"][7] == "2.00×" and summary["cudnn"][7] == "1.00×"
 
 
@@ -41,21 +42,21 @@ def test_failures_and_skips_show_in_cells(make_run):
     run = make_run()
     run.points[0] = replace(run.points[0], status=Status.FAIL, reason="rel_err 1e-2 over tolerance 1e-04", rel_err=1e-2)
     run.points[1] = Point(run.points[1].problem, "tiled", run.points[1].config, Status.SKIPPED, reason="no room")
-    text = cells(render.config_tables(run, "gemm")[0])
+    text = cells(view.config_tables(run, "gemm")[0])
     assert text[0][1].startswith("FAIL") and text[1][1] == "skipped"
-    md = render.to_markdown(render.config_tables(run, "gemm")[0])
+    md = to_markdown(view.config_tables(run, "gemm")[0])
     assert "**FAIL" in md
 
 
 def test_noisy_points_are_flagged(make_run):
     run = make_run(noise=0.2)
-    tables = render.run_tables(run)
+    tables = view.run_tables(run)
     assert any(c.style == "noisy" for t in tables for row in t.rows for c in row)
     assert "too wide to support" in tables[-1].caption
 
 
 def test_markdown_table_shape(make_run):
-    md = render.to_markdown(render.summary_table(make_run(), "gemm"))
+    md = to_markdown(view.summary_table(make_run(), "gemm"))
     lines = md.splitlines()
     assert lines[2].startswith("| size | variant |") and lines[3].startswith("|---|---|---|")
     assert len(lines) == 4 + 4 + 2  # header block, four points, caption
@@ -64,13 +65,13 @@ def test_markdown_table_shape(make_run):
 def test_tf32_rows_say_so(make_run):
     run = make_run()
     run.points[2] = replace(run.points[2], details=Details(tf32=True))
-    assert "cublas [TF32]" in [t.title.split(" · ")[1].split(" —")[0] for t in render.config_tables(run, "gemm")]
+    assert "cublas [TF32]" in [t.title.split(" · ")[1].split(" —")[0] for t in view.config_tables(run, "gemm")]
 
 
 def test_csv_has_one_row_per_point(make_run):
     run = make_run()
-    text = render.to_csv(run).splitlines()
-    assert text[0].split(",") == render.CSV_COLUMNS
+    text = view.to_csv(run).splitlines()
+    assert text[0].split(",") == view.CSV_COLUMNS
     assert len(text) == 1 + len(run.points)
     assert text[1].startswith("gemm,tiled,1024,1024,1024,")
 
@@ -81,37 +82,37 @@ def test_speedups_are_against_the_baseline_the_run_recorded(make_run):
     run = make_run()
     sliding = next(p for p in run.points if p.variant == "sliding")
     run.points.append(replace(sliding, variant="im2col", samples_ms=[x * 4 for x in sliding.samples_ms]))
-    rows = {r[2]: r for r in cells(render.summary_table(run, "conv"))}
+    rows = {r[2]: r for r in cells(view.summary_table(run, "conv"))}
     assert rows["cudnn"][7] == "1.00×" and rows["im2col"][7] == "0.50×"
     run.variants = [v | {"baseline": v["name"] == "sliding"} for v in run.variants]
-    rows = {r[2]: r for r in cells(render.summary_table(run, "conv"))}
+    rows = {r[2]: r for r in cells(view.summary_table(run, "conv"))}
     assert rows["sliding"][7] == "1.00×" and rows["cudnn"][7] == "0.50×"
 
 
 def test_noise_threshold_is_a_parameter(make_run):
     run = make_run(noise=0.03)  # IQR/median about 4%
-    flagged = lambda t: sum(c.style == "noisy" for table in render.run_tables(run, t) for r in table.rows for c in r)
+    flagged = lambda t: sum(c.style == "noisy" for table in view.run_tables(run, t) for r in table.rows for c in r)
     assert flagged(0.01) > 0 and flagged(0.2) == 0
 
 
 def test_details_name_the_engine_and_im2col_share(make_run):
     run = make_run()
     p = next(p for p in run.points if p.variant == "cudnn")
-    assert render.details(replace(p, details=Details(engine="eng0", plans=12))) == "eng0 (of 12 plans)"
+    assert view.details(replace(p, details=Details(engine="eng0", plans=12))) == "eng0 (of 12 plans)"
     p = replace(p, details=Details(parts_ms={"im2col": p.median_ms / 4}))
-    assert render.details(p) == f"im2col {p.median_ms / 4:.3f} ms (25%)"
+    assert view.details(p) == f"im2col {p.median_ms / 4:.3f} ms (25%)"
     p = replace(p, details=Details(parts_ms={"winograd_filter": p.median_ms / 20}))  # any step timed on its own
-    assert render.details(p) == f"winograd_filter {p.median_ms / 20:.3f} ms (5%)"
+    assert view.details(p) == f"winograd_filter {p.median_ms / 20:.3f} ms (5%)"
 
 
 def test_hardware_table_shows_clocks_energy_roofline_and_the_floor(make_run):
     run = make_run(clocks=1980)
-    table = render.hardware_table(run, "gemm")
+    table = view.hardware_table(run, "gemm")
     rows = {(r[0], r[1]): r for r in cells(table)}
     tiled = rows[("1024", "tiled")]
     assert tiled[3] == "1,980" and tiled[4] == "0/40" and tiled[5] == "400"
     assert tiled[8].endswith("compute") and "FP32 60,000 GFLOPS" in table.caption and "SM clocks not locked" in table.caption
-    assert render.hardware_table(make_run(), "gemm") is None  # nothing to show without telemetry or ceilings
+    assert view.hardware_table(make_run(), "gemm") is None  # nothing to show without telemetry or ceilings
 
 
 def test_a_point_at_the_floor_says_so(make_run):
@@ -121,4 +122,4 @@ def test_a_point_at_the_floor_says_so(make_run):
     p = run.points[0]
     run.environment["device"]["floor_ms"] = p.median_ms / 1.5
     assert roofline.near_floor(p, run)
-    assert "≤2× the floor" in cells(render.hardware_table(run, "gemm"))[0][-1]
+    assert "≤2× the floor" in cells(view.hardware_table(run, "gemm"))[0][-1]

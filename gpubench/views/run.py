@@ -1,4 +1,5 @@
-"""Turning a run into tables: the lab's layouts, built as plain data and then written as rich, Markdown or CSV.
+"""The run's views: the lab's layouts of a saved run as tables (gpubench/views/tables.py writes them as rich or
+Markdown), and the run as CSV.
 
 Nothing here measures anything, so every view of a saved run (`gpubench show`) works without a GPU.
 """
@@ -7,26 +8,13 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
 from gpubench import roofline
 from gpubench.problems import SHAPES, ConvShape, GemmShape, Op
 from gpubench.results import Point, Run, Status
-
-
-@dataclass
-class Cell:
-    text: str
-    style: str = ""  # "" | "best" | "fail" | "skip" | "error" | "noisy"
-
-
-@dataclass
-class Table:
-    title: str
-    columns: list[str]
-    rows: list[list[Cell]] = field(default_factory=list)
-    caption: str = ""
-    left: int = 1  # how many leading (label) columns are left-aligned; the rest are numbers
+from gpubench.views.tables import Cell, Table
 
 
 # --- grouping -------------------------------------------------------------------------------------------------
@@ -71,7 +59,20 @@ def _status_cell(p: Point) -> Cell:
     return Cell(f"FAIL {p.median_ms:.3f} ms", "fail")
 
 
-LIBRARY = {Op.GEMM: "cuBLAS", Op.CONV: "cuDNN"}  # a GPU run's baseline, as captions name it
+@dataclass(frozen=True)
+class Layout:
+    """How an op's tables are laid out: the lab's GEMM report or its convolution report."""
+
+    library: str  # a GPU run's baseline, as captions name it
+    share_header: str  # the summary's column of each variant against the baseline ...
+    share: Callable[[float], str]  # ... and how a speed ratio (baseline time / this time) is written there
+    lab_tables: bool  # the lab's two conv tables (ms per variant, rates); one-configuration variants only there
+
+
+LAYOUTS = {
+    Op.GEMM: Layout("cuBLAS", "% of library", lambda r: f"{100 * r:.0f}%", lab_tables=False),
+    Op.CONV: Layout("cuDNN", "speed vs library", lambda r: f"{r:.2f}×", lab_tables=True),
+}
 NOISE_THRESHOLD = 0.05  # a point whose IQR/median exceeds the threshold cannot support it: marked "~"
 
 
@@ -107,7 +108,7 @@ def config_tables(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> list
     for name in _ordered(display_name(p) for p in points):
         mine = [p for p in points if display_name(p) == name]
         configs = _ordered(p.config for p in mine)
-        if op == Op.CONV and len(configs) == 1:
+        if LAYOUTS[op].lab_tables and len(configs) == 1:
             continue  # single-configuration conv variants appear in the comparison table only
         table = Table(f"{op} · {name} — ms / GFLOPS", ROW_HEADERS[op] + [_config_header(c) for c in configs],
                       left=len(ROW_HEADERS[op]))
@@ -136,8 +137,8 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
     """Each variant's best configuration per size, with its share of the library's speed."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
-    lib = LIBRARY[op]
-    rel = "% of library" if op == Op.GEMM else "speed vs library"
+    layout = LAYOUTS[op]
+    lib, rel = layout.library, layout.share_header
     headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err", "details"]
     table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
                   caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same TF32 setting")
@@ -152,7 +153,7 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
                 line[-1] = Cell(p.config + " ~", "noisy")
             if base is not None:
                 ratio = base.median_ms / p.median_ms
-                share = f"{100 * ratio:.0f}%" if op == Op.GEMM else f"{ratio:.2f}×"
+                share = layout.share(ratio)
             line += [Cell(f"{p.median_ms:.3f}"), Cell(f"{p.gflops:,.0f}"), Cell(f"{p.gbps:,.0f}"), Cell(share),
                      Cell(_err(p)), Cell(details(p))]
         table.rows.append(line)
@@ -311,7 +312,7 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     tables = []
     for op in run.ops():
         tables += config_tables(run, op, threshold)
-        if op == Op.CONV:
+        if LAYOUTS[op].lab_tables:
             tables += [comparison_table(run, op, threshold), rates_table(run, op)]
         tables.append(summary_table(run, op, threshold))
         hardware = hardware_table(run, op)
@@ -323,41 +324,7 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     return tables
 
 
-# --- writers ----------------------------------------------------------------------------------------------------
-
-RICH_STYLES = {"best": "bold green", "fail": "bold red", "error": "red", "skip": "dim", "noisy": "yellow"}
-
-
-def to_rich(table: Table):
-    from rich.table import Table as RichTable
-
-    t = RichTable(title=escape(table.title), caption=escape(table.caption) or None, title_justify="left")
-    for i, c in enumerate(table.columns):
-        t.add_column(escape(c), justify="left" if i < table.left else "right")
-    for row in table.rows:
-        t.add_row(*(f"[{RICH_STYLES[c.style]}]{escape(c.text)}[/]" if c.style else escape(c.text) for c in row))
-    return t
-
-
-def escape(text) -> str:
-    """Text from a run or a user's spec, shown literally by rich (no "[bold]" or "[/]" taken as markup)."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(str(text))
-
-
-def to_markdown(table: Table) -> str:
-    def fmt(c: Cell) -> str:
-        text = c.text.replace("|", r"\|")
-        return f"**{text}**" if c.style in ("best", "fail") and text else text
-
-    lines = [f"**{table.title}**", "", "| " + " | ".join(table.columns) + " |",
-             "|" + "|".join(["---" if i < table.left else "---:" for i in range(len(table.columns))]) + "|"]
-    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in table.rows]
-    if table.caption:
-        lines += ["", f"_{table.caption}_"]
-    return "\n".join(lines) + "\n"
-
+# --- the run as CSV ----------------------------------------------------------------------------------------
 
 CSV_COLUMNS = [
     "op", "variant", *GemmShape.KEYS, *ConvShape.KEYS, "block", "tf32", "median_ms", "min_ms", "iqr_ms", "reps",

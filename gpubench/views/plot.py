@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
-from gpubench.render import best_points, display_name
+from gpubench.views.run import best_points, display_name
 from gpubench.problems import SHAPES, Op
 from gpubench.results import Run, Status
 

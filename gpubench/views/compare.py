@@ -1,4 +1,5 @@
-"""Writing a comparison (gpubench.compare.Report) as a rich table, Markdown for a pull request, or JSON."""
+"""The comparison's views: a gpubench.compare.Report as rich tables, Markdown for a pull request, or JSON; and
+two GPU models side by side (--across)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import math
 
 from gpubench.compare import Change, Report, Verdict
-from gpubench.render import Cell, Table, to_markdown
+from gpubench.views.tables import Cell, Table, escape, to_markdown, to_rich
 
 VERDICT_STYLE = {Verdict.SLOWER: "fail", Verdict.FASTER: "best", Verdict.INCONCLUSIVE: "noisy", Verdict.SAME: ""}
 COUNTED = (Verdict.SLOWER, Verdict.FASTER, Verdict.SAME, Verdict.INCONCLUSIVE)  # the order counts are told in
@@ -76,11 +77,7 @@ def _counts(report: Report) -> str:
 
 
 def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
-    from gpubench.render import to_rich
-
     style = "bold red" if report.count(Verdict.SLOWER) or report.broken else "bold green"
-    from gpubench.render import escape
-
     console.print(f"[bold]{escape(base_name)}[/] → [bold]{escape(new_name)}[/]: threshold {report.threshold:.0%}; "
                   f"{_counts(report)}")
     console.print(to_rich(changes_table(report)))

@@ -2,7 +2,7 @@ import builtins
 
 import pytest
 
-from gpubench import plot
+from gpubench.views import plot
 from gpubench.errors import GpubenchError
 
 

@@ -1,0 +1,56 @@
+"""Tables as plain data (:class:`Table` of :class:`Cell`) and their writers: rich for the terminal, Markdown for
+pull requests and notes. The run's views (run.py) and the comparison's (compare.py) build tables; nothing here
+knows what a run is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Cell:
+    text: str
+    style: str = ""  # "" | "best" | "fail" | "skip" | "error" | "noisy"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]] = field(default_factory=list)
+    caption: str = ""
+    left: int = 1  # how many leading (label) columns are left-aligned; the rest are numbers
+
+
+RICH_STYLES = {"best": "bold green", "fail": "bold red", "error": "red", "skip": "dim", "noisy": "yellow"}
+
+
+def to_rich(table: Table):
+    from rich.table import Table as RichTable
+
+    t = RichTable(title=escape(table.title), caption=escape(table.caption) or None, title_justify="left")
+    for i, c in enumerate(table.columns):
+        t.add_column(escape(c), justify="left" if i < table.left else "right")
+    for row in table.rows:
+        t.add_row(*(f"[{RICH_STYLES[c.style]}]{escape(c.text)}[/]" if c.style else escape(c.text) for c in row))
+    return t
+
+
+def escape(text) -> str:
+    """Text from a run or a user's spec, shown literally by rich (no "[bold]" or "[/]" taken as markup)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(str(text))
+
+
+def to_markdown(table: Table) -> str:
+    def fmt(c: Cell) -> str:
+        text = c.text.replace("|", r"\|")
+        return f"**{text}**" if c.style in ("best", "fail") and text else text
+
+    lines = [f"**{table.title}**", "", "| " + " | ".join(table.columns) + " |",
+             "|" + "|".join(["---" if i < table.left else "---:" for i in range(len(table.columns))]) + "|"]
+    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in table.rows]
+    if table.caption:
+        lines += ["", f"_{table.caption}_"]
+    return "\n".join(lines) + "\n"
