@@ -18,7 +18,8 @@ from rich.console import Console
 
 from gpubench import nvcc, sweep
 from gpubench.views import run as run_view
-from gpubench.views.tables import escape, to_rich
+from gpubench.views.tables import escape
+from gpubench.views.terminal import console, print_run
 from gpubench.errors import GpubenchError
 from gpubench.exit_codes import Exit
 from gpubench.project import Project
@@ -26,13 +27,11 @@ from gpubench.results import Run, RunStatus, RunWriter
 from gpubench.runner import ShapeTask
 from gpubench.tuned import Tuned, slug
 from gpubench.variant import SMS, Variant
-from gpubench.worker import DEFAULT_TIMEOUT_S, Worker, WorkerOptions
-
-
-def console(stderr: bool = False) -> Console:
-    """A console that keeps wide tables whole when output goes to a file or a pipe."""
-    c = Console(stderr=stderr)
-    return c if c.is_terminal else Console(stderr=stderr, width=max(c.width, 160))
+from gpubench.executors import open_executor
+from gpubench import plan
+from gpubench.plan import Spread
+from gpubench.problems import Op
+from gpubench.worker import DEFAULT_TIMEOUT_S
 
 
 # --- output files ---------------------------------------------------------------------------------------------
@@ -83,21 +82,21 @@ class RunRequest:
     timeout_s: float = DEFAULT_TIMEOUT_S
     project: Project = field(default_factory=Project)
     argv: list[str] = field(default_factory=lambda: ["gpubench", *sys.argv[1:]])
-    gpus: str | None = None  # cluster.parse_gpus' answer: spread over several GPUs with Dask
-    scheduler: str | None = None  # an existing Dask cluster's scheduler address
-    replicate: bool = False  # every GPU runs every point (a health check) instead of sharing them out
-    slow_threshold: float = 0.05
+    spread: Spread = Spread()  # one device, or several GPUs / a Dask cluster, shared out or replicated
+
+    @property
+    def replicate(self) -> bool:
+        return self.spread.replicate
+
+    @property
+    def slow_threshold(self) -> float:
+        return self.spread.slow_threshold
 
     def executor(self):
         """One Worker on one device, or a Dask cluster of them."""
-        options = WorkerOptions(self.backend, self.tf32, timeout_s=self.timeout_s)
-        if self.gpus is None and self.scheduler is None:
-            if self.replicate:
-                raise GpubenchError("--replicate runs the suite on every GPU: give --gpus (or --scheduler) too")
-            return Worker(options)
-        from gpubench.cluster import Cluster
-
-        return Cluster(options, gpus=self.gpus, scheduler=self.scheduler, replicate=self.replicate)
+        s = self.spread
+        return open_executor(self.backend, tf32=self.tf32, timeout_s=self.timeout_s, gpus=s.gpus,
+                             scheduler=s.scheduler, replicate=s.replicate)
 
 
 def device_launches(task: ShapeTask, point, info: dict):
@@ -157,7 +156,8 @@ def run_sweeps(request: RunRequest) -> int:
         path = path or default_output(info["device"], request.label)
         settings = {"seed": request.seed, "tf32": request.tf32, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
-                    "gpus": request.gpus, "scheduler": request.scheduler, "replicate": request.replicate,
+                    "gpus": str(request.spread.gpus) if request.spread.gpus else None,
+                    "scheduler": request.spread.scheduler, "replicate": request.replicate,
                     "slow_threshold": request.slow_threshold, "sweeps": [s.settings() for s in request.sweeps]}
         run = Run(backend=request.backend, environment=worker.environment(), settings=settings, command=request.argv,
                   variants=[v.record() for v in variants])
@@ -227,15 +227,9 @@ def _run_with_progress(worker, work, writer, run, err, label) -> str:
     return status
 
 
-def print_run(run: Run, console: Console, threshold: float = run_view.NOISE_THRESHOLD) -> None:
-    for table in run_view.run_tables(run, threshold):
-        console.print(to_rich(table))
-        console.print()
-
-
 def environment(backend: str) -> dict:
     """The environment a run on `backend` records (the device, its clocks and memory, the software)."""
-    with Worker(WorkerOptions(backend)) as worker:
+    with open_executor(backend) as worker:
         worker.start()
         return worker.environment()
 
@@ -262,3 +256,136 @@ def arch_list(text: str) -> list[str]:
         raise GpubenchError(f"--arch {text!r}: give architectures such as sm_80,sm_90 (sm_XY, optionally with a "
                             "or f)")
     return archs
+
+
+# --- the commands' use cases: each returns what a view shows, or an exit code -----------------------------------
+
+
+def _catalog(project: Project):
+    from gpubench.registry import Catalog
+
+    return Catalog.with_user(project.variants)
+
+
+def run_op(op: Op, shapes: list, *, variants: str | None, block_sizes: tuple[int, ...], block_sizes_given: bool,
+           kernels, kernel_args: str | None, warmup: int, reps: int, budget: float, max_noise: float | None,
+           max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
+           force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
+           scheduler: str | None, replicate: bool, slow_threshold: float) -> int:
+    """`gpubench gemm|conv`: one sweep of the op over the shapes, checked by the plan, run, saved and shown."""
+    from gpubench import options, project as projects
+
+    proj = projects.load(config)
+    catalog = _catalog(proj)
+    mine = plan.lab_kernels(catalog, op, backend, kernels, kernel_args)
+    chosen = plan.variants(catalog, op, backend, options.names(variants), "--variants", mine)
+    if block_sizes_given:
+        plan.check_block_option(chosen, "--block-sizes")
+    timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
+                         flush=not no_flush, decide=decide if decide is not None else plan.default_decide(backend),
+                         discard_throttled=discard_throttled)
+    request = RunRequest([plan.sweep(op, op, chosen, shapes, block_sizes, timing)], op, backend,
+                         plan.check_tf32(tf32, backend), plan.check_seed(seed), output, force,
+                         plan.check_timeout(timeout), proj,
+                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
+    return run_sweeps(request)
+
+
+def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed: int, tf32: bool, timeout: float,
+              config: str | None, max_noise: float | None, max_time: float | None, decide: float | None,
+              discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
+              slow_threshold: float) -> int:
+    """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling for each) into one file."""
+    from gpubench import project as projects
+    from gpubench import suites
+
+    proj = projects.load(config)
+    s = suites.load(suite, backend, _catalog(proj))
+    for sw in s.sweeps:
+        sw.policy = plan.overridden(sw.policy, max_noise=max_noise, max_time=max_time, decide=decide,
+                                    discard_throttled=discard_throttled)
+    request = RunRequest(s.sweeps, s.name, backend, plan.check_tf32(tf32 or s.tf32, backend), plan.check_seed(seed),
+                         output, force, plan.check_timeout(timeout), proj,
+                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
+    return run_sweeps(request)
+
+
+def load_run(file: str, threshold: float = run_view.NOISE_THRESHOLD) -> Run:
+    """`gpubench show`: the saved run (any schema version), for a view to show."""
+    import math
+
+    from gpubench import results
+
+    if not math.isfinite(threshold):
+        raise GpubenchError(f"--threshold must be a finite fraction such as 0.05, got {threshold}")
+    return results.load(file)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: Run
+    new: Run
+    report: object  # gpubench.compare.Report
+
+
+def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env: bool) -> Comparison:
+    """`gpubench compare`: two saved runs, point by point (the rules: gpubench/compare.py's)."""
+    from gpubench import compare, results
+
+    threshold, alpha = plan.compare_settings(threshold, alpha)
+    base_run, new_run = results.load(base), results.load(new)
+    report = compare.compare(base_run, new_run, threshold, alpha)
+    compare.check(report, strict_env, base, new)
+    return Comparison(base_run, new_run, report)
+
+
+def plot_run(file: str, output: str, force: bool, roofline: bool) -> Path:
+    """`gpubench plot`: a saved run as an image; returns its path."""
+    from gpubench import results
+    from gpubench.views import plot
+
+    path = check_output(output, force, "plot", plot.FORMATS)
+    run = results.load(file)
+    return (plot.roofline_plot if roofline else plot.plot)(run, path)
+
+
+@dataclass(frozen=True)
+class Listing:
+    variants: list[Variant]
+    suites: list[tuple[str, str]]  # (name, what it runs)
+    project: Project
+
+
+def listing(config: str | None) -> Listing:
+    """`gpubench list`: every variant (built-in and the project's) and the shipped suites."""
+    from gpubench import project as projects
+    from gpubench import suites
+
+    proj = projects.load(config)
+    return Listing(list(_catalog(proj).all), list(suites.shipped()), proj)
+
+
+def check_project(config: str | None, arch: str, builtin: bool, block_sizes: tuple[int, ...]):
+    """`gpubench check`: the project's specs (checked as they load) and every build of its kernels; (project,
+    rows of check_kernels)."""
+    from gpubench import project as projects
+
+    proj = projects.load(config)
+    archs = arch_list(arch)
+    variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.source and (builtin or not v.builtin)]
+    if variants and nvcc.find_nvcc() is None:
+        raise GpubenchError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")
+    return proj, check_kernels(variants, archs, block_sizes) if variants else []
+
+
+def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed: int, timeout: float,
+              gpus: str | None, scheduler: str | None, config: str | None, out: Console) -> Path:
+    """`gpubench tune gemm`: search the variant's space per shape; returns the file the winners went to."""
+    from gpubench import autotune
+    from gpubench import project as projects
+
+    proj = projects.load(config)
+    target = _catalog(proj).get(Op.GEMM, "cuda", variant)
+    spread = plan.Spread.from_options(gpus, scheduler)
+    return autotune.run(target, shapes, candidates, refine, plan.check_seed(seed), plan.check_timeout(timeout),
+                        proj.tuned_dir, out, gpus=spread.gpus, scheduler=spread.scheduler)

@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 
 from gpubench.errors import GpubenchError
+from gpubench.gpus import GpuSelection
 from gpubench.results import Point
 from gpubench.runner import ShapeTask
 from gpubench.worker import Incident, Worker, WorkerOptions
@@ -62,41 +63,10 @@ def remote_run(task: ShapeTask, options: WorkerOptions) -> tuple[str, list[Point
 # --- the coordinator ----------------------------------------------------------------------------------------------
 
 
-def parse_gpus(text: str) -> str:
-    """`all`, a count N, or indices "0,2": what CUDA_VISIBLE_DEVICES-style selection the cluster gets."""
-    text = str(text).strip()
-    if text == "all":
-        return text
-    items = [t.strip() for t in text.split(",")]
-    if not items or not all(t.isdigit() for t in items):
-        raise GpubenchError(f"--gpus {text!r}: give all, a count such as 2, or device indices such as 0,2")
-    if len(items) == 1:
-        if int(items[0]) < 1:
-            raise GpubenchError(f"--gpus {text!r}: a count is at least 1")
-        return f"n{items[0]}"
-    if len(set(items)) != len(items):
-        raise GpubenchError(f"--gpus {text!r}: an index appears twice")
-    return ",".join(items)
-
-
-def _visible(selection: str) -> str | None:
-    """The CUDA_VISIBLE_DEVICES list for LocalCUDACluster (None: every GPU)."""
-    if selection == "all":
-        return None
-    if selection.startswith("n"):
-        from gpubench.telemetry import device_count
-
-        count, n = device_count(), int(selection[1:])
-        if count is not None and n > count:
-            raise GpubenchError(f"--gpus {n}: this machine has {count} GPU(s)")
-        return ",".join(str(i) for i in range(n))
-    return selection
-
-
 class Cluster:
     """Runs tasks on Dask workers (the Executor that gpubench/sweep.py drives), in shard or replicate mode."""
 
-    def __init__(self, options: WorkerOptions, *, gpus: str | None = None, scheduler: str | None = None,
+    def __init__(self, options: WorkerOptions, *, gpus: GpuSelection | None = None, scheduler: str | None = None,
                  replicate: bool = False):
         try:
             from distributed import Client, LocalCluster
@@ -115,13 +85,14 @@ class Cluster:
                 from dask_cuda import LocalCUDACluster
             except ImportError:
                 raise GpubenchError(MISSING) from None
-            visible = _visible(gpus or "all")
+            from gpubench.telemetry import device_count
+
+            visible = (gpus or GpuSelection()).visible(device_count())
             self._local_cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
                                                    dashboard_address=None, silence_logs=50)
             self.client = Client(self._local_cluster)
         else:  # the CPU backend: N worker processes, to try (and test) the mechanism without a GPU
-            n = int(gpus[1:]) if gpus and gpus.startswith("n") else len(gpus.split(",")) if gpus and gpus != "all" \
-                else 2
+            n = (gpus or GpuSelection()).workers()
             self._local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                                dashboard_address=None, silence_logs=50)
             self.client = Client(self._local_cluster)

@@ -20,6 +20,7 @@ import statistics
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gpubench.errors import GpubenchError
 from gpubench.exit_codes import Exit
 from gpubench.results import Point, Run, Status
 from gpubench.stats import ratio_interval
@@ -195,3 +196,14 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
         report.changes.append(Change(b, n, est, low, high, verdict(low, high, threshold)))
     report.changes.sort(key=lambda c: (ORDER.index(c.verdict), -abs(math.log(c.ratio))))
     return report
+
+
+def check(report: Report, strict_env: bool, base_name: str, new_name: str) -> None:
+    """The rules a comparison must pass before any verdict is shown: with --strict-env, the same environment;
+    and some point in common."""
+    if strict_env and report.env_diffs:
+        name, a, b = report.env_diffs[0]
+        more = f" and {len(report.env_diffs) - 1} more" if len(report.env_diffs) > 1 else ""
+        raise GpubenchError(f"--strict-env: the runs' environments differ ({name}: {a} vs {b}{more})")
+    if not report.changes and not report.not_measured:
+        raise GpubenchError(f"{base_name} and {new_name} have no points in common: nothing to compare")

@@ -1,9 +1,92 @@
-"""Parsing and checking command-line values: each bad value becomes one line saying what is allowed."""
+"""The command line's options: click declarations shared by the commands (their defaults read from
+gpubench/plan.py's DEFAULTS, the one home of defaults), and the parsers of their comma-separated values (each bad
+value becomes one line saying what is allowed)."""
 
 from __future__ import annotations
 
+import click
+
 from gpubench.errors import GpubenchError
+from gpubench.plan import DEFAULTS
 from gpubench.registry import MAX_BLOCK_SIZE
+
+
+def group(opts):
+    def wrap(f):
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+
+    return wrap
+
+
+CONFIG = click.option("--config", "config", default=None, metavar="FILE",
+                      help="Your project's gpubench.toml (default: found from here upwards, as pytest does).")
+OUTPUT = [
+    click.option("-o", "--output", default=None,
+                 help="Results file, .json (default: results/<device>/<name>-<time>.json)."),
+    click.option("--force", is_flag=True, help="Replace the -o file if it exists."),
+]
+DECIDING = [
+    click.option("--decide", default=None, type=float, metavar="THRESHOLD",
+                 help="Sample on (up to --max-time) until a comparison at this threshold could be decided "
+                      "[default: 0.05 on the GPU, off on the CPU; 0 turns it off]."),
+    click.option("--discard-throttled", is_flag=True,
+                 help="Drop samples taken while the GPU was power- or thermally-throttled, and take others."),
+]
+MANY_GPUS = [
+    click.option("--gpus", default=None, metavar="all|N|0,2|id:1",
+                 help="Spread the sweep over several GPUs with Dask (one worker per GPU; pip install "
+                      "'gpubench[cluster]'): all, the first N, or these indices; id:1 runs on that one GPU, no Dask. "
+                      "With --backend cpu: N worker processes."),
+    click.option("--scheduler", default=None, metavar="ADDRESS",
+                 help="Run on an existing Dask cluster (e.g. tcp://host:8786), one GPU per worker."),
+    click.option("--replicate", is_flag=True,
+                 help="Every GPU runs every point; a GPU slower than the others is flagged (exit 4)."),
+    click.option("--slow-threshold", default=DEFAULTS.slow_threshold, show_default=True, type=float,
+                 help="With --replicate: how much slower than the node's median a GPU may be."),
+]
+RUNNING = [
+    click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+                 help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
+    click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed for the random inputs."),
+    click.option("--tf32", is_flag=True, help="Allow TF32 tensor cores in cuBLAS/cuDNN (marked [TF32])."),
+    click.option("--timeout", default=DEFAULTS.timeout_s, show_default=True, type=float,
+                 help="Seconds a point may take before the watchdog ends it (recorded as timed out)."),
+    CONFIG,
+]
+
+
+def sweep_options(default_sizes: str):
+    """Options shared by `gemm` and `conv`."""
+    t = DEFAULTS.timing
+    return group([
+        click.option("--sizes", default=None, help=f"Square sizes, comma-separated [default: {default_sizes}]."),
+        click.option("--block-sizes", default=DEFAULTS.text(DEFAULTS.block_sizes), show_default=True,
+                     help="Thread-block edges B (B×B threads, 1..32) for the block-size variants."),
+        click.option("--variants", default=None, help="Comma-separated variants (default: the lab's and your "
+                                                      "project's; see `gpubench list`)."),
+        click.option("--kernel", "kernels", multiple=True, metavar="[NAME=]FILE:SYMBOL",
+                     help="Your kernel, with the lab's launch (B×B blocks, one thread per output; -DBLOCK_SIZE=B). "
+                          "Repeatable."),
+        click.option("--args", "kernel_args", default=None, metavar="NAMES",
+                     help="--kernel's parameter order. gemm default a,b,c,m,n,k (the lab's: a is m×n, b is n×k); "
+                          "A,B,C,M,N,K is gpubench's C[M,N] = A[M,K]·B[K,N]."),
+        click.option("--warmup", default=t.warmup, show_default=True, type=int, help="Untimed calls."),
+        click.option("--reps", default=t.reps, show_default=True, type=int,
+                     help="Timed calls at most (at least 5; fewer than this once --budget is spent)."),
+        click.option("--budget", default=t.budget_s, show_default=True, type=float,
+                     help="Seconds of timed calls per point before stopping early."),
+        click.option("--max-noise", default=None, type=float,
+                     help="Adaptive: sample until IQR/median is under this (e.g. 0.02) ..."),
+        click.option("--max-time", default=t.max_time_s, show_default=True, type=float,
+                     help="... or until this many seconds went into the point."),
+        click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
+        *DECIDING, *OUTPUT, *RUNNING, *MANY_GPUS,
+    ])
+
+
+# --- values ---------------------------------------------------------------------------------------------------
 
 
 def int_list(text: str, what: str, *, lo: int = 1, hi: int | None = None, example: str = "512,1024") -> tuple[int, ...]:

@@ -1,24 +1,61 @@
-"""Sweeps from what the user asked for, checked once, whichever way it came in (command line or suite file).
+"""Sweeps from what the user asked for, checked once, whichever way it came in (command line or suite file),
+and the one home of the defaults that the command line, the suites and the problems read (DEFAULTS).
 
 The click commands (gpubench/cli.py) and the suite loader (gpubench/suites.py) parse their own syntax and then
 call the builders here, so a rule (at least 5 repetitions, block sizes 1..32, a filter that fits its padded
-input, variants that exist) is written once and says the same thing for both. `where` names the source of a
-value in messages: "--reps" on the command line, "suite lab.toml: sweep[1].reps" in a file.
+input, variants that exist, a --kernel name that is new) is written once and says the same thing for both.
+`where` names the source of a value in messages: "--reps" on the command line, "suite lab.toml: sweep[1].reps"
+in a file.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape, conv_shape
+from gpubench.fleet import SLOW
+from gpubench.gpus import GpuSelection
+from gpubench.problems import ConvShape, GemmShape, Op, conv_shape
 from gpubench.registry import LAB_BLOCK_SIZES, MAX_BLOCK_SIZE, Catalog
 from gpubench.sweep import Sweep
 from gpubench.timing import TimingPolicy
 from gpubench.variant import Axis, Variant
 
+from gpubench.worker import DEFAULT_TIMEOUT_S
+
 MIN_REPS = 5  # a median, an IQR and compare's rank interval need a handful of samples
 DECIDE = 0.05  # on a GPU, sample on until a comparison at 5% (compare's default) could be decided
+MAX_TIMEOUT_S = 7 * 24 * 3600  # a week: past this a watchdog means nothing (and the OS's timers overflow)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """Every default a user sees, in one place: the command line shows these, suites and problems start from them."""
+
+    sizes: tuple[int, ...] = (512, 1024, 2048, 4096, 8192)  # the lab's square sizes
+    block_sizes: tuple[int, ...] = LAB_BLOCK_SIZES
+    strides: tuple[int, ...] = (1, 2, 3)
+    conv: Mapping[str, object] = field(default_factory=lambda: dict(ConvShape.DEFAULTS))  # batch, channels, ...
+    timing: TimingPolicy = TimingPolicy()  # warm-up, repetitions, budget, max time, flush
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    seed: int = 0
+    threshold: float = DECIDE  # compare's smallest change that counts (and show's noise flag)
+    alpha: float = 0.05  # compare's family-wise error rate
+    slow_threshold: float = SLOW  # --replicate: how much slower than the node's median a GPU may be
+    arch: tuple[str, ...] = ("sm_80", "sm_90")  # `gpubench check` compiles for these
+    tune_sizes: tuple[int, ...] = (2048, 4096, 8192)
+    tune_candidates: int = 48
+    tune_refine: int = 1
+
+    @staticmethod
+    def text(values) -> str:
+        """A tuple as the command line writes it: 512,1024."""
+        return ",".join(str(v) for v in values)
+
+
+DEFAULTS = Defaults()
 
 
 def default_decide(backend: str) -> float | None:
@@ -26,8 +63,12 @@ def default_decide(backend: str) -> float | None:
     return DECIDE if backend == "cuda" else None
 
 
-def policy(*, warmup: int = 3, reps: int = 50, budget: float = 1.0, max_noise: float | None = None,
-           max_time: float = 10.0, flush: bool = True, decide: float | None = None, discard_throttled: bool = False,
+_T = TimingPolicy()
+
+
+def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.budget_s, max_noise: float | None = None,
+           max_time: float = _T.max_time_s, flush: bool = _T.flush, decide: float | None = None,
+           discard_throttled: bool = False,
            where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
     """A timing policy, every value checked; `where(key)` names the option or suite key in messages.
     decide = 0 (or None) turns the decidability target off."""
@@ -112,8 +153,88 @@ def conv_shapes(sizes, strides, *, batch: int, in_channels: int, out_channels: i
 def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple[int, ...], timing: TimingPolicy,
           skipped=(), where: str = "") -> Sweep:
     if not shapes:
-        why = f": {skipped[0][1]}" if skipped else f" (give sizes{' or mnk' if op == 'gemm' else ''})"
+        why = f": {skipped[0][1]}" if skipped else f" (give sizes{' or mnk' if op == Op.GEMM else ''})"
         raise GpubenchError(f"{where or name} has no shapes to run{why}")
     if not chosen:
         raise GpubenchError(f"{where or name} has no variants to run")
     return Sweep(name, op, chosen, shapes, blocks or LAB_BLOCK_SIZES, timing, list(skipped))
+
+
+# --- what every run asks, checked -------------------------------------------------------------------------------
+
+
+def check_timeout(value: float) -> float:
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+        raise GpubenchError(f"--timeout must be a number of seconds from 0 to {MAX_TIMEOUT_S} (a week), got {value}")
+    return value
+
+
+def check_seed(value: int) -> int:
+    if not 0 <= value < 2**63:
+        raise GpubenchError(f"--seed must be from 0 to 2**63 - 1, got {value}")
+    return value
+
+
+def check_fraction(value: float, where: str, example: str = "0.05") -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise GpubenchError(f"{where} must be a positive fraction such as {example}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Where a run's tasks go: --gpus, --scheduler, --replicate and --slow-threshold, checked."""
+
+    gpus: GpuSelection | None = None
+    scheduler: str | None = None
+    replicate: bool = False
+    slow_threshold: float = DEFAULTS.slow_threshold
+
+    @classmethod
+    def from_options(cls, gpus: str | None, scheduler: str | None, replicate: bool = False,
+                     slow_threshold: float = DEFAULTS.slow_threshold) -> Spread:
+        return cls(GpuSelection.parse(gpus) if gpus is not None else None, scheduler, replicate,
+                   check_fraction(slow_threshold, "--slow-threshold"))
+
+
+def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None) -> list[Variant]:
+    """The variants of --kernel [NAME=]FILE:SYMBOL (with --args), each on this backend, each name new."""
+    from gpubench import registry
+
+    mine = [registry.lab_kernel(op, k, args) for k in texts]
+    if args and not mine:
+        raise GpubenchError("--args gives the parameter order of a --kernel: add --kernel FILE:SYMBOL")
+    for v in mine:
+        if v.backend != backend:
+            raise GpubenchError(f"--kernel {v.source.name}:{v.kernel} runs on the {v.backend} backend (a "
+                                f"{v.source.suffix} file), not on --backend {backend}")
+    names = [v.name for v in mine]
+    if len(set(names)) < len(names) or any(n in {v.name for v in catalog.variants(op, backend)} for n in names):
+        raise GpubenchError(f"--kernel: the names {', '.join(names)} must differ from each other and from the "
+                            f"variants already known (give one as NAME=FILE:SYMBOL)")
+    return mine
+
+
+def check_tf32(tf32: bool, backend: str) -> bool:
+    if tf32 and backend != "cuda":
+        raise GpubenchError("--tf32 allows TF32 tensor cores in cuBLAS and cuDNN: the cpu backend has neither")
+    return tf32
+
+
+def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,
+               discard_throttled: bool) -> TimingPolicy:
+    """A suite sweep's policy with what the command line gave for every sweep on top (checked again)."""
+    if max_noise is None and max_time is None and decide is None and not discard_throttled:
+        return p
+    return policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
+                  max_noise=max_noise if max_noise is not None else p.max_noise,
+                  max_time=max_time if max_time is not None else p.max_time_s,
+                  decide=decide if decide is not None else p.decide,
+                  discard_throttled=discard_throttled or p.discard_throttled)
+
+
+def compare_settings(threshold: float, alpha: float) -> tuple[float, float]:
+    if not math.isfinite(threshold) or not 1e-9 <= alpha < 1 or not math.isfinite(alpha):
+        raise GpubenchError(f"--threshold must be a finite fraction (got {threshold}) and --alpha within [1e-9, 1) "
+                            f"(got {alpha})")
+    return threshold, alpha

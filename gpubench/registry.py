@@ -16,11 +16,11 @@ from pathlib import Path
 
 from gpubench import expr, paths, runners
 from gpubench.errors import GpubenchError
-from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, conv_shape
+from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, Op, conv_shape
 from gpubench.variant import (NO_CONFIG, SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
                               config_label)
 
-OPS = ("gemm", "conv")
+OPS = tuple(Op)
 BACKENDS = ("cuda", "cpu")
 LAB_BLOCK_SIZES = (8, 16, 24, 32)
 MAX_BLOCK_SIZE = 32  # B×B threads; 32×32 = 1024 is CUDA's per-block limit
@@ -42,8 +42,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*$")
 IDENT = re.compile(r"[A-Za-z_]\w*$")
 ARCH = re.compile(r"sm_\d{2,3}[af]?$")
 # Problems every launch is evaluated on when a spec loads: ragged, so that a formula's slips show early.
-SAMPLE_SHAPES = {"gemm": GemmShape(1000, 1500, 777),
-                 "conv": conv_shape(1000, 2, batch=2, in_channels=3, out_channels=4, kernel=3)}
+SAMPLE_SHAPES = {Op.GEMM: GemmShape(1000, 1500, 777),
+                 Op.CONV: conv_shape(1000, 2, batch=2, in_channels=3, out_channels=4, kernel=3)}
 
 
 class SpecError(GpubenchError):
@@ -109,7 +109,7 @@ def _args(entry: _Entry, op: str, scratch: tuple[str, ...] = (), table: dict | N
 
 
 def _require_args(entry: _Entry, op: str, args, where: str = "args") -> None:
-    required = ARRAYS[op] + (DIMS[op] if op == "gemm" else ())
+    required = ARRAYS[op] + (DIMS[op] if op == Op.GEMM else ())
     missing = [a for a in required if a not in args]
     if missing:
         entry.fail(f"{where}: missing {', '.join(missing)} (a {op} kernel needs {', '.join(required)})")
@@ -268,6 +268,7 @@ def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Varian
     op = entry.get("op", str)
     if op not in OPS:
         entry.fail(f"op must be one of {', '.join(OPS)}, got {op!r}")
+    op = Op(op)
     source_text = entry.get("source", str, what="a file path")
     suffix = Path(source_text).suffix if source_text else ""
     backend = entry.get("backend", str, default="cpu" if suffix == ".py" else "cuda")
@@ -503,9 +504,9 @@ def lab_kernel(op: str, text: str, args: str | None) -> Variant:
     file, sep, symbol = target.rpartition(":")
     if not sep or not file or not symbol:
         raise SpecError(f"--kernel {text!r}: give FILE:SYMBOL, e.g. --kernel my_lab.cu:gpu_matrix_mult_sm")
-    default_args = "a,b,c,m,n,k" if op == "gemm" else ",".join(ARRAYS[op] + DIMS[op])
+    default_args = "a,b,c,m,n,k" if op == Op.GEMM else ",".join(ARRAYS[op] + DIMS[op])
     order = [a.strip() for a in (args or default_args).split(",") if a.strip()]
-    grid = ["cdiv(N, BLOCK_SIZE)", "cdiv(M, BLOCK_SIZE)"] if op == "gemm" else \
+    grid = ["cdiv(N, BLOCK_SIZE)", "cdiv(M, BLOCK_SIZE)"] if op == Op.GEMM else \
         ["cdiv(OW, BLOCK_SIZE)", "cdiv(OH, BLOCK_SIZE)", "N * K"]  # x along output rows; conv: a plane per z
     table = {
         "name": name or symbol, "op": op, "source": file, "kernel": symbol, "args": order, "axis": "block",

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from gpubench import paths, plan
 from gpubench.errors import GpubenchError
+from gpubench.plan import DEFAULTS
+from gpubench.problems import Op
 from gpubench.registry import LAB_BLOCK_SIZES, OPS, Catalog
 from gpubench.sweep import Sweep
 
@@ -34,6 +36,7 @@ TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "de
 GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS}
 CONV_KEYS = {"name", "op", "variants", "sizes", "strides", "block_sizes", "batch", "in_channels", "out_channels",
              "kernel", "padding", *TIMING_KEYS}
+SWEEP_KEYS = {Op.GEMM: GEMM_KEYS, Op.CONV: CONV_KEYS}
 TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}
 
 
@@ -72,10 +75,11 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) 
     op = table.get("op")
     if op not in OPS:
         raise GpubenchError(f"{where}.op must be one of {', '.join(OPS)}, got {op!r}")
-    unknown = set(table) - (GEMM_KEYS if op == "gemm" else CONV_KEYS)
+    op = Op(op)
+    unknown = set(table) - SWEEP_KEYS[op]
     if unknown:
         raise GpubenchError(f"{where} has unknown key(s) {', '.join(sorted(unknown))} for op {op}; allowed are "
-                            f"{', '.join(sorted(GEMM_KEYS if op == 'gemm' else CONV_KEYS))}")
+                            f"{', '.join(sorted(SWEEP_KEYS[op]))}")
     name = table.get("name", f"{op}-{index}")
     if not isinstance(name, str) or not name:
         raise GpubenchError(f"{where}.name must be a non-empty string, got {name!r}")
@@ -100,33 +104,45 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) 
     blocks = plan.block_sizes(_ints(table.get("block_sizes", list(LAB_BLOCK_SIZES)), f"{where}.block_sizes"),
                               f"{where}.block_sizes")
     timing = _timing(table, base, where, backend)
-    if op == "gemm":
-        sizes = _ints(table["sizes"], f"{where}.sizes") if "sizes" in table else []
-        mnk = table.get("mnk", [])
-        if not isinstance(mnk, list):
-            raise GpubenchError(f"{where}.mnk must be a list of [M, N, K] triples")
-        triples = []
-        for t in mnk:
-            if not (isinstance(t, list) and len(t) == 3):
-                raise GpubenchError(f"{where}.mnk entries must be [M, N, K], got {t!r}")
-            triples.append(tuple(_ints(t, f"{where}.mnk")))
-        shapes = plan.gemm_shapes(sizes, triples)
-    else:
-        dims = {}
-        for key, default in (("batch", 1), ("in_channels", 3), ("out_channels", 1), ("kernel", 3)):
-            values = _ints(table.get(key, default), f"{where}.{key}")
-            if len(values) != 1:
-                raise GpubenchError(f"{where}.{key} is one integer per sweep (got {values}); give each value its "
-                                    "own [[sweep]]")
-            dims[key] = values[0]
-        padding = table.get("padding", "same")
-        if isinstance(padding, bool) or not isinstance(padding, (str, int)):
-            raise GpubenchError(f"{where}.padding must be \"same\", \"valid\" or a non-negative integer")
-        shapes, more = plan.conv_shapes(_ints(table.get("sizes", [512]), f"{where}.sizes"),
-                                        _ints(table.get("strides", [1]), f"{where}.strides"), padding=padding,
-                                        name=name, strict=False, **dims)
-        skipped += more
+    shapes, more = SHAPES_OF[op](table, where, name)
+    skipped += more
     return plan.sweep(name, op, chosen, shapes, blocks, timing, skipped, where)
+
+
+def _gemm_shapes(table: dict, where: str, name: str):
+    """A GEMM sweep's problems: square sizes and [M, N, K] triples."""
+    sizes = _ints(table["sizes"], f"{where}.sizes") if "sizes" in table else []
+    mnk = table.get("mnk", [])
+    if not isinstance(mnk, list):
+        raise GpubenchError(f"{where}.mnk must be a list of [M, N, K] triples")
+    triples = []
+    for t in mnk:
+        if not (isinstance(t, list) and len(t) == 3):
+            raise GpubenchError(f"{where}.mnk entries must be [M, N, K], got {t!r}")
+        triples.append(tuple(_ints(t, f"{where}.mnk")))
+    return plan.gemm_shapes(sizes, triples), []
+
+
+def _conv_shapes(table: dict, where: str, name: str):
+    """A conv sweep's problems: sizes × strides with one batch, channel counts, filter and padding (the lab's
+    unless given)."""
+    dims = {}
+    for key in ("batch", "in_channels", "out_channels", "kernel"):
+        default = DEFAULTS.conv[key]
+        values = _ints(table.get(key, default), f"{where}.{key}")
+        if len(values) != 1:
+            raise GpubenchError(f"{where}.{key} is one integer per sweep (got {values}); give each value its "
+                                "own [[sweep]]")
+        dims[key] = values[0]
+    padding = table.get("padding", DEFAULTS.conv["padding"])
+    if isinstance(padding, bool) or not isinstance(padding, (str, int)):
+        raise GpubenchError(f"{where}.padding must be \"same\", \"valid\" or a non-negative integer")
+    return plan.conv_shapes(_ints(table.get("sizes", [512]), f"{where}.sizes"),
+                            _ints(table.get("strides", [1]), f"{where}.strides"), padding=padding, name=name,
+                            strict=False, **dims)
+
+
+SHAPES_OF = {Op.GEMM: _gemm_shapes, Op.CONV: _conv_shapes}  # each op's problems from a [[sweep]] table
 
 
 def find(name: str | Path) -> Path:

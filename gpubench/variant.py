@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from gpubench.expr import Expr
+from gpubench.problems import Op
 from gpubench.runners import Runner
 
 # Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
@@ -136,7 +137,7 @@ def config_label(template: str | None, params: Mapping[str, int], defaults: Mapp
 @dataclass(frozen=True)
 class Variant:
     name: str
-    op: str  # "gemm" | "conv"
+    op: Op
     backend: str  # "cuda" | "cpu"
     runner: Runner  # what runs it (a CUDA kernel, a CPU function, a library call ...), with its options
     summary: str = ""  # one line for `gpubench list` and the README: what the variant is and what it buys

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from gpubench import results
 from gpubench.cli import cli
-from gpubench.cluster import parse_gpus
+from gpubench.gpus import GpuSelection
 from gpubench.errors import GpubenchError
 
 pytest.importorskip("distributed")
@@ -61,7 +61,7 @@ def test_shard_runs_every_point_once_and_names_the_worker(project):
     assert len(keys) == 12 and len(set(keys)) == 12 and all(p.status == "ok" for p in run.points)
     assert len({p.device for p in run.points}) == 2  # both workers took shapes, and each point names its own
     assert [d["worker"] for d in run.environment["devices"]] == ["0", "1"]
-    assert run.settings["gpus"] == "n2" and run.settings["wall_s"] > 0
+    assert run.settings["gpus"] == "2" and run.settings["wall_s"] > 0
 
 
 def test_replicate_flags_the_slow_worker_and_exits_4(project):
@@ -85,15 +85,29 @@ def test_a_worker_killed_mid_sweep_loses_no_finished_point(project):
     assert any(i["kind"] == "died" and "Dask worker" in i["where"] for i in run.incidents), run.incidents
 
 
-@pytest.mark.parametrize("text,want", [("all", "all"), ("2", "n2"), ("0,2", "0,2"), (" 1 ", "n1")])
-def test_gpu_selections(text, want):
-    assert parse_gpus(text) == want
+@pytest.mark.parametrize("text,want,visible", [
+    ("all", GpuSelection(), None), ("2", GpuSelection(count=2), "0,1"), ("0,2", GpuSelection(indices=(0, 2)), "0,2"),
+    (" 1 ", GpuSelection(count=1), "0"), ("id:3", GpuSelection(indices=(3,)), "3"),
+])
+def test_gpu_selections(text, want, visible):
+    assert GpuSelection.parse(text) == want and want.visible(4) == visible
+    assert GpuSelection.parse(str(want)) == want  # a run records the selection as text it can be read back from
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "a", "0,0", "1,,2", ""])
+def test_one_gpu_other_than_the_first_runs_without_dask():
+    from gpubench.executors import open_executor
+    from gpubench.worker import Worker
+
+    executor = open_executor("cpu", gpus=GpuSelection.parse("id:1"))
+    assert isinstance(executor, Worker) and executor.options.device == "1"
+    with pytest.raises(GpubenchError, match="this machine has 2 GPU"):
+        GpuSelection(count=3).visible(2)
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "a", "0,0", "1,,2", "", "id:", "id:1,1"])
 def test_bad_gpu_selections(text):
     with pytest.raises(GpubenchError, match="--gpus"):
-        parse_gpus(text)
+        GpuSelection.parse(text)
 
 
 def test_replicate_needs_several_gpus():
@@ -117,7 +131,8 @@ def test_without_dask_the_options_say_what_to_install(monkeypatch):
 
 
 def test_tune_spreads_its_candidates_over_the_workers(tmp_path):
-    from gpubench import registry, tune
+    from gpubench import autotune as tune
+    from gpubench import registry
     from gpubench.problems import GemmShape
 
     (tmp_path / "k.py").write_text("import os, numpy as np\n"
@@ -132,7 +147,7 @@ def test_tune_spreads_its_candidates_over_the_workers(tmp_path):
     os.environ["SEEN"] = str(tmp_path / "seen-")
     try:
         path = tune.run(variant, [GemmShape(16, 16, 16)], count=6, refine=0, seed=0, timeout_s=60, tuned_dir=tmp_path,
-                        out=type("Out", (), {"print": lambda self, text: None})(), gpus="n2")
+                        out=type("Out", (), {"print": lambda self, text: None})(), gpus=GpuSelection(count=2))
     finally:
         del os.environ["SEEN"]
     assert json.loads(Path(path).read_text())["entries"][0]["tried"] == 6

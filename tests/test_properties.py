@@ -18,7 +18,6 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpubench import app
 from gpubench.cli import cli
 from gpubench.exit_codes import Exit
 
@@ -63,10 +62,9 @@ class StandInWorker:
 
 @pytest.fixture(autouse=True)
 def no_real_work(monkeypatch):
-    from gpubench import nvcc, tune
+    from gpubench import executors, nvcc
 
-    monkeypatch.setattr(app, "Worker", StandInWorker)
-    monkeypatch.setattr(tune, "Worker", StandInWorker)
+    monkeypatch.setattr(executors, "Worker", StandInWorker)  # every executor comes from the one factory
     monkeypatch.setattr(nvcc, "compile_all", lambda jobs, threads=None: [])  # compiling is tested in test_nvcc
 
 

@@ -18,12 +18,13 @@ from pathlib import Path
 from gpubench import environment
 from gpubench.views.tables import escape
 from gpubench.errors import GpubenchError
+from gpubench.executors import open_executor
 from gpubench.results import Status
 from gpubench.runner import PointTask, ShapeTask
 from gpubench.timing import TimingPolicy
 from gpubench.tuned import Tuned
 from gpubench.variant import Config, Variant
-from gpubench.worker import Worker, WorkerOptions
+from gpubench.gpus import GpuSelection
 
 SEARCH_POLICY = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3)
 REFINE_FROM = 2  # local search: the neighbours of this many of the best configurations, per round
@@ -110,7 +111,7 @@ def search(executor, variant: Variant, shape, seed: int, configs: list[Config], 
 
 
 def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, timeout_s: float,
-        tuned_dir: Path | None, out, gpus: str | None = None, scheduler: str | None = None) -> Path:
+        tuned_dir: Path | None, out, gpus: GpuSelection | None = None, scheduler: str | None = None) -> Path:
     """Tune `variant` for each shape on this machine's GPU (or spread over several: gpus/scheduler, all of one
     model); returns the file the winners went to."""
     best_ms: dict = {}
@@ -124,14 +125,7 @@ def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, time
                              "(best so far)"))
 
     configs = candidates(variant, count, seed)
-    options = WorkerOptions(variant.backend, timeout_s=timeout_s)
-    if gpus is None and scheduler is None:
-        executor = Worker(options)
-    else:
-        from gpubench.cluster import Cluster
-
-        executor = Cluster(options, gpus=gpus, scheduler=scheduler)
-    with executor:
+    with open_executor(variant.backend, timeout_s=timeout_s, gpus=gpus, scheduler=scheduler) as executor:
         info = executor.start()
         shares = len(getattr(executor, "workers", None) or [0])
         models = {w["device"] for w in (getattr(executor, "workers", None) or {"": info}).values()}

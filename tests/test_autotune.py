@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from gpubench import registry, tune
+from gpubench import autotune as tune
+from gpubench import registry
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
 

@@ -1,0 +1,71 @@
+"""The domain's words are types: no module branches on an op, runner, status, run status, stop reason or verdict
+by its string, except the module that defines it (the enum or the runner type). A comparison with such a string
+(`p.op == "gemm"`, `status in ("fail", "error")`) anywhere else fails here; compare with the enum member, or ask the
+type (a shape's or a runner's own attributes) instead."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from gpubench.compare import Verdict
+from gpubench.problems import Op
+from gpubench.results import RunStatus, Status
+from gpubench.runners import RUNNERS
+from gpubench.timing import Stop
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gpubench"
+# each word, and the module allowed to spell it (where its type is defined)
+WORDS = {
+    **{str(v): "problems.py" for v in Op},
+    **{name: "runners.py" for name in RUNNERS},
+    **{str(v): "results/model.py" for v in (*Status, *RunStatus)},
+    **{str(v): "timing.py" for v in Stop},
+    **{str(v): "compare.py" for v in Verdict},
+}
+# Same spelling, another meaning: (module, word) -> what the string is there.
+OTHER_MEANINGS = {
+    ("problems.py", "same"): "the SAME padding mode, not a verdict",
+    ("cluster.py", "error"): "a Dask future's status, not a point's",
+    ("backends/cuda/cudnn_conv.py", "cudnn"): "the cuDNN frontend's module name",
+    ("plan.py", "budget"): "the --budget option's name, not a stop reason",
+    ("views/tables.py", "fail"): "a cell's style (bold red), not a status",
+}
+
+
+def literal_branches(source: str) -> list[tuple[int, str]]:
+    """(line, word) of every comparison (==, !=, in, not in) of something with one of WORDS spelt as a string."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for i, op in enumerate(node.ops):
+            left, right = sides[i], sides[i + 1]
+            if isinstance(op, (ast.Eq, ast.NotEq)):
+                candidates = [left, right]
+            elif isinstance(op, (ast.In, ast.NotIn)):  # x in ("a", "b"); "a" in text is a substring test
+                candidates = [right] if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else []
+            else:
+                continue
+            for c in candidates:
+                for const in ([c] if isinstance(c, ast.Constant) else getattr(c, "elts", [])):
+                    if isinstance(const, ast.Constant) and const.value in WORDS:
+                        found.append((node.lineno, const.value))
+    return found
+
+
+def test_the_check_finds_what_it_looks_for():
+    src = 'if p.op == "gemm": pass\nif s in ("fail", "error"): pass\nif "ok" != s: pass\nif "error" in text: pass\n'
+    assert literal_branches(src) == [(1, "gemm"), (2, "fail"), (2, "error"), (3, "ok")]
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_branch_on_a_domain_word_spelt_as_a_string(path):
+    module = str(path.relative_to(PACKAGE))
+    bad = [(line, word) for line, word in literal_branches(path.read_text())
+           if WORDS[word] != module and (module, word) not in OTHER_MEANINGS]
+    assert not bad, f"{module} branches on {', '.join(f'{w!r} (line {n})' for n, w in bad)}: use the type"
