@@ -1,230 +1,26 @@
-"""The use cases behind the commands: run sweeps, check and compile kernels, show, compare and plot saved runs.
-
-gpubench/cli.py parses options and calls one function here; each returns an exit code from
-gpubench/exit_codes.py or raises GpubenchError (one line, exit 2). Data flows one way: plan → worker (the
-device) → points → results file → tables.
+"""The use cases behind the commands: each parses nothing and prints nothing; it returns what a view shows (a
+run, a comparison, a listing, kernel checks) or, for the commands that run sweeps, the exit code of the run
+session (gpubench/session.py). gpubench/cli.py calls one function here per command; each raises GpubenchError
+(one line, exit 2) for bad input.
 """
 
 from __future__ import annotations
 
 import re
-import sys
-import time
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
-from gpubench import nvcc, sweep
-from gpubench.views import run as run_view
-from gpubench.views.tables import escape
-from gpubench.views.terminal import console, print_run
+from gpubench import nvcc, plan
 from gpubench.errors import GpubenchError
-from gpubench.exit_codes import Exit
-from gpubench.project import Project
-from gpubench.results import Run, RunStatus, RunWriter
-from gpubench.runner import ShapeTask
-from gpubench.tuned import Tuned, slug
-from gpubench.variant import SMS, Variant
 from gpubench.executors import open_executor
-from gpubench import plan
-from gpubench.plan import Spread
 from gpubench.problems import Op
-from gpubench.worker import DEFAULT_TIMEOUT_S
-
-
-# --- output files ---------------------------------------------------------------------------------------------
-
-
-def check_output(output: str | Path, force: bool, what: str = "results file", suffixes=(".json",)) -> Path:
-    """Refuse an output path before any work starts: wrong suffix, a directory, an existing file without
-    --force, or a place that cannot be written."""
-    path = Path(output)
-    if path.suffix.lower() not in suffixes:
-        raise GpubenchError(f"-o {output}: a {what} ends in {' or '.join(suffixes)}")
-    if path.is_dir():
-        raise GpubenchError(f"-o {output} is a directory: give a file path")
-    if path.exists() and not force:
-        raise GpubenchError(f"-o {output} exists: pass --force to replace it, or choose another path")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        probe = path.with_name(f".{path.name}.probe")
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise GpubenchError(f"-o {output} cannot be written ({e.strerror or e})") from None
-    return path
-
-
-def default_output(device: str, label: str) -> Path:
-    """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists."""
-    stem = Path("results") / slug(device) / f"{label}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    path, n = stem.with_suffix(".json"), 1
-    while path.exists():
-        n += 1
-        path = stem.with_name(f"{stem.name}-{n}.json")
-    return check_output(path, force=False)
-
-
-# --- running sweeps -------------------------------------------------------------------------------------------
-
-
-@dataclass
-class RunRequest:
-    sweeps: list[sweep.Sweep]
-    label: str
-    backend: str = "cuda"
-    tf32: bool = False
-    seed: int = 0
-    output: str | None = None
-    force: bool = False
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    project: Project = field(default_factory=Project)
-    argv: list[str] = field(default_factory=lambda: ["gpubench", *sys.argv[1:]])
-    spread: Spread = Spread()  # one device, or several GPUs / a Dask cluster, shared out or replicated
-
-    @property
-    def replicate(self) -> bool:
-        return self.spread.replicate
-
-    @property
-    def slow_threshold(self) -> float:
-        return self.spread.slow_threshold
-
-    def executor(self):
-        """One Worker on one device, or a Dask cluster of them."""
-        s = self.spread
-        return open_executor(self.backend, tf32=self.tf32, timeout_s=self.timeout_s, gpus=s.gpus,
-                             scheduler=s.scheduler, replicate=s.replicate)
-
-
-def device_launches(task: ShapeTask, point, info: dict):
-    """Each launch one point's call makes on this device: its steps' grids and blocks for the task's problem, a
-    persistent grid sized by the device's multiprocessor count (`sms`)."""
-    dims = {**task.shape.dims(), SMS: info.get("sms", 1)}
-    return [s.launch_for(dims, point.config) for s in point.variant.steps()]
-
-
-def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> None:
-    """What the device must allow before anything runs: every launch's block, and the libraries asked for."""
-    limit = info.get("max_threads")
-    for task in work:
-        for p in task.points:
-            if limit is None or not (p.variant.launch or p.variant.before):
-                continue
-            launch = max(device_launches(task, p, info), key=lambda la: la.threads)
-            if launch.threads > limit:
-                where = "--block-sizes" if p.variant.axis == "block" else f"{p.variant.origin}: variant " \
-                                                                          f"{p.variant.name!r}"
-                raise GpubenchError(f"{where}: configuration {p.config.label} launches blocks of {launch.threads} "
-                                    f"threads; this GPU allows at most {limit}")
-    libraries = info.get("libraries", {})
-    for v in variants:
-        if v.runner.LIBRARY is not None and libraries.get(v.runner.LIBRARY) is None and info.get("arch"):
-            raise GpubenchError(f"{v.runner.MISSING}: install it, or leave out the {v.runner.NAME} variants with "
-                                "--variants")
-
-
-def precompile(work: list[ShapeTask], arch: str | None) -> int:
-    """Compile every kernel the tasks need, in parallel, before any point runs. A kernel nvcc rejects stops
-    the command here (exit 2, nvcc's first error in one line), not at its hundredth point."""
-    if not arch:
-        return 0
-    jobs = [job for task in work for p in task.points for job in p.variant.builds(p.config, arch)]
-    if not jobs:
-        return 0
-    failures = nvcc.compile_all(jobs)
-    if failures:
-        raise failures[0][1]
-    return len(set(jobs))
-
-
-def run_sweeps(request: RunRequest) -> int:
-    out, err = console(), console(stderr=True)
-    path = check_output(request.output, request.force) if request.output else None
-    variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
-    family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
-    for s in request.sweeps:
-        s.policy = replace(s.policy, family=family)
-    with request.executor() as worker:
-        info = worker.start()
-        tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None
-        work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
-        check_device(work, info, variants)
-        precompile(work, info.get("arch"))
-        path = path or default_output(info["device"], request.label)
-        settings = {"seed": request.seed, "tf32": request.tf32, "timeout_s": request.timeout_s,
-                    "project": str(request.project.path) if request.project.path else None,
-                    "gpus": str(request.spread.gpus) if request.spread.gpus else None,
-                    "scheduler": request.spread.scheduler, "replicate": request.replicate,
-                    "slow_threshold": request.slow_threshold, "sweeps": [s.settings() for s in request.sweeps]}
-        run = Run(backend=request.backend, environment=worker.environment(), settings=settings, command=request.argv,
-                  variants=[v.record() for v in variants])
-        warn_unlocked_clocks(run, err)
-        writer = RunWriter(run, path)
-        for s in request.sweeps:
-            for what, why in s.skipped:
-                err.print(f"[dim]{escape(f'skipped {what}: {why}')}[/]")
-        started = time.perf_counter()
-        status = _run_with_progress(worker, work, writer, run, err, request.label)
-        run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
-        writer.finish(status)
-    print_run(run, out)
-    for p in run.failed():
-        err.print(f"[red]{p.status.upper()}[/] " + escape(f"{p.op} {p.variant} {p.config} {p.problem.label}: "
-                                                                 f"{p.reason}"))
-    for incident in run.incidents:
-        err.print(f"[yellow]worker {escape(incident['kind'])}[/] " +
-                  escape(f"at {incident['where']}: {incident['detail']}"))
-    total = sum(len(t.points) for t in work) * (len(worker.workers) if request.replicate else 1)
-    if status == RunStatus.INTERRUPTED:
-        err.print(escape(f"interrupted: {len(run.points)} of {total} points saved to {path}"))
-        return Exit.INTERRUPTED
-    err.print(escape(f"saved {len(run.points)} points to {path} in {run.settings['wall_s']:.1f} s"))
-    if run.failed():
-        return Exit.FAILED
-    return slow_gpus(run, request.slow_threshold, err) if request.replicate else Exit.OK
-
-
-def slow_gpus(run: Run, threshold: float, err: Console) -> int:
-    """Name each GPU slower than the node's median by more than the threshold: exit 4 if any."""
-    from gpubench import fleet
-
-    slow = [h for h in fleet.health(run, threshold) if h.slow]
-    for h in slow:
-        clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""
-        power = f", {h.power_w:,.0f} W" if h.power_w else ""
-        err.print(f"[red]SLOW GPU[/] {escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
-                  f"median over {h.points} points{clocks}{power}")
-    return Exit.SLOW_GPU if slow else Exit.OK
-
-
-def warn_unlocked_clocks(run: Run, err: Console) -> None:
-    """Once per run: an unlocked GPU boosts and throttles as it likes, and a rerun can differ for that alone."""
-    t = run.environment.get("device", {}).get("telemetry") or {}
-    if t and t.get("clocks_locked") is False:
-        err.print(f"[yellow]note:[/] SM clocks are not locked (idle at {t.get('sm_clock_idle_mhz')} MHz, up to "
-                  f"{t.get('sm_clock_max_mhz')} MHz): each point records its clocks, and steadier numbers come "
-                  f"with `sudo nvidia-smi -lgc {t.get('sm_clock_max_mhz')}` (undo: `sudo nvidia-smi -rgc`)")
-
-
-def _run_with_progress(worker, work, writer, run, err, label) -> str:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
-        copies = len(getattr(worker, "workers", {}) or {}) if getattr(worker, "replicate", False) else 1
-        bar = progress.add_task(f"{label} on {run.device}", total=sum(len(t.points) for t in work) * copies)
-
-        def advance(point):
-            run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
-            progress.update(bar, advance=1, description=escape(
-                f"{point.op} {point.variant} {point.config} {point.problem.label}"))
-
-        status = sweep.run(worker, work, writer, on_point=advance)
-    run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the run's wall time, by the caller
-    return status
+from gpubench.project import Project
+from gpubench.results import Run
+from gpubench.session import RunRequest, check_output, run_sweeps
+from gpubench.variant import Variant
+from gpubench.views import run as run_view
 
 
 def environment(backend: str) -> dict:

@@ -3,7 +3,7 @@ it needs (a source, launches, a library) so that nothing else branches on its na
 
 import pytest
 
-from gpubench import app, registry, runners
+from gpubench import registry, runners, session
 from gpubench.errors import GpubenchError
 from gpubench.runners import CudnnRunner, Im2colRunner, KernelRunner, PlanPolicy, runner_from
 
@@ -46,5 +46,5 @@ def test_builtin_variants_carry_their_runners():
 def test_a_missing_library_stops_the_run_before_it_starts():
     cudnn = registry.Catalog.with_user([]).get("conv", "cuda", "cudnn")
     with pytest.raises(GpubenchError, match="cuDNN is not available .*leave out the cudnn variants"):
-        app.check_device([], {"arch": "sm_90", "libraries": {"cudnn": None}}, [cudnn])
-    app.check_device([], {"arch": "sm_90", "libraries": {"cudnn": "9.19"}}, [cudnn])
+        session.check_device([], {"arch": "sm_90", "libraries": {"cudnn": None}}, [cudnn])
+    session.check_device([], {"arch": "sm_90", "libraries": {"cudnn": "9.19"}}, [cudnn])

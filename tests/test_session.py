@@ -3,7 +3,7 @@
 import pytest
 
 from gpubench import registry
-from gpubench.app import check_device, device_launches
+from gpubench.session import check_device, device_launches
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
 from gpubench.runner import PointTask, ShapeTask
