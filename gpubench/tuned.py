@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpubench import paths
 from gpubench.errors import GpubenchError
+from gpubench.problems import Op, shape_from
 from gpubench.results import Details
 from gpubench.variant import Axis, Config, Variant
 
@@ -31,18 +32,20 @@ def shipped_dir() -> Path:
     return paths.configs_dir() / "tuned"
 
 
-def _entry_params(entry) -> dict:
-    """An entry's shape as params (files from before 0.2 wrote a GEMM shape as [M, N, K])."""
+def _entry_problem(entry) -> dict:
+    """An entry's problem record (files from before 0.2 wrote a GEMM shape as [M, N, K])."""
     shape = entry["shape"]
     if isinstance(shape, list):
         return {"m": shape[0], "n": shape[1], "k": shape[2]}
     return shape
 
 
-def _flops(params: dict) -> float:
-    if "m" in params:
-        return 2.0 * params["m"] * params["n"] * params["k"]
-    return float(math.prod(v for v in params.values() if isinstance(v, int) and v > 0))
+def _flops(problem: dict) -> float:
+    """The problem's FLOPs through its shape, or the product of its sizes for a record no shape reads back."""
+    try:
+        return shape_from(Op.GEMM if "m" in problem else Op.CONV, problem).flops
+    except GpubenchError:
+        return float(math.prod(v for v in problem.values() if isinstance(v, int) and v > 0))
 
 
 def read(path: Path) -> list[dict]:
@@ -82,12 +85,12 @@ class Tuned:
         want, size = shape.record(), math.log(shape.flops)
 
         def distance(item):  # the earlier file wins a tie (project, then user, then shipped)
-            exact = _entry_params(item[1]) == want
-            return (0 if exact else 1, abs(math.log(_flops(_entry_params(item[1]))) - size),
+            exact = _entry_problem(item[1]) == want
+            return (0 if exact else 1, abs(math.log(_flops(_entry_problem(item[1]))) - size),
                     self.files.index(item[0]))
 
         path, entry = min(mine, key=distance)
-        return entry["params"], path, _entry_params(entry) == want
+        return entry["params"], path, _entry_problem(entry) == want
 
     def resolve(self, variant: Variant, shape, config: Config) -> tuple[Config, Details]:
         """The configuration a point of `variant` runs at `shape`, and what to record about where it came from."""
@@ -103,7 +106,7 @@ class Tuned:
         """Keep a winner (replacing the entry for the same variant and shape) in the writable directory."""
         path = self.write_dir / f"{slug(self.device)}.json"
         entries = read(path) if path.is_file() else []
-        entries = [e for e in entries if not (e["variant"] == variant and _entry_params(e) == shape.record())]
+        entries = [e for e in entries if not (e["variant"] == variant and _entry_problem(e) == shape.record())]
         entries.append({"variant": variant, "shape": shape.record(), "params": config.values,
                         "label": config.label, **record})
         path.parent.mkdir(parents=True, exist_ok=True)
