@@ -42,13 +42,10 @@ def main():
 # --- sweeps ---------------------------------------------------------------------------------------------------
 
 
-def _given(ctx, name: str) -> bool:
-    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-
-
 def _sweep(ctx, op: Op, shapes, kw) -> int:
-    blocks = options.block_sizes(kw.pop("block_sizes"))
-    return app.run_op(op, shapes, block_sizes=blocks, block_sizes_given=_given(ctx, "block_sizes"), **kw)
+    given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
+    return app.run_op(op, shapes, block_sizes=options.block_sizes(kw.pop("block_sizes")), block_sizes_given=given,
+                      **kw)
 
 
 @cli.command()
@@ -254,7 +251,12 @@ def check(config, arch, builtin, block_sizes):
 
 @cli.group()
 def tune():
-    """Search kernel parameters for this GPU and keep the winners."""
+    """Search kernel parameters for this GPU and keep the winners.
+
+    \b
+    Example:
+      gpubench tune gemm --sizes 4096,8192
+    """
 
 
 @tune.command(name="gemm")
