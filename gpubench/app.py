@@ -63,18 +63,18 @@ def _catalog(project: Project):
     return Catalog.with_user(project.variants)
 
 
-def run_op(op: Op, shapes: list, *, variants: str | None, block_sizes: tuple[int, ...], block_sizes_given: bool,
+def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tuple[int, ...], block_sizes_given: bool,
            kernels, kernel_args: str | None, warmup: int, reps: int, budget: float, max_noise: float | None,
            max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
            force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
            scheduler: str | None, replicate: bool, slow_threshold: float) -> int:
     """`gpubench gemm|conv`: one sweep of the op over the shapes, checked by the plan, run, saved and shown."""
-    from gpubench import options, project as projects
+    from gpubench import project as projects
 
     proj = projects.load(config)
     catalog = _catalog(proj)
     mine = plan.lab_kernels(catalog, op, backend, kernels, kernel_args)
-    chosen = plan.variants(catalog, op, backend, options.names(variants), "--variants", mine)
+    chosen = plan.variants(catalog, op, backend, variants, "--variants", mine)
     if block_sizes_given:
         plan.check_block_option(chosen, "--block-sizes")
     timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,

@@ -44,8 +44,8 @@ def main():
 
 def _sweep(ctx, op: Op, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
-    return app.run_op(op, shapes, block_sizes=options.block_sizes(kw.pop("block_sizes")), block_sizes_given=given,
-                      **kw)
+    kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]))
+    return app.run_op(op, shapes, block_sizes_given=given, **kw)
 
 
 @cli.command()
