@@ -6,8 +6,9 @@ row, the size a plot puts on its x axis, and the record a results file keeps (:m
 :func:`shape_from` turns back into the shape. The registry, the references, every backend and every view read
 these; nothing here touches a GPU.
 
-A new field (an element type, a layout) goes into the shapes here: add it with a default, to `record` and to
-`KEYS`, and every file written before it still loads through `shape_from`.
+A new field (an element type, a layout) goes into the shapes here: add it with a default, check it in
+`__post_init__`, add it to `KEYS` and to `record`, and every file written before it still loads through
+`shape_from` (a record may leave out what has a default; it may not hold keys the shape does not know).
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ class GemmShape:
     def record(self) -> dict[str, int]:
         """The problem as a results file keeps it (KEYS)."""
         return {"m": self.m, "n": self.n, "k": self.k}
+
+    @classmethod
+    def from_record(cls, r: Mapping[str, object]) -> GemmShape:
+        return cls(**r)
 
     def dims(self) -> dict[str, int]:
         """The values of DIMS[GEMM] and of the lab's names, for kernel arguments and launch expressions."""
@@ -190,6 +195,11 @@ class ConvShape:
         """The x a size plot puts this problem at; None where the input is not square."""
         return self.height if self.height == self.width else None
 
+    @classmethod
+    def from_record(cls, r: Mapping[str, object]) -> ConvShape:
+        fields = {("pad" if k == "padding" else k): v for k, v in r.items()}
+        return cls(**fields, padding=str(r.get("padding", "")))
+
     def record(self) -> dict[str, int]:
         """The problem as a results file keeps it (KEYS; padding is the pad applied on each side)."""
         return {"batch": self.batch, "in_channels": self.in_channels, "out_channels": self.out_channels,
@@ -214,13 +224,14 @@ def shape_from(op: str, record: Mapping[str, int]) -> Shape:
         kind = SHAPES[Op(op)]
     except ValueError:
         raise GpubenchError(f"op {op!r}; allowed are {', '.join(Op)}") from None
-    if set(record) != set(kind.KEYS):
-        raise GpubenchError(f"a {op} problem has the keys {', '.join(kind.KEYS)}, got {', '.join(record) or 'none'}")
-    if kind is ConvShape:
-        r = record
-        return ConvShape(r["batch"], r["in_channels"], r["out_channels"], r["height"], r["width"], r["kernel"],
-                         r["stride"], r["padding"], str(r["padding"]))
-    return kind(**record)
+    unknown = [k for k in record if k not in kind.KEYS]
+    if unknown:
+        raise GpubenchError(f"a {op} problem has the keys {', '.join(kind.KEYS)}, not {', '.join(unknown)}")
+    try:
+        return kind.from_record(record)
+    except TypeError:  # a key without a default is missing
+        raise GpubenchError(f"a {op} problem has the keys {', '.join(kind.KEYS)}, got {', '.join(record) or 'none'}"
+                            ) from None
 
 
 def same_padding(size: int, kernel: int, stride: int) -> int:

@@ -61,3 +61,24 @@ def test_bad_conv_values(kw, match):
 def test_kernel_larger_than_padded_input():
     with pytest.raises(GpubenchError, match="larger than the padded input"):
         conv_shape(4, 1, kernel=7, padding="valid")
+
+
+def test_a_shape_comes_back_from_its_record_with_its_label_row_and_axis():
+    from gpubench.problems import ConvShape, Op, shape_from
+
+    gemm, conv = GemmShape(1000, 1500, 777), conv_shape(96, 2, batch=4, in_channels=8, out_channels=16, padding=1)
+    for s in (gemm, conv, conv_shape(512, 3)):
+        back = shape_from(s.op, s.record())
+        assert back == s and back.label == s.label and back.row_key() == s.row_key()
+    assert conv.label == "4x8x96 k16 3x3" and conv.row_key() == ("4x8x96 k16 3x3", "2") and conv.plot_x == 96
+    assert conv_shape(512, 3).label == "512" and gemm.plot_x is None and GemmShape(64, 64, 64).plot_x == 64
+    assert ConvShape.DEFAULTS["padding"] == "same" and gemm.op is Op.GEMM
+
+
+def test_shapes_check_themselves():
+    with pytest.raises(GpubenchError, match="n must be a positive integer"):
+        GemmShape(4, 0, 4)
+    with pytest.raises(GpubenchError, match="op 'fft'"):
+        from gpubench.problems import shape_from
+
+        shape_from("fft", {})
