@@ -1,3 +1,3 @@
-from gpubench.cli import main
+from gpubench.cli import cli
 
-main()
+cli()

@@ -18,7 +18,7 @@ from gpubench.executors import open_executor
 from gpubench.problems import Op
 from gpubench.project import Project
 from gpubench.results import Run
-from gpubench.session import RunRequest, check_output, run_sweeps
+from gpubench.session import Display, RunOutcome, RunRequest, check_output, run_sweeps
 from gpubench.variant import Variant
 from gpubench.views import run as run_view
 
@@ -67,7 +67,7 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
            kernels, kernel_args: str | None, warmup: int, reps: int, budget: float, max_noise: float | None,
            max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
            force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
-           scheduler: str | None, replicate: bool, slow_threshold: float) -> int:
+           scheduler: str | None, replicate: bool, slow_threshold: float, display: Display) -> RunOutcome:
     """`gpubench gemm|conv`: one sweep of the op over the shapes, checked by the plan, run, saved and shown."""
     from gpubench import project as projects
 
@@ -84,13 +84,13 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
                          plan.check_tf32(tf32, backend), plan.check_seed(seed), output, force,
                          plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
-    return run_sweeps(request)
+    return run_sweeps(request, display)
 
 
 def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed: int, tf32: bool, timeout: float,
               config: str | None, max_noise: float | None, max_time: float | None, decide: float | None,
               discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
-              slow_threshold: float) -> int:
+              slow_threshold: float, display: Display) -> RunOutcome:
     """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling for each) into one file."""
     from gpubench import project as projects
     from gpubench import suites
@@ -103,7 +103,7 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     request = RunRequest(s.sweeps, s.name, backend, plan.check_tf32(tf32 or s.tf32, backend), plan.check_seed(seed),
                          output, force, plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
-    return run_sweeps(request)
+    return run_sweeps(request, display)
 
 
 def load_run(file: str, threshold: float = run_view.NOISE_THRESHOLD) -> Run:

@@ -1,8 +1,6 @@
-"""The command line, click only: each command parses its options, calls one use case (gpubench/app.py), chooses
-a view (gpubench/views/terminal.py) and returns an exit code from gpubench/exit_codes.py. The rules live in the
-plan and compare layers, the defaults in plan.DEFAULTS, the options in gpubench/options.py. Every GpubenchError
-becomes one line on stderr with exit code 2.
-"""
+"""The command line, click only: each command parses its options (gpubench/options.py), calls one use case
+(gpubench/app.py), chooses a view (gpubench/views/terminal.py) and returns an exit code (gpubench/exit_codes.py).
+Rules live in the plan and compare layers, defaults in plan.DEFAULTS; errors end as one line (command.py)."""
 
 from __future__ import annotations
 
@@ -35,17 +33,15 @@ def cli():
     """
 
 
-def main():
-    cli()
-
-
 # --- sweeps ---------------------------------------------------------------------------------------------------
 
 
 def _sweep(ctx, op: Op, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
     kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]))
-    return app.run_op(op, shapes, block_sizes_given=given, **kw)
+    outcome = app.run_op(op, shapes, block_sizes_given=given, display=terminal.LiveDisplay(), **kw)
+    terminal.run_outcome(outcome)
+    return outcome.exit_code
 
 
 @cli.command()
@@ -115,7 +111,9 @@ def run(suite, **kw):
       gpubench run lab --gpus id:1                     # on the second GPU alone
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
     """
-    return app.run_suite(suite, **kw)
+    outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
+    terminal.run_outcome(outcome)
+    return outcome.exit_code
 
 
 # --- saved runs -----------------------------------------------------------------------------------------------

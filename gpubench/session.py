@@ -10,10 +10,9 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field, replace
+from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
-
-from rich.console import Console
 
 from gpubench import nvcc, sweep
 from gpubench.errors import GpubenchError
@@ -21,12 +20,10 @@ from gpubench.executors import open_executor
 from gpubench.exit_codes import Exit
 from gpubench.plan import Spread
 from gpubench.project import Project
-from gpubench.results import Run, RunStatus, RunWriter
+from gpubench.results import Point, Run, RunStatus, RunWriter
 from gpubench.runner import ShapeTask
 from gpubench.tuned import Tuned, slug
 from gpubench.variant import SMS, Variant
-from gpubench.views.tables import escape
-from gpubench.views.terminal import console, print_run
 from gpubench.worker import DEFAULT_TIMEOUT_S
 
 
@@ -136,8 +133,39 @@ def precompile(work: list[ShapeTask], arch: str | None) -> int:
     return len(set(jobs))
 
 
-def run_sweeps(request: RunRequest) -> int:
-    out, err = console(), console(stderr=True)
+class Display(Protocol):
+    """What a session shows while it runs (gpubench/views/terminal.py's LiveDisplay on a terminal)."""
+
+    def skipped(self, what: str, why: str) -> None:
+        """A shape a sweep left out before running (a filter larger than its padded input, ...)."""
+
+    def unlocked_clocks(self, telemetry: dict) -> None:
+        """The GPU's clocks are not locked: each point records its own, and a rerun can differ for that alone."""
+
+    def progress(self, label: str, total: int) -> ContextManager[Callable[[Point], None]]:
+        """A context whose value is called with each finished point."""
+
+
+@dataclass
+class RunOutcome:
+    """What a session ends with: the saved run, where it is, how it ended; what a view shows and the exit code."""
+
+    run: Run
+    path: Path
+    status: RunStatus
+    total: int  # the points asked for (on every GPU, for a replicate run)
+    slow: list = field(default_factory=list)  # fleet.Health of each GPU slower than the node's median (replicate)
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == RunStatus.INTERRUPTED:
+            return Exit.INTERRUPTED
+        if self.run.failed():
+            return Exit.FAILED
+        return Exit.SLOW_GPU if self.slow else Exit.OK
+
+
+def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
     path = check_output(request.output, request.force) if request.output else None
     variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
     family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
@@ -157,67 +185,28 @@ def run_sweeps(request: RunRequest) -> int:
                     "slow_threshold": request.slow_threshold, "sweeps": [s.settings() for s in request.sweeps]}
         run = Run(backend=request.backend, environment=worker.environment(), settings=settings, command=request.argv,
                   variants=[v.record() for v in variants])
-        warn_unlocked_clocks(run, err)
+        telemetry = run.environment.get("device", {}).get("telemetry") or {}
+        if telemetry and telemetry.get("clocks_locked") is False:
+            display.unlocked_clocks(telemetry)
         writer = RunWriter(run, path)
         for s in request.sweeps:
             for what, why in s.skipped:
-                err.print(f"[dim]{escape(f'skipped {what}: {why}')}[/]")
+                display.skipped(what, why)
+        copies = len(getattr(worker, "workers", {}) or {}) if request.replicate else 1
+        total = sum(len(t.points) for t in work) * copies
         started = time.perf_counter()
-        status = _run_with_progress(worker, work, writer, run, err, request.label)
+        with display.progress(f"{request.label} on {run.device}", total) as advance:
+            def finished(point: Point) -> None:
+                run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
+                advance(point)
+
+            status = sweep.run(worker, work, writer, on_point=finished)
+        run.incidents = [i.as_dict() for i in worker.incidents]
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         writer.finish(status)
-    print_run(run, out)
-    for p in run.failed():
-        err.print(f"[red]{p.status.upper()}[/] " + escape(f"{p.op} {p.variant} {p.config} {p.problem.label}: "
-                                                                 f"{p.reason}"))
-    for incident in run.incidents:
-        err.print(f"[yellow]worker {escape(incident['kind'])}[/] " +
-                  escape(f"at {incident['where']}: {incident['detail']}"))
-    total = sum(len(t.points) for t in work) * (len(worker.workers) if request.replicate else 1)
-    if status == RunStatus.INTERRUPTED:
-        err.print(escape(f"interrupted: {len(run.points)} of {total} points saved to {path}"))
-        return Exit.INTERRUPTED
-    err.print(escape(f"saved {len(run.points)} points to {path} in {run.settings['wall_s']:.1f} s"))
-    if run.failed():
-        return Exit.FAILED
-    return slow_gpus(run, request.slow_threshold, err) if request.replicate else Exit.OK
+    slow = []
+    if request.replicate and status == RunStatus.COMPLETE and not run.failed():
+        from gpubench import fleet
 
-
-def slow_gpus(run: Run, threshold: float, err: Console) -> int:
-    """Name each GPU slower than the node's median by more than the threshold: exit 4 if any."""
-    from gpubench import fleet
-
-    slow = [h for h in fleet.health(run, threshold) if h.slow]
-    for h in slow:
-        clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""
-        power = f", {h.power_w:,.0f} W" if h.power_w else ""
-        err.print(f"[red]SLOW GPU[/] {escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
-                  f"median over {h.points} points{clocks}{power}")
-    return Exit.SLOW_GPU if slow else Exit.OK
-
-
-def warn_unlocked_clocks(run: Run, err: Console) -> None:
-    """Once per run: an unlocked GPU boosts and throttles as it likes, and a rerun can differ for that alone."""
-    t = run.environment.get("device", {}).get("telemetry") or {}
-    if t and t.get("clocks_locked") is False:
-        err.print(f"[yellow]note:[/] SM clocks are not locked (idle at {t.get('sm_clock_idle_mhz')} MHz, up to "
-                  f"{t.get('sm_clock_max_mhz')} MHz): each point records its clocks, and steadier numbers come "
-                  f"with `sudo nvidia-smi -lgc {t.get('sm_clock_max_mhz')}` (undo: `sudo nvidia-smi -rgc`)")
-
-
-def _run_with_progress(worker, work, writer, run, err, label) -> str:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
-        copies = len(getattr(worker, "workers", {}) or {}) if getattr(worker, "replicate", False) else 1
-        bar = progress.add_task(f"{label} on {run.device}", total=sum(len(t.points) for t in work) * copies)
-
-        def advance(point):
-            run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
-            progress.update(bar, advance=1, description=escape(
-                f"{point.op} {point.variant} {point.config} {point.problem.label}"))
-
-        status = sweep.run(worker, work, writer, on_point=advance)
-    run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the run's wall time, by the caller
-    return status
+        slow = [h for h in fleet.health(run, request.slow_threshold) if h.slow]
+    return RunOutcome(run, path, status, total, slow)

@@ -3,9 +3,12 @@ The use cases (gpubench/app.py) return what these show; the click commands choos
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from gpubench.results import RunStatus
 from gpubench.variant import Axis
 from gpubench.views import compare as compare_view
 from gpubench.views import run as run_view
@@ -87,3 +90,54 @@ def checks(project, rows) -> None:
         out.print(f"{status} {escape(f'{v.op} {v.name} {c.label} {a}')}")
     if rows and all(e is None for *_, e in rows):
         out.print(f"{len(rows)} builds compiled")
+
+
+class LiveDisplay:
+    """A run session on the terminal: notes and a progress bar on stderr (gone once the run ends)."""
+
+    def __init__(self):
+        self.err = console(stderr=True)
+
+    def skipped(self, what: str, why: str) -> None:
+        self.err.print(f"[dim]{escape(f'skipped {what}: {why}')}[/]")
+
+    def unlocked_clocks(self, t: dict) -> None:
+        self.err.print(f"[yellow]note:[/] SM clocks are not locked (idle at {t.get('sm_clock_idle_mhz')} MHz, up to "
+                       f"{t.get('sm_clock_max_mhz')} MHz): each point records its clocks, and steadier numbers come "
+                       f"with `sudo nvidia-smi -lgc {t.get('sm_clock_max_mhz')}` (undo: `sudo nvidia-smi -rgc`)")
+
+    @contextmanager
+    def progress(self, label: str, total: int):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=self.err, transient=True) as progress:
+            bar = progress.add_task(label, total=total)
+
+            def advance(point) -> None:
+                progress.update(bar, advance=1, description=escape(
+                    f"{point.op} {point.variant} {point.config} {point.problem.label}"))
+
+            yield advance
+
+
+def run_outcome(outcome) -> None:
+    """A finished session: the run's tables, then on stderr what failed, what happened to workers, where it was
+    saved, and any GPU slower than the node's median."""
+    run, err = outcome.run, console(stderr=True)
+    print_run(run, console())
+    for p in run.failed():
+        err.print(f"[red]{p.status.upper()}[/] " + escape(f"{p.op} {p.variant} {p.config} {p.problem.label}: "
+                                                          f"{p.reason}"))
+    for incident in run.incidents:
+        err.print(f"[yellow]worker {escape(incident['kind'])}[/] " +
+                  escape(f"at {incident['where']}: {incident['detail']}"))
+    if outcome.status == RunStatus.INTERRUPTED:
+        err.print(escape(f"interrupted: {len(run.points)} of {outcome.total} points saved to {outcome.path}"))
+        return
+    err.print(escape(f"saved {len(run.points)} points to {outcome.path} in {run.settings['wall_s']:.1f} s"))
+    for h in outcome.slow:
+        clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""
+        power = f", {h.power_w:,.0f} W" if h.power_w else ""
+        err.print(f"[red]SLOW GPU[/] {escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
+                  f"median over {h.points} points{clocks}{power}")
