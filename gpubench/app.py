@@ -20,7 +20,6 @@ from gpubench.project import Project
 from gpubench.results import Run
 from gpubench.session import Display, RunOutcome, RunRequest, check_output, run_sweeps
 from gpubench.variant import Variant
-from gpubench.views import run as run_view
 
 
 def environment(backend: str) -> dict:
@@ -106,7 +105,7 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     return run_sweeps(request, display)
 
 
-def load_run(file: str, threshold: float = run_view.NOISE_THRESHOLD) -> Run:
+def load_run(file: str, threshold: float = plan.DEFAULTS.threshold) -> Run:
     """`gpubench show`: the saved run (any schema version), for a view to show."""
     import math
 
