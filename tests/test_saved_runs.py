@@ -23,6 +23,7 @@ def snapshot_name(path: Path) -> str:
 
 
 def test_every_saved_run_has_a_snapshot():
+    """A run added to results/ gets its snapshot when it is added: python3 tools/results_snapshots.py."""
     assert SAVED and {snapshot_name(p) for p in SAVED} == set(CSV_SHA256)
     assert {snapshot_name(p) for p in SAVED} == {p.stem for p in SNAPSHOTS.glob("*.md")}
 

@@ -1,0 +1,42 @@
+"""Snapshots of how each saved run renders (tests/snapshots/results/), for tests/test_saved_runs.py.
+
+A run added to results/ gets its snapshot here once, when it is added: its tables as Markdown and the sha256 of
+its CSV. Existing snapshots are never rewritten (they are what proves that a later change renders old runs as they
+were); --force rewrites them, for a change that means to alter what runs show, said so in its commit.
+
+    python3 tools/results_snapshots.py            # snapshots for runs that lack one
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gpubench import results  # noqa: E402
+from gpubench.views import run as view  # noqa: E402
+from gpubench.views.tables import to_markdown  # noqa: E402
+
+SNAPSHOTS = REPO / "tests" / "snapshots" / "results"
+
+
+def main(force: bool = False) -> None:
+    hashes_file = SNAPSHOTS / "csv-sha256.json"
+    hashes = json.loads(hashes_file.read_text()) if hashes_file.exists() else {}
+    for path in sorted((REPO / "results").glob("*/*.json")):
+        name = f"{path.parent.name}__{path.stem}"
+        if name in hashes and not force:
+            continue
+        run = results.load(path)
+        (SNAPSHOTS / f"{name}.md").write_text("\n".join(to_markdown(t) for t in view.run_tables(run)))
+        hashes[name] = hashlib.sha256(view.to_csv(run).encode()).hexdigest()
+        print(f"snapshot of {path.relative_to(REPO)}")
+    hashes_file.write_text(json.dumps(hashes, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main(force="--force" in sys.argv[1:])
