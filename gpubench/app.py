@@ -6,6 +6,7 @@ session (gpubench/session.py). gpubench/cli.py calls one function here per comma
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from rich.console import Console
 
 from gpubench import nvcc, plan
 from gpubench.errors import GpubenchError
+from gpubench.exit_codes import Exit
 from gpubench.executors import open_executor
 from gpubench.problems import Op
 from gpubench.project import Project
@@ -184,3 +186,67 @@ def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed:
     spread = plan.Spread.from_options(gpus, scheduler)
     return autotune.run(target, shapes, candidates, refine, plan.check_seed(seed), plan.check_timeout(timeout),
                         proj.tuned_dir, out, gpus=spread.gpus, scheduler=spread.scheduler)
+
+
+# --- reports and histories ------------------------------------------------------------------------------------
+
+
+def load_runs(paths: list[str]) -> list[tuple[str, Run]]:
+    """Saved runs named by files or directories (every *.json below a directory, in name order), each loaded and
+    checked; a file that is not a gpubench run is one line naming it."""
+    from gpubench.results import load
+
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(path.rglob("*.json"))
+            if not found:
+                raise GpubenchError(f"{given} is a directory with no results files (*.json) in it")
+            files += found
+        else:
+            files.append(path)
+    return [(str(f), load(f)) for f in dict.fromkeys(files)]
+
+
+def write_report(paths: list[str], output: str, force: bool, threshold: float, across: bool) -> Path:
+    """The HTML report of these runs (the first is the base of the comparisons), written atomically."""
+    from gpubench.views import report
+
+    path = check_output(output, force, "report", (".html", ".htm"))
+    html = report.render(load_runs(paths), threshold=threshold, across=across)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(html)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise GpubenchError(f"cannot write the report to {path} ({e.strerror or e})") from None
+    return path
+
+
+@dataclass
+class History:
+    series: list
+    threshold: float
+
+    @property
+    def regressed(self) -> list:
+        return [s for s in self.series if s.regressed(self.threshold)]
+
+    @property
+    def exit_code(self) -> int:
+        return Exit.FAILED if self.regressed else Exit.OK
+
+
+def run_history(paths: list[str], threshold: float, alpha: float, html: str | None, force: bool) -> History:
+    """Every point's series across the runs with its changes; the HTML page too where asked for."""
+    from gpubench import history as hist
+
+    target = check_output(html, force, "history page", (".html", ".htm")) if html else None
+    outcome = History(hist.history(load_runs(paths), alpha), threshold)
+    if target:
+        from gpubench.views.history import history_html
+
+        target.write_text(history_html(outcome.series, threshold))
+    return outcome

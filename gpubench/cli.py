@@ -15,7 +15,6 @@ from gpubench.problems import Op
 from gpubench.views import terminal
 
 LAB_SIZES = DEFAULTS.text(DEFAULTS.sizes)
-C = DEFAULTS.conv
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -67,12 +66,7 @@ def gemm(ctx, sizes, mnk, **kw):
 
 @cli.command()
 @sweep_options(LAB_SIZES)
-@click.option("--stride", default=DEFAULTS.text(DEFAULTS.strides), show_default=True, help="Strides, comma-separated.")
-@click.option("--batch", default=C["batch"], show_default=True, type=int, help="Images per batch (N).")
-@click.option("--in-channels", default=C["in_channels"], show_default=True, type=int, help="Input channels (C).")
-@click.option("--out-channels", default=C["out_channels"], show_default=True, type=int, help="Filters (K).")
-@click.option("--kernel-size", default=C["kernel"], show_default=True, type=int, help="Filter height = width (R = S).")
-@click.option("--padding", default=C["padding"], show_default=True, help="same (the lab's), valid, or an integer.")
+@group(options.CONV_SHAPE)
 @click.pass_context
 def conv(ctx, sizes, stride, batch, in_channels, out_channels, kernel_size, padding, **kw):
     """Sweep convolution variants over input sizes and strides; verify, time, tabulate, save.
@@ -94,11 +88,7 @@ def conv(ctx, sizes, stride, batch, in_channels, out_channels, kernel_size, padd
 
 @cli.command()
 @click.argument("suite")
-@group(OUTPUT + RUNNING)
-@click.option("--max-noise", default=None, type=float,
-              help="Adaptive sampling for every sweep: sample until IQR/median is under this ...")
-@click.option("--max-time", default=None, type=float, help="... or until this many seconds went into the point.")
-@group(DECIDING + MANY_GPUS)
+@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + MANY_GPUS)
 def run(suite, **kw):
     """Run a suite of sweeps (a shipped one by name, or a TOML file) into one results file.
 
@@ -120,11 +110,7 @@ def run(suite, **kw):
 
 
 @cli.command()
-@click.argument("file")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
-              show_default=True)
-@click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=click.FloatRange(0.0, min_open=True),
-              help="Flag (~) points whose IQR/median exceeds this: too noisy to support a comparison at it.")
+@group(options.SHOWING)
 def show(file, fmt, threshold):
     """Re-render a saved run (no GPU needed).
 
@@ -138,20 +124,7 @@ def show(file, fmt, threshold):
 
 
 @cli.command()
-@click.argument("base")
-@click.argument("new")
-@click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=click.FloatRange(0.0, min_open=True),
-              help="Smallest change that counts (0.05 = 5%).")
-@click.option("--alpha", default=DEFAULTS.alpha, show_default=True,
-              type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-              help="Family-wise error rate over all points compared.")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
-              show_default=True)
-@click.option("--strict-env", is_flag=True, help="Refuse runs from different GPUs, drivers or libraries (exit 2).")
-@click.option("--fail-on-inconclusive", is_flag=True, help="Exit 3 when nothing regressed but some points "
-                                                           "could not be decided.")
-@click.option("--across", is_flag=True, help="Two GPU models side by side: per-point ratios and geometric means, "
-                                             "no regression verdict (exit 0).")
+@group(options.COMPARING)
 def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, across):
     """Compare two saved runs point by point and fail only on a real regression.
 
@@ -174,10 +147,7 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
 
 
 @cli.command()
-@click.argument("file")
-@click.option("-o", "--output", required=True, help="Image file: .png, .svg or .pdf.")
-@click.option("--force", is_flag=True, help="Replace the image if it exists.")
-@click.option("--roofline", is_flag=True, help="Plot every point under the roofline measured on the run's GPU.")
+@group(options.PLOTTING)
 def plot(file, output, force, roofline):
     """Plot a saved run: GFLOPS (GEMM) or GB/s (conv) against size, one line per variant, bands from the spread;
     or, with --roofline, GFLOPS against arithmetic intensity under the GPU's measured ceilings.
@@ -189,6 +159,37 @@ def plot(file, output, force, roofline):
     """
     click.echo(f"wrote {app.plot_run(file, output, force, roofline)}")
     return Exit.OK
+
+
+@cli.command()
+@group(options.REPORTING)
+def report(runs, output, force, threshold, across):
+    """One HTML page for saved runs: charts, roofline, the lab's tables, every point with its samples and
+    telemetry; each later run compared with the first. Opens offline, prints.
+
+    \b
+    Examples:
+      gpubench report results/nvidia-h200/lab-a.json -o lab.html
+      gpubench report base.json new.json -o compare.html
+    """
+    click.echo(f"wrote {app.write_report(list(runs), output, force, threshold, across)}")
+    return Exit.OK
+
+
+@cli.command()
+@group(options.HISTORY)
+def history(runs, threshold, alpha, html, force, every):
+    """Every point's median across saved runs (files or directories) by commit time, and the commits where it
+    stepped; exit 1 when a point's latest change is a slowdown beyond --threshold.
+
+    \b
+    Examples:
+      gpubench history results/nvidia-h200/
+      gpubench history ci-runs/ --threshold 0.03 --html history.html
+    """
+    outcome = app.run_history(list(runs), threshold, alpha, html, force)
+    terminal.history(outcome, every, click.echo)
+    return outcome.exit_code
 
 
 # --- the machine and the catalog ------------------------------------------------------------------------------

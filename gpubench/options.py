@@ -57,6 +57,72 @@ RUNNING = [
 ]
 
 
+ADAPTIVE = [
+    click.option("--max-noise", default=None, type=float,
+                 help="Adaptive sampling for every sweep: sample until IQR/median is under this ..."),
+    click.option("--max-time", default=None, type=float, help="... or until this many seconds went into the point."),
+]
+C = DEFAULTS.conv
+CONV_SHAPE = [
+    click.option("--stride", default=DEFAULTS.text(DEFAULTS.strides), show_default=True,
+                 help="Strides, comma-separated."),
+    click.option("--batch", default=C["batch"], show_default=True, type=int, help="Images per batch (N)."),
+    click.option("--in-channels", default=C["in_channels"], show_default=True, type=int, help="Input channels (C)."),
+    click.option("--out-channels", default=C["out_channels"], show_default=True, type=int, help="Filters (K)."),
+    click.option("--kernel-size", default=C["kernel"], show_default=True, type=int,
+                 help="Filter height = width (R = S)."),
+    click.option("--padding", default=C["padding"], show_default=True, help="same (the lab's), valid, or an integer."),
+]
+FRACTION = click.FloatRange(0.0, min_open=True)
+LEVEL = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
+SHOWING = [
+    click.argument("file"),
+    click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
+                 show_default=True),
+    click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=FRACTION,
+                 help="Flag (~) points whose IQR/median exceeds this: too noisy to support a comparison at it."),
+]
+COMPARING = [
+    click.argument("base"),
+    click.argument("new"),
+    click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=FRACTION,
+                 help="Smallest change that counts (0.05 = 5%)."),
+    click.option("--alpha", default=DEFAULTS.alpha, show_default=True, type=LEVEL,
+                 help="Family-wise error rate over all points compared."),
+    click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
+                 show_default=True),
+    click.option("--strict-env", is_flag=True, help="Refuse runs from different GPUs, drivers or libraries (exit 2)."),
+    click.option("--fail-on-inconclusive", is_flag=True,
+                 help="Exit 3 when nothing regressed but some points could not be decided."),
+    click.option("--across", is_flag=True, help="Two GPU models side by side: per-point ratios and geometric means, "
+                                                "no regression verdict (exit 0)."),
+]
+PLOTTING = [
+    click.argument("file"),
+    click.option("-o", "--output", required=True, help="Image file: .png, .svg or .pdf."),
+    click.option("--force", is_flag=True, help="Replace the image if it exists."),
+    click.option("--roofline", is_flag=True, help="Plot every point under the roofline measured on the run's GPU."),
+]
+REPORTING = [
+    click.argument("runs", nargs=-1, required=True),
+    click.option("-o", "--output", required=True, help="The HTML file to write (one self-contained page)."),
+    click.option("--force", is_flag=True, help="Replace the file if it exists."),
+    click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=FRACTION,
+                 help="Smallest change the comparisons count (0.05 = 5%)."),
+    click.option("--across", is_flag=True, help="Runs from two GPU models: the same points side by side."),
+]
+HISTORY = [
+    click.argument("runs", nargs=-1, required=True),
+    click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=FRACTION,
+                 help="Fail (exit 1) when a point's latest change is a slowdown larger than this (0.05 = 5%)."),
+    click.option("--alpha", default=DEFAULTS.alpha, show_default=True, type=LEVEL,
+                 help="A change is kept where the runs before and after it differ at this level."),
+    click.option("--html", default=None, help="Also write an HTML page with a chart per series that changed."),
+    click.option("--force", is_flag=True, help="Replace the HTML file if it exists."),
+    click.option("--all", "every", is_flag=True, help="List every series, not only those that changed."),
+]
+
+
 def sweep_options(default_sizes: str):
     """Options shared by `gemm` and `conv`."""
     t = DEFAULTS.timing

@@ -86,6 +86,12 @@ class GemmShape:
         """The x a size plot puts this problem at; None where it is not square (no shared axis)."""
         return self.m if self.m == self.n == self.k else None
 
+    @property
+    def series(self) -> str | None:
+        """What problems must share to be drawn as one line against size: square GEMMs are one series; any
+        other shape is a point of its own (None)."""
+        return "N×N×N" if self.plot_x is not None else None
+
     def record(self) -> dict[str, int]:
         """The problem as a results file keeps it (KEYS)."""
         return {"m": self.m, "n": self.n, "k": self.k}
@@ -199,6 +205,18 @@ class ConvShape:
     def from_record(cls, r: Mapping[str, object]) -> ConvShape:
         fields = {("pad" if k == "padding" else k): v for k, v in r.items()}
         return cls(**fields, padding=str(r.get("padding", "")))
+
+    @property
+    def series(self) -> str | None:
+        """What problems must share to be drawn as one line against size: everything but the (square) input
+        size, so layers with other channel counts, filters, strides or padding are other lines."""
+        if self.plot_x is None:
+            return None
+        d = self.DEFAULTS
+        rest = "" if (self.batch, self.in_channels, self.out_channels, self.kernel) == (
+            d["batch"], d["in_channels"], d["out_channels"], d["kernel"]) else \
+            f"{self.batch}x{self.in_channels} k{self.out_channels} {self.kernel}x{self.kernel} "
+        return f"{rest}stride {self.stride} pad {self.pad}"
 
     def record(self) -> dict[str, int]:
         """The problem as a results file keeps it (KEYS; padding is the pad applied on each side)."""

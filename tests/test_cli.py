@@ -291,3 +291,23 @@ def test_kernel_names_must_differ_from_each_other_and_from_known_variants(tmp_pa
         args = [a for k in twice for a in ("--kernel", k)]
         one_line_error(invoke("gemm", "--backend", "cpu", "--args", "A,B,C,M,N,K", *args, "--sizes", "8"),
                        "must differ from each other and from the variants already known")
+
+
+def test_report_writes_one_page_and_refuses_a_wrong_suffix(make_run, run_file, tmp_path):
+    run = run_file(make_run(clocks=1980))
+    r = invoke("report", run, "-o", str(tmp_path / "r.html"))
+    assert r.exit_code == 0 and (tmp_path / "r.html").read_text().startswith("<!doctype html>")
+    one_line_error(invoke("report", run, "-o", str(tmp_path / "r.txt")), "a report ends in .html")
+    one_line_error(invoke("report", run, "-o", str(tmp_path / "r.html")), "exists: pass --force")
+    one_line_error(invoke("report", str(tmp_path / "missing.json"), "-o", str(tmp_path / "m.html")), "does not exist")
+
+
+def test_history_exits_1_on_a_latest_slowdown(make_run, run_file, tmp_path):
+    for i in range(10):
+        run = make_run(seed=i, scale={("tiled", 2048): 1.2} if i >= 6 else None)
+        run.environment["software"] = {"git_commit": f"c{i}"}
+        run.created = f"2026-11-22T00:{i:02d}:00+00:00"
+        run_file(run, f"r{i}.json")
+    r = invoke("history", str(tmp_path))
+    assert r.exit_code == 1 and "gemm tiled 128x128x8/8x8 2048" in r.output and "c5..c6" in r.output
+    assert invoke("history", str(tmp_path), "--threshold", "0.5").exit_code == 0

@@ -13,8 +13,28 @@ def test_plot_writes_an_image(make_run, tmp_path):
 
 
 def test_series_take_each_variants_best_config(make_run):
-    series = plot._series(make_run(), "gemm", None)
+    series = plot._series(make_run(), "gemm", "N×N×N")
     assert set(series) == {"tiled", "cublas"} and [p.problem.m for p in series["tiled"]] == [1024, 2048]
+
+
+def test_a_line_joins_only_problems_that_differ_in_size():
+    """Square GEMMs are one series and odd M×N×K none; conv layers with other channels or strides are others."""
+    from gpubench.problems import GemmShape, conv_shape
+
+    assert GemmShape(512, 512, 512).series == GemmShape(4096, 4096, 4096).series
+    assert GemmShape(1000, 1500, 777).series is None
+    layer = conv_shape(56, 1, batch=32, in_channels=64, out_channels=64, padding=1)
+    assert layer.series == conv_shape(28, 1, batch=32, in_channels=64, out_channels=64, padding=1).series
+    assert layer.series != conv_shape(28, 1, batch=32, in_channels=128, out_channels=128, padding=1).series
+    assert conv_shape(512, 1).series != conv_shape(512, 2).series
+
+
+def test_each_panel_is_one_series(make_run):
+    run = make_run()
+    panels = {plot._panel(p) for p in run.points}
+    for panel in panels - {None}:
+        for points in plot._series(run, run.points[0].op, panel).values():
+            assert {p.problem.series for p in points} == {panel}
 
 
 def test_missing_matplotlib_is_one_clear_error(make_run, tmp_path, monkeypatch):

@@ -15,15 +15,16 @@ from gpubench.results import Run, Status
 FORMATS = (".png", ".svg", ".pdf")  # what `gpubench plot -o` writes (checked before anything is drawn)
 
 
-def _panel(p) -> int | None:
-    """Which panel of its op a point goes in: conv problems one per stride; GEMM all in one."""
-    return getattr(p.problem, "stride", None)
+def _panel(p) -> str | None:
+    """Which panel of its op a point goes in: one per series of problems that differ only in size (square GEMMs;
+    a conv layer at one stride and channel count), so no line joins two different layers."""
+    return p.problem.series
 
 
-def _series(run: Run, op: Op, panel: int | None):
-    # only square problems share an x axis (plot_x is None for the others)
-    points = [p for p in run.points if p.op == op and p.status == Status.OK and _panel(p) == panel
-              and p.problem.plot_x is not None]
+def _series(run: Run, op: Op, panel: str | None):
+    # problems outside any series (plot_x None: not square) are not drawn against size
+    points = [p for p in run.points if p.op == op and p.status == Status.OK and panel is not None
+              and _panel(p) == panel]
     series: dict[str, list] = {}
     for (_, name), p in best_points(points).items():
         series.setdefault(name, []).append(p)
@@ -102,7 +103,7 @@ def roofline_plot(run: Run, output: str | Path) -> Path:
 
 def plot(run: Run, output: str | Path) -> Path:
     plt = _pyplot()
-    panels = [(op, s) for op in Op for s in sorted({_panel(p) for p in run.points if p.op == op}, key=lambda s: s or 0)]
+    panels = [(op, s) for op in Op for s in sorted({_panel(p) for p in run.points if p.op == op} - {None})]
     panels = [(op, s) for op, s in panels if _series(run, op, s)]
     if not panels:
         raise GpubenchError("the run has no measured square problems to plot")
@@ -112,8 +113,8 @@ def plot(run: Run, output: str | Path) -> Path:
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     copy = run.environment.get("device", {}).get("copy_gbps")
-    for ax, (op, stride) in zip(axes.flat, panels):
-        for name, ps in _series(run, op, stride).items():
+    for ax, (op, series) in zip(axes.flat, panels):
+        for name, ps in _series(run, op, series).items():
             x = [p.problem.plot_x for p in ps]
             mid = [_rate(p, p.timing.median, op) for p in ps]
             lo = [_rate(p, p.timing.q3, op) for p in ps]
@@ -123,13 +124,12 @@ def plot(run: Run, output: str | Path) -> Path:
         if not BY_FLOPS[op] and copy:
             ax.axhline(copy, color="gray", linestyle="--", label=f"device copy {copy:,.0f} GB/s")
         ax.set_xscale("log", base=2)
-        sizes = sorted({p.problem.plot_x for ps in _series(run, op, stride).values() for p in ps})
+        sizes = sorted({p.problem.plot_x for ps in _series(run, op, series).values() for p in ps})
         ax.set_xticks(sizes, [str(s) for s in sizes])
         ax.minorticks_off()
         ax.set_xlabel(SHAPES[op].PLOT_AXIS)
         ax.set_ylabel("GFLOPS" if BY_FLOPS[op] else "GB/s of minimum bytes")
-        ax.set_title(f"{op.upper() if stride is None else op} {'' if stride is None else f'stride {stride} '}"
-                     f"on {run.device}")
+        ax.set_title(f"{op} {series} on {run.device}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()

@@ -89,13 +89,15 @@ def _ms_gflops(p: Point, threshold: float) -> Cell:
     return Cell(f"{p.median_ms:.3f} / {p.gflops:,.0f}")
 
 
-def _baseline_point(best: dict, row: tuple, run: Run, op: str, tf32: bool) -> Point | None:
-    """The library's point in this row (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run), same TF32 setting."""
+def _baselines(best: dict, run: Run, op: str) -> dict[tuple, Point]:
+    """(row, tf32) → the library's point in that row (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run): one pass
+    over the best points, so that a table's rows look their library up instead of searching (linear in points)."""
     library = run.baseline(op)
-    for (r, _), p in best.items():
-        if r == row and library and p.variant == library and p.status == Status.OK and p.tf32 == tf32:
-            return p
-    return None
+    found: dict[tuple, Point] = {}
+    for (row, _), p in best.items():
+        if library and p.variant == library and p.status == Status.OK:
+            found.setdefault((row, p.tf32), p)
+    return found
 
 
 # --- tables -----------------------------------------------------------------------------------------------------
@@ -103,17 +105,21 @@ def _baseline_point(best: dict, row: tuple, run: Run, op: str, tf32: bool) -> Po
 
 def config_tables(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     """One table per variant: rows are sizes (× strides), columns its block sizes or tile configurations."""
-    points = [p for p in run.points if p.op == op]
+    by_name: dict[str, list[Point]] = {}
+    for p in run.points:
+        if p.op == op:
+            by_name.setdefault(display_name(p), []).append(p)
     tables = []
-    for name in _ordered(display_name(p) for p in points):
-        mine = [p for p in points if display_name(p) == name]
+    for name, mine in by_name.items():
         configs = _ordered(p.config for p in mine)
         if LAYOUTS[op].lab_tables and len(configs) == 1:
             continue  # single-configuration conv variants appear in the comparison table only
         table = Table(f"{op} · {name} — ms / GFLOPS", ROW_HEADERS[op] + [_config_header(c) for c in configs],
                       left=len(ROW_HEADERS[op]))
-        for row in _ordered(row_key(p) for p in mine):
-            cells = {p.config: p for p in mine if row_key(p) == row}
+        rows: dict[tuple, dict[str, Point]] = {}
+        for p in mine:
+            rows.setdefault(row_key(p), {})[p.config] = p
+        for row, cells in rows.items():
             fastest = min((p.median_ms for p in cells.values() if p.status == Status.OK), default=None)
             line = [Cell(x) for x in row]
             for c in configs:
@@ -142,8 +148,9 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
     headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err", "details"]
     table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
                   caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same TF32 setting")
+    baselines = _baselines(best, run, op)
     for (row, name), p in best.items():
-        base = _baseline_point(best, row, run, op, p.tf32)
+        base = baselines.get((row, p.tf32))
         line = [Cell(x) for x in row] + [Cell(name), Cell(p.config)]
         if p.status != Status.OK:
             line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p)), Cell(p.reason)]
@@ -208,6 +215,7 @@ def rates_table(run: Run, op: Op = Op.CONV) -> Table:
     names = _ordered(display_name(p) for p in points)
     table = Table(f"{op} · GFLOPS / GB/s / speed vs cuDNN (best plan)", ROW_HEADERS[op] + names,
                   left=len(ROW_HEADERS[op]))
+    baselines = _baselines(best, run, op)
     for row in _ordered(row_key(p) for p in points):
         line = [Cell(x) for x in row]
         for name in names:
@@ -215,7 +223,7 @@ def rates_table(run: Run, op: Op = Op.CONV) -> Table:
             if p is None or p.status != Status.OK:
                 line.append(_status_cell(p) if p else Cell(""))
                 continue
-            base = _baseline_point(best, row, run, op, p.tf32)
+            base = baselines.get((row, p.tf32))
             speed = f" / {base.median_ms / p.median_ms:.2f}×" if base else ""
             line.append(Cell(f"{p.gflops:,.0f} / {p.gbps:,.0f}{speed}"))
         table.rows.append(line)

@@ -141,3 +141,12 @@ def run_outcome(outcome) -> None:
         power = f", {h.power_w:,.0f} W" if h.power_w else ""
         err.print(f"[red]SLOW GPU[/] {escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
                   f"median over {h.points} points{clocks}{power}")
+
+
+def history(outcome, every: bool, echo) -> None:
+    """A history's table: the series that changed (every series with `every`), slowdowns to fail on first."""
+    from gpubench.views.history import history_table
+
+    console().print(to_rich(history_table(outcome.series, outcome.threshold, changed_only=not every)))
+    if outcome.regressed:
+        echo(f"{len(outcome.regressed)} series' latest change is a slowdown beyond {outcome.threshold:.0%}")

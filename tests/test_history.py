@@ -1,0 +1,89 @@
+"""gpubench history: series across runs, change points found where they are and not where they are not, a CI
+gate on the latest change, and runs from different GPUs or drivers kept apart."""
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from gpubench import history as h
+from gpubench.exit_codes import Exit
+from gpubench.problems import GemmShape
+from gpubench.results import Point, Run, RunStatus
+
+T0 = datetime(2026, 1, 1)
+
+
+def noisy_series(seed: int, step_at: int | None = None, step: float = 1.05, noise: float = 0.01, n: int = 30):
+    """30 runs' medians with 1% log-normal noise (run-to-run noise on one GPU), a step planted where asked."""
+    rng = np.random.default_rng(seed)
+    values = np.exp(rng.normal(0, noise, n))
+    if step_at is not None:
+        values[step_at:] *= step
+    s = h.Series("G", "d", "gemm x")
+    s.entries = [h.Entry(f"r{i}", f"c{i:02d}", T0 + timedelta(hours=i), float(v)) for i, v in enumerate(values)]
+    return s
+
+
+def test_a_planted_5_percent_step_at_run_20_is_found_there():
+    (change,) = h.detect(noisy_series(7, step_at=20))
+    assert change.at == 20 and change.slower and 1.03 < change.ratio < 1.07
+    assert change.low > 1 and change.confidence > 0.95 and change.commits == "c19..c20"
+
+
+def test_the_step_is_found_in_almost_every_noisy_series():
+    found = [h.detect(noisy_series(1000 + seed, step_at=20)) for seed in range(100)]
+    assert sum(any(c.at == 20 for c in f) for f in found) >= 90
+
+
+def test_false_positive_rate_of_unchanged_series_is_at_most_5_percent():
+    false_alarms = sum(bool(h.detect(noisy_series(seed))) for seed in range(100))
+    assert false_alarms <= 5
+
+
+def test_a_faster_step_is_a_change_but_not_a_regression():
+    s = noisy_series(3, step_at=15, step=0.9)
+    s.changes = h.detect(s)
+    assert s.latest is not None and not s.latest.slower and not s.regressed(0.05)
+
+
+def run_of(device: str, driver: str, commit: str, created: datetime, ms: float, seed: int = 0) -> Run:
+    rng = np.random.default_rng(seed)
+    point = Point.measured(GemmShape(256, 256, 256), "tiled", "64x64", samples_ms=list(ms * np.exp(rng.normal(0, 0.002, 20))),
+                           rel_err=1e-7, tolerance=1e-4)
+    return Run("cuda", {"device": {"name": device, "driver": driver}, "software": {"git_commit": commit}}, {},
+               points=[point], status=RunStatus.COMPLETE, created=created.isoformat())
+
+
+def test_series_never_mix_gpus_or_drivers_and_follow_commit_time():
+    runs = [(f"a{i}", run_of("H100", "580", f"c{i}", T0 + timedelta(days=9 - i), 1.0 + i)) for i in range(6)]
+    runs += [(f"b{i}", run_of("H200", "580", f"c{i}", T0, 1.0)) for i in range(3)]
+    runs += [(f"d{i}", run_of("H100", "590", f"c{i}", T0, 1.0)) for i in range(2)]
+    times = {f"c{i}": T0 + timedelta(hours=i) for i in range(6)}  # commit order: c0 first, whatever the runs' dates
+    series = h.series_of(runs, times)
+    assert sorted((s.gpu, s.driver, len(s.entries)) for s in series) == [("H100", "580", 6), ("H100", "590", 2),
+                                                                         ("H200", "580", 3)]
+    h100 = next(s for s in series if (s.gpu, s.driver) == ("H100", "580"))
+    assert [e.commit for e in h100.entries] == [f"c{i}" for i in range(6)]
+
+
+def test_the_gate_fails_when_the_latest_change_is_a_slowdown(tmp_path):
+    from gpubench import app
+    from gpubench.results import save
+
+    for i in range(12):
+        ms = 1.0 if i < 8 else 1.10
+        save(run_of("H100", "580", f"c{i}", T0 + timedelta(hours=i), ms, seed=i), tmp_path / f"r{i:02d}.json")
+    outcome = app.run_history([str(tmp_path)], 0.05, 0.05, str(tmp_path / "h.html"), False)
+    (s,) = outcome.series
+    assert s.latest.at == 8 and outcome.exit_code == Exit.FAILED
+    assert "c7..c8" in (tmp_path / "h.html").read_text()
+    assert app.run_history([str(tmp_path)], 0.15, 0.05, None, False).exit_code == Exit.OK  # a 10% step under 15%
+
+
+def test_history_of_a_directory_without_runs_is_one_line(tmp_path):
+    from gpubench import app
+    from gpubench.errors import GpubenchError
+
+    with pytest.raises(GpubenchError, match="no results files"):
+        app.run_history([str(tmp_path)], 0.05, 0.05, None, False)

@@ -1,0 +1,127 @@
+"""The HTML report (views/report.py, views/svg.py): one self-contained page with every table and chart, marks
+that match the run, comparisons of later runs with the first, and text from a run never taken as markup."""
+
+import json
+import re
+from html.parser import HTMLParser
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpubench.results import Point, RunStatus, load
+from gpubench.views import report
+
+REPO = Path(__file__).resolve().parent.parent
+LAB = REPO / "results" / "nvidia-h200" / "lab-a.json"
+
+
+def point_data(html: str) -> list:
+    """The points a page's tables are built from (its data blocks, one per run)."""
+    blocks = re.findall(r'<script type="application/json" class="point-data"[^>]*>(.*?)</script>', html, re.S)
+    return [p for b in blocks for p in json.loads(b.replace("<\\/", "</"))]
+
+
+def marks(html: str) -> int:
+    return len(re.findall(r'<circle [^>]*class="mark"', html))
+
+
+def test_the_page_is_self_contained(make_run):
+    html = report.render([("a.json", make_run(clocks=1980))])
+    assert html.startswith("<!doctype html>") and "<style>" in html and "<script>" in html
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)  # nothing loaded from anywhere: works offline
+    assert "@media print" in html and 'name="viewport"' in html  # printable, readable on a phone
+
+
+def test_every_chart_has_a_mark_per_drawn_point(make_run):
+    run = make_run(clocks=1980)
+    charts = report.size_charts(run)
+    assert [c.title for _, c in charts] == ["gemm · N×N×N", "conv · stride 1 pad 1"]
+    gemm = charts[0][1]
+    assert {s.key for s in gemm.series} == {"tiled", "cublas"} and all(len(s.points) == 2 for s in gemm.series)
+    assert [s.reference for s in gemm.series if s.key == "cublas"] == [True]  # the library, drawn as reference
+    roof = report.roofline_chart(run)
+    assert sum(len(s.points) for s in roof.series) == 6 and len(roof.ceilings) == 2
+    html = report.render([("a.json", run)])
+    assert marks(html) == sum(len(s.points) for _, c in charts for s in c.series) + 6
+
+
+def test_the_labs_tables_and_every_point_are_on_the_page(make_run):
+    run = make_run(clocks=1980)
+    html = report.render([("a.json", run)])
+    rows = point_data(html)
+    assert len(rows) == len(run.points) and rows[0]["cells"][:3] == ["gemm", "tiled", "128x128x8/8x8"]
+    assert "gemm · tiled" in html and "Environment" in html and "eng0" in html  # the cuDNN engine, per point
+
+
+def test_a_second_run_is_compared_with_the_first(make_run):
+    base, new = make_run(), make_run(seed=1, scale={("tiled", 2048): 1.3})
+    html = report.render([("base.json", base), ("new.json", new)])
+    assert "new.json against base.json" in html and "regression: 1 point(s) slower" in html
+    assert re.search(r"slower</td><td[^>]*>gemm tiled 128x128x8/8x8 2048", html)
+
+
+def test_an_incomplete_run_says_so(make_run):
+    run = make_run()
+    run.status = RunStatus.INTERRUPTED
+    assert "This run is interrupted" in report.render([("a.json", run)])
+
+
+def test_text_from_a_run_is_never_markup(make_run):
+    run = make_run()
+    evil = "</script><script>alert(1)</script>"
+    run.points = [replace(p, variant=evil) if i == 0 else p for i, p in enumerate(run.points)]
+    run.points.append(Point(run.points[1].problem, "x", "-", "error", reason=evil))
+    html = report.render([("a.json", run)])
+    tags = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            tags.append(tag)
+
+    Tags().feed(html)
+    assert tags.count("script") == 2  # the points' data block and the page's own script: no third one
+    assert "<script>alert(1)" not in html.split("<main>")[1].split("<script type=\"application/json\"")[0]
+
+
+def test_the_saved_lab_run_renders_with_every_section():
+    run = load(LAB)
+    html = report.render([(str(LAB), run)])
+    assert len(point_data(html)) == len(run.points) == 385
+    assert html.count("<figure") == 6  # gemm, four conv series (strides, paddings) and the roofline
+
+
+def synthetic_points(make_run, n: int):
+    """A run of n points (copies of a small run's, each its own problem size)."""
+    run = make_run(clocks=1980, samples=10)
+    base = run.points
+    points = []
+    for i in range(n):
+        p = base[i % len(base)]
+        problem = replace(p.problem, m=p.problem.m + i, n=p.problem.n + i, k=p.problem.k + i) \
+            if p.op == "gemm" else replace(p.problem, height=p.problem.height + i, width=p.problem.width + i)
+        points.append(replace(p, problem=problem))
+    run.points = points
+    return run
+
+
+def test_rendering_grows_linearly_with_the_points(make_run):
+    """Twenty thousand points render in about ten times what two thousand take (not a hundred)."""
+    small, large = synthetic_points(make_run, 2000), synthetic_points(make_run, 20000)
+    report.render([("s.json", small)])  # warm imports
+    t = time.perf_counter()
+    report.render([("s.json", small)])
+    t_small = time.perf_counter() - t
+    t = time.perf_counter()
+    report.render([("l.json", large)])
+    t_large = time.perf_counter() - t
+    assert t_large < 25 * t_small, (t_small, t_large)
+
+
+def test_a_series_of_many_marks_is_one_path_of_dots():
+    from gpubench.views.svg import TIPS, Chart, Series
+
+    chart = Chart("t", "x", "y", series=[Series("a", "a", [(i + 1, i + 1) for i in range(TIPS + 1)])])
+    svg = chart.to_svg()
+    assert "<circle" not in svg and f'data-marks="{TIPS + 1}"' in svg and svg.count("h0") == TIPS + 1
