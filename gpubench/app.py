@@ -59,7 +59,7 @@ def arch_list(text: str) -> list[str]:
 
 
 def _catalog(project: Project):
-    from gpubench.registry import Catalog
+    from gpubench.catalog import Catalog
 
     return Catalog.with_user(project.variants)
 

@@ -128,7 +128,7 @@ def _failed(source: Path, arch: str, defines: dict, output: str) -> CompileError
 def _source(source: str | Path) -> Path:
     source = Path(source)
     if not source.is_absolute():
-        from gpubench.registry import kernels_dir  # a built-in kernel named by its file
+        from gpubench.catalog import kernels_dir  # a built-in kernel named by its file
 
         source = kernels_dir() / source
     return source

@@ -8,7 +8,7 @@ import click
 
 from gpubench.errors import GpubenchError
 from gpubench.plan import DEFAULTS
-from gpubench.registry import MAX_BLOCK_SIZE
+from gpubench.specs import MAX_BLOCK_SIZE
 
 
 def group(opts):

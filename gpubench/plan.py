@@ -18,7 +18,8 @@ from gpubench.errors import GpubenchError
 from gpubench.fleet import SLOW
 from gpubench.gpus import GpuSelection
 from gpubench.problems import ConvShape, GemmShape, Op, conv_shape
-from gpubench.registry import LAB_BLOCK_SIZES, MAX_BLOCK_SIZE, Catalog
+from gpubench.specs import LAB_BLOCK_SIZES, MAX_BLOCK_SIZE
+from gpubench.catalog import Catalog
 from gpubench.sweep import Sweep
 from gpubench.timing import TimingPolicy
 from gpubench.variant import Axis, Variant
@@ -199,9 +200,9 @@ class Spread:
 
 def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None) -> list[Variant]:
     """The variants of --kernel [NAME=]FILE:SYMBOL (with --args), each on this backend, each name new."""
-    from gpubench import registry
+    from gpubench import spec_files
 
-    mine = [registry.lab_kernel(op, k, args) for k in texts]
+    mine = [spec_files.lab_kernel(op, k, args) for k in texts]
     if args and not mine:
         raise GpubenchError("--args gives the parameter order of a --kernel: add --kernel FILE:SYMBOL")
     for v in mine:

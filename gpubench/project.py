@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
-from gpubench.registry import SpecError, parse_specs, read_toml
+from gpubench.specs import SpecError
+from gpubench.spec_files import parse_specs, read_toml
 from gpubench.variant import Variant
 
 FILE = "gpubench.toml"

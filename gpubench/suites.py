@@ -29,7 +29,8 @@ from gpubench import paths, plan
 from gpubench.errors import GpubenchError
 from gpubench.plan import DEFAULTS
 from gpubench.problems import Op
-from gpubench.registry import LAB_BLOCK_SIZES, OPS, Catalog
+from gpubench.specs import LAB_BLOCK_SIZES, OPS
+from gpubench.catalog import Catalog
 from gpubench.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled"}

@@ -1,4 +1,4 @@
-"""What a benchmarked variant is, as plain data: the types that gpubench/registry.py fills from kernel specs.
+"""What a benchmarked variant is, as plain data: the types that gpubench/specs.py fills from kernel specs.
 
 A :class:`Variant` is one row of `gpubench list`: a hand-written kernel (its file, symbol, argument order,
 launch expressions and configurations), a library call (cuBLAS, cuDNN) or a CPU implementation. Variants are

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from gpubench import autotune as tune
-from gpubench import registry
+from gpubench import catalog, spec_files
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
 
-TUNED = registry.Catalog(registry.builtin()).get("gemm", "cuda", "tuned")
+TUNED = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tuned")
 
 
 def test_space_meets_the_constraints():
@@ -36,7 +36,7 @@ def test_neighbours_differ_in_one_parameter_and_are_valid():
 
 def test_a_variant_without_a_search_space_says_so():
     with pytest.raises(GpubenchError, match="no search space"):
-        tune.space(registry.Catalog(registry.builtin()).get("gemm", "cuda", "tiled"))
+        tune.space(catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tiled"))
 
 
 def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
@@ -47,7 +47,7 @@ def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
         "    time.sleep(0.0005 * TILE)\n"
         "    np.matmul(A, B, out=C)\n"
         "    if TILE == 3:\n        C *= 2  # a wrong answer: must never win\n")
-    (variant,) = registry.parse_specs({"variant": [{
+    (variant,) = spec_files.parse_specs({"variant": [{
         "name": "blocked", "op": "gemm", "source": "k.py", "kernel": "blocked", "args": ["A", "B", "C", "M", "N", "K"],
         "configs": [{"TILE": 4, "EXTRA": 0}], "label": "t{TILE} e{EXTRA}",
         "search": {"TILE": [1, 2, 3, 4], "EXTRA": [0, 1]}, "constraints": ["TILE != 2 or EXTRA == 0"]}]},

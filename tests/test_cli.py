@@ -201,9 +201,9 @@ def test_a_crash_and_a_hang_are_recorded_and_every_other_point_completes(my_proj
 
 def test_the_lab_kernel_flag_needs_no_file(tmp_path):
     (tmp_path / "mine.py").write_text("import numpy as np\ndef mm(a, b, c, m, n, k):\n    np.matmul(a, b, out=c)\n")
-    from gpubench import registry
+    from gpubench import spec_files
 
-    v = registry.lab_kernel("gemm", str(tmp_path / "mine.py") + ":mm", None)
+    v = spec_files.lab_kernel("gemm", str(tmp_path / "mine.py") + ":mm", None)
     assert v.backend == "cpu" and v.args == ("A", "B", "C", "M", "K", "N")
 
 

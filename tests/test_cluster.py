@@ -132,14 +132,14 @@ def test_without_dask_the_options_say_what_to_install(monkeypatch):
 
 def test_tune_spreads_its_candidates_over_the_workers(tmp_path):
     from gpubench import autotune as tune
-    from gpubench import registry
+    from gpubench import spec_files
     from gpubench.problems import GemmShape
 
     (tmp_path / "k.py").write_text("import os, numpy as np\n"
                                    "def blocked(A, B, C, M, N, K, TILE):\n"
                                    "    open(os.environ['SEEN'] + os.environ['GPUBENCH_WORKER'], 'a').write('x')\n"
                                    "    np.matmul(A, B, out=C)\n")
-    (variant,) = registry.parse_specs({"variant": [{
+    (variant,) = spec_files.parse_specs({"variant": [{
         "name": "blocked", "op": "gemm", "source": "k.py", "kernel": "blocked", "args": ["A", "B", "C", "M", "N", "K"],
         "configs": [{"TILE": 1}], "label": "t{TILE}", "search": {"TILE": [1, 2, 3, 4, 5, 6]}}]}, "gpubench.toml", tmp_path)
     import os

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubench import project, registry
+from gpubench import project, catalog, spec_files, specs
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.runner import PointTask, ShapeTask, verify
 from gpubench.timing import TimingPolicy
@@ -15,7 +15,7 @@ from gpubench.worker import Worker, WorkerOptions
 pytestmark = pytest.mark.gpu
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "lab" / "gpubench.toml"
-CATALOG = registry.Catalog.with_user(project.load(EXAMPLE).variants)
+CATALOG = catalog.Catalog.with_user(project.load(EXAMPLE).variants)
 # Ragged for every tile; the fourth keeps K and N multiples of 4, which TMA-fed kernels require, with 33 k tiles
 # (an odd count, the ring wrapped 8 times) and 9 column blocks (an odd count, for 2-block clusters). The fifth has
 # 12 × 33 tiles of 256 × 128, more than an H100 or H200 has SMs, so persistent blocks walk up to 3 tiles each, with
@@ -39,7 +39,7 @@ CONV_SHAPES = [
 
 def cases(op, shapes):
     for v in CATALOG.variants(op, "cuda"):
-        for c in v.configs_for(registry.LAB_BLOCK_SIZES):
+        for c in v.configs_for(specs.LAB_BLOCK_SIZES):
             for s in shapes:
                 if v.unfit(s.dims()):  # e.g. Winograd at stride 2: skipped by the runner, nothing to check
                     continue
@@ -105,7 +105,7 @@ def test_faulting_kernels_cost_one_point_each(cuda, tmp_path):
     (tmp_path / "faults.cu").write_text(FAULTS)
     tables = [{"name": n, "op": "gemm", "source": "faults.cu", "kernel": n, "args": ["A", "B", "C", "M", "N", "K"],
                "grid": ["1"], "block": ["32"]} for n in ("out_of_bounds", "forever")]
-    mine = {v.name: v for v in registry.parse_specs({"variant": tables}, "gpubench.toml", tmp_path)}
+    mine = {v.name: v for v in spec_files.parse_specs({"variant": tables}, "gpubench.toml", tmp_path)}
     good = CATALOG.get("gemm", "cuda", "cublas")
     order = [good, mine["out_of_bounds"], good, mine["forever"], good]
     policy = TimingPolicy(warmup=1, reps=5, min_reps=5, budget_s=0.0)

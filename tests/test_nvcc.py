@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from gpubench import nvcc, registry
+from gpubench import nvcc, catalog, specs
 from gpubench.errors import CompileError
 
 pytestmark = pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
 
 ARCHS = ("sm_80", "sm_90")
-BUILTIN = registry.builtin()
-CATALOG = registry.Catalog(BUILTIN)
-KERNELS = registry.kernels_dir()
+BUILTIN = catalog.builtin()
+CATALOG = catalog.Catalog(BUILTIN)
+KERNELS = catalog.kernels_dir()
 # Kernel files that no spec names, and who compiles them instead.
 OUTSIDE_SPECS = {"probes.cu": "the CUDA backend: the timer's wait kernel and the ceilings' microbenchmarks"}
 
@@ -32,7 +32,7 @@ def spec_builds():
     """
     seen = {}
     for v in BUILTIN:
-        for c in v.configs_for(registry.LAB_BLOCK_SIZES + (1,)):
+        for c in v.configs_for(specs.LAB_BLOCK_SIZES + (1,)):
             for arch in (v.arch,) if v.arch else ARCHS:
                 for source, defines, a, _ in v.builds(c, arch):
                     seen[(rel(source), defines, a)] = None

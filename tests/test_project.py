@@ -4,7 +4,7 @@ import pytest
 
 from gpubench import project
 from gpubench.errors import GpubenchError
-from gpubench.registry import SpecError
+from gpubench.specs import SpecError
 
 SPEC = """
 tuned = "tuned"

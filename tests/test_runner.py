@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpubench import registry
+from gpubench import catalog, spec_files
 from gpubench.backends.cpu import CpuBackend
 from gpubench.errors import Skip
 from gpubench.problems import GemmShape, conv_shape
@@ -11,7 +11,7 @@ from gpubench.timing import Stop, TimingPolicy
 from gpubench.variant import NO_CONFIG
 
 FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
-CATALOG = registry.Catalog(registry.builtin())
+CATALOG = catalog.Catalog(catalog.builtin())
 
 
 def task(shape, names=("numpy",), op="gemm", seed=0):
@@ -102,7 +102,7 @@ def test_a_problem_outside_a_variants_requires_is_skipped_saying_why(tmp_path):
     (tmp_path / "f.py").write_text("def f(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW):\n    y[...] = 0\n")
     table = {"name": "s1-only", "op": "conv", "source": "f.py", "kernel": "f", "requires": ["stride == 1"],
              "args": ["x", "w", "y", "N", "C", "H", "W", "K", "R", "S", "stride", "pad", "OH", "OW"]}
-    (mine,) = registry.parse_specs({"variant": [table]}, "gpubench.toml", tmp_path)
+    (mine,) = spec_files.parse_specs({"variant": [table]}, "gpubench.toml", tmp_path)
     shape = conv_shape(20, 2)
     events = list(run_task(CpuBackend(), ShapeTask("t", shape, 0, (PointTask(0, mine, NO_CONFIG, FAST),))))
     (point,) = [e[2] for e in events if e[0] == "point"]

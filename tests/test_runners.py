@@ -3,7 +3,7 @@ it needs (a source, launches, a library) so that nothing else branches on its na
 
 import pytest
 
-from gpubench import registry, runners, session
+from gpubench import catalog, runners, session
 from gpubench.errors import GpubenchError
 from gpubench.runners import CudnnRunner, Im2colRunner, KernelRunner, PlanPolicy, runner_from
 
@@ -38,13 +38,13 @@ def test_users_get_kernels_and_functions_only():
 
 
 def test_builtin_variants_carry_their_runners():
-    catalog = registry.Catalog.with_user([])
+    catalog = catalog.Catalog.with_user([])
     assert catalog.get("conv", "cuda", "cudnn").runner == CudnnRunner(PlanPolicy.BEST)
     assert isinstance(catalog.get("conv", "cuda", "im2col-cublas").runner, Im2colRunner)
 
 
 def test_a_missing_library_stops_the_run_before_it_starts():
-    cudnn = registry.Catalog.with_user([]).get("conv", "cuda", "cudnn")
+    cudnn = catalog.Catalog.with_user([]).get("conv", "cuda", "cudnn")
     with pytest.raises(GpubenchError, match="cuDNN is not available .*leave out the cudnn variants"):
         session.check_device([], {"arch": "sm_90", "libraries": {"cudnn": None}}, [cudnn])
     session.check_device([], {"arch": "sm_90", "libraries": {"cudnn": "9.19"}}, [cudnn])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpubench import registry
+from gpubench import catalog
 from gpubench.session import check_device, device_launches
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
@@ -10,7 +10,7 @@ from gpubench.runner import PointTask, ShapeTask
 from gpubench.timing import TimingPolicy
 
 FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
-TMA = registry.Catalog(registry.builtin()).get("gemm", "cuda", "tf32-tma")  # a persistent grid: min(tiles, SMS)
+TMA = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tf32-tma")  # a persistent grid: min(tiles, SMS)
 
 
 def work(variant, shape=GemmShape(4096, 4096, 4096)):

@@ -86,12 +86,12 @@ def test_defaults_apply_and_sweeps_override(tmp_path):
 
 
 def test_a_projects_variants_can_be_named(tmp_path):
-    from gpubench import registry
+    from gpubench import catalog, spec_files
 
     (tmp_path / "k.py").write_text("def k(A, B, C, M, N, K):\n    C[...] = A @ B\n")
-    mine = registry.parse_specs({"variant": [{"name": "mine", "op": "gemm", "source": "k.py", "kernel": "k",
+    mine = spec_files.parse_specs({"variant": [{"name": "mine", "op": "gemm", "source": "k.py", "kernel": "k",
                                               "args": ["A", "B", "C", "M", "N", "K"]}]}, "gpubench.toml", tmp_path)
-    catalog = registry.Catalog.with_user(mine)
+    catalog = catalog.Catalog.with_user(mine)
     s = suites.load(write(tmp_path, '[[sweep]]\nop = "gemm"\nvariants = ["mine", "numpy"]\nsizes = [64]'), "cpu",
                     catalog)
     assert [v.name for v in s.sweeps[0].variants] == ["numpy", "mine"]

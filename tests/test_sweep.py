@@ -1,7 +1,7 @@
 """Sweeps become tasks with every configuration resolved before anything runs; finished points are saved as they
 come and Ctrl-C keeps them."""
 
-from gpubench import registry, results, sweep
+from gpubench import catalog, results, sweep
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.results import Details, Point, Run, RunWriter, Status
 from gpubench.sweep import Sweep
@@ -9,7 +9,7 @@ from gpubench.timing import TimingPolicy
 from gpubench.variant import Axis
 
 FAST = TimingPolicy(warmup=0, reps=5, min_reps=5)
-CATALOG = registry.Catalog(registry.builtin())
+CATALOG = catalog.Catalog(catalog.builtin())
 
 
 def test_length_counts_block_and_tile_configurations():

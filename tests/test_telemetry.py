@@ -161,7 +161,7 @@ def test_no_energy_counter_no_energy(fake_nvml):
 
 def test_the_whole_point_carries_telemetry(fake_nvml):
     """A CPU backend with the fake NVML attached runs a real point: clocks and energy land in it."""
-    from gpubench import registry
+    from gpubench import catalog
     from gpubench.backends.cpu import CpuBackend
     from gpubench.problems import GemmShape
     from gpubench.runner import PointTask, ShapeTask, run_task
@@ -180,7 +180,7 @@ def test_the_whole_point_carries_telemetry(fake_nvml):
             return {"joules_per_call": window["joules_per_call"],
                     "gflops_per_w": flops / window["joules_per_call"] / 1e9}
 
-    numpy = registry.Catalog(registry.builtin()).get("gemm", "cpu", "numpy")
+    numpy = catalog.Catalog(catalog.builtin()).get("gemm", "cpu", "numpy")
     task = ShapeTask("t", GemmShape(32, 32, 32), 0, (PointTask(0, numpy, NO_CONFIG, TimingPolicy(warmup=0, reps=5)),))
     point = [e[2] for e in run_task(Instrumented(), task) if e[0] == "point"][0]
     assert point.status == "ok" and point.telemetry["sm_mhz"] == 1980 and point.telemetry["joules_per_call"] > 0

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from gpubench import registry
+from gpubench import catalog
 from gpubench.errors import GpubenchError
 from gpubench.results import Details
 from gpubench.problems import GemmShape
 from gpubench.tuned import Tuned, shipped_dir, slug
 
-TUNED = registry.Catalog(registry.builtin()).get("gemm", "cuda", "tuned")
+TUNED = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tuned")
 
 
 @pytest.fixture(autouse=True)

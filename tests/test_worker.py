@@ -3,7 +3,7 @@ only; every finished point is kept and the rest of the task runs in a fresh proc
 
 import pytest
 
-from gpubench import registry
+from gpubench import spec_files
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
 from gpubench.results import Point, Status
@@ -36,7 +36,7 @@ def variants(tmp_path_factory):
     (root / "k.py").write_text(KERNELS)
     tables = [{"name": n, "op": "gemm", "source": "k.py", "kernel": n, "args": ["A", "B", "C", "M", "N", "K"]}
               for n in ("good", "crash", "hang")]
-    return {v.name: v for v in registry.parse_specs({"variant": tables}, "gpubench.toml", root)}
+    return {v.name: v for v in spec_files.parse_specs({"variant": tables}, "gpubench.toml", root)}
 
 
 def shape_task(variants, names, size=24):

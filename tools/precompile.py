@@ -10,14 +10,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpubench import nvcc, project, registry, tune  # noqa: E402
+from gpubench import nvcc, project, catalog, specs, tune  # noqa: E402
 
 arch = sys.argv[1] if len(sys.argv) > 1 else "sm_90"
 mine = project.load(sys.argv[sys.argv.index("--project") + 1]).variants if "--project" in sys.argv else []
-catalog = registry.Catalog.with_user(mine)
-jobs = [(registry.kernels_dir() / "probes.cu", (), arch, ())]
+catalog = catalog.Catalog.with_user(mine)
+jobs = [(catalog.kernels_dir() / "probes.cu", (), arch, ())]
 for v in catalog.all:
-    for c in v.configs_for(registry.LAB_BLOCK_SIZES):
+    for c in v.configs_for(specs.LAB_BLOCK_SIZES):
         jobs += v.builds(c, v.arch or arch)
 if "--tuner" in sys.argv:
     tuned = catalog.get("gemm", "cuda", "tuned")

@@ -14,7 +14,7 @@ import cupy as cp
 
 from gpubench.backends.cuda import CudaBackend
 from gpubench.problems import GemmShape
-from gpubench import registry
+from gpubench import catalog
 
 PROBES = {0: "whole kernel", 1: "copies only", 2: "products only", 3: "no C stores", 4: "no multicast",
           5: "cluster arrives"}
@@ -39,7 +39,7 @@ def main(sizes):
     extras = [dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in e.split(",") if kv)
               for e in os.environ.get("EXTRA", "").split(";")]
     backend = CudaBackend(tf32=True)
-    v = registry.Catalog(registry.builtin()).get("gemm", "cuda", "tf32-tma")
+    v = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tf32-tma")
     for n in sizes:
         shape = GemmShape(n, n, n)
         inputs = backend.inputs(shape, seed=1)

@@ -20,10 +20,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from gpubench import nvcc, registry  # noqa: E402
+from gpubench import nvcc, catalog  # noqa: E402
 from gpubench.problems import GemmShape, conv_shape  # noqa: E402
 
-CATALOG = registry.Catalog(registry.builtin())
+CATALOG = catalog.Catalog(catalog.builtin())
 
 
 def problems():

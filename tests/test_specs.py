@@ -5,14 +5,16 @@ import re
 
 import pytest
 
-from gpubench import nvcc, registry
+from gpubench import nvcc, catalog, spec_files, specs
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape, conv_shape
-from gpubench.registry import Catalog, SpecError, parse_specs
+from gpubench.catalog import Catalog
+from gpubench.specs import SpecError
+from gpubench.spec_files import parse_specs
 from gpubench.runners import KernelRunner, PythonRunner
 from gpubench.variant import SAMPLE_SMS, SMS, Axis
 
-BUILTIN = registry.builtin()
+BUILTIN = catalog.builtin()
 CATALOG = Catalog(BUILTIN)
 
 
@@ -21,8 +23,8 @@ def test_names_are_unique_per_op_and_backend():
     assert len(keys) == len(set(keys))
 
 
-@pytest.mark.parametrize("op", registry.OPS)
-@pytest.mark.parametrize("backend", registry.BACKENDS)
+@pytest.mark.parametrize("op", specs.OPS)
+@pytest.mark.parametrize("backend", specs.BACKENDS)
 def test_every_op_and_backend_has_one_baseline(op, backend):
     assert sum(v.baseline for v in CATALOG.variants(op, backend)) == 1
 
@@ -72,7 +74,7 @@ def test_im2col_is_the_unfold_as_a_before_step_then_a_gemm():
 
 # --- the spec against the kernel ------------------------------------------------------------------------------
 
-KERNELS = [(v, c) for v in BUILTIN if isinstance(v.runner, KernelRunner) for c in v.configs_for(registry.LAB_BLOCK_SIZES)]
+KERNELS = [(v, c) for v in BUILTIN if isinstance(v.runner, KernelRunner) for c in v.configs_for(specs.LAB_BLOCK_SIZES)]
 
 
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
@@ -224,14 +226,14 @@ def test_lab_kernel_flag(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lab.cu").write_text("__global__ void gpu_matrix_mult_sm(float *a, float *b, float *c, int m, int n, "
                                      "int k) {}\n")
-    v = registry.lab_kernel("gemm", "lab.cu:gpu_matrix_mult_sm", None)
+    v = spec_files.lab_kernel("gemm", "lab.cu:gpu_matrix_mult_sm", None)
     assert (v.name, v.define, v.args) == ("gpu_matrix_mult_sm", "BLOCK_SIZE", ("A", "B", "C", "M", "K", "N"))
     launch = v.launch_for(GemmShape(100, 70, 30).dims(), v.configs_for((16,))[0])
     assert launch.grid == (5, 7, 1) and launch.block == (16, 16, 1)  # x over C's 70 columns, y over its 100 rows
-    named = registry.lab_kernel("gemm", "mine=lab.cu:gpu_matrix_mult_sm", "A,B,C,M,N,K")
+    named = spec_files.lab_kernel("gemm", "mine=lab.cu:gpu_matrix_mult_sm", "A,B,C,M,N,K")
     assert named.name == "mine" and named.args == ("A", "B", "C", "M", "N", "K")
     with pytest.raises(SpecError, match="give FILE:SYMBOL"):
-        registry.lab_kernel("gemm", "lab.cu", None)
+        spec_files.lab_kernel("gemm", "lab.cu", None)
 
 
 # --- persistent kernels: the device's multiprocessor count in launch expressions ---------------------------------
@@ -397,5 +399,5 @@ def test_the_warp_tile_family_is_declared_once():
     members = [v for v in BUILTIN if v.source is not None and v.source.name == "05_warptile.cu"]
     assert [v.name for v in members] == ["warptile", "dbuf", "swizzle", "tuned"]
     assert len({(v.kernel, v.launch, v.label, v.constraints, v.search, v.defaults) for v in members}) == 1
-    spec = (registry.kernels_dir() / "gemm" / "variants.toml").read_text()
+    spec = (catalog.kernels_dir() / "gemm" / "variants.toml").read_text()
     assert spec.count('source = "05_warptile.cu"') == 1 and spec.count("constraints = [") == 1

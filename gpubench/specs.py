@@ -1,23 +1,22 @@
-"""Every benchmarked variant, loaded from kernel specs and checked before anything runs.
+"""One [[variant]] table of a kernel spec, checked and made into a Variant.
 
-Built-in variants come from ``cuda_src/<op>/variants.toml``; a project's own come from its gpubench.toml
-(gpubench/project.py finds it) or from ``--kernel FILE:SYMBOL``. All three go through :func:`parse_specs`, so
-they obey one format and one set of rules, and a bad spec is refused in one line that names the file, the
-entry and what is allowed. A :class:`Catalog` is what the rest of gpubench asks for variants.
+Every rule of the spec format lives here: the fields allowed, the arguments in the op's names, configurations and
+their labels, launches evaluated on a ragged sample problem against CUDA's limits, workspaces, TMA descriptors,
+`before` steps, constraints and search spaces. A table that breaks one is refused in one line naming the file,
+the entry and what is allowed (SpecError). gpubench/spec_files.py reads whole spec documents (families, sets)
+and gpubench/catalog.py holds the variants they declare.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from gpubench import expr, paths, runners
+from gpubench import expr, runners
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, Op, conv_shape
-from gpubench.variant import (NO_CONFIG, SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
+from gpubench.variant import (SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
                               config_label)
 
 OPS = tuple(Op)
@@ -31,8 +30,6 @@ KEYS = {
     "options", "includes", "before", "workspace", "requires", "tensor_maps", "family",
 }
 # A family's tables merge into each variant's own, key by key, so that a variant may add defaults or options.
-MERGED_KEYS = {"defaults", "options", "workspace", "tensor_maps"}
-SPEC_FILES = ("gemm/variants.toml", "conv/variants.toml")  # the built-in specs, under cuda_src/
 MAP_KEYS = {"array", "shape", "box"}
 MAP_OPTIONAL = {"swizzle"}
 SWIZZLES = (0, 128)  # bytes
@@ -53,7 +50,7 @@ class SpecError(GpubenchError):
 # --- reading one spec table -----------------------------------------------------------------------------------
 
 
-class _Entry:
+class Entry:
     """One [[variant]] table being checked; `fail` raises with the file and the entry named."""
 
     def __init__(self, table: dict, where: str, index: int):
@@ -83,7 +80,7 @@ class _Entry:
         return e
 
 
-def _args(entry: _Entry, op: str, scratch: tuple[str, ...] = (), table: dict | None = None,
+def _args(entry: Entry, op: str, scratch: tuple[str, ...] = (), table: dict | None = None,
           where: str = "args", required: bool = True) -> tuple[str, ...]:
     args = (entry.table if table is None else table).get("args")
     if args is None:
@@ -108,14 +105,14 @@ def _args(entry: _Entry, op: str, scratch: tuple[str, ...] = (), table: dict | N
     return canonical
 
 
-def _require_args(entry: _Entry, op: str, args, where: str = "args") -> None:
+def _require_args(entry: Entry, op: str, args, where: str = "args") -> None:
     required = ARRAYS[op] + (DIMS[op] if op == Op.GEMM else ())
     missing = [a for a in required if a not in args]
     if missing:
         entry.fail(f"{where}: missing {', '.join(missing)} (a {op} kernel needs {', '.join(required)})")
 
 
-def _configs(entry: _Entry, sets: dict, axis: Axis) -> tuple[list[dict], set[str]]:
+def _configs(entry: Entry, sets: dict, axis: Axis) -> tuple[list[dict], set[str]]:
     raw = entry.table.get("configs")
     if isinstance(raw, str):
         if raw not in sets:
@@ -140,7 +137,7 @@ def _configs(entry: _Entry, sets: dict, axis: Axis) -> tuple[list[dict], set[str
     return params, {k for c in params for k in c if k != "label"}
 
 
-def _launch(entry: _Entry, op: str, names: set[str], table: dict | None = None, where: str = "") -> LaunchSpec:
+def _launch(entry: Entry, op: str, names: set[str], table: dict | None = None, where: str = "") -> LaunchSpec:
     allowed = set(DIMS[op]) | set(LAB_NAMES[op]) | names | {SMS}
     table = entry.table if table is None else table
 
@@ -158,7 +155,7 @@ def _launch(entry: _Entry, op: str, names: set[str], table: dict | None = None, 
                                                                       allowed))
 
 
-def _workspace(entry: _Entry, op: str, params: set[str]) -> tuple[tuple[str, expr.Expr], ...]:
+def _workspace(entry: Entry, op: str, params: set[str]) -> tuple[tuple[str, expr.Expr], ...]:
     table = entry.get("workspace", dict, default={}, what="a table of sizes such as { U = \"16 * K * C\" }")
     taken = set(ARRAYS[op]) | set(DIMS[op]) | set(LAB_NAMES[op]) | params
     for name in table:
@@ -168,7 +165,7 @@ def _workspace(entry: _Entry, op: str, params: set[str]) -> tuple[tuple[str, exp
                  for name, size in table.items())
 
 
-def _tensor_maps(entry: _Entry, op: str, params: set[str], scratch: tuple[str, ...]) -> tuple[TensorMap, ...]:
+def _tensor_maps(entry: Entry, op: str, params: set[str], scratch: tuple[str, ...]) -> tuple[TensorMap, ...]:
     """tensor_maps = { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }: TMA descriptors."""
     table = entry.get("tensor_maps", dict, default={},
                       what='a table such as { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }')
@@ -196,7 +193,7 @@ def _tensor_maps(entry: _Entry, op: str, params: set[str], scratch: tuple[str, .
     return tuple(maps)
 
 
-def _before(entry: _Entry, op: str, params: set[str], scratch: tuple[str, ...], source: Path) -> tuple[Step, ...]:
+def _before(entry: Entry, op: str, params: set[str], scratch: tuple[str, ...], source: Path) -> tuple[Step, ...]:
     tables = entry.get("before", list, default=[], what="a list of tables { kernel, args, grid, block, shared }")
     steps = []
     for i, t in enumerate(tables):
@@ -212,13 +209,13 @@ def _before(entry: _Entry, op: str, params: set[str], scratch: tuple[str, ...], 
     return tuple(steps)
 
 
-def _symbol_defined(entry: _Entry, source: Path, symbol: str, suffix: str) -> None:
+def _symbol_defined(entry: Entry, source: Path, symbol: str, suffix: str) -> None:
     pattern = rf"\bdef\s+{symbol}\s*\(" if suffix == ".py" else rf"\b{symbol}\s*\("
     if not re.search(pattern, source.read_text(errors="replace")):
         entry.fail(f"kernel {symbol!r} is not defined in {source.name}")
 
 
-def _check_launches(entry: _Entry, v: Variant) -> None:
+def _check_launches(entry: Entry, v: Variant) -> None:
     """Evaluate every configuration's launch on a ragged sample problem: CUDA's block limits, positive grids."""
     dims = SAMPLE_SHAPES[v.op].dims()
     for c in v.configs_for(LAB_BLOCK_SIZES):
@@ -242,7 +239,7 @@ def _check_launches(entry: _Entry, v: Variant) -> None:
             entry.fail(f"configuration {c.label} breaks the constraint {broken!r}")
 
 
-def _check_launch(entry: _Entry, v: Variant, c: Config, step: Step, dims) -> None:
+def _check_launch(entry: Entry, v: Variant, c: Config, step: Step, dims) -> None:
     try:
         launch = step.launch_for(dims, c)
     except expr.ExprError as err:
@@ -255,7 +252,7 @@ def _check_launch(entry: _Entry, v: Variant, c: Config, step: Step, dims) -> Non
                    f"{SAMPLE_SHAPES[v.op].label} problem")
 
 
-def _variant(entry: _Entry, sets: dict, base_dir: Path, builtin: bool) -> Variant:
+def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Variant:
     t = entry.table
     unknown = sorted(set(t) - KEYS)
     if unknown:
@@ -405,156 +402,3 @@ def _config(v: Variant, table: dict) -> Config:
 
 
 # --- whole spec files -----------------------------------------------------------------------------------------
-
-
-def _families(data: dict, where: str) -> dict[str, dict]:
-    """The [[family]] tables of a spec document by name: what several variants share."""
-    tables = data.get("family", [])
-    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise SpecError(f"{where}: families are declared as [[family]] tables")
-    families: dict[str, dict] = {}
-    for i, t in enumerate(tables):
-        name = t.get("name")
-        label = f"family {name!r}" if isinstance(name, str) else f"family #{i + 1}"
-        if not isinstance(name, str) or not NAME.match(name):
-            raise SpecError(f"{where}: {label}: name is required: letters, digits and . _ + -")
-        if name in families:
-            raise SpecError(f"{where}: {label}: declared twice")
-        unknown = sorted(set(t) - (KEYS - {"family"}))
-        if unknown:
-            raise SpecError(f"{where}: {label}: unknown field(s) {', '.join(unknown)}; a family holds what its "
-                            f"variants share: {', '.join(sorted(KEYS - {'family', 'name'}))}")
-        families[name] = {k: v for k, v in t.items() if k != "name"}
-    return families
-
-
-def _with_family(table: dict, families: dict[str, dict], where: str, index: int) -> dict:
-    """A [[variant]] table with its family's keys filled in (the variant's own win; MERGED_KEYS merge)."""
-    name = table.get("family")
-    if name is None:
-        return table
-    label = f"variant {table['name']!r}" if isinstance(table.get("name"), str) else f"variant #{index + 1}"
-    if not isinstance(name, str) or name not in families:
-        raise SpecError(f"{where}: {label}: family {name!r} is not declared; declared: "
-                        f"{', '.join(families) or 'none'} (a [[family]] table with that name)")
-    merged = {**families[name], **{k: v for k, v in table.items() if k != "family"}}
-    for key in MERGED_KEYS & set(families[name]) & set(table):
-        if isinstance(table[key], dict) and isinstance(families[name][key], dict):
-            merged[key] = {**families[name][key], **table[key]}
-    return merged
-
-
-def parse_specs(data: dict, where: str, base_dir: Path, *, builtin: bool = False,
-                shared_sets: dict | None = None) -> list[Variant]:
-    """The variants a spec document declares: [[variant]] tables, each maybe naming a [[family]] whose keys it
-    shares, and an optional [sets] of named configuration lists (`shared_sets` adds those of sibling files)."""
-    sets = data.get("sets", {})
-    if not isinstance(sets, dict):
-        raise SpecError(f"{where}: [sets] must be a table of configuration lists")
-    sets = {**(shared_sets or {}), **sets}
-    tables = data.get("variant", [])
-    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise SpecError(f"{where}: variants are declared as [[variant]] tables")
-    families = _families(data, where)
-    tables = [_with_family(t, families, where, i) for i, t in enumerate(tables)]
-    found = [_variant(_Entry(t, where, i), sets, base_dir, builtin) for i, t in enumerate(tables)]
-    seen: set[tuple] = set()
-    for v in found:
-        key = (v.op, v.backend, v.name)
-        if key in seen:
-            raise SpecError(f"{where}: variant {v.name!r}: declared twice for {v.op} on the {v.backend} backend")
-        seen.add(key)
-    return found
-
-
-def read_toml(path: Path, what: str) -> dict:
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{path}: not valid TOML ({e})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read the {what} ({e})") from None
-
-
-def kernels_dir() -> Path:
-    """The built-in kernel sources (package data; a real directory in both wheel and editable installs)."""
-    return paths.cuda_src_dir()
-
-
-@functools.lru_cache(maxsize=None)
-def builtin() -> tuple[Variant, ...]:
-    """The built-in variants, one spec file per op folder of cuda_src/ (named sets are shared between them)."""
-    documents = [(name, read_toml(kernels_dir() / name, "built-in specs")) for name in SPEC_FILES]
-    sets = {k: v for _, data in documents for k, v in data.get("sets", {}).items()}
-    variants = [v for name, data in documents
-                for v in parse_specs(data, f"cuda_src/{name}", (kernels_dir() / name).parent, builtin=True,
-                                     shared_sets=sets)]
-    return tuple(variants)
-
-
-def lab_kernel(op: str, text: str, args: str | None) -> Variant:
-    """The variant for `--kernel [NAME=]FILE:SYMBOL`: the lab's launch (B×B blocks, one thread per output).
-
-    The block size arrives as -DBLOCK_SIZE=B, the lab's macro. GEMM arguments default to the lab's order and
-    naming, (a, b, c, m, n, k) with a m×n and b n×k; conv arguments to gpubench's (x, w, y, N, C, ..., OW).
-    """
-    name, eq, target = text.partition("=")
-    if not eq or ":" in name or "/" in name:
-        name, target = "", text
-    file, sep, symbol = target.rpartition(":")
-    if not sep or not file or not symbol:
-        raise SpecError(f"--kernel {text!r}: give FILE:SYMBOL, e.g. --kernel my_lab.cu:gpu_matrix_mult_sm")
-    default_args = "a,b,c,m,n,k" if op == Op.GEMM else ",".join(ARRAYS[op] + DIMS[op])
-    order = [a.strip() for a in (args or default_args).split(",") if a.strip()]
-    grid = ["cdiv(N, BLOCK_SIZE)", "cdiv(M, BLOCK_SIZE)"] if op == Op.GEMM else \
-        ["cdiv(OW, BLOCK_SIZE)", "cdiv(OH, BLOCK_SIZE)", "N * K"]  # x along output rows; conv: a plane per z
-    table = {
-        "name": name or symbol, "op": op, "source": file, "kernel": symbol, "args": order, "axis": "block",
-        "define": "BLOCK_SIZE", "grid": grid, "block": ["BLOCK_SIZE", "BLOCK_SIZE"],
-        "summary": f"{symbol} from {file}, with the lab's launch: B×B blocks, one thread per output",
-    }
-    (variant,) = parse_specs({"variant": [table]}, "--kernel", Path.cwd())
-    return variant
-
-
-# --- the catalog ----------------------------------------------------------------------------------------------
-
-
-class Catalog:
-    """The variants a command may use: the built-in ones and a project's own, in declaration order."""
-
-    def __init__(self, variants):
-        self.all: tuple[Variant, ...] = tuple(variants)
-
-    @classmethod
-    def with_user(cls, user: list[Variant]) -> Catalog:
-        base = builtin()
-        for v in user:
-            twin = next((b for b in base if (b.op, b.backend, b.name) == (v.op, v.backend, v.name)), None)
-            if twin is not None:
-                raise SpecError(f"{v.origin}: variant {v.name!r}: a built-in {v.op} variant has that name; choose "
-                                "another")
-        return cls([*base, *user])
-
-    def variants(self, op: str, backend: str) -> list[Variant]:
-        return [v for v in self.all if v.op == op and v.backend == backend]
-
-    def get(self, op: str, backend: str, name: str) -> Variant:
-        for v in self.variants(op, backend):
-            if v.name == name:
-                return v
-        allowed = ", ".join(v.name for v in self.variants(op, backend))
-        raise GpubenchError(f"unknown {op} variant {name!r} for the {backend} backend: allowed are {allowed}")
-
-    def select(self, op: str, backend: str, names: list[str] | None) -> list[Variant]:
-        """The named variants in catalog order, or the lab's default set plus the project's own."""
-        if not names:
-            return [v for v in self.variants(op, backend) if v.lab or not v.builtin]
-        chosen = {self.get(op, backend, n).name for n in names}
-        return [v for v in self.variants(op, backend) if v.name in chosen]
-
-    def baseline(self, op: str, backend: str) -> Variant | None:
-        return next((v for v in self.variants(op, backend) if v.baseline), None)
-
-
-__all__ = ["Catalog", "SpecError", "builtin", "lab_kernel", "parse_specs", "NO_CONFIG", "LAB_BLOCK_SIZES"]
