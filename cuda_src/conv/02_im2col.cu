@@ -32,6 +32,10 @@ extern "C" __global__ void __launch_bounds__(Tile::THREADS)
 im2col_gemm(const float* __restrict__ w, const float* __restrict__ cols, float* __restrict__ y, int C, int K, int R,
             int S, int OH, int OW)
 {
-    const size_t pixels = (size_t)OH * OW, rows = (size_t)C * R * S, n = blockIdx.z;
-    tiled_product(w, cols + n * rows * pixels, y + n * K * pixels, K, (int)pixels, (int)rows);
+    // The sizes as ints and only the image offsets widened, as gemm/03_tiled.cu's own callers pass them: with
+    // the sizes computed in size_t the tile loop compiled 35% slower on an H100 (6.63 against 4.86 ms at the
+    // lab's 4096² layer, 128x128x8/8x8), with the same register count.
+    const int pixels = OH * OW, rows = C * R * S;
+    const size_t n = blockIdx.z;
+    tiled_product(w, cols + n * (long long)rows * pixels, y + n * (long long)K * pixels, K, pixels, rows);
 }
