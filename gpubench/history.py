@@ -127,6 +127,24 @@ def _noise(y: np.ndarray) -> float:
     return max(1.4826 * float(np.median(d)) / math.sqrt(2), 1e-4) if len(d) else 1e-4
 
 
+SCREEN_Z = 3.0  # best single split, in standard errors, under which a series is not searched (see _may_change)
+
+
+def _may_change(y: np.ndarray, noise: float) -> bool:
+    """Whether any split of the series moves its mean by SCREEN_Z standard errors or more. PELT's penalty asks
+    about 4.5 of one change (PENALTY · log 30 ≈ 20 noise variances of cost), so a series under 3 gives it nothing
+    to find: screening it out keeps a history of tens of thousands of points fast (one split scan each, not a
+    search)."""
+    n = len(y)
+    k = np.arange(MIN_SEGMENT, n - MIN_SEGMENT + 1)
+    if not len(k):
+        return False
+    c = np.cumsum(y)
+    left, right = c[k - 1] / k, (c[-1] - c[k - 1]) / (n - k)
+    z = np.abs(left - right) / (noise * np.sqrt(1 / k + 1 / (n - k)))
+    return bool(z.max() >= SCREEN_Z)
+
+
 def detect(series: Series, alpha: float = 0.05) -> list[Change]:
     """The changes of one series: ruptures' change points, each kept where the runs on either side differ."""
     try:
@@ -137,7 +155,10 @@ def detect(series: Series, alpha: float = 0.05) -> list[Change]:
     if len(series.entries) < MIN_RUNS:
         return []
     y = np.log([e.median_ms for e in series.entries])
-    penalty = PENALTY * _noise(y) ** 2 * math.log(len(y))
+    noise = _noise(y)
+    if not _may_change(y, noise):
+        return []
+    penalty = PENALTY * noise ** 2 * math.log(len(y))
     cuts = ruptures.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1).fit(y.reshape(-1, 1)).predict(pen=penalty)
     bounds = [0, *cuts]  # cuts ends with len(y)
     changes = []

@@ -87,3 +87,31 @@ def test_history_of_a_directory_without_runs_is_one_line(tmp_path):
 
     with pytest.raises(GpubenchError, match="no results files"):
         app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+
+
+def test_history_grows_linearly_with_the_points(make_run):
+    """Five runs of 20,000 points take about ten times what five of 2,000 take (series screened by one split scan
+    each before any search), page included."""
+    import time
+
+    from test_views_report import synthetic_points
+
+    from gpubench.views.history import history_html
+
+    def seconds(n):
+        run = synthetic_points(make_run, n)
+        runs = [(f"r{i}", run) for i in range(5)]
+        started = time.perf_counter()
+        series = h.history(runs, times={})
+        history_html(series, 0.05)
+        return time.perf_counter() - started
+
+    seconds(200)  # imports (ruptures brings SciPy)
+    small, large = seconds(2000), seconds(20000)
+    assert large < 25 * small, (small, large)
+
+
+def test_a_change_too_small_to_find_is_screened_out_before_the_search():
+    flat = np.log([e.median_ms for e in noisy_series(5).entries])
+    stepped = np.log([e.median_ms for e in noisy_series(5, step_at=20).entries])
+    assert not h._may_change(flat, h._noise(flat)) and h._may_change(stepped, h._noise(stepped))
