@@ -91,9 +91,9 @@ def test_a_projects_variants_can_be_named(tmp_path):
     (tmp_path / "k.py").write_text("def k(A, B, C, M, N, K):\n    C[...] = A @ B\n")
     mine = spec_files.parse_specs({"variant": [{"name": "mine", "op": "gemm", "source": "k.py", "kernel": "k",
                                               "args": ["A", "B", "C", "M", "N", "K"]}]}, "gpubench.toml", tmp_path)
-    catalog = catalog.Catalog.with_user(mine)
+    known = catalog.Catalog.with_user(mine)
     s = suites.load(write(tmp_path, '[[sweep]]\nop = "gemm"\nvariants = ["mine", "numpy"]\nsizes = [64]'), "cpu",
-                    catalog)
+                    known)
     assert [v.name for v in s.sweeps[0].variants] == ["numpy", "mine"]
 
 

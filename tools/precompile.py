@@ -10,17 +10,17 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpubench import nvcc, project, catalog, specs, tune  # noqa: E402
+from gpubench import autotune, catalog, nvcc, project, specs  # noqa: E402
 
 arch = sys.argv[1] if len(sys.argv) > 1 else "sm_90"
 mine = project.load(sys.argv[sys.argv.index("--project") + 1]).variants if "--project" in sys.argv else []
-catalog = catalog.Catalog.with_user(mine)
+known = catalog.Catalog.with_user(mine)
 jobs = [(catalog.kernels_dir() / "probes.cu", (), arch, ())]
-for v in catalog.all:
+for v in known.all:
     for c in v.configs_for(specs.LAB_BLOCK_SIZES):
         jobs += v.builds(c, v.arch or arch)
 if "--tuner" in sys.argv:
-    tuned = catalog.get("gemm", "cuda", "tuned")
-    jobs += [j for c in tune.candidates(tuned, int(sys.argv[sys.argv.index("--tuner") + 1])) for j in tuned.builds(c, arch)]
+    tuned = known.get("gemm", "cuda", "tuned")
+    jobs += [j for c in autotune.candidates(tuned, int(sys.argv[sys.argv.index("--tuner") + 1])) for j in tuned.builds(c, arch)]
 failures = nvcc.compile_all(jobs)
 print(f"{len(set(jobs))} builds, {len(failures)} failed", *(str(e) for _, e in failures), sep="\n")
