@@ -8,7 +8,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 
 from gpubench.results import Point, RunStatus, load
 from gpubench.views import report

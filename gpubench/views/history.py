@@ -3,7 +3,6 @@ with one chart per series that changed (medians by run, each change marked with 
 
 from __future__ import annotations
 
-from html import escape
 
 from gpubench.history import Series, typical_noise
 from gpubench.views.report import _asset, _chart_html, table_html
