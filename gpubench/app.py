@@ -243,7 +243,7 @@ def run_history(paths: list[str], threshold: float, alpha: float, html: str | No
     """Every point's series across the runs with its changes; the HTML page too where asked for."""
     from gpubench import history as hist
 
-    target = check_output(html, force, "history page", (".html", ".htm")) if html else None
+    target = check_output(html, force, "history page", (".html", ".htm"), flag="--html") if html else None
     outcome = History(hist.history(load_runs(paths), alpha), threshold)
     if target:
         from gpubench.views.history import history_html

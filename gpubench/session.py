@@ -30,23 +30,24 @@ from gpubench.worker import DEFAULT_TIMEOUT_S
 # --- output files ---------------------------------------------------------------------------------------------
 
 
-def check_output(output: str | Path, force: bool, what: str = "results file", suffixes=(".json",)) -> Path:
+def check_output(output: str | Path, force: bool, what: str = "results file", suffixes=(".json",),
+                 flag: str = "-o") -> Path:
     """Refuse an output path before any work starts: wrong suffix, a directory, an existing file without
-    --force, or a place that cannot be written."""
+    --force, or a place that cannot be written. Messages name the option that gave the path (`flag`)."""
     path = Path(output)
     if path.suffix.lower() not in suffixes:
-        raise GpubenchError(f"-o {output}: a {what} ends in {' or '.join(suffixes)}")
+        raise GpubenchError(f"{flag} {output}: a {what} ends in {' or '.join(suffixes)}")
     if path.is_dir():
-        raise GpubenchError(f"-o {output} is a directory: give a file path")
+        raise GpubenchError(f"{flag} {output} is a directory: give a file path")
     if path.exists() and not force:
-        raise GpubenchError(f"-o {output} exists: pass --force to replace it, or choose another path")
+        raise GpubenchError(f"{flag} {output} exists: pass --force to replace it, or choose another path")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         probe = path.with_name(f".{path.name}.probe")
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
-        raise GpubenchError(f"-o {output} cannot be written ({e.strerror or e})") from None
+        raise GpubenchError(f"{flag} {output} cannot be written ({e.strerror or e})") from None
     return path
 
 

@@ -311,3 +311,10 @@ def test_history_exits_1_on_a_latest_slowdown(make_run, run_file, tmp_path):
     r = invoke("history", str(tmp_path))
     assert r.exit_code == 1 and "gemm tiled 128x128x8/8x8 2048" in r.output and "c5..c6" in r.output
     assert invoke("history", str(tmp_path), "--threshold", "0.5").exit_code == 0
+
+
+def test_history_names_the_html_option_in_its_errors(make_run, run_file, tmp_path):
+    run_file(make_run())
+    (tmp_path / "page.html").mkdir()
+    one_line_error(invoke("history", str(tmp_path / "run.json"), "--html", str(tmp_path / "page.html")),
+                   "--html", "is a directory")
