@@ -125,14 +125,15 @@ class Comparison:
     report: object  # gpubench.compare.Report
 
 
-def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env: bool) -> Comparison:
+def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env: bool,
+                 allow_partial: bool = False) -> Comparison:
     """`gpubench compare`: two saved runs, point by point (the rules: gpubench/compare.py's)."""
     from gpubench import compare, results
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
     base_run, new_run = results.load(base), results.load(new)
     report = compare.compare(base_run, new_run, threshold, alpha)
-    compare.check(report, strict_env, base, new)
+    compare.check(report, strict_env, base, new, (base_run, new_run), allow_partial)
     return Comparison(base_run, new_run, report)
 
 

@@ -125,14 +125,14 @@ def show(file, fmt, threshold):
 
 @cli.command()
 @group(options.COMPARING)
-def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, across):
+def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, across, allow_partial):
     """Compare two saved runs point by point and fail only on a real regression.
 
     \b
     Exit codes:
       0  no significant regression (improvements never fail)
       1  at least one point significantly slower by more than --threshold
-      2  usage error, unreadable or incompatible files (--strict-env: environments differ)
+      2  usage error, unreadable or incompatible files, a run not complete (without --allow-partial)
       3  only inconclusive results, with --fail-on-inconclusive
     \b
     Examples:
@@ -140,7 +140,7 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
       gpubench compare base.json new.json --format markdown > comment.md
       gpubench compare h100.json h200.json --across      # two GPU models, side by side
     """
-    c = app.compare_runs(base, new, threshold, alpha, strict_env)
+    c = app.compare_runs(base, new, threshold, alpha, strict_env, allow_partial)
     code = Exit.OK if across else c.report.exit_code(fail_on_inconclusive)
     terminal.comparison(c, base, new, fmt, across, code, click.echo)
     return code

@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from gpubench.errors import GpubenchError
 from gpubench.exit_codes import Exit
-from gpubench.results import Point, Run, Status
+from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.stats import ratio_interval
 
 ENV_FIELDS = {
@@ -84,10 +84,7 @@ class Change:
 
     @property
     def label(self) -> str:
-        p = self.new
-        tf32 = " [TF32]" if p.tf32 else ""
-        config = "" if p.config == "-" else f" {p.config}"
-        return f"{p.op} {p.variant}{tf32}{config} {p.problem.full_label}"
+        return point_label(self.new)
 
 
 @dataclass
@@ -198,9 +195,37 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
     return report
 
 
-def check(report: Report, strict_env: bool, base_name: str, new_name: str) -> None:
-    """The rules a comparison must pass before any verdict is shown: with --strict-env, the same environment;
-    and some point in common."""
+def point_label(p: Point) -> str:
+    """A point named whole: op, variant, configuration, the problem with everything that tells it apart."""
+    tf32 = " [TF32]" if p.tf32 else ""
+    config = "" if p.config == "-" else f" {p.config}"
+    return f"{p.op} {p.variant}{tf32}{config} {p.problem.full_label}"
+
+
+def duplicates(run: Run) -> list[Point]:
+    """Points a run holds more than once (the same point on the same GPU): a file edited or merged by hand."""
+    seen, twice = set(), []
+    for p in run.points:
+        key = (p.key(), p.device)
+        if key in seen:
+            twice.append(p)
+        seen.add(key)
+    return twice
+
+
+def check(report: Report, strict_env: bool, base_name: str, new_name: str, runs: tuple[Run, Run] | None = None,
+          allow_partial: bool = False) -> None:
+    """The rules a comparison must pass before any verdict is shown: each run holds every point once and is
+    complete (or --allow-partial compares the points two partial runs have in common); with --strict-env, the
+    same environment; and some point in common."""
+    for name, run in zip((base_name, new_name), runs or ()):
+        twice = duplicates(run)
+        if twice:
+            raise GpubenchError(f"{name} holds {len(twice)} point(s) twice, the first {point_label(twice[0])}: a "
+                                "results file has each point once")
+        if run.status != RunStatus.COMPLETE and not allow_partial:
+            raise GpubenchError(f"{name} is {run.status} with {len(run.points)} point(s) saved, so points may be "
+                                "missing: finish it, or pass --allow-partial to compare the points both runs have")
     if strict_env and report.env_diffs:
         name, a, b = report.env_diffs[0]
         more = f" and {len(report.env_diffs) - 1} more" if len(report.env_diffs) > 1 else ""

@@ -96,6 +96,8 @@ COMPARING = [
                  help="Exit 3 when nothing regressed but some points could not be decided."),
     click.option("--across", is_flag=True, help="Two GPU models side by side: per-point ratios and geometric means, "
                                                 "no regression verdict (exit 0)."),
+    click.option("--allow-partial", is_flag=True,
+                 help="Compare the points in common when a run is not complete (interrupted, or still running)."),
 ]
 PLOTTING = [
     click.argument("file"),

@@ -116,7 +116,7 @@ def test_unmatched_and_unmeasured_points_are_listed(make_run, run_file):
     b.points[0] = Point(b.points[0].problem, b.points[0].variant, b.points[0].config, Status.SKIPPED)
     r = invoke("compare", run_file(a, "a.json"), run_file(b, "b.json"))
     assert r.exit_code == 0
-    assert "only in base: conv cudnn - 4096" in r.output
+    assert "only in base: conv cudnn 4096 s1" in r.output  # the whole problem, stride included
     assert "not compared (ok → skipped): gemm tiled" in r.output
 
 
@@ -185,3 +185,35 @@ def test_a_point_that_passed_and_now_fails_is_a_regression(make_run, run_file):
     new.points[0] = Point(p.problem, p.variant, p.config, Status.ERROR, reason="CUDA error: illegal address")
     r = invoke("compare", run_file(base, "a.json"), run_file(new, "b.json"))
     assert r.exit_code == 1 and "1 point(s) that passed now fail" in r.output and "BROKEN" in r.output
+
+
+def test_an_incomplete_run_is_refused_unless_partial_comparison_is_asked_for(make_run, run_file, tmp_path):
+    from gpubench import app
+    from gpubench.errors import GpubenchError
+    from gpubench.results import RunStatus
+
+    base = run_file(make_run(), "base.json")
+    cut = make_run(seed=1)
+    cut.points, cut.status = cut.points[:3], RunStatus.INTERRUPTED
+    new = run_file(cut, "new.json")
+    with pytest.raises(GpubenchError, match=r"new.json is interrupted with 3 point\(s\) saved.*--allow-partial"):
+        app.compare_runs(base, new, 0.05, 0.05, False)
+    c = app.compare_runs(base, new, 0.05, 0.05, False, allow_partial=True)
+    assert len(c.report.changes) == 3 and len(c.report.only_base) == 3
+    from gpubench.views.compare import notes
+
+    lines = notes(c.report)
+    assert "3 point(s) of the base are missing from the new run" in lines
+    assert any(line.startswith("only in base: conv") and line.endswith(" s1") for line in lines)  # the stride too
+
+
+def test_a_point_held_twice_is_an_error_naming_it(make_run, run_file):
+    from gpubench import app
+    from gpubench.errors import GpubenchError
+
+    run = make_run()
+    run.points.append(run.points[0])
+    twice = run_file(run, "twice.json")
+    with pytest.raises(GpubenchError, match=r"twice.json holds 1 point\(s\) twice, the first gemm tiled "
+                                            r"128x128x8/8x8 1024"):
+        app.compare_runs(run_file(make_run(), "base.json"), twice, 0.05, 0.05, False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from gpubench.compare import Change, Report, Verdict
+from gpubench.compare import Change, Report, Verdict, point_label
 from gpubench.views.tables import Cell, Table, escape, to_markdown, to_rich
 
 VERDICT_STYLE = {Verdict.SLOWER: "fail", Verdict.FASTER: "best", Verdict.INCONCLUSIVE: "noisy", Verdict.SAME: ""}
@@ -61,14 +61,16 @@ def notes(report: Report) -> list[str]:
         if c.verdict == Verdict.SLOWER and c.clock_change and c.clock_change[1] < c.clock_change[0]:
             lines.append(f"slower with the SM clock down: {c.label} ({c.clock_change[0]:,.0f} → "
                          f"{c.clock_change[1]:,.0f} MHz): the GPU's clock may explain it, not the code")
+    if report.only_base:
+        lines.append(f"{len(report.only_base)} point(s) of the base are missing from the new run")
     for p in report.only_base:
-        lines.append(f"only in base: {p.op} {p.variant} {p.config} {p.problem.label}")
+        lines.append(f"only in base: {point_label(p)}")
     for p in report.only_new:
-        lines.append(f"only in new: {p.op} {p.variant} {p.config} {p.problem.label}")
+        lines.append(f"only in new: {point_label(p)}")
     for b, n in report.not_measured:
         broken = "BROKEN, " if (b, n) in report.broken else ""
-        lines.append(f"{broken}not compared ({b.status} → {n.status}): {n.op} {n.variant} {n.config} "
-                     f"{n.problem.label}" + (f": {n.reason}" if broken and n.reason else ""))
+        lines.append(f"{broken}not compared ({b.status} → {n.status}): {point_label(n)}"
+                     + (f": {n.reason}" if broken and n.reason else ""))
     return lines
 
 
