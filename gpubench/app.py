@@ -20,6 +20,7 @@ from gpubench.executors import open_executor
 from gpubench.problems import Op
 from gpubench.project import Project
 from gpubench.results import Run
+from gpubench.specs import ARCH
 from gpubench.session import Display, RunOutcome, RunRequest, check_output, run_sweeps
 from gpubench.variant import Variant
 
@@ -48,7 +49,7 @@ def check_kernels(variants: list[Variant], archs: list[str], block_sizes: tuple[
 
 def arch_list(text: str) -> list[str]:
     archs = [a.strip() for a in text.split(",") if a.strip()]
-    bad = [a for a in archs if not re.match(r"sm_\d{2,3}[af]?$", a)]
+    bad = [a for a in archs if not ARCH.match(a)]
     if not archs or bad:
         raise GpubenchError(f"--arch {text!r}: give architectures such as sm_80,sm_90 (sm_XY, optionally with a "
                             "or f)")

@@ -78,7 +78,7 @@ class Cluster:
         if scheduler:
             try:
                 self.client = Client(scheduler, timeout="30s")
-            except (OSError, TimeoutError) as e:
+            except (OSError, TimeoutError, ValueError) as e:  # ValueError: an address Dask cannot parse
                 raise GpubenchError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
         elif options.backend == "cuda":
             try:

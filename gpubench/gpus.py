@@ -18,6 +18,7 @@ from gpubench.errors import GpubenchError
 ALL = "all"
 ONE = "id:"  # the prefix that picks GPUs by index, one of them included
 CPU_WORKERS = 2  # --gpus all on the CPU backend (which has no GPUs to count): this many worker processes
+MAX_GPUS = 256  # no host has more; a larger count or index is a typo (and would start that many processes)
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,12 @@ class GpuSelection:
             return cls()
         by_index = text.startswith(ONE)
         items = [t.strip() for t in text.removeprefix(ONE).split(",")]
-        if not all(t.isdigit() for t in items):
+        if not all(t.isascii() and t.isdigit() for t in items):  # str.isdigit alone takes ² and ٣
             raise GpubenchError(f"--gpus {text!r}: give all, a count such as 2, indices such as 0,2, or one GPU by "
                                 "index such as id:1")
         values = tuple(int(t) for t in items)
+        if max(values) > MAX_GPUS - (by_index or len(values) > 1):
+            raise GpubenchError(f"--gpus {text!r}: a count is 1 to {MAX_GPUS}, an index 0 to {MAX_GPUS - 1}")
         if len(values) == 1 and not by_index:
             return cls(count=values[0])
         return cls(indices=values)

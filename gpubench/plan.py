@@ -100,6 +100,19 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
                         decide=None if decide is None else float(decide), discard_throttled=discard_throttled)
 
 
+MAX_NAME = 100  # a name goes into tables, file names and labels
+
+
+def check_name(value, where: str) -> str:
+    """A sweep's or a suite's name: printable text without surrounding spaces (a newline or a control
+    character would break the tables, labels and file names it goes into)."""
+    if (not isinstance(value, str) or not value or not value.isprintable() or value != value.strip()
+            or len(value) > MAX_NAME):
+        raise GpubenchError(f"{where} must be printable text of 1 to {MAX_NAME} characters without surrounding "
+                            f"spaces, got {value!r:.60}")
+    return value
+
+
 def block_sizes(values, where: str) -> tuple[int, ...]:
     values = tuple(values)
     if not values or not all(type(b) is int and 1 <= b <= MAX_BLOCK_SIZE for b in values):
@@ -194,8 +207,33 @@ class Spread:
     @classmethod
     def from_options(cls, gpus: str | None, scheduler: str | None, replicate: bool = False,
                      slow_threshold: float = DEFAULTS.slow_threshold) -> Spread:
-        return cls(GpuSelection.parse(gpus) if gpus is not None else None, scheduler, replicate,
+        return cls(GpuSelection.parse(gpus) if gpus is not None else None,
+                   check_scheduler(scheduler) if scheduler is not None else None, replicate,
                    check_fraction(slow_threshold, "--slow-threshold"))
+
+
+SCHEDULER_PROTOCOLS = ("tcp", "tls", "ucx", "ws", "wss")  # what Dask's comms speak across processes
+
+
+def check_scheduler(address: str) -> str:
+    """A Dask scheduler's address, [PROTOCOL://]HOST:PORT, checked before Dask sees it (Dask raises a traceback
+    for a missing port, and an empty one would quietly start a local cluster instead)."""
+    text = address.strip()
+    example = "give the scheduler's address as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
+    if not text:
+        raise GpubenchError(f"--scheduler is empty: {example} (or leave it out to run here)")
+    protocol, sep, rest = text.partition("://")
+    if not sep:
+        protocol, rest = "tcp", text
+    host, colon, port = rest.rpartition(":")
+    if protocol not in SCHEDULER_PROTOCOLS:
+        raise GpubenchError(f"--scheduler {address!r}: unknown protocol {protocol!r} (allowed: "
+                            f"{', '.join(SCHEDULER_PROTOCOLS)}); {example}")
+    if not colon or not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise GpubenchError(f"--scheduler {address!r} needs a port from 1 to 65535; {example}")
+    if not host or not host.isprintable() or any(c.isspace() or c in "/?#@" for c in host):
+        raise GpubenchError(f"--scheduler {address!r}: {host!r} is not a host name or address; {example}")
+    return text
 
 
 def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None) -> list[Variant]:

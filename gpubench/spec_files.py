@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from gpubench.problems import ARRAYS, DIMS, Op
-from gpubench.specs import KEYS, NAME, Entry, SpecError, variant_from
+from gpubench.specs import IDENT, KEYS, NAME, Entry, SpecError, variant_from
 from gpubench.variant import Variant
 
 # A family's tables merge into each variant's own, key by key, so that a variant may add defaults or options.
@@ -85,6 +85,8 @@ def read_toml(path: Path, what: str) -> dict:
         return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"{path}: not valid TOML ({e})") from None
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise SpecError(f"{path}: not a {what} gpubench can read (arrays or tables nested too deeply)") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"{path}: cannot read the {what} ({e})") from None
 
@@ -101,6 +103,12 @@ def lab_kernel(op: str, text: str, args: str | None) -> Variant:
     file, sep, symbol = target.rpartition(":")
     if not sep or not file or not symbol:
         raise SpecError(f"--kernel {text!r}: give FILE:SYMBOL, e.g. --kernel my_lab.cu:gpu_matrix_mult_sm")
+    if not IDENT.match(symbol):
+        raise SpecError(f"--kernel {text!r}: SYMBOL {symbol!r} is not a function's name (letters, digits and _, not "
+                        "starting with a digit), e.g. --kernel my_lab.cu:gpu_matrix_mult_sm")
+    if name and not NAME.match(name):
+        raise SpecError(f"--kernel {text!r}: NAME {name!r} may hold letters, digits and . _ + - (e.g. "
+                        "mine=my_lab.cu:gpu_matrix_mult_sm)")
     default_args = "a,b,c,m,n,k" if op == Op.GEMM else ",".join(ARRAYS[op] + DIMS[op])
     order = [a.strip() for a in (args or default_args).split(",") if a.strip()]
     grid = ["cdiv(N, BLOCK_SIZE)", "cdiv(M, BLOCK_SIZE)"] if op == Op.GEMM else \

@@ -23,7 +23,6 @@ OPS = tuple(Op)
 BACKENDS = ("cuda", "cpu")
 LAB_BLOCK_SIZES = (8, 16, 24, 32)
 MAX_BLOCK_SIZE = 32  # B×B threads; 32×32 = 1024 is CUDA's per-block limit
-MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads in all
 KEYS = {
     "name", "op", "backend", "runner", "summary", "source", "kernel", "args", "grid", "block", "shared", "axis",
     "define", "configs", "defaults", "label", "constraints", "search", "tolerance", "arch", "lab", "baseline",
@@ -35,9 +34,11 @@ MAP_OPTIONAL = {"swizzle"}
 SWIZZLES = (0, 128)  # bytes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 BUILTIN_ONLY = {"baseline"}
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*$")
-IDENT = re.compile(r"[A-Za-z_]\w*$")
-ARCH = re.compile(r"sm_\d{2,3}[af]?$")
+# \Z, not $: "$" also matches before a final newline, which would let "name\n" through. ASCII: \w and \d
+# take any script's letters and digits, which no C compiler or file name here expects.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+IDENT = re.compile(r"[A-Za-z_]\w*\Z", re.ASCII)
+ARCH = re.compile(r"sm_\d{2,3}[af]?\Z", re.ASCII)
 # Problems every launch is evaluated on when a spec loads: ragged, so that a formula's slips show early.
 SAMPLE_SHAPES = {Op.GEMM: GemmShape(1000, 1500, 777),
                  Op.CONV: conv_shape(1000, 2, batch=2, in_channels=3, out_channels=4, kernel=3)}
@@ -128,8 +129,10 @@ def _configs(entry: Entry, sets: dict, axis: Axis) -> tuple[list[dict], set[str]
     params: list[dict] = []
     for c in raw:
         bad = [k for k, v in c.items() if k != "label" and (type(v) is not int or not IDENT.match(k))]
-        if bad or not isinstance(c.get("label", ""), str):
-            entry.fail(f"configs: every value must be an integer named like a C macro (got {c!r})")
+        label = c.get("label", "x")
+        if bad or not isinstance(label, str) or not label.isprintable() or label != label.strip() or not label:
+            entry.fail(f"configs: every value must be an integer named like a C macro, and a label printable text "
+                       f"(got {c!r})")
         if SMS in c:
             entry.fail(f"configs: {SMS} is the device's multiprocessor count in launch expressions; name the "
                        "parameter otherwise")
@@ -244,12 +247,9 @@ def _check_launch(entry: Entry, v: Variant, c: Config, step: Step, dims) -> None
         launch = step.launch_for(dims, c)
     except expr.ExprError as err:
         entry.fail(f"configuration {c.label}: {step.kernel}: {err}")
-    if launch.threads > 1024 or any(b > m for b, m in zip(launch.block, MAX_BLOCK)):
-        entry.fail(f"configuration {c.label}: {step.kernel}: a block of {launch.block} threads is larger than CUDA "
-                   "allows (1024 threads, at most 1024 × 1024 × 64)")
-    if min(launch.block) < 1 or min(launch.grid) < 1 or launch.shared_bytes < 0:
-        entry.fail(f"configuration {c.label}: {step.kernel}: launch {launch} has an empty grid or block for a "
-                   f"{SAMPLE_SHAPES[v.op].label} problem")
+    beyond = launch.beyond_limits()
+    if beyond:
+        entry.fail(f"configuration {c.label}: {step.kernel}: {beyond} for a {SAMPLE_SHAPES[v.op].label} problem")
 
 
 def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Variant:
@@ -286,6 +286,8 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
         if not source_text:
             entry.fail("source is missing: the kernel's file, relative to this spec")
         source = (base_dir / source_text).resolve()
+        if source.is_dir():
+            entry.fail(f"source {source_text} is a directory: give the kernel's file (looked at {source})")
         if not source.is_file():
             entry.fail(f"source {source_text} does not exist (looked for {source})")
         if source.suffix != runner.SOURCE:

@@ -81,9 +81,7 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) 
     if unknown:
         raise GpubenchError(f"{where} has unknown key(s) {', '.join(sorted(unknown))} for op {op}; allowed are "
                             f"{', '.join(sorted(SWEEP_KEYS[op]))}")
-    name = table.get("name", f"{op}-{index}")
-    if not isinstance(name, str) or not name:
-        raise GpubenchError(f"{where}.name must be a non-empty string, got {name!r}")
+    name = plan.check_name(table.get("name", f"{op}-{index}"), f"{where}.name")
     skipped = []
     names = table.get("variants")
     if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
@@ -149,14 +147,21 @@ SHAPES_OF = {Op.GEMM: _gemm_shapes, Op.CONV: _conv_shapes}  # each op's problems
 def find(name: str | Path) -> Path:
     """A suite file: a path, or the name of a shipped suite."""
     path = Path(name)
+    if not str(name).strip():
+        raise GpubenchError(f"the suite is empty: give a suite file or one of the shipped suites ({_names()})")
     if path.is_file():
         return path
     candidate = suites_dir() / f"{path.stem}.toml"
     if path.suffix in ("", ".toml") and path.parent == Path(".") and candidate.is_file():
         return candidate
-    shipped_names = ", ".join(n for n, _ in shipped())
-    raise GpubenchError(f"suite {name} does not exist: give a suite file or one of the shipped suites "
-                        f"({shipped_names})")
+    if path.is_dir():
+        raise GpubenchError(f"suite {name} is a directory: give a suite file (.toml) or one of the shipped suites "
+                            f"({_names()})")
+    raise GpubenchError(f"suite {name} does not exist: give a suite file or one of the shipped suites ({_names()})")
+
+
+def _names() -> str:
+    return ", ".join(n for n, _ in shipped())
 
 
 def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None) -> Suite:
@@ -166,6 +171,8 @@ def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise GpubenchError(f"suite {path} is not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise GpubenchError(f"suite {path} is not a suite (arrays or tables nested too deeply)") from None
     except (OSError, UnicodeDecodeError) as e:
         raise GpubenchError(f"suite {path} cannot be read ({e})") from None
     unknown = set(data) - TOP_KEYS
@@ -184,7 +191,9 @@ def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None
                             f"{', '.join(sorted(TIMING_KEYS))}")
     for key, kind in (("name", str), ("description", str), ("tf32", bool)):
         if key in data and not isinstance(data[key], kind):
-            raise GpubenchError(f"suite {path}: {key} must be a {kind.__name__}, got {data[key]!r}")
+            raise GpubenchError(f"suite {path}: {key} must be a {kind.__name__}, got {data[key]!r:.60}")
+    if "name" in data:
+        plan.check_name(data["name"], f"suite {path}: name")
     try:
         base = {k: defaults[k] for k in TIMING_KEYS if k in defaults}
         _timing(defaults, {}, "defaults", backend)  # checked here, so a bad default is named as one
@@ -201,6 +210,6 @@ def shipped() -> list[tuple[str, str]]:
     for p in sorted(suites_dir().glob("*.toml")):
         try:
             out.append((p.stem, str(tomllib.loads(p.read_text()).get("description", ""))))
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError, OSError, UnicodeDecodeError):
             out.append((p.stem, "(not valid TOML)"))
     return out

@@ -52,7 +52,7 @@ def read(path: Path) -> list[dict]:
     """The entries of one tuned file, checked; a file that is wrong is refused in one line."""
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
         raise GpubenchError(f"tuned configurations {path} cannot be read ({e}): delete it or run `gpubench tune` "
                             "again") from None
     entries = data.get("entries") if isinstance(data, dict) else None

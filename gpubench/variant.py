@@ -36,6 +36,13 @@ class Axis(StrEnum):
     TUNED = "tuned"  # per shape, from the tuned configurations (the first fixed one where none was tuned)
 
 
+# CUDA's launch limits, the same on every GPU since compute capability 3.0 (the programming guide's table of
+# technical specifications): blocks per grid dimension, threads per block dimension, threads per block.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS = 1024
+
+
 @dataclass(frozen=True)
 class Launch:
     grid: tuple[int, int, int]
@@ -45,6 +52,18 @@ class Launch:
     @property
     def threads(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
+
+    def beyond_limits(self) -> str | None:
+        """Why CUDA would refuse this launch (a grid or block past its limits, or an empty one), or None."""
+        if min(self.grid) < 1 or min(self.block) < 1 or self.shared_bytes < 0:
+            return f"an empty grid or block (grid {self.grid}, block {self.block}, {self.shared_bytes} bytes shared)"
+        if any(g > m for g, m in zip(self.grid, MAX_GRID)):
+            return (f"a grid of {self.grid} blocks is past CUDA's limits ({MAX_GRID[0]} × {MAX_GRID[1]} × "
+                    f"{MAX_GRID[2]})")
+        if self.threads > MAX_THREADS or any(b > m for b, m in zip(self.block, MAX_BLOCK)):
+            return (f"a block of {self.block} threads is past CUDA's limits ({MAX_THREADS} threads, at most "
+                    f"{MAX_BLOCK[0]} × {MAX_BLOCK[1]} × {MAX_BLOCK[2]})")
+        return None
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,8 @@ def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratc
             fmt += "P"
             values.append(pointer(arrays[name]))
         else:
+            if not -2**31 <= dims[name] < 2**31:
+                raise Skip(f"{name} = {dims[name]} does not fit the kernel's 32-bit int parameter {name}")
             fmt += "i"
             values.append(dims[name])
     return fmt, tuple(values)

@@ -195,6 +195,8 @@ def run_from(data: dict, path: Path) -> Run:
     backend = check.field(data, "backend", str, "")
     environment = check.field(data, "environment", dict, "")
     settings = check.field(data, "settings", dict, "")
+    check.field(settings, "replicate", bool, "settings", required=False)  # what the views read of the settings
+    check.number(settings, "slow_threshold", "settings", optional=True)
     points = check.field(data, "points", list, "")
     status = check.field(data, "status", str, "", required=False) or RunStatus.COMPLETE
     if status not in list(RunStatus):

@@ -17,8 +17,6 @@ from gpubench.problems import ConvShape
 from gpubench.results import Details
 from gpubench.variant import SMS, Launch
 
-MAX_GRID_YZ = 65535
-
 
 def _ptr(array) -> np.uintp:
     return np.uintp(array.data.ptr)
@@ -45,8 +43,9 @@ class KernelLaunches:
         limit = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
         if launch.threads > limit:
             raise Skip(f"{launch.threads} threads per block, but this kernel can launch at most {limit} here")
-        if max(launch.grid[1:]) > MAX_GRID_YZ:
-            raise Skip(f"grid {launch.grid} exceeds the y/z limit of {MAX_GRID_YZ} blocks")
+        beyond = launch.beyond_limits()
+        if beyond:
+            raise Skip(beyond)
         if launch.shared_bytes > self.smem_optin:
             raise Skip(f"needs {launch.shared_bytes} bytes of shared memory; this GPU allows {self.smem_optin}")
         if launch.shared_bytes > 48 * 1024:
