@@ -7,14 +7,14 @@ session (gpubench/session.py). gpubench/cli.py calls one function here per comma
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from gpubench import nvcc, plan
-from gpubench.errors import GpubenchError
+from gpubench.errors import GpubenchError, NoDevice
+from gpubench.paths import temporary
 from gpubench.exit_codes import Exit
 from gpubench.executors import open_executor
 from gpubench.problems import Op
@@ -82,7 +82,8 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
     timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
                          flush=not no_flush, decide=decide if decide is not None else plan.default_decide(backend),
                          discard_throttled=discard_throttled)
-    request = RunRequest([plan.sweep(op, op, chosen, shapes, block_sizes, timing)], op, backend,
+    notes = plan.left_out(catalog, op, backend, variants)
+    request = RunRequest([plan.sweep(op, op, chosen, shapes, block_sizes, timing, notes)], op, backend,
                          plan.check_tf32(tf32, backend), plan.check_seed(seed), output, force,
                          plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
@@ -186,8 +187,12 @@ def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed:
     proj = projects.load(config)
     target = _catalog(proj).get(Op.GEMM, "cuda", variant)
     spread = plan.Spread.from_options(gpus, scheduler)
-    return autotune.run(target, shapes, candidates, refine, plan.check_seed(seed), plan.check_timeout(timeout),
-                        proj.tuned_dir, out, gpus=spread.gpus, scheduler=spread.scheduler)
+    try:
+        return autotune.run(target, shapes, candidates, refine, plan.check_seed(seed), plan.check_timeout(timeout),
+                            proj.tuned_dir, out, gpus=spread.gpus, scheduler=spread.scheduler)
+    except NoDevice as e:  # tune has no CPU backend to suggest
+        raise GpubenchError(f"{e.args[0]} (`gpubench tune` searches on an NVIDIA GPU; it has no CPU "
+                            "backend)") from None
 
 
 # --- reports and histories ------------------------------------------------------------------------------------
@@ -217,7 +222,7 @@ def write_report(paths: list[str], output: str, force: bool, threshold: float, a
 
     path = check_output(output, force, "report", (".html", ".htm"))
     html = report.render(load_runs(paths), threshold=threshold, across=across)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temporary(path)
     try:
         tmp.write_text(html)
         os.replace(tmp, path)
@@ -245,7 +250,7 @@ def run_history(paths: list[str], threshold: float, alpha: float, html: str | No
     """Every point's series across the runs with its changes; the HTML page too where asked for."""
     from gpubench import history as hist
 
-    target = check_output(html, force, "history page", (".html", ".htm"), flag="--html") if html else None
+    target = check_output(html, force, "history page", (".html", ".htm"), flag="--html") if html is not None else None
     outcome = History(hist.history(load_runs(paths), alpha), threshold)
     if target:
         from gpubench.views.history import history_html

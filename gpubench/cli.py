@@ -44,7 +44,7 @@ def _sweep(ctx, op: Op, shapes, kw) -> int:
 
 
 @cli.command()
-@sweep_options(LAB_SIZES + " (none with --mnk)")
+@sweep_options(LAB_SIZES + " (none with --mnk)", Op.GEMM)
 @click.option("--mnk", multiple=True, help="A non-square M,N,K (repeatable).")
 @click.pass_context
 def gemm(ctx, sizes, mnk, **kw):
@@ -65,7 +65,7 @@ def gemm(ctx, sizes, mnk, **kw):
 
 
 @cli.command()
-@sweep_options(LAB_SIZES)
+@sweep_options(LAB_SIZES, Op.CONV)
 @group(options.CONV_SHAPE)
 @click.pass_context
 def conv(ctx, sizes, stride, batch, in_channels, out_channels, kernel_size, padding, **kw):
@@ -250,11 +250,14 @@ def check(config, arch, builtin, block_sizes):
 
 @cli.group()
 def tune():
-    """Search kernel parameters for this GPU and keep the winners.
+    """Search kernel parameters for this GPU and keep the winners (needs a GPU).
 
     \b
-    Example:
+    Examples:
       gpubench tune gemm --sizes 4096,8192
+      gpubench tune gemm --mnk 8192,2048,4096 --candidates 100
+      gpubench tune gemm --sizes 4096 --gpus all
+      gpubench gemm --variants tuned,cublas --sizes 4096,8192    # the winners, measured
     """
 
 
@@ -282,7 +285,7 @@ def tune_gemm(variant, sizes, mnk, **kw):
     directory (~/.config/gpubench/tuned); the variant's `tuned` axis then uses them.
 
     \b
-    Example:
+    Examples:
       gpubench tune gemm --sizes 4096,8192 --mnk 8192,2048,4096
       gpubench tune gemm --sizes 4096 --candidates 200 --gpus all
       gpubench gemm --variants tuned,cublas --sizes 4096,8192

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from gpubench.errors import GpubenchError
+from gpubench.errors import GpubenchError, NoDevice
 from gpubench.gpus import GpuSelection
 from gpubench.results import Point
 from gpubench.runner import ShapeTask
@@ -113,8 +113,10 @@ class Cluster:
         wait(list(futures.values()))
         for address, future in futures.items():
             if future.status == "error":
-                raise GpubenchError(f"Dask worker {address} could not open the {self.options.backend} backend: "
-                                    f"{future.exception()}")
+                e = future.exception()
+                kind = NoDevice if isinstance(e, NoDevice) else GpubenchError
+                raise kind(f"Dask worker {address} could not open the {self.options.backend} backend: "
+                           f"{e.args[0] if isinstance(e, NoDevice) else e}")
             self.workers[address] = future.result()
         archs = {w.get("arch") for w in self.workers.values()}
         if len(archs) > 1:

@@ -9,6 +9,16 @@ class GpubenchError(Exception):
     """A user-facing problem (bad input, missing GPU or library, unreadable file): one line, exit 2."""
 
 
+class NoDevice(GpubenchError):
+    """No GPU to run on (no driver, no device, no PyCUDA or CuPy): args[0] says what is missing; the message adds
+    the way around it, which a command without a CPU backend (`tune`) words its own way."""
+
+    ADVICE = "or use --backend cpu"
+
+    def __str__(self) -> str:
+        return f"{self.args[0]}, {self.ADVICE}"
+
+
 class CompileError(GpubenchError):
     """nvcc rejected a kernel: the message names the file and nvcc's first error; `log` holds nvcc's whole output."""
 

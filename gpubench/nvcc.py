@@ -144,7 +144,11 @@ def compile_cubin(source: str | Path, arch: str, defines: dict | None = None, *,
     out = cache_dir() / f"{source.parent.name}-{source.stem}-{arch}-{key}.cubin"
     if use_cache and out.is_file():
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise GpubenchError(f"the kernel cache {out.parent} cannot be made ({e.strerror or e}): set GPUBENCH_CACHE "
+                            "to a directory you can write") from None
     tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     proc = subprocess.run(_command(nvcc, source, arch, defines, tmp, includes), capture_output=True, text=True)
     if proc.returncode != 0:

@@ -8,6 +8,7 @@ import click
 
 from gpubench.errors import GpubenchError
 from gpubench.plan import DEFAULTS
+from gpubench.problems import ARRAYS, DIMS, Op
 from gpubench.specs import MAX_BLOCK_SIZE
 
 
@@ -125,8 +126,16 @@ HISTORY = [
 ]
 
 
-def sweep_options(default_sizes: str):
-    """Options shared by `gemm` and `conv`."""
+KERNEL_ARGS_HELP = {
+    Op.GEMM: "--kernel's parameter order. Default a,b,c,m,n,k (the lab's: a is m×n, b is n×k); A,B,C,M,N,K is "
+             "gpubench's C[M,N] = A[M,K]·B[K,N].",
+    Op.CONV: f"--kernel's parameter order. Default {','.join(ARRAYS[Op.CONV] + DIMS[Op.CONV])} (x is N×C×H×W, w "
+             "K×C×R×S, y N×K×OH×OW).",
+}
+
+
+def sweep_options(default_sizes: str, op: Op):
+    """Options shared by `gemm` and `conv` (--args's help says the op's own default order)."""
     t = DEFAULTS.timing
     return group([
         click.option("--sizes", default=None, help=f"Square sizes, comma-separated [default: {default_sizes}]."),
@@ -137,9 +146,7 @@ def sweep_options(default_sizes: str):
         click.option("--kernel", "kernels", multiple=True, metavar="[NAME=]FILE:SYMBOL",
                      help="Your kernel, with the lab's launch (B×B blocks, one thread per output; -DBLOCK_SIZE=B). "
                           "Repeatable."),
-        click.option("--args", "kernel_args", default=None, metavar="NAMES",
-                     help="--kernel's parameter order. gemm default a,b,c,m,n,k (the lab's: a is m×n, b is n×k); "
-                          "A,B,C,M,N,K is gpubench's C[M,N] = A[M,K]·B[K,N]."),
+        click.option("--args", "kernel_args", default=None, metavar="NAMES", help=KERNEL_ARGS_HELP[op]),
         click.option("--warmup", default=t.warmup, show_default=True, type=int, help="Untimed calls."),
         click.option("--reps", default=t.reps, show_default=True, type=int,
                      help="Timed calls at most (at least 5; fewer than this once --budget is spent)."),

@@ -45,7 +45,8 @@ def configs_dir() -> Path:
 
 
 def env_dir(name: str) -> Path | None:
-    """The directory an environment variable names (made if missing), None when it is unset."""
+    """The directory an environment variable names (made if missing), None when it is unset; one line naming the
+    variable when it cannot be that directory."""
     value = os.environ.get(name)
     if value is None:
         return None
@@ -54,6 +55,11 @@ def env_dir(name: str) -> Path | None:
     path = Path(value).expanduser()
     if path.exists() and not path.is_dir():
         raise GpubenchError(f"{name}={value} is not a directory: unset it, or set it to a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise GpubenchError(f"{name}={value} cannot be made a directory ({e.strerror or e}): unset it, or set it to "
+                            "a directory you can write") from None
     return path
 
 
@@ -67,3 +73,19 @@ def config_dir() -> Path:
 
 def tuned_dir() -> Path:
     return env_dir("GPUBENCH_TUNED") or config_dir() / "tuned"
+
+
+def temporary(path: Path) -> Path:
+    """The sibling a file is written to before it replaces `path` atomically (hidden, this process's)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def name_max(directory: Path) -> int:
+    """The longest file name the file system under `directory` (or its nearest existing parent) takes."""
+    for d in (directory, *directory.parents):
+        if d.is_dir():
+            try:
+                return os.pathconf(d, "PC_NAME_MAX")
+            except (OSError, ValueError):
+                break
+    return 255

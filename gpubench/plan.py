@@ -108,8 +108,8 @@ def check_name(value, where: str) -> str:
     character would break the tables, labels and file names it goes into)."""
     if (not isinstance(value, str) or not value or not value.isprintable() or value != value.strip()
             or len(value) > MAX_NAME):
-        raise GpubenchError(f"{where} must be printable text of 1 to {MAX_NAME} characters without surrounding "
-                            f"spaces, got {value!r:.60}")
+        raise GpubenchError(f"{where} must be a non-empty string of printable characters (at most {MAX_NAME}, "
+                            f"no surrounding spaces), got {value!r:.60}")
     return value
 
 
@@ -133,6 +133,20 @@ def variants(catalog: Catalog, op: str, backend: str, names: list[str] | None, w
         chosen = catalog.select(op, backend, names) if names else [b for b in [catalog.baseline(op, backend)] if b]
         return chosen + [v for v in extra if v.op == op and v.backend == backend]
     return catalog.select(op, backend, names)
+
+
+def left_out(catalog: Catalog, op: str, backend: str, names: list[str] | None) -> list[tuple[str, str]]:
+    """The project's own variants of `op` that the default set leaves out because they run on another backend,
+    as a (what, why) note: a lab's CUDA kernels tried with --backend cpu would otherwise vanish without a word."""
+    if names:
+        return []
+    other = [v for v in catalog.all if v.op == op and not v.builtin and v.backend != backend]
+    backends = sorted({v.backend for v in other})
+    if not other:
+        return []
+    return [(f"your project's {', '.join(v.name for v in other)}",
+             f"{' and '.join(backends)} variant(s), not run on the {backend} backend (--backend "
+             f"{' or '.join(backends)} runs them)")]
 
 
 def check_block_option(chosen: list[Variant], where: str) -> None:

@@ -40,7 +40,7 @@ LAB_NAMES = {Op.GEMM: {"a": "A", "b": "B", "c": "C", "m": "M", "n": "K", "k": "N
 def _positive(owner: str, **values) -> None:
     for name, value in values.items():
         if type(value) is not int or not 1 <= value <= MAX_DIM:
-            raise GpubenchError(f"{owner}: {name} must be an integer from 1 to 2**53, got {value!r:.40}")
+            raise GpubenchError(f"{owner}: {name} must be a positive integer (at most 2**53), got {value!r:.40}")
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class ConvShape:
         _positive("a convolution", batch=self.batch, in_channels=self.in_channels, out_channels=self.out_channels,
                   height=self.height, width=self.width, kernel=self.kernel, stride=self.stride)
         if type(self.pad) is not int or not 0 <= self.pad <= MAX_DIM:
-            raise GpubenchError(f"a convolution: pad must be an integer from 0 to 2**53, got {self.pad!r:.40}")
+            raise GpubenchError(f"a convolution: pad must be 0 or more (at most 2**53), got {self.pad!r:.40}")
         if self.out_height < 1 or self.out_width < 1:
             raise GpubenchError(
                 f"kernel size {self.kernel} is larger than the padded input "

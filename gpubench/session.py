@@ -7,6 +7,7 @@ Data flows one way: plan → executor (the device) → points → results file �
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -14,7 +15,7 @@ from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
-from gpubench import nvcc, sweep
+from gpubench import nvcc, paths, sweep
 from gpubench.errors import GpubenchError
 from gpubench.executors import open_executor
 from gpubench.exit_codes import Exit
@@ -32,18 +33,37 @@ from gpubench.worker import DEFAULT_TIMEOUT_S
 
 def check_output(output: str | Path, force: bool, what: str = "results file", suffixes=(".json",),
                  flag: str = "-o") -> Path:
-    """Refuse an output path before any work starts: wrong suffix, a directory, an existing file without
-    --force, or a place that cannot be written. Messages name the option that gave the path (`flag`)."""
+    """Refuse an output path before any work starts: empty, wrong suffix, a directory, an existing file without
+    --force, a parent that is a file, a name too long for the temporary file it is written through, or a place
+    that cannot be written. Messages name the option that gave the path (`flag`)."""
+    text = str(output)
+    allowed = " or ".join(suffixes)
+    if not text.strip():
+        raise GpubenchError(f"{flag} is empty (an unset variable?): give a file path ending in {allowed}, e.g. "
+                            f"run{suffixes[0]}")
+    if not text.isprintable():
+        raise GpubenchError(f"{flag} {text!r}: a file path of printable characters, ending in {allowed}")
     path = Path(output)
+    if path.name.lower() in suffixes:
+        raise GpubenchError(f"{flag} {output}: give a name before {path.name}, e.g. run{path.name}")
     if path.suffix.lower() not in suffixes:
-        raise GpubenchError(f"{flag} {output}: a {what} ends in {' or '.join(suffixes)}")
+        raise GpubenchError(f"{flag} {output}: a {what} ends in {allowed}")
     if path.is_dir():
         raise GpubenchError(f"{flag} {output} is a directory: give a file path")
     if path.exists() and not force:
         raise GpubenchError(f"{flag} {output} exists: pass --force to replace it, or choose another path")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise GpubenchError(f"{flag} {output}: {blocking} is a file, not a directory")
+    longest = len(os.fsencode(paths.temporary(path).name))
+    limit = paths.name_max(path.parent)
+    if longest > limit:
+        raise GpubenchError(f"{flag} {output}: the file name is too long ({len(os.fsencode(path.name))} bytes; "
+                            f"at most {limit - longest + len(os.fsencode(path.name))} here, as it is written through "
+                            "a temporary file beside it)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        probe = path.with_name(f".{path.name}.probe")
+        probe = paths.temporary(path)
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
@@ -167,7 +187,7 @@ class RunOutcome:
 
 
 def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
-    path = check_output(request.output, request.force) if request.output else None
+    path = check_output(request.output, request.force) if request.output is not None else None
     variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
     family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
     for s in request.sweeps:

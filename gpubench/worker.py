@@ -76,7 +76,7 @@ def _serve(conn, options: WorkerOptions) -> None:
         backend = open_backend(options.backend, tf32=options.tf32)
         conn.send(("hello", backend.describe()))
     except Exception as e:  # noqa: BLE001 - whatever stops the backend opening is reported, in one line
-        conn.send(("refused", str(e) if isinstance(e, GpubenchError) else describe_error(e)))
+        conn.send(("refused", e if isinstance(e, GpubenchError) else GpubenchError(describe_error(e))))
         return
     while True:
         try:
@@ -147,9 +147,9 @@ class Worker:
         except BaseException:  # Ctrl-C while it starts: leave nothing behind
             self._reap()
             raise
-        if kind == "refused":
+        if kind == "refused":  # the backend's own error (its type too: NoDevice is worded by the command)
             self.close()
-            raise GpubenchError(payload)
+            raise payload if isinstance(payload, GpubenchError) else GpubenchError(str(payload))
         self.info = payload
         return payload
 

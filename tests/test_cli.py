@@ -239,7 +239,7 @@ def test_plot_checks_its_output_before_drawing(tmp_path, make_run, run_file):
     path = run_file(make_run())
     one_line_error(invoke("plot", path, "-o", str(tmp_path / "out.txt")), "a plot ends in .png or .svg or .pdf")
     (tmp_path / "a-file").write_text("")
-    one_line_error(invoke("plot", path, "-o", str(tmp_path / "a-file" / "x.png")), "cannot be written")
+    one_line_error(invoke("plot", path, "-o", str(tmp_path / "a-file" / "x.png")), "a-file is a file, not a directory")
     (tmp_path / "p.png").write_text("old")
     one_line_error(invoke("plot", path, "-o", str(tmp_path / "p.png")), "exists: pass --force")
 

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
+from gpubench.paths import temporary
 from gpubench.results.model import SCHEMA, Point, Run, RunStatus
 from gpubench.results.schema import migrate, run_from
 
@@ -15,7 +16,7 @@ from gpubench.results.schema import migrate, run_from
 def save(run: Run, path: str | Path) -> Path:
     """Write atomically: readers (and a crash or a full disk mid-write) never see half a file."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temporary(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w") as f:

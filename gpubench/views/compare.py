@@ -7,7 +7,7 @@ import json
 import math
 
 from gpubench.compare import Change, Report, Verdict, point_label
-from gpubench.views.tables import Cell, Table, escape, to_markdown, to_rich
+from gpubench.views.tables import Cell, Table, escape, plural, to_markdown, to_rich
 
 VERDICT_STYLE = {Verdict.SLOWER: "fail", Verdict.FASTER: "best", Verdict.INCONCLUSIVE: "noisy", Verdict.SAME: ""}
 COUNTED = (Verdict.SLOWER, Verdict.FASTER, Verdict.SAME, Verdict.INCONCLUSIVE)  # the order counts are told in
@@ -25,7 +25,7 @@ def _interval(c: Change) -> str:
 
 def changes_table(report: Report, include_same: bool = True) -> Table:
     table = Table("changes (new vs base time; interval family-wise at "
-                  f"{1 - report.alpha:.0%} over {len(report.changes)} points)",
+                  f"{1 - report.alpha:.0%} over {plural(len(report.changes), 'point')})",
                   ["verdict", "point", "base ms", "new ms", "change", "interval"], left=2)
     for c in report.changes:
         if c.verdict == Verdict.SAME and not include_same:

@@ -73,6 +73,7 @@ LAYOUTS = {
     Op.GEMM: Layout("cuBLAS", "% of library", lambda r: f"{100 * r:.0f}%", lab_tables=False),
     Op.CONV: Layout("cuDNN", "speed vs library", lambda r: f"{r:.2f}×", lab_tables=True),
 }
+LIBRARY_NAMES = {"cublas": "cuBLAS", "cudnn": "cuDNN (best plan)"}  # a baseline as the tables name it
 NOISE_THRESHOLD = 0.05  # a point whose IQR/median exceeds the threshold cannot support it: marked "~"
 
 
@@ -213,8 +214,9 @@ def rates_table(run: Run, op: Op = Op.CONV) -> Table:
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
     names = _ordered(display_name(p) for p in points)
-    table = Table(f"{op} · GFLOPS / GB/s / speed vs cuDNN (best plan)", ROW_HEADERS[op] + names,
-                  left=len(ROW_HEADERS[op]))
+    baseline = run.baseline(op)
+    against = f" / speed vs {LIBRARY_NAMES.get(baseline, baseline)}" if baseline else ""
+    table = Table(f"{op} · GFLOPS / GB/s{against}", ROW_HEADERS[op] + names, left=len(ROW_HEADERS[op]))
     baselines = _baselines(best, run, op)
     for row in _ordered(row_key(p) for p in points):
         line = [Cell(x) for x in row]

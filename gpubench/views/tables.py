@@ -26,14 +26,26 @@ RICH_STYLES = {"best": "bold green", "fail": "bold red", "error": "red", "skip":
 
 
 def to_rich(table: Table):
+    """The table for a rich console. Its title and caption are lines of their own, as wide as the terminal: as a
+    rich table's title they would wrap at the table's width, which a narrow table makes a few words."""
+    from rich.console import Group
     from rich.table import Table as RichTable
+    from rich.text import Text
 
-    t = RichTable(title=escape(table.title), caption=escape(table.caption) or None, title_justify="left")
+    t = RichTable()
     for i, c in enumerate(table.columns):
         t.add_column(escape(c), justify="left" if i < table.left else "right")
     for row in table.rows:
         t.add_row(*(f"[{RICH_STYLES[c.style]}]{escape(c.text)}[/]" if c.style else escape(c.text) for c in row))
-    return t
+    parts = [Text(table.title, style="table.title"), t]
+    if table.caption:
+        parts.append(Text(table.caption, style="table.caption"))
+    return Group(*parts)
+
+
+def plural(n: int, word: str) -> str:
+    """1 point, 2 points."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def escape(text) -> str:

@@ -12,7 +12,7 @@ from gpubench.results import RunStatus
 from gpubench.variant import Axis
 from gpubench.views import compare as compare_view
 from gpubench.views import run as run_view
-from gpubench.views.tables import escape, to_markdown, to_rich
+from gpubench.views.tables import escape, plural, to_markdown, to_rich
 
 
 def console(stderr: bool = False) -> Console:
@@ -37,7 +37,8 @@ def saved_run(run, name: str, fmt: str, threshold: float, echo) -> None:
         echo("\n".join(to_markdown(t) for t in run_view.run_tables(run, threshold)))
     else:
         out = console()
-        out.print(escape(f"{name}: {run.device}, {len(run.points)} points, {run.status}, {run.created}"), style="bold")
+        out.print(escape(f"{name}: {run.device}, {plural(len(run.points), 'point')}, {run.status}, {run.created}"),
+                  style="bold")
         print_run(run, out, threshold)
 
 
@@ -133,14 +134,14 @@ def run_outcome(outcome) -> None:
         err.print(f"[yellow]worker {escape(incident['kind'])}[/] " +
                   escape(f"at {incident['where']}: {incident['detail']}"))
     if outcome.status == RunStatus.INTERRUPTED:
-        err.print(escape(f"interrupted: {len(run.points)} of {outcome.total} points saved to {outcome.path}"))
+        err.print(escape(f"interrupted: {len(run.points)} of {plural(outcome.total, 'point')} saved to {outcome.path}"))
         return
-    err.print(escape(f"saved {len(run.points)} points to {outcome.path} in {run.settings['wall_s']:.1f} s"))
+    err.print(escape(f"saved {plural(len(run.points), 'point')} to {outcome.path} in {run.settings['wall_s']:.1f} s"))
     for h in outcome.slow:
         clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""
         power = f", {h.power_w:,.0f} W" if h.power_w else ""
         err.print(f"[red]SLOW GPU[/] {escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
-                  f"median over {h.points} points{clocks}{power}")
+                  f"median over {plural(h.points, 'point')}{clocks}{power}")
 
 
 def history(outcome, every: bool, echo) -> None:

@@ -15,7 +15,7 @@ from gpubench.backends.cuda.clock import CudaClock
 from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
-from gpubench.errors import GpubenchError
+from gpubench.errors import GpubenchError, NoDevice
 from gpubench.runners import CublasRunner, CudnnRunner, Im2colRunner, KernelRunner
 from gpubench.variant import TF32_TOL
 
@@ -26,21 +26,20 @@ def import_gpu_stack():
         import pycuda.driver as drv
     except ImportError as e:
         if "libcuda" in str(e):
-            raise GpubenchError("NVIDIA driver not found (libcuda cannot be loaded): run on a machine with an "
-                                "NVIDIA GPU, or use --backend cpu") from None
-        raise GpubenchError("PyCUDA is not installed: pip install 'gpubench[gpu]', or use --backend cpu") from None
+            raise NoDevice("NVIDIA driver not found (libcuda cannot be loaded): run on a machine with an NVIDIA "
+                           "GPU") from None
+        raise NoDevice("PyCUDA is not installed: pip install 'gpubench[gpu]'") from None
     try:
         import cupy
     except ImportError:
-        raise GpubenchError("CuPy is not installed: pip install cupy-cuda13x (cupy-cuda12x on CUDA 12), or use "
-                            "--backend cpu") from None
+        raise NoDevice("CuPy is not installed: pip install cupy-cuda13x (cupy-cuda12x on CUDA 12)") from None
     try:
         drv.init()
         count = drv.Device.count()
     except drv.Error as e:
-        raise GpubenchError(f"no usable NVIDIA driver or GPU (cuInit: {e}): use --backend cpu") from None
+        raise NoDevice(f"no usable NVIDIA driver or GPU (cuInit: {e})") from None
     if count == 0:
-        raise GpubenchError("no CUDA device found: use --backend cpu")
+        raise NoDevice("no CUDA device found")
     import pycuda.autoprimaryctx  # noqa: F401  (retains device 0's primary context, CuPy's too)
 
     return drv, cupy
