@@ -8,6 +8,7 @@ Data flows one way: plan → executor (the device) → points → results file �
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -48,20 +49,20 @@ def check_output(output: str | Path, force: bool, what: str = "results file", su
         raise GpubenchError(f"{flag} {output}: give a name before {path.name}, e.g. run{path.name}")
     if path.suffix.lower() not in suffixes:
         raise GpubenchError(f"{flag} {output}: a {what} ends in {allowed}")
-    if path.is_dir():
-        raise GpubenchError(f"{flag} {output} is a directory: give a file path")
-    if path.exists() and not force:
-        raise GpubenchError(f"{flag} {output} exists: pass --force to replace it, or choose another path")
-    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        raise GpubenchError(f"{flag} {output}: {blocking} is a file, not a directory")
-    longest = len(os.fsencode(paths.temporary(path).name))
-    limit = paths.name_max(path.parent)
-    if longest > limit:
-        raise GpubenchError(f"{flag} {output}: the file name is too long ({len(os.fsencode(path.name))} bytes; "
-                            f"at most {limit - longest + len(os.fsencode(path.name))} here, as it is written through "
-                            "a temporary file beside it)")
     try:
+        longest = len(os.fsencode(paths.temporary(path).name))
+        limit = paths.name_max(path.parent)
+        if longest > limit:
+            raise GpubenchError(f"{flag} {output}: the file name is too long ({len(os.fsencode(path.name))} bytes; "
+                                f"at most {limit - longest + len(os.fsencode(path.name))} here, as it is written "
+                                "through a temporary file beside it)")
+        if path.is_dir():
+            raise GpubenchError(f"{flag} {output} is a directory: give a file path")
+        if path.exists() and not force:
+            raise GpubenchError(f"{flag} {output} exists: pass --force to replace it, or choose another path")
+        blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise GpubenchError(f"{flag} {output}: {blocking} is a file, not a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
         probe = paths.temporary(path)
         probe.write_bytes(b"")
@@ -73,7 +74,8 @@ def check_output(output: str | Path, force: bool, what: str = "results file", su
 
 def default_output(device: str, label: str) -> Path:
     """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists."""
-    stem = Path("results") / slug(device) / f"{label}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    name = re.sub(r"[^A-Za-z0-9._+-]+", "-", label).strip(".-") or "run"  # a suite's name may hold / or spaces
+    stem = Path("results") / slug(device) / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     path, n = stem.with_suffix(".json"), 1
     while path.exists():
         n += 1

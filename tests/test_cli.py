@@ -318,3 +318,95 @@ def test_history_names_the_html_option_in_its_errors(make_run, run_file, tmp_pat
     (tmp_path / "page.html").mkdir()
     one_line_error(invoke("history", str(tmp_path / "run.json"), "--html", str(tmp_path / "page.html")),
                    "--html", "is a directory")
+
+
+# --- issue 23: what a careless or hostile user met -------------------------------------------------------------
+
+
+def test_an_empty_output_is_refused_not_replaced_by_the_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    one_line_error(invoke("gemm", "--backend", "cpu", "--sizes", "16", "-o", ""), "-o is empty")
+    one_line_error(invoke("history", str(tmp_path), "--html", ""), "--html is empty")
+    assert not (tmp_path / "results").exists()
+
+
+def test_one_point_is_one_point(tmp_path):
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", str(tmp_path / "one.json"))
+    assert r.exit_code == 0 and "saved 1 point to " in r.output, r.output
+
+
+def test_a_labs_cuda_variants_left_out_on_the_cpu_are_named(tmp_path, monkeypatch):
+    import shutil
+
+    lab = tmp_path / "lab"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "lab", lab)
+    monkeypatch.chdir(lab)
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", str(tmp_path / "g.json"))
+    assert r.exit_code == 0, r.output
+    (note,) = [line for line in r.output.splitlines() if "lab-global" in line]
+    assert "lab-shared" in note and "--backend cuda runs them" in note
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "--variants", "numpy", "-o",
+               str(tmp_path / "h.json"))
+    assert r.exit_code == 0 and "lab-global" not in r.output  # asked for by name: nothing left out unasked
+
+
+def test_helps_say_each_commands_own_defaults_and_examples():
+    conv = invoke("conv", "--help").output
+    assert "a,b,c,m,n,k" not in conv and "x,w,y,N,C,H,W,K,R,S,stride,pad,OH,OW" in " ".join(conv.split())
+    assert "a,b,c,m,n,k" in invoke("gemm", "--help").output
+    for args in (["tune"], ["tune", "gemm"]):
+        head = invoke(*args, "--help").output.split("Options")[0]
+        assert "Examples:" in head and head.count("gpubench tune gemm") >= 2, head
+
+
+def test_tune_without_a_gpu_does_not_suggest_the_cpu_backend(monkeypatch):
+    from gpubench import autotune
+    from gpubench.errors import NoDevice
+
+    def no_gpu(*args, **kw):
+        raise NoDevice("no CUDA device found")
+
+    monkeypatch.setattr(autotune, "run", no_gpu)
+    r = invoke("tune", "gemm", "--sizes", "256")
+    one_line_error(r, "no CUDA device found", "searches on an NVIDIA GPU")
+    assert "--backend" not in r.output
+    assert str(NoDevice("no CUDA device found")) == "no CUDA device found, or use --backend cpu"  # elsewhere
+
+
+def test_the_conv_rates_table_names_the_runs_own_baseline(tmp_path):
+    out = tmp_path / "c.json"
+    r = invoke("conv", "--backend", "cpu", "--sizes", "16", "--stride", "1", "--reps", "5", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    titles = [line for line in r.output.splitlines() if "GFLOPS / GB/s" in line]
+    assert titles == ["conv · GFLOPS / GB/s / speed vs im2col"], titles
+    assert "cuDNN" not in invoke("show", str(out), "--format", "markdown").output.split("library =")[0]
+
+
+def test_titles_do_not_wrap_at_a_narrow_tables_width(tmp_path):
+    out = tmp_path / "g.json"
+    assert invoke("gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", str(out)).exit_code == 0
+    shown = invoke("show", str(out)).output.splitlines()
+    assert "gemm · numpy — ms / GFLOPS" in shown
+    assert any(line.startswith("library = the baseline row (cuBLAS on a GPU, NumPy on the CPU), same TF32") for
+               line in shown)
+
+
+def test_huge_shapes_and_odd_settings_in_a_file_are_one_line(tmp_path, make_run, run_file):
+    data = json.loads(Path(run_file(make_run(samples=6))).read_text())
+    for p in data["points"]:
+        if p["op"] == "gemm":
+            p["problem"] = {"m": 10**30, "n": 10**30, "k": 10**30}
+    (tmp_path / "huge.json").write_text(json.dumps(data))
+    for command in (["plot", str(tmp_path / "huge.json"), "-o", str(tmp_path / "h.png")], ["show", str(tmp_path /
+                                                                                              "huge.json")]):
+        one_line_error(invoke(*command), "at most 2**53")
+    data = json.loads(Path(run_file(make_run(samples=6))).read_text())
+    data["settings"] = {"replicate": True, "slow_threshold": "fast"}
+    (tmp_path / "rep.json").write_text(json.dumps(data))
+    one_line_error(invoke("show", str(tmp_path / "rep.json")), "settings: slow_threshold has the wrong type")
+
+
+def test_a_suite_nested_too_deeply_is_one_line(tmp_path):
+    suite = tmp_path / "deep.toml"
+    suite.write_text("[[sweep]]\nop = 'gemm'\nsizes = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    one_line_error(invoke("run", str(suite), "--backend", "cpu"), "nested too deeply")

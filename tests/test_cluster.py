@@ -104,10 +104,31 @@ def test_one_gpu_other_than_the_first_runs_without_dask():
         GpuSelection(count=3).visible(2)
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "a", "0,0", "1,,2", "", "id:", "id:1,1"])
+@pytest.mark.parametrize("text", ["0", "-1", "a", "0,0", "1,,2", "", "id:", "id:1,1", "²", "id:²", "0,³", "٣", "1_0",
+                                  "257", "id:256", "0,999", "99999999999999999999999"])
 def test_bad_gpu_selections(text):
     with pytest.raises(GpubenchError, match="--gpus"):
         GpuSelection.parse(text)
+
+
+@pytest.mark.parametrize("address,words", [
+    ("myhost", "needs a port"), ("", "--scheduler is empty"), ("  ", "--scheduler is empty"),
+    ("tcp://myhost", "needs a port"), ("myhost:0", "needs a port"), ("myhost:70000", "needs a port"),
+    ("myhost:８７８６", "needs a port"), ("udp://myhost:8786", "unknown protocol 'udp'"), (":8786", "not a host name"),
+    ("my host:8786", "not a host name"), ("tcp://a/b:8786", "not a host name"),
+])
+def test_bad_scheduler_addresses_are_one_line_before_dask_starts(address, words):
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--sizes", "16", "--scheduler", address])
+    assert r.exit_code == 2 and r.output.startswith("gpubench: error: ") and r.output.count("\n") == 1, r.output
+    assert words in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("address", ["tcp://10.0.0.5:8786", "10.0.0.5:8786", "tls://node-1.example:8786",
+                                     "[::1]:8786"])
+def test_good_scheduler_addresses_pass(address):
+    from gpubench.plan import check_scheduler
+
+    assert check_scheduler(f" {address} ") == address
 
 
 def test_replicate_needs_several_gpus():

@@ -1,5 +1,7 @@
 """The use-case layer's checks before anything runs: what the device must allow."""
 
+from pathlib import Path
+
 import pytest
 
 from gpubench import catalog
@@ -31,3 +33,64 @@ def test_a_block_larger_than_the_device_allows_is_one_line_naming_the_variant():
     with pytest.raises(GpubenchError, match=r"variant 'tf32-tma': configuration .* launches blocks of 384 threads; "
                                             r"this GPU allows at most 256"):
         check_device(work(TMA), {"max_threads": 256, "sms": 132, "arch": "sm_90"}, [TMA])
+
+
+# --- output paths: refused before anything runs, naming the option ----------------------------------------------
+
+
+@pytest.mark.parametrize("given,words", [
+    ("", "-o is empty (an unset variable?)"),
+    ("  ", "-o is empty"),
+    (".json", "-o .json: give a name before .json, e.g. run.json"),
+    ("sub/.JSON", "give a name before .JSON"),
+    ("run.txt", "a results file ends in .json"),
+    ("a-file/run.json", "a-file is a file, not a directory"),
+    ("a-file/deeper/run.json", "a-file is a file, not a directory"),
+    ("a\0b.json", "a file path of printable characters"),
+    ("line\n.json", "a file path of printable characters"),
+    ("x" * 251 + ".json", "the file name is too long (256 bytes"),
+    ("x" * 240 + ".json", "the file name is too long (245 bytes"),  # its temporary sibling would not fit
+    ("a-dir", "a results file ends in .json"),
+    ("a-dir.json", "is a directory"),
+])
+def test_bad_output_paths_are_one_line_naming_the_option(tmp_path, monkeypatch, given, words):
+    from gpubench.session import check_output
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "a-dir").mkdir()
+    (tmp_path / "a-dir.json").mkdir()
+    with pytest.raises(GpubenchError) as e:
+        check_output(given, force=True)
+    assert str(e.value).startswith("-o") and words in str(e.value), str(e.value)
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+
+
+def test_the_longest_name_that_fits_is_taken(tmp_path):
+    from gpubench.paths import name_max, temporary
+    from gpubench.session import check_output
+
+    room = name_max(tmp_path) - len(temporary(tmp_path / "x").name) + 1  # the temporary adds this much to a name
+    fits = tmp_path / ("y" * (room - len(".json")) + ".json")
+    assert check_output(fits, force=False) == fits
+    with pytest.raises(GpubenchError, match="too long"):
+        check_output(tmp_path / ("y" * (room - len(".json") + 1) + ".json"), force=False)
+
+
+def test_an_environment_variable_that_cannot_be_a_directory_names_itself(tmp_path, monkeypatch):
+    from gpubench import paths
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("GPUBENCH_CACHE", str(tmp_path / "a-file" / "cache"))
+    with pytest.raises(GpubenchError, match="GPUBENCH_CACHE=.* cannot be made a directory"):
+        paths.cache_dir()
+    monkeypatch.setenv("GPUBENCH_CACHE", str(tmp_path / "new" / "cache"))
+    assert paths.cache_dir().is_dir()
+
+
+def test_a_default_output_stays_under_results_whatever_the_suites_name(tmp_path, monkeypatch):
+    from gpubench.session import default_output
+
+    monkeypatch.chdir(tmp_path)
+    path = default_output("CPU: x", "../../up and away")
+    assert path.parent == Path("results") / "cpu-x" and path.name.startswith("up-and-away-")

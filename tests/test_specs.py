@@ -12,7 +12,7 @@ from gpubench.catalog import Catalog
 from gpubench.specs import SpecError
 from gpubench.spec_files import parse_specs
 from gpubench.runners import KernelRunner, PythonRunner
-from gpubench.variant import SAMPLE_SMS, SMS, Axis
+from gpubench.variant import SAMPLE_SMS, SMS, Axis, Launch
 
 BUILTIN = catalog.builtin()
 CATALOG = Catalog(BUILTIN)
@@ -244,6 +244,81 @@ def test_lab_kernel_flag(tmp_path, monkeypatch):
     assert named.name == "mine" and named.args == ("A", "B", "C", "M", "N", "K")
     with pytest.raises(SpecError, match="give FILE:SYMBOL"):
         spec_files.lab_kernel("gemm", "lab.cu", None)
+
+
+@pytest.mark.parametrize("text,match", [
+    ("lab.cu:bad-sym", "SYMBOL 'bad-sym' is not a function's name"),
+    ("lab.cu:gpu_matrix_mult_sm\n", "SYMBOL 'gpu_matrix_mult_sm\\\\n' is not a function's name"),
+    ("lab.cu:1st", "SYMBOL '1st' is not a function's name"),
+    ("lab.cu:ké", "is not a function's name"),
+    ("bad name=lab.cu:gpu_matrix_mult_sm", "NAME 'bad name' may hold letters, digits"),
+    ("mine\t=lab.cu:gpu_matrix_mult_sm", "NAME 'mine\\\\t' may hold"),
+    ("here:gpu_matrix_mult_sm", "source here is a directory"),
+])
+def test_lab_kernel_flag_names_what_is_wrong(tmp_path, monkeypatch, text, match):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lab.cu").write_text("__global__ void gpu_matrix_mult_sm(float *a) {}\n")
+    (tmp_path / "here").mkdir()
+    with pytest.raises(SpecError, match=match) as e:
+        spec_files.lab_kernel("gemm", text, None)
+    assert "name is required" not in str(e.value)
+
+
+def test_a_spec_nested_too_deeply_is_one_line(tmp_path):
+    deep = tmp_path / "gpubench.toml"
+    deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(SpecError, match="nested too deeply"):
+        spec_files.read_toml(deep, "project file")
+
+
+@pytest.mark.parametrize("launch,beyond", [
+    (Launch((2**31 - 1, 65535, 65535), (1024, 1, 1)), None),
+    (Launch((1, 1, 1), (32, 32, 1)), None),
+    (Launch((1, 1, 1), (1, 1, 64)), None),
+    (Launch((2**31, 1, 1), (32, 1, 1)), "a grid of"),
+    (Launch((1, 65536, 1), (32, 1, 1)), "a grid of"),
+    (Launch((1, 1, 65536), (32, 1, 1)), "a grid of"),
+    (Launch((1, 1, 1), (1025, 1, 1)), "a block of"),
+    (Launch((1, 1, 1), (1, 1, 65)), "a block of"),
+    (Launch((1, 1, 1), (64, 32, 1)), "a block of"),
+    (Launch((0, 1, 1), (32, 1, 1)), "an empty grid"),
+    (Launch((1, 1, 1), (32, 1, 1), -1), "an empty grid"),
+])
+def test_cudas_launch_limits(launch, beyond):
+    found = launch.beyond_limits()
+    assert (found is None) if beyond is None else found.startswith(beyond), found
+
+
+def test_a_point_whose_launch_is_past_cudas_limits_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    """The lab's launch puts M/B blocks on y: past 65535 rows of blocks the CUDA backend skips the point, naming
+    the grid (checked here through the launcher's own test of the launch, without a GPU)."""
+    from gpubench.backends.cuda.kernels import KernelLaunches
+    from gpubench.errors import Skip
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lab.cu").write_text("__global__ void gpu_matrix_mult_sm(float *a) {}\n")
+    v = spec_files.lab_kernel("gemm", "lab.cu:gpu_matrix_mult_sm", None)
+    launch = v.launch_for(GemmShape(8 * 65536, 8, 8).dims(), v.configs_for((8,))[0])
+
+    class Function:
+        def get_attribute(self, _):
+            return 1024
+
+    class Device(KernelLaunches):
+        drv = type("drv", (), {"function_attribute": type("fa", (), {"MAX_THREADS_PER_BLOCK": 0})})
+        smem_optin = 0
+
+    with pytest.raises(Skip, match=r"a grid of \(1, 65536, 1\) blocks is past CUDA's limits"):
+        Device().launcher(Function(), launch, "", ())
+
+
+def test_a_dimension_past_a_kernels_int_parameter_skips_the_point():
+    from gpubench.backends import kernel_arguments
+    from gpubench.errors import Skip
+
+    with pytest.raises(Skip, match="M = 2147483648 does not fit the kernel's 32-bit int parameter"):
+        kernel_arguments(("A", "M"), GemmShape(2**31, 1, 1), {"A": None, "B": None}, None)
+    assert kernel_arguments(("A", "M"), GemmShape(2**31 - 1, 1, 1), {"A": 1, "B": 2}, 3) == ("Pi", (1, 2**31 - 1))
 
 
 # --- persistent kernels: the device's multiprocessor count in launch expressions ---------------------------------

@@ -54,6 +54,14 @@ def write(tmp_path, text):
     ('[[sweep]]\nop = "conv"\nsizes = [64]\npadding = 1.5', "padding must be"),
     ('[defaults]\nwarp = 1\n[[sweep]]\nop = "gemm"\nsizes = [64]', "\\[defaults\\] has unknown key"),
     ('[[sweep]]\nop = "conv"\nsizes = [8]\nbatch = "two"', "batch must be"),
+    ('[[sweep]]\nname = "g\\n"\nop = "gemm"\nsizes = [64]', "sweep\\[0\\].name must be a non-empty string of printable"),
+    ('[[sweep]]\nname = " g"\nop = "gemm"\nsizes = [64]', "no surrounding spaces"),
+    ('[[sweep]]\nname = "a\\u0000b"\nop = "gemm"\nsizes = [64]', "sweep\\[0\\].name must be"),
+    ('name = "s\\n"\n[[sweep]]\nop = "gemm"\nsizes = [64]', "name must be a non-empty string of printable"),
+    ('name = ""\n[[sweep]]\nop = "gemm"\nsizes = [64]', "name must be a non-empty string"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [9007199254740993]', "at most 2\\*\\*53"),
+    ("a = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ("[[sweep]]\nop = 'gemm'\nsizes = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
 ])
 def test_bad_suites_are_refused_with_the_key(tmp_path, text, match):
     with pytest.raises(GpubenchError, match=match):
@@ -110,3 +118,14 @@ def test_a_sweep_whose_every_shape_is_impossible_says_why(tmp_path):
 def test_conv_dimensions_are_one_value_per_sweep(tmp_path):
     with pytest.raises(GpubenchError, match="batch is one integer per sweep"):
         suites.load(write(tmp_path, '[[sweep]]\nop = "conv"\nsizes = [16]\nbatch = [1, 2]'))
+
+
+def test_a_directory_or_nothing_is_not_a_suite(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(GpubenchError, match="suite mine is a directory: give a suite file"):
+        suites.load("mine")
+    with pytest.raises(GpubenchError, match="the suite is empty"):
+        suites.load("")
+    (tmp_path / "lab").mkdir()  # a folder named like a shipped suite does not hide it
+    assert suites.load("lab", "cpu").name == "lab"

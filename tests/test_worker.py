@@ -63,6 +63,20 @@ def test_a_backend_that_cannot_open_is_one_line():
     assert "\n" not in str(e.value)
 
 
+def test_a_missing_gpu_keeps_its_type_across_the_process():
+    """The backend's NoDevice reaches the coordinator as itself, so that each command words its advice (tune has
+    no --backend cpu to suggest)."""
+    import importlib.util
+
+    from gpubench.errors import NoDevice
+
+    if importlib.util.find_spec("pycuda") is not None:
+        pytest.skip("a GPU stack is installed here")
+    with pytest.raises(NoDevice) as e:
+        Worker(WorkerOptions("cuda")).start()
+    assert str(e.value).endswith(", or use --backend cpu")
+
+
 class Scripted(Worker):
     """A Worker whose 'process' replays scripted events: the coordinator's side alone, without spawning."""
 
