@@ -41,7 +41,7 @@ class GpuSelection:
             return cls()
         by_index = text.startswith(ONE)
         items = [t.strip() for t in text.removeprefix(ONE).split(",")]
-        if not all(t.isascii() and t.isdigit() for t in items):  # str.isdigit alone takes ² and ٣
+        if not all(t.isascii() and t.isdigit() and len(t) < 10 for t in items):  # isdigit alone takes ² and ٣
             raise GpubenchError(f"--gpus {text!r}: give all, a count such as 2, indices such as 0,2, or one GPU by "
                                 "index such as id:1")
         values = tuple(int(t) for t in items)

@@ -171,6 +171,8 @@ def int_list(text: str, what: str, *, lo: int = 1, hi: int | None = None, exampl
     values = []
     for item in items:
         try:
+            if not item.isascii():  # int() takes any script's digits (٣ is 3); a typo here is not meant as one
+                raise ValueError(item)
             v = int(item)
         except ValueError:
             raise GpubenchError(f"{what}: {item!r} is not an integer; give comma-separated integers such as "

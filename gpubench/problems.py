@@ -267,6 +267,8 @@ def resolve_padding(padding: str | int, size: int, kernel: int, stride: int) -> 
     if text == "valid":
         return 0
     try:
+        if not text.isascii():  # int() takes any script's digits
+            raise ValueError(text)
         pad = int(text)
     except ValueError:
         raise GpubenchError(f"padding {padding!r} is not allowed: use same, valid or a non-negative integer") from None

@@ -105,7 +105,7 @@ def test_one_gpu_other_than_the_first_runs_without_dask():
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "a", "0,0", "1,,2", "", "id:", "id:1,1", "²", "id:²", "0,³", "٣", "1_0",
-                                  "257", "id:256", "0,999", "99999999999999999999999"])
+                                  "257", "id:256", "0,999", "99999999999999999999999", "9" * 5000])
 def test_bad_gpu_selections(text):
     with pytest.raises(GpubenchError, match="--gpus"):
         GpuSelection.parse(text)

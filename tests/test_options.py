@@ -15,7 +15,17 @@ def test_lists_parse_and_deduplicate():
 
 
 @pytest.mark.parametrize("call,text", [(options.sizes, "1.5"), (options.sizes, "-1"), (options.block_sizes, "64"),
-                                       (options.strides, "0"), (options.mnk, "1,2,3,4"), (options.mnk, "1,,3")])
+                                       (options.strides, "0"), (options.mnk, "1,2,3,4"), (options.mnk, "1,,3"),
+                                       (options.sizes, "٣"), (options.sizes, "512,²"), (options.block_sizes, "１６"),
+                                       (options.mnk, "1,2,٣"), (options.sizes, "9" * 5000)])
 def test_bad_values(call, text):
     with pytest.raises(GpubenchError):
         call(text)
+
+
+def test_padding_takes_ascii_digits_only():
+    from gpubench.problems import resolve_padding
+
+    assert resolve_padding("3", 8, 3, 1) == 3
+    with pytest.raises(GpubenchError, match="padding '٣' is not allowed"):
+        resolve_padding("٣", 8, 3, 1)
