@@ -32,6 +32,10 @@ class OneLineErrors(click.Group):
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             click.echo(f"gpubench: error: {where}{e.strerror or e}", err=True)
             sys.exit(Exit.USAGE)
+        except UnicodeEncodeError as e:  # an output that cannot take the tables' · and × (PYTHONIOENCODING=ascii)
+            sys.stderr.write(f"gpubench: error: the output takes only {e.encoding}, and gpubench's tables need more "
+                             "(set PYTHONIOENCODING=utf-8)\n")
+            sys.exit(Exit.USAGE)
         except (click.Abort, KeyboardInterrupt):
             click.echo("gpubench: interrupted", err=True)
             sys.exit(Exit.INTERRUPTED)

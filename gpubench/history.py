@@ -16,10 +16,11 @@ when the latest change of any series is a slowdown larger than the threshold.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import subprocess
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -82,10 +83,15 @@ class Series:
         return bool(c and c.ratio > 1 + threshold)
 
 
+COMMIT = re.compile(r"[0-9a-f]{4,64}\Z")  # a commit git can date (a +dirty checkout is not one)
+
+
 def commit_times(commits: set[str], repo: Path | None = None) -> dict[str, datetime]:
     """The committer time of each commit git knows here (none where git or the commit is missing)."""
     times = {}
     for commit in commits:
+        if not COMMIT.match(commit):  # a file's text, never handed to git as an option
+            continue
         try:
             out = subprocess.run(["git", "show", "-s", "--format=%cI", commit], capture_output=True, text=True,
                                  cwd=repo, timeout=10)
@@ -97,11 +103,19 @@ def commit_times(commits: set[str], repo: Path | None = None) -> dict[str, datet
 
 
 def _commit(run: Run) -> str | None:
-    return run.environment.get("software", {}).get("git_commit")
+    commit = run.environment.get("software", {}).get("git_commit")
+    return commit if isinstance(commit, str) else None
 
 
 def _when(run: Run, times: dict[str, datetime]) -> datetime:
-    return times.get(_commit(run) or "") or datetime.fromisoformat(run.created)
+    """When the run's code was committed, else when the run was made (UTC where the file gave no zone)."""
+    when = times.get(_commit(run) or "")
+    if when is None:
+        if not run.created:
+            raise GpubenchError(f"a run on {run.device} records neither a commit git knows nor when it was made: "
+                                "history cannot place it")
+        when = datetime.fromisoformat(run.created)  # results/schema.py checked that it parses
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def series_of(runs: list[tuple[str, Run]], times: dict[str, datetime] | None = None) -> list[Series]:

@@ -115,3 +115,30 @@ def test_a_change_too_small_to_find_is_screened_out_before_the_search():
     flat = np.log([e.median_ms for e in noisy_series(5).entries])
     stepped = np.log([e.median_ms for e in noisy_series(5, step_at=20).entries])
     assert not h._may_change(flat, h._noise(flat)) and h._may_change(stepped, h._noise(stepped))
+
+
+def test_a_runs_commit_is_never_handed_to_git_as_an_option(tmp_path, monkeypatch):
+    """A results file is data: a git_commit such as --output=FILE must not reach git's command line."""
+    import subprocess
+
+    called = []
+    monkeypatch.setattr(subprocess, "run", lambda args, **kw: called.append(args) or subprocess.CompletedProcess(
+        args, 1, "", ""))
+    assert h.commit_times({f"--output={tmp_path / 'x'}", "abc+dirty", "c0 c1"}) == {}
+    assert called == []
+    h.commit_times({"4c2f1e9"})
+    assert called and called[0][-1] == "4c2f1e9"
+
+
+def test_runs_without_a_zone_or_a_time_are_placed_or_refused_in_one_line():
+    from gpubench.errors import GpubenchError
+
+    naive = run_of("H100", "580", "x", T0, 1.0)
+    naive.created = "2026-11-20T00:00:00"  # no zone: taken as UTC beside the others
+    aware = run_of("H100", "580", "y", T0, 1.0)
+    (s,) = h.series_of([("a", naive), ("b", aware)], {})
+    assert [e.run for e in s.entries] == ["b", "a"]  # compared (T0 is January), not refused as naive beside aware
+    timeless = run_of("H100", "580", "z", T0, 1.0)
+    timeless.created = ""
+    with pytest.raises(GpubenchError, match="neither a commit git knows nor when it was made"):
+        h.series_of([("a", aware), ("c", timeless)], {})

@@ -13,6 +13,7 @@ record with `parts_ms`, and the `--gpus` selection as it was written. Each migra
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
@@ -212,6 +213,13 @@ def run_from(data: dict, path: Path) -> Run:
     for key in ceilings:
         check.number(ceilings, key, "environment.device.ceilings", lo=1e-9)
     check.field(device, "telemetry", dict, "environment.device", required=False)
+    check.field(environment.get("software") or {}, "git_commit", str, "environment.software", required=False)
+    created = check.field(data, "created", str, "", required=False)
+    if created:  # "" where it was never known
+        try:
+            datetime.fromisoformat(created)  # history orders runs by it
+        except ValueError:
+            check.fail("", f"created must be a time such as 2026-11-22T00:00:00+00:00, got {created!r:.40}")
     command = check.field(data, "command", list, "", required=False) or []
     if not all(isinstance(c, str) for c in command):
         check.fail("", "command must be a list of strings")

@@ -1,0 +1,85 @@
+"""What the property batteries (tests/test_properties*.py) share: a stand-in for the worker and the Dask cluster,
+so that thousands of generated command lines take seconds while everything in front of them (parsing, the
+plan's checks, output paths, the results file) is the real code; and the one assertion every answer must pass:
+the documented exit code, no traceback, one line on stderr for an error, and nothing written where it was not
+asked for."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from gpubench.cli import cli
+from gpubench.exit_codes import Exit
+
+SETTINGS = dict(deadline=None, derandomize=True, database=None)
+
+# The exit codes each command may give for any input (gpubench/exit_codes.py; nothing really runs here, so a
+# sweep never fails a point or finds a slow GPU).
+ALLOWED = {
+    "gemm": {Exit.OK, Exit.USAGE}, "conv": {Exit.OK, Exit.USAGE}, "run": {Exit.OK, Exit.USAGE},
+    "show": {Exit.OK, Exit.USAGE}, "plot": {Exit.OK, Exit.USAGE}, "report": {Exit.OK, Exit.USAGE},
+    "compare": {Exit.OK, Exit.FAILED, Exit.USAGE, Exit.INCONCLUSIVE},
+    "history": {Exit.OK, Exit.FAILED, Exit.USAGE},
+    "list": {Exit.OK, Exit.USAGE}, "check": {Exit.OK, Exit.USAGE}, "tune": {Exit.OK, Exit.USAGE},
+    "env": {Exit.OK, Exit.USAGE},
+}
+
+
+class StandInWorker:
+    """Opens like a CPU worker, refuses like a machine without a GPU, and runs no points."""
+
+    def __init__(self, options, **spread):
+        self.options, self.incidents, self.workers = options, [], {}
+
+    def start(self):
+        if self.options.backend == "cuda":
+            from gpubench.errors import NoDevice
+
+            raise NoDevice("PyCUDA is not installed: pip install 'gpubench[gpu]'")
+        return {"device": "CPU: stand-in", "arch": None, "max_threads": None, "libraries": {}}
+
+    def environment(self):
+        return {"device": {"name": "CPU: stand-in", "kind": "cpu"}, "software": {}}
+
+    def run_all(self, work, on_point):
+        pass
+
+    def run(self, task, on_point):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+def stand_in(monkeypatch) -> None:
+    """Replace what would run points (a worker process, a Dask cluster, nvcc) for the rest of a test."""
+    from gpubench import cluster, executors, nvcc
+
+    monkeypatch.setattr(executors, "Worker", StandInWorker)  # every executor comes from the one factory
+    monkeypatch.setattr(cluster, "Cluster", StandInWorker)
+    monkeypatch.setattr(nvcc, "compile_all", lambda jobs, threads=None: [])  # compiling is tested in test_nvcc
+
+
+def invoke(args: list[str]):
+    return CliRunner().invoke(cli, args, catch_exceptions=True)
+
+
+def assert_answered_well(result, command: str) -> None:
+    """The documented exit code, no traceback, and an error as one line on stderr saying what is wrong."""
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    assert result.exit_code in ALLOWED[command], (result.exit_code, result.output)
+    if result.exit_code == Exit.USAGE:
+        err = result.stderr
+        assert err.startswith("gpubench: error: ") and err.count("\n") == 1, err
+        assert len(err.split(": ", 2)[-1].strip()) > 3, err  # it says something
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
