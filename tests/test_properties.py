@@ -129,7 +129,7 @@ def command_line(draw):
     return words.split()[0], args
 
 
-@settings(max_examples=1000, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=700, suppress_health_check=SUPPRESS, **SETTINGS)
 @given(line=command_line())
 def test_odd_command_lines(tmp_path, line, monkeypatch):
     stand_in(monkeypatch)
@@ -166,7 +166,7 @@ def test_every_option_of_every_command_alone(tmp_path, monkeypatch, words):
                 (tmp_path / name).unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("value", ODD)
+@pytest.mark.parametrize("value", [v for v in ODD if v != "/"])  # history / would read every file on the disk
 def test_every_argument_of_every_command_alone(tmp_path, monkeypatch, value):
     stand_in(monkeypatch)
     monkeypatch.chdir(tmp_path)

@@ -113,7 +113,7 @@ def test_corrupted_results_files(tmp_path, valid_run_text, data):
     assert {p: digest(p) for p in (good, bad)} == before  # reading never writes
 
 
-@settings(max_examples=120, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=80, suppress_health_check=SUPPRESS, **SETTINGS)
 @given(data=st.data())
 def test_corrupted_results_files_drawn(tmp_path, valid_run_text, data):
     """plot and report draw what they read: axes, bands and rooflines from whatever the file holds."""
@@ -127,7 +127,7 @@ def test_corrupted_results_files_drawn(tmp_path, valid_run_text, data):
     assert_answered_well(invoke(["report", str(bad), "-o", str(tmp_path / "r.html")]), "report")
 
 
-@settings(max_examples=60, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=30, suppress_health_check=SUPPRESS, **SETTINGS)
 @given(m=st.integers(1, 2**60), n=st.integers(1, 2**60), k=st.integers(1, 2**60), size=st.integers(1, 2**60),
        batch=st.integers(1, 2**60))
 def test_huge_problems_in_a_file(tmp_path, valid_run_text, m, n, k, size, batch):
