@@ -136,6 +136,7 @@ def test_runs_without_a_zone_or_a_time_are_placed_or_refused_in_one_line():
     naive = run_of("H100", "580", "x", T0, 1.0)
     naive.created = "2026-11-20T00:00:00"  # no zone: taken as UTC beside the others
     aware = run_of("H100", "580", "y", T0, 1.0)
+    aware.created = "2026-01-01T00:00:00+00:00"
     (s,) = h.series_of([("a", naive), ("b", aware)], {})
     assert [e.run for e in s.entries] == ["b", "a"]  # compared (T0 is January), not refused as naive beside aware
     timeless = run_of("H100", "580", "z", T0, 1.0)
