@@ -16,7 +16,8 @@ from typing import Iterator
 
 from gpubench.errors import CompileError, Skip
 from gpubench.results import Details, Point, Status
-from gpubench.problems import Shape
+from gpubench.dtypes import PRECISIONS
+from gpubench.problems import SCALES, Shape
 from gpubench.timing import TimingPolicy, measure, summarize
 from gpubench.variant import Config, Variant
 
@@ -59,12 +60,17 @@ def describe_error(err: BaseException) -> str:
 # --- one point --------------------------------------------------------------------------------------------------
 
 
-def verify(backend, prepared, ref) -> float:
+def verify(backend, prepared, ref, shape) -> float:
     """Poison the output, run once, and return ||out − ref|| / ||ref|| (inf if anything is NaN or unwritten)."""
     backend.poison(prepared.output)
     prepared.run()
     backend.clock.sync()
-    return backend.rel_err(prepared.output, ref)
+    return backend.rel_err(prepared.output, ref, shape)
+
+
+def scales_of(backend, shape, inputs) -> dict[str, float]:
+    """The dequantisation scale of each input that has one (fp8), by input name, for the point's record."""
+    return {name.removesuffix("_scale"): backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
 
 
 def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
@@ -74,7 +80,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         raise Skip(unfit)
     prepared = backend.prepare(variant, point.config, shape, inputs)
     try:
-        rel_err = verify(backend, prepared, ref)
+        rel_err = verify(backend, prepared, ref, shape)
         timing = measure(prepared.run, backend.clock, policy, backend.telemetry)
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,
@@ -85,12 +91,13 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
                     for name, part in prepared.parts.items()}
         details = replace(point.note.merged(prepared.details), stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
-                          parts_ms=parts_ms)
+                          parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
+                          scales=scales_of(backend, shape, inputs))
         readings = timing.telemetry()
         if readings is not None:
             readings.update(backend.energy(prepared.run, policy.flush, shape.flops) or {})
         return Point.measured(shape, variant.name, point.config.label, samples_ms=timing.samples_ms, rel_err=rel_err,
-                              tolerance=backend.tolerance(variant), details=details, telemetry=readings)
+                              tolerance=backend.tolerance(variant, shape), details=details, telemetry=readings)
     finally:
         prepared.release()
 
