@@ -104,32 +104,42 @@ def setup_files(directory) -> None:
         (directory / name).unlink(missing_ok=True)
 
 
+ARGUMENTS = {"run": ["suite.toml", "quick", "lab"], "show": ["run.json"], "plot": ["run.json"],
+             "compare": ["run.json", "other.json"], "report": ["run.json", "other.json", "adir"],
+             "history": ["run.json", "other.json", "adir"]}
+OUTPUTS = {"plot": "out.png", "report": "out.html"}  # required options, given unless drawn
+
+
 @st.composite
 def command_line(draw):
-    """A command and a line for it: each of a few of its parameters given a plausible or a hostile value."""
+    """A command and a line for it: a few of its parameters, most given a plausible value and some a hostile one,
+    so that the hostile value meets the code behind the first checks."""
     words = draw(st.sampled_from(sorted(COMMANDS)))
     command = COMMANDS[words]
     args = words.split()
     options = [p for p in command.params if isinstance(p, click.Option) and "--help" not in p.opts]
+
+    def value(plausible):
+        return draw(st.sampled_from(plausible)) if plausible and draw(st.integers(0, 3)) else draw(HOSTILE)
+
     for p in command.params:
         if isinstance(p, click.Argument):
             for _ in range(1 if p.nargs == 1 else draw(st.integers(1, 3))):
-                args.append(draw(st.sampled_from(["run.json", "other.json", "suite.toml", "quick", "adir"])
-                                 | HOSTILE))
-    for p in draw(st.lists(st.sampled_from(options), max_size=5)):
+                args.append(value(ARGUMENTS.get(words, [])))
+    chosen = draw(st.lists(st.sampled_from(options), max_size=5))
+    for p in chosen:
         flag = draw(st.sampled_from(p.opts))
-        if p.is_flag:
-            args.append(flag)
-        else:
-            plausible = PLAUSIBLE.get(p.name, [])
-            value = draw(st.sampled_from(plausible)) if plausible and draw(st.booleans()) else draw(HOSTILE)
-            args += [flag, value]
-    if words in ("gemm", "conv") and "--backend" not in args and draw(st.integers(0, 4)):
+        args += [flag] if p.is_flag else [flag, value(PLAUSIBLE.get(p.name, []))]
+    if words in OUTPUTS and not any(p.name == "output" for p in chosen) and draw(st.integers(0, 4)):
+        args += ["-o", OUTPUTS[words]]
+    if words in ("gemm", "conv", "run") and "--backend" not in args and draw(st.integers(0, 4)):
         args += ["--backend", "cpu"]
+    if words in ("gemm", "conv") and "--reps" not in args:
+        args += ["--reps", "5"]
     return words.split()[0], args
 
 
-@settings(max_examples=700, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=1200, suppress_health_check=SUPPRESS, **SETTINGS)
 @given(line=command_line())
 def test_odd_command_lines(tmp_path, line, monkeypatch):
     stand_in(monkeypatch)

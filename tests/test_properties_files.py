@@ -96,7 +96,7 @@ def corrupted(draw, text):
     return raw[:at] + draw(st.binary(min_size=1, max_size=4)) + raw[at + 1:]
 
 
-@settings(max_examples=500, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=800, suppress_health_check=SUPPRESS, **SETTINGS)
 @given(data=st.data())
 def test_corrupted_results_files(tmp_path, valid_run_text, data):
     good = tmp_path / "good.json"
@@ -270,7 +270,7 @@ def spec_text(draw):
     return text
 
 
-@settings(max_examples=400, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=600, suppress_health_check=SUPPRESS, **SETTINGS)
 @given(text=spec_text(), command=st.sampled_from([["list"], ["gemm", "--backend", "cpu", "--sizes", "16"],
                                                   ["conv", "--backend", "cpu", "--sizes", "8"], ["check"],
                                                   ["run", "quick", "--backend", "cpu"]]))
