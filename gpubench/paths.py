@@ -76,8 +76,9 @@ def tuned_dir() -> Path:
 
 
 def temporary(path: Path) -> Path:
-    """The sibling a file is written to before it replaces `path` atomically (hidden, this process's)."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """The sibling a file is written to before it replaces `path` atomically (hidden, this process's; the pid at
+    its widest, so that the longest name -o takes does not depend on the process)."""
+    return path.with_name(f".{path.name}.{os.getpid():07d}.tmp")
 
 
 def name_max(directory: Path) -> int:

@@ -49,7 +49,7 @@ def test_a_block_larger_than_the_device_allows_is_one_line_naming_the_variant():
     ("a\0b.json", "a file path of printable characters"),
     ("line\n.json", "a file path of printable characters"),
     ("x" * 251 + ".json", "the file name is too long (256 bytes"),
-    ("x" * 240 + ".json", "the file name is too long (245 bytes"),  # its temporary sibling would not fit
+    ("x" * 240 + ".json", "the file name is too long (245 bytes; at most 242"),  # its temporary would not fit
     ("a-dir", "a results file ends in .json"),
     ("a-dir.json", "is a directory"),
 ])
