@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Callable, Protocol
 
+from gpubench.phases import add, phase
 from gpubench.stats import Stats, decidable, summarize
 from gpubench.telemetry import NoTelemetry, reason_names
 
@@ -105,25 +106,30 @@ def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> Sto
 
 def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemetry=NoTelemetry()) -> Timing:
     started = time.perf_counter()
-    for _ in range(max(1, policy.warmup)):
-        run()
-        clock.sync()
-        if time.perf_counter() - started > policy.budget_s / 2:
-            break
+    with phase("warmup"):
+        for _ in range(max(1, policy.warmup)):
+            run()
+            clock.sync()
+            if time.perf_counter() - started > policy.budget_s / 2:
+                break
     timing = Timing([], None)
     expected = telemetry.expected_mhz
     if hasattr(clock, "time_batch_ms"):
         # Size the batches from the fastest of a few single calls (one slow first call must not decide).
-        fastest = min(_single(run, clock, policy.flush) for _ in range(CALIBRATION))
+        with phase("calibrate"):
+            fastest = min(_single(run, clock, policy.flush) for _ in range(CALIBRATION))
         if fastest < policy.batch_below_ms:
             timing.batch = max(2, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(fastest, 0.002))))
     started = time.perf_counter()
     while True:
-        if timing.batch > 1:
-            new = clock.time_batch_ms(run, timing.batch, policy.flush)
-        else:
-            new = [_single(run, clock, policy.flush)]
-        reading = telemetry.sample()
+        with phase("sample"):
+            if timing.batch > 1:
+                new = clock.time_batch_ms(run, timing.batch, policy.flush)
+            else:
+                new = [_single(run, clock, policy.flush)]
+        add("timed", sum(new) / 1e3)
+        with phase("telemetry"):
+            reading = telemetry.sample()
         if reading is not None:
             timing.reasons |= reading.reasons
             if reading.throttled(expected):
@@ -139,7 +145,8 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
             if reading.power_w is not None:
                 timing.power_w += [reading.power_w] * len(new)
         timing.samples_ms += new
-        stop = _stop_reason(timing.samples_ms, time.perf_counter() - started, policy)
+        with phase("stop rule"):
+            stop = _stop_reason(timing.samples_ms, time.perf_counter() - started, policy)
         if stop:
             timing.stop = stop
             return timing

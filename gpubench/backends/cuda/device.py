@@ -13,6 +13,7 @@ import subprocess
 import numpy as np
 
 from gpubench import nvcc, paths, telemetry
+from gpubench.phases import phase
 from gpubench.timing import TimingPolicy, measure, summarize
 
 
@@ -41,7 +42,8 @@ class DeviceFacts:
         import cupy
         import pycuda
 
-        ceilings = self.ceilings()
+        with phase("ceilings"):
+            ceilings = self.ceilings()
         self.collect()
         return {
             "device": {
@@ -56,7 +58,7 @@ class DeviceFacts:
                 "smem_per_block_optin": d.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
                 **_nvidia_smi(d.pci_bus_id()),
                 "telemetry": self.telemetry.describe(),
-                "floor_ms": self.floor_ms(),
+                "floor_ms": self._timed_floor_ms(),
                 "ceilings": ceilings,
                 "copy_gbps": ceilings["copy_gbps"],
             },
@@ -71,6 +73,10 @@ class DeviceFacts:
 
     def probe(self, symbol: str):
         return self.function(paths.cuda_src_dir() / "probes.cu", symbol, {})
+
+    def _timed_floor_ms(self) -> float:
+        with phase("floor"):
+            return self.floor_ms()
 
     def floor_ms(self) -> float:
         """The median of an empty kernel timed as every point is (flush, events, queued batches)."""

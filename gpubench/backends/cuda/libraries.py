@@ -11,6 +11,7 @@ import numpy as np
 from gpubench.backends import Prepared
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable
 from gpubench.errors import GpubenchError, Skip
+from gpubench.phases import phase
 from gpubench.problems import ConvShape
 from gpubench.results import Details
 from gpubench.runners import PlanPolicy
@@ -52,9 +53,10 @@ class Libraries:
         key = (shape, self.tf32)
         try:
             if key not in self._cudnn:
-                self._cudnn[key] = CudnnConvGraph(
-                    shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
-                    shape.kernel, shape.stride, shape.pad, allow_tf32=self.tf32)
+                with phase("cudnn graph"):
+                    self._cudnn[key] = CudnnConvGraph(
+                        shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
+                        shape.kernel, shape.stride, shape.pad, allow_tf32=self.tf32)
         except CudnnMissing as e:  # the user must install something: one line, exit 2
             raise GpubenchError(str(e)) from None
         except CudnnUnavailable as e:  # not for this problem (or this GPU): the point is skipped, saying why
@@ -64,7 +66,8 @@ class Libraries:
         if variant.runner.plans == PlanPolicy.HEURISTIC:
             plan = graph.heuristic
         else:
-            plan = self._fastest_plan(graph, x, w, out)
+            with phase("cudnn plans"):
+                plan = self._fastest_plan(graph, x, w, out)
         details = Details(tf32=self.tf32, engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
                           workspace_bytes=plan.workspace_bytes)
         return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
