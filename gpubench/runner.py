@@ -84,7 +84,8 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
             return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
                               f"within {policy.max_time_s:g} s (--discard-throttled)")
-        part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None})
+        # A part's median is a note, not a point: no sampling on for noise or decidability.
+        part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None, "decide": None})
         with phase("parts"):
             parts_ms = {name: summarize(measure(part, backend.clock, part_policy).samples_ms).median
                         for name, part in prepared.parts.items()}

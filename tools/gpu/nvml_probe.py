@@ -37,7 +37,51 @@ def changes(h, seconds: float, busy) -> tuple[list[float], list[int]]:
     return [1e3 * (b - a) for a, b in zip(stamps, stamps[1:])], steps
 
 
-def summary(name: str, gaps: list[float], steps: list[int]) -> None:
+INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT (nvml.h)
+
+
+def instant_mw(h) -> int | None:
+    value = nv.nvmlDeviceGetFieldValues(h, [INSTANT])[0]
+    return value.value.uiVal if value.nvmlReturn == 0 else None
+
+
+def instant_changes(h, seconds: float, busy) -> tuple[list[float], list[int]]:
+    """Intervals (ms) between changes of the instant power reading, and the readings (mW)."""
+    stamps, values = [], []
+    last = instant_mw(h)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        busy()
+        now = instant_mw(h)
+        if now != last:
+            stamps.append(time.perf_counter())
+            values.append(now)
+            last = now
+    return [1e3 * (b - a) for a, b in zip(stamps, stamps[1:])], values
+
+
+def agreement(h, seconds: float, busy) -> None:
+    """Mean instant power against the energy counter's power between two of its changes, under one load."""
+    def edge():
+        first = nv.nvmlDeviceGetTotalEnergyConsumption(h)
+        while True:
+            busy()
+            now = nv.nvmlDeviceGetTotalEnergyConsumption(h)
+            if now != first:
+                return time.perf_counter(), now
+    t0, e0 = edge()
+    readings = []
+    end = t0 + seconds
+    while time.perf_counter() < end:
+        busy()
+        readings.append(instant_mw(h))
+    t1, e1 = edge()
+    counter_w = (e1 - e0) / (t1 - t0) / 1e3
+    print(f"  counter {counter_w:.1f} W over {t1 - t0:.2f} s; instant mean {statistics.fmean(readings) / 1e3:.1f} W "
+          f"({len(readings)} reads, {len(set(readings))} distinct)")
+
+
+def summary(name: str, gaps: list[float], steps: list[int]) -> None:  # steps: changes (mJ) or readings (mW)
     if len(gaps) < 2:
         print(f"{name}: {len(steps)} changes")
         return
@@ -69,9 +113,27 @@ def main() -> None:
             queue.pop(0).synchronize()
 
     summary("busy", *changes(h, 1.5, busy))
+    print(f"instant power: {latency(lambda: instant_mw(h)):.1f} us per call, now {instant_mw(h)} mW")
+    gaps, values = instant_changes(h, 1.0, busy)
+    summary("instant busy", gaps, values)
+    print("  first readings", values[:12])
+    x = cp.random.random(1 << 20, dtype=cp.float32)
+
+    def small():  # short kernels, back to back, as the lab's small points are
+        for _ in range(20):
+            x.__iadd__(1.0)
+
+    gaps, values = instant_changes(h, 1.0, small)
+    summary("instant small kernels", gaps, values)
+    print("agreement, SGEMM:")
+    agreement(h, 2.0, busy)
+    print("agreement, small kernels:")
+    agreement(h, 2.0, small)
     cp.cuda.Device().synchronize()
     time.sleep(0.2)
     summary("idle", *changes(h, 1.0, lambda: None))
+    gaps, values = instant_changes(h, 1.0, lambda: None)
+    summary("instant idle", gaps, values)
 
 
 if __name__ == "__main__":
