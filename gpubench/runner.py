@@ -95,7 +95,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         readings = timing.telemetry()
         if readings is not None:
             with phase("energy"):
-                readings.update(backend.energy(prepared.run, policy.flush, shape.flops) or {})
+                readings.update(backend.energy(prepared.run, policy.flush, shape.flops, timing) or {})
         return Point.measured(shape, variant.name, point.config.label, samples_ms=timing.samples_ms, rel_err=rel_err,
                               tolerance=backend.tolerance(variant), details=details, telemetry=readings)
     finally:

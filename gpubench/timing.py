@@ -19,7 +19,7 @@ from typing import Callable, Protocol
 
 from gpubench.phases import add, phase
 from gpubench.stats import Stats, decidable, summarize
-from gpubench.telemetry import NoTelemetry, reason_names
+from gpubench.telemetry import FreshReadings, NoTelemetry, reason_names
 
 __all__ = ["Clock", "TimingPolicy", "Timing", "Stop", "measure", "summarize", "Stats", "HostClock"]
 
@@ -79,6 +79,7 @@ class Timing:
     throttled: int = 0  # samples taken while throttled (kept, or discarded with discard_throttled)
     discarded: int = 0
     reasons: int = 0  # every clock-event reason bit seen
+    instant: FreshReadings = field(default_factory=FreshReadings)  # new instant-power values between samples
 
     def telemetry(self) -> dict | None:
         """What a saved point keeps: medians of the clocks and power, and how many samples were throttled."""
@@ -141,6 +142,7 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
             reading = telemetry.sample()
         if reading is not None:
             timing.reasons |= reading.reasons
+            timing.instant.see(reading.instant_mw)
             if reading.throttled(expected):
                 timing.throttled += len(new)
                 if policy.discard_throttled:

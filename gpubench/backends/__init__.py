@@ -63,8 +63,9 @@ class Backend(Protocol):
     def tolerance(self, variant) -> float:
         """The largest rel_err the variant may have here (TF32's where --tf32 lets its library use it)."""
 
-    def energy(self, run: Callable[[], None], flush: bool, flops: float) -> dict | None:
-        """Joules per call and GFLOPS per watt, where the hardware reports energy."""
+    def energy(self, run: Callable[[], None], flush: bool, flops: float, timing=None) -> dict | None:
+        """Joules per call and GFLOPS per watt, where the hardware reports energy (`timing`: the point's timed
+        calls, whose own readings may already tell)."""
 
     def collect(self) -> None:
         """Give memory back between shapes."""
@@ -82,7 +83,7 @@ class ArrayBackend:
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
     telemetry = NoTelemetry()
 
-    def energy(self, run, flush: bool, flops: float) -> dict | None:
+    def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""
         return None
 

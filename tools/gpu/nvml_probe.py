@@ -45,6 +45,20 @@ def instant_mw(h) -> int | None:
     return value.value.uiVal if value.nvmlReturn == 0 else None
 
 
+def stamped(h, seconds: float, busy) -> None:
+    """Whether the field's timestamp marks a new reading: distinct timestamps against distinct values."""
+    seen = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        busy()
+        v = nv.nvmlDeviceGetFieldValues(h, [INSTANT])[0]
+        seen.append((v.timestamp, v.value.uiVal, v.latencyUsec))
+    stamps = sorted({s for s, _, _ in seen})
+    gaps = [(b - a) / 1e3 for a, b in zip(stamps, stamps[1:])]
+    print(f"  {len(seen)} reads, {len(stamps)} distinct timestamps, {len({v for _, v, _ in seen})} distinct values; "
+          f"timestamp gaps ms median {statistics.median(gaps) if gaps else 0:.2f}; latencyUsec {seen[-1][2]}")
+
+
 def instant_changes(h, seconds: float, busy) -> tuple[list[float], list[int]]:
     """Intervals (ms) between changes of the instant power reading, and the readings (mW)."""
     stamps, values = [], []
@@ -117,6 +131,8 @@ def main() -> None:
     gaps, values = instant_changes(h, 1.0, busy)
     summary("instant busy", gaps, values)
     print("  first readings", values[:12])
+    print("instant timestamps, busy:")
+    stamped(h, 0.5, busy)
     x = cp.random.random(1 << 20, dtype=cp.float32)
 
     def small():  # short kernels, back to back, as the lab's small points are
