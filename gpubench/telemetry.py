@@ -6,10 +6,16 @@ power times time per call, from the first of these that the GPU allows:
 
 * calls long enough to be timed one at a time (at least FOLD_MS) take it from the instant power read between
   their own timed calls, so they need no window of their own;
-* shorter calls run back to back in a window just long enough to see FRESH new instant-power readings (a few
-  milliseconds where the board refreshes it every millisecond or so);
+* shorter calls run back to back in a window that ends at the first refresh of the instant power after SETTLE_S;
 * where NVML has no instant power, the energy counter over a window of at least ENERGY_WINDOW_S that it has
-  visibly moved across (it updates about every 100 ms on an H100, so such windows are long and coarse).
+  visibly moved across.
+
+On an H100 both the instant power and the energy counter change about every 100 ms
+(`tools/gpu/nvml_probe.py`), and a reading reflects only about 25 ms of each 100 (Yang et al., "Accurate and
+Convenient Energy Measurements for GPUs", SC'24). So a reading describes our calls only if they ran through the
+time it sampled: the first change in a point's timed loop may describe what ran before the loop (it is dropped),
+and a window's reading is taken only once the window has run SETTLE_S. This bounds the cost of energy: about a
+refresh period per point whose calls are too short to carry their own.
 
 A sample taken while the GPU was power- or thermally-limited, or below the clock it should run at, is flagged;
 `--discard-throttled` drops and retakes such samples.
@@ -33,10 +39,10 @@ BELOW_EXPECTED = 0.97  # a sample whose SM clock is under 97% of the expected cl
 LOCKED_IDLE = 0.4  # an idle SM clock under this share of the maximum means the clocks are not locked
 ENERGY_WINDOW_S = 0.05  # shortest window for energy per call; longer while the counter has not moved
 INSTANT_POWER = 186  # NVML_FI_DEV_POWER_INSTANT (nvml.h): the power now (nvmlDeviceGetPowerUsage averages 1 s on Hopper)
-FRESH = 2  # new instant-power values an energy estimate averages (after the first, which may predate its calls)
+FRESH = 1  # new instant-power values a timed loop must see (after the first, which may predate it) to carry energy
 FOLD_MS = 2.0  # calls this long take their energy from the readings between their own timed calls
-POWER_WINDOW_MIN_S = 0.01  # an instant-power window lasts at least this long ...
-POWER_WINDOW_MAX_S = 0.5  # ... and, seeing fewer new values by this long, falls back to the counter
+SETTLE_S = 0.04  # a window's reading counts once the window has run this long: the sampled 25 ms and a margin
+POWER_WINDOW_MAX_S = 0.5  # a window that sees no refresh after SETTLE_S by then falls back to the counter
 
 
 class EnergySource(StrEnum):
@@ -230,24 +236,31 @@ def timed_energy(fresh: FreshReadings, batch: int, median_ms: float, calls: int)
             "readings": len(fresh.values), "source": EnergySource.TIMED}
 
 
-def power_window(busy, telemetry, fresh: int = FRESH, min_s: float = POWER_WINDOW_MIN_S,
-                 max_s: float = POWER_WINDOW_MAX_S) -> dict | None:
+def power_window(busy, telemetry, settle_s: float = SETTLE_S, max_s: float = POWER_WINDOW_MAX_S,
+                 clock=time.perf_counter) -> dict | None:
     """Joules per call while `busy` keeps the GPU on calls back to back: busy(go_on) runs them, asking go_on()
-    between chunks, and returns (calls, GPU seconds they took). The window lasts min_s and until `fresh` new
-    instant-power values were seen during it; energy per call is their mean power times the time per call. None
-    where no new value came within max_s (or NVML has no instant power)."""
+    between chunks, and returns (calls, GPU seconds they took). The window ends at the first new instant-power
+    value seen after it has run settle_s; energy per call is that power times the time per call. None where no
+    such value came within max_s (or NVML has no instant power)."""
     if not telemetry.has_instant:
         return None
-    readings, started = FreshReadings(), time.perf_counter()
+    started = clock()
+    state = {"last": None, "asked": 0.0, "power_mw": None}  # last value, when it was last asked, the reading
 
     def go_on() -> bool:
-        readings.see(telemetry.instant_mw())
-        elapsed = time.perf_counter() - started
-        return elapsed < max_s and (len(readings.values) < fresh or elapsed < min_s)
+        value, now = telemetry.instant_mw(), clock() - started
+        settled = state["asked"] >= settle_s  # the value changed after a poll made once the window had settled
+        state["asked"] = now
+        if value is not None and value != state["last"]:
+            if settled and state["last"] is not None:
+                state["power_mw"] = value
+                return False
+            state["last"] = value
+        return now < max_s
 
     calls, seconds = busy(go_on)
-    if not readings.values or calls <= 0 or seconds <= 0:
+    if state["power_mw"] is None or calls <= 0 or seconds <= 0:
         return None
-    power = _mean_w(readings.values)
+    power = state["power_mw"] / 1000.0
     return {"joules_per_call": power * seconds / calls, "power_w": power, "calls": calls, "window_s": seconds,
-            "readings": len(readings.values), "source": EnergySource.INSTANT}
+            "readings": 1, "source": EnergySource.INSTANT}

@@ -211,13 +211,13 @@ def test_long_timed_calls_carry_their_own_energy():
         fresh.see(value)
     e = timed_energy(fresh, batch=1, median_ms=5.0, calls=30)
     assert e["joules_per_call"] == pytest.approx(0.410 * 5.0) and e["power_w"] == pytest.approx(410.0)
-    assert e["source"] == EnergySource.TIMED and e["readings"] == FRESH
+    assert e["source"] == EnergySource.TIMED and e["readings"] == 2
     assert timed_energy(fresh, batch=8, median_ms=5.0, calls=30) is None  # queued batches: flushes in between
     assert timed_energy(fresh, batch=1, median_ms=FOLD_MS / 2, calls=30) is None  # too short: a window is cleaner
     few = FreshReadings()
-    for value in [100_000, 350_000, 400_000]:
+    for value in [100_000, 350_000]:  # one change, which may describe what ran before the loop
         few.see(value)
-    assert timed_energy(few, batch=1, median_ms=5.0, calls=30) is None
+    assert FRESH == 1 and timed_energy(few, batch=1, median_ms=5.0, calls=30) is None
 
 
 def test_the_timing_loop_collects_instant_power(fake_nvml):
@@ -228,7 +228,7 @@ def test_the_timing_loop_collects_instant_power(fake_nvml):
 
 
 class Busy:
-    """Runs `calls_per_chunk` calls of `ms_per_call` each per chunk until told to stop."""
+    """Runs `calls_per_chunk` calls per chunk, of `ms_per_call` each on the GPU, until told to stop."""
 
     def __init__(self, calls_per_chunk, ms_per_call):
         self.chunk, self.ms, self.asked = calls_per_chunk, ms_per_call, 0
@@ -242,20 +242,27 @@ class Busy:
                 return calls, calls * self.ms / 1e3
 
 
-def test_a_power_window_lasts_until_enough_new_readings(fake_nvml):
-    # Read 1 is open_telemetry's check; read 2, in the window, is where things stand (200 W); the board then
-    # refreshes every third read: 410 W at read 3 (dropped: it may predate the window), 420 W at 6, 430 W at 9.
-    fake_nvml(instant=lambda n: 200_000 if n <= 2 else 400_000 + 10_000 * (n // 3))
+def test_a_power_window_ends_at_the_first_new_reading_once_settled(fake_nvml):
+    fake_nvml(instant=lambda n: 300_000 + 1000 * n)  # a new value at every read (read 1: open_telemetry's check)
     busy = Busy(calls_per_chunk=100, ms_per_call=0.01)
-    window = power_window(busy, open_telemetry("bus"), min_s=0.0)
-    assert window["source"] == EnergySource.INSTANT and window["readings"] == FRESH == 2
-    assert window["power_w"] == pytest.approx(425.0)
-    assert window["joules_per_call"] == pytest.approx(425.0 * 0.01e-3)
-    assert busy.asked == 8 and window["calls"] == 100 * 9
+    ticks = iter(range(1000))
+    window = power_window(busy, open_telemetry("bus"), settle_s=0.035, clock=lambda: next(ticks) / 100)
+    # The clock says 10 ms more at each poll; a change counts once the poll before it came at 35 ms or later:
+    # poll 4 is at 40 ms, so poll 5 (50 ms, read 6) ends the window.
+    assert busy.asked == 5 and window["power_w"] == pytest.approx(306.0)
+    assert window["source"] == EnergySource.INSTANT and window["calls"] == 100 * (busy.asked + 1)
+    assert window["joules_per_call"] == pytest.approx(window["power_w"] * 0.01e-3)
+
+
+def test_a_settled_window_takes_the_first_change_not_the_first_read(fake_nvml):
+    fake_nvml(instant=lambda n: 200_000 if n <= 3 else 410_000)  # reads 2 and 3 stand still, then a refresh
+    busy = Busy(calls_per_chunk=10, ms_per_call=1.0)
+    window = power_window(busy, open_telemetry("bus"), settle_s=0.0)
+    assert busy.asked == 3 and window["power_w"] == pytest.approx(410.0)
 
 
 def test_no_instant_power_or_no_new_reading_means_no_power_window(fake_nvml):
     fake_nvml()
     assert power_window(Busy(10, 1.0), open_telemetry("bus")) is None
     fake_nvml(instant=lambda n: 250_000)  # never changes
-    assert power_window(Busy(10, 1.0), open_telemetry("bus"), min_s=0.0, max_s=0.01) is None
+    assert power_window(Busy(10, 1.0), open_telemetry("bus"), settle_s=0.0, max_s=0.01) is None
