@@ -189,6 +189,35 @@ def test_every_argument_of_every_command_alone(tmp_path, monkeypatch, value):
         assert_answered_well(invoke(args), args[0])
 
 
+ENVIRONMENT = ["GPUBENCH_CACHE", "GPUBENCH_TUNED", "GPUBENCH_COMMIT", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HOME",
+               "COLUMNS", "LINES", "NO_COLOR", "TERM"]
+
+
+@settings(max_examples=300, suppress_health_check=SUPPRESS, **SETTINGS)
+@given(name=st.sampled_from(ENVIRONMENT), value=HOSTILE.filter(lambda v: "\x00" not in v),
+       args=st.sampled_from([["gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", "e.json", "--force"],
+                             ["list"], ["check"], ["show", "run.json"], ["tune", "gemm"], ["env", "--backend", "cpu"]]))
+def test_odd_environment_variables(tmp_path, monkeypatch, name, value, args):
+    """What gpubench reads from the environment (its own variables, the XDG directories, the terminal's size)."""
+    from click.testing import CliRunner
+
+    stand_in(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    setup_files(tmp_path)
+    assert_answered_well(CliRunner().invoke(cli, args, env={name: value}), args[0])
+
+
+@pytest.mark.parametrize("name", ["COLUMNS", "LINES"])
+@pytest.mark.parametrize("value", ["²", "9" * 5000, "", "-1", "0"])
+def test_a_terminal_size_rich_cannot_read_is_ignored(tmp_path, monkeypatch, name, value):
+    from click.testing import CliRunner
+
+    monkeypatch.chdir(tmp_path)
+    setup_files(tmp_path)
+    r = CliRunner().invoke(cli, ["show", "run.json"], env={name: value})
+    assert r.exit_code == 0 and "tiled" in r.output, r.output
+
+
 # --- real processes: what CliRunner cannot show --------------------------------------------------------------
 
 REAL = [

@@ -17,7 +17,10 @@ from gpubench.views.tables import escape, plural, to_markdown, to_rich
 
 def console(stderr: bool = False) -> Console:
     """A console that keeps wide tables whole when output goes to a file or a pipe."""
-    c = Console(stderr=stderr)
+    try:
+        c = Console(stderr=stderr)
+    except ValueError:  # COLUMNS or LINES that str.isdigit takes and int() does not (², a 5000-digit number)
+        return Console(stderr=stderr, width=160, height=25)
     return c if c.is_terminal else Console(stderr=stderr, width=max(c.width, 160))
 
 
