@@ -44,6 +44,9 @@ class StandInWorker:
     def environment(self):
         return {"device": {"name": "CPU: stand-in", "kind": "cpu"}, "software": {}}
 
+    def check(self, variants):  # what a real worker imports of a project's Python variants before running
+        pass
+
     def run_all(self, work, on_point):
         pass
 
