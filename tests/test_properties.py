@@ -193,7 +193,7 @@ ENVIRONMENT = ["GPUBENCH_CACHE", "GPUBENCH_TUNED", "GPUBENCH_COMMIT", "XDG_CACHE
                "COLUMNS", "LINES", "NO_COLOR", "TERM"]
 
 
-@settings(max_examples=300, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=150, suppress_health_check=SUPPRESS, **SETTINGS)
 @given(name=st.sampled_from(ENVIRONMENT), value=HOSTILE.filter(lambda v: "\x00" not in v),
        args=st.sampled_from([["gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", "e.json", "--force"],
                              ["list"], ["check"], ["show", "run.json"], ["tune", "gemm"], ["env", "--backend", "cpu"]]))
