@@ -80,7 +80,13 @@ def cublas_gemm(cp, m, n, k, a_ptr, a_transposed, b_ptr, b_transposed, c_ptr, ty
 
 
 class LtRefused(RuntimeError):
-    """cuBLASLt has no algorithm for this product (its words, one line)."""
+    """cuBLASLt has no algorithm for this product, or declined to run it (its words, one line)."""
+
+
+def _words(e: BaseException) -> str:
+    """nvmath's message for a cuBLASLt status, without its advice on logging."""
+    text = " ".join(str(e).split())
+    return text.split(" You can set")[0].rstrip(". ") or type(e).__name__
 
 
 class LtMatmul:
@@ -118,7 +124,7 @@ class LtMatmul:
                 lt.matmul_algo_get_heuristic(self._handle, self._desc, self._a, self._b, self._c, self._c, pref, 1,
                                              self._results.ptr, found.ctypes.data)
             except lt.cuBLASLtError as e:
-                raise LtRefused(f"cuBLASLt refuses it: {e}") from None
+                raise LtRefused(f"cuBLASLt has no algorithm for it: {_words(e)}") from None
             if found[0] < 1:
                 raise LtRefused("cuBLASLt has no algorithm for it")
         except BaseException:
@@ -140,9 +146,12 @@ class LtMatmul:
         return self._make(self._lt.matrix_layout_create(kind, rows, cols, ld), self._lt.matrix_layout_destroy)
 
     def run(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
-        self._lt.matmul(self._handle, self._desc, self._one.ctypes.data, b_ptr, self._a, a_ptr, self._b,
-                        self._zero.ctypes.data, c_ptr, self._c, c_ptr, self._c, self._results.ptr,
-                        self._workspace.data.ptr, self.workspace_bytes, 0)
+        try:
+            self._lt.matmul(self._handle, self._desc, self._one.ctypes.data, b_ptr, self._a, a_ptr, self._b,
+                            self._zero.ctypes.data, c_ptr, self._c, c_ptr, self._c, self._results.ptr,
+                            self._workspace.data.ptr, self.workspace_bytes, 0)
+        except self._lt.cuBLASLtError as e:
+            raise LtRefused(f"cuBLASLt declined to run it: {_words(e)}") from None
 
     def close(self) -> None:
         while self._made:
