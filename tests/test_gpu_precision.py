@@ -115,6 +115,6 @@ def test_the_ceilings_have_every_precision(cuda):
     c = cuda.ceilings()
     for key in ("ffma_gflops", "tf32_gflops", "fp16_gflops", "bf16_gflops"):
         assert c[key] > 0, key
-    assert c["bf16_gflops"] > 2 * c["tf32_gflops"] > 2 * c["ffma_gflops"]
+    assert c["bf16_gflops"] > 1.5 * c["tf32_gflops"] > 3 * c["ffma_gflops"]  # H100: 783, 394, 65 TFLOP/s
     if "fp8_gflops" in c:
         assert c["fp8_gflops"] > 1.3 * c["bf16_gflops"]
