@@ -20,7 +20,6 @@ from importlib import resources
 
 from gpubench import roofline
 from gpubench.compare import ORDER, Report, compare
-from gpubench.dtypes import DType
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.views import plot
 from gpubench.views.compare import across_tables, changes_table
@@ -83,7 +82,7 @@ def roofline_chart(run: Run) -> Chart | None:
     chart = Chart(f"roofline · {run.device}", "arithmetic intensity (FLOPs per minimum byte)", "GFLOPS")
     intensity = [p.flops / p.min_bytes for p in points]
     lo, hi = min(intensity + [0.1]) / 2, max(intensity + [1e3]) * 2
-    for name, peak in roofline.peaks(run, {p.dtype for p in points} | {DType.TF32}):
+    for name, peak in roofline.peaks(run):
         bandwidth = c.get("copy_gbps")
         if peak and bandwidth:
             knee = peak / bandwidth

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from gpubench import roofline
-from gpubench.dtypes import DType
 from gpubench.problems import SHAPES, ConvShape, GemmShape, Op
 from gpubench.results import Point, Run, Status
 from gpubench.views.tables import Cell, Table
@@ -271,12 +270,10 @@ def _hardware_caption(run: Run, floor: float | None) -> str:
     c = roofline.ceilings(run)
     bits = []
     if c:
-        # the tensor-core peaks of the run's other precisions, each its library's at 8192³
-        others = "".join(f", {name} {peak:,}" for name, peak in roofline.peaks(run, {p.dtype for p in run.points})
-                         if name not in (roofline.PEAKS[DType.FP32][1], roofline.PEAKS[DType.TF32][1]))
-        bits.append(f"roofline: FP32 {c.get('ffma_gflops', 0):,} GFLOPS (FFMA microbenchmark), TF32 "
-                    f"{c.get('tf32_gflops', 0):,} (cuBLAS 8192³){others}, DRAM {c.get('copy_gbps', 0):,} GB/s (copy), "
-                    f"L2 {c.get('l2_read_gbps', 0):,} GB/s")
+        tensor = ", ".join(f"{name} {peak:,}" for name, peak in roofline.peaks(run)[1:])
+        bits.append(f"roofline: FP32 {c.get('ffma_gflops', 0):,} GFLOPS (FFMA microbenchmark), {tensor} (the "
+                    f"library at a large size), DRAM {c.get('copy_gbps', 0):,} GB/s (copy), L2 "
+                    f"{c.get('l2_read_gbps', 0):,} GB/s")
     if floor:
         bits.append(f"floor = an empty kernel, {floor * 1e3:.1f} µs")
     t = run.environment.get("device", {}).get("telemetry") or {}

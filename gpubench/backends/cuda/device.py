@@ -12,9 +12,9 @@ import subprocess
 
 import numpy as np
 
-from gpubench import dtypes, nvcc, paths, roofline, telemetry
+from gpubench import dtypes, nvcc, paths, telemetry
 from gpubench.backends.cuda import blas, storage
-from gpubench.dtypes import DType, GemmLayout
+from gpubench.dtypes import PRECISIONS, DType, GemmLayout
 from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import GemmShape
 from gpubench.runners import CublasLtRunner
@@ -136,7 +136,7 @@ class DeviceFacts:
                 ms = summarize(measure(prepared.run, self.clock, policy).samples_ms).median
             finally:
                 prepared.release()
-            out[roofline.PEAKS[dtype][0]] = round(shape.flops / ms / 1e6)
+            out[PRECISIONS[dtype].ceiling] = round(shape.flops / ms / 1e6)
         return out
 
     def energy(self, run, flush: bool, flops: float) -> dict | None:
