@@ -26,8 +26,9 @@ def table(run) -> list[str]:
     ok = [p for p in run.points if p.gflops or p.status != Status.OK]
     c = roofline.ceilings(run)
     lines = [f"### {run.device}", "",
-             "ceilings (8192³, nt, the library): " + ", ".join(f"{name} {peak / 1e3:,.0f}" for name, peak in
-                                                          roofline.peaks(run, [p.dtype for p in ok])), ""]
+             "ceilings (TFLOP/s; 8192³, nt, the library): " + ", ".join(
+                 f"{name} {peak / 1e3:,.0f}" for name, peak in roofline.peaks(run)
+                 if name in {"FP32", *(str(p.dtype).upper() for p in ok)}), ""]
     if c.get("copy_gbps"):
         lines[-2] += f"; DRAM copy {c['copy_gbps']:,} GB/s"
     for op in Op:
