@@ -59,20 +59,6 @@ def cases(op, shapes):
                                                    f"-{dtype}-{layout}")
 
 
-@pytest.fixture(scope="module")
-def data(cuda):
-    """Inputs and references drawn once per shape (fresh random data, seeded per shape)."""
-    cache = {}
-
-    def get(shape):
-        if shape not in cache:
-            inputs = cuda.inputs(shape, seed=len(cache) + 11)
-            cache[shape] = (inputs, cuda.reference(shape, inputs))
-        return cache[shape]
-
-    return get
-
-
 def check(cuda, data, variant, config, shape):
     inputs, ref = data(shape)
     prepared = cuda.prepare(variant, config, shape, inputs)

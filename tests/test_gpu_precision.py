@@ -60,19 +60,6 @@ def conv_cases():
                     yield pytest.param(v, shape, id=f"{v.name}-{dtype}-{layout}-{shape.label}-s{shape.stride}")
 
 
-@pytest.fixture(scope="module")
-def data(cuda):
-    cache = {}
-
-    def get(shape):
-        if shape not in cache:
-            inputs = cuda.inputs(shape, seed=len(cache) + 5)
-            cache[shape] = (inputs, cuda.reference(shape, inputs))
-        return cache[shape]
-
-    return get
-
-
 def check(cuda, data, variant, shape, taken=True):
     inputs, ref = data(shape)
     config = variant.configs[0]
