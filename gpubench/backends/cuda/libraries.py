@@ -13,7 +13,7 @@ from gpubench.backends.cuda import blas, storage
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable
 from gpubench.dtypes import ConvLayout, DType
 from gpubench.errors import GpubenchError, Skip
-from gpubench.problems import ConvShape, GemmShape
+from gpubench.problems import SCALES, ConvShape, GemmShape
 from gpubench.results import Details
 from gpubench.runners import CublasLtRunner, PlanPolicy
 from gpubench.timing import TimingPolicy, measure, summarize
@@ -44,11 +44,10 @@ class Libraries:
         cuBLASLt's heuristic and run once here: a product it refuses, at planning or at its first run, is
         skipped with its words (Hopper's fp8 takes only `nt`, sizes multiples of 16)."""
         try:
-            scales = None
-            if "A_scale" in inputs:
-                scales = (inputs["A_scale"].data.ptr, inputs["B_scale"].data.ptr)
+            names = [name for name in SCALES[shape.op] if name in inputs]  # fp8's, one allocation each
+            pointers = tuple(inputs[name].data.ptr for name in names) or None
             product = blas.LtMatmul(self.cp, shape.m, shape.n, shape.k, shape.layout.a_transposed,
-                                    shape.layout.b_transposed, storage.BLAS_TYPES[shape.dtype], scales)
+                                    shape.layout.b_transposed, storage.BLAS_TYPES[shape.dtype], pointers)
         except ImportError:
             raise GpubenchError(CublasLtRunner.MISSING) from None
         except blas.LtRefused as e:
@@ -64,7 +63,9 @@ class Libraries:
         except blas.LtRefused as e:
             product.close()
             raise Skip(str(e)) from None
-        return Prepared(run, out, details=Details(workspace_bytes=product.workspace_bytes), release=product.close)
+        scales = {name: self.scale(inputs, name) for name in names}
+        return Prepared(run, out, details=Details(workspace_bytes=product.workspace_bytes, scales=scales),
+                        release=product.close)
 
     def prepare_cudnn(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
         key = shape  # its dtype says whether TF32 is allowed, its layout how the tensors lie
