@@ -13,6 +13,12 @@ from gpubench.problems import Op
 from gpubench.results import Status
 
 
+def row_label(p) -> str:
+    """The problem without its precision and layout (those are the row's dtype and the columns)."""
+    stride = getattr(p.problem, "stride", None)
+    return p.problem.label + (f" s{stride}" if stride else "")
+
+
 def cell(p, run) -> str:
     if p is None:
         return ""
@@ -36,10 +42,10 @@ def table(run) -> list[str]:
         if not mine:
             continue
         layouts = list(dict.fromkeys(str(p.problem.layout) for p in mine))
-        rows = list(dict.fromkeys((p.problem.label, str(p.dtype)) for p in mine))
+        rows = list(dict.fromkeys((row_label(p), str(p.dtype)) for p in mine))
         lines += [f"| {op} | dtype | {' | '.join(layouts)} |", "|---|---|" + "---:|" * len(layouts)]
         for label, dtype in rows:
-            by_layout = {str(p.problem.layout): p for p in mine if p.problem.label == label and str(p.dtype) == dtype}
+            by_layout = {str(p.problem.layout): p for p in mine if row_label(p) == label and str(p.dtype) == dtype}
             variant = next(iter(by_layout.values())).variant
             lines.append(f"| {label} | {dtype} ({variant}) | "
                          + " | ".join(cell(by_layout.get(x), run) for x in layouts) + " |")
