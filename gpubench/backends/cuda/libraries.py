@@ -63,9 +63,7 @@ class Libraries:
         except blas.LtRefused as e:
             product.close()
             raise Skip(str(e)) from None
-        scales = {name: self.scale(inputs, name) for name in names}
-        return Prepared(run, out, details=Details(workspace_bytes=product.workspace_bytes, scales=scales),
-                        release=product.close)
+        return Prepared(run, out, details=Details(workspace_bytes=product.workspace_bytes), release=product.close)
 
     def prepare_cudnn(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
         key = shape  # its dtype says whether TF32 is allowed, its layout how the tensors lie
