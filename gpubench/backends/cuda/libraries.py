@@ -13,6 +13,7 @@ from gpubench.backends.cuda import blas, storage
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable
 from gpubench.dtypes import ConvLayout, DType
 from gpubench.errors import GpubenchError, Skip
+from gpubench.phases import phase
 from gpubench.problems import SCALES, ConvShape, GemmShape
 from gpubench.results import Details
 from gpubench.runners import CublasLtRunner, PlanPolicy
@@ -21,6 +22,10 @@ from gpubench.timing import TimingPolicy, measure, summarize
 # cuDNN's plan search (not the point's timing): each plan timed as points are, in queued batches after a flush.
 PLAN_SEARCH = TimingPolicy(warmup=1, reps=20, min_reps=5, budget_s=0.02)
 PLAN_TIE = 0.03  # plans within 3% of the fastest are ties, settled by cuDNN's own ranking (stable across runs)
+# A plan whose first timed call (after an untimed one) takes at least SCREEN_MS and over SCREEN times the fastest
+# median so far cannot be among the ties: it is left out without being timed in full (single calls this long
+# vary by a few percent, nowhere near 50%). Shorter plans are cheap to time in full.
+SCREEN, SCREEN_MS = 1.5, 1.0
 
 
 class Libraries:
@@ -69,10 +74,11 @@ class Libraries:
         key = shape  # its dtype says whether TF32 is allowed, its layout how the tensors lie
         try:
             if key not in self._cudnn:
-                self._cudnn[key] = CudnnConvGraph(
-                    shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
-                    shape.kernel, shape.stride, shape.pad, allow_tf32=shape.dtype == DType.TF32,
-                    io_type=storage.CUDNN_IO[shape.dtype], channels_last=shape.layout == ConvLayout.NHWC)
+                with phase("cudnn graph"):
+                    self._cudnn[key] = CudnnConvGraph(
+                        shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
+                        shape.kernel, shape.stride, shape.pad, allow_tf32=shape.dtype == DType.TF32,
+                        io_type=storage.CUDNN_IO[shape.dtype], channels_last=shape.layout == ConvLayout.NHWC)
         except CudnnMissing as e:  # the user must install something: one line, exit 2
             raise GpubenchError(str(e)) from None
         except CudnnUnavailable as e:  # not for this problem (or this GPU): the point is skipped, saying why
@@ -82,7 +88,8 @@ class Libraries:
         if variant.runner.plans == PlanPolicy.HEURISTIC:
             plan = graph.heuristic
         else:
-            plan = self._fastest_plan(graph, x, w, out)
+            with phase("cudnn plans"):
+                plan = self._fastest_plan(graph, x, w, out)
         details = Details(engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
                           workspace_bytes=plan.workspace_bytes)
         return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
@@ -90,8 +97,13 @@ class Libraries:
     def _fastest_plan(self, graph, x, w, out):
         timed = []
         for plan in graph.plans:
+            def run(plan=plan):
+                graph.run(plan, x, w, out)
+
             try:
-                samples = measure(lambda plan=plan: graph.run(plan, x, w, out), self.clock, PLAN_SEARCH).samples_ms
+                if timed and self._screened_out(run, min(ms for ms, _ in timed)):
+                    continue
+                samples = measure(run, self.clock, PLAN_SEARCH).samples_ms
             except self.cp.cuda.memory.OutOfMemoryError:
                 continue  # its workspace does not fit: not a candidate
             except Exception:  # a plan that fails to run is not a candidate either
@@ -102,3 +114,12 @@ class Libraries:
             raise Skip("no cuDNN plan could run")
         fastest = min(ms for ms, _ in timed)
         return min((plan for ms, plan in timed if ms <= fastest * (1 + PLAN_TIE)), key=lambda plan: plan.index)
+
+    def _screened_out(self, run, fastest_ms: float) -> bool:
+        """One untimed call (workspace, any first-use work), then one timed as the search times them (flushed):
+        whether the plan is too slow to be worth timing in full (SCREEN)."""
+        run()
+        self.clock.sync()
+        self.clock.flush()
+        first = self.clock.time_ms(run)
+        return first >= SCREEN_MS and first > SCREEN * fastest_ms
