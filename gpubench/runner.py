@@ -71,7 +71,7 @@ def verify(backend, prepared, ref, shape) -> float:
 
 def scales_of(backend, shape, inputs) -> dict[str, float]:
     """The dequantisation scale of each input that has one (fp8), by input name, for the point's record."""
-    return {name.removesuffix("_scale"): backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
+    return {name: backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
 
 
 def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:

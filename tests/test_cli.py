@@ -343,7 +343,7 @@ def test_every_precision_and_layout_end_to_end_on_the_cpu(tmp_path):
     assert 1e-3 < by_dtype["bf16"].rel_err < by_dtype["bf16"].tolerance
     assert "numpy [BF16 NT]" in r.output and "numpy [FP8 TN]" in r.output
     assert by_dtype["int8"].details.accumulator == "int32" and by_dtype["bf16"].details.accumulator == "fp32"
-    assert set(by_dtype["fp8"].details.scales) == {"A", "B"} and not by_dtype["fp16"].details.scales
+    assert set(by_dtype["fp8"].details.scales) == {"A_scale", "B_scale"} and not by_dtype["fp16"].details.scales
     shown = invoke("show", str(out), "--format", "csv")
     header = shown.output.splitlines()[0].split(",")
     assert "dtype" in header and "layout" in header and header.count("dtype") == 1
