@@ -156,11 +156,12 @@ class RunOutcome:
     status: RunStatus
     total: int  # the points asked for (on every GPU, for a replicate run)
     slow: list = field(default_factory=list)  # fleet.Health of each GPU slower than the node's median (replicate)
+    stopped_by: int | None = None  # the signal that interrupted the run: SIGTERM or SIGHUP (None: Ctrl-C)
 
     @property
     def exit_code(self) -> int:
         if self.status == RunStatus.INTERRUPTED:
-            return Exit.INTERRUPTED
+            return Exit.stopped_by(self.stopped_by)
         if self.run.failed():
             return Exit.FAILED
         return Exit.SLOW_GPU if self.slow else Exit.OK
@@ -195,13 +196,16 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
                 display.skipped(what, why)
         copies = len(getattr(worker, "workers", {}) or {}) if request.replicate else 1
         total = sum(len(t.points) for t in work) * copies
-        started = time.perf_counter()
+        started, stopped_by = time.perf_counter(), None
         with display.progress(f"{request.label} on {run.device}", total) as advance:
             def finished(point: Point) -> None:
                 run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
                 advance(point)
 
-            status = sweep.run(worker, work, writer, on_point=finished)
+            try:
+                status = sweep.run(worker, work, writer, on_point=finished)
+            except KeyboardInterrupt as stop:  # saved as interrupted; leaving `with` below ends the workers
+                status, stopped_by = RunStatus.INTERRUPTED, getattr(stop, "signum", None)
         run.incidents = [i.as_dict() for i in worker.incidents]
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         writer.finish(status)
@@ -210,4 +214,4 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
         from gpubench import fleet
 
         slow = [h for h in fleet.health(run, request.slow_threshold) if h.slow]
-    return RunOutcome(run, path, status, total, slow)
+    return RunOutcome(run, path, status, total, slow, stopped_by)

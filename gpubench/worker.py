@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -61,6 +62,14 @@ class Incident:
 
 
 # --- the child ------------------------------------------------------------------------------------------------
+
+
+def _exit_with(parent: int) -> None:
+    """End this process when the one that started it has gone (killed, or a Dask worker shut down): a point
+    left running with nobody to report to would only keep the device."""
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(1)
 
 
 def _serve(conn, options: WorkerOptions) -> None:
@@ -122,6 +131,7 @@ class Worker:
         self.info: dict | None = None  # the backend's describe(): device, arch, limits, libraries
         self.incidents: list[Incident] = []
         self.starts = 0
+        self.stopped = False  # the run was stopped (stop()): no process is started again
 
     @property
     def restarts(self) -> int:
@@ -136,7 +146,8 @@ class Worker:
         package_root = str(Path(__file__).resolve().parent.parent)  # the same gpubench, however it was found
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
-        self.process = subprocess.Popen([sys.executable, "-m", "gpubench.worker", str(theirs.fileno())],
+        self.process = subprocess.Popen([sys.executable, "-m", "gpubench.worker", str(theirs.fileno()),
+                                         str(os.getpid())],
                                         pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                         start_new_session=True)
         theirs.close()
@@ -164,7 +175,17 @@ class Worker:
         except subprocess.TimeoutExpired:
             return None
 
+    def stop(self) -> None:
+        """End the process at once, from any thread, and start no other: the run was stopped (a Dask worker told
+        so by its coordinator; the task running here then ends with an error nobody waits for)."""
+        self.stopped = True
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.kill()
+
     def _ensure_started(self) -> None:
+        if self.stopped:
+            raise GpubenchError("the run was stopped")
         if not self._alive():
             self._reap()
             self.start()
@@ -223,10 +244,14 @@ class Worker:
     def run(self, task: ShapeTask, on_point: Callable[[Point], None]) -> None:
         """Run every point of the task, whatever happens to the process; on_point gets each one as it finishes."""
         pending = task
-        while pending.points:
-            self._ensure_started()
-            self.conn.send(("task", pending))
-            pending = pending.without(self._follow(pending, on_point))
+        try:
+            while pending.points:
+                self._ensure_started()
+                self.conn.send(("task", pending))
+                pending = pending.without(self._follow(pending, on_point))
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the point cut short goes, and its process (the GPU too)
+            self._reap()
+            raise
 
     def _follow(self, task: ShapeTask, on_point) -> set[int]:
         """Read the task's events until it ends or the worker is lost; returns the indices now recorded."""
@@ -285,10 +310,15 @@ class Worker:
 
 
 def main(argv: list[str]) -> None:
-    """The worker process: `python -m gpubench.worker FD`, FD one end of a socket pair to the coordinator."""
+    """The worker process: `python -m gpubench.worker FD PID`, FD one end of a socket pair to the coordinator,
+    PID the coordinator's process (this one ends when it does)."""
+    threading.Thread(target=_exit_with, args=(int(argv[2]),), daemon=True).start()
     conn = Connection(int(argv[1]))
-    kind, options = conn.recv()
-    _serve(conn, options)
+    try:
+        kind, options = conn.recv()
+        _serve(conn, options)
+    except (EOFError, OSError):  # the coordinator went away mid-message: nobody is left to tell
+        os._exit(1)
 
 
 if __name__ == "__main__":
