@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
-from gpubench import nvcc, sweep
+from gpubench import nvcc, results, sweep
 from gpubench.errors import GpubenchError
 from gpubench.executors import open_executor
 from gpubench.exit_codes import Exit
@@ -51,14 +52,30 @@ def check_output(output: str | Path, force: bool, what: str = "results file", su
     return path
 
 
-def default_output(device: str, label: str) -> Path:
-    """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists."""
+def claim_output(output: str | Path, force: bool, claims: ExitStack) -> Path:
+    """-o checked, then claimed for the run's length (results.claim: a run writing it already is named, --force
+    or not), and only then is an existing file refused without --force (under the claim, so that a run that has
+    just ended there cannot be overwritten)."""
+    path = check_output(output, force=True)
+    claims.enter_context(results.claim(path))
+    return check_output(path, force)
+
+
+def default_output(device: str, label: str, claims: ExitStack) -> Path:
+    """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists (or is being
+    written: the name is claimed for the run's length)."""
     stem = Path("results") / slug(device) / f"{label}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     path, n = stem.with_suffix(".json"), 1
-    while path.exists():
+    while True:
+        if not path.exists():
+            claim = results.Claim(check_output(path, force=False))
+            if claim.acquire():
+                if not path.exists():
+                    claims.enter_context(claim)
+                    return path
+                claim.release()
         n += 1
         path = stem.with_name(f"{stem.name}-{n}.json")
-    return check_output(path, force=False)
 
 
 # --- running sweeps -------------------------------------------------------------------------------------------
@@ -168,7 +185,12 @@ class RunOutcome:
 
 
 def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
-    path = check_output(request.output, request.force) if request.output else None
+    with ExitStack() as claims:  # the output's claim, held until the run's file is final
+        return _run_sweeps(request, display, claims)
+
+
+def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> RunOutcome:
+    path = claim_output(request.output, request.force, claims) if request.output else None
     variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
     family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
     for s in request.sweeps:
@@ -179,7 +201,7 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
         work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
         check_device(work, info, variants)
         precompile(work, info.get("arch"))
-        path = path or default_output(info["device"], request.label)
+        path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "tf32": request.tf32, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
                     "gpus": str(request.spread.gpus) if request.spread.gpus else None,

@@ -5,56 +5,16 @@ line, the exit code of the table, and no process of the run left behind (the wor
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from conftest import SIZES, saved_points, start_sweep, survivors
 
 from gpubench import results
 from gpubench.cluster import _deaf_to_ctrl_c
 from gpubench.exit_codes import Exit
-
-ROOT = Path(__file__).resolve().parent.parent
-SIZES = [int(s) for s in "40,41,42,43,44,45,46,47,48,49,50,51".split(",")]
-SLOW = """
-import os, time
-import numpy as np
-
-def slow(A, B, C, M, N, K):
-    time.sleep(0.05)  # each point takes a while: the signal lands mid-sweep, inside a point
-    if M >= int(os.environ.get("HANG_FROM", 10**9)):
-        time.sleep(600)
-    np.matmul(A, B, out=C)
-"""
-
-
-@pytest.fixture
-def project(tmp_path):
-    (tmp_path / "k.py").write_text(SLOW)
-    (tmp_path / "gpubench.toml").write_text('[[variant]]\nname = "slow"\nop = "gemm"\nsource = "k.py"\n'
-                                            'kernel = "slow"\nargs = ["A", "B", "C", "M", "N", "K"]\n')
-    return tmp_path
-
-
-def start_sweep(project: Path, *extra: str, hang_from: int | None = None) -> subprocess.Popen:
-    """`gpubench gemm` in a process group of its own, as a shell starts a job (its points from size `hang_from`
-    on never end)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    if hang_from is not None:
-        env["HANG_FROM"] = str(hang_from)
-    return subprocess.Popen([sys.executable, "-m", "gpubench", "gemm", "--backend", "cpu", "--variants", "slow",
-                             "--sizes", ",".join(map(str, SIZES)), "--warmup", "0", "--reps", "5", "-o", "r.json",
-                             *extra], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-
-
-def saved_points(path: Path) -> int:
-    try:
-        return len(results.load(path).points)
-    except Exception:  # noqa: BLE001 - not there yet
-        return 0
 
 
 def stop_mid_sweep(proc: subprocess.Popen, project: Path, signum: int, roots=()) -> tuple[int, list, str]:
@@ -76,19 +36,14 @@ def stop_mid_sweep(proc: subprocess.Popen, project: Path, signum: int, roots=())
     return before, family, err
 
 
-def survivors(processes: list) -> list:
-    gone, alive = psutil.wait_procs(processes, timeout=15)
-    return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
-def test_a_signal_mid_sweep_keeps_every_finished_point_and_leaves_no_process(project, signum):
-    proc = start_sweep(project)
-    before, family, err = stop_mid_sweep(proc, project, signum)
+def test_a_signal_mid_sweep_keeps_every_finished_point_and_leaves_no_process(slow_project, signum):
+    proc = start_sweep(slow_project)
+    before, family, err = stop_mid_sweep(proc, slow_project, signum)
     assert proc.returncode == Exit.stopped_by(signum) == 128 + signum
     assert family, "the run had no worker process"
     assert survivors(family) == []
-    run = results.load(project / "r.json")
+    run = results.load(slow_project / "r.json")
     assert run.status == "interrupted"
     n = len(run.points)
     assert before <= n < len(SIZES)
@@ -99,36 +54,36 @@ def test_a_signal_mid_sweep_keeps_every_finished_point_and_leaves_no_process(pro
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
-def test_a_signal_ends_every_dask_worker_without_a_traceback(project, signum):
+def test_a_signal_ends_every_dask_worker_without_a_traceback(slow_project, signum):
     pytest.importorskip("distributed")
-    proc = start_sweep(project, "--gpus", "2")
-    before, family, err = stop_mid_sweep(proc, project, signum)
+    proc = start_sweep(slow_project, "--gpus", "2")
+    before, family, err = stop_mid_sweep(proc, slow_project, signum)
     assert proc.returncode == 128 + signum, err
     assert len(family) >= 4  # two Dask workers, each with its gpubench worker
     assert survivors(family) == []
-    run = results.load(project / "r.json")
+    run = results.load(slow_project / "r.json")
     assert run.status == "interrupted" and before <= len(run.points) < len(SIZES)
     assert all(p.status == "ok" for p in run.points)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
 
 
-def test_a_joined_cluster_outlives_the_run_but_its_gpubench_workers_do_not(project):
+def test_a_joined_cluster_outlives_the_run_but_its_gpubench_workers_do_not(slow_project):
     """--scheduler: the Dask workers are not ours to end, but the gpubench worker each runs points in (on a GPU,
     the process holding the device) is ended when the run is stopped."""
     distributed = pytest.importorskip("distributed")
     with _deaf_to_ctrl_c(), distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                                      dashboard_address=None, silence_logs=50) as cluster:
         dask_workers = [psutil.Process(n.process.process.pid) for n in cluster.workers.values()]
-        proc = start_sweep(project, "--scheduler", cluster.scheduler_address)
-        _, ours, err = stop_mid_sweep(proc, project, signal.SIGTERM, roots=dask_workers)
+        proc = start_sweep(slow_project, "--scheduler", cluster.scheduler_address)
+        _, ours, err = stop_mid_sweep(proc, slow_project, signal.SIGTERM, roots=dask_workers)
         assert proc.returncode == Exit.TERMINATED, err
         assert len(ours) >= 2 and survivors(ours) == []
         assert all(w.is_running() for w in dask_workers)
 
 
-def test_a_worker_ends_with_its_coordinator_even_when_that_is_killed_outright(project):
+def test_a_worker_ends_with_its_coordinator_even_when_that_is_killed_outright(slow_project):
     """SIGKILL cannot be handled: the worker (a session of its own, out of reach of the terminal's signals)
     notices its parent has gone and ends, rather than keep running a point, and the device, for nobody."""
-    proc = start_sweep(project, hang_from=SIZES[2])
-    _, family, _ = stop_mid_sweep(proc, project, signal.SIGKILL)
+    proc = start_sweep(slow_project, hang_from=SIZES[2])
+    _, family, _ = stop_mid_sweep(proc, slow_project, signal.SIGKILL)
     assert family and survivors(family) == []

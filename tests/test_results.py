@@ -1,8 +1,10 @@
 """The results model: versioned JSON with raw samples, checked on every load, migrated from version 1, written
-atomically."""
+atomically; a file is claimed by one run at a time."""
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -226,3 +228,30 @@ def test_point_keys_identify_points_across_runs(make_run):
     assert len({p.key() for p in a.points}) == len(a.points)
     saved = json.loads(a.to_json())
     assert saved["schema"] == "gpubench-run" and saved["schema_version"] == 3
+
+
+def test_a_claim_is_exclusive_and_names_its_holder(tmp_path):
+    path = tmp_path / "r.json"
+    with results.claim(path):
+        with pytest.raises(GpubenchError, match=rf"-o {path} is being written by another gpubench run \(pid "
+                                                rf"{os.getpid()} on .*, since .*\): wait for it to end"):
+            results.claim(path)
+    with results.claim(path):  # released
+        pass
+    assert not (tmp_path / ".r.json.lock").exists()
+
+
+def test_the_claim_of_a_dead_process_is_no_claim(tmp_path):
+    """A lock file left behind (its process killed outright: no clean-up ran) does not block the next run."""
+    path = tmp_path / "r.json"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from gpubench import results; "
+                               "c = results.claim(sys.argv[1]); print('held', flush=True); time.sleep(60)", str(path)],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert holder.stdout.readline() == "held\n"
+    with pytest.raises(GpubenchError, match=f"pid {holder.pid} on"):
+        results.claim(path)
+    holder.kill()
+    holder.wait()
+    assert (tmp_path / ".r.json.lock").exists()
+    with results.claim(path):
+        pass
