@@ -9,7 +9,8 @@ their own through multiprocessing) that talks over a socket pair, opens the back
 watches every step with a watchdog. When a point
 
 * raises and leaves the backend unhealthy (a sticky CUDA error), the worker records it as an error and exits;
-* kills the process (a segfault, the OOM killer), the coordinator records the point as an error with the cause;
+* kills the process (a segfault), the coordinator records the point as an error with the cause (the OOM killer:
+  skipped, as any point that does not fit in memory is);
 * runs past the watchdog, the coordinator kills the process and records the point as timed out;
 
 and in each case starts a fresh process, in a fresh context, for the task's remaining points. Nothing finished
@@ -108,6 +109,19 @@ def _serve(conn, options: WorkerOptions) -> None:
 
 
 # --- the coordinator's side -----------------------------------------------------------------------------------
+
+
+def oom_kills() -> int:
+    """How many processes the kernel's OOM killer has ended since boot (/proc/vmstat; 0 where not told): a worker
+    killed by SIGKILL while this rose ran out of host memory."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _exit_text(code: int | None) -> str:
@@ -258,6 +272,7 @@ class Worker:
         done: set[int] = set()
         current = SETUP
         timeout = self.options.timeout_s
+        oom_before = oom_kills()
         while True:
             if not self.conn.poll(timeout):
                 what = self._where(task, current)
@@ -273,6 +288,10 @@ class Worker:
                 what = self._where(task, current)
                 self.incidents.append(Incident("died", what, _exit_text(code)))
                 self._reap()
+                if code == -signal.SIGKILL and oom_kills() > oom_before:  # the kernel ran out of host memory
+                    return done | self._record_lost(task, current, done, Status.SKIPPED,
+                                                    "does not fit in host memory: the kernel's OOM killer ended the "
+                                                    "worker process; a new one took over", on_point)
                 return done | self._record_lost(task, current, done, Status.ERROR,
                                                 f"the worker process died ({_exit_text(code)}); a new one took over",
                                                 on_point)

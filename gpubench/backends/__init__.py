@@ -38,6 +38,8 @@ class Backend(Protocol):
     clock: Clock  # how a call is timed (gpubench/timing.py)
     flushes: bool  # whether clock.flush() really evicts the caches (recorded per point)
     telemetry: Any  # clocks and power after each sample (NoTelemetry where there are none)
+    out_of_memory: tuple[type[BaseException], ...]  # what an allocation that does not fit raises (a point: skipped)
+    memory_name: str  # "host memory", "device memory": where it did not fit
 
     def describe(self) -> dict:
         """The device, its arch and limits (max_threads, sms), its libraries: what the coordinator plans with."""
