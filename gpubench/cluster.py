@@ -54,6 +54,15 @@ def remote_describe(options: WorkerOptions) -> dict:
     return {**worker.info, "environment": worker.environment(), "label": worker.options.label}
 
 
+def remote_check(variants: list, options: WorkerOptions) -> str | None:
+    """The variants loaded on this Dask worker (backends.Backend.check): None, or what stops them."""
+    try:
+        _local(options).check(variants)
+    except GpubenchError as e:
+        return str(e)
+    return None
+
+
 def remote_run(task: ShapeTask, options: WorkerOptions) -> tuple[str, list[Point], list[dict]]:
     """Run one task here; (this worker's label, the points, incidents) come back as the task's result."""
     worker = _local(options)
@@ -151,6 +160,13 @@ class Cluster:
                                 "compile per architecture, so run each kind on its own")
         self.info = next(iter(self.workers.values()))
         return self.info
+
+    def check(self, variants: list) -> None:
+        """What the variants need, loaded on one worker (the others share the project's files) before any point."""
+        error = self.client.submit(remote_check, variants, self.options, workers=[next(iter(self.workers))],
+                                   pure=False).result()
+        if error:
+            raise GpubenchError(error)
 
     def environment(self) -> dict:
         """The first device's environment, with every device listed under `devices`."""

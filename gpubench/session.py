@@ -201,6 +201,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
         work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
         check_device(work, info, variants)
         precompile(work, info.get("arch"))
+        worker.check(variants)  # a project's Python module imported (its SyntaxError: exit 2 before any point)
         path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "tf32": request.tf32, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,

@@ -95,6 +95,12 @@ def _serve(conn, options: WorkerOptions) -> None:
             return
         if request[0] == "environment":
             conn.send(("environment", environment.collect(backend)))
+        elif request[0] == "check":
+            try:
+                backend.check(request[1])
+                conn.send(("checked", None))
+            except GpubenchError as e:
+                conn.send(("checked", str(e)))
         elif request[0] == "task":
             for event in run_task(backend, request[1]):
                 conn.send(event)
@@ -250,6 +256,14 @@ class Worker:
         self._ensure_started()
         self.conn.send(("environment",))
         return self._receive(START_TIMEOUT_S, "reading the environment")[1]
+
+    def check(self, variants: list) -> None:
+        """The backend loads what the variants need (backends.Backend.check): GpubenchError if one cannot."""
+        self._ensure_started()
+        self.conn.send(("check", variants))
+        error = self._receive(START_TIMEOUT_S, "loading the variants")[1]
+        if error:
+            raise GpubenchError(error)
 
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
         for task in work:

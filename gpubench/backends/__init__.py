@@ -47,6 +47,10 @@ class Backend(Protocol):
     def environment(self) -> dict:
         """The device and software a run records."""
 
+    def check(self, variants: list) -> None:
+        """Load what the variants need before any point runs (a project's Python module imported): GpubenchError
+        naming the first that cannot load, as a kernel nvcc rejects stops the run before its first point."""
+
     def inputs(self, shape: Shape, seed: int) -> dict:
         """Fresh random inputs for the shape, by spec name (Skip when they do not fit)."""
 
@@ -87,6 +91,9 @@ class ArrayBackend:
     def energy(self, run, flush: bool, flops: float) -> dict | None:
         """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""
         return None
+
+    def check(self, variants: list) -> None:
+        """Nothing to load ahead here (CUDA kernels are compiled by the coordinator, gpubench/nvcc.py)."""
 
     def fits(self, make, what: str):
         """make(), or Skip naming `what` when the memory it asks for is not there."""
