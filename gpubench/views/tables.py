@@ -66,9 +66,14 @@ class _Aligned:
         yield Segment("  ".join(pad(c, i) for i, c in enumerate(t.columns)) + "\n", Style(bold=True))
         yield Segment("  ".join("─" * w for w in widths) + "\n")
         for row in t.rows:
+            text, style = "", None  # neighbouring cells of one style go out as one segment
             for i, c in enumerate(row):
-                yield Segment(("  " if i else "") + pad(c.text, i), styles.get(c.style))
-            yield Segment.line()
+                cell = ("  " if i else "") + pad(c.text, i)
+                if styles.get(c.style) is not style and text:
+                    yield Segment(text, style)
+                    text = ""
+                text, style = text + cell, styles.get(c.style)
+            yield Segment(text + "\n", style)
         if t.caption:
             yield Segment(t.caption + "\n", Style(dim=True))
 
