@@ -86,7 +86,6 @@ class RunRequest:
     sweeps: list[sweep.Sweep]
     label: str
     backend: str = "cuda"
-    tf32: bool = False
     seed: int = 0
     output: str | None = None
     force: bool = False
@@ -106,7 +105,7 @@ class RunRequest:
     def executor(self):
         """One Worker on one device, or a Dask cluster of them."""
         s = self.spread
-        return open_executor(self.backend, tf32=self.tf32, timeout_s=self.timeout_s, gpus=s.gpus,
+        return open_executor(self.backend, timeout_s=self.timeout_s, gpus=s.gpus,
                              scheduler=s.scheduler, replicate=s.replicate)
 
 
@@ -142,7 +141,7 @@ def precompile(work: list[ShapeTask], arch: str | None) -> int:
     the command here (exit 2, nvcc's first error in one line), not at its hundredth point."""
     if not arch:
         return 0
-    jobs = [job for task in work for p in task.points for job in p.variant.builds(p.config, arch)]
+    jobs = [job for task in work for p in task.points for job in p.variant.builds(p.config, arch, task.shape)]
     if not jobs:
         return 0
     failures = nvcc.compile_all(jobs)
@@ -203,7 +202,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
         precompile(work, info.get("arch"))
         worker.check(variants)  # a project's Python module imported (its SyntaxError: exit 2 before any point)
         path = path or default_output(info["device"], request.label, claims)
-        settings = {"seed": request.seed, "tf32": request.tf32, "timeout_s": request.timeout_s,
+        settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
                     "gpus": str(request.spread.gpus) if request.spread.gpus else None,
                     "scheduler": request.spread.scheduler, "replicate": request.replicate,
