@@ -68,7 +68,7 @@ def _exit_with(parent: int) -> None:
     """End this process when the one that started it has gone (killed, or a Dask worker shut down): a point
     left running with nobody to report to would only keep the device."""
     while os.getppid() == parent:
-        time.sleep(0.2)
+        time.sleep(0.5)
     os._exit(1)
 
 
