@@ -22,7 +22,7 @@ from typing import ClassVar, Mapping
 from gpubench.dtypes import PRECISIONS, ConvLayout, DType, GemmLayout
 from gpubench.errors import GpubenchError
 
-MAX_DIM = 2**53  # past this a size is not an exact float (JSON readers, NumPy axes, FLOP counts lose it)
+MAX_DIM = 2**63 - 1  # past this a size is no int64: NumPy axes, C's long and the plots lose it
 
 
 class Op(StrEnum):
@@ -62,7 +62,7 @@ def precision_tag(dtype: DType, layout, default_layout) -> str:
 def _positive(owner: str, **values) -> None:
     for name, value in values.items():
         if type(value) is not int or not 1 <= value <= MAX_DIM:
-            raise GpubenchError(f"{owner}: {name} must be a positive integer (at most 2**53), got {value!r:.40}")
+            raise GpubenchError(f"{owner}: {name} must be a positive integer (at most 2**63 - 1), got {value!r:.40}")
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ class ConvShape:
         _positive("a convolution", batch=self.batch, in_channels=self.in_channels, out_channels=self.out_channels,
                   height=self.height, width=self.width, kernel=self.kernel, stride=self.stride)
         if type(self.pad) is not int or not 0 <= self.pad <= MAX_DIM:
-            raise GpubenchError(f"a convolution: pad must be 0 or more (at most 2**53), got {self.pad!r:.40}")
+            raise GpubenchError(f"a convolution: pad must be 0 or more (at most 2**63 - 1), got {self.pad!r:.40}")
         _enum(self, "dtype", DType)
         _enum(self, "layout", ConvLayout)
         if self.out_height < 1 or self.out_width < 1:

@@ -11,12 +11,13 @@ import os
 import re
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
-from gpubench import nvcc, paths, phases, sweep
+from gpubench import nvcc, paths, phases, results, sweep
 from gpubench.errors import GpubenchError
 from gpubench.executors import open_executor
 from gpubench.exit_codes import Exit
@@ -72,15 +73,31 @@ def check_output(output: str | Path, force: bool, what: str = "results file", su
     return path
 
 
-def default_output(device: str, label: str) -> Path:
-    """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists."""
+def claim_output(output: str | Path, force: bool, claims: ExitStack) -> Path:
+    """-o checked, then claimed for the run's length (results.claim: a run writing it already is named, --force
+    or not), and only then is an existing file refused without --force (under the claim, so that a run that has
+    just ended there cannot be overwritten)."""
+    path = check_output(output, force=True)
+    claims.enter_context(results.claim(path))
+    return check_output(path, force)
+
+
+def default_output(device: str, label: str, claims: ExitStack) -> Path:
+    """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists (or is being
+    written: the name is claimed for the run's length)."""
     name = re.sub(r"[^A-Za-z0-9._+-]+", "-", label).strip(".-") or "run"  # a suite's name may hold / or spaces
     stem = Path("results") / slug(device) / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     path, n = stem.with_suffix(".json"), 1
-    while path.exists():
+    while True:
+        if not path.exists():
+            claim = results.Claim(check_output(path, force=False))
+            if claim.acquire():
+                if not path.exists():
+                    claims.enter_context(claim)
+                    return path
+                claim.release()
         n += 1
         path = stem.with_name(f"{stem.name}-{n}.json")
-    return check_output(path, force=False)
 
 
 # --- running sweeps -------------------------------------------------------------------------------------------
@@ -183,18 +200,24 @@ class RunOutcome:
     status: RunStatus
     total: int  # the points asked for (on every GPU, for a replicate run)
     slow: list = field(default_factory=list)  # fleet.Health of each GPU slower than the node's median (replicate)
+    stopped_by: int | None = None  # the signal that interrupted the run: SIGTERM or SIGHUP (None: Ctrl-C)
 
     @property
     def exit_code(self) -> int:
         if self.status == RunStatus.INTERRUPTED:
-            return Exit.INTERRUPTED
+            return Exit.stopped_by(self.stopped_by)
         if self.run.failed():
             return Exit.FAILED
         return Exit.SLOW_GPU if self.slow else Exit.OK
 
 
 def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
-    path = check_output(request.output, request.force) if request.output is not None else None
+    with ExitStack() as claims:  # the output's claim, held until the run's file is final
+        return _run_sweeps(request, display, claims)
+
+
+def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> RunOutcome:
+    path = claim_output(request.output, request.force, claims) if request.output is not None else None
     variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
     family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
     for s in request.sweeps:
@@ -207,7 +230,8 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
         check_device(work, info, variants)
         with phases.phase("precompile"):
             precompile(work, info.get("arch"))
-        path = path or default_output(info["device"], request.label)
+        worker.check(variants)  # a project's Python module imported (its SyntaxError: exit 2 before any point)
+        path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
                     "gpus": str(request.spread.gpus) if request.spread.gpus else None,
@@ -226,14 +250,17 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
                 display.skipped(what, why)
         copies = len(getattr(worker, "workers", {}) or {}) if request.replicate else 1
         total = sum(len(t.points) for t in work) * copies
-        started = time.perf_counter()
+        started, stopped_by = time.perf_counter(), None
         with display.progress(f"{request.label} on {run.device}", total) as advance:
             def finished(point: Point) -> None:
                 run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
                 advance(point)
 
-            with phases.phase("sweep"):
-                status = sweep.run(worker, work, writer, on_point=finished)
+            try:
+                with phases.phase("sweep"):
+                    status = sweep.run(worker, work, writer, on_point=finished)
+            except KeyboardInterrupt as stop:  # saved as interrupted; leaving `with` below ends the workers
+                status, stopped_by = RunStatus.INTERRUPTED, getattr(stop, "signum", None)
         run.incidents = [i.as_dict() for i in worker.incidents]
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         writer.finish(status)
@@ -243,4 +270,4 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
         from gpubench import fleet
 
         slow = [h for h in fleet.health(run, request.slow_threshold) if h.slow]
-    return RunOutcome(run, path, status, total, slow)
+    return RunOutcome(run, path, status, total, slow, stopped_by)

@@ -67,7 +67,7 @@ def write(tmp_path, text):
     ('[[sweep]]\nname = "a\\u0000b"\nop = "gemm"\nsizes = [64]', "sweep\\[0\\].name must be"),
     ('name = "s\\n"\n[[sweep]]\nop = "gemm"\nsizes = [64]', "name must be a non-empty string of printable"),
     ('name = ""\n[[sweep]]\nop = "gemm"\nsizes = [64]', "name must be a non-empty string"),
-    ('[[sweep]]\nop = "gemm"\nsizes = [9007199254740993]', "at most 2\\*\\*53"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [9223372036854775808]', "at most 2\\*\\*63 - 1"),
     ("a = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("[[sweep]]\nop = 'gemm'\nsizes = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
 ])

@@ -107,6 +107,13 @@ class CpuBackend(ArrayBackend):
                        f"fit in host memory{self.free_text()}")
         return super().inputs(shape, seed)
 
+    def check(self, variants: list) -> None:
+        """Every project function imported before any point runs: a SyntaxError, a failed import or a missing
+        function stops the run in one line naming the file."""
+        for v in variants:
+            if isinstance(v.runner, PythonRunner):
+                self._function(v)
+
     def prepare(self, variant, config, shape, inputs) -> Prepared:
         prepare = self.PREPARE.get(type(variant.runner))
         if prepare is None:
