@@ -14,7 +14,7 @@ from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
-from gpubench import nvcc, sweep
+from gpubench import nvcc, sweep, user_code
 from gpubench.errors import GpubenchError
 from gpubench.executors import open_executor
 from gpubench.exit_codes import Exit
@@ -134,6 +134,15 @@ def precompile(work: list[ShapeTask], arch: str | None) -> int:
     return len(set(jobs))
 
 
+def check_functions(sweeps: list[sweep.Sweep]) -> None:
+    """Every Python variant's module imported and its function checked against the spec's arguments and each
+    configuration it will run with, before any worker starts: a bad one is one line naming its file (exit 2)."""
+    for s in sweeps:
+        for v in s.variants:
+            if v.runner.FUNCTION:
+                user_code.check(v, v.configs_for(s.block_sizes))
+
+
 class Display(Protocol):
     """What a session shows while it runs (gpubench/views/terminal.py's LiveDisplay on a terminal)."""
 
@@ -172,6 +181,7 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
     family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
     for s in request.sweeps:
         s.policy = replace(s.policy, family=family)
+    check_functions(request.sweeps)
     with request.executor() as worker:
         info = worker.start()
         tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None

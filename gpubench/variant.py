@@ -231,7 +231,7 @@ class Variant:
     def builds(self, config: Config, device_arch: str) -> list[tuple[Path, tuple, str, tuple]]:
         """The nvcc compilations this configuration needs on a device: (source, defines, arch, includes) each.
         None for a variant pinned to another architecture (it is skipped there, not compiled)."""
-        if self.backend != "cuda" or self.source is None:
+        if self.backend != "cuda" or self.source is None or not self.runner.NVCC:
             return []
         arch = self.arch or device_arch
         if not arch.startswith(device_arch):

@@ -1,0 +1,106 @@
+"""A project's own Python function on the GPU (the python-cuda runner): Triton kernels, CuPy RawKernels, PyTorch or
+library calls, timed like every other variant.
+
+The stream. The clock records its events on the legacy default stream (stream 0), CuPy's null stream. PyTorch's
+default stream is that same stream 0, and Triton launches on PyTorch's current stream; so before the function is
+called, CuPy's current stream is made the null stream and PyTorch's current stream its default stream: whatever the
+function launches in the ordinary way lands between the timer's events. Work the function sends to a stream of its
+own (`with torch.cuda.stream(s)`, `cupy.cuda.Stream(non_blocking=True)`) would escape the events and time as
+nearly nothing, so before a point is timed one call is timed both by the events and by the host around a
+device-wide synchronize: where the events missed most of what the device did, the point is an error that says so
+(:func:`unseen_work`), never a fast time.
+
+The first call is made on its own, timed on the host (Triton's JIT and autotuning, a RawKernel's compile happen
+there) and recorded as `first_call_ms`; a mapping it returns (what it chose) is recorded as `reported`.
+
+A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from gpubench import user_code
+from gpubench.backends import Prepared, kernel_arguments
+from gpubench.errors import GpubenchError
+from gpubench.results import Details
+from gpubench.runners import Arrays
+
+UNSEEN_MS = 0.1  # work the events missed: at least this much ...
+UNSEEN_SHARE = 0.5  # ... and at least this share of the device's time for one call
+STREAM_CHECKS = 3  # the smallest gap of these many calls decides (one host hiccup must not)
+
+
+class UnseenWork(GpubenchError):
+    """A Python variant's work ran on a stream the timer does not see."""
+
+
+def torch_views(arrays: dict) -> dict:
+    """PyTorch tensors over the same device memory as CuPy's arrays (DLPack: no copy)."""
+    try:
+        import torch
+    except ImportError:
+        raise GpubenchError("arrays = \"torch\" needs PyTorch: pip install torch") from None
+    return {name: torch.from_dlpack(a) for name, a in arrays.items()}
+
+
+class PythonCalls:
+    """Python functions on the device (methods of the CUDA backend)."""
+
+    def on_timed_stream(self) -> None:
+        """CuPy's and PyTorch's current streams made the one the clock's events are recorded on (stream 0)."""
+        self.cp.cuda.Stream.null.use()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():
+            torch.cuda.set_stream(torch.cuda.default_stream())
+
+    def unseen_work(self, call) -> tuple[float, float] | None:
+        """(event ms, device ms) of one call where the events around it on the timed stream missed most of the
+        device's work (it ran on another stream), else None."""
+        start, end = self.cp.cuda.Event(), self.cp.cuda.Event()
+        sync = self.cp.cuda.runtime.deviceSynchronize
+        gaps = []
+        for _ in range(STREAM_CHECKS):
+            sync()
+            t0 = time.perf_counter()
+            start.record()
+            call()
+            end.record()
+            sync()
+            device_ms = (time.perf_counter() - t0) * 1e3
+            event_ms = self.cp.cuda.get_elapsed_time(start, end)
+            gaps.append((device_ms - event_ms, event_ms, device_ms))
+        gap, event_ms, device_ms = min(gaps)
+        if gap > UNSEEN_MS and gap > UNSEEN_SHARE * device_ms:
+            return event_ms, device_ms
+        return None
+
+    def prepare_python(self, variant, config, shape, inputs, out) -> Prepared:
+        fn = user_code.function(variant.source, variant.kernel)
+        given, given_out = inputs, out
+        if variant.runner.arrays == Arrays.TORCH:
+            views = torch_views({**inputs, "__out__": out})
+            given_out = views.pop("__out__")
+            given = views
+        _, args = kernel_arguments(variant.args, shape, given, given_out)
+        params = config.values
+        self.on_timed_stream()
+
+        def call():
+            return fn(*args, **params)
+
+        t0 = time.perf_counter()
+        returned = call()
+        self.cp.cuda.runtime.deviceSynchronize()
+        first_ms = (time.perf_counter() - t0) * 1e3
+        self.on_timed_stream()  # the first call may have set up a framework (PyTorch's CUDA state)
+        missed = self.unseen_work(call)
+        if missed is not None:
+            raise UnseenWork(f"{variant.source.name}: {variant.kernel} kept the GPU busy {missed[1]:.3f} ms but the "
+                             f"timed stream saw {missed[0]:.3f} ms: it launches on a stream of its own; launch on "
+                             "the current stream (PyTorch's current stream, CuPy's current stream), which gpubench "
+                             "times")
+        details = Details(tf32=True if variant.tf32 else None, first_call_ms=first_ms,
+                          reported=user_code.report_of(returned))
+        return Prepared(call, out, details=details)
