@@ -70,10 +70,15 @@ def function(path: Path, symbol: str) -> Callable:
     return fn
 
 
+def function_of(variant) -> Callable:
+    """The function a Python variant calls: the live one it was given (the Python API), or its source's."""
+    return variant.function if variant.function is not None else function(variant.source, variant.kernel)
+
+
 def check(variant, configs) -> Callable:
     """Preflight of a Python variant: its function imported and able to take the spec's arguments in order and each
     configuration's parameters as keywords. Returns the function; GpubenchError (one line) otherwise."""
-    fn = function(variant.source, variant.kernel)
+    fn = function_of(variant)
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin without a signature: nothing to check before calling it
@@ -83,8 +88,8 @@ def check(variant, configs) -> Callable:
             signature.bind(*variant.args, **config.values)
         except TypeError as e:
             given = ", ".join([*variant.args, *(f"{k}=" for k in config.values)])
-            raise GpubenchError(f"{variant.source}: {variant.kernel}{signature} cannot be called as "
-                                f"{variant.kernel}({given}), the spec's arguments"
+            raise GpubenchError(f"{variant.source or 'measure'}: {variant.kernel}{signature} cannot be called as "
+                                f"{variant.kernel}({given}), its arguments (args)"
                                 f"{' and configuration ' + config.label if config.values else ''}: {e}") from None
     return fn
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from gpubench.expr import Expr
 from gpubench.problems import Op
@@ -162,6 +162,8 @@ class Variant:
     requires: tuple[Expr, ...] = ()  # conditions on the problem; a point outside them is skipped, saying why
     tensor_maps: tuple[TensorMap, ...] = ()  # TMA descriptors built on the host and passed by value as args
     origin: str = "built-in"  # or the spec file that declared it
+    function: Callable | None = field(default=None, compare=False)  # a live callable (gpubench.api's measure, run
+    # in its caller's process) in place of source and kernel
 
     @property
     def builtin(self) -> bool:

@@ -36,7 +36,7 @@ def source(tmp_path):
     ("raise SystemExit(3)\n", r"importing it failed: SystemExit: 3 \(line 1\)"),
     ("g = 1\n", r"k\.py: has no function 'f'"),
     ("f = 42\n", r"k\.py: f is not callable \(it is a int\)"),
-    ("def f(A, B, C):\n    pass\n", r"f\(A, B, C\) cannot be called as f\(A, B, C, M, N, K\), the spec's arguments: "
+    ("def f(A, B, C):\n    pass\n", r"f\(A, B, C\) cannot be called as f\(A, B, C, M, N, K\), its arguments \(args\): "
                                       r"too many positional arguments"),
 ])
 def test_a_bad_function_is_one_line_naming_the_file(source, text, match):

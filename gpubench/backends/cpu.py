@@ -87,7 +87,7 @@ class CpuBackend(ArrayBackend):
         return prepare(self, variant, config, shape, inputs, self.output(shape))
 
     def _python(self, variant, config, shape, inputs, out) -> Prepared:
-        fn = user_code.function(variant.source, variant.kernel)
+        fn = user_code.function_of(variant)
         _, args = kernel_arguments(variant.args, shape, inputs, out)
         params = config.values
         t0 = time.perf_counter()

@@ -77,7 +77,7 @@ class PythonCalls:
         return None
 
     def prepare_python(self, variant, config, shape, inputs, out) -> Prepared:
-        fn = user_code.function(variant.source, variant.kernel)
+        fn = user_code.function_of(variant)
         given, given_out = inputs, out
         if variant.runner.arrays == Arrays.TORCH:
             views = torch_views({**inputs, "__out__": out})
@@ -97,7 +97,7 @@ class PythonCalls:
         self.on_timed_stream()  # the first call may have set up a framework (PyTorch's CUDA state)
         missed = self.unseen_work(call)
         if missed is not None:
-            raise UnseenWork(f"{variant.source.name}: {variant.kernel} kept the GPU busy {missed[1]:.3f} ms but the "
+            raise UnseenWork(f"{variant.kernel} kept the GPU busy {missed[1]:.3f} ms but the "
                              f"timed stream saw {missed[0]:.3f} ms: it launches on a stream of its own; launch on "
                              "the current stream (PyTorch's current stream, CuPy's current stream), which gpubench "
                              "times")
