@@ -1,0 +1,108 @@
+#!/bin/bash
+# The GPU runs behind docs/evidence/python-kernels.md, in one device call (run from the repo root; OUT set there):
+#   1. gpubench built into a wheel and installed (non-editable) beside the carried wheels, the pytest plugin with it;
+#   2. the gpu tests of Python variants (tests/test_gpu_python.py), from the checkout's tests on the installed wheel;
+#   3. from a project outside the repository (the Triton and CuPy examples copied into /tmp): the examples verified
+#      and timed beside cuBLAS, cuDNN and built-in kernels (one suite, one results file);
+#   4. the same Triton kernels timed by gpubench's API and by triton.testing.do_bench in one process;
+#   5. a sweep with a Triton kernel that stores out of bounds and one that never ends.
+set -u
+REPO=$PWD
+python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/w . > /dev/null || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site ../../.devwheels/*.whl \
+    /tmp/w/gpubench-*.whl || exit 1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 GPUBENCH_CACHE=/tmp/gpubench-cache
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$OUT/smi.txt"
+python3 -c "import torch, triton, cupy; print('torch', torch.__version__, 'triton', triton.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/smi.txt"
+(cd /tmp && python3 -m pytest -q -m gpu "$REPO/tests/test_gpu_python.py" -p no:cacheprovider --rootdir "$REPO" \
+    -c "$REPO/pyproject.toml" 2>&1 | tee "$OUT/gpu-tests.txt" | tail -4)
+
+P=/tmp/my-kernels && rm -rf $P && mkdir -p $P
+cp examples/triton/*.py examples/cupy/*.py $P/
+cat examples/triton/gpubench.toml examples/cupy/gpubench.toml > $P/gpubench.toml
+SIZES=${SIZES:-"[1024, 2048, 4096]"}
+cat > $P/python-kernels.toml <<TOML
+name = "python-kernels"
+description = "Triton, PyTorch and CuPy kernels declared in a project, beside cuBLAS, cuDNN and built-in kernels"
+[defaults]
+reps = 30
+[[sweep]]
+name = "gemm"
+op = "gemm"
+variants = ["triton-fp32", "triton-tf32", "torch-matmul", "cupy-tiled", "tiled", "tf32-tma", "cublas"]
+sizes = $SIZES
+mnk = [[1000, 1500, 777]]
+[[sweep]]
+name = "conv"
+op = "conv"
+variants = ["triton-conv-fp32", "triton-conv-tf32", "sliding", "cudnn"]
+sizes = [1000, 4096]
+strides = [1, 2]
+block_sizes = [16]
+[[sweep]]
+name = "resnet"
+op = "conv"
+variants = ["triton-conv-fp32", "triton-conv-tf32", "implicit", "cudnn"]
+sizes = [56, 14]
+strides = [1]
+batch = 32
+in_channels = 64
+out_channels = 64
+padding = 1
+TOML
+cd $P
+python3 -c "import gpubench; print('gpubench', gpubench.__version__, 'from', gpubench.__file__)" | tee "$OUT/python-kernels.log"
+python3 -m gpubench list 2>&1 | grep -E "triton|torch-matmul|cupy|project" >> "$OUT/python-kernels.log"
+python3 -m gpubench run python-kernels.toml -o "$OUT/python-kernels.json" >> "$OUT/python-kernels.log" 2>&1
+echo "exit code: $?" | tee -a "$OUT/python-kernels.log"
+python3 -m gpubench show "$OUT/python-kernels.json" --format markdown > "$OUT/python-kernels.md" 2>&1
+
+python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P 2>&1 | tee "$OUT/api-vs-do-bench.md"
+
+cat > $P/faults.py <<'PY'
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _store_far_away(c):
+    tl.store(c + (1 << 40), 1.0)  # far outside any allocation: an illegal address, sticky for the context
+
+
+@triton.jit
+def _wait_forever(c, flag):
+    seen = tl.load(flag)
+    while seen == 0:  # nobody ever sets the flag
+        seen = tl.load(flag, volatile=True)
+    tl.store(c, 1.0)
+
+
+def out_of_bounds(A, B, C, M, N, K):
+    _store_far_away[(1,)](C)
+
+
+def forever(A, B, C, M, N, K):
+    _wait_forever[(1,)](C, torch.zeros(1, dtype=torch.int32, device=C.device))
+PY
+for k in out_of_bounds forever; do printf '\n[[variant]]\nname = "%s"\nop = "gemm"\nbackend = "cuda"\nsource = "faults.py"\nkernel = "%s"\nargs = ["A", "B", "C", "M", "N", "K"]\noptions = { arrays = "torch" }\n' $k $k >> $P/gpubench.toml; done
+python3 -m gpubench gemm --variants cublas,triton-tf32,out_of_bounds,cupy-tiled,forever --sizes 1024,2048 \
+  --timeout 30 -o "$OUT/python-kernels-faults.json" > "$OUT/python-kernels-faults.log" 2>&1
+echo "exit code: $?" | tee -a "$OUT/python-kernels-faults.log"
+grep -E "FAIL|ERROR|TIMEOUT|worker|saved|exit code" "$OUT/python-kernels-faults.log"
+
+# The pytest plugin from the installed wheel (its pytest11 entry point), in a user's test project on the GPU.
+T=/tmp/my-tests && rm -rf $T && mkdir -p $T && cp $P/matmul.py $T/
+cat > $T/test_speed.py <<'PY'
+from matmul import matmul_tf32
+
+
+def test_triton_tf32(gpubench):
+    m = gpubench(matmul_tf32, gpubench.gemm(4096), arrays="torch", tf32=True)
+    assert m.ok and m.reported["autotuned"]
+PY
+cd $T
+{ python3 -m pytest --help | grep -E "gpubench-(save|compare)"
+  python3 -m pytest -q -p no:cacheprovider --gpubench-save base.json; echo "exit code: $?"
+  python3 -m pytest -q -p no:cacheprovider --gpubench-compare base.json; echo "exit code: $?"; } > "$OUT/pytest-plugin.log" 2>&1
+cat "$OUT/pytest-plugin.log"
