@@ -5,17 +5,22 @@
 #   3. from a project outside the repository (the Triton and CuPy examples copied into /tmp): the examples verified
 #      and timed beside cuBLAS, cuDNN and built-in kernels (one suite, one results file);
 #   4. the same Triton kernels timed by gpubench's API and by triton.testing.do_bench in one process;
-#   5. a sweep with a Triton kernel that stores out of bounds and one that never ends.
+#   5. a sweep with a Triton kernel that stores out of bounds and one that never ends;
+#   6. the pytest plugin from the installed wheel in a user's test project.
+# Steps to run: the arguments (tests sweep timers faults plugin), all of them by default.
 set -u
+STEPS=${*:-tests sweep timers faults plugin}
+step() { [[ " $STEPS " == *" $1 "* ]]; }
 REPO=$PWD
 python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/w . > /dev/null || exit 1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site ../../.devwheels/*.whl \
     /tmp/w/gpubench-*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 GPUBENCH_CACHE=/tmp/gpubench-cache
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$OUT/smi.txt"
-python3 -c "import torch, triton, cupy; print('torch', torch.__version__, 'triton', triton.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/smi.txt"
-(cd /tmp && python3 -m pytest -q -m gpu "$REPO/tests/test_gpu_python.py" -p no:cacheprovider --rootdir "$REPO" \
-    -c "$REPO/pyproject.toml" 2>&1 | tee "$OUT/gpu-tests.txt" | tail -4)
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv
+  python3 -c "import torch, triton, cupy; print('torch', torch.__version__, 'triton', triton.__version__, 'cupy', cupy.__version__)"
+} | tee "$OUT/machine.txt"
+step tests && (cd /tmp && python3 -m pytest -q -m gpu "$REPO/tests/test_gpu_python.py" -p no:cacheprovider \
+    --rootdir "$REPO" -c "$REPO/pyproject.toml" 2>&1 | tee "$OUT/gpu-tests.txt" | tail -4)
 
 P=/tmp/my-kernels && rm -rf $P && mkdir -p $P
 cp examples/triton/*.py examples/cupy/*.py $P/
@@ -51,13 +56,14 @@ out_channels = 64
 padding = 1
 TOML
 cd $P
-python3 -c "import gpubench; print('gpubench', gpubench.__version__, 'from', gpubench.__file__)" | tee "$OUT/python-kernels.log"
-python3 -m gpubench list 2>&1 | grep -E "triton|torch-matmul|cupy|project" >> "$OUT/python-kernels.log"
-python3 -m gpubench run python-kernels.toml -o "$OUT/python-kernels.json" >> "$OUT/python-kernels.log" 2>&1
-echo "exit code: $?" | tee -a "$OUT/python-kernels.log"
-python3 -m gpubench show "$OUT/python-kernels.json" --format markdown > "$OUT/python-kernels.md" 2>&1
-
-python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P 2>&1 | tee "$OUT/api-vs-do-bench.md"
+python3 -c "import gpubench; print('gpubench', gpubench.__version__, 'from', gpubench.__file__)" | tee -a "$OUT/machine.txt"
+if step sweep; then
+  python3 -m gpubench list 2>&1 | grep -E "triton|torch-matmul|cupy|project" > "$OUT/python-kernels.log"
+  python3 -m gpubench run python-kernels.toml -o "$OUT/python-kernels.json" >> "$OUT/python-kernels.log" 2>&1
+  echo "exit code: $?" | tee -a "$OUT/python-kernels.log"
+  python3 -m gpubench show "$OUT/python-kernels.json" --format markdown >> "$OUT/python-kernels.log" 2>&1
+fi
+step timers && python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P 2>&1 | tee "$OUT/api-vs-do-bench.md"
 
 cat > $P/faults.py <<'PY'
 import torch
@@ -86,11 +92,14 @@ def forever(A, B, C, M, N, K):
     _wait_forever[(1,)](C, torch.zeros(1, dtype=torch.int32, device=C.device))
 PY
 for k in out_of_bounds forever; do printf '\n[[variant]]\nname = "%s"\nop = "gemm"\nbackend = "cuda"\nsource = "faults.py"\nkernel = "%s"\nargs = ["A", "B", "C", "M", "N", "K"]\noptions = { arrays = "torch" }\n' $k $k >> $P/gpubench.toml; done
-python3 -m gpubench gemm --variants cublas,triton-tf32,out_of_bounds,cupy-tiled,forever --sizes 1024,2048 \
-  --timeout 30 -o "$OUT/python-kernels-faults.json" > "$OUT/python-kernels-faults.log" 2>&1
-echo "exit code: $?" | tee -a "$OUT/python-kernels-faults.log"
-grep -E "FAIL|ERROR|TIMEOUT|worker|saved|exit code" "$OUT/python-kernels-faults.log"
+if step faults; then
+  python3 -m gpubench gemm --variants cublas,triton-tf32,out_of_bounds,cupy-tiled,forever --sizes 1024,2048 \
+    --timeout 20 -o "$OUT/python-kernels-faults.json" > "$OUT/python-kernels-faults.log" 2>&1
+  echo "exit code: $?" | tee -a "$OUT/python-kernels-faults.log"
+  grep -E "FAIL|ERROR|TIMEOUT|worker|saved|exit code" "$OUT/python-kernels-faults.log"
+fi
 
+step plugin || exit 0
 # The pytest plugin from the installed wheel (its pytest11 entry point), in a user's test project on the GPU.
 T=/tmp/my-tests && rm -rf $T && mkdir -p $T && cp $P/matmul.py $T/
 cat > $T/test_speed.py <<'PY'
