@@ -27,6 +27,7 @@ from typing import Callable, Mapping, Sequence
 
 from gpubench import plan, user_code
 from gpubench.compare import Report
+from gpubench.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
 from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import ARRAYS, DIMS, ConvShape, GemmShape, conv_shape
 from gpubench.results import Point, Run, Status, load, save
@@ -35,7 +36,7 @@ from gpubench.runners import Arrays, PythonGpuRunner, PythonRunner
 from gpubench.session import RunOutcome
 from gpubench.specs import BACKENDS
 from gpubench.stats import Stats
-from gpubench.variant import FP32_TOL, TF32_TOL, Config, Variant, config_label
+from gpubench.variant import Config, Variant, config_label
 
 __all__ = ["Measurement", "measure", "gemm", "conv", "run_sweep", "run_suite", "compare", "load", "save",
            "GemmShape", "ConvShape", "Run", "Point", "RunOutcome", "Report"]
@@ -46,16 +47,24 @@ Problem = GemmShape | ConvShape
 # --- problems ---------------------------------------------------------------------------------------------------
 
 
-def gemm(m: int, n: int | None = None, k: int | None = None) -> GemmShape:
-    """C[m,n] = A[m,k] · B[k,n]; gemm(4096) is square."""
-    return GemmShape(m, m if n is None else n, m if k is None else k)
+def gemm(m: int, n: int | None = None, k: int | None = None, *, dtype: str = "fp32", layout: str = "nn") -> GemmShape:
+    """C[m,n] = A[m,k] · B[k,n] in a precision (fp32, tf32, fp16, bf16, fp8, int8) and layout (nn, nt, tn);
+    gemm(4096) is square, in FP32."""
+    return GemmShape(m, m if n is None else n, m if k is None else k, dtype=_one(dtype, "dtype"),
+                     layout=_one(layout, "layout", GemmLayout))
 
 
 def conv(size: int, stride: int = 1, *, batch: int = 1, in_channels: int = 3, out_channels: int = 1, kernel: int = 3,
-         padding: str | int = "same") -> ConvShape:
-    """A size × size convolution layer (the lab's defaults: one image, 3 channels in, one filter, 3×3, SAME)."""
+         padding: str | int = "same", dtype: str = "fp32", layout: str = "nchw") -> ConvShape:
+    """A size × size convolution layer (the lab's defaults: one image, 3 channels in, one filter, 3×3, SAME,
+    FP32, NCHW)."""
     return conv_shape(size, stride, batch=batch, in_channels=in_channels, out_channels=out_channels, kernel=kernel,
-                      padding=padding)
+                      padding=padding, dtype=_one(dtype, "dtype"), layout=_one(layout, "layout", ConvLayout))
+
+
+def _one(text, what: str, kind=None):
+    (value,) = parse_layouts(str(text), kind, what) if kind else parse_dtypes(str(text), what)
+    return value
 
 
 # --- measuring one callable -------------------------------------------------------------------------------------
@@ -151,7 +160,7 @@ def _call_args(problem: Problem, args: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Sequence[str] | None = None,
-            params: Mapping[str, int] | None = None, backend: str = "cuda", arrays: str | None = None, tf32: bool = False,
+            params: Mapping[str, int] | None = None, precision: str | None = None, backend: str = "cuda", arrays: str | None = None,
             tolerance: float | None = None, reference=None, seed: int = 0, warmup: int = 3, reps: int = 50,
             budget: float = 1.0, flush: bool = True, max_noise: float | None = None, max_time: float = 10.0,
             decide: float | None = None) -> Measurement:
@@ -159,7 +168,9 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
 
     fn(*arrays_and_dims, **params) writes the output (C or y). `args` orders what it receives (default: the arrays,
     then every dim). On the cuda backend the arrays are CuPy arrays, or PyTorch tensors with arrays="torch"; work
-    must go to the current stream. `tf32` gives TF32's tolerance; `tolerance` any other. `reference` replaces
+    must go to the current stream. The problem's precision (gemm(4096, dtype="bf16")) sets the inputs' type and
+    the error model's tolerance; `tolerance` sets another. `precision=` names a keyword that fn receives the
+    precision by ("tf32"), where it needs to know. `reference` replaces
     gpubench's float64 result: an array, or a function of the inputs (a dict: A, B or x, w) returning one.
     `decide` defaults to 5% on a GPU (sample on until a later comparison at 5% could be decided).
     A mapping `fn` returns on its first call is kept as `reported`."""
@@ -168,7 +179,7 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     be = backend_for(backend)
     if backend == "cuda":
         try:
-            runner = PythonGpuRunner(Arrays(arrays or Arrays.CUPY), tf32)
+            runner = PythonGpuRunner(Arrays(arrays or Arrays.CUPY))
         except ValueError as e:
             raise GpubenchError(f"measure: {e}") from None
     elif arrays is not None:
@@ -179,8 +190,8 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     label = config_label(None, params, {})
     variant = Variant(name=name or getattr(fn, "__name__", "measured"), op=problem.op, backend=backend,
                       runner=runner, kernel=getattr(fn, "__name__", "fn"), args=_call_args(problem, args),
-                      tolerance=tolerance if tolerance is not None else TF32_TOL if tf32 else FP32_TOL,
-                      origin="measure", function=fn)
+                      tolerance=tolerance, origin="measure", function=fn, dtypes=(problem.dtype,),
+                      layouts=(problem.layout,), dtype_define=precision)
     config = Config(label, tuple(params.items()))
     user_code.check(variant, [config])
     policy = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
@@ -223,10 +234,12 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
               strides: Sequence[int] = plan.DEFAULTS.strides, conv_layer: Mapping[str, object] | None = None,
               variants: Sequence[str] | None = None, block_sizes: Sequence[int] | None = None,
               backend: str = "cuda", output: str | Path | None = None, force: bool = False, seed: int = 0,
-              tf32: bool = False, reps: int = 50, warmup: int = 3, budget: float = 1.0,
+              dtypes: str | None = None, layouts: str | None = None, reps: int = 50, warmup: int = 3,
+              budget: float = 1.0,
               timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
               display=None) -> RunOutcome:
-    """`gpubench gemm|conv` as a function: the sweep run in isolated workers, saved, and returned (outcome.run)."""
+    """`gpubench gemm|conv` as a function: the sweep run in isolated workers, saved, and returned (outcome.run).
+    dtypes and layouts are --dtype's and --layout's ("fp32,bf16")."""
     from gpubench import app
     from gpubench.problems import Op
 
@@ -244,8 +257,9 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
                       reps=reps, budget=budget, max_noise=None, max_time=plan.DEFAULTS.timing.max_time_s,
                       no_flush=False, decide=None, discard_throttled=False,
                       output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
-                      tf32=tf32, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
-                      slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet())
+                      tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
+                      slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet(), dtype=dtypes,
+                      layout=layouts)
 
 
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,

@@ -68,21 +68,26 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
            kernels, kernel_args: str | None, warmup: int, reps: int, budget: float, max_noise: float | None,
            max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
            force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
-           scheduler: str | None, replicate: bool, slow_threshold: float, display: Display) -> RunOutcome:
-    """`gpubench gemm|conv`: one sweep of the op over the shapes, checked by the plan, run, saved and shown."""
+           scheduler: str | None, replicate: bool, slow_threshold: float, display: Display, dtype: str | None = None,
+           layout: str | None = None) -> RunOutcome:
+    """`gpubench gemm|conv`: one sweep of the op over the shapes in each asked precision and layout, checked by the
+    plan, run, saved and shown."""
     from gpubench import project as projects
 
+    dtypes, layouts = plan.dtypes_asked(dtype, tf32), plan.layouts_asked(layout, op)
     proj = projects.load(config)
     catalog = _catalog(proj)
-    mine = plan.lab_kernels(catalog, op, backend, kernels, kernel_args)
+    mine = plan.lab_kernels(catalog, op, backend, kernels, kernel_args, dtypes)
     chosen = plan.variants(catalog, op, backend, variants, "--variants", mine)
+    chosen, skipped = plan.precisions(chosen, dtypes, layouts, named=set(variants or []) | {v.name for v in mine},
+                                      where="--dtype/--layout")
     if block_sizes_given:
         plan.check_block_option(chosen, "--block-sizes")
     timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
                          flush=not no_flush, decide=decide if decide is not None else plan.default_decide(backend),
                          discard_throttled=discard_throttled)
-    request = RunRequest([plan.sweep(op, op, chosen, shapes, block_sizes, timing)], op, backend,
-                         plan.check_tf32(tf32, backend), plan.check_seed(seed), output, force,
+    sweep = plan.sweep(op, op, chosen, plan.in_precisions(shapes, dtypes, layouts), block_sizes, timing, skipped)
+    request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
                          plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
     return run_sweeps(request, display)
@@ -97,11 +102,11 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     from gpubench import suites
 
     proj = projects.load(config)
-    s = suites.load(suite, backend, _catalog(proj))
+    s = suites.load(suite, backend, _catalog(proj), tf32=tf32)
     for sw in s.sweeps:
         sw.policy = plan.overridden(sw.policy, max_noise=max_noise, max_time=max_time, decide=decide,
                                     discard_throttled=discard_throttled)
-    request = RunRequest(s.sweeps, s.name, backend, plan.check_tf32(tf32 or s.tf32, backend), plan.check_seed(seed),
+    request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
                          output, force, plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
     return run_sweeps(request, display)

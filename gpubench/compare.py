@@ -196,10 +196,10 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
 
 
 def point_label(p: Point) -> str:
-    """A point named whole: op, variant, configuration, the problem with everything that tells it apart."""
-    tf32 = " [TF32]" if p.tf32 else ""
+    """A point named whole: op, variant, configuration, the problem with everything that tells it apart (its
+    stride, precision and layout too)."""
     config = "" if p.config == "-" else f" {p.config}"
-    return f"{p.op} {p.variant}{tf32}{config} {p.problem.full_label}"
+    return f"{p.op} {p.variant}{config} {p.problem.full_label}"
 
 
 def duplicates(run: Run) -> list[Point]:

@@ -18,10 +18,10 @@ from gpubench.gpus import GpuSelection
 from gpubench.worker import DEFAULT_TIMEOUT_S, Worker, WorkerOptions
 
 
-def open_executor(backend: str, *, tf32: bool = False, timeout_s: float = DEFAULT_TIMEOUT_S,
+def open_executor(backend: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                   gpus: GpuSelection | None = None, scheduler: str | None = None, replicate: bool = False):
     """A Worker on one device, or a Dask cluster of them (not yet started)."""
-    options = WorkerOptions(backend, tf32, timeout_s=timeout_s)
+    options = WorkerOptions(backend, timeout_s=timeout_s)
     one_device = scheduler is None and (gpus is None or gpus.single is not None)
     if one_device:
         if replicate:

@@ -115,7 +115,7 @@ def series_of(runs: list[tuple[str, Run]], times: dict[str, datetime] | None = N
             if p.status != Status.OK:
                 continue
             key = (gpu, driver, *p.key())
-            label = f"{p.op} {p.variant} {p.config} {p.problem.full_label}{' tf32' if p.tf32 else ''}"
+            label = f"{p.op} {p.variant} {p.config} {p.problem.full_label}"
             s = found.setdefault(key, Series(gpu, driver, label))
             s.entries.append(Entry(name, _commit(run), _when(run, times), p.median_ms))
     return list(found.values())

@@ -50,7 +50,7 @@ RUNNING = [
     click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
                  help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
     click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed for the random inputs."),
-    click.option("--tf32", is_flag=True, help="Allow TF32 tensor cores in cuBLAS/cuDNN (marked [TF32])."),
+    click.option("--tf32", is_flag=True, help="The old name of --dtype tf32: FP32 storage, TF32 tensor-core math."),
     click.option("--timeout", default=DEFAULTS.timeout_s, show_default=True, type=float,
                  help="Seconds a point may take before the watchdog ends it (recorded as timed out)."),
     CONFIG,
@@ -130,6 +130,12 @@ def sweep_options(default_sizes: str):
     t = DEFAULTS.timing
     return group([
         click.option("--sizes", default=None, help=f"Square sizes, comma-separated [default: {default_sizes}]."),
+        click.option("--dtype", default=None, metavar="fp32,bf16,...",
+                     help="Precisions, comma-separated: fp32 (the lab's), tf32, fp16, bf16, fp8 (e4m3, scaled, bf16 "
+                          "out), int8 [default: fp32]. Each variant runs those it takes."),
+        click.option("--layout", default=None, metavar="nn,nt,...",
+                     help="Memory layouts, comma-separated: GEMM nn, nt, tn (t: that operand stored transposed); "
+                          "conv nchw, nhwc [default: nn / nchw]."),
         click.option("--block-sizes", default=DEFAULTS.text(DEFAULTS.block_sizes), show_default=True,
                      help="Thread-block edges B (B×B threads, 1..32) for the block-size variants."),
         click.option("--variants", default=None, help="Comma-separated variants (default: the lab's and your "

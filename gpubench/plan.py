@@ -17,7 +17,10 @@ from typing import Mapping
 from gpubench.errors import GpubenchError
 from gpubench.fleet import SLOW
 from gpubench.gpus import GpuSelection
-from gpubench.problems import ConvShape, GemmShape, Op, conv_shape
+from dataclasses import replace
+
+from gpubench.dtypes import DType, parse_dtypes, parse_layouts
+from gpubench.problems import SHAPES, ConvShape, GemmShape, Op, conv_shape
 from gpubench.specs import LAB_BLOCK_SIZES, MAX_BLOCK_SIZE
 from gpubench.catalog import Catalog
 from gpubench.sweep import Sweep
@@ -198,11 +201,13 @@ class Spread:
                    check_fraction(slow_threshold, "--slow-threshold"))
 
 
-def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None) -> list[Variant]:
-    """The variants of --kernel [NAME=]FILE:SYMBOL (with --args), each on this backend, each name new."""
+def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None,
+                dtypes=(DType.FP32,)) -> list[Variant]:
+    """The variants of --kernel [NAME=]FILE:SYMBOL (with --args), each on this backend, each name new, each
+    taking the asked precisions."""
     from gpubench import spec_files
 
-    mine = [spec_files.lab_kernel(op, k, args) for k in texts]
+    mine = [spec_files.lab_kernel(op, k, args, dtypes) for k in texts]
     if args and not mine:
         raise GpubenchError("--args gives the parameter order of a --kernel: add --kernel FILE:SYMBOL")
     for v in mine:
@@ -216,10 +221,50 @@ def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None
     return mine
 
 
-def check_tf32(tf32: bool, backend: str) -> bool:
-    if tf32 and backend != "cuda":
-        raise GpubenchError("--tf32 allows TF32 tensor cores in cuBLAS and cuDNN: the cpu backend has neither")
-    return tf32
+# --- precisions and layouts ------------------------------------------------------------------------------------
+
+
+def dtypes_asked(text: str | None, tf32: bool, where: str = "--dtype") -> tuple[DType, ...]:
+    """--dtype's precisions (fp32 when not given); --tf32 is the old name of --dtype tf32."""
+    if tf32 and text:
+        raise GpubenchError(f"--tf32 is the old name of {where} tf32: give one of them")
+    if tf32:
+        return (DType.TF32,)
+    return parse_dtypes(text, where) if text is not None else (DType.FP32,)
+
+
+def layouts_asked(text: str | None, op: Op, where: str = "--layout") -> tuple:
+    """--layout's memory layouts for the op (its default, nn or nchw, when not given)."""
+    shape = SHAPES[op]
+    return parse_layouts(text, shape.LAYOUT, where) if text is not None else (shape.DEFAULT_LAYOUT,)
+
+
+def in_precisions(shapes: list, dtypes, layouts) -> list:
+    """Every shape in every asked precision and layout (sizes first, so a table's rows stay together)."""
+    return list(dict.fromkeys(replace(s, dtype=d, layout=x) for s in shapes for d in dtypes for x in layouts))
+
+
+def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where: str) -> tuple[list[Variant], list]:
+    """The chosen variants that compute in some asked precision and layout. A variant the user named that takes
+    none of them is an error; one that came by default is left out, saying why. Every asked precision and layout
+    must be taken by some variant that remains."""
+    kept, skipped = [], []
+    for v in chosen:
+        takes = [d for d in dtypes if d in v.dtypes] and [x for x in layouts if x in v.layouts_taken]
+        if takes:
+            kept.append(v)
+            continue
+        why = (f"computes in {', '.join(v.dtypes)} with layout(s) {', '.join(v.layouts_taken)}, not "
+               f"{', '.join(dtypes)} / {', '.join(layouts)}")
+        if v.name in named:
+            raise GpubenchError(f"{where}: variant {v.name} {why}")
+        skipped.append((f"variant {v.name}", why))
+    for asked, have, what in ((dtypes, lambda v: v.dtypes, "precision"), (layouts, lambda v: v.layouts_taken, "layout")):
+        for a in asked:
+            if not any(a in have(v) for v in kept):
+                known = sorted({str(x) for v in chosen for x in have(v)})
+                raise GpubenchError(f"{where}: no chosen variant takes the {what} {a}; they take {', '.join(known)}")
+    return kept, skipped
 
 
 def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,

@@ -59,12 +59,12 @@ def describe_error(err: BaseException) -> str:
 # --- one point --------------------------------------------------------------------------------------------------
 
 
-def verify(backend, prepared, ref) -> float:
+def verify(backend, prepared, ref, shape) -> float:
     """Poison the output, run once, and return ||out − ref|| / ||ref|| (inf if anything is NaN or unwritten)."""
     backend.poison(prepared.output)
     prepared.run()
     backend.clock.sync()
-    return backend.rel_err(prepared.output, ref)
+    return backend.rel_err(prepared.output, ref, shape)
 
 
 def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
@@ -74,7 +74,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         raise Skip(unfit)
     prepared = backend.prepare(variant, point.config, shape, inputs)
     try:
-        rel_err = verify(backend, prepared, ref)
+        rel_err = verify(backend, prepared, ref, shape)
         timing = measure(prepared.run, backend.clock, policy, backend.telemetry)
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,
@@ -90,7 +90,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         if readings is not None:
             readings.update(backend.energy(prepared.run, policy.flush, shape.flops) or {})
         return Point.measured(shape, variant.name, point.config.label, samples_ms=timing.samples_ms, rel_err=rel_err,
-                              tolerance=backend.tolerance(variant), details=details, telemetry=readings)
+                              tolerance=backend.tolerance(variant, shape), details=details, telemetry=readings)
     finally:
         prepared.release()
 

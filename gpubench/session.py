@@ -69,7 +69,6 @@ class RunRequest:
     sweeps: list[sweep.Sweep]
     label: str
     backend: str = "cuda"
-    tf32: bool = False
     seed: int = 0
     output: str | None = None
     force: bool = False
@@ -89,7 +88,7 @@ class RunRequest:
     def executor(self):
         """One Worker on one device, or a Dask cluster of them."""
         s = self.spread
-        return open_executor(self.backend, tf32=self.tf32, timeout_s=self.timeout_s, gpus=s.gpus,
+        return open_executor(self.backend, timeout_s=self.timeout_s, gpus=s.gpus,
                              scheduler=s.scheduler, replicate=s.replicate)
 
 
@@ -125,7 +124,7 @@ def precompile(work: list[ShapeTask], arch: str | None) -> int:
     the command here (exit 2, nvcc's first error in one line), not at its hundredth point."""
     if not arch:
         return 0
-    jobs = [job for task in work for p in task.points for job in p.variant.builds(p.config, arch)]
+    jobs = [job for task in work for p in task.points for job in p.variant.builds(p.config, arch, task.shape)]
     if not jobs:
         return 0
     failures = nvcc.compile_all(jobs)
@@ -189,7 +188,7 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
         check_device(work, info, variants)
         precompile(work, info.get("arch"))
         path = path or default_output(info["device"], request.label)
-        settings = {"seed": request.seed, "tf32": request.tf32, "timeout_s": request.timeout_s,
+        settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
                     "gpus": str(request.spread.gpus) if request.spread.gpus else None,
                     "scheduler": request.spread.scheduler, "replicate": request.replicate,

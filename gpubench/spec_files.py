@@ -89,10 +89,11 @@ def read_toml(path: Path, what: str) -> dict:
         raise SpecError(f"{path}: cannot read the {what} ({e})") from None
 
 
-def lab_kernel(op: str, text: str, args: str | None) -> Variant:
+def lab_kernel(op: str, text: str, args: str | None, dtypes=("fp32",)) -> Variant:
     """The variant for `--kernel [NAME=]FILE:SYMBOL`: the lab's launch (B×B blocks, one thread per output).
 
-    The block size arrives as -DBLOCK_SIZE=B, the lab's macro. GEMM arguments default to the lab's order and
+    The block size arrives as -DBLOCK_SIZE=B, the lab's macro; a CUDA kernel gets its element type as
+    -DELEM=<C type> and its output's as -DELEM_OUT (float for fp32, __half for fp16, ...), in the asked dtypes. GEMM arguments default to the lab's order and
     naming, (a, b, c, m, n, k) with a m×n and b n×k; conv arguments to gpubench's (x, w, y, N, C, ..., OW).
     """
     name, eq, target = text.partition("=")
@@ -109,6 +110,9 @@ def lab_kernel(op: str, text: str, args: str | None) -> Variant:
         "name": name or symbol, "op": op, "source": file, "kernel": symbol, "args": order, "axis": "block",
         "define": "BLOCK_SIZE", "grid": grid, "block": ["BLOCK_SIZE", "BLOCK_SIZE"],
         "summary": f"{symbol} from {file}, with the lab's launch: B×B blocks, one thread per output",
+        "dtypes": [str(d) for d in dtypes],
     }
+    if Path(file).suffix == ".cu":
+        table["dtype_define"] = "ELEM"
     (variant,) = parse_specs({"variant": [table]}, "--kernel", Path.cwd())
     return variant

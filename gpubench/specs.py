@@ -13,10 +13,10 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from gpubench import expr, runners
+from gpubench import expr, runners, spec_precision
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, Op, conv_shape
-from gpubench.variant import (SAMPLE_SMS, SMS, TF32_TOL, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
+from gpubench.variant import (SAMPLE_SMS, SMS, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
                               config_label)
 
 OPS = tuple(Op)
@@ -27,7 +27,7 @@ MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension block limits; 1024 threads 
 KEYS = {
     "name", "op", "backend", "runner", "summary", "source", "kernel", "args", "grid", "block", "shared", "axis",
     "define", "configs", "defaults", "label", "constraints", "search", "tolerance", "arch", "lab", "baseline",
-    "options", "includes", "before", "workspace", "requires", "tensor_maps", "family",
+    "options", "includes", "before", "workspace", "requires", "tensor_maps", "family", *spec_precision.KEYS,
 }
 # A family's tables merge into each variant's own, key by key, so that a variant may add defaults or options.
 MAP_KEYS = {"array", "shape", "box"}
@@ -363,8 +363,8 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
         entry.fail("search must map each parameter to a non-empty list of integers")
     if set(search) - params:
         entry.fail(f"search names unknown parameter(s) {', '.join(sorted(set(search) - params))}")
-    tolerance = entry.get("tolerance", float, default=TF32_TOL if runner.tf32 else 1e-4)
-    if not 0 < tolerance < 1:
+    tolerance = entry.get("tolerance", float, default=None)  # None: the error model's, per dtype and problem
+    if tolerance is not None and not 0 < tolerance < 1:
         entry.fail(f"tolerance must be between 0 and 1 (a relative error), got {tolerance}")
     arch = entry.get("arch", str, what="an architecture such as \"sm_90a\"")
     if arch is not None and not ARCH.match(arch):
@@ -383,7 +383,7 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
         lab=entry.get("lab", bool, default=False), baseline=entry.get("baseline", bool, default=False),
         includes=tuple(includes), before=before, workspace=workspace, requires=requires,
         tensor_maps=tensor_maps,
-        origin="built-in" if builtin else entry.where,
+        origin="built-in" if builtin else entry.where, **spec_precision.precisions(entry, op, runner),
     )
     if config_tables:
         variant = replace(variant, configs=tuple(_config(variant, c) for c in config_tables))

@@ -12,6 +12,10 @@
     sizes = [1024, 2048]    # gemm: square sizes (and/or mnk = [[M, N, K], ...]); conv: H = W
     block_sizes = [16, 32]  # for the block-size variants (default 8, 16, 24, 32)
     # conv only: strides = [1, 2, 3], batch, in_channels, out_channels, kernel, padding ("same", "valid", n)
+    dtypes = ["fp32", "bf16"]   # precisions (default fp32); each variant runs those it takes
+    layouts = ["nn", "nt"]      # memory layouts (default the lab's: nn, nchw)
+
+A suite's `tf32 = true` (or `gpubench run --tf32`) is the old spelling of dtypes = ["tf32"] for every sweep.
 
 Variant names are the GPU's (a project's own included); with --backend cpu a sweep runs those of them the CPU
 backend has, or its NumPy variants, so any suite can be tried without a GPU. Shapes that cannot run (a filter
@@ -34,9 +38,10 @@ from gpubench.catalog import Catalog
 from gpubench.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled"}
-GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS}
+PRECISION_KEYS = {"dtypes", "layouts"}
+GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}
 CONV_KEYS = {"name", "op", "variants", "sizes", "strides", "block_sizes", "batch", "in_channels", "out_channels",
-             "kernel", "padding", *TIMING_KEYS}
+             "kernel", "padding", *TIMING_KEYS, *PRECISION_KEYS}
 SWEEP_KEYS = {Op.GEMM: GEMM_KEYS, Op.CONV: CONV_KEYS}
 TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}
 
@@ -69,7 +74,17 @@ def _timing(table: dict, base: dict, where: str, backend: str = "cuda"):
     return plan.policy(**values, where=lambda key: f"{where}.{key}")
 
 
-def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) -> Sweep:
+def _names_text(table: dict, key: str, where: str) -> str | None:
+    """A list of names (dtypes, layouts) as the command line writes it, for plan's parser; None if not given."""
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v and "," not in v for v in value):
+        raise GpubenchError(f"{where}.{key} must be a non-empty list of names, e.g. [\"fp32\", \"bf16\"]")
+    return ",".join(value)
+
+
+def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, tf32: bool = False) -> Sweep:
     where = f"sweep[{index}]"
     if not isinstance(table, dict):
         raise GpubenchError(f"{where} must be a table ([[sweep]])")
@@ -107,7 +122,13 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog) 
     timing = _timing(table, base, where, backend)
     shapes, more = SHAPES_OF[op](table, where, name)
     skipped += more
-    return plan.sweep(name, op, chosen, shapes, blocks, timing, skipped, where)
+    dtypes = plan.dtypes_asked(_names_text(table, "dtypes", where), tf32, f"{where}.dtypes")
+    layouts = plan.layouts_asked(_names_text(table, "layouts", where), op, f"{where}.layouts")
+    # A suite's variants are a menu, as on the CPU backend: those that take none of the sweep's precisions are
+    # left out, saying why (a named variant of the command line would be an error).
+    chosen, leftout = plan.precisions(chosen, dtypes, layouts, named=set(), where=where)
+    skipped += [(f"{name}: {what}", why) for what, why in leftout]
+    return plan.sweep(name, op, chosen, plan.in_precisions(shapes, dtypes, layouts), blocks, timing, skipped, where)
 
 
 def _gemm_shapes(table: dict, where: str, name: str):
@@ -159,7 +180,8 @@ def find(name: str | Path) -> Path:
                         f"({shipped_names})")
 
 
-def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None) -> Suite:
+def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None, tf32: bool = False) -> Suite:
+    """A suite's sweeps, every value checked; tf32 (--tf32) puts every sweep in tf32."""
     path = find(name)
     catalog = catalog or Catalog.with_user([])
     try:
@@ -188,7 +210,8 @@ def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None
     try:
         base = {k: defaults[k] for k in TIMING_KEYS if k in defaults}
         _timing(defaults, {}, "defaults", backend)  # checked here, so a bad default is named as one
-        expanded = [_sweep(t, i, backend, base, catalog) for i, t in enumerate(sweeps)]
+        tf32 = tf32 or data.get("tf32") is True
+        expanded = [_sweep(t, i, backend, base, catalog, tf32) for i, t in enumerate(sweeps)]
     except GpubenchError as e:
         raise GpubenchError(f"suite {path}: {e}") from None
     return Suite(str(data.get("name", path.stem)), str(data.get("description", "")), bool(data.get("tf32", False)),

@@ -20,7 +20,9 @@ from gpubench.variant import Config, Variant
 
 @dataclass
 class Sweep:
-    """One named sweep: an op, its variants, its shapes and the block sizes for block-axis variants."""
+    """One named sweep: an op, its variants, its shapes and the block sizes for block-axis variants. A shape has
+    a precision and a layout; each variant runs the shapes it takes (`Variant.takes`), so `--dtype fp32,bf16` over
+    a kernel that computes in fp32 only and cuBLAS gives the kernel's fp32 points and cuBLAS's in both."""
 
     name: str
     op: str
@@ -33,6 +35,8 @@ class Sweep:
     def points(self) -> Iterator[tuple[object, Variant, Config]]:
         for shape in self.shapes:
             for variant in self.variants:
+                if variant.takes(shape) is not None:
+                    continue
                 for config in variant.configs_for(self.block_sizes):
                     yield shape, variant, config
 
@@ -41,6 +45,8 @@ class Sweep:
 
     def settings(self) -> dict:
         return {"name": self.name, "op": self.op, "variants": [v.name for v in self.variants],
+                "dtypes": [str(d) for d in dict.fromkeys(s.dtype for s in self.shapes)],
+                "layouts": [str(x) for x in dict.fromkeys(s.layout for s in self.shapes)],
                 "block_sizes": list(self.block_sizes), "timing": self.policy.as_dict(), "skipped": self.skipped}
 
 
@@ -58,10 +64,13 @@ def tasks(sweeps: list[Sweep], seed: int, resolve: Resolve = as_is) -> list[Shap
         for i, shape in enumerate(sweep.shapes):
             points = []
             for variant in sweep.variants:
+                if variant.takes(shape) is not None:
+                    continue
                 for config in variant.configs_for(sweep.block_sizes):
                     resolved, note = resolve(variant, shape, config)
                     points.append(PointTask(len(points), variant, resolved, sweep.policy, note))
-            out.append(ShapeTask(sweep.name, shape, seed + i, tuple(points)))
+            if points:  # a precision or layout that none of the sweep's variants takes has nothing to run
+                out.append(ShapeTask(sweep.name, shape, seed + i, tuple(points)))
     return out
 
 

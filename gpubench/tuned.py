@@ -33,11 +33,15 @@ def shipped_dir() -> Path:
 
 
 def _entry_problem(entry) -> dict:
-    """An entry's problem record (files from before 0.2 wrote a GEMM shape as [M, N, K])."""
+    """An entry's problem record as today's shapes write it (files from before 0.2 wrote a GEMM shape as
+    [M, N, K]; files from before the precision axis leave out dtype and layout, which read as fp32 and nn)."""
     shape = entry["shape"]
     if isinstance(shape, list):
-        return {"m": shape[0], "n": shape[1], "k": shape[2]}
-    return shape
+        shape = {"m": shape[0], "n": shape[1], "k": shape[2]}
+    try:
+        return shape_from(Op.GEMM if "m" in shape else Op.CONV, shape).record()
+    except GpubenchError:
+        return shape
 
 
 def _flops(problem: dict) -> float:

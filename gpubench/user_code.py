@@ -84,10 +84,11 @@ def check(variant, configs) -> Callable:
     except (TypeError, ValueError):  # a builtin without a signature: nothing to check before calling it
         return fn
     for config in configs:
+        keywords = variant.call_keywords(config)
         try:
-            signature.bind(*variant.args, **config.values)
+            signature.bind(*variant.args, **keywords)
         except TypeError as e:
-            given = ", ".join([*variant.args, *(f"{k}=" for k in config.values)])
+            given = ", ".join([*variant.args, *(f"{k}=" for k in keywords)])
             raise GpubenchError(f"{variant.source or 'measure'}: {variant.kernel}{signature} cannot be called as "
                                 f"{variant.kernel}({given}), its arguments (args)"
                                 f"{' and configuration ' + config.label if config.values else ''}: {e}") from None

@@ -14,8 +14,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Callable, Mapping
 
+from gpubench.dtypes import PRECISIONS, DType
 from gpubench.expr import Expr
-from gpubench.problems import Op
+from gpubench.problems import SHAPES, Op
 from gpubench.runners import Runner
 
 # Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
@@ -23,8 +24,6 @@ from gpubench.runners import Runner
 SMS = "SMS"
 SAMPLE_SMS = 132
 
-FP32_TOL = 1e-4  # ||out-ref||/||ref|| for FP32 FFMA arithmetic (observed errors are ~1e-7 to 1e-6)
-TF32_TOL = 5e-3  # TF32 keeps 10 mantissa bits: errors land near 3e-4 for K in the thousands
 
 
 class Axis(StrEnum):
@@ -152,7 +151,7 @@ class Variant:
     label: str | None = None  # label template for configurations (tuned ones included)
     constraints: tuple[Expr, ...] = ()  # conditions on a configuration's parameters, `threads` and `shared`
     search: tuple[tuple[str, tuple[int, ...]], ...] = ()  # the space `gpubench tune` samples
-    tolerance: float = FP32_TOL
+    tolerance: float | None = None  # the spec's own bound on rel_err; None: the error model's (dtypes.tolerance)
     arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
     lab: bool = False  # part of the default sweep
     baseline: bool = False  # the library that percentages and speed-ups are measured against
@@ -162,6 +161,10 @@ class Variant:
     requires: tuple[Expr, ...] = ()  # conditions on the problem; a point outside them is skipped, saying why
     tensor_maps: tuple[TensorMap, ...] = ()  # TMA descriptors built on the host and passed by value as args
     origin: str = "built-in"  # or the spec file that declared it
+    dtypes: tuple[DType, ...] = (DType.FP32,)  # the precisions it computes in
+    layouts: tuple[str, ...] = ()  # the memory layouts it reads and writes (empty: the op's default only)
+    dtype_define: str | None = None  # a kernel gets its element type as -D<this>=<C type> (and <this>_OUT)
+    layout_define: str | None = None  # ... and its layout as -D<this>_<LAYOUT>=1 (-DLAYOUT_NT=1)
     function: Callable | None = field(default=None, compare=False)  # a live callable (gpubench.api's measure, run
     # in its caller's process) in place of source and kernel
 
@@ -172,6 +175,47 @@ class Variant:
     @property
     def tf32(self) -> bool:
         return self.runner.tf32
+
+    def takes(self, shape) -> str | None:
+        """Why this variant cannot compute the shape's precision or layout (None if it can)."""
+        if shape.dtype not in self.dtypes:
+            return f"{self.name} computes in {', '.join(self.dtypes)}, not {shape.dtype}"
+        if shape.layout not in self.layouts_taken:
+            return f"{self.name} takes the layout(s) {', '.join(self.layouts_taken)}, not {shape.layout}"
+        return None
+
+    @property
+    def layouts_taken(self) -> tuple:
+        return self.layouts or (SHAPES[self.op].DEFAULT_LAYOUT,)
+
+    def tolerance_for(self, shape) -> float:
+        """The largest rel_err this variant may have on the shape: its spec's, else the error model's."""
+        from gpubench.dtypes import tolerance
+
+        return self.tolerance if self.tolerance is not None else tolerance(shape.dtype, shape.reduction, shape.output_elems)
+
+    def compile_params(self, config: Config, shape=None) -> dict:
+        """The -D defines of one build for a problem: the configuration's parameters and, where the spec names a
+        macro for them, the dtype's element types (-DELEM=__half -DELEM_OUT=__half) and the layout
+        (-DLAYOUT_NT=1)."""
+        params = dict(config.params) if self.runner.COMPILES_CONFIG else {}
+        if self.dtype_define and shape is not None:
+            p = PRECISIONS[shape.dtype]
+            params.update({self.dtype_define: p.c_type, f"{self.dtype_define}_OUT": p.c_out_type})
+        if self.layout_define and shape is not None:
+            params[f"{self.layout_define}_{str(shape.layout).upper()}"] = 1
+        return params
+
+    def call_keywords(self, config: Config, shape=None) -> dict:
+        """What a Python function gets as keywords: its configuration's parameters and, where the spec names a
+        keyword for them, the problem's precision and layout by name (dtype_define = "precision": precision="tf32").
+        Without a shape, the variant's first precision and layout stand in (to check a signature)."""
+        keywords = dict(config.params)
+        if self.dtype_define:
+            keywords[self.dtype_define] = str(shape.dtype if shape is not None else self.dtypes[0])
+        if self.layout_define:
+            keywords[self.layout_define] = str(shape.layout if shape is not None else self.layouts_taken[0])
+        return keywords
 
     def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
         """The configurations a sweep runs (a tuned variant's one is replaced per shape before it runs)."""
@@ -230,16 +274,16 @@ class Variant:
                 broken.append(c.text)
         return broken
 
-    def builds(self, config: Config, device_arch: str) -> list[tuple[Path, tuple, str, tuple]]:
-        """The nvcc compilations this configuration needs on a device: (source, defines, arch, includes) each.
-        None for a variant pinned to another architecture (it is skipped there, not compiled)."""
+    def builds(self, config: Config, device_arch: str, shape=None) -> list[tuple[Path, tuple, str, tuple]]:
+        """The nvcc compilations this configuration needs on a device for a problem (its dtype and layout may be
+        compile-time choices): (source, defines, arch, includes) each. None for a variant pinned to another
+        architecture (it is skipped there, not compiled)."""
         if self.backend != "cuda" or self.source is None or not self.runner.NVCC:
             return []
         arch = self.arch or device_arch
         if not arch.startswith(device_arch):
             return []
-        own = config.params if self.runner.COMPILES_CONFIG else ()
-        return [(self.source, own, arch, self.includes)]
+        return [(self.source, tuple(self.compile_params(config, shape).items()), arch, self.includes)]
 
     def fingerprint(self) -> str | None:
         """sha256 of the kernel's source, so saved runs can tell when it changed (None for library variants)."""
@@ -252,5 +296,6 @@ class Variant:
         return {
             "op": self.op, "name": self.name, "backend": self.backend, "runner": self.runner.NAME, "summary": self.summary,
             "baseline": self.baseline, "origin": self.origin, "tolerance": self.tolerance,
+            "dtypes": [str(d) for d in self.dtypes], "layouts": [str(x) for x in self.layouts_taken],
             "source": str(self.source) if self.source else None, "sha256": self.fingerprint(),
         }

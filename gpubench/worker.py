@@ -41,7 +41,6 @@ START_TIMEOUT_S = 180.0  # opening a backend: CUDA context, libraries, the copy-
 @dataclass(frozen=True)
 class WorkerOptions:
     backend: str
-    tf32: bool = False
     device: str | None = None  # CUDA_VISIBLE_DEVICES for the process (None: inherit the parent's)
     timeout_s: float = DEFAULT_TIMEOUT_S
     label: str | None = None  # the worker's name in a cluster (GPUBENCH_WORKER in the process)
@@ -73,7 +72,7 @@ def _serve(conn, options: WorkerOptions) -> None:
     from gpubench.backends import open_backend
 
     try:
-        backend = open_backend(options.backend, tf32=options.tf32)
+        backend = open_backend(options.backend)
         conn.send(("hello", backend.describe()))
     except Exception as e:  # noqa: BLE001 - whatever stops the backend opening is reported, in one line
         conn.send(("refused", str(e) if isinstance(e, GpubenchError) else describe_error(e)))

@@ -62,5 +62,5 @@ def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
                     out=Out())
     entry = json.loads(path.read_text())["entries"][0]
     assert entry["variant"] == "blocked" and entry["params"]["TILE"] == 1  # the fastest correct one
-    assert entry["shape"] == {"m": 24, "n": 20, "k": 16} and entry["tried"] >= 3
+    assert entry["shape"] == {"m": 24, "n": 20, "k": 16, "dtype": "fp32", "layout": "nn"} and entry["tried"] >= 3
     assert any("fail" in line for line in lines)  # TILE=3 was tried and refused

@@ -63,7 +63,7 @@ def data(cuda):
 def check(cuda, data, variant, config, shape):
     inputs, ref = data(shape)
     prepared = cuda.prepare(variant, config, shape, inputs)
-    err = verify(cuda, prepared, ref)
+    err = verify(cuda, prepared, ref, shape)
     assert math.isfinite(err), f"{variant.name} {config.label} {shape}: NaN/unwritten output"
     assert err <= cuda.tolerance(variant), f"{variant.name} {config.label} {shape}: rel_err {err:.2e}"
     prepared.release()
@@ -86,7 +86,7 @@ def test_poisoned_output_fails_verification(cuda, data):
     tiled = CATALOG.get("gemm", "cuda", "tiled")
     prepared = cuda.prepare(tiled, tiled.configs[0], shape, inputs)
     prepared.run = lambda: None
-    assert verify(cuda, prepared, ref) == math.inf
+    assert verify(cuda, prepared, ref, shape) == math.inf
 
 
 FAULTS = r"""

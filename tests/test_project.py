@@ -88,8 +88,8 @@ def test_the_python_example_projects_declare_gpu_functions():
 
     examples = Path(__file__).resolve().parent.parent / "examples"
     triton = {v.name: v for v in project.load(examples / "triton" / "gpubench.toml").variants}
-    assert set(triton) == {"triton-fp32", "triton-tf32", "torch-matmul", "triton-conv-fp32", "triton-conv-tf32"}
+    assert set(triton) == {"triton", "torch-matmul", "triton-conv"}
     assert all(v.runner.arrays == Arrays.TORCH and v.backend == "cuda" for v in triton.values())
-    assert triton["triton-tf32"].tf32 and not triton["triton-fp32"].tf32
+    assert all(v.dtypes == ("fp32", "tf32", "bf16", "fp16") and v.dtype_define == "precision" for v in triton.values())
     (cupy,) = project.load(examples / "cupy" / "gpubench.toml").variants
     assert cupy.runner == PythonGpuRunner() and [c.label for c in cupy.configs] == ["128x128x8/8x8", "64x64x16/4x4"]

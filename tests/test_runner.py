@@ -82,7 +82,7 @@ def test_cpu_variants_pass_their_own_check(cpu, op):
     inputs = cpu.inputs(shape, 0)
     ref = cpu.reference(shape, inputs)
     for v in CATALOG.variants(op, "cpu"):
-        assert verify(cpu, cpu.prepare(v, NO_CONFIG, shape, inputs), ref) < 1e-5
+        assert verify(cpu, cpu.prepare(v, NO_CONFIG, shape, inputs), ref, shape) < 1e-5
 
 
 def test_a_point_that_writes_nothing_fails_verification(cpu):
@@ -90,7 +90,7 @@ def test_a_point_that_writes_nothing_fails_verification(cpu):
     inputs = cpu.inputs(shape, 0)
     prepared = cpu.prepare(CATALOG.get("gemm", "cpu", "numpy"), NO_CONFIG, shape, inputs)
     prepared.run = lambda: None
-    assert verify(cpu, prepared, cpu.reference(shape, inputs)) == float("inf")
+    assert verify(cpu, prepared, cpu.reference(shape, inputs), shape) == float("inf")
 
 
 def test_cpu_memory_is_checked_before_allocating(cpu):

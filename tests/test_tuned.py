@@ -47,7 +47,7 @@ def test_the_project_wins_over_the_user_and_saves_go_there(user_dir, tmp_path):
     assert t.resolve(TUNED, GemmShape(64, 64, 64), TUNED.configs[0])[0].values["BM"] == 256
     path = t.save("tuned", GemmShape(32, 32, 32), TUNED.configs[0], {"ms": 1.0})
     assert path.parent == tmp_path / "proj"
-    assert {tuple(e["shape"].values()) if isinstance(e["shape"], dict) else tuple(e["shape"])
+    assert {tuple(e["shape"].values())[:3] if isinstance(e["shape"], dict) else tuple(e["shape"])
             for e in json.loads(path.read_text())["entries"]} == {(64, 64, 64), (32, 32, 32)}
 
 

@@ -1,5 +1,6 @@
 from dataclasses import replace
 
+from gpubench.dtypes import DType
 from gpubench.views import run as view
 from gpubench.views.tables import to_markdown
 from gpubench.results import Details, Point, Status
@@ -64,7 +65,7 @@ def test_markdown_table_shape(make_run):
 
 def test_tf32_rows_say_so(make_run):
     run = make_run()
-    run.points[2] = replace(run.points[2], details=Details(tf32=True))
+    run.points[2] = replace(run.points[2], problem=replace(run.points[2].problem, dtype=DType.TF32))
     assert "cublas [TF32]" in [t.title.split(" · ")[1].split(" —")[0] for t in view.config_tables(run, "gemm")]
 
 

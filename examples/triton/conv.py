@@ -43,21 +43,16 @@ def _conv_kernel(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW, PRECISION: t
         w_tile = tl.load(w + k[None, :] * taps + q[:, None], mask=(q[:, None] < taps) & (k[None, :] < K), other=0.0)
         acc = tl.dot(x_tile, w_tile, acc, input_precision=PRECISION)
     out = ((n[:, None] * K + k[None, :]) * OH + oh[:, None]) * OW + ow[:, None]
-    tl.store(y + out, acc, mask=(p[:, None] < pixels) & (k[None, :] < K))
+    tl.store(y + out, acc.to(y.dtype.element_ty), mask=(p[:, None] < pixels) & (k[None, :] < K))
 
 
-def _launch(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW, precision: str) -> dict:
+DOT_PRECISION = {"fp32": "ieee", "tf32": "tf32"}  # float32 inputs only; 16-bit ones go to tensor cores as they are
+
+
+def conv(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW, precision: str = "fp32") -> dict:
     def grid(meta):
         return (triton.cdiv(N * OH * OW, meta["BP"]), triton.cdiv(K, meta["BK"]))
 
-    _conv_kernel[grid](x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW, PRECISION=precision)
+    _conv_kernel[grid](x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW, PRECISION=DOT_PRECISION.get(precision))
     best = _conv_kernel.best_config
     return {"autotuned": {**best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages}}
-
-
-def conv_fp32(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW):
-    return _launch(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW, "ieee")
-
-
-def conv_tf32(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW):
-    return _launch(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW, "tf32")

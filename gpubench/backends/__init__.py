@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from gpubench import reference
+import numpy as np
+
+from gpubench import dtypes, reference
+from gpubench.dtypes import PRECISIONS
 from gpubench.errors import Skip
-from gpubench.problems import ARRAYS, ConvShape, GemmShape, Shape
+from gpubench.problems import ARRAYS, SCALES, GemmShape, Shape
 from gpubench.results import Details
 from gpubench.telemetry import NoTelemetry
 from gpubench.timing import Clock
@@ -46,10 +49,10 @@ class Backend(Protocol):
         """The device and software a run records."""
 
     def inputs(self, shape: Shape, seed: int) -> dict:
-        """Fresh random inputs for the shape, by spec name (Skip when they do not fit)."""
+        """Fresh random inputs for the shape in its precision and layout, by spec name (Skip when they do not fit)."""
 
     def reference(self, shape: Shape, inputs: dict):
-        """The float64 result the variants are checked against."""
+        """The float64 result the variants are checked against, from the inputs as rounded to the precision."""
 
     def prepare(self, variant, config, shape: Shape, inputs: dict) -> Prepared:
         """The variant's call at this configuration, ready to run (Skip when it cannot run here)."""
@@ -57,11 +60,12 @@ class Backend(Protocol):
     def poison(self, output) -> None:
         """Fill an output with NaN, so that a variant that writes nothing cannot pass."""
 
-    def rel_err(self, output, ref) -> float:
-        """||output − ref|| / ||ref|| (inf where anything is NaN)."""
+    def rel_err(self, output, ref, shape: Shape) -> float:
+        """||output − ref|| / ||ref|| over the output's values in the shape's output type (inf where any is NaN)."""
 
-    def tolerance(self, variant) -> float:
-        """The largest rel_err the variant may have here (TF32's where --tf32 lets its library use it)."""
+    def tolerance(self, variant, shape: Shape) -> float:
+        """The largest rel_err the variant may have on the shape (its spec's, or the error model's for the
+        shape's precision and reduction length: gpubench/dtypes.py)."""
 
     def energy(self, run: Callable[[], None], flush: bool, flops: float) -> dict | None:
         """Joules per call and GFLOPS per watt, where the hardware reports energy."""
@@ -74,7 +78,12 @@ class Backend(Protocol):
 
 
 class ArrayBackend:
-    """What the NumPy and CuPy backends share: random inputs and float64 references through one array module."""
+    """What the NumPy and CuPy backends share: random inputs and float64 references through one array module.
+
+    Inputs lie in the problem's layout (problems.py's stored_dims) and precision. float32 ones are drawn by the
+    array module itself (on the GPU, on the device); the others on the host by gpubench/dtypes.py (ml_dtypes'
+    rounding) and moved with `upload`. `values64` gives back what a stored array stands for in float64, which is
+    what the reference is computed from: the rounded inputs, so rel_err measures the variant's own error."""
 
     name = "?"
     xp: Any = None
@@ -103,42 +112,70 @@ class ArrayBackend:
         return self.fits(lambda: self._inputs(shape, seed), "the inputs")
 
     def _inputs(self, shape, seed: int) -> dict:
-        rng = self.xp.random.default_rng(seed)
+        stored = shape.stored_dims()
+        precision = PRECISIONS[shape.dtype]
+        if precision.storage is np.float32:  # fp32, tf32: drawn where they live
+            rng = self.xp.random.default_rng(seed)
+            # symmetric around 0, so sums cancel as in real data, never all zeros
+            return {name: rng.random(dims, dtype=self.xp.float32) * 2 - 1 for name, dims in stored.items()}
+        rng = np.random.default_rng(seed)
+        out = {}
+        for (name, dims), scale_name in zip(stored.items(), SCALES[shape.op]):
+            values, scale = dtypes.draw(rng, dims, shape.dtype)
+            out[name] = self.upload(values)
+            if scale is not None:
+                out[scale_name] = self.upload(np.array([scale], dtype=np.float32))
+        return out
 
-        def uniform(*dims):  # symmetric around 0, so sums cancel as in real data, never all zeros
-            return rng.random(dims, dtype=self.xp.float32) * 2 - 1
+    def upload(self, host: np.ndarray):
+        """A host array on this backend's device (the CPU backend's is the host)."""
+        return host
 
-        if isinstance(shape, GemmShape):
-            return {"A": uniform(shape.m, shape.k), "B": uniform(shape.k, shape.n)}
-        return {
-            "x": uniform(shape.batch, shape.in_channels, shape.height, shape.width),
-            "w": uniform(shape.out_channels, shape.in_channels, shape.kernel, shape.kernel),
-        }
+    def values64(self, array, host_type):
+        """What a stored array of the host element type stands for, in float64, on this backend's device (the
+        CUDA backend keeps bfloat16 and fp8 as raw bits, which host_type names)."""
+        return array.astype(np.float64)
+
+    def scale(self, inputs: dict, name: str) -> float:
+        """An input's dequantisation scale (1 for a dtype without scales)."""
+        scale = inputs.get(name)
+        return 1.0 if scale is None else float(scale[0])
 
     def reference(self, shape, inputs: dict):
         return self.fits(lambda: self._reference(shape, inputs), "the float64 reference")
 
     def _reference(self, shape, inputs: dict):
+        first, second = ARRAYS[shape.op][:2]
+        s1, s2 = SCALES[shape.op]
+        storage = PRECISIONS[shape.dtype].storage
+        u = self.values64(inputs[first], storage) * self.scale(inputs, s1)
+        v = self.values64(inputs[second], storage) * self.scale(inputs, s2)
+        u, v = shape.canonical(u, v)
         if isinstance(shape, GemmShape):
-            return reference.gemm(self.xp, inputs["A"], inputs["B"])
-        return reference.conv_sliding(self.xp, inputs["x"], inputs["w"], shape.stride, shape.pad)
+            out = reference.gemm(self.xp, u, v)
+        else:
+            out = reference.conv_sliding(self.xp, u, v, shape.stride, shape.pad)
+        return self.xp.ascontiguousarray(shape.laid_out(out))
 
     def output(self, shape):
-        if isinstance(shape, GemmShape):
-            dims = (shape.m, shape.n)
-        else:
-            assert isinstance(shape, ConvShape)
-            dims = (shape.batch, shape.out_channels, shape.out_height, shape.out_width)
-        return self.fits(lambda: self.xp.empty(dims, dtype=self.xp.float32), "the output")
+        return self.fits(lambda: self.empty(shape.output_dims(), PRECISIONS[shape.dtype].output), "the output")
 
-    def rel_err(self, output, ref) -> float:
-        return reference.rel_err(self.xp, output, ref)
+    def empty(self, dims: tuple[int, ...], host_type):
+        """An uninitialised array of the host element type (raw storage where the array module lacks it)."""
+        return self.xp.empty(dims, dtype=host_type)
+
+    def rel_err(self, output, ref, shape) -> float:
+        return reference.rel_err(self.xp, self.values64(output, PRECISIONS[shape.dtype].output), ref)
 
     def poison(self, output) -> None:
-        output.fill(float("nan"))
+        """NaN everywhere (integers: their most negative value, which no int8 product sum reaches here)."""
+        if np.issubdtype(output.dtype, np.integer):
+            output.fill(np.iinfo(output.dtype).min)
+        else:
+            output.fill(float("nan"))
 
-    def tolerance(self, variant) -> float:
-        return variant.tolerance
+    def tolerance(self, variant, shape) -> float:
+        return variant.tolerance_for(shape)
 
     def collect(self) -> None:
         """Give back memory between shapes (CuPy keeps freed blocks in its pool)."""
@@ -171,7 +208,7 @@ def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratc
     return fmt, tuple(values)
 
 
-def open_backend(name: str, *, tf32: bool = False):
+def open_backend(name: str):
     """The backend called `name`; raises GpubenchError naming whatever is missing (driver, GPU, PyCUDA, CuPy)."""
     if name == "cpu":
         from gpubench.backends.cpu import CpuBackend
@@ -179,4 +216,4 @@ def open_backend(name: str, *, tf32: bool = False):
         return CpuBackend()
     from gpubench.backends.cuda import CudaBackend
 
-    return CudaBackend(tf32=tf32)
+    return CudaBackend()

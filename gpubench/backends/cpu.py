@@ -3,6 +3,11 @@
 Besides the built-in NumPy variants it runs a project's own CPU functions (the python runner): a function in
 a .py file that takes the spec's arguments in order, writes the output array in place like a kernel, and gets
 its configuration's parameters as keyword arguments.
+
+The NumPy variants compute in every precision the CPU can emulate: fp16, bf16 and fp8 inputs (ml_dtypes arrays,
+fp8 with its per-tensor scale) are read as float32, multiplied and summed in float32, and the result rounded to
+the output type once, as a tensor core with fp32 accumulation would; int8 is summed exactly (in float64, exact
+for any sum of int8 products this side of 2^53) into int32. So CI exercises the whole precision axis.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import numpy as np
 
 from gpubench import reference, user_code
 from gpubench.backends import ArrayBackend, Prepared, kernel_arguments
+from gpubench.dtypes import PRECISIONS
 from gpubench.errors import GpubenchError, Skip
-from gpubench.problems import GemmShape
+from gpubench.problems import ARRAYS, SCALES, GemmShape
 from gpubench.results import Details
 from gpubench.runners import NumpyIm2col, NumpyMatmul, NumpySliding, PythonRunner
 from gpubench.timing import HostClock
@@ -44,12 +50,30 @@ def _available_bytes() -> int | None:
 
 
 def bytes_needed(shape) -> int:
-    """float32 inputs and output, the float64 reference and a float64 copy of the inputs while it is made."""
+    """Inputs and output as stored, float32 copies of them while an emulated variant runs, the float64
+    reference and a float64 copy of the inputs while it is made."""
     if isinstance(shape, GemmShape):
         ins, out = shape.m * shape.k + shape.k * shape.n, shape.m * shape.n
     else:
         ins, out = shape.input_elems + shape.filter_elems, shape.output_elems
-    return 4 * (ins + out) + 8 * (ins + 2 * out)
+    p = PRECISIONS[shape.dtype]
+    return p.in_bytes * ins + p.out_bytes * out + 4 * (ins + out) + 8 * (ins + 2 * out)
+
+
+def emulated(shape, inputs: dict):
+    """The inputs as an emulated variant computes with them: in the math's layout (views), as float32 (float64
+    for integers: exact), each times its scale."""
+    acc = np.float64 if PRECISIONS[shape.dtype].integer else np.float32
+    operands = [inputs[name].astype(acc) for name in ARRAYS[shape.op][:2]]
+    for operand, scale in zip(operands, SCALES[shape.op]):
+        if scale in inputs:
+            operand *= inputs[scale][0]
+    return shape.canonical(*operands)
+
+
+def store(shape, out, result) -> None:
+    """Write a result computed in the math's layout into the output, rounded once to its type."""
+    out[...] = shape.laid_out(result).astype(out.dtype)
 
 
 class CpuBackend(ArrayBackend):
@@ -89,23 +113,23 @@ class CpuBackend(ArrayBackend):
     def _python(self, variant, config, shape, inputs, out) -> Prepared:
         fn = user_code.function_of(variant)
         _, args = kernel_arguments(variant.args, shape, inputs, out)
-        params = config.values
+        params = variant.call_keywords(config, shape)
         t0 = time.perf_counter()
         returned = fn(*args, **params)  # the first call, on its own: what it reports is recorded with the point
         details = Details(first_call_ms=(time.perf_counter() - t0) * 1e3, reported=user_code.report_of(returned))
         return Prepared(lambda: fn(*args, **params), out, details=details)
 
     def _matmul(self, variant, config, shape, inputs, out) -> Prepared:
-        a, b = inputs["A"], inputs["B"]
-        return Prepared(lambda: np.matmul(a, b, out=out), out)
+        a, b = emulated(shape, inputs)
+        return Prepared(lambda: store(shape, out, np.matmul(a, b)), out)
 
     @staticmethod
     def _convolution(conv):
         def prepare(self, variant, config, shape, inputs, out) -> Prepared:
-            x, w = inputs["x"], inputs["w"]
+            x, w = emulated(shape, inputs)
 
             def run():
-                out[...] = conv(np, x, w, shape.stride, shape.pad, dtype=np.float32)
+                store(shape, out, conv(np, x, w, shape.stride, shape.pad, dtype=x.dtype))
 
             return Prepared(run, out)
 

@@ -17,11 +17,12 @@ from functools import cached_property
 from typing import Mapping
 
 from gpubench import __version__
+from gpubench.dtypes import DType
 from gpubench.problems import Op, Shape
 from gpubench.timing import Stats, Stop, summarize
 
 SCHEMA = "gpubench-run"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SAMPLE_RANGE = (1e-9, 1e12)  # milliseconds: a femtosecond to thirty years; anything else is corruption
 
 
@@ -63,7 +64,9 @@ class Details:
     configuration came from, its sub-steps' own times, and whatever a user's variant reports. Every field is
     optional (None: not recorded)."""
 
-    tf32: bool | None = None  # TF32 tensor cores were allowed (libraries) or used (a TF32 kernel)
+    tf32: bool | None = None  # TF32 tensor cores were allowed (libraries) or used (a TF32 kernel); before schema 4
+    accumulator: str | None = None  # what the products were summed in ("fp32", "int32"), where not the dtype's own
+    scales: Mapping[str, float] = field(default_factory=dict)  # fp8: each input's dequantisation scale
     engine: str | None = None  # the library's plan (cuDNN's engine name) ...
     plans: int | None = None  # ... among how many it could run
     tensor_cores: bool | None = None  # the plan's numerical notes say it uses tensor cores
@@ -92,6 +95,9 @@ class Details:
         if not isinstance(self.parts_ms, Mapping) or not all(isinstance(k, str) and _kind_ok(v, float)
                                                              for k, v in self.parts_ms.items()):
             raise ValueError("parts_ms must map step names to milliseconds")
+        if not isinstance(self.scales, Mapping) or not all(isinstance(k, str) and _kind_ok(v, float)
+                                                           for k, v in self.scales.items()):
+            raise ValueError("scales must map input names to numbers")
         if not isinstance(self.reported, Mapping) or not all(isinstance(k, str) for k in self.reported):
             raise ValueError("reported must be an object")
 
@@ -107,7 +113,7 @@ class Details:
         return Details(**{**mine, **{k: v for k, v in theirs.items() if v not in (None, {})}})
 
 
-FIELD_KINDS = {"tf32": bool, "engine": str, "plans": int, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
+FIELD_KINDS = {"tf32": bool, "accumulator": str, "engine": str, "plans": int, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
                "batch": int, "flushed": bool, "tuned": bool, "tuned_from": str, "tuned_exact": bool,
                "first_call_ms": float}
 
@@ -180,12 +186,23 @@ class Point:
         return self.min_bytes / self.median_ms / 1e6 if self.median_ms else None
 
     @property
+    def dtype(self) -> DType:
+        return self.problem.dtype
+
+    @property
     def tf32(self) -> bool:
-        return bool(self.details.tf32)
+        """It ran TF32 math (its problem's dtype is tf32; files before schema 4 said so in details, migrated)."""
+        return self.problem.dtype == DType.TF32
+
+    @property
+    def tag(self) -> str:
+        """Its precision and layout where they are not the lab's ("BF16", "FP16 NT"), for tables and labels."""
+        return self.problem.tag
 
     def key(self) -> tuple:
-        """What identifies a point across runs (compare matches on this)."""
-        return (self.op, self.variant, self.config, self.problem, self.tf32)
+        """What identifies a point across runs (compare matches on this): the problem includes dtype and layout,
+        so points of different precisions or layouts are never paired."""
+        return (self.op, self.variant, self.config, self.problem)
 
     def shape_label(self) -> str:
         return self.problem.label

@@ -7,7 +7,8 @@ names the place in it, and turns every way it can be wrong into one line.
 
 Versions: 1 (gpubench 0.1) kept no variant records; 2 kept a point's problem as `params` and its details as a
 loose `extra` dict (sub-steps' times as `<name>_ms`), and `--gpus N` as "nN"; 3 keeps `problem`, a `details`
-record with `parts_ms`, and the `--gpus` selection as it was written. Each migration lifts a file one version.
+record with `parts_ms`, and the `--gpus` selection as it was written; 4 gives every problem a precision and a
+layout (`dtype`, `layout`). Each migration lifts a file one version.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import math
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
-from gpubench.problems import shape_from
+from gpubench.dtypes import DType
+from gpubench.problems import SHAPES, shape_from
 from gpubench.results.model import FIELD_KINDS, SCHEMA_VERSION, Details, Point, Run, RunStatus, Status
 
 MAX_DEPTH = 64  # nesting in settings, environment or details: deeper is not a file gpubench wrote
@@ -67,7 +69,22 @@ def _from_v2(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _from_v1, 2: _from_v2}  # version -> the function that lifts it one version up
+def _from_v3(data: dict) -> dict:
+    """Version 3 knew one precision, float32, and TF32 as a point's detail (`--tf32` for the libraries, or a TF32
+    kernel): a problem now says its dtype (tf32 where the point ran TF32 math, else fp32) and its layout (the lab's:
+    nn for GEMM, nchw for convolution)."""
+    for p in data.get("points") if isinstance(data.get("points"), list) else []:
+        if isinstance(p, dict) and isinstance(p.get("problem"), dict):
+            details = p.get("details") if isinstance(p.get("details"), dict) else {}
+            kind = SHAPES.get(p.get("op")) if isinstance(p.get("op"), str) else None
+            p["problem"].setdefault("dtype", str(DType.TF32 if details.get("tf32") is True else DType.FP32))
+            if kind is not None:
+                p["problem"].setdefault("layout", str(kind.DEFAULT_LAYOUT))
+    data["schema_version"] = 4
+    return data
+
+
+MIGRATIONS = {1: _from_v1, 2: _from_v2, 3: _from_v3}  # version -> the function that lifts it one version up
 
 
 def migrate(data: dict, path: Path) -> dict:

@@ -105,7 +105,7 @@ def to_markdown_report(report: Report, base_name: str, new_name: str) -> str:
 def to_json_report(report: Report, exit_code: int) -> str:
     def point(c: Change) -> dict:
         return {"op": c.new.op, "variant": c.new.variant, "config": c.new.config, "problem": c.new.problem.record(),
-                "tf32": c.new.tf32, "base_ms": c.base.median_ms, "new_ms": c.new.median_ms, "ratio": c.ratio,
+                "tf32": c.new.tf32, "dtype": str(c.new.dtype), "layout": str(c.new.problem.layout), "base_ms": c.base.median_ms, "new_ms": c.new.median_ms, "ratio": c.ratio,
                 "low": c.low, "high": c.high if math.isfinite(c.high) else None, "verdict": c.verdict,
                 "sm_mhz": list(c.clock_change) if c.clock_change else None}
 

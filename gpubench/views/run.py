@@ -21,7 +21,8 @@ from gpubench.views.tables import Cell, Table
 
 
 def display_name(p: Point) -> str:
-    return p.variant + (" [TF32]" if p.tf32 else "")
+    """The variant, and its problem's precision and layout where they are not the lab's: "cublas [BF16 NT]"."""
+    return p.variant + (f" [{p.tag}]" if p.tag else "")
 
 
 def row_key(p: Point) -> tuple[str, ...]:
@@ -90,13 +91,13 @@ def _ms_gflops(p: Point, threshold: float) -> Cell:
 
 
 def _baselines(best: dict, run: Run, op: str) -> dict[tuple, Point]:
-    """(row, tf32) → the library's point in that row (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run): one pass
+    """(row, tag) → the library's point in that row and precision (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run): one pass
     over the best points, so that a table's rows look their library up instead of searching (linear in points)."""
     library = run.baseline(op)
     found: dict[tuple, Point] = {}
     for (row, _), p in best.items():
         if library and p.variant == library and p.status == Status.OK:
-            found.setdefault((row, p.tf32), p)
+            found.setdefault((row, p.tag), p)
     return found
 
 
@@ -147,10 +148,10 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
     lib, rel = layout.library, layout.share_header
     headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err", "details"]
     table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
-                  caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same TF32 setting")
+                  caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same precision and layout")
     baselines = _baselines(best, run, op)
     for (row, name), p in best.items():
-        base = baselines.get((row, p.tf32))
+        base = baselines.get((row, p.tag))
         line = [Cell(x) for x in row] + [Cell(name), Cell(p.config)]
         if p.status != Status.OK:
             line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p)), Cell(p.reason)]
@@ -223,7 +224,7 @@ def rates_table(run: Run, op: Op = Op.CONV) -> Table:
             if p is None or p.status != Status.OK:
                 line.append(_status_cell(p) if p else Cell(""))
                 continue
-            base = baselines.get((row, p.tf32))
+            base = baselines.get((row, p.tag))
             speed = f" / {base.median_ms / p.median_ms:.2f}×" if base else ""
             line.append(Cell(f"{p.gflops:,.0f} / {p.gbps:,.0f}{speed}"))
         table.rows.append(line)
@@ -334,10 +335,10 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
 
 # --- the run as CSV ----------------------------------------------------------------------------------------
 
-CSV_COLUMNS = [
+CSV_COLUMNS = list(dict.fromkeys([
     "op", "variant", *GemmShape.KEYS, *ConvShape.KEYS, "block", "tf32", "median_ms", "min_ms", "iqr_ms", "reps",
-    "gflops", "gbps", "rel_err", "status", "reason", "device",
-]
+    "gflops", "gbps", "rel_err", "tolerance", "status", "reason", "device",
+]))
 
 
 def to_csv(run: Run) -> str:
@@ -351,7 +352,7 @@ def to_csv(run: Run) -> str:
             "block": p.config, "tf32": int(p.tf32),
             "median_ms": _num(t.median if t else None), "min_ms": _num(t.min if t else None),
             "iqr_ms": _num(t.iqr if t else None), "reps": t.n if t else 0,
-            "gflops": _num(p.gflops), "gbps": _num(p.gbps), "rel_err": _num(p.rel_err),
+            "gflops": _num(p.gflops), "gbps": _num(p.gbps), "rel_err": _num(p.rel_err), "tolerance": _num(p.tolerance),
             "status": p.status, "reason": p.reason, "device": run.device,
         })
     return buf.getvalue()

@@ -26,6 +26,7 @@ P=/tmp/my-kernels && rm -rf $P && mkdir -p $P
 cp examples/triton/*.py examples/cupy/*.py $P/
 cat examples/triton/gpubench.toml examples/cupy/gpubench.toml > $P/gpubench.toml
 SIZES=${SIZES:-"[1024, 2048, 4096]"}
+DTYPES=${DTYPES:-'["fp32", "tf32"]'}
 cat > $P/python-kernels.toml <<TOML
 name = "python-kernels"
 description = "Triton, PyTorch and CuPy kernels declared in a project, beside cuBLAS, cuDNN and built-in kernels"
@@ -34,20 +35,23 @@ reps = 30
 [[sweep]]
 name = "gemm"
 op = "gemm"
-variants = ["triton-fp32", "triton-tf32", "torch-matmul", "cupy-tiled", "tiled", "tf32-tma", "cublas"]
+variants = ["triton", "torch-matmul", "cupy-tiled", "tiled", "tf32-tma", "cublas"]
 sizes = $SIZES
 mnk = [[1000, 1500, 777]]
+dtypes = $DTYPES
 [[sweep]]
 name = "conv"
 op = "conv"
-variants = ["triton-conv-fp32", "triton-conv-tf32", "sliding", "cudnn"]
+variants = ["triton-conv", "sliding", "cudnn"]
 sizes = [1000, 4096]
 strides = [1, 2]
 block_sizes = [16]
+dtypes = $DTYPES
 [[sweep]]
 name = "resnet"
 op = "conv"
-variants = ["triton-conv-fp32", "triton-conv-tf32", "implicit", "cudnn"]
+variants = ["triton-conv", "implicit", "cudnn"]
+dtypes = $DTYPES
 sizes = [56, 14]
 strides = [1]
 batch = 32
@@ -63,7 +67,7 @@ if step sweep; then
   echo "exit code: $?" | tee -a "$OUT/python-kernels.log"
   python3 -m gpubench show "$OUT/python-kernels.json" --format markdown >> "$OUT/python-kernels.log" 2>&1
 fi
-step timers && python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P 2>&1 | tee "$OUT/api-vs-do-bench.md"
+step timers && python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P "$(echo "$DTYPES" | tr -d '[]" ')" 2>&1 | tee "$OUT/api-vs-do-bench.md"
 
 cat > $P/faults.py <<'PY'
 import torch
@@ -93,7 +97,7 @@ def forever(A, B, C, M, N, K):
 PY
 for k in out_of_bounds forever; do printf '\n[[variant]]\nname = "%s"\nop = "gemm"\nbackend = "cuda"\nsource = "faults.py"\nkernel = "%s"\nargs = ["A", "B", "C", "M", "N", "K"]\noptions = { arrays = "torch" }\n' $k $k >> $P/gpubench.toml; done
 if step faults; then
-  python3 -m gpubench gemm --variants cublas,triton-tf32,out_of_bounds,cupy-tiled,forever --sizes 1024,2048 \
+  python3 -m gpubench gemm --variants cublas,triton,out_of_bounds,cupy-tiled,forever --sizes 1024,2048 \
     --timeout 20 -o "$OUT/python-kernels-faults.json" > "$OUT/python-kernels-faults.log" 2>&1
   echo "exit code: $?" | tee -a "$OUT/python-kernels-faults.log"
   grep -E "FAIL|ERROR|TIMEOUT|worker|saved|exit code" "$OUT/python-kernels-faults.log"
@@ -103,11 +107,11 @@ step plugin || exit 0
 # The pytest plugin from the installed wheel (its pytest11 entry point), in a user's test project on the GPU.
 T=/tmp/my-tests && rm -rf $T && mkdir -p $T && cp $P/matmul.py $T/
 cat > $T/test_speed.py <<'PY'
-from matmul import matmul_tf32
+from matmul import matmul
 
 
 def test_triton_tf32(gpubench):
-    m = gpubench(matmul_tf32, gpubench.gemm(4096), arrays="torch", tf32=True)
+    m = gpubench(matmul, gpubench.gemm(4096, dtype="tf32"), arrays="torch", precision="precision")
     assert m.ok and m.reported["autotuned"]
 PY
 cd $T

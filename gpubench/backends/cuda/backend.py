@@ -19,7 +19,6 @@ from gpubench.backends.cuda.libraries import Libraries
 from gpubench.backends.cuda.python_calls import PythonCalls
 from gpubench.errors import GpubenchError
 from gpubench.runners import CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
-from gpubench.variant import TF32_TOL
 
 
 def import_gpu_stack():
@@ -56,13 +55,12 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
     flushes = True
     memory_name = "device memory"
 
-    def __init__(self, tf32: bool = False):
+    def __init__(self):
         self.drv, self.cp = import_gpu_stack()
         # NVML first, before we put any load on the GPU: its idle clock tells whether clocks are locked.
         self.telemetry = telemetry.open_telemetry(self.drv.Context.get_device().pci_bus_id())
         self.xp = self.cp
         self.out_of_memory = (self.cp.cuda.memory.OutOfMemoryError, MemoryError)
-        self.tf32 = tf32
         self.device = self.drv.Context.get_device()
         major, minor = self.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
@@ -76,9 +74,6 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         self._cudnn: dict = {}
         spin = self.probe("spin")
         self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
-
-    def tolerance(self, variant) -> float:
-        return TF32_TOL if self.tf32 and variant.runner.library_math else variant.tolerance
 
     def collect(self) -> None:
         self.cp.get_default_memory_pool().free_all_blocks()

@@ -98,11 +98,7 @@ class DeviceFacts:
         n = 8192
         a_, b_ = self.cp.ones((n, n), self.cp.float32), self.cp.ones((n, n), self.cp.float32)
         c_ = self.cp.empty((n, n), self.cp.float32)
-        saved, self.tf32 = self.tf32, True  # the TF32 ceiling is cuBLAS's TF32 product, whatever this run allows
-        try:
-            run = self._cublas_gemm(n, n, n, a_, 0, b_, 0, c_, 0, 1)
-        finally:
-            self.tf32 = saved
+        run = self._cublas_gemm(n, n, n, a_, 0, b_, 0, c_, 0, 1, tf32=True)  # the TF32 ceiling: cuBLAS's TF32 product
         ms = summarize(measure(run, self.clock, once).samples_ms).median
         out["tf32_gflops"] = round(2 * n**3 / ms / 1e6)
         return out  # its buffers go back to CuPy's pool as it returns

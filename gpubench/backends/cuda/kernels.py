@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpubench.dtypes import DType
 from gpubench import nvcc
 from gpubench.backends import Prepared, call_arrays, kernel_arguments
 from gpubench.backends.cuda import tma
@@ -71,7 +72,7 @@ class KernelLaunches:
         launches = []
         for step in variant.steps():
             fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
-            fn = self.kernel(variant, config.values, step.kernel)
+            fn = self.kernel(variant, {**config.values, **variant.compile_params(config, shape)}, step.kernel)
             launches.append(self.launcher(fn, step.launch_for({**dims, SMS: self.sms}, config), fmt, args))
         return launches, scratch
 
@@ -79,7 +80,7 @@ class KernelLaunches:
         """A kernel variant's call: its `before` steps, then its main kernel, sharing the workspace arrays. Each
         step before the main one is also timed on its own (recorded in parts_ms under its kernel's name)."""
         launches, scratch = self.launch_steps(variant, config, shape, inputs, out)
-        details = Details(tf32=True) if variant.tf32 else Details()
+        details = Details()
         parts = {step.kernel: launch for step, launch in zip(variant.before, launches)}
 
         def run():
@@ -95,7 +96,7 @@ class KernelLaunches:
         unfold, scratch = self.launch_steps(variant, config, shape, inputs, out)
         crs, pixels, k = shape.gemm_k, shape.out_pixels, shape.out_channels
         gemm = self._cublas_gemm(k, pixels, crs, inputs["w"], 0, scratch[variant.runner.columns], crs * pixels, out,
-                                 k * pixels, shape.batch)
+                                 k * pixels, shape.batch, tf32=shape.dtype == DType.TF32)
         parts = {step.kernel: launch for step, launch in zip(variant.before, unfold)}
 
         def run():
@@ -103,5 +104,5 @@ class KernelLaunches:
                 launch()
             gemm()
 
-        return Prepared(run, out, parts=parts, details=self._library_details(), release=scratch.clear)
+        return Prepared(run, out, parts=parts, release=scratch.clear)
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from gpubench.backends import Prepared
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable
+from gpubench.dtypes import DType
 from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import ConvShape
 from gpubench.results import Details
@@ -24,16 +25,13 @@ PLAN_TIE = 0.03  # plans within 3% of the fastest are ties, settled by cuDNN's o
 class Libraries:
     """cuBLAS and cuDNN calls (methods of the CUDA backend)."""
 
-    def _library_details(self) -> Details:
-        return Details(tf32=self.tf32)
-
-    def _cublas_gemm(self, m, n, k, a, stride_a, b, stride_b, c, stride_c, batch):
+    def _cublas_gemm(self, m, n, k, a, stride_a, b, stride_b, c, stride_c, batch, tf32: bool):
         """Row-major C[m,n] = A[m,k]·B[k,n] (batched by strides) as cuBLAS's column-major C^T = B^T·A^T."""
         from cupy_backends.cuda.libs import cublas
 
         handle = self.cp.cuda.device.get_cublas_handle()
         one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
-        compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if self.tf32 else cublas.CUBLAS_COMPUTE_32F
+        compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if tf32 else cublas.CUBLAS_COMPUTE_32F
         f32, op_n = 0, cublas.CUBLAS_OP_N  # CUDA_R_32F = 0
 
         def run():
@@ -45,16 +43,17 @@ class Libraries:
         return run
 
     def prepare_cublas(self, variant, config, shape, inputs, out) -> Prepared:
-        run = self._cublas_gemm(shape.m, shape.n, shape.k, inputs["A"], 0, inputs["B"], 0, out, 0, 1)
-        return Prepared(run, out, details=self._library_details())
+        run = self._cublas_gemm(shape.m, shape.n, shape.k, inputs["A"], 0, inputs["B"], 0, out, 0, 1,
+                                tf32=shape.dtype == DType.TF32)
+        return Prepared(run, out)
 
     def prepare_cudnn(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
-        key = (shape, self.tf32)
+        key = shape  # its dtype says whether TF32 is allowed
         try:
             if key not in self._cudnn:
                 self._cudnn[key] = CudnnConvGraph(
                     shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
-                    shape.kernel, shape.stride, shape.pad, allow_tf32=self.tf32)
+                    shape.kernel, shape.stride, shape.pad, allow_tf32=shape.dtype == DType.TF32)
         except CudnnMissing as e:  # the user must install something: one line, exit 2
             raise GpubenchError(str(e)) from None
         except CudnnUnavailable as e:  # not for this problem (or this GPU): the point is skipped, saying why
@@ -65,7 +64,7 @@ class Libraries:
             plan = graph.heuristic
         else:
             plan = self._fastest_plan(graph, x, w, out)
-        details = Details(tf32=self.tf32, engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
+        details = Details(engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
                           workspace_bytes=plan.workspace_bytes)
         return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
 

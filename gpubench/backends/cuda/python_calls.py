@@ -21,9 +21,13 @@ from __future__ import annotations
 import sys
 import time
 
+import numpy as np
+
 from gpubench import user_code
 from gpubench.backends import Prepared, kernel_arguments
+from gpubench.dtypes import PRECISIONS
 from gpubench.errors import GpubenchError
+from gpubench.problems import ARRAYS
 from gpubench.results import Details
 from gpubench.runners import Arrays
 
@@ -36,13 +40,23 @@ class UnseenWork(GpubenchError):
     """A Python variant's work ran on a stream the timer does not see."""
 
 
-def torch_views(arrays: dict) -> dict:
-    """PyTorch tensors over the same device memory as CuPy's arrays (DLPack: no copy)."""
+# PyTorch's element type for each host type whose CuPy array holds raw bits (CuPy has no bfloat16 or fp8).
+TORCH_TYPES = {"bfloat16": "bfloat16", "float8_e4m3fn": "float8_e4m3fn"}
+
+
+def torch_views(arrays: dict, types: dict) -> dict:
+    """PyTorch tensors over the same device memory as CuPy's arrays (DLPack: no copy), each viewed as its host
+    element type where CuPy keeps raw bits (bfloat16 and fp8 as 16- and 8-bit integers)."""
     try:
         import torch
     except ImportError:
         raise GpubenchError("arrays = \"torch\" needs PyTorch: pip install torch") from None
-    return {name: torch.from_dlpack(a) for name, a in arrays.items()}
+    views = {}
+    for name, a in arrays.items():
+        t = torch.from_dlpack(a)
+        wanted = TORCH_TYPES.get(np.dtype(types.get(name, a.dtype)).name)
+        views[name] = t.view(getattr(torch, wanted)) if wanted else t
+    return views
 
 
 class PythonCalls:
@@ -80,11 +94,12 @@ class PythonCalls:
         fn = user_code.function_of(variant)
         given, given_out = inputs, out
         if variant.runner.arrays == Arrays.TORCH:
-            views = torch_views({**inputs, "__out__": out})
+            p = PRECISIONS[shape.dtype]
+            views = torch_views({**inputs, "__out__": out}, {**{k: p.storage for k in ARRAYS[shape.op][:2]}, "__out__": p.output})
             given_out = views.pop("__out__")
             given = views
         _, args = kernel_arguments(variant.args, shape, given, given_out)
-        params = config.values
+        params = variant.call_keywords(config, shape)
         self.on_timed_stream()
 
         def call():
@@ -101,6 +116,5 @@ class PythonCalls:
                              f"timed stream saw {missed[0]:.3f} ms: it launches on a stream of its own; launch on "
                              "the current stream (PyTorch's current stream, CuPy's current stream), which gpubench "
                              "times")
-        details = Details(tf32=True if variant.tf32 else None, first_call_ms=first_ms,
-                          reported=user_code.report_of(returned))
+        details = Details(first_call_ms=first_ms, reported=user_code.report_of(returned))
         return Prepared(call, out, details=details)
