@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 
 from gpubench.errors import GpubenchError
 
-_modules: dict[Path, object] = {}
+_modules: dict[tuple, object] = {}  # by path and the file's modification time and size: an edit imports anew
 
 
 def _first_error(path: Path, err: BaseException) -> str:
@@ -35,10 +35,16 @@ def _first_error(path: Path, err: BaseException) -> str:
 
 
 def module(path: Path):
-    """The module of `path`, imported once per process under a name of its own (so two projects' files named
-    alike never meet); GpubenchError naming the file and the first error when it does not import."""
+    """The module of `path`, imported once per process (and again once the file changes) under a name of its own
+    (so two projects' files named alike never meet); GpubenchError naming the file and the first error when it
+    does not import."""
     path = Path(path)
-    if path not in _modules:
+    try:
+        stat = path.stat()
+    except OSError as e:
+        raise GpubenchError(f"{path}: cannot be read ({e.strerror or e})") from None
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if key not in _modules:
         name = "gpubench_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
@@ -52,8 +58,8 @@ def module(path: Path):
             if isinstance(e, KeyboardInterrupt):
                 raise
             raise GpubenchError(f"{path}: importing it failed: {_first_error(path, e)}") from None
-        _modules[path] = mod
-    return _modules[path]
+        _modules[key] = mod
+    return _modules[key]
 
 
 def function(path: Path, symbol: str) -> Callable:

@@ -60,9 +60,12 @@ def test_a_triton_kernel_itself_is_refused_for_its_launcher(source):
         user_code.check(variant(path), [Config("-")])
 
 
-def test_a_module_is_imported_once(source):
-    path = source("import itertools\ncount = itertools.count()\nloads = next(count)\ndef f(*a):\n    pass\n")
-    assert user_code.module(path) is user_code.module(path)
+def test_a_module_is_imported_once_until_it_changes(source):
+    path = source("def f(*a):\n    pass\n")
+    first = user_code.module(path)
+    assert user_code.module(path) is first
+    source("def f(*a):\n    return 1\n")
+    assert user_code.module(path) is not first and user_code.module(path).f() == 1
 
 
 def test_what_a_function_returns_is_kept_as_json():
@@ -100,3 +103,17 @@ def test_a_function_reports_what_it_chose_and_its_first_call(tmp_path, monkeypat
     assert r.exit_code == 0, r.output
     (p,) = results.load(tmp_path / "r.json").points
     assert p.details.reported == {"tile": 4, "why": "fastest"} and p.details.first_call_ms > 0
+
+
+def test_check_imports_the_projects_python_functions_without_a_gpu(tmp_path, monkeypatch):
+    (tmp_path / "k.py").write_text("import no_such_triton_here\n\ndef mm(A, B, C, M, N, K):\n    pass\n")
+    (tmp_path / "gpubench.toml").write_text('[[variant]]\nname = "mine"\nop = "gemm"\nbackend = "cuda"\n'
+                                            'source = "k.py"\nkernel = "mm"\nargs = ["A", "B", "C", "M", "N", "K"]\n')
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["check", "--arch", "sm_90"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"{tmp_path / 'k.py'}: importing it failed: ModuleNotFoundError: No module named 'no_such_triton_here' " \
+           "(line 1)" in r.output
+    (tmp_path / "k.py").write_text("def mm(A, B, C, M, N, K):\n    pass\n")  # fixed: imported anew
+    r = CliRunner().invoke(cli, ["check", "--arch", "sm_90"])
+    assert r.exit_code == 0, r.output

@@ -69,32 +69,8 @@ if step sweep; then
 fi
 step timers && python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P "$(echo "$DTYPES" | tr -d '[]" ')" 2>&1 | tee "$OUT/api-vs-do-bench.md"
 
-cat > $P/faults.py <<'PY'
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _store_far_away(c):
-    tl.store(c + (1 << 40), 1.0)  # far outside any allocation: an illegal address, sticky for the context
-
-
-@triton.jit
-def _wait_forever(c, flag):
-    seen = tl.load(flag)
-    while seen == 0:  # nobody ever sets the flag
-        seen = tl.load(flag, volatile=True)
-    tl.store(c, 1.0)
-
-
-def out_of_bounds(A, B, C, M, N, K):
-    _store_far_away[(1,)](C)
-
-
-def forever(A, B, C, M, N, K):
-    _wait_forever[(1,)](C, torch.zeros(1, dtype=torch.int32, device=C.device))
-PY
+# the planted faults of tests/test_gpu_python.py: a Triton store far out of bounds, a Triton loop that never ends
+python3 -c "import sys; sys.path.insert(0, '$REPO/tests'); from test_gpu_python import FAULTS; print(FAULTS)" > $P/faults.py
 for k in out_of_bounds forever; do printf '\n[[variant]]\nname = "%s"\nop = "gemm"\nbackend = "cuda"\nsource = "faults.py"\nkernel = "%s"\nargs = ["A", "B", "C", "M", "N", "K"]\noptions = { arrays = "torch" }\n' $k $k >> $P/gpubench.toml; done
 if step faults; then
   python3 -m gpubench gemm --variants cublas,triton,out_of_bounds,cupy-tiled,forever --sizes 1024,2048 \
