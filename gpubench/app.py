@@ -79,14 +79,15 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
     catalog = _catalog(proj)
     mine = plan.lab_kernels(catalog, op, backend, kernels, kernel_args, dtypes)
     chosen = plan.variants(catalog, op, backend, variants, "--variants", mine)
-    chosen, skipped = plan.precisions(chosen, dtypes, layouts, named=set(variants or []) | {v.name for v in mine},
-                                      where="--dtype/--layout")
+    asked = plan.precisions(chosen, dtypes, layouts, named=set(variants or []) | {v.name for v in mine},
+                            where="--dtype/--layout")
     if block_sizes_given:
         plan.check_block_option(chosen, "--block-sizes")
     timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
                          flush=not no_flush, decide=decide if decide is not None else plan.default_decide(backend),
                          discard_throttled=discard_throttled)
-    sweep = plan.sweep(op, op, chosen, plan.in_precisions(shapes, dtypes, layouts), block_sizes, timing, skipped)
+    sweep = plan.sweep(op, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts), block_sizes,
+                       timing, asked.skipped)
     request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
                          plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))

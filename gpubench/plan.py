@@ -244,10 +244,23 @@ def in_precisions(shapes: list, dtypes, layouts) -> list:
     return list(dict.fromkeys(replace(s, dtype=d, layout=x) for s in shapes for d in dtypes for x in layouts))
 
 
-def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where: str) -> tuple[list[Variant], list]:
+@dataclass(frozen=True)
+class Precisions:
+    """What a sweep runs of the precisions and layouts asked: the variants that take some of them, the precisions
+    and layouts some variant takes, and what was left out, with why."""
+
+    variants: list[Variant]
+    dtypes: tuple
+    layouts: tuple
+    skipped: list[tuple[str, str]]
+
+
+def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where: str,
+               strict: bool = True) -> Precisions:
     """The chosen variants that compute in some asked precision and layout. A variant the user named that takes
-    none of them is an error; one that came by default is left out, saying why. Every asked precision and layout
-    must be taken by some variant that remains."""
+    none of them is an error; one that came by default is left out, saying why. On the command line (strict)
+    every asked precision and layout must be taken by some variant that remains; a suite's sweep (a menu, run on
+    either backend) leaves out those none takes here, saying why, and fails only when nothing remains."""
     kept, skipped = [], []
     for v in chosen:
         takes = [d for d in dtypes if d in v.dtypes] and [x for x in layouts if x in v.layouts_taken]
@@ -259,12 +272,19 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
         if v.name in named:
             raise GpubenchError(f"{where}: variant {v.name} {why}")
         skipped.append((f"variant {v.name}", why))
+    taken = []
     for asked, have, what in ((dtypes, lambda v: v.dtypes, "precision"), (layouts, lambda v: v.layouts_taken, "layout")):
+        known = sorted({str(x) for v in chosen for x in have(v)})
         for a in asked:
             if not any(a in have(v) for v in kept):
-                known = sorted({str(x) for v in chosen for x in have(v)})
-                raise GpubenchError(f"{where}: no chosen variant takes the {what} {a}; they take {', '.join(known)}")
-    return kept, skipped
+                why = f"no chosen variant takes the {what} {a}; they take {', '.join(known)}"
+                if strict:
+                    raise GpubenchError(f"{where}: {why}")
+                skipped.append((f"{what} {a}", why))
+        taken.append(tuple(a for a in asked if any(a in have(v) for v in kept)))
+    if not all(taken):
+        raise GpubenchError(f"{where}: {skipped[-1][1]}")
+    return Precisions(kept, *taken, skipped)
 
 
 def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,

@@ -1,13 +1,16 @@
 """Where a point stands against what the hardware can do: the roofline, from ceilings measured on the run's GPU.
 
 A run on the GPU records its ceilings (environment.device.ceilings): the FP32 FFMA peak from a
-microbenchmark, TF32 tensor cores through cuBLAS at 8192³, the device-to-device copy bandwidth and the L2 read
-bandwidth. A point's bound is min(compute peak, arithmetic intensity × DRAM bandwidth), its intensity being
-FLOPs over the minimum bytes it must move; its share is its GFLOPS over that bound.
+microbenchmark, the tensor-core peaks of each precision through the library at a large size (TF32, FP16, BF16,
+FP8: the keys are gpubench/dtypes.py's `ceiling`), the device-to-device copy bandwidth and the L2 read
+bandwidth. A point's bound is min(its precision's compute peak, arithmetic intensity × DRAM bandwidth), its
+intensity being FLOPs over the minimum bytes it must move in its precision; its share is its GFLOPS over that
+bound.
 """
 
 from __future__ import annotations
 
+from gpubench.dtypes import PRECISIONS, DType
 from gpubench.results import Point, Run
 
 
@@ -18,12 +21,18 @@ def ceilings(run: Run) -> dict:
 def bound(p: Point, run: Run) -> tuple[float, str] | None:
     """(GFLOPS the hardware allows this point, "memory" or "compute"), or None without ceilings."""
     c = ceilings(run)
-    peak = c.get("tf32_gflops" if p.tf32 else "ffma_gflops")
+    peak = c.get(PRECISIONS[p.dtype].ceiling)
     bandwidth = c.get("copy_gbps")
     if not peak or not bandwidth or not p.min_bytes:
         return None
     memory = p.flops / p.min_bytes * bandwidth
     return (memory, "memory") if memory < peak else (float(peak), "compute")
+
+
+def peaks(run: Run) -> list[tuple[str, float]]:
+    """(precision, GFLOPS) of every compute peak the run measured, FP32 first."""
+    c = ceilings(run)
+    return [(d.upper(), c[PRECISIONS[d].ceiling]) for d in DType if c.get(PRECISIONS[d].ceiling)]
 
 
 def share(p: Point, run: Run) -> float | None:

@@ -16,7 +16,8 @@ from typing import Iterator
 
 from gpubench.errors import CompileError, Skip
 from gpubench.results import Details, Point, Status
-from gpubench.problems import Shape
+from gpubench.dtypes import PRECISIONS
+from gpubench.problems import SCALES, Shape
 from gpubench.timing import TimingPolicy, measure, summarize
 from gpubench.variant import Config, Variant
 
@@ -67,6 +68,11 @@ def verify(backend, prepared, ref, shape) -> float:
     return backend.rel_err(prepared.output, ref, shape)
 
 
+def scales_of(backend, shape, inputs) -> dict[str, float]:
+    """The dequantisation scale of each input that has one (fp8), by input name, for the point's record."""
+    return {name.removesuffix("_scale"): backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
+
+
 def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
     variant, policy = point.variant, point.policy
     unfit = variant.unfit(shape.dims())
@@ -85,7 +91,8 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
                     for name, part in prepared.parts.items()}
         details = replace(point.note.merged(prepared.details), stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
-                          parts_ms=parts_ms)
+                          parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
+                          scales=scales_of(backend, shape, inputs))
         readings = timing.telemetry()
         if readings is not None:
             readings.update(backend.energy(prepared.run, policy.flush, shape.flops) or {})

@@ -126,9 +126,10 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
     layouts = plan.layouts_asked(_names_text(table, "layouts", where), op, f"{where}.layouts")
     # A suite's variants are a menu, as on the CPU backend: those that take none of the sweep's precisions are
     # left out, saying why (a named variant of the command line would be an error).
-    chosen, leftout = plan.precisions(chosen, dtypes, layouts, named=set(), where=where)
-    skipped += [(f"{name}: {what}", why) for what, why in leftout]
-    return plan.sweep(name, op, chosen, plan.in_precisions(shapes, dtypes, layouts), blocks, timing, skipped, where)
+    asked = plan.precisions(chosen, dtypes, layouts, named=set(), where=where, strict=False)
+    skipped += [(f"{name}: {what}", why) for what, why in asked.skipped]
+    return plan.sweep(name, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts), blocks,
+                      timing, skipped, where)
 
 
 def _gemm_shapes(table: dict, where: str, name: str):

@@ -109,7 +109,7 @@ def test_default_output_goes_under_results_device():
     (["conv", "--in-channels", "-1"], ["in-channels"]),
     (["conv", "--out-channels", "0"], ["out-channels"]),
     (["show", "missing.json"], ["does not exist"]),
-    (["run", "nosuch.toml"], ["does not exist", "shipped suites (ci, lab, quick, resnet)"]),
+    (["run", "nosuch.toml"], ["does not exist", "shipped suites (ci, lab, precision, quick, resnet)"]),
     (["gemm", "--bogus"], ["No such option"]),
     (["gemm", "--config", "nowhere.toml"], ["--config: nowhere.toml is not a file"]),
     (["check", "--arch", "hopper"], ["--arch 'hopper'"]),
@@ -265,7 +265,8 @@ def test_run_a_suite_on_the_cpu(tmp_path):
     assert r.exit_code == 0, r.output
     run = results.load(out)
     assert {p.op for p in run.points} == {"gemm", "conv"} and all(p.status == "ok" for p in run.points)
-    assert [s["name"] for s in run.settings["sweeps"]] == ["gemm", "conv"]
+    assert [s["name"] for s in run.settings["sweeps"]] == ["gemm", "conv", "gemm-bf16"]
+    assert {str(p.dtype) for p in run.points} == {"fp32", "bf16"}  # quick's one bf16 point, emulated
 
 
 def test_names_with_markup_are_shown_as_written(tmp_path, monkeypatch):
@@ -324,3 +325,51 @@ def test_history_names_the_html_option_in_its_errors(make_run, run_file, tmp_pat
     (tmp_path / "page.html").mkdir()
     one_line_error(invoke("history", str(tmp_path / "run.json"), "--html", str(tmp_path / "page.html")),
                    "--html", "is a directory")
+
+
+def test_every_precision_and_layout_end_to_end_on_the_cpu(tmp_path):
+    """The whole axis without a GPU: generation, references, tolerances, the schema, the tables and CSV."""
+    out = tmp_path / "p.json"
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "48", "--mnk", "33,17,70", "--dtype", "fp32,fp16,bf16,fp8,int8",
+               "--layout", "nn,nt,tn", "--reps", "5", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    run = results.load(out)
+    assert len(run.points) == 2 * 5 * 3 and all(p.status == "ok" for p in run.points)
+    assert {(str(p.dtype), str(p.problem.layout)) for p in run.points} == {
+        (d, x) for d in ("fp32", "fp16", "bf16", "fp8", "int8") for x in ("nn", "nt", "tn")}
+    by_dtype = {str(p.dtype): p for p in run.points if p.problem.layout == "nn" and p.problem.m == 48}
+    assert by_dtype["int8"].rel_err == 0 and by_dtype["fp32"].rel_err < 1e-6
+    assert 1e-4 < by_dtype["fp16"].rel_err < by_dtype["fp16"].tolerance < 1e-3  # rounding to half, not input error
+    assert 1e-3 < by_dtype["bf16"].rel_err < by_dtype["bf16"].tolerance
+    assert "numpy [BF16 NT]" in r.output and "numpy [FP8 TN]" in r.output
+    assert by_dtype["int8"].details.accumulator == "int32" and by_dtype["bf16"].details.accumulator == "fp32"
+    assert set(by_dtype["fp8"].details.scales) == {"A", "B"} and not by_dtype["fp16"].details.scales
+    shown = invoke("show", str(out), "--format", "csv")
+    header = shown.output.splitlines()[0].split(",")
+    assert "dtype" in header and "layout" in header and header.count("dtype") == 1
+    assert len(shown.output.splitlines()) == 1 + len(run.points)
+
+
+def test_conv_in_nhwc_half_precision_on_the_cpu(tmp_path):
+    out = tmp_path / "c.json"
+    r = invoke("conv", "--backend", "cpu", "--sizes", "13", "--batch", "2", "--in-channels", "5", "--out-channels",
+               "3", "--stride", "1,2", "--padding", "1", "--dtype", "bf16,fp16", "--layout", "nhwc", "--reps", "5",
+               "-o", str(out))
+    assert r.exit_code == 0, r.output
+    run = results.load(out)
+    assert len(run.points) == 2 * 2 * 2 and all(p.status == "ok" for p in run.points)
+    assert "sliding [BF16 NHWC]" in r.output
+
+
+def test_compare_never_pairs_points_of_other_precisions(tmp_path):
+    fp32, bf16 = tmp_path / "a.json", tmp_path / "b.json"
+    assert invoke("gemm", "--backend", "cpu", "--sizes", "32", "--reps", "5", "-o", str(fp32)).exit_code == 0
+    assert invoke("gemm", "--backend", "cpu", "--sizes", "32", "--reps", "5", "--dtype", "bf16",
+                  "-o", str(bf16)).exit_code == 0
+    one_line_error(invoke("compare", str(fp32), str(bf16)), "have no points in common")
+
+
+def test_a_default_variant_that_takes_none_of_the_precisions_is_left_out(tmp_path):
+    """--tf32 (the old name of --dtype tf32) on the CPU: NumPy computes no TF32, so nothing is left to run."""
+    one_line_error(invoke("gemm", "--backend", "cpu", "--sizes", "16", "--tf32"),
+                   "no chosen variant takes the precision tf32")

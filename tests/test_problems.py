@@ -82,3 +82,37 @@ def test_shapes_check_themselves():
         from gpubench.problems import shape_from
 
         shape_from("fft", {})
+
+
+def test_a_problem_has_a_precision_and_a_layout():
+    from gpubench.dtypes import ConvLayout, DType, GemmLayout
+    from gpubench.problems import shape_from
+
+    fp32, bf16 = GemmShape(64, 32, 16), GemmShape(64, 32, 16, DType.BF16, GemmLayout.NT)
+    assert fp32 != bf16 and (fp32.tag, bf16.tag) == ("", "BF16 NT")
+    assert bf16.full_label == "64x32x16 BF16 NT" and bf16.min_bytes == 2 * (64 * 16 + 16 * 32 + 64 * 32)
+    assert GemmShape(4, 4, 4, DType.FP8).min_bytes == 1 * 32 + 2 * 16  # e4m3 in, bf16 out
+    assert shape_from("gemm", bf16.record()) == bf16
+    assert shape_from("gemm", {"m": 1, "n": 2, "k": 3}).dtype == DType.FP32  # older records
+    assert bf16.stored_dims() == {"A": (64, 16), "B": (32, 16)}  # B stored N×K
+    assert GemmShape(64, 32, 16, layout="tn").stored_dims() == {"A": (16, 64), "B": (16, 32)}
+    nhwc = conv_shape(10, 2, batch=2, in_channels=3, out_channels=5, dtype=DType.FP16, layout=ConvLayout.NHWC)
+    assert nhwc.stored_dims() == {"x": (2, 10, 10, 3), "w": (5, 3, 3, 3)} and nhwc.output_dims() == (2, 4, 4, 5)
+    assert nhwc.full_label.endswith("s2 FP16 NHWC") and shape_from("conv", nhwc.record()) == nhwc
+    with pytest.raises(GpubenchError, match="allowed: fp32, tf32, fp16, bf16, fp8, int8"):
+        GemmShape(1, 1, 1, dtype="fp64")
+    with pytest.raises(GpubenchError, match="allowed: nchw, nhwc"):
+        conv_shape(8, 1, layout="nn")
+
+
+def test_the_canonical_views_undo_the_layout():
+    import numpy as np
+
+    from gpubench.dtypes import ConvLayout
+
+    s = conv_shape(6, 1, batch=2, in_channels=3, out_channels=4, layout=ConvLayout.NHWC)
+    x, w = (np.arange(np.prod(d)).reshape(d) for d in s.stored_dims().values())
+    cx, cw = s.canonical(x, w)
+    assert cx.shape == (2, 3, 6, 6) and cx[1, 2, 3, 4] == x[1, 3, 4, 2] and cw[3, 1, 2, 0] == w[3, 2, 0, 1]
+    y = np.zeros((2, 4, 6, 6))
+    assert s.laid_out(y).shape == s.output_dims()

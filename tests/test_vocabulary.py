@@ -1,4 +1,5 @@
-"""The domain's words are types: no module branches on an op, runner, status, run status, stop reason or verdict
+"""The domain's words are types: no module branches on an op, dtype, layout, runner, status, run status, stop
+reason or verdict
 by its string, except the module that defines it (the enum or the runner type). A comparison with such a string
 (`p.op == "gemm"`, `status in ("fail", "error")`) anywhere else fails here; compare with the enum member, or ask the
 type (a shape's or a runner's own attributes) instead."""
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpubench.compare import Verdict
+from gpubench.dtypes import ConvLayout, DType, GemmLayout
 from gpubench.problems import Op
 from gpubench.results import RunStatus, Status
 from gpubench.runners import RUNNERS
@@ -18,6 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gpubench"
 # each word, and the module allowed to spell it (where its type is defined)
 WORDS = {
     **{str(v): "problems.py" for v in Op},
+    **{str(v): "dtypes.py" for v in (*DType, *GemmLayout, *ConvLayout)},
     **{name: "runners.py" for name in RUNNERS},
     **{str(v): "results/model.py" for v in (*Status, *RunStatus)},
     **{str(v): "timing.py" for v in Stop},
@@ -30,6 +33,7 @@ OTHER_MEANINGS = {
     ("backends/cuda/cudnn_conv.py", "cudnn"): "the cuDNN frontend's module name",
     ("plan.py", "budget"): "the --budget option's name, not a stop reason",
     ("views/tables.py", "fail"): "a cell's style (bold red), not a status",
+    ("runners.py", "tf32"): "the kernel runner's option `tf32 = true`, which sets a spec's default dtypes",
 }
 
 

@@ -68,7 +68,7 @@ def _save(fig, plt, output) -> Path:
 
 def roofline_plot(run: Run, output: str | Path) -> Path:
     """Every ok point at its arithmetic intensity (FLOPs per minimum byte) and GFLOPS, under the roofs measured
-    on the run's GPU: DRAM and L2 bandwidth slopes, the FP32 and TF32 peaks."""
+    on the run's GPU: DRAM and L2 bandwidth slopes, the compute peak of each precision it measured."""
     from gpubench import roofline
 
     c = roofline.ceilings(run)
@@ -79,7 +79,7 @@ def roofline_plot(run: Run, output: str | Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 5.5))
     intensities = [p.flops / p.min_bytes for p in points] or [1.0]
     x = [min(intensities + [0.1]) / 2, max(intensities + [1e3]) * 2]
-    for peak, name, style in ((c.get("ffma_gflops"), "FP32 FFMA", "-"), (c.get("tf32_gflops"), "TF32 (cuBLAS)", ":")):
+    for (name, peak), style in zip(roofline.peaks(run), ["-", ":", "--", "-.", (0, (1, 3)), (0, (5, 5))]):
         for bw, bw_name in ((c.get("copy_gbps"), "DRAM"), (c.get("l2_read_gbps"), "L2")):
             if peak and bw:
                 knee = peak / bw

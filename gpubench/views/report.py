@@ -82,7 +82,7 @@ def roofline_chart(run: Run) -> Chart | None:
     chart = Chart(f"roofline · {run.device}", "arithmetic intensity (FLOPs per minimum byte)", "GFLOPS")
     intensity = [p.flops / p.min_bytes for p in points]
     lo, hi = min(intensity + [0.1]) / 2, max(intensity + [1e3]) * 2
-    for peak, name in ((c.get("ffma_gflops"), "FP32"), (c.get("tf32_gflops"), "TF32")):
+    for name, peak in roofline.peaks(run):
         bandwidth = c.get("copy_gbps")
         if peak and bandwidth:
             knee = peak / bandwidth

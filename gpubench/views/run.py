@@ -270,8 +270,9 @@ def _hardware_caption(run: Run, floor: float | None) -> str:
     c = roofline.ceilings(run)
     bits = []
     if c:
-        bits.append(f"roofline: FP32 {c.get('ffma_gflops', 0):,} GFLOPS (FFMA microbenchmark), TF32 "
-                    f"{c.get('tf32_gflops', 0):,} (cuBLAS 8192³), DRAM {c.get('copy_gbps', 0):,} GB/s (copy), L2 "
+        tensor = ", ".join(f"{name} {peak:,}" for name, peak in roofline.peaks(run)[1:])
+        bits.append(f"roofline: FP32 {c.get('ffma_gflops', 0):,} GFLOPS (FFMA microbenchmark), {tensor} (the "
+                    f"library at a large size), DRAM {c.get('copy_gbps', 0):,} GB/s (copy), L2 "
                     f"{c.get('l2_read_gbps', 0):,} GB/s")
     if floor:
         bits.append(f"floor = an empty kernel, {floor * 1e3:.1f} µs")

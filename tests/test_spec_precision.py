@@ -1,0 +1,69 @@
+"""A spec's dtypes, layouts and the macros that tell a kernel which: defaults, and each rule refused in one line."""
+
+import pytest
+
+from gpubench import spec_files
+from gpubench.dtypes import ConvLayout, DType, GemmLayout
+from gpubench.problems import GemmShape, conv_shape
+from gpubench.specs import SpecError
+
+KERNEL = 'extern "C" __global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {}\n'
+
+
+def parse(tmp_path, **table):
+    (tmp_path / "k.cu").write_text(KERNEL)
+    base = {"name": "mine", "op": "gemm", "source": "k.cu", "kernel": "k", "args": ["A", "B", "C", "M", "N", "K"],
+            "grid": ["1"], "block": ["32"]}
+    (variant,) = spec_files.parse_specs({"variant": [{**base, **table}]}, "gpubench.toml", tmp_path)
+    return variant
+
+
+def test_a_variant_computes_in_fp32_and_the_lab_layout_unless_it_says(tmp_path):
+    v = parse(tmp_path)
+    assert v.dtypes == (DType.FP32,) and v.layouts_taken == (GemmLayout.NN,)
+    assert v.takes(GemmShape(8, 8, 8)) is None
+    assert "computes in fp32, not bf16" in v.takes(GemmShape(8, 8, 8, DType.BF16))
+    assert "layout(s) nn, not nt" in v.takes(GemmShape(8, 8, 8, layout=GemmLayout.NT))
+
+
+def test_the_element_type_and_layout_reach_the_kernel_as_defines(tmp_path):
+    v = parse(tmp_path, dtypes=["fp16", "bf16"], layouts=["nn", "nt"], dtype_define="ELEM", layout_define="LAYOUT")
+    shape = GemmShape(8, 8, 8, DType.BF16, GemmLayout.NT)
+    params = v.compile_params(v.configs[0], shape)
+    assert params == {"ELEM": "__nv_bfloat16", "ELEM_OUT": "__nv_bfloat16", "LAYOUT_NT": 1}
+    (build,) = v.builds(v.configs[0], "sm_90", shape)
+    assert dict(build[1]) == params
+
+
+@pytest.mark.parametrize("table,words", [
+    ({"dtypes": ["fp64"]}, "dtypes: 'fp64' is not allowed; allowed: fp32, tf32, fp16, bf16, fp8, int8"),
+    ({"dtypes": []}, "dtypes must be a non-empty list"),
+    ({"dtypes": "bf16"}, "dtypes must be a non-empty list"),
+    ({"dtypes": ["bf16", "bf16"]}, "dtypes names a value twice"),
+    ({"layouts": ["nhwc"]}, "layouts: 'nhwc' is not allowed; allowed: nn, nt, tn"),
+    ({"dtypes": ["fp16", "bf16"]}, "name the macro that tells the kernel which"),
+    ({"layouts": ["nn", "tn"]}, "name the macro that tells the kernel which"),
+    ({"dtypes": ["fp16"], "dtype_define": "1ELEM"}, "dtype_define must be a C macro name"),
+])
+def test_each_rule_is_one_line(tmp_path, table, words):
+    with pytest.raises(SpecError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        parse(tmp_path, **table)
+
+
+def test_one_element_type_needs_no_macro_and_a_python_function_takes_a_keyword(tmp_path):
+    assert parse(tmp_path, dtypes=["fp32", "tf32"]).dtypes == (DType.FP32, DType.TF32)  # both float
+    (tmp_path / "f.py").write_text("def f(A, B, C, M, N, K, ELEM):\n    pass\n")
+    (f,) = spec_files.parse_specs({"variant": [{"name": "f", "op": "gemm", "source": "f.py", "kernel": "f",
+                                                "args": ["A", "B", "C", "M", "N", "K"], "dtype_define": "ELEM",
+                                                "dtypes": ["fp32", "bf16"]}]}, "gpubench.toml", tmp_path)
+    assert f.call_keywords(f.configs[0]) == {"ELEM": "fp32"} and f.compile_params(f.configs[0]) == {}
+
+
+def test_the_shipped_libraries_take_every_precision_they_compute():
+    from gpubench.catalog import Catalog
+
+    by_name = {(v.name, v.backend): v for v in Catalog.with_user([]).all}
+    assert set(by_name["cublas", "cuda"].dtypes) >= {DType.FP32, DType.TF32, DType.FP16, DType.BF16}
+    assert set(by_name["cudnn", "cuda"].layouts_taken) == set(ConvLayout)
+    assert by_name["numpy", "cpu"].takes(GemmShape(8, 8, 8, DType.FP8, GemmLayout.TN)) is None
+    assert by_name["sliding", "cpu"].takes(conv_shape(8, 1, dtype=DType.BF16, layout=ConvLayout.NHWC)) is None
