@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from gpubench.errors import CompileError, Skip
+from gpubench.phases import phase
 from gpubench.results import Details, Point, Status
 from gpubench.dtypes import PRECISIONS
 from gpubench.problems import SCALES, Shape
@@ -78,28 +79,35 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
     unfit = variant.unfit(shape.dims())
     if unfit:
         raise Skip(unfit)
-    prepared = backend.prepare(variant, point.config, shape, inputs)
+    with phase("prepare"):
+        prepared = backend.prepare(variant, point.config, shape, inputs)
     try:
-        rel_err = verify(backend, prepared, ref, shape)
-        timing = measure(prepared.run, backend.clock, policy, backend.telemetry)
+        with phase("verify"):
+            rel_err = verify(backend, prepared, ref, shape)
+        with phase("measure"):
+            timing = measure(prepared.run, backend.clock, policy, backend.telemetry)
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
                               f"within {policy.max_time_s:g} s (--discard-throttled)")
-        part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None})
-        parts_ms = {name: summarize(measure(part, backend.clock, part_policy).samples_ms).median
-                    for name, part in prepared.parts.items()}
+        # A part's median is a note, not a point: no sampling on for noise or decidability.
+        part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None, "decide": None})
+        with phase("parts"):
+            parts_ms = {name: summarize(measure(part, backend.clock, part_policy).samples_ms).median
+                        for name, part in prepared.parts.items()}
         details = replace(point.note.merged(prepared.details), stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
                           parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
                           scales=scales_of(backend, shape, inputs))
         readings = timing.telemetry()
         if readings is not None:
-            readings.update(backend.energy(prepared.run, policy.flush, shape.flops) or {})
+            with phase("energy"):
+                readings.update(backend.energy(prepared.run, policy.flush, shape.flops, timing) or {})
         return Point.measured(shape, variant.name, point.config.label, samples_ms=timing.samples_ms, rel_err=rel_err,
                               tolerance=backend.tolerance(variant, shape), details=details, telemetry=readings)
     finally:
-        prepared.release()
+        with phase("release"):
+            prepared.release()
 
 
 # --- one shape --------------------------------------------------------------------------------------------------
@@ -111,8 +119,10 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
     nothing more runs here."""
     yield ("begin", SETUP)
     try:
-        inputs = backend.inputs(task.shape, task.seed)
-        ref = backend.reference(task.shape, inputs)
+        with phase("inputs"):
+            inputs = backend.inputs(task.shape, task.seed)
+        with phase("reference"):
+            ref = backend.reference(task.shape, inputs)
     except Skip as why:
         for p in task.points:
             yield ("point", p.index, unmeasured(task.shape, p, Status.SKIPPED, str(why)))
@@ -128,7 +138,8 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
         for p in task.points:
             yield ("begin", p.index)
             try:
-                point = run_point(backend, task.shape, p, inputs, ref)
+                with phase("point"):
+                    point = run_point(backend, task.shape, p, inputs, ref)
             except Skip as why:
                 point = unmeasured(task.shape, p, Status.SKIPPED, str(why))
             except CompileError as e:
@@ -143,6 +154,7 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
     finally:
         del inputs, ref
         try:
-            backend.collect()
+            with phase("collect"):
+                backend.collect()
         except Exception:  # a faulted CUDA context refuses even this; the process is about to be replaced
             pass

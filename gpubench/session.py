@@ -14,7 +14,7 @@ from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
-from gpubench import nvcc, sweep, user_code
+from gpubench import nvcc, phases, sweep, user_code
 from gpubench.errors import GpubenchError
 from gpubench.executors import open_executor
 from gpubench.exit_codes import Exit
@@ -182,18 +182,22 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
         s.policy = replace(s.policy, family=family)
     check_functions(request.sweeps)
     with request.executor() as worker:
-        info = worker.start()
+        with phases.phase("start worker"):
+            info = worker.start()
         tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None
         work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
         check_device(work, info, variants)
-        precompile(work, info.get("arch"))
+        with phases.phase("precompile"):
+            precompile(work, info.get("arch"))
         path = path or default_output(info["device"], request.label)
         settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
                     "gpus": str(request.spread.gpus) if request.spread.gpus else None,
                     "scheduler": request.spread.scheduler, "replicate": request.replicate,
                     "slow_threshold": request.slow_threshold, "sweeps": [s.settings() for s in request.sweeps]}
-        run = Run(backend=request.backend, environment=worker.environment(), settings=settings, command=request.argv,
+        with phases.phase("environment"):
+            environment = worker.environment()
+        run = Run(backend=request.backend, environment=environment, settings=settings, command=request.argv,
                   variants=[v.record() for v in variants])
         telemetry = run.environment.get("device", {}).get("telemetry") or {}
         if telemetry and telemetry.get("clocks_locked") is False:
@@ -210,10 +214,12 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
                 run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
                 advance(point)
 
-            status = sweep.run(worker, work, writer, on_point=finished)
+            with phases.phase("sweep"):
+                status = sweep.run(worker, work, writer, on_point=finished)
         run.incidents = [i.as_dict() for i in worker.incidents]
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         writer.finish(status)
+    phases.save("coordinator")
     slow = []
     if request.replicate and status == RunStatus.COMPLETE and not run.failed():
         from gpubench import fleet

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
+from gpubench.phases import phase
 from gpubench.results import Details, Point, RunStatus, RunWriter
 from gpubench.runner import PointTask, ShapeTask
 from gpubench.timing import TimingPolicy
@@ -85,7 +86,8 @@ def run(executor: Executor, work: list[ShapeTask], writer: RunWriter,
     """Run every task; returns the run's final status (complete or interrupted)."""
 
     def finished(point: Point) -> None:
-        writer.add(point)
+        with phase("save point"):
+            writer.add(point)
         on_point(point)
 
     try:

@@ -1,9 +1,24 @@
 """GPU telemetry through NVML (the nvidia-ml-py package): clocks, throttle reasons, power and energy.
 
-The worker reads the device's state around the timed calls: the SM and memory clocks and the clock-event
-("throttle") reasons after each sample, and the energy counter around a window of calls, which gives joules
-per call and GFLOPS per watt. A sample taken while the GPU was power- or thermally-limited, or below the clock
-it should run at, is flagged; `--discard-throttled` drops and retakes such samples.
+The worker reads the device's state around the timed calls: the SM and memory clocks, the clock-event
+("throttle") reasons and the board's instant power after each sample. Energy per call (and GFLOPS per watt) is
+power times time per call, from the first of these that the GPU allows:
+
+* calls long enough to be timed one at a time (at least FOLD_MS) take it from the instant power read between
+  their own timed calls, so they need no window of their own;
+* shorter calls run back to back in a window that ends at the first refresh of the instant power after SETTLE_S;
+* where NVML has no instant power, the energy counter over a window of at least ENERGY_WINDOW_S that it has
+  visibly moved across.
+
+On an H100 both the instant power and the energy counter change about every 100 ms
+(`tools/gpu/nvml_probe.py`), and a reading reflects only about 25 ms of each 100 (Yang et al., "Accurate and
+Convenient Energy Measurements for GPUs", SC'24). So a reading describes our calls only if they ran through the
+time it sampled: the first change in a point's timed loop may describe what ran before the loop (it is dropped),
+and a window's reading is taken only once the window has run SETTLE_S. This bounds the cost of energy: about a
+refresh period per point whose calls are too short to carry their own.
+
+A sample taken while the GPU was power- or thermally-limited, or below the clock it should run at, is flagged;
+`--discard-throttled` drops and retakes such samples.
 
 Where NVML is missing (the CPU backend, a machine without nvidia-ml-py) :class:`NoTelemetry` stands in and
 every reading is None: nothing downstream needs telemetry to work.
@@ -13,6 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 
 # NVML clock-event reasons that mean the clock was held down by power or heat (nvml.h
 # nvmlClocksEventReason*: SwPowerCap 0x4, HwSlowdown 0x8, SwThermalSlowdown 0x20, HwThermalSlowdown 0x40,
@@ -22,6 +38,19 @@ THROTTLE_MASK = sum(THROTTLE_REASONS)
 BELOW_EXPECTED = 0.97  # a sample whose SM clock is under 97% of the expected clock is flagged
 LOCKED_IDLE = 0.4  # an idle SM clock under this share of the maximum means the clocks are not locked
 ENERGY_WINDOW_S = 0.05  # shortest window for energy per call; longer while the counter has not moved
+INSTANT_POWER = 186  # NVML_FI_DEV_POWER_INSTANT (nvml.h): the power now (nvmlDeviceGetPowerUsage averages 1 s on Hopper)
+FRESH = 1  # new instant-power values a timed loop must see (after the first, which may predate it) to carry energy
+FOLD_MS = 2.0  # calls this long take their energy from the readings between their own timed calls
+SETTLE_S = 0.04  # a window's reading counts once the window has run this long: the sampled 25 ms and a margin
+POWER_WINDOW_MAX_S = 0.5  # a window that sees no refresh after SETTLE_S by then falls back to the counter
+
+
+class EnergySource(StrEnum):
+    """What a point's energy per call was read from (saved with it as `energy_from`)."""
+
+    TIMED = "timed calls"  # instant power read between the point's own timed calls
+    INSTANT = "instant power"  # instant power over a window of calls back to back
+    COUNTER = "energy counter"  # the energy counter over such a window
 
 
 @dataclass(frozen=True)
@@ -30,6 +59,7 @@ class Sample:
     mem_mhz: int | None
     power_w: float | None
     reasons: int  # clock-event reason bits
+    instant_mw: int | None = None  # the board's instant power, where NVML reports it
 
     def throttled(self, expected_mhz: int | None) -> bool:
         if self.reasons & THROTTLE_MASK:
@@ -41,13 +71,37 @@ def reason_names(bits: int) -> list[str]:
     return [name for bit, name in THROTTLE_REASONS.items() if bits & bit]
 
 
+class FreshReadings:
+    """The new values of a reading the device refreshes on its own schedule (instant power), seen by polling it:
+    the first value polled is where things stood, the first change may cover time before the work of interest,
+    and each later change is a reading taken during it (`values`)."""
+
+    def __init__(self):
+        self.last: int | None = None
+        self.changes = 0
+        self.values: list[int] = []
+
+    def see(self, value: int | None) -> None:
+        if value is None or value == self.last:
+            return
+        if self.last is not None:
+            self.changes += 1
+            if self.changes > 1:
+                self.values.append(value)
+        self.last = value
+
+
 class NoTelemetry:
     """What the CPU backend (or a GPU without NVML) reports: nothing."""
 
     available = False
     expected_mhz = None
+    has_instant = False
 
     def sample(self) -> Sample | None:
+        return None
+
+    def instant_mw(self) -> int | None:
         return None
 
     def energy_mj(self) -> int | None:
@@ -81,6 +135,18 @@ class Nvml:
             self.has_energy = True
         except pynvml.NVMLError:
             self.has_energy = False
+        self.has_instant = self._instant_mw() is not None
+
+    def instant_mw(self) -> int | None:
+        """The board's instant power (mW), or None where this GPU or driver does not report it."""
+        return self._instant_mw() if self.has_instant else None
+
+    def _instant_mw(self) -> int | None:
+        try:
+            value = self.nv.nvmlDeviceGetFieldValues(self.handle, [INSTANT_POWER])[0]
+        except (self.nv.NVMLError, AttributeError):  # an older nvidia-ml-py or driver
+            return None
+        return int(value.value.uiVal) if value.nvmlReturn == 0 and value.value.uiVal > 0 else None
 
     def sample(self) -> Sample:
         nv, h = self.nv, self.handle
@@ -91,7 +157,7 @@ class Nvml:
         reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             nv.nvmlDeviceGetCurrentClocksThrottleReasons  # the older name, in older nvidia-ml-py
         return Sample(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
-                      power, int(reasons(h)))
+                      power, int(reasons(h)), self.instant_mw())
 
     def energy_mj(self) -> int | None:
         return int(self.nv.nvmlDeviceGetTotalEnergyConsumption(self.handle)) if self.has_energy else None
@@ -100,7 +166,8 @@ class Nvml:
         nv, h = self.nv, self.handle
         out = {"uuid": _text(nv.nvmlDeviceGetUUID(h)), "sm_clock_max_mhz": self.max_sm_mhz,
                "sm_clock_idle_mhz": self.idle_sm_mhz,
-               "clocks_locked": self.locked, "expected_sm_mhz": self.expected_mhz, "energy_counter": self.has_energy}
+               "clocks_locked": self.locked, "expected_sm_mhz": self.expected_mhz, "energy_counter": self.has_energy,
+               "instant_power": self.has_instant}
         try:
             out["power_limit_w"] = nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0
         except nv.NVMLError:
@@ -151,4 +218,49 @@ def energy_window(run_many, telemetry, min_s: float = ENERGY_WINDOW_S, max_s: fl
     if spent <= 0:
         return None
     return {"joules_per_call": spent / 1000.0 / calls, "window_s": elapsed, "calls": calls,
-            "power_w": spent / 1000.0 / elapsed}
+            "power_w": spent / 1000.0 / elapsed, "source": EnergySource.COUNTER}
+
+
+def _mean_w(values: list[int]) -> float:
+    return sum(values) / len(values) / 1000.0
+
+
+def timed_energy(fresh: FreshReadings, batch: int, median_ms: float, calls: int) -> dict | None:
+    """Joules per call from the instant power read between a point's own timed calls, where those calls are long
+    enough (FOLD_MS, timed one at a time: each flush and host gap is a small part of the time) and the loop saw
+    FRESH new readings; else None."""
+    if batch != 1 or median_ms < FOLD_MS or len(fresh.values) < FRESH:
+        return None
+    power = _mean_w(fresh.values)
+    return {"joules_per_call": power * median_ms / 1000.0, "power_w": power, "calls": calls,
+            "readings": len(fresh.values), "source": EnergySource.TIMED}
+
+
+def power_window(busy, telemetry, settle_s: float = SETTLE_S, max_s: float = POWER_WINDOW_MAX_S,
+                 clock=time.perf_counter) -> dict | None:
+    """Joules per call while `busy` keeps the GPU on calls back to back: busy(go_on) runs them, asking go_on()
+    between chunks, and returns (calls, GPU seconds they took). The window ends at the first new instant-power
+    value seen after it has run settle_s; energy per call is that power times the time per call. None where no
+    such value came within max_s (or NVML has no instant power)."""
+    if not telemetry.has_instant:
+        return None
+    started = clock()
+    state = {"last": None, "asked": 0.0, "power_mw": None}  # last value, when it was last asked, the reading
+
+    def go_on() -> bool:
+        value, now = telemetry.instant_mw(), clock() - started
+        settled = state["asked"] >= settle_s  # the value changed after a poll made once the window had settled
+        state["asked"] = now
+        if value is not None and value != state["last"]:
+            if settled and state["last"] is not None:
+                state["power_mw"] = value
+                return False
+            state["last"] = value
+        return now < max_s
+
+    calls, seconds = busy(go_on)
+    if state["power_mw"] is None or calls <= 0 or seconds <= 0:
+        return None
+    power = state["power_mw"] / 1000.0
+    return {"joules_per_call": power * seconds / calls, "power_w": power, "calls": calls, "window_s": seconds,
+            "readings": 1, "source": EnergySource.INSTANT}

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Callable, Protocol
 
+from gpubench.phases import add, phase
 from gpubench.stats import Stats, decidable, summarize
-from gpubench.telemetry import NoTelemetry, reason_names
+from gpubench.telemetry import FreshReadings, NoTelemetry, reason_names
 
 __all__ = ["Clock", "TimingPolicy", "Timing", "Stop", "measure", "summarize", "Stats", "HostClock"]
 
@@ -26,6 +27,8 @@ BATCH_TARGET_MS = 2.0  # a queued batch of short calls lasts about this long on 
 MAX_BATCH = 64  # ... with at most this many calls
 CALIBRATION = 3  # single calls timed (and not kept) to size the batches: the fastest of them decides
 MAX_DECIDE_SAMPLES = 2000  # enough to decide any comparison worth making; sampling stops here
+WARM_S = 0.1  # warm-up calls stop once they have run this long (a call this long is warm after one, and the
+# point's check has already run it once)
 
 
 class Stop(StrEnum):
@@ -49,7 +52,7 @@ class Clock(Protocol):
 
 @dataclass(frozen=True)
 class TimingPolicy:
-    warmup: int = 3  # untimed calls first (stopped early once they take half the budget)
+    warmup: int = 3  # untimed calls first (stopped early once they take WARM_S, or half the budget)
     reps: int = 50  # at most this many timed calls ...
     min_reps: int = 5  # ... and at least this many, whatever the budget
     budget_s: float = 1.0  # stop after min_reps once this much time went into timed calls
@@ -76,6 +79,7 @@ class Timing:
     throttled: int = 0  # samples taken while throttled (kept, or discarded with discard_throttled)
     discarded: int = 0
     reasons: int = 0  # every clock-event reason bit seen
+    instant: FreshReadings = field(default_factory=FreshReadings)  # new instant-power values between samples
 
     def telemetry(self) -> dict | None:
         """What a saved point keeps: medians of the clocks and power, and how many samples were throttled."""
@@ -105,27 +109,40 @@ def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> Sto
 
 def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemetry=NoTelemetry()) -> Timing:
     started = time.perf_counter()
-    for _ in range(max(1, policy.warmup)):
-        run()
-        clock.sync()
-        if time.perf_counter() - started > policy.budget_s / 2:
-            break
+    with phase("warmup"):
+        for _ in range(max(1, policy.warmup)):
+            run()
+            clock.sync()
+            if time.perf_counter() - started > min(WARM_S, policy.budget_s / 2):
+                break
     timing = Timing([], None)
     expected = telemetry.expected_mhz
+    started = time.perf_counter()
+    kept: list[float] = []
     if hasattr(clock, "time_batch_ms"):
         # Size the batches from the fastest of a few single calls (one slow first call must not decide).
-        fastest = min(_single(run, clock, policy.flush) for _ in range(CALIBRATION))
-        if fastest < policy.batch_below_ms:
-            timing.batch = max(2, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(fastest, 0.002))))
-    started = time.perf_counter()
+        with phase("calibrate"):
+            calibration = [_single(run, clock, policy.flush) for _ in range(CALIBRATION)]
+        if min(calibration) < policy.batch_below_ms:
+            timing.batch = max(2, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(min(calibration), 0.002))))
+            started = time.perf_counter()
+        else:  # calls this long are timed one by one, flushed, after the warm-up: these are the first samples
+            kept = calibration
     while True:
-        if timing.batch > 1:
-            new = clock.time_batch_ms(run, timing.batch, policy.flush)
+        if kept:
+            new, kept = kept, []
         else:
-            new = [_single(run, clock, policy.flush)]
-        reading = telemetry.sample()
+            with phase("sample"):
+                if timing.batch > 1:
+                    new = clock.time_batch_ms(run, timing.batch, policy.flush)
+                else:
+                    new = [_single(run, clock, policy.flush)]
+        add("timed", sum(new) / 1e3)
+        with phase("telemetry"):
+            reading = telemetry.sample()
         if reading is not None:
             timing.reasons |= reading.reasons
+            timing.instant.see(reading.instant_mw)
             if reading.throttled(expected):
                 timing.throttled += len(new)
                 if policy.discard_throttled:
@@ -139,7 +156,8 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
             if reading.power_w is not None:
                 timing.power_w += [reading.power_w] * len(new)
         timing.samples_ms += new
-        stop = _stop_reason(timing.samples_ms, time.perf_counter() - started, policy)
+        with phase("stop rule"):
+            stop = _stop_reason(timing.samples_ms, time.perf_counter() - started, policy)
         if stop:
             timing.stop = stop
             return timing

@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
+from gpubench import phases
 from gpubench.errors import GpubenchError
 from gpubench.results import Point, Status
 from gpubench.runner import SETUP, ShapeTask, describe_error, run_task, unmeasured
@@ -72,7 +73,8 @@ def _serve(conn, options: WorkerOptions) -> None:
     from gpubench.backends import open_backend
 
     try:
-        backend = open_backend(options.backend)
+        with phases.phase("open backend"):
+            backend = open_backend(options.backend)
         conn.send(("hello", backend.describe()))
     except Exception as e:  # noqa: BLE001 - whatever stops the backend opening is reported, in one line
         conn.send(("refused", str(e) if isinstance(e, GpubenchError) else describe_error(e)))
@@ -83,15 +85,19 @@ def _serve(conn, options: WorkerOptions) -> None:
         except (EOFError, OSError):
             return
         if request[0] == "environment":
-            conn.send(("environment", environment.collect(backend)))
+            with phases.phase("environment"):
+                conn.send(("environment", environment.collect(backend)))
         elif request[0] == "task":
-            for event in run_task(backend, request[1]):
-                conn.send(event)
-                if event[0] == "broken":
-                    # A faulted CUDA context makes every clean-up call fail noisily (CuPy's and PyCUDA's
-                    # finalizers): leave without them. The coordinator starts a fresh process.
-                    conn.close()
-                    os._exit(0)
+            with phases.phase("task"):
+                for event in run_task(backend, request[1]):
+                    with phases.phase("send"):
+                        conn.send(event)
+                    if event[0] == "broken":
+                        # A faulted CUDA context makes every clean-up call fail noisily (CuPy's and PyCUDA's
+                        # finalizers): leave without them. The coordinator starts a fresh process.
+                        conn.close()
+                        os._exit(0)
+            phases.save("worker")
             conn.send(("end",))
         else:
             return

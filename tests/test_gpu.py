@@ -65,7 +65,7 @@ def check(cuda, data, variant, config, shape):
     prepared = cuda.prepare(variant, config, shape, inputs)
     err = verify(cuda, prepared, ref, shape)
     assert math.isfinite(err), f"{variant.name} {config.label} {shape}: NaN/unwritten output"
-    assert err <= cuda.tolerance(variant), f"{variant.name} {config.label} {shape}: rel_err {err:.2e}"
+    assert err <= cuda.tolerance(variant, shape), f"{variant.name} {config.label} {shape}: rel_err {err:.2e}"
     prepared.release()
 
 

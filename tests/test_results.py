@@ -253,3 +253,22 @@ def test_point_keys_identify_points_across_runs(make_run):
     assert len({p.key() for p in a.points}) == len(a.points)
     saved = json.loads(a.to_json())
     assert saved["schema"] == "gpubench-run" and saved["schema_version"] == results.SCHEMA_VERSION
+
+
+def test_a_runs_text_is_one_json_dump_whatever_was_cached(make_run):
+    """to_json makes each point's text once (a writer rewrites the file after every point); the file is exactly
+    json.dumps of the whole run, with no points and with some."""
+    from dataclasses import fields
+
+    def plain(run):
+        data = {f.name: getattr(run, f.name) for f in fields(run)}
+        data.update(status=str(run.status), points=[p.to_dict() for p in run.points])
+        return json.dumps(data, indent=1, allow_nan=True)
+
+    run = make_run()
+    points, run.points = run.points, []
+    assert run.to_json() == plain(run)
+    for p in points:
+        run.points.append(p)
+        assert run.to_json() == plain(run)
+    assert json.loads(run.to_json())["points"][0]["samples_ms"] == list(points[0].samples_ms)

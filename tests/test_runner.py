@@ -107,3 +107,34 @@ def test_a_problem_outside_a_variants_requires_is_skipped_saying_why(tmp_path):
     events = list(run_task(CpuBackend(), ShapeTask("t", shape, 0, (PointTask(0, mine, NO_CONFIG, FAST),))))
     (point,) = [e[2] for e in events if e[0] == "point"]
     assert (point.status, point.reason) == ("skipped", "s1-only requires stride == 1")
+
+
+class WithPart(CpuBackend):
+    """The CPU backend, with a sub-step whose calls are counted (as im2col's unfold is on the GPU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.part_calls = 0
+
+    def prepare(self, variant, config, shape, inputs):
+        prepared = super().prepare(variant, config, shape, inputs)
+
+        def part():
+            self.part_calls += 1
+
+        prepared.parts["unfold"] = part
+        return prepared
+
+
+def test_a_part_is_timed_with_its_few_repetitions_even_when_the_point_samples_until_decidable():
+    from dataclasses import replace
+
+    from gpubench.runner import PART_POLICY_REPS
+
+    backend = WithPart()
+    policy = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0, decide=0.0001, family=1000, max_time_s=0.3)
+    t = task(GemmShape(20, 30, 40))
+    t = ShapeTask(t.sweep, t.shape, t.seed, tuple(replace(p, policy=policy) for p in t.points))
+    point = [e[2] for e in run_task(backend, t) if e[0] == "point"][0]
+    assert "unfold" in point.details.parts_ms
+    assert backend.part_calls <= PART_POLICY_REPS + 1  # its median is a note: no sampling on to decide

@@ -37,6 +37,24 @@ def test_decidable_depends_on_spread_samples_and_family():
     assert not stats.decidable(tight[:3], 0.05)  # too few samples to say anything
 
 
+def test_decidable_is_the_self_interval_inside_the_bounds():
+    """The counting shortcut gives ratio_interval's answer, near the edge too (sizes around the thinning limit
+    included), at a small fraction of its cost."""
+    rng = random.Random(4)
+    agreed = {True: 0, False: 0}
+    for trial in range(300):
+        n = rng.choice([5, 9, 20, 64, 150, 400, 2100])
+        spread = rng.choice([0.001, 0.005, 0.01, 0.02, 0.04])
+        samples = [1.0 + abs(rng.gauss(0, spread)) for _ in range(n)]
+        family, threshold = rng.choice([1, 40, 400]), rng.choice([0.02, 0.05, 0.1])
+        _, low, high = stats.ratio_interval(samples, samples, 0.05 / family)
+        half = stats.DECIDE_SHARE * threshold
+        expected = bool(high <= 1 + half and low >= 1 / (1 + half))
+        assert stats.decidable(samples, threshold, family) == expected, (n, spread, family, threshold)
+        agreed[expected] += 1
+    assert min(agreed.values()) > 30  # both answers were exercised
+
+
 class NoisyClock:
     def __init__(self, sd, seed=0):
         self.rng, self.sd = random.Random(seed), sd

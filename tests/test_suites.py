@@ -22,6 +22,14 @@ def test_lab_suite_is_the_lab():
     assert min(x.height for x in small.shapes) == 32
 
 
+@pytest.mark.parametrize("name", [n for n, _ in suites.shipped()])
+def test_no_shipped_suite_runs_a_point_twice(name):
+    """compare refuses a file holding a point twice, so a suite whose sweeps overlap could not be compared."""
+    points = [(w.op, shape, variant.name, config.label) for w in suites.load(name, "cuda").sweeps
+              for shape, variant, config in w.points()]
+    assert len(points) == len(set(points))
+
+
 def write(tmp_path, text):
     p = tmp_path / "s.toml"
     p.write_text(text)

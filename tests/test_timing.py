@@ -52,3 +52,30 @@ def test_adaptive_gives_up_at_the_time_cap():
     clock = FakeClock([1.0, 2.0] * 10_000)
     t = measure(lambda: None, clock, TimingPolicy(warmup=0, min_reps=5, max_noise=0.01, max_time_s=0.05))
     assert t.stop == "time-cap"
+
+
+class SlowBatchingClock(FakeClock):
+    """Calls of 2 ms: too long to batch, so each is timed on its own."""
+
+    def time_batch_ms(self, run, n, flush):
+        raise AssertionError("calls this long are never batched")
+
+
+def test_long_calls_keep_their_calibration_calls_as_samples():
+    clock = SlowBatchingClock([2.0, 2.1, 2.2] + [2.0] * 100)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=7, min_reps=5, budget_s=100))
+    assert t.batch == 1 and t.samples_ms[:3] == [2.0, 2.1, 2.2] and len(t.samples_ms) == 7
+    assert clock.timed == 7 and clock.flushes == 7  # no call is timed and thrown away
+
+
+def test_warm_up_stops_once_it_has_run_long_enough():
+    import time
+
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.06)
+
+    measure(slow, FakeClock([1.0] * 10), TimingPolicy(warmup=5, reps=3, min_reps=3, budget_s=100))
+    assert len(calls) == 2 + 3  # two warm-up calls pass WARM_S (0.1 s), then the three timed ones

@@ -67,8 +67,9 @@ class Backend(Protocol):
         """The largest rel_err the variant may have on the shape (its spec's, or the error model's for the
         shape's precision and reduction length: gpubench/dtypes.py)."""
 
-    def energy(self, run: Callable[[], None], flush: bool, flops: float) -> dict | None:
-        """Joules per call and GFLOPS per watt, where the hardware reports energy."""
+    def energy(self, run: Callable[[], None], flush: bool, flops: float, timing=None) -> dict | None:
+        """Joules per call and GFLOPS per watt, where the hardware reports energy (`timing`: the point's timed
+        calls, whose own readings may already tell)."""
 
     def collect(self) -> None:
         """Give memory back between shapes."""
@@ -91,7 +92,7 @@ class ArrayBackend:
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
     telemetry = NoTelemetry()
 
-    def energy(self, run, flush: bool, flops: float) -> dict | None:
+    def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""
         return None
 

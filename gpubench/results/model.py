@@ -217,6 +217,15 @@ class Point:
                 "flops": self.flops, "min_bytes": self.min_bytes, "stats": t.as_dict() if t else None,
                 "gflops": self.gflops, "gbps": self.gbps}
 
+    @cached_property
+    def json_text(self) -> str:
+        """This point as it stands in a results file (a point never changes, so a file rewritten after every
+        point serialises each one once)."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=True)
+
+
+_POINTS_HERE = "\u0000points\u0000"  # where to_json puts the points' texts (no real field holds a NUL)
+
 
 @dataclass
 class Run:
@@ -251,6 +260,10 @@ class Run:
         return [p for p in self.points if p.status.failed]
 
     def to_json(self) -> str:
+        """The file's text: json.dumps(..., indent=1) of the whole run, with each point's text made once."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data.update(status=str(self.status), points=[p.to_dict() for p in self.points])
-        return json.dumps(data, indent=1, allow_nan=True)
+        data.update(status=str(self.status), points=_POINTS_HERE)
+        text = json.dumps(data, indent=1, allow_nan=True)
+        points = "[\n  " + ",\n  ".join(p.json_text.replace("\n", "\n  ") for p in self.points) + "\n ]" \
+            if self.points else "[]"
+        return text.replace(json.dumps(_POINTS_HERE), points, 1)

@@ -65,6 +65,30 @@ class CudaClock:
                 return [self.cp.cuda.get_elapsed_time(self.events[2 * i], self.events[2 * i + 1]) for i in range(n)]
             wait_ns = 2 * int(queued_ns) + 20_000  # the host fell behind (a hiccup): again, with room to spare
 
+    def busy(self, run, chunk: int, go_on) -> tuple[int, float]:
+        """Calls back to back, queued `chunk` at a time with one chunk always queued ahead, until go_on() (asked
+        each time the GPU finishes a chunk) says stop: an energy window's work. Returns (calls, GPU seconds from
+        the first call to the last)."""
+        start, end = self.cp.cuda.Event(), self.cp.cuda.Event()
+        queued: deque = deque()
+        calls = 0
+        start.record()
+        while True:
+            for _ in range(chunk):
+                run()
+            done = self.cp.cuda.Event()
+            done.record()
+            queued.append(done)
+            calls += chunk
+            if len(queued) < 2:
+                continue
+            queued.popleft().synchronize()
+            if not go_on():
+                break
+        end.record()
+        end.synchronize()
+        return calls, self.cp.cuda.get_elapsed_time(start, end) / 1e3
+
     def run_many(self, run, n: int, flush: bool) -> None:
         """n calls back to back (each after a flush where flushing), then wait: the energy window's work."""
         for _ in range(n):

@@ -8,12 +8,17 @@ and probes.
 
 from __future__ import annotations
 
+import math
 import subprocess
 
 import numpy as np
 
 from gpubench import nvcc, paths, telemetry
+from gpubench.phases import phase
 from gpubench.timing import TimingPolicy, measure, summarize
+
+
+CHUNK_MS = 1.0  # an energy window queues calls this much GPU time at a time, one chunk always ahead
 
 
 def _ptr(array) -> np.uintp:
@@ -41,7 +46,8 @@ class DeviceFacts:
         import cupy
         import pycuda
 
-        ceilings = self.ceilings()
+        with phase("ceilings"):
+            ceilings = self.ceilings()
         self.collect()
         return {
             "device": {
@@ -56,7 +62,7 @@ class DeviceFacts:
                 "smem_per_block_optin": d.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
                 **_nvidia_smi(d.pci_bus_id()),
                 "telemetry": self.telemetry.describe(),
-                "floor_ms": self.floor_ms(),
+                "floor_ms": self._timed_floor_ms(),
                 "ceilings": ceilings,
                 "copy_gbps": ceilings["copy_gbps"],
             },
@@ -71,6 +77,10 @@ class DeviceFacts:
 
     def probe(self, symbol: str):
         return self.function(paths.cuda_src_dir() / "probes.cu", symbol, {})
+
+    def _timed_floor_ms(self) -> float:
+        with phase("floor"):
+            return self.floor_ms()
 
     def floor_ms(self) -> float:
         """The median of an empty kernel timed as every point is (flush, events, queued batches)."""
@@ -103,15 +113,24 @@ class DeviceFacts:
         out["tf32_gflops"] = round(2 * n**3 / ms / 1e6)
         return out  # its buffers go back to CuPy's pool as it returns
 
-    def energy(self, run, flush: bool, flops: float) -> dict | None:
-        """Joules per call, from NVML's energy counter over a window of calls made back to back (no flush: a flush
-        costs energy of its own, as much as a small kernel's, and the difference of two such windows is noise)."""
-        window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, False), self.telemetry)
+    def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
+        """Joules per call (telemetry.py says from what): the instant power between the point's own timed calls
+        where they are long, else a window of calls made back to back (no flush: a flush costs energy of its own,
+        as much as a small kernel's), read by instant power or, without it, the energy counter."""
+        median_ms = summarize(timing.samples_ms).median if timing and timing.samples_ms else None
+        window = None
+        if median_ms is not None:
+            window = telemetry.timed_energy(timing.instant, timing.batch, median_ms, len(timing.samples_ms))
+            if window is None:
+                chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
+                window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on), self.telemetry)
+        if window is None:
+            window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, False), self.telemetry)
         if window is None:
             return None
         joules = window["joules_per_call"]
         return {"joules_per_call": joules, "gflops_per_w": flops / joules / 1e9, "window_power_w": window["power_w"],
-                "energy_window_calls": window["calls"]}
+                "energy_window_calls": window["calls"], "energy_from": window["source"]}
 
     def copy_bandwidth(self, nbytes: int = 1 << 30) -> float:
         """Device-to-device copy, GB/s counting bytes read plus written: the memory-bound ceiling."""

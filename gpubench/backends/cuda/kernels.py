@@ -14,6 +14,7 @@ from gpubench import nvcc
 from gpubench.backends import Prepared, call_arrays, kernel_arguments
 from gpubench.backends.cuda import tma
 from gpubench.errors import Skip
+from gpubench.phases import phase
 from gpubench.problems import ConvShape
 from gpubench.results import Details
 from gpubench.variant import SMS, Launch
@@ -34,8 +35,10 @@ class KernelLaunches:
             raise Skip(f"needs {arch}; this GPU is {self.arch}")
         key = (str(source), tuple(sorted(params.items())), arch)
         if key not in self._modules:
-            cubin = nvcc.compile_cubin(source, arch, params, includes=includes)
-            self._modules[key] = self.drv.module_from_file(str(cubin))
+            with phase("compile"):
+                cubin = nvcc.compile_cubin(source, arch, params, includes=includes)
+            with phase("load module"):
+                self._modules[key] = self.drv.module_from_file(str(cubin))
         return self._modules[key].get_function(symbol)
 
     def kernel(self, variant, params: dict, symbol: str | None = None):

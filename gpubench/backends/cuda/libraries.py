@@ -12,6 +12,7 @@ from gpubench.backends import Prepared
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable
 from gpubench.dtypes import DType
 from gpubench.errors import GpubenchError, Skip
+from gpubench.phases import phase
 from gpubench.problems import ConvShape
 from gpubench.results import Details
 from gpubench.runners import PlanPolicy
@@ -20,6 +21,10 @@ from gpubench.timing import TimingPolicy, measure, summarize
 # cuDNN's plan search (not the point's timing): each plan timed as points are, in queued batches after a flush.
 PLAN_SEARCH = TimingPolicy(warmup=1, reps=20, min_reps=5, budget_s=0.02)
 PLAN_TIE = 0.03  # plans within 3% of the fastest are ties, settled by cuDNN's own ranking (stable across runs)
+# A plan whose first timed call (after an untimed one) takes at least SCREEN_MS and over SCREEN times the fastest
+# median so far cannot be among the ties: it is left out without being timed in full (single calls this long
+# vary by a few percent, nowhere near 50%). Shorter plans are cheap to time in full.
+SCREEN, SCREEN_MS = 1.5, 1.0
 
 
 class Libraries:
@@ -51,9 +56,10 @@ class Libraries:
         key = shape  # its dtype says whether TF32 is allowed
         try:
             if key not in self._cudnn:
-                self._cudnn[key] = CudnnConvGraph(
-                    shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
-                    shape.kernel, shape.stride, shape.pad, allow_tf32=shape.dtype == DType.TF32)
+                with phase("cudnn graph"):
+                    self._cudnn[key] = CudnnConvGraph(
+                        shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
+                        shape.kernel, shape.stride, shape.pad, allow_tf32=shape.dtype == DType.TF32)
         except CudnnMissing as e:  # the user must install something: one line, exit 2
             raise GpubenchError(str(e)) from None
         except CudnnUnavailable as e:  # not for this problem (or this GPU): the point is skipped, saying why
@@ -63,7 +69,8 @@ class Libraries:
         if variant.runner.plans == PlanPolicy.HEURISTIC:
             plan = graph.heuristic
         else:
-            plan = self._fastest_plan(graph, x, w, out)
+            with phase("cudnn plans"):
+                plan = self._fastest_plan(graph, x, w, out)
         details = Details(engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
                           workspace_bytes=plan.workspace_bytes)
         return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
@@ -71,8 +78,13 @@ class Libraries:
     def _fastest_plan(self, graph, x, w, out):
         timed = []
         for plan in graph.plans:
+            def run(plan=plan):
+                graph.run(plan, x, w, out)
+
             try:
-                samples = measure(lambda plan=plan: graph.run(plan, x, w, out), self.clock, PLAN_SEARCH).samples_ms
+                if timed and self._screened_out(run, min(ms for ms, _ in timed)):
+                    continue
+                samples = measure(run, self.clock, PLAN_SEARCH).samples_ms
             except self.cp.cuda.memory.OutOfMemoryError:
                 continue  # its workspace does not fit: not a candidate
             except Exception:  # a plan that fails to run is not a candidate either
@@ -83,3 +95,12 @@ class Libraries:
             raise Skip("no cuDNN plan could run")
         fastest = min(ms for ms, _ in timed)
         return min((plan for ms, plan in timed if ms <= fastest * (1 + PLAN_TIE)), key=lambda plan: plan.index)
+
+    def _screened_out(self, run, fastest_ms: float) -> bool:
+        """One untimed call (workspace, any first-use work), then one timed as the search times them (flushed):
+        whether the plan is too slow to be worth timing in full (SCREEN)."""
+        run()
+        self.clock.sync()
+        self.clock.flush()
+        first = self.clock.time_ms(run)
+        return first >= SCREEN_MS and first > SCREEN * fastest_ms

@@ -1,0 +1,60 @@
+"""cuDNN's plan search (gpubench/backends/cuda/libraries.py), on a scripted clock: which plan wins, and which
+plans are left out after one timed call. The search on real plans runs in tests/test_gpu.py."""
+
+from types import SimpleNamespace
+
+from gpubench.backends.cuda.libraries import SCREEN_MS, Libraries
+
+
+class Clock:
+    """Each call of a plan takes that plan's scripted time; counts every call per plan."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def sync(self):
+        pass
+
+    def flush(self):
+        pass
+
+    def time_ms(self, run):
+        run()
+        return self.graph.ms[self.graph.last]
+
+
+class Graph:
+    def __init__(self, ms):
+        self.ms = ms
+        self.plans = [SimpleNamespace(index=i) for i in range(len(ms))]
+        self.calls = [0] * len(ms)
+        self.last = None
+
+    def run(self, plan, x, w, out):
+        self.last = plan.index
+        self.calls[plan.index] += 1
+
+    def release_workspaces(self):
+        pass
+
+
+def search(ms):
+    graph = Graph(ms)
+    backend = SimpleNamespace(clock=Clock(graph), cp=SimpleNamespace(
+        cuda=SimpleNamespace(memory=SimpleNamespace(OutOfMemoryError=MemoryError))))
+    backend._screened_out = lambda run, fastest: Libraries._screened_out(backend, run, fastest)
+    return Libraries._fastest_plan(backend, graph, None, None, None), graph
+
+
+def test_plans_far_slower_than_the_fastest_so_far_get_two_calls_not_a_full_timing():
+    plan, graph = search([5.0, 20.0, 5.1, 7.0])
+    assert plan.index == 0  # 5.1 ms ties with 5.0 (within 3%): cuDNN's ranking settles it
+    assert graph.calls[1] == 2 and graph.calls[0] > 2 and graph.calls[2] > 2  # 20 ms: one untimed, one timed
+    assert graph.calls[3] > 2  # 7 ms is under 1.5 times the fastest: timed in full
+
+
+def test_a_faster_plan_found_later_still_wins_and_short_plans_are_never_screened():
+    plan, graph = search([8.0, 2.0, 30.0])
+    assert plan.index == 1 and graph.calls[2] == 2
+    plan, graph = search([0.01, SCREEN_MS / 2])
+    assert plan.index == 0 and graph.calls[1] > 2  # half a millisecond: cheap to time in full
