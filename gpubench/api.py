@@ -160,7 +160,8 @@ def _call_args(problem: Problem, args: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Sequence[str] | None = None,
-            params: Mapping[str, int] | None = None, precision: str | None = None, backend: str = "cuda", arrays: str | None = None,
+            params: Mapping[str, int] | None = None, precision: str | None = None, backend: str = "cuda",
+            arrays: str | None = None,
             tolerance: float | None = None, reference=None, seed: int = 0, warmup: int = 3, reps: int = 50,
             budget: float = 1.0, flush: bool = True, max_noise: float | None = None, max_time: float = 10.0,
             decide: float | None = None) -> Measurement:

@@ -110,6 +110,21 @@ class CublasRunner(Runner):
 
 
 @dataclass(frozen=True)
+class CublasLtRunner(Runner):
+    """cuBLASLt's matmul (through nvmath-python's bindings) with per-tensor scales: the GEMM baseline in the
+    precisions cuBLAS's GemmEx does not take (fp8, int8)."""
+
+    NAME = "cublaslt"
+    BACKEND = "cuda"
+    LIBRARY = "cublaslt"
+    MISSING = "cuBLASLt is not available (pip install nvmath-python; it loads the CUDA toolkit's libcublasLt)"
+
+    @property
+    def library_math(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
 class CudnnRunner(Runner):
     """cuDNN's forward convolution through its frontend's graph API, the convolution baseline."""
 
@@ -235,9 +250,9 @@ class PythonGpuRunner(Runner):
         return cls(arrays=options.get("arrays", Arrays.CUPY), tf32_math=options.get("tf32", False))
 
 
-RUNNERS: dict[str, type[Runner]] = {r.NAME: r for r in (KernelRunner, CublasRunner, CudnnRunner, Im2colRunner,
-                                                        NumpyMatmul, NumpySliding, NumpyIm2col, PythonRunner,
-                                                        PythonGpuRunner)}
+RUNNERS: dict[str, type[Runner]] = {r.NAME: r for r in (KernelRunner, CublasRunner, CublasLtRunner, CudnnRunner,
+                                                        Im2colRunner, NumpyMatmul, NumpySliding, NumpyIm2col,
+                                                        PythonRunner, PythonGpuRunner)}
 DEFAULT = {"cuda": KernelRunner, "cpu": PythonRunner}  # a spec that names no runner: the user's own code
 
 

@@ -112,6 +112,12 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
                                                                           f"{p.variant.name!r}"
                 raise GpubenchError(f"{where}: configuration {p.config.label} launches blocks of {launch.threads} "
                                     f"threads; this GPU allows at most {limit}")
+    computes = info.get("dtypes")  # a GPU says which precisions it has tensor cores for (fp8: Ada, Hopper and later)
+    if computes is not None:
+        for task in work:
+            if task.points and str(task.shape.dtype) not in computes:
+                raise GpubenchError(f"{task.shape.dtype} needs tensor cores this GPU ({info.get('device')}, "
+                                    f"{info.get('arch')}) does not have; it computes in {', '.join(computes)}")
     libraries = info.get("libraries", {})
     for v in variants:
         if v.runner.LIBRARY is not None and libraries.get(v.runner.LIBRARY) is None and info.get("arch"):

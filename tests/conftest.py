@@ -32,6 +32,20 @@ def cuda():
         pytest.skip(f"no GPU here: {e}")
 
 
+@pytest.fixture(scope="module")
+def data(cuda):
+    """GPU tests' inputs and references, drawn once per shape in each module (fresh random data, seeded per shape)."""
+    cache = {}
+
+    def get(shape):
+        if shape not in cache:
+            inputs = cuda.inputs(shape, seed=len(cache) + 11)
+            cache[shape] = (inputs, cuda.reference(shape, inputs))
+        return cache[shape]
+
+    return get
+
+
 @pytest.fixture
 def cpu():
     from gpubench.backends.cpu import CpuBackend

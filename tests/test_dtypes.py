@@ -30,7 +30,7 @@ def test_a_few_outputs_may_cost_a_whole_rounding():
     """One output element rounded to nearest may be off by up to u: a 5×5 result must not fail by chance."""
     u = PRECISIONS[DType.BF16].u_out
     assert dtypes.tolerance(DType.BF16, 5, 25) >= u
-    assert dtypes.tolerance(DType.BF16, 5, 10**6) < 0.65 * u
+    assert dtypes.tolerance(DType.BF16, 5, 10**6) < 0.75 * u  # c_out = 0.7: cuBLAS double-rounds at 0.61·u, truncation is 0.85·u
 
 
 @pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16, DType.FP8, DType.INT8])

@@ -2,11 +2,13 @@
 kernels declared in a project, and worker isolation against real CUDA faults (needs a GPU)."""
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gpubench import project, catalog, spec_files, specs
+from gpubench.dtypes import DType
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.runner import PointTask, ShapeTask, verify
 from gpubench.timing import TimingPolicy
@@ -37,27 +39,24 @@ CONV_SHAPES = [
 ]
 
 
+def precisions(v) -> list[tuple]:
+    """The (dtype, layout) pairs a variant is checked in here: all it declares, except for the libraries, which
+    tests/test_gpu_precision.py checks in every precision (here: fp32 in the default layout, where they take it)."""
+    if v.runner.library_math and not v.runner.STEPS:
+        return [(DType.FP32, v.layouts_taken[0])] if DType.FP32 in v.dtypes else []
+    return [(d, x) for d in v.dtypes for x in v.layouts_taken]
+
+
 def cases(op, shapes):
     for v in CATALOG.variants(op, "cuda"):
-        for c in v.configs_for(specs.LAB_BLOCK_SIZES):
-            for s in shapes:
-                if v.unfit(s.dims()):  # e.g. Winograd at stride 2: skipped by the runner, nothing to check
-                    continue
-                yield pytest.param(v, c, s, id=f"{v.name}-{c.label}-{s.label}-s{getattr(s, 'stride', '')}")
-
-
-@pytest.fixture(scope="module")
-def data(cuda):
-    """Inputs and references drawn once per shape (fresh random data, seeded per shape)."""
-    cache = {}
-
-    def get(shape):
-        if shape not in cache:
-            inputs = cuda.inputs(shape, seed=len(cache) + 11)
-            cache[shape] = (inputs, cuda.reference(shape, inputs))
-        return cache[shape]
-
-    return get
+        for dtype, layout in precisions(v):
+            for c in v.configs_for(specs.LAB_BLOCK_SIZES):
+                for s in shapes:
+                    s = replace(s, dtype=dtype, layout=layout)
+                    if v.unfit(s.dims()):  # e.g. Winograd at stride 2: skipped by the runner, nothing to check
+                        continue
+                    yield pytest.param(v, c, s, id=f"{v.name}-{c.label}-{s.label}-s{getattr(s, 'stride', '')}"
+                                                   f"-{dtype}-{layout}")
 
 
 def check(cuda, data, variant, config, shape):
@@ -65,7 +64,8 @@ def check(cuda, data, variant, config, shape):
     prepared = cuda.prepare(variant, config, shape, inputs)
     err = verify(cuda, prepared, ref, shape)
     assert math.isfinite(err), f"{variant.name} {config.label} {shape}: NaN/unwritten output"
-    assert err <= cuda.tolerance(variant, shape), f"{variant.name} {config.label} {shape}: rel_err {err:.2e}"
+    tol = cuda.tolerance(variant, shape)
+    assert err <= tol, f"{variant.name} {config.label} {shape}: rel_err {err:.2e} over {tol:.2e}"
     prepared.release()
 
 

@@ -31,3 +31,19 @@ def test_a_block_larger_than_the_device_allows_is_one_line_naming_the_variant():
     with pytest.raises(GpubenchError, match=r"variant 'tf32-tma': configuration .* launches blocks of 384 threads; "
                                             r"this GPU allows at most 256"):
         check_device(work(TMA), {"max_threads": 256, "sms": 132, "arch": "sm_90"}, [TMA])
+
+
+LT = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "cublaslt")
+
+
+def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_before_anything_runs():
+    from gpubench.dtypes import DType, GemmLayout
+
+    fp8 = work(LT, GemmShape(4096, 4096, 4096, DType.FP8, GemmLayout.NT))
+    ampere = {"max_threads": 1024, "sms": 108, "arch": "sm_80", "device": "NVIDIA A100",
+              "dtypes": ["fp32", "tf32", "fp16", "bf16", "int8"], "libraries": {"cublaslt": "13.1.0"}}
+    with pytest.raises(GpubenchError, match=r"fp8 needs tensor cores this GPU \(NVIDIA A100, sm_80\) does not have; "
+                                            r"it computes in fp32, tf32, fp16, bf16, int8"):
+        check_device(fp8, ampere, [LT])
+    check_device(fp8, {**ampere, "arch": "sm_90", "dtypes": [*ampere["dtypes"], "fp8"]}, [LT])
+    check_device(fp8, {"arch": None}, [LT])  # the CPU backend says nothing about tensor cores

@@ -19,7 +19,7 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 GPUBENCH_CACHE=/tmp/gpubench-cach
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv
   python3 -c "import torch, triton, cupy; print('torch', torch.__version__, 'triton', triton.__version__, 'cupy', cupy.__version__)"
 } | tee "$OUT/machine.txt"
-step tests && (cd /tmp && python3 -m pytest -q -m gpu "$REPO/tests/test_gpu_python.py" -p no:cacheprovider \
+step tests && (cd /tmp && timeout 300 python3 -m pytest -q -m gpu "$REPO/tests/test_gpu_python.py" -p no:cacheprovider \
     --rootdir "$REPO" -c "$REPO/pyproject.toml" 2>&1 | tee "$OUT/gpu-tests.txt" | tail -4)
 
 P=/tmp/my-kernels && rm -rf $P && mkdir -p $P

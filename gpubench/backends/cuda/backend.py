@@ -1,9 +1,11 @@
-"""The CUDA backend: hand-written kernels through PyCUDA, cuBLAS through CuPy, cuDNN through its frontend.
+"""The CUDA backend: hand-written kernels through PyCUDA, cuBLAS through CuPy, cuBLASLt through nvmath-python,
+cuDNN through its frontend.
 
 PyCUDA works on the device's primary context (pycuda.autoprimaryctx), the one CuPy's runtime calls use (PyTorch's
 and Triton's too), so all share one address space: inputs are CuPy arrays and kernels get their raw pointers.
 Every launch, event and library call goes to the legacy default stream, so the timer's events bracket exactly the
-work timed (python_calls.py says how a project's Python functions are held to it).
+work timed (python_calls.py says how a project's Python functions are held to it). Arrays of a precision CuPy lacks
+(bfloat16, fp8) are raw storage of their width (storage.py); their values are read on the host through ml_dtypes.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import numpy as np
 
 from gpubench import telemetry
 from gpubench.backends import ArrayBackend, Prepared
+from gpubench.backends.cuda import storage
 from gpubench.backends.cuda.clock import CudaClock
 from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
 from gpubench.backends.cuda.python_calls import PythonCalls
 from gpubench.errors import GpubenchError
-from gpubench.runners import CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
+from gpubench.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
 
 
 def import_gpu_stack():
@@ -75,6 +78,27 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         spin = self.probe("spin")
         self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
 
+    def upload(self, host: np.ndarray):
+        """A host array on the device, as raw storage where CuPy lacks its element type."""
+        return self.cp.asarray(storage.raw_view(host))
+
+    def empty(self, dims: tuple[int, ...], host_type):
+        return self.cp.empty(dims, dtype=storage.device_type(host_type))
+
+    def values64(self, array, host_type):
+        """float64 values of a device array; raw storage is read as its host type on the host (ml_dtypes)."""
+        if array.dtype == np.dtype(host_type):
+            return array.astype(self.cp.float64)
+        host = storage.as_host(self.cp.asnumpy(array), host_type)
+        return self.cp.asarray(host.astype(np.float64))
+
+    def poison(self, output) -> None:
+        """NaN in the output's own type (raw bfloat16 storage too); int32 gets its most negative value."""
+        if output.dtype in storage.HOST_OF_RAW or not np.issubdtype(output.dtype, np.integer):
+            output.fill(storage.nan_bits(output.dtype)[0])
+        else:
+            output.fill(np.iinfo(output.dtype).min)
+
     def collect(self) -> None:
         self.cp.get_default_memory_pool().free_all_blocks()
 
@@ -96,6 +120,7 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         KernelRunner: KernelLaunches.prepare_kernels,
         Im2colRunner: KernelLaunches.prepare_im2col,
         CublasRunner: Libraries.prepare_cublas,
+        CublasLtRunner: Libraries.prepare_cublaslt,
         CudnnRunner: Libraries.prepare_cudnn,
         PythonGpuRunner: PythonCalls.prepare_python,
     }

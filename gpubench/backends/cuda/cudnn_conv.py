@@ -1,9 +1,10 @@
 """cuDNN baseline for forward convolution, through the cuDNN frontend's Python graph API.
 
 The frontend is the wheel ``nvidia-cudnn-frontend`` (import name ``cudnn``); the cuDNN 9 libraries must be
-loadable beside it. One problem (NCHW float32, cross-correlation, symmetric zero padding, no bias) becomes one
-conv_fprop graph; every execution plan cuDNN offers for it is built once, untimed, and ``run`` then launches
-one of them on CuPy arrays, asynchronously on CuPy's current stream.
+loadable beside it. One problem (cross-correlation, symmetric zero padding, no bias; float32, half or bfloat16 data
+in NCHW or NHWC, always float32 compute) becomes one conv_fprop graph; every execution plan cuDNN offers for it is
+built once, untimed, and ``run`` then launches one of them on CuPy arrays, asynchronously on CuPy's current
+stream. CuPy has no bfloat16: such arrays are raw uint16 storage, which cuDNN reads by address alone.
 
 What the code below relies on was read in the 1.32.0 wheel (paths inside its ``cudnn/`` folder or its
 ``include/`` headers) and run with cuDNN 9.19 on an H200 (the self-check at the bottom).
@@ -123,6 +124,16 @@ def _fast_execute(g):
     return fn if callable(fn) else None
 
 
+# The element types cuDNN reads and writes (cudnn.data_type's names) and the CuPy dtype holding each.
+IO_TYPES = {"FLOAT": "float32", "HALF": "float16", "BFLOAT16": "uint16"}
+
+
+def _channels_last(dims) -> list[int]:
+    """Strides of logical (N, C, H, W) dims stored as N, H, W, C."""
+    n, c, h, w = dims
+    return [h * w * c, 1, w * c, c]
+
+
 def _packed(dims) -> list[int]:
     strides, acc = [], 1
     for d in reversed(dims):
@@ -132,23 +143,32 @@ def _packed(dims) -> list[int]:
 
 
 class CudnnConvGraph:
-    """Forward convolution y = conv(x, w), NCHW float32, cross-correlation, symmetric zero padding, no bias,
-    FP32 input/output/compute. Built once per problem; graph build and plan search are not timed."""
+    """Forward convolution y = conv(x, w), cross-correlation, symmetric zero padding, no bias, FP32 compute;
+    x, w and y of `io_type` (a key of IO_TYPES), NCHW or, with `channels_last`, NHWC (w as K, R, S, C). Built once
+    per problem; graph build and plan search are not timed. Half and bfloat16 graphs leave out the plans noted
+    REDUCED_PRECISION_REDUCTION (sums kept in the 16-bit type), so every plan accumulates in float32."""
 
-    def __init__(self, n, c, h, w, k, r, s, stride: int, pad: int, allow_tf32: bool = False):
+    def __init__(self, n, c, h, w, k, r, s, stride: int, pad: int, allow_tf32: bool = False, io_type: str = "FLOAT",
+                 channels_last: bool = False):
         self._cupy = cupy = _import_cupy()
         self._cudnn = cudnn = _import_cudnn()
         self._h = _handle(cudnn, cupy)
+        self.io_type, self.channels_last = io_type, channels_last
         oh, ow = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
-        self.shapes = ((n, c, h, w), (k, c, r, s), (n, k, oh, ow))
-        what = f"N={n} C={c} H={h} W={w} K={k} {r}x{s} stride {stride} pad {pad}"
+        self.shapes = ((n, c, h, w), (k, c, r, s), (n, k, oh, ow))  # logical dims, cuDNN's order
+        # The arrays' own shapes: channels innermost for NHWC.
+        self.array_shapes = tuple((d[0], d[2], d[3], d[1]) for d in self.shapes) if channels_last else self.shapes
+        self._strides = _channels_last if channels_last else _packed
+        allow_tc = allow_tf32 or io_type != "FLOAT"  # 16-bit data: tensor cores are what the plans are for
+        layout = " NHWC" if channels_last else ""
+        what = f"{io_type.lower()}{layout} N={n} C={c} H={h} W={w} K={k} {r}x{s} stride {stride} pad {pad}"
         # A plan is either TENSOR_CORE or not, and the frontend's note filters bar plans per graph
         # (include/cudnn_frontend/plans.h filter_numeric_notes). So: one graph keeping the non-tensor-core
         # plans and, with TF32 allowed, a second keeping only the tensor-core ones. Every plan is built in
         # the one graph that allows it (a barred one fails fast in plans.h check_support_at_index) and its
         # graph says whether it uses tensor cores. The Python API exposes no per-plan numerical notes.
         try:
-            graphs = [self._make_graph(False, stride, pad)] + ([self._make_graph(True, stride, pad)] if allow_tf32 else [])
+            graphs = [self._make_graph(False, stride, pad)] + ([self._make_graph(True, stride, pad)] if allow_tc else [])
             names = [_plan_names(g) for g, _ in graphs]
         except Exception as exc:
             raise CudnnNotSupported(f"cuDNN cannot plan conv {what}: {_one_line(exc)}") from None
@@ -176,9 +196,9 @@ class CudnnConvGraph:
                 self._where.append((g, uids, i, _fast_execute(g), g.plans[i].cpp_index))
                 break
         if not self.plans:
-            kind = "" if allow_tf32 else " without tensor cores"
+            kind = "" if allow_tc else " without tensor cores"
             first = next((f for f in failures if "Deselecting" not in f), failures[0] if failures else "no engines")
-            raise CudnnNotSupported(f"cuDNN has no FP32 plan{kind} for conv {what} ({first})")
+            raise CudnnNotSupported(f"cuDNN has no plan{kind} for conv {what} ({first})")
         self.heuristic = self.plans[0]
         self._workspaces: dict[int, object] = {}
         self._checked: tuple = (None, None, None)  # the arrays run() last validated
@@ -186,26 +206,28 @@ class CudnnConvGraph:
     def _make_graph(self, tensor_cores: bool, stride: int, pad: int):
         """One planned conv_fprop graph keeping only plans with (True) or without (False) TENSOR_CORE."""
         cudnn = self._cudnn
-        f32 = cudnn.data_type.FLOAT
+        f32, io = cudnn.data_type.FLOAT, getattr(cudnn.data_type, self.io_type)
         xs, ws, ys = self.shapes
         # _pygraph.py pygraph.__init__: name, io/intermediate/compute data types, handle (a cudnn.Handle).
-        g = cudnn.pygraph(name="gpubench_conv", io_data_type=f32, intermediate_data_type=f32,
+        g = cudnn.pygraph(name="gpubench_conv", io_data_type=io, intermediate_data_type=f32,
                           compute_data_type=f32, handle=self._h)
-        x = g.tensor(dim=list(xs), stride=_packed(xs), data_type=f32, name="x")  # _pygraph.py pygraph.tensor
-        w = g.tensor(dim=list(ws), stride=_packed(ws), data_type=f32, name="w")
+        x = g.tensor(dim=list(xs), stride=self._strides(xs), data_type=io, name="x")  # _pygraph.py pygraph.tensor
+        w = g.tensor(dim=list(ws), stride=self._strides(ws), data_type=io, name="w")
         # _pygraph.py _STRUCTURED_OPS["conv_fprop"]: ports image, weight; attrs pre/post_padding, stride,
         # dilation. The mode is left at its default, CROSS_CORRELATION (include/cudnn_frontend/
         # graph_properties.h Conv_fprop_attributes::math_mode); the self-check below would catch a flip.
         y = g.conv_fprop(x, w, pre_padding=[pad, pad], post_padding=[pad, pad], stride=[stride, stride],
                          dilation=[1, 1], compute_data_type=f32, name="conv")
-        # Pin y to packed NCHW: left unset, the backend infers a channels-last y (seen on the H200: stride
+        # Pin y to the layout asked for: left unset, the backend infers a channels-last y (seen on the H200: stride
         # [K*OH*OW, 1, OW*K, K]). A user-set dim/stride is pushed to it (_pygraph.py push_output_attrs).
-        y.set_output(True).set_data_type(f32).set_dim(list(ys)).set_stride(_packed(ys))
+        y.set_output(True).set_data_type(io).set_dim(list(ys)).set_stride(self._strides(ys))
         g.validate()
         g.build_operation_graph()
         notes = [cudnn.numerical_note.TENSOR_CORE]
         # _pygraph.py _filter_notes: recorded now, replayed on the backend once its plans exist.
         (g.select_numeric_notes if tensor_cores else g.deselect_numeric_notes)(notes)
+        if self.io_type != "FLOAT":
+            g.deselect_numeric_notes([cudnn.numerical_note.REDUCED_PRECISION_REDUCTION])
         # One query per mode, appended in this order (_pygraph.py _create_backend_plans); duplicates dropped.
         g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
         # Engines that neither mode listed, at their default knobs, go last (_pygraph.py create_execution_plan
@@ -220,13 +242,15 @@ class CudnnConvGraph:
         return g, (x.get_uid(), w.get_uid(), y.get_uid())
 
     def run(self, plan: CudnnPlan, x, w, y) -> None:
-        """Execute `plan` once on cupy arrays x (N,C,H,W), w (K,C,R,S), y (N,K,OH,OW), all float32 C-contiguous,
-        asynchronously on the current CuPy stream. Allocates (and caches per plan) a uint8 workspace of the plan's
-        size; cupy.cuda.memory.OutOfMemoryError from that allocation propagates."""
+        """Execute `plan` once on C-contiguous cupy arrays x, w, y of `array_shapes` (NCHW: (N,C,H,W), (K,C,R,S),
+        (N,K,OH,OW)) and IO_TYPES[io_type]'s dtype, asynchronously on the current CuPy stream. Allocates (and caches
+        per plan) a uint8 workspace of the plan's size; cupy.cuda.memory.OutOfMemoryError from that allocation
+        propagates."""
         if x is not self._checked[0] or w is not self._checked[1] or y is not self._checked[2]:
-            for a, shape in zip((x, w, y), self.shapes):  # checked once per new set of arrays (a few us)
-                if a.shape != shape or a.dtype != self._cupy.float32 or not a.flags.c_contiguous:
-                    raise ValueError(f"expected a C-contiguous float32 array of shape {shape}, got {a.dtype} {a.shape}")
+            kind = IO_TYPES[self.io_type]
+            for a, shape in zip((x, w, y), self.array_shapes):  # checked once per new set of arrays (a few us)
+                if a.shape != shape or a.dtype != kind or not a.flags.c_contiguous:
+                    raise ValueError(f"expected a C-contiguous {kind} array of shape {shape}, got {a.dtype} {a.shape}")
             self._checked = (x, w, y)
         g, (ux, uw, uy), i, fast, cpp_index = self._where[plan.index]
         ws = self._workspaces.get(plan.index)

@@ -1,6 +1,6 @@
 """What the CUDA backend measures about its device before and around a run: its description and limits for
-the coordinator, the environment a run records, the empty-kernel floor, the roofline's ceilings (FFMA peak, TF32
-through cuBLAS, DRAM copy, L2 read) and energy per call through NVML.
+the coordinator, the environment a run records, the empty-kernel floor, the roofline's ceilings (FFMA peak, each
+tensor-core precision through its library at 8192³, DRAM copy, L2 read) and energy per call through NVML.
 
 A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`: it reads the backend's device, clock, telemetry
 and probes.
@@ -13,11 +13,17 @@ import subprocess
 
 import numpy as np
 
-from gpubench import nvcc, paths, telemetry
+from gpubench import dtypes, nvcc, paths, telemetry
+from gpubench.backends.cuda import blas, storage
+from gpubench.dtypes import PRECISIONS, DType, GemmLayout
+from gpubench.errors import GpubenchError, Skip
 from gpubench.phases import phase
+from gpubench.problems import GemmShape
+from gpubench.runners import CublasLtRunner
 from gpubench.timing import TimingPolicy, measure, summarize
 
 
+LT_PEAKS = (DType.FP8, DType.INT8)  # measured through cuBLASLt (cuBLAS's GemmEx takes neither)
 CHUNK_MS = 1.0  # an energy window queues calls this much GPU time at a time, one chunk always ahead
 
 
@@ -33,7 +39,9 @@ class DeviceFacts:
         from gpubench.backends.cuda import cudnn_conv
 
         return {"device": self.device_name, "arch": self.arch, "max_threads": self.max_threads,
-                "smem_optin": self.smem_optin, "sms": self.sms, "libraries": {"cudnn": cudnn_conv.cudnn_version()}}
+                "smem_optin": self.smem_optin, "sms": self.sms,
+                "dtypes": [str(d) for d in storage.dtypes_for(self.device.compute_capability())],
+                "libraries": {"cudnn": cudnn_conv.cudnn_version(), CublasLtRunner.LIBRARY: blas.lt_version()}}
 
     def environment(self) -> dict:
         from gpubench.backends.cuda import cudnn_conv
@@ -71,6 +79,7 @@ class DeviceFacts:
                 "cuda_runtime": f"{rt // 1000}.{rt % 1000 // 10}",
                 "nvcc": nvcc.nvcc_version(nvcc.find_nvcc()) if nvcc.find_nvcc() else None,
                 "pycuda": pycuda.VERSION_TEXT, "cupy": cupy.__version__, "cudnn": cudnn_conv.cudnn_version(),
+                "cublaslt": blas.lt_version(),
                 "numpy": np.__version__,
             },
         }
@@ -90,7 +99,8 @@ class DeviceFacts:
         return summarize(timing.samples_ms).median
 
     def ceilings(self) -> dict:
-        """The roofline's ceilings, measured here: FP32 FFMA peak, TF32 through cuBLAS, DRAM copy and L2 read."""
+        """The roofline's ceilings, measured here: FP32 FFMA peak, each tensor-core precision through its library,
+        DRAM copy and L2 read."""
         sms = self.sms
         once = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3, flush=False)
         sink = self.cp.empty(sms * 8 * 256, dtype=self.cp.float32)
@@ -105,13 +115,37 @@ class DeviceFacts:
                                                block=(256, 1, 1), grid=(sms * 8, 1)), self.clock, once).samples_ms).median
         out = {"ffma_gflops": round(ffma_gflops), "l2_read_gbps": round(chunk * passes / ms / 1e6),
                "copy_gbps": round(self.copy_bandwidth())}
-        n = 8192
-        a_, b_ = self.cp.ones((n, n), self.cp.float32), self.cp.ones((n, n), self.cp.float32)
-        c_ = self.cp.empty((n, n), self.cp.float32)
-        run = self._cublas_gemm(n, n, n, a_, 0, b_, 0, c_, 0, 1, tf32=True)  # the TF32 ceiling: cuBLAS's TF32 product
-        ms = summarize(measure(run, self.clock, once).samples_ms).median
-        out["tf32_gflops"] = round(2 * n**3 / ms / 1e6)
+        out.update(self.tensor_core_peaks(once))
         return out  # its buffers go back to CuPy's pool as it returns
+
+    def tensor_core_peaks(self, policy: TimingPolicy, n: int = 8192) -> dict:
+        """Each precision's ceiling as its library reaches it: an n³ product in the `nt` layout (what tensor
+        cores read best) on random data in the dtype (zeros would run faster than real data), one operand used
+        for both A and B. TF32, FP16 and BF16 through cuBLAS; FP8 and INT8 through cuBLASLt, where this GPU and
+        the library have them (a refusal leaves the ceiling out)."""
+        out = {}
+        rng = np.random.default_rng(0)
+        for dtype in storage.dtypes_for(self.device.compute_capability()):
+            if dtype == DType.FP32:
+                continue  # the FFMA microbenchmark's
+            shape = GemmShape(n, n, n, dtype, GemmLayout.NT)
+            host, scale = dtypes.draw(rng, (n, n), dtype)
+            operand = self.upload(host)
+            inputs = {"A": operand, "B": operand}
+            if scale is not None:
+                inputs["A_scale"] = inputs["B_scale"] = self.upload(np.array([scale], np.float32))
+            c = self.output(shape)
+            prepare = self.prepare_cublaslt if dtype in LT_PEAKS else self.prepare_cublas
+            try:
+                prepared = prepare(None, None, shape, inputs, c)
+            except (Skip, GpubenchError):
+                continue
+            try:
+                ms = summarize(measure(prepared.run, self.clock, policy).samples_ms).median
+            finally:
+                prepared.release()
+            out[PRECISIONS[dtype].ceiling] = round(shape.flops / ms / 1e6)
+        return out
 
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call (telemetry.py says from what): the instant power between the point's own timed calls

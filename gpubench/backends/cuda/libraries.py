@@ -1,21 +1,22 @@
-"""The CUDA backend's libraries: cuBLAS's SGEMM (through CuPy's bindings) and cuDNN's forward convolution
-(through its frontend, gpubench/backends/cuda/cudnn_conv.py), with the plan policy of the cuDNN runner.
+"""The CUDA backend's libraries: cuBLAS's GEMM (through CuPy's bindings) in fp32, tf32, fp16 and bf16,
+cuBLASLt's (through nvmath-python's) in fp8 and int8, and cuDNN's forward convolution (through its frontend,
+gpubench/backends/cuda/cudnn_conv.py) in fp32, tf32, fp16 and bf16, NCHW or NHWC, with the plan policy of the
+cuDNN runner. The row-major to column-major plumbing of every GEMM layout is blas.py's.
 
 A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from gpubench.backends import Prepared
+from gpubench.backends.cuda import blas, storage
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable
-from gpubench.dtypes import DType
+from gpubench.dtypes import ConvLayout, DType
 from gpubench.errors import GpubenchError, Skip
 from gpubench.phases import phase
-from gpubench.problems import ConvShape
+from gpubench.problems import SCALES, ConvShape, GemmShape
 from gpubench.results import Details
-from gpubench.runners import PlanPolicy
+from gpubench.runners import CublasLtRunner, PlanPolicy
 from gpubench.timing import TimingPolicy, measure, summarize
 
 # cuDNN's plan search (not the point's timing): each plan timed as points are, in queued batches after a flush.
@@ -28,38 +29,56 @@ SCREEN, SCREEN_MS = 1.5, 1.0
 
 
 class Libraries:
-    """cuBLAS and cuDNN calls (methods of the CUDA backend)."""
+    """cuBLAS, cuBLASLt and cuDNN calls (methods of the CUDA backend)."""
 
     def _cublas_gemm(self, m, n, k, a, stride_a, b, stride_b, c, stride_c, batch, tf32: bool):
-        """Row-major C[m,n] = A[m,k]·B[k,n] (batched by strides) as cuBLAS's column-major C^T = B^T·A^T."""
-        from cupy_backends.cuda.libs import cublas
+        """Row-major float32 C[m,n] = A[m,k]·B[k,n] (batched by strides; TF32 tensor cores if `tf32`)."""
+        types = storage.BLAS_TYPES[DType.TF32 if tf32 else DType.FP32]
+        return blas.cublas_gemm(self.cp, m, n, k, a.data.ptr, False, b.data.ptr, False, c.data.ptr, types,
+                                stride_a, stride_b, stride_c, batch)
 
-        handle = self.cp.cuda.device.get_cublas_handle()
-        one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
-        compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if tf32 else cublas.CUBLAS_COMPUTE_32F
-        f32, op_n = 0, cublas.CUBLAS_OP_N  # CUDA_R_32F = 0
-
-        def run():
-            cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
-            cublas.gemmStridedBatchedEx(
-                handle, op_n, op_n, n, m, k, one.ctypes.data, b.data.ptr, f32, n, stride_b, a.data.ptr, f32, k,
-                stride_a, zero.ctypes.data, c.data.ptr, f32, n, stride_c, batch, compute, cublas.CUBLAS_GEMM_DEFAULT)
-
-        return run
-
-    def prepare_cublas(self, variant, config, shape, inputs, out) -> Prepared:
-        run = self._cublas_gemm(shape.m, shape.n, shape.k, inputs["A"], 0, inputs["B"], 0, out, 0, 1,
-                                tf32=shape.dtype == DType.TF32)
+    def prepare_cublas(self, variant, config, shape: GemmShape, inputs, out) -> Prepared:
+        """cublasGemmEx in the shape's precision and layout: any shape, fp32 accumulation (TF32 math for tf32)."""
+        run = blas.cublas_gemm(self.cp, shape.m, shape.n, shape.k, inputs["A"].data.ptr, shape.layout.a_transposed,
+                               inputs["B"].data.ptr, shape.layout.b_transposed, out.data.ptr,
+                               storage.BLAS_TYPES[shape.dtype])
         return Prepared(run, out)
 
+    def prepare_cublaslt(self, variant, config, shape: GemmShape, inputs, out) -> Prepared:
+        """cublasLtMatmul in the shape's precision and layout, with the inputs' per-tensor scales (fp8), planned by
+        cuBLASLt's heuristic and run once here: a product it refuses, at planning or at its first run, is
+        skipped with its words (Hopper's fp8 takes only `nt`, sizes multiples of 16)."""
+        try:
+            names = [name for name in SCALES[shape.op] if name in inputs]  # fp8's, one allocation each
+            pointers = tuple(inputs[name].data.ptr for name in names) or None
+            product = blas.LtMatmul(self.cp, shape.m, shape.n, shape.k, shape.layout.a_transposed,
+                                    shape.layout.b_transposed, storage.BLAS_TYPES[shape.dtype], pointers)
+        except ImportError:
+            raise GpubenchError(CublasLtRunner.MISSING) from None
+        except blas.LtRefused as e:
+            raise Skip(str(e)) from None
+        a, b = inputs["A"].data.ptr, inputs["B"].data.ptr
+
+        def run():
+            product.run(a, b, out.data.ptr)
+
+        try:
+            run()
+            self.clock.sync()
+        except blas.LtRefused as e:
+            product.close()
+            raise Skip(str(e)) from None
+        return Prepared(run, out, details=Details(workspace_bytes=product.workspace_bytes), release=product.close)
+
     def prepare_cudnn(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
-        key = shape  # its dtype says whether TF32 is allowed
+        key = shape  # its dtype says whether TF32 is allowed, its layout how the tensors lie
         try:
             if key not in self._cudnn:
                 with phase("cudnn graph"):
                     self._cudnn[key] = CudnnConvGraph(
                         shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels, shape.kernel,
-                        shape.kernel, shape.stride, shape.pad, allow_tf32=shape.dtype == DType.TF32)
+                        shape.kernel, shape.stride, shape.pad, allow_tf32=shape.dtype == DType.TF32,
+                        io_type=storage.CUDNN_IO[shape.dtype], channels_last=shape.layout == ConvLayout.NHWC)
         except CudnnMissing as e:  # the user must install something: one line, exit 2
             raise GpubenchError(str(e)) from None
         except CudnnUnavailable as e:  # not for this problem (or this GPU): the point is skipped, saying why

@@ -100,7 +100,8 @@ class PythonCalls:
         given, given_out = inputs, out
         if variant.runner.arrays == Arrays.TORCH:
             p = PRECISIONS[shape.dtype]
-            views = torch_views({**inputs, "__out__": out}, {**{k: p.storage for k in ARRAYS[shape.op][:2]}, "__out__": p.output})
+            types = {**{name: p.storage for name in ARRAYS[shape.op][:2]}, "__out__": p.output}
+            views = torch_views({**inputs, "__out__": out}, types)
             given_out = views.pop("__out__")
             given = views
         _, args = kernel_arguments(variant.args, shape, given, given_out)
