@@ -65,5 +65,6 @@ class Catalog:
         chosen = {self.get(op, backend, n).name for n in names}
         return [v for v in self.variants(op, backend) if v.name in chosen]
 
-    def baseline(self, op: str, backend: str) -> Variant | None:
-        return next((v for v in self.variants(op, backend) if v.baseline), None)
+    def baselines(self, op: str, backend: str) -> list[Variant]:
+        """The libraries the op's variants are measured against (one per precision: cuBLAS, and cuBLASLt for fp8)."""
+        return [v for v in self.variants(op, backend) if v.baseline]

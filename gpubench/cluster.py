@@ -17,7 +17,10 @@ Dask is an optional extra (`pip install 'gpubench[cluster]'`; dask-cuda too for 
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 
 from gpubench.errors import GpubenchError
@@ -51,6 +54,15 @@ def remote_describe(options: WorkerOptions) -> dict:
     return {**worker.info, "environment": worker.environment(), "label": worker.options.label}
 
 
+def remote_check(variants: list, options: WorkerOptions) -> str | None:
+    """The variants loaded on this Dask worker (backends.Backend.check): None, or what stops them."""
+    try:
+        _local(options).check(variants)
+    except GpubenchError as e:
+        return str(e)
+    return None
+
+
 def remote_run(task: ShapeTask, options: WorkerOptions) -> tuple[str, list[Point], list[dict]]:
     """Run one task here; (this worker's label, the points, incidents) come back as the task's result."""
     worker = _local(options)
@@ -60,7 +72,31 @@ def remote_run(task: ShapeTask, options: WorkerOptions) -> tuple[str, list[Point
     return worker.options.label, points, [i.as_dict() for i in worker.incidents[before:]]
 
 
+def remote_stop() -> int:
+    """The run was stopped: end this Dask worker's gpubench Workers now (their points, their GPU); returns how many."""
+    workers = list(_LOCAL.values())
+    _LOCAL.clear()
+    for worker in workers:
+        worker.stop()
+    return len(workers)
+
+
 # --- the coordinator ----------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _deaf_to_ctrl_c():
+    """Dask worker processes started in here ignore SIGINT (a disposition a child inherits): Ctrl-C in the
+    terminal reaches the whole process group, and it is the coordinator's to handle (it ends them), not theirs
+    to print tracebacks about."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 class Cluster:
@@ -88,13 +124,15 @@ class Cluster:
             from gpubench.telemetry import device_count
 
             visible = (gpus or GpuSelection()).visible(device_count())
-            self._local_cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
-                                                   dashboard_address=None, silence_logs=50)
+            with _deaf_to_ctrl_c():
+                self._local_cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
+                                                       dashboard_address=None, silence_logs=50)
             self.client = Client(self._local_cluster)
         else:  # the CPU backend: N worker processes, to try (and test) the mechanism without a GPU
             n = (gpus or GpuSelection()).workers()
-            self._local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                               dashboard_address=None, silence_logs=50)
+            with _deaf_to_ctrl_c():
+                self._local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                   dashboard_address=None, silence_logs=50)
             self.client = Client(self._local_cluster)
         self.workers: dict[str, dict] = {}  # address -> describe()
         self.info: dict | None = None
@@ -122,6 +160,13 @@ class Cluster:
                                 "compile per architecture, so run each kind on its own")
         self.info = next(iter(self.workers.values()))
         return self.info
+
+    def check(self, variants: list) -> None:
+        """What the variants need, loaded on one worker (the others share the project's files) before any point."""
+        error = self.client.submit(remote_check, variants, self.options, workers=[next(iter(self.workers))],
+                                   pure=False).result()
+        if error:
+            raise GpubenchError(error)
 
     def environment(self) -> dict:
         """The first device's environment, with every device listed under `devices`."""
@@ -161,8 +206,6 @@ class Cluster:
         return f"worker {label}"
 
     def run_all(self, work: list[ShapeTask], on_point) -> None:
-        from distributed import as_completed
-
         ordered = sorted(work, key=lambda t: -t.shape.flops)  # the biggest shapes first: least waiting at the end
         self._pinned: dict = {}  # replicate mode: future -> the worker it must run on
         if self.replicate:
@@ -175,6 +218,25 @@ class Cluster:
         else:
             futures = [self.client.submit(remote_run, t, self.options, pure=False, priority=len(ordered) - i)
                        for i, t in enumerate(ordered)]
+        try:
+            self._collect(futures, on_point)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP
+            self._stop(futures)
+            raise
+
+    def _stop(self, futures: list) -> None:
+        """No task goes on anywhere and no gpubench worker keeps its GPU: a cluster of our own is closed next, but
+        the workers of one joined through --scheduler outlive this process."""
+        self.client.cancel(futures)
+        try:
+            self.client.run(remote_stop)
+        except Exception:  # noqa: BLE001 - a worker already gone has nothing left to stop
+            pass
+
+    def _collect(self, futures: list, on_point) -> None:
+        """Each task's points as it finishes, in whatever order the workers finish them."""
+        from distributed import as_completed
+
         pending = set(futures)
         for future in as_completed(futures, with_results=False):
             pending.discard(future)

@@ -1,14 +1,43 @@
 """The click group every gpubench command belongs to: whatever ends a command becomes one line on stderr and the
-exit code gpubench/exit_codes.py gives it (a GpubenchError or a bad option: 2; Ctrl-C: 130), never a traceback."""
+exit code gpubench/exit_codes.py gives it (a GpubenchError or a bad option: 2; Ctrl-C: 130; SIGTERM: 143; SIGHUP:
+129), never a traceback."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 
 import click
 
-from gpubench.errors import GpubenchError
+from gpubench.errors import GpubenchError, Terminated
 from gpubench.exit_codes import Exit
+
+# Signals that stop a command as Ctrl-C does: `kill`, a CI job's timeout and the end of a Slurm job send SIGTERM;
+# a closed terminal sends SIGHUP.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _terminate(signum, frame):
+    # Once: the clean-up that follows (saving the run, ending the workers) must not be cut short by a second one.
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+@contextmanager
+def stop_signals_as_interrupts():
+    """SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main thread for the command's length."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.signal(s, _terminate) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 class OneLineErrors(click.Group):
@@ -16,7 +45,8 @@ class OneLineErrors(click.Group):
 
     def main(self, args=None, prog_name=None, **extra):
         try:
-            rc = super().main(args=args, prog_name=prog_name or "gpubench", standalone_mode=False, **extra)
+            with stop_signals_as_interrupts():
+                rc = super().main(args=args, prog_name=prog_name or "gpubench", standalone_mode=False, **extra)
         except GpubenchError as e:
             click.echo(f"gpubench: error: {_one_line(str(e))}", err=True)
             sys.exit(Exit.USAGE)
@@ -32,9 +62,11 @@ class OneLineErrors(click.Group):
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             click.echo(f"gpubench: error: {where}{e.strerror or e}", err=True)
             sys.exit(Exit.USAGE)
-        except (click.Abort, KeyboardInterrupt):
-            click.echo("gpubench: interrupted", err=True)
-            sys.exit(Exit.INTERRUPTED)
+        except (click.Abort, KeyboardInterrupt) as e:
+            stop = e.__cause__ if isinstance(e, click.Abort) else e  # click turns KeyboardInterrupt into Abort
+            signum = stop.signum if isinstance(stop, Terminated) else None
+            click.echo(f"gpubench: {stop if signum else 'interrupted'}", err=True)
+            sys.exit(Exit.stopped_by(signum))
         sys.exit(int(rc) if isinstance(rc, int) else Exit.OK)
 
 

@@ -19,3 +19,14 @@ class CompileError(GpubenchError):
 
 class Skip(Exception):
     """This point cannot run here (it does not fit, or the device cannot launch it): recorded as skipped."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP reached the coordinator: stopped like Ctrl-C (finished points kept, workers ended), and
+    the exit code names the signal (gpubench/exit_codes.py)."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        self.signum = signum
+        super().__init__(f"terminated by {signal.Signals(signum).name}")

@@ -1,5 +1,6 @@
 """Every exit code gpubench returns, in one place (the README's table is checked against this one by a test)."""
 
+import signal
 from enum import IntEnum
 
 
@@ -9,7 +10,14 @@ class Exit(IntEnum):
     USAGE = 2  # bad input, a bad kernel spec, a kernel nvcc rejects, unreadable or incompatible files, no GPU
     INCONCLUSIVE = 3  # compare --fail-on-inconclusive: nothing regressed but some points could not be decided
     SLOW_GPU = 4  # --replicate: a GPU ran slower than the node's median by more than the threshold
-    INTERRUPTED = 130  # Ctrl-C: every finished point is saved
+    HANGUP = 129  # SIGHUP (128 + 1, as a shell reports it): the terminal went away; every finished point is saved
+    INTERRUPTED = 130  # Ctrl-C (SIGINT, 128 + 2): every finished point is saved
+    TERMINATED = 143  # SIGTERM (128 + 15: kill, a CI timeout, the end of a Slurm job): every finished point is saved
+
+    @classmethod
+    def stopped_by(cls, signum: int | None) -> "Exit":
+        """The code for a run stopped by this signal (None, or any other: Ctrl-C's)."""
+        return {signal.SIGHUP: cls.HANGUP, signal.SIGTERM: cls.TERMINATED}.get(signum, cls.INTERRUPTED)
 
 
 MEANING = {
@@ -22,5 +30,8 @@ MEANING = {
     Exit.INCONCLUSIVE: "`compare --fail-on-inconclusive`: nothing regressed but some points could not be decided",
     Exit.SLOW_GPU: "`--replicate`: every point passed, but a GPU ran slower than the node's median by more than "
                    "`--slow-threshold` (named, with its clocks and power): a health check for job schedulers",
+    Exit.HANGUP: "hung up (SIGHUP): as for 130, the worker processes ended and every finished point saved",
     Exit.INTERRUPTED: "interrupted (Ctrl-C); every finished point is saved",
+    Exit.TERMINATED: "terminated (SIGTERM: `kill`, a CI timeout, the end of a Slurm job): as for 130, the worker "
+                     "processes ended and every finished point saved, the run marked `interrupted`",
 }

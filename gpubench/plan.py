@@ -120,7 +120,7 @@ def variants(catalog: Catalog, op: str, backend: str, names: list[str] | None, w
         raise GpubenchError(f"{where}: unknown {op} variant(s) {', '.join(bad)} for the {backend} backend; allowed "
                             f"are {', '.join(sorted(known))}")
     if extra:
-        chosen = catalog.select(op, backend, names) if names else [b for b in [catalog.baseline(op, backend)] if b]
+        chosen = catalog.select(op, backend, names) if names else catalog.baselines(op, backend)
         return chosen + [v for v in extra if v.op == op and v.backend == backend]
     return catalog.select(op, backend, names)
 

@@ -71,7 +71,7 @@ def verify(backend, prepared, ref, shape) -> float:
 
 def scales_of(backend, shape, inputs) -> dict[str, float]:
     """The dequantisation scale of each input that has one (fp8), by input name, for the point's record."""
-    return {name.removesuffix("_scale"): backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
+    return {name: backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
 
 
 def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
@@ -142,6 +142,10 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
                     point = run_point(backend, task.shape, p, inputs, ref)
             except Skip as why:
                 point = unmeasured(task.shape, p, Status.SKIPPED, str(why))
+            except backend.out_of_memory as e:  # the variant's own allocations (a temporary, a workspace)
+                backend.collect()
+                point = unmeasured(task.shape, p, Status.SKIPPED, f"does not fit in {backend.memory_name} "
+                                                                  f"({describe_error(e)})")
             except CompileError as e:
                 point = unmeasured(task.shape, p, Status.ERROR, str(e))
             except (Exception, KeyboardInterrupt) as e:  # a failing point is recorded; the sweep goes on (a user's

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
-from gpubench import nvcc, phases, sweep, user_code
+from gpubench import nvcc, phases, results, sweep
 from gpubench.errors import GpubenchError
 from gpubench.executors import open_executor
 from gpubench.exit_codes import Exit
@@ -51,14 +52,30 @@ def check_output(output: str | Path, force: bool, what: str = "results file", su
     return path
 
 
-def default_output(device: str, label: str) -> Path:
-    """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists."""
+def claim_output(output: str | Path, force: bool, claims: ExitStack) -> Path:
+    """-o checked, then claimed for the run's length (results.claim: a run writing it already is named, --force
+    or not), and only then is an existing file refused without --force (under the claim, so that a run that has
+    just ended there cannot be overwritten)."""
+    path = check_output(output, force=True)
+    claims.enter_context(results.claim(path))
+    return check_output(path, force)
+
+
+def default_output(device: str, label: str, claims: ExitStack) -> Path:
+    """results/<device>/<label>-<time>.json, with -2, -3, ... where a run of the same second exists (or is being
+    written: the name is claimed for the run's length)."""
     stem = Path("results") / slug(device) / f"{label}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     path, n = stem.with_suffix(".json"), 1
-    while path.exists():
+    while True:
+        if not path.exists():
+            claim = results.Claim(check_output(path, force=False))
+            if claim.acquire():
+                if not path.exists():
+                    claims.enter_context(claim)
+                    return path
+                claim.release()
         n += 1
         path = stem.with_name(f"{stem.name}-{n}.json")
-    return check_output(path, force=False)
 
 
 # --- running sweeps -------------------------------------------------------------------------------------------
@@ -139,15 +156,6 @@ def precompile(work: list[ShapeTask], arch: str | None) -> int:
     return len(set(jobs))
 
 
-def check_functions(sweeps: list[sweep.Sweep]) -> None:
-    """Every Python variant's module imported and its function checked against the spec's arguments and each
-    configuration it will run with, before any worker starts: a bad one is one line naming its file (exit 2)."""
-    for s in sweeps:
-        for v in s.variants:
-            if v.runner.FUNCTION:
-                user_code.check(v, v.configs_for(s.block_sizes))
-
-
 class Display(Protocol):
     """What a session shows while it runs (gpubench/views/terminal.py's LiveDisplay on a terminal)."""
 
@@ -170,23 +178,28 @@ class RunOutcome:
     status: RunStatus
     total: int  # the points asked for (on every GPU, for a replicate run)
     slow: list = field(default_factory=list)  # fleet.Health of each GPU slower than the node's median (replicate)
+    stopped_by: int | None = None  # the signal that interrupted the run: SIGTERM or SIGHUP (None: Ctrl-C)
 
     @property
     def exit_code(self) -> int:
         if self.status == RunStatus.INTERRUPTED:
-            return Exit.INTERRUPTED
+            return Exit.stopped_by(self.stopped_by)
         if self.run.failed():
             return Exit.FAILED
         return Exit.SLOW_GPU if self.slow else Exit.OK
 
 
 def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
-    path = check_output(request.output, request.force) if request.output else None
+    with ExitStack() as claims:  # the output's claim, held until the run's file is final
+        return _run_sweeps(request, display, claims)
+
+
+def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> RunOutcome:
+    path = claim_output(request.output, request.force, claims) if request.output else None
     variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
     family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
     for s in request.sweeps:
         s.policy = replace(s.policy, family=family)
-    check_functions(request.sweeps)
     with request.executor() as worker:
         with phases.phase("start worker"):
             info = worker.start()
@@ -195,7 +208,9 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
         check_device(work, info, variants)
         with phases.phase("precompile"):
             precompile(work, info.get("arch"))
-        path = path or default_output(info["device"], request.label)
+        worker.check(variants)  # a project's Python functions imported and their signatures checked: exit 2 before
+        # any point (gpubench/user_code.py)
+        path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
                     "gpus": str(request.spread.gpus) if request.spread.gpus else None,
@@ -214,14 +229,17 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
                 display.skipped(what, why)
         copies = len(getattr(worker, "workers", {}) or {}) if request.replicate else 1
         total = sum(len(t.points) for t in work) * copies
-        started = time.perf_counter()
+        started, stopped_by = time.perf_counter(), None
         with display.progress(f"{request.label} on {run.device}", total) as advance:
             def finished(point: Point) -> None:
                 run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
                 advance(point)
 
-            with phases.phase("sweep"):
-                status = sweep.run(worker, work, writer, on_point=finished)
+            try:
+                with phases.phase("sweep"):
+                    status = sweep.run(worker, work, writer, on_point=finished)
+            except KeyboardInterrupt as stop:  # saved as interrupted; leaving `with` below ends the workers
+                status, stopped_by = RunStatus.INTERRUPTED, getattr(stop, "signum", None)
         run.incidents = [i.as_dict() for i in worker.incidents]
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         writer.finish(status)
@@ -231,4 +249,4 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
         from gpubench import fleet
 
         slow = [h for h in fleet.health(run, request.slow_threshold) if h.slow]
-    return RunOutcome(run, path, status, total, slow)
+    return RunOutcome(run, path, status, total, slow, stopped_by)

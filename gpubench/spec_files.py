@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 from gpubench.problems import ARRAYS, DIMS, Op
+from gpubench.runners import PythonRunner
 from gpubench.specs import KEYS, NAME, Entry, SpecError, variant_from
 from gpubench.variant import Variant
 
@@ -90,7 +91,8 @@ def read_toml(path: Path, what: str) -> dict:
 
 
 def lab_kernel(op: str, text: str, args: str | None, dtypes=("fp32",)) -> Variant:
-    """The variant for `--kernel [NAME=]FILE:SYMBOL`: the lab's launch (B×B blocks, one thread per output).
+    """The variant for `--kernel [NAME=]FILE:SYMBOL`: the lab's launch (B×B blocks, one thread per output), or
+    for a .py file a Python function on the CPU backend (called once per point: no blocks).
 
     The block size arrives as -DBLOCK_SIZE=B, the lab's macro; a CUDA kernel gets its element type as
     -DELEM=<C type> and its output's as -DELEM_OUT (float for fp32, __half for fp16, ...), in the asked dtypes. GEMM arguments default to the lab's order and
@@ -114,5 +116,8 @@ def lab_kernel(op: str, text: str, args: str | None, dtypes=("fp32",)) -> Varian
     }
     if Path(file).suffix == ".cu":
         table["dtype_define"] = "ELEM"
+    if Path(file).suffix == PythonRunner.SOURCE:  # a function is called, not launched: no blocks, one configuration
+        table = {k: v for k, v in table.items() if k not in ("axis", "define", "grid", "block")}
+        table["summary"] = f"{symbol} from {file}: a Python function given the arrays and sizes, writing its output"
     (variant,) = parse_specs({"variant": [table]}, "--kernel", Path.cwd())
     return variant

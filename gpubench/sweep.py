@@ -83,7 +83,8 @@ class Executor(Protocol):
 
 def run(executor: Executor, work: list[ShapeTask], writer: RunWriter,
         on_point: Callable[[Point], None] = lambda p: None) -> RunStatus:
-    """Run every task; returns the run's final status (complete or interrupted)."""
+    """Run every task; returns the run's final status (complete). An interruption (Ctrl-C, or SIGTERM/SIGHUP as
+    errors.Terminated) leaves the file saved as interrupted, with every finished point, and goes on up."""
 
     def finished(point: Point) -> None:
         with phase("save point"):
@@ -94,6 +95,6 @@ def run(executor: Executor, work: list[ShapeTask], writer: RunWriter,
         executor.run_all(work, finished)
     except KeyboardInterrupt:
         writer.finish(RunStatus.INTERRUPTED)
-        return RunStatus.INTERRUPTED
+        raise
     writer.finish(RunStatus.COMPLETE)
     return RunStatus.COMPLETE

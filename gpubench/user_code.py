@@ -26,8 +26,8 @@ _modules: dict[tuple, object] = {}  # by path and the file's modification time a
 
 def _first_error(path: Path, err: BaseException) -> str:
     """The error in one line, with the line of the user's file it came from where there is one."""
-    if isinstance(err, SyntaxError) and err.lineno:
-        return f"SyntaxError: {err.msg} (line {err.lineno})"
+    if isinstance(err, SyntaxError):
+        return f"{type(err).__name__}: {err}"  # "expected ':' (k.py, line 1)"
     frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == path]
     where = f" (line {frames[-1].lineno})" if frames else ""
     text = str(err).strip().splitlines()
@@ -57,7 +57,7 @@ def module(path: Path):
             sys.modules.pop(name, None)
             if isinstance(e, KeyboardInterrupt):
                 raise
-            raise GpubenchError(f"{path}: importing it failed: {_first_error(path, e)}") from None
+            raise GpubenchError(f"importing {path} failed: {_first_error(path, e)}") from None
         _modules[key] = mod
     return _modules[key]
 

@@ -9,7 +9,8 @@ their own through multiprocessing) that talks over a socket pair, opens the back
 watches every step with a watchdog. When a point
 
 * raises and leaves the backend unhealthy (a sticky CUDA error), the worker records it as an error and exits;
-* kills the process (a segfault, the OOM killer), the coordinator records the point as an error with the cause;
+* kills the process (a segfault), the coordinator records the point as an error with the cause (the OOM killer:
+  skipped, as any point that does not fit in memory is);
 * runs past the watchdog, the coordinator kills the process and records the point as timed out;
 
 and in each case starts a fresh process, in a fresh context, for the task's remaining points. Nothing finished
@@ -24,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -63,6 +65,14 @@ class Incident:
 # --- the child ------------------------------------------------------------------------------------------------
 
 
+def _exit_with(parent: int) -> None:
+    """End this process when the one that started it has gone (killed, or a Dask worker shut down): a point
+    left running with nobody to report to would only keep the device."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
 def _serve(conn, options: WorkerOptions) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle; it stops us
     if options.device is not None:
@@ -87,6 +97,12 @@ def _serve(conn, options: WorkerOptions) -> None:
         if request[0] == "environment":
             with phases.phase("environment"):
                 conn.send(("environment", environment.collect(backend)))
+        elif request[0] == "check":
+            try:
+                backend.check(request[1])
+                conn.send(("checked", None))
+            except GpubenchError as e:
+                conn.send(("checked", str(e)))
         elif request[0] == "task":
             with phases.phase("task"):
                 for event in run_task(backend, request[1]):
@@ -104,6 +120,19 @@ def _serve(conn, options: WorkerOptions) -> None:
 
 
 # --- the coordinator's side -----------------------------------------------------------------------------------
+
+
+def oom_kills() -> int:
+    """How many processes the kernel's OOM killer has ended since boot (/proc/vmstat; 0 where not told): a worker
+    killed by SIGKILL while this rose ran out of host memory."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _exit_text(code: int | None) -> str:
@@ -127,6 +156,7 @@ class Worker:
         self.info: dict | None = None  # the backend's describe(): device, arch, limits, libraries
         self.incidents: list[Incident] = []
         self.starts = 0
+        self.stopped = False  # the run was stopped (stop()): no process is started again
 
     @property
     def restarts(self) -> int:
@@ -141,7 +171,8 @@ class Worker:
         package_root = str(Path(__file__).resolve().parent.parent)  # the same gpubench, however it was found
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
-        self.process = subprocess.Popen([sys.executable, "-m", "gpubench.worker", str(theirs.fileno())],
+        self.process = subprocess.Popen([sys.executable, "-m", "gpubench.worker", str(theirs.fileno()),
+                                         str(os.getpid())],
                                         pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                         start_new_session=True)
         theirs.close()
@@ -169,7 +200,17 @@ class Worker:
         except subprocess.TimeoutExpired:
             return None
 
+    def stop(self) -> None:
+        """End the process at once, from any thread, and start no other: the run was stopped (a Dask worker told
+        so by its coordinator; the task running here then ends with an error nobody waits for)."""
+        self.stopped = True
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.kill()
+
     def _ensure_started(self) -> None:
+        if self.stopped:
+            raise GpubenchError("the run was stopped")
         if not self._alive():
             self._reap()
             self.start()
@@ -221,6 +262,14 @@ class Worker:
         self.conn.send(("environment",))
         return self._receive(START_TIMEOUT_S, "reading the environment")[1]
 
+    def check(self, variants: list) -> None:
+        """The backend loads what the variants need (backends.Backend.check): GpubenchError if one cannot."""
+        self._ensure_started()
+        self.conn.send(("check", variants))
+        error = self._receive(START_TIMEOUT_S, "loading the variants")[1]
+        if error:
+            raise GpubenchError(error)
+
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
         for task in work:
             self.run(task, on_point)
@@ -228,16 +277,21 @@ class Worker:
     def run(self, task: ShapeTask, on_point: Callable[[Point], None]) -> None:
         """Run every point of the task, whatever happens to the process; on_point gets each one as it finishes."""
         pending = task
-        while pending.points:
-            self._ensure_started()
-            self.conn.send(("task", pending))
-            pending = pending.without(self._follow(pending, on_point))
+        try:
+            while pending.points:
+                self._ensure_started()
+                self.conn.send(("task", pending))
+                pending = pending.without(self._follow(pending, on_point))
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the point cut short goes, and its process (the GPU too)
+            self._reap()
+            raise
 
     def _follow(self, task: ShapeTask, on_point) -> set[int]:
         """Read the task's events until it ends or the worker is lost; returns the indices now recorded."""
         done: set[int] = set()
         current = SETUP
         timeout = self.options.timeout_s
+        oom_before = oom_kills()
         while True:
             if not self.conn.poll(timeout):
                 what = self._where(task, current)
@@ -253,6 +307,10 @@ class Worker:
                 what = self._where(task, current)
                 self.incidents.append(Incident("died", what, _exit_text(code)))
                 self._reap()
+                if code == -signal.SIGKILL and oom_kills() > oom_before:  # the kernel ran out of host memory
+                    return done | self._record_lost(task, current, done, Status.SKIPPED,
+                                                    "does not fit in host memory: the kernel's OOM killer ended the "
+                                                    "worker process; a new one took over", on_point)
                 return done | self._record_lost(task, current, done, Status.ERROR,
                                                 f"the worker process died ({_exit_text(code)}); a new one took over",
                                                 on_point)
@@ -290,10 +348,15 @@ class Worker:
 
 
 def main(argv: list[str]) -> None:
-    """The worker process: `python -m gpubench.worker FD`, FD one end of a socket pair to the coordinator."""
+    """The worker process: `python -m gpubench.worker FD PID`, FD one end of a socket pair to the coordinator,
+    PID the coordinator's process (this one ends when it does)."""
+    threading.Thread(target=_exit_with, args=(int(argv[2]),), daemon=True).start()
     conn = Connection(int(argv[1]))
-    kind, options = conn.recv()
-    _serve(conn, options)
+    try:
+        kind, options = conn.recv()
+        _serve(conn, options)
+    except (EOFError, OSError):  # the coordinator went away mid-message: nobody is left to tell
+        os._exit(1)
 
 
 if __name__ == "__main__":

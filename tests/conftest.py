@@ -1,3 +1,8 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from gpubench.errors import GpubenchError
@@ -114,3 +119,57 @@ def run_file(tmp_path):
         return str(results.save(run, tmp_path / name))
 
     return write
+
+
+# --- real gpubench processes (the signal and concurrency tests) ----------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = [int(s) for s in "40,41,42,43,44,45,46,47,48,49,50,51".split(",")]
+SLOW = """
+import os, time
+import numpy as np
+
+def slow(A, B, C, M, N, K):
+    time.sleep(0.05)  # each point takes a while: the signal lands mid-sweep, inside a point
+    if M >= int(os.environ.get("HANG_FROM", 10**9)):
+        time.sleep(600)
+    np.matmul(A, B, out=C)
+"""
+
+
+@pytest.fixture
+def slow_project(tmp_path):
+    """A project whose one variant, `slow`, takes a while at every point (`start_sweep` runs it)."""
+    (tmp_path / "k.py").write_text(SLOW)
+    (tmp_path / "gpubench.toml").write_text('[[variant]]\nname = "slow"\nop = "gemm"\nsource = "k.py"\n'
+                                            'kernel = "slow"\nargs = ["A", "B", "C", "M", "N", "K"]\n')
+    return tmp_path
+
+
+def start_sweep(project: Path, *extra: str, hang_from: int | None = None) -> subprocess.Popen:
+    """`gpubench gemm` in a process group of its own, as a shell starts a job (its points from size `hang_from`
+    on never end)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    if hang_from is not None:
+        env["HANG_FROM"] = str(hang_from)
+    return subprocess.Popen([sys.executable, "-m", "gpubench", "gemm", "--backend", "cpu", "--variants", "slow",
+                             "--sizes", ",".join(map(str, SIZES)), "--warmup", "0", "--reps", "5", "-o", "r.json",
+                             *extra], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def saved_points(path: Path) -> int:
+    from gpubench import results
+
+    try:
+        return len(results.load(path).points)
+    except Exception:  # noqa: BLE001 - not there yet
+        return 0
+
+
+def survivors(processes: list) -> list:
+    """The processes still running after a grace of 15 s (a zombie has ended)."""
+    import psutil
+
+    gone, alive = psutil.wait_procs(processes, timeout=15)
+    return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]

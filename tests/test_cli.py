@@ -213,6 +213,36 @@ def test_the_lab_kernel_flag_needs_no_file(tmp_path):
     assert v.backend == "cpu" and v.args == ("A", "B", "C", "M", "K", "N")
 
 
+def test_a_python_kernel_flag_runs_one_point_per_shape_on_the_cpu(tmp_path):
+    """A function is called, not launched: no block sizes to sweep, no BLOCK_SIZE passed to it."""
+    (tmp_path / "mine.py").write_text("import numpy as np\ndef mm(a, b, c, m, n, k):\n    np.matmul(a, b, out=c)\n")
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "32,40", "--reps", "5", "--kernel", f"{tmp_path}/mine.py:mm",
+               "-o", str(tmp_path / "r.json"))
+    assert r.exit_code == 0, r.output
+    run = results.load(tmp_path / "r.json")
+    assert [(p.variant, p.config, p.status) for p in run.points] == [("numpy", "-", "ok"), ("mm", "-", "ok")] * 2
+    one_line_error(invoke("gemm", "--backend", "cpu", "--kernel", f"{tmp_path}/mine.py:mm", "--block-sizes", "8"),
+                   "--block-sizes")
+
+
+@pytest.mark.parametrize("source,error", [
+    ("def mm(a, b, c, m, n, k)\n    pass\n", "SyntaxError: expected ':' (bad.py, line 1)"),
+    ("import no_such_module_here\ndef mm(a, b, c, m, n, k):\n    pass\n",
+     "ModuleNotFoundError: No module named 'no_such_module_here'"),
+    ("def mm(a, b, c, m, n, k):\n    pass\nraise RuntimeError('not today')\n", "RuntimeError: not today"),
+])
+@pytest.mark.parametrize("spread", [[], ["--gpus", "2"]], ids=["one worker", "dask"])
+def test_a_python_source_that_cannot_load_stops_before_any_point(tmp_path, source, error, spread):
+    """As a kernel nvcc rejects does: exit 2, one line naming the file and its first error, no results file."""
+    if spread:
+        pytest.importorskip("distributed")
+    (tmp_path / "bad.py").write_text(source)
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "32", "--kernel", f"{tmp_path}/bad.py:mm",
+               "-o", str(tmp_path / "r.json"), *spread)
+    one_line_error(r, f"importing {tmp_path}/bad.py failed: {error}")
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_a_failing_variant_is_marked_and_exits_1(tmp_path, my_project):
     r = invoke("gemm", "--backend", "cpu", "--variants", "off", "--sizes", "48", "-o", str(tmp_path / "f.json"))
     assert r.exit_code == 1 and "FAIL" in r.output
@@ -343,7 +373,7 @@ def test_every_precision_and_layout_end_to_end_on_the_cpu(tmp_path):
     assert 1e-3 < by_dtype["bf16"].rel_err < by_dtype["bf16"].tolerance
     assert "numpy [BF16 NT]" in r.output and "numpy [FP8 TN]" in r.output
     assert by_dtype["int8"].details.accumulator == "int32" and by_dtype["bf16"].details.accumulator == "fp32"
-    assert set(by_dtype["fp8"].details.scales) == {"A", "B"} and not by_dtype["fp16"].details.scales
+    assert set(by_dtype["fp8"].details.scales) == {"A_scale", "B_scale"} and not by_dtype["fp16"].details.scales
     shown = invoke("show", str(out), "--format", "csv")
     header = shown.output.splitlines()[0].split(",")
     assert "dtype" in header and "layout" in header and header.count("dtype") == 1

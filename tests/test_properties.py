@@ -47,6 +47,9 @@ class StandInWorker:
     def environment(self):
         return {"device": {"name": "CPU: stand-in", "kind": "cpu"}, "software": {}}
 
+    def check(self, variants):
+        pass
+
     def run_all(self, work, on_point):
         pass
 

@@ -1,18 +1,23 @@
 """The results model: versioned JSON with raw samples, checked on every load, migrated from version 1, written
-atomically."""
+atomically; a file is claimed by one run at a time."""
 
 import json
+import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from gpubench.dtypes import ConvLayout, DType, GemmLayout
 
 from gpubench import results
 from gpubench.errors import GpubenchError
-from gpubench.problems import ConvShape, GemmShape
-from gpubench.results import Details, Point, RunWriter, Status
+from gpubench.problems import ConvShape, GemmShape, conv_shape
+from gpubench.results import Details, Point, Run, RunStatus, RunWriter, Status
 from gpubench.timing import Stop
 
 REPO = Path(__file__).resolve().parent.parent
@@ -272,3 +277,76 @@ def test_a_runs_text_is_one_json_dump_whatever_was_cached(make_run):
         run.points.append(p)
         assert run.to_json() == plain(run)
     assert json.loads(run.to_json())["points"][0]["samples_ms"] == list(points[0].samples_ms)
+
+
+def test_a_claim_is_exclusive_and_names_its_holder(tmp_path):
+    path = tmp_path / "r.json"
+    with results.claim(path):
+        with pytest.raises(GpubenchError, match=rf"-o {path} is being written by another gpubench run \(pid "
+                                                rf"{os.getpid()} on .*, since .*\): wait for it to end"):
+            results.claim(path)
+    with results.claim(path):  # released
+        pass
+    assert not (tmp_path / ".r.json.lock").exists()
+
+
+def test_the_claim_of_a_dead_process_is_no_claim(tmp_path):
+    """A lock file left behind (its process killed outright: no clean-up ran) does not block the next run."""
+    path = tmp_path / "r.json"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from gpubench import results; "
+                               "c = results.claim(sys.argv[1]); print('held', flush=True); time.sleep(60)", str(path)],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert holder.stdout.readline() == "held\n"
+    with pytest.raises(GpubenchError, match=f"pid {holder.pid} on"):
+        results.claim(path)
+    holder.kill()
+    holder.wait()
+    assert (tmp_path / ".r.json.lock").exists()
+    with results.claim(path):
+        pass
+
+
+# --- whatever gpubench writes, it reads back ---------------------------------------------------------------------
+
+DIM = st.sampled_from([1, 2, 7, 8_000_000_000, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1]) | st.integers(1, 2**63 - 1)
+MS = st.floats(results.model.SAMPLE_RANGE[0], results.model.SAMPLE_RANGE[1])
+
+
+@st.composite
+def shapes(draw):
+    dtype = draw(st.sampled_from(list(DType)))
+    if draw(st.booleans()):
+        return GemmShape(draw(DIM), draw(DIM), draw(DIM), dtype, draw(st.sampled_from(list(GemmLayout))))
+    try:
+        return conv_shape(draw(DIM), draw(DIM), batch=draw(DIM), in_channels=draw(DIM), out_channels=draw(DIM),
+                          kernel=draw(DIM), padding=draw(st.sampled_from(["same", "valid", 0, 1, 2**40])),
+                          dtype=dtype, layout=draw(st.sampled_from(list(ConvLayout))))
+    except GpubenchError:  # a filter larger than its padded input: not a problem gpubench runs
+        assume(False)
+
+
+@st.composite
+def points(draw):
+    shape = draw(shapes())
+    name = draw(st.text(min_size=1, max_size=12))
+    if draw(st.booleans()):
+        return Point(shape, name, "-", Status.SKIPPED, reason=draw(st.text(max_size=40)))
+    samples = draw(st.lists(MS, min_size=1, max_size=8))
+    joules = draw(st.floats(1e-9, 1e3))
+    telemetry = {"sm_mhz": draw(st.floats(1, 5000)), "joules_per_call": joules,
+                 "gflops_per_w": shape.flops / joules / 1e9}  # as the CUDA backend derives it: as large as flops
+    return Point.measured(shape, name, draw(st.sampled_from(["-", "16", "128x128x8/8x8"])), samples_ms=samples,
+                          rel_err=draw(st.floats(0, math.inf)), tolerance=draw(st.floats(1e-9, 1.0)),
+                          telemetry=telemetry)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(points(), min_size=1, max_size=5), st.sampled_from(list(RunStatus)))
+def test_any_run_gpubench_writes_it_reads_back(tmp_path_factory, made, status):
+    """Extreme sizes included: a GEMM of 8e9 cubed (flops past 1e30), int64 dimensions, femtosecond and
+    thirty-year samples, infinite errors."""
+    run = Run(backend="cuda", environment={}, settings={}, points=made, status=status)
+    path = tmp_path_factory.mktemp("roundtrip") / "r.json"
+    results.save(run, path)
+    again = results.load(path)
+    assert again.points == made and again.status == status

@@ -1,8 +1,16 @@
-"""The use-case layer's checks before anything runs: what the device must allow."""
+"""The use-case layer's checks before anything runs: what the device must allow, and the output's claim (two runs
+never write one file)."""
+
+import time
+from contextlib import ExitStack
 
 import pytest
+from click.testing import CliRunner
+from conftest import SIZES, saved_points, start_sweep
 
-from gpubench import catalog
+from gpubench import catalog, results, session
+from gpubench.cli import cli
+from gpubench.exit_codes import Exit
 from gpubench.session import check_device, device_launches
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
@@ -47,3 +55,49 @@ def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_before_anything_runs()
         check_device(fp8, ampere, [LT])
     check_device(fp8, {**ampere, "arch": "sm_90", "dtypes": [*ampere["dtypes"], "fp8"]}, [LT])
     check_device(fp8, {"arch": None}, [LT])  # the CPU backend says nothing about tensor cores
+
+
+# --- one run per output file ------------------------------------------------------------------------------------
+
+
+def test_a_second_run_on_the_same_output_is_refused_naming_the_first(slow_project):
+    """Two real gpubench processes given the same -o (--force too): the second is refused at once, in one line
+    naming the first's process, and the first saves every one of its points."""
+    first = start_sweep(slow_project, "--force")
+    deadline = time.monotonic() + 60
+    while saved_points(slow_project / "r.json") < 1:
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.05)
+    for extra in (["--force"], []):
+        second = start_sweep(slow_project, *extra)
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == Exit.USAGE, err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert f"-o r.json is being written by another gpubench run (pid {first.pid} on" in err
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == Exit.OK, err
+    run = results.load(slow_project / "r.json")
+    assert run.status == "complete" and [p.problem.m for p in run.points] == SIZES
+    assert not (slow_project / ".r.json.lock").exists()  # released at the end
+    third = start_sweep(slow_project, "--force", "--sizes", "16")  # and so a later run may take the path
+    assert third.wait(timeout=60) == Exit.OK
+
+
+def test_the_claim_is_released_when_a_run_stops_on_an_error(tmp_path, monkeypatch):
+    def refuse(*args):
+        raise GpubenchError("the device refused")
+
+    monkeypatch.setattr(session, "check_device", refuse)
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--sizes", "16", "-o", str(tmp_path / "r.json")])
+    assert r.exit_code == Exit.USAGE and "the device refused" in r.output
+    assert not (tmp_path / ".r.json.lock").exists()
+    with results.Claim(tmp_path / "r.json") as again:
+        assert again.acquire()
+
+
+def test_two_runs_without_an_output_in_the_same_second_get_names_of_their_own(tmp_path, monkeypatch):
+    claims = ExitStack()
+    with claims:
+        first = session.default_output("CPU: x", "gemm", claims)
+        second = session.default_output("CPU: x", "gemm", claims)  # the first is still being written (claimed)
+        assert first != second and first.parent == second.parent

@@ -25,8 +25,12 @@ def test_names_are_unique_per_op_and_backend():
 
 @pytest.mark.parametrize("op", specs.OPS)
 @pytest.mark.parametrize("backend", specs.BACKENDS)
-def test_every_op_and_backend_has_one_baseline(op, backend):
-    assert sum(v.baseline for v in CATALOG.variants(op, backend)) == 1
+def test_every_op_and_backend_has_one_baseline_per_precision(op, backend):
+    """A point is compared with the library that computes its precision: cuBLAS, or cuBLASLt for fp8 and int8;
+    never two for one precision, and one at least for fp32."""
+    libraries = [v for v in CATALOG.variants(op, backend) if v.baseline]
+    taken = [d for v in libraries for d in v.dtypes]
+    assert libraries and len(taken) == len(set(taken)) and "fp32" in taken
 
 
 def test_labels_keep_their_historic_form():
@@ -50,7 +54,7 @@ def test_defaults_reach_every_configuration():
 
 
 def test_select_defaults_to_the_lab_set_and_keeps_catalog_order():
-    assert [v.name for v in CATALOG.select("gemm", "cuda", None)] == ["global", "shared", "tiled", "cublas"]
+    assert [v.name for v in CATALOG.select("gemm", "cuda", None)] == ["global", "shared", "tiled", "cublas", "cublaslt"]
     assert [v.name for v in CATALOG.select("gemm", "cuda", ["cublas", "global"])] == ["global", "cublas"]
 
 
@@ -242,7 +246,7 @@ def test_a_users_variant_may_not_take_a_builtin_name(project):
 def test_user_variants_join_the_default_selection(project):
     (v,) = project()
     catalog = Catalog.with_user([v])
-    assert [x.name for x in catalog.select("gemm", "cuda", None)] == ["global", "shared", "tiled", "cublas", "mine"]
+    assert [x.name for x in catalog.select("gemm", "cuda", None)] == ["global", "shared", "tiled", "cublas", "cublaslt", "mine"]
 
 
 def test_lab_kernel_flag(tmp_path, monkeypatch):

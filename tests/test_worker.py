@@ -4,6 +4,7 @@ only; every finished point is kept and the rest of the task runs in a fresh proc
 import pytest
 
 from gpubench import spec_files
+from gpubench import worker as worker_module
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape
 from gpubench.results import Point, Status
@@ -27,6 +28,12 @@ def crash(A, B, C, M, N, K):
 def hang(A, B, C, M, N, K):
     while True:
         time.sleep(0.05)
+
+def hog(A, B, C, M, N, K):
+    scratch = np.empty((2**40, 2**20), dtype=np.float32)  # 4 EiB: numpy's MemoryError, as an over-large temporary
+
+def oom(A, B, C, M, N, K):
+    os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's OOM killer does
 """
 
 
@@ -35,7 +42,7 @@ def variants(tmp_path_factory):
     root = tmp_path_factory.mktemp("proj")
     (root / "k.py").write_text(KERNELS)
     tables = [{"name": n, "op": "gemm", "source": "k.py", "kernel": n, "args": ["A", "B", "C", "M", "N", "K"]}
-              for n in ("good", "crash", "hang")]
+              for n in ("good", "crash", "hang", "hog", "oom")]
     return {v.name: v for v in spec_files.parse_specs({"variant": tables}, "gpubench.toml", root)}
 
 
@@ -55,6 +62,22 @@ def test_crash_and_hang_cost_one_point_each(variants):
                                                     ("hang", "timeout"), ("good", "ok"), ("good", "ok")]
     assert "killed by SIGSEGV" in got[1].reason and "timed out after 2 s" in got[3].reason
     assert kinds == ["died", "timeout"]
+
+
+def test_a_point_out_of_host_memory_is_skipped_not_an_error(variants, monkeypatch):
+    """A MemoryError inside the variant, and a worker the OOM killer ends (SIGKILL while the kernel's count of OOM
+    kills rose), are points that do not fit: skipped, saying so. A SIGKILL from anyone else stays an error."""
+    kills = iter(range(100))
+    monkeypatch.setattr(worker_module, "oom_kills", lambda: next(kills))  # rises between any two readings
+    got: list[Point] = []
+    with Worker(WorkerOptions("cpu", timeout_s=20.0)) as worker:
+        worker.run(shape_task(variants, ["hog", "good", "oom", "good"]), got.append)
+        monkeypatch.setattr(worker_module, "oom_kills", lambda: 0)
+        worker.run(shape_task(variants, ["oom"]), got.append)
+    assert [(p.variant, p.status) for p in got] == [("hog", "skipped"), ("good", "ok"), ("oom", "skipped"),
+                                                    ("good", "ok"), ("oom", "error")]
+    assert got[0].reason.startswith("does not fit in host memory (MemoryError")
+    assert "OOM killer" in got[2].reason and "killed by SIGKILL" in got[4].reason
 
 
 def test_a_backend_that_cannot_open_is_one_line():

@@ -14,7 +14,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from gpubench import dtypes, reference
+from gpubench import dtypes, reference, user_code
 from gpubench.dtypes import PRECISIONS
 from gpubench.errors import Skip
 from gpubench.problems import ARRAYS, SCALES, GemmShape, Shape
@@ -41,12 +41,18 @@ class Backend(Protocol):
     clock: Clock  # how a call is timed (gpubench/timing.py)
     flushes: bool  # whether clock.flush() really evicts the caches (recorded per point)
     telemetry: Any  # clocks and power after each sample (NoTelemetry where there are none)
+    out_of_memory: tuple[type[BaseException], ...]  # what an allocation that does not fit raises (a point: skipped)
+    memory_name: str  # "host memory", "device memory": where it did not fit
 
     def describe(self) -> dict:
         """The device, its arch and limits (max_threads, sms), its libraries: what the coordinator plans with."""
 
     def environment(self) -> dict:
         """The device and software a run records."""
+
+    def check(self, variants: list) -> None:
+        """Load what the variants need before any point runs (a project's Python module imported): GpubenchError
+        naming the first that cannot load, as a kernel nvcc rejects stops the run before its first point."""
 
     def inputs(self, shape: Shape, seed: int) -> dict:
         """Fresh random inputs for the shape in its precision and layout, by spec name (Skip when they do not fit)."""
@@ -95,6 +101,14 @@ class ArrayBackend:
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""
         return None
+
+    def check(self, variants: list) -> None:
+        """Every Python variant's function imported here, in the process that will call it, and its signature
+        checked against the spec's arguments and its configurations' keywords (gpubench/user_code.py); CUDA
+        kernels are compiled by the coordinator (gpubench/nvcc.py)."""
+        for v in variants:
+            if v.runner.FUNCTION:
+                user_code.check(v, v.configs_for((1,)))  # a block axis's keyword is the same at every size
 
     def fits(self, make, what: str):
         """make(), or Skip naming `what` when the memory it asks for is not there."""

@@ -3,8 +3,13 @@ rewrites a run's file after every point so that an interrupted sweep keeps what 
 
 from __future__ import annotations
 
+import fcntl
+import gc
 import json
 import os
+import socket
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
@@ -46,6 +51,84 @@ class RunWriter:
         return save(self.run, self.path)
 
 
+class Claim:
+    """An exclusive claim on a results file for one run's length, so that two runs given the same path cannot
+    both write it and silently lose one another's points: a lock file beside it (`.NAME.lock`) held with flock,
+    which the kernel releases whatever ends the process (SIGKILL too: a claim left by a dead run is no claim),
+    naming its holder for the refusal."""
+
+    def __init__(self, path: str | Path):
+        path = Path(path)
+        self.lock = path.with_name(f".{path.name}.lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """True once this process holds the claim; False while another process does."""
+        while self._fd is None:
+            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            except OSError:  # a file system without locks: nothing to hold, and nothing to wait for
+                pass
+            try:
+                current = os.stat(self.lock).st_ino
+            except FileNotFoundError:
+                current = None
+            if current != os.fstat(fd).st_ino:  # its holder released it (removed the file) as we opened it
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%H:%M:%S')}".encode())
+            self._fd = fd
+        return True
+
+    def holder(self) -> str:
+        try:
+            return self.lock.read_text().strip() or "a process starting up"
+        except OSError:
+            return "a process that has just ended"
+
+    def release(self) -> None:
+        if self._fd is not None:
+            self.lock.unlink(missing_ok=True)  # before the lock goes, so that a waiting opener sees it is stale
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Claim:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def claim(path: str | Path, flag: str = "-o") -> Claim:
+    """The claim on `path` for this run, or one line naming the run that holds it."""
+    c = Claim(path)
+    if not c.acquire():
+        raise GpubenchError(f"{flag} {path} is being written by another gpubench run ({c.holder()}): wait for it to "
+                            "end, or choose another path")
+    return c
+
+
+@contextmanager
+def _uncollected():
+    """Reading a run makes hundreds of thousands of objects and no garbage cycles, so the cyclic collector is held
+    off while it runs, and then the run is frozen out of its sight (a loaded run lives as long as the command that
+    reads it): otherwise every full collection walks all its points again, and a 20,000-point run's tables and
+    comparison take superlinear time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def load(path: str | Path) -> Run:
     """Read a saved run (of any version this gpubench knows), turning every way a file can be wrong into one
     line that says which."""
@@ -59,10 +142,11 @@ def load(path: str | Path) -> Run:
         raise GpubenchError(f"results file {path} cannot be read ({e})") from None
     if not text.strip():
         raise GpubenchError(f"results file {path} is empty")
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise GpubenchError(f"results file {path} is not valid JSON (truncated or corrupt?): {e}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise GpubenchError(f"{path} is not a gpubench results file (no \"schema\": \"{SCHEMA}\")")
-    return run_from(migrate(data, path), path)
+    with _uncollected():
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise GpubenchError(f"results file {path} is not valid JSON (truncated or corrupt?): {e}") from None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise GpubenchError(f"{path} is not a gpubench results file (no \"schema\": \"{SCHEMA}\")")
+        return run_from(migrate(data, path), path)

@@ -253,8 +253,13 @@ class Run:
         return sorted({p.op for p in self.points}, key=list(Op).index)
 
     def baseline(self, op: str) -> str | None:
-        """The variant this run measured `op` against, as recorded when it ran."""
-        return next((v["name"] for v in self.variants if v.get("op") == op and v.get("baseline")), None)
+        """The (first) variant this run measured `op` against, as recorded when it ran."""
+        return next(iter(self.baselines(op)), None)
+
+    def baselines(self, op: str) -> list[str]:
+        """Every library this run measured `op` against (cuBLAS, and cuBLASLt for fp8 and int8): each point is
+        compared with the one that computed its own precision and layout."""
+        return [v["name"] for v in self.variants if v.get("op") == op and v.get("baseline")]
 
     def failed(self) -> list[Point]:
         return [p for p in self.points if p.status.failed]

@@ -146,6 +146,7 @@ class _Check:
             self.fail(where, str(e))
 
 
+UNBOUNDED_TELEMETRY = ("gflops_per_w",)
 TELEMETRY_NUMBERS = ("sm_mhz", "sm_mhz_min", "mem_mhz", "power_w", "throttled", "discarded", "joules_per_call",
                      "gflops_per_w", "window_power_w", "energy_window_calls")
 
@@ -166,17 +167,18 @@ def _point(d, i: int, check: _Check) -> Point:
     samples = check.field(d, "samples_ms", list, where, required=False) or []
     if not all(type(s) in (int, float) for s in samples):
         check.fail(where, "samples_ms must be finite positive numbers of milliseconds")
-    rel_err = check.number(d, "rel_err", where, allow_inf=True, optional=True)
+    rel_err = check.number(d, "rel_err", where, hi=math.inf, allow_inf=True, optional=True)  # garbage can be 1e38×
     tolerance = check.number(d, "tolerance", where, hi=1.0, optional=True)
-    for key in ("flops", "min_bytes"):  # derived from the problem, but a reader might have used them
-        check.number(d, key, where, optional=True)
+    for key in ("flops", "min_bytes"):  # derived from the problem (never read back), so as large as it is: a
+        check.number(d, key, where, hi=math.inf, optional=True)  # 8e9-cubed GEMM's flops are past 1e30
     details = check.field(d, "details", dict, where, required=False) or {}
     details = check.made(f"{where}.details", lambda: Details(**details))
     device = check.field(d, "device", (str, type(None)), where, required=False)
     telemetry = check.field(d, "telemetry", (dict, type(None)), where, required=False)
     if telemetry:
-        for key in TELEMETRY_NUMBERS:
-            check.number(telemetry, key, f"{where}.telemetry", optional=True)
+        for key in TELEMETRY_NUMBERS:  # gflops_per_w grows with the problem's flops, as they do
+            check.number(telemetry, key, f"{where}.telemetry", optional=True,
+                         hi=math.inf if key in UNBOUNDED_TELEMETRY else 1e30)
         reasons = check.field(telemetry, "reasons", list, f"{where}.telemetry", required=False) or []
         if not all(isinstance(r, str) for r in reasons):
             check.fail(f"{where}.telemetry", "reasons must be a list of strings")
@@ -193,17 +195,16 @@ def _status(text: str) -> Status:
 
 
 def _depth(value, limit: int = MAX_DEPTH) -> int:
-    stack, deepest = [(value, 1)], 0
-    while stack:
-        v, d = stack.pop()
-        deepest = max(deepest, d)
-        if d > limit:
-            return d
-        if isinstance(v, dict):
-            stack += [(x, d + 1) for x in v.values()]
-        elif isinstance(v, list):
-            stack += [(x, d + 1) for x in v]
-    return deepest
+    """How deep the data nests (a scalar is 1 deep; counting stops past `limit`), a level at a time: only the
+    containers go on to the next level, so a run's samples cost one look each."""
+    level, depth = [value], 1
+    while depth <= limit:
+        if not any(v for v in level if isinstance(v, (dict, list))):
+            return depth  # no container here holds anything: the values below are the last level
+        level = [x for v in level if isinstance(v, (dict, list)) for x in (v.values() if isinstance(v, dict) else v)
+                 if isinstance(x, (dict, list))]
+        depth += 1
+    return depth
 
 
 def run_from(data: dict, path: Path) -> Run:

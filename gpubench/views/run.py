@@ -93,10 +93,10 @@ def _ms_gflops(p: Point, threshold: float) -> Cell:
 def _baselines(best: dict, run: Run, op: str) -> dict[tuple, Point]:
     """(row, tag) → the library's point in that row and precision (cuBLAS/cuDNN for a GPU run, NumPy for a CPU run): one pass
     over the best points, so that a table's rows look their library up instead of searching (linear in points)."""
-    library = run.baseline(op)
+    libraries = set(run.baselines(op))
     found: dict[tuple, Point] = {}
     for (row, _), p in best.items():
-        if library and p.variant == library and p.status == Status.OK:
+        if p.variant in libraries and p.status == Status.OK:
             found.setdefault((row, p.tag), p)
     return found
 

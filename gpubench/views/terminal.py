@@ -3,6 +3,7 @@ The use cases (gpubench/app.py) return what these show; the click commands choos
 
 from __future__ import annotations
 
+import signal
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -133,7 +134,8 @@ def run_outcome(outcome) -> None:
         err.print(f"[yellow]worker {escape(incident['kind'])}[/] " +
                   escape(f"at {incident['where']}: {incident['detail']}"))
     if outcome.status == RunStatus.INTERRUPTED:
-        err.print(escape(f"interrupted: {len(run.points)} of {outcome.total} points saved to {outcome.path}"))
+        how = f"terminated by {signal.Signals(outcome.stopped_by).name}" if outcome.stopped_by else "interrupted"
+        err.print(escape(f"{how}: {len(run.points)} of {outcome.total} points saved to {outcome.path}"))
         return
     err.print(escape(f"saved {len(run.points)} points to {outcome.path} in {run.settings['wall_s']:.1f} s"))
     for h in outcome.slow:

@@ -1,0 +1,89 @@
+"""How a command ends when it is told to stop: SIGTERM (kill, a CI timeout, the end of a Slurm job), SIGHUP (the
+terminal closed) and Ctrl-C stop a real sweep alike: every finished point saved, the run marked interrupted, one
+line, the exit code of the table, and no process of the run left behind (the worker, the Dask workers)."""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import SIZES, saved_points, start_sweep, survivors
+
+from gpubench import results
+from gpubench.cluster import _deaf_to_ctrl_c
+from gpubench.exit_codes import Exit
+
+
+def stop_mid_sweep(proc: subprocess.Popen, project: Path, signum: int, roots=()) -> tuple[int, list, str]:
+    """Wait for two finished points, note every process of the run (descendants of it, or of `roots`), send the
+    signal (Ctrl-C: to the whole process group, as a terminal does); returns the points saved before it, the
+    processes and stderr."""
+    deadline = time.monotonic() + 90
+    while saved_points(project / "r.json") < 2:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the sweep never got going"
+        time.sleep(0.05)
+    before = saved_points(project / "r.json")
+    family = [p for root in roots or [psutil.Process(proc.pid)] for p in root.children(recursive=True)]
+    if signum == signal.SIGINT:
+        os.killpg(proc.pid, signum)
+    else:
+        os.kill(proc.pid, signum)
+    _, err = proc.communicate(timeout=90)
+    return before, family, err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+def test_a_signal_mid_sweep_keeps_every_finished_point_and_leaves_no_process(slow_project, signum):
+    proc = start_sweep(slow_project)
+    before, family, err = stop_mid_sweep(proc, slow_project, signum)
+    assert proc.returncode == Exit.stopped_by(signum) == 128 + signum
+    assert family, "the run had no worker process"
+    assert survivors(family) == []
+    run = results.load(slow_project / "r.json")
+    assert run.status == "interrupted"
+    n = len(run.points)
+    assert before <= n < len(SIZES)
+    assert [p.problem.m for p in run.points] == SIZES[:n] and all(p.status == "ok" for p in run.points)
+    how = "interrupted" if signum == signal.SIGINT else f"terminated by {signum.name}"
+    assert f"{how}: {n} of {len(SIZES)} points saved to r.json" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_signal_ends_every_dask_worker_without_a_traceback(slow_project, signum):
+    pytest.importorskip("distributed")
+    proc = start_sweep(slow_project, "--gpus", "2")
+    before, family, err = stop_mid_sweep(proc, slow_project, signum)
+    assert proc.returncode == 128 + signum, err
+    assert len(family) >= 4  # two Dask workers, each with its gpubench worker
+    assert survivors(family) == []
+    run = results.load(slow_project / "r.json")
+    assert run.status == "interrupted" and before <= len(run.points) < len(SIZES)
+    assert all(p.status == "ok" for p in run.points)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+def test_a_joined_cluster_outlives_the_run_but_its_gpubench_workers_do_not(slow_project):
+    """--scheduler: the Dask workers are not ours to end, but the gpubench worker each runs points in (on a GPU,
+    the process holding the device) is ended when the run is stopped."""
+    distributed = pytest.importorskip("distributed")
+    with _deaf_to_ctrl_c(), distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                     dashboard_address=None, silence_logs=50) as cluster:
+        dask_workers = [psutil.Process(n.process.process.pid) for n in cluster.workers.values()]
+        proc = start_sweep(slow_project, "--scheduler", cluster.scheduler_address)
+        _, ours, err = stop_mid_sweep(proc, slow_project, signal.SIGTERM, roots=dask_workers)
+        assert proc.returncode == Exit.TERMINATED, err
+        assert len(ours) >= 2 and survivors(ours) == []
+        assert all(w.is_running() for w in dask_workers)
+
+
+def test_a_worker_ends_with_its_coordinator_even_when_that_is_killed_outright(slow_project):
+    """SIGKILL cannot be handled: the worker (a session of its own, out of reach of the terminal's signals)
+    notices its parent has gone and ends, rather than keep running a point, and the device, for nobody."""
+    proc = start_sweep(slow_project, hang_from=SIZES[2])
+    _, family, _ = stop_mid_sweep(proc, slow_project, signal.SIGKILL)
+    assert family and survivors(family) == []
