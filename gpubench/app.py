@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gpubench import nvcc, plan
+from gpubench import nvcc, plan, user_code
 from gpubench.errors import GpubenchError, NoDevice
 from gpubench.paths import temporary
 from gpubench.exit_codes import Exit
@@ -171,12 +171,15 @@ def listing(config: str | None) -> Listing:
 
 
 def check_project(config: str | None, arch: str, builtin: bool, block_sizes: tuple[int, ...]):
-    """`gpubench check`: the project's specs (checked as they load) and every build of its kernels; (project,
-    rows of check_kernels)."""
+    """`gpubench check`: the project's specs (checked as they load), its Python functions (imported, signatures
+    checked) and every build of its kernels; (project, rows of check_kernels)."""
     from gpubench import project as projects
 
     proj = projects.load(config)
     archs = arch_list(arch)
+    for v in proj.variants:  # the project's Python functions: imported, their signatures checked (no GPU needed)
+        if v.runner.FUNCTION:
+            user_code.check(v, v.configs_for(block_sizes))
     variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.source and (builtin or not v.builtin)]
     if variants and nvcc.find_nvcc() is None:
         raise GpubenchError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")

@@ -32,6 +32,8 @@ class Runner:
     STEPS: ClassVar[bool] = False  # the spec's `before` kernels and `workspace` arrays run ahead of it
     ARGS: ClassVar[bool] = False  # the spec gives the order of its arguments
     COMPILES_CONFIG: ClassVar[bool] = False  # its configuration's parameters are -D defines of its own source
+    NVCC: ClassVar[bool] = False  # nvcc compiles its source (a .cu file) before any point runs
+    FUNCTION: ClassVar[bool] = False  # its source is a Python module whose function (`kernel`) is called
     LIBRARY: ClassVar[str | None] = None  # a library the backend must describe as present (its `libraries`) ...
     MISSING: ClassVar[str] = ""  # ... and what to say when it is not
 
@@ -72,6 +74,7 @@ class KernelRunner(Runner):
     STEPS = True
     ARGS = True
     COMPILES_CONFIG = True
+    NVCC = True
 
     tf32_kernel: bool = False  # the kernel computes with TF32 tensor cores (its tolerance is TF32's)
 
@@ -152,6 +155,7 @@ class Im2colRunner(Runner):
     BACKEND = "cuda"
     SOURCE = ".cu"
     STEPS = True
+    NVCC = True
 
     columns: str = "cols"  # the workspace array that holds the column matrix
 
@@ -197,12 +201,65 @@ class PythonRunner(Runner):
     SOURCE = ".py"
     USER = True
     ARGS = True
+    FUNCTION = True
+
+
+class Arrays(StrEnum):
+    """What a GPU Python function receives for the problem's arrays."""
+
+    CUPY = "cupy"  # CuPy arrays (the backend's own)
+    TORCH = "torch"  # PyTorch tensors over the same memory, through DLPack (Triton takes these)
+
+
+@dataclass(frozen=True)
+class PythonGpuRunner(Runner):
+    """A project's own Python function on the GPU: the problem's device arrays and dims in the spec's order, its
+    configuration as keyword arguments; it writes the output, launching Triton kernels, CuPy kernels or library
+    calls on the current stream, which is the stream gpubench times."""
+
+    NAME = "python-cuda"
+    BACKEND = "cuda"
+    SOURCE = ".py"
+    USER = True
+    ARGS = True
+    FUNCTION = True
+
+    arrays: Arrays = Arrays.CUPY
+    tf32_math: bool = False  # it computes with TF32 tensor cores (its tolerance is TF32's); `tf32` in the spec
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "arrays", Arrays(self.arrays))
+        except ValueError:
+            raise ValueError(f"options: arrays {self.arrays!r}; allowed: {', '.join(Arrays)}") from None
+        if not isinstance(self.tf32_math, bool):
+            raise ValueError(f"options: tf32 is true or false, got {self.tf32_math!r}")
+
+    @property
+    def tf32(self) -> bool:
+        return self.tf32_math
+
+    def options(self) -> dict:
+        return {"arrays": str(self.arrays), **({"tf32": True} if self.tf32_math else {})}
+
+    @classmethod
+    def from_options(cls, options):
+        rest = sorted(set(options) - {"arrays", "tf32"})
+        if rest:
+            raise ValueError(f"options {', '.join(rest)} are not for the {cls.NAME} runner; allowed: arrays, tf32")
+        return cls(arrays=options.get("arrays", Arrays.CUPY), tf32_math=options.get("tf32", False))
 
 
 RUNNERS: dict[str, type[Runner]] = {r.NAME: r for r in (KernelRunner, CublasRunner, CublasLtRunner, CudnnRunner,
                                                         Im2colRunner, NumpyMatmul, NumpySliding, NumpyIm2col,
-                                                        PythonRunner)}
+                                                        PythonRunner, PythonGpuRunner)}
 DEFAULT = {"cuda": KernelRunner, "cpu": PythonRunner}  # a spec that names no runner: the user's own code
+
+
+def default(backend: str, suffix: str) -> type[Runner]:
+    """The runner of a spec that names none: the user's own code on that backend, in a file of that suffix."""
+    mine = [r for r in RUNNERS.values() if r.BACKEND == backend and r.USER and r.SOURCE == suffix]
+    return mine[0] if mine else DEFAULT[backend]
 
 
 def allowed(backend: str, builtin: bool) -> list[str]:

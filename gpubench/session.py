@@ -230,7 +230,8 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
         check_device(work, info, variants)
         with phases.phase("precompile"):
             precompile(work, info.get("arch"))
-        worker.check(variants)  # a project's Python module imported (its SyntaxError: exit 2 before any point)
+        worker.check(variants)  # a project's Python functions imported and their signatures checked: exit 2 before
+        # any point (gpubench/user_code.py)
         path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,

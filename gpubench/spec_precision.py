@@ -6,7 +6,9 @@
     layout_define = "LAYOUT"       # ... and with -DLAYOUT_NT=1 (per layout)
 
 A kernel that takes more than one element type, or more than one layout, must name the macro that tells it
-which: otherwise the same binary would be run on data it does not read.
+which: otherwise the same binary would be run on data it does not read. A Python function names a keyword
+argument instead (dtype_define = "precision": it is called with precision="bf16"), and must where it takes more
+than one precision (fp32 and tf32 data look alike) or layout.
 """
 
 from __future__ import annotations
@@ -46,8 +48,15 @@ def precisions(entry, op, runner) -> dict:
     layouts = _names(entry, "layouts", shape.LAYOUT, [shape.DEFAULT_LAYOUT.value])
     dtype_define, layout_define = _macro(entry, "dtype_define"), _macro(entry, "layout_define")
     compiled = runner.SOURCE == ".cu"
-    if not compiled and (dtype_define or layout_define):
-        entry.fail(f"dtype_define and layout_define are for CUDA kernels; the {runner.NAME} runner has none")
+    if not compiled and not runner.FUNCTION and (dtype_define or layout_define):
+        entry.fail(f"dtype_define and layout_define are for CUDA kernels and Python functions; the {runner.NAME} "
+                   "runner has none")
+    if runner.FUNCTION and len(dtypes) > 1 and not dtype_define:
+        entry.fail(f"dtypes {', '.join(dtypes)}: name the keyword that tells the function which (dtype_define = "
+                   "\"precision\" calls it with precision=\"bf16\" ...)")
+    if runner.FUNCTION and len(layouts) > 1 and not layout_define:
+        entry.fail(f"layouts {', '.join(layouts)}: name the keyword that tells the function which (layout_define = "
+                   "\"layout\" calls it with layout=\"nt\" ...)")
     if compiled and len({PRECISIONS[d].c_type for d in dtypes}) > 1 and not dtype_define:
         entry.fail(f"dtypes {', '.join(dtypes)} need different element types: name the macro that tells the kernel "
                    f"which (dtype_define = \"ELEM\" compiles it with -DELEM=__half ...)")

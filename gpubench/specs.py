@@ -272,7 +272,7 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
     if backend not in BACKENDS:
         entry.fail(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     names = runners.allowed(backend, builtin)
-    runner_name = entry.get("runner", str, default=runners.DEFAULT[backend].NAME)
+    runner_name = entry.get("runner", str, default=runners.default(backend, suffix).NAME)
     if runner_name not in names:
         entry.fail(f"runner {runner_name!r} is not allowed for the {backend} backend; allowed: {', '.join(names)}")
     options = entry.get("options", dict, default={}, what="a table")

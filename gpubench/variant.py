@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from gpubench.dtypes import PRECISIONS, DType
 from gpubench.expr import Expr
@@ -184,6 +184,8 @@ class Variant:
     layouts: tuple[str, ...] = ()  # the memory layouts it reads and writes (empty: the op's default only)
     dtype_define: str | None = None  # a kernel gets its element type as -D<this>=<C type> (and <this>_OUT)
     layout_define: str | None = None  # ... and its layout as -D<this>_<LAYOUT>=1 (-DLAYOUT_NT=1)
+    function: Callable | None = field(default=None, compare=False)  # a live callable (gpubench.api's measure, run
+    # in its caller's process) in place of source and kernel
 
     @property
     def builtin(self) -> bool:
@@ -222,6 +224,17 @@ class Variant:
         if self.layout_define and shape is not None:
             params[f"{self.layout_define}_{str(shape.layout).upper()}"] = 1
         return params
+
+    def call_keywords(self, config: Config, shape=None) -> dict:
+        """What a Python function gets as keywords: its configuration's parameters and, where the spec names a
+        keyword for them, the problem's precision and layout by name (dtype_define = "precision": precision="tf32").
+        Without a shape, the variant's first precision and layout stand in (to check a signature)."""
+        keywords = dict(config.params)
+        if self.dtype_define:
+            keywords[self.dtype_define] = str(shape.dtype if shape is not None else self.dtypes[0])
+        if self.layout_define:
+            keywords[self.layout_define] = str(shape.layout if shape is not None else self.layouts_taken[0])
+        return keywords
 
     def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
         """The configurations a sweep runs (a tuned variant's one is replaced per shape before it runs)."""
@@ -284,7 +297,7 @@ class Variant:
         """The nvcc compilations this configuration needs on a device for a problem (its dtype and layout may be
         compile-time choices): (source, defines, arch, includes) each. None for a variant pinned to another
         architecture (it is skipped there, not compiled)."""
-        if self.backend != "cuda" or self.source is None:
+        if self.backend != "cuda" or self.source is None or not self.runner.NVCC:
             return []
         arch = self.arch or device_arch
         if not arch.startswith(device_arch):

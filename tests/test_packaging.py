@@ -78,3 +78,10 @@ def test_a_project_outside_the_repository(installed, tmp_path):
         (project / "matmul_lab.cu").write_text((project / "matmul_lab.cu").read_text().replace("sum +=", "sum +=;"))
         r = gpubench(installed, project, "check", "--arch", "sm_90", "--block-sizes", "16")
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "matmul_lab.cu" in r.stderr, r.stderr
+
+
+def test_the_wheel_registers_the_pytest_plugin(installed, tmp_path):
+    code = ("from importlib.metadata import entry_points; "
+            "print([e.value for e in entry_points(group='pytest11') if e.name == 'gpubench'])")
+    out = subprocess.run([installed / "python", "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.strip() == "['gpubench.pytest_plugin']"

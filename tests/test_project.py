@@ -79,3 +79,17 @@ def test_bad_project_files(tree, text, match):
 def test_somebody_elses_odd_pyproject_is_ignored(tmp_path, text):
     (tmp_path / "pyproject.toml").write_text(text)
     assert project.load(start=tmp_path).path is None
+
+
+def test_the_python_example_projects_declare_gpu_functions():
+    from pathlib import Path
+
+    from gpubench.runners import Arrays, PythonGpuRunner
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    triton = {v.name: v for v in project.load(examples / "triton" / "gpubench.toml").variants}
+    assert set(triton) == {"triton", "torch-matmul", "triton-conv"}
+    assert all(v.runner.arrays == Arrays.TORCH and v.backend == "cuda" for v in triton.values())
+    assert all(v.dtypes == ("fp32", "tf32", "bf16", "fp16") and v.dtype_define == "precision" for v in triton.values())
+    (cupy,) = project.load(examples / "cupy" / "gpubench.toml").variants
+    assert cupy.runner == PythonGpuRunner() and [c.label for c in cupy.configs] == ["128x128x8/8x8", "64x64x16/4x4"]

@@ -5,7 +5,8 @@ import pytest
 
 from gpubench import catalog, runners, session
 from gpubench.errors import GpubenchError
-from gpubench.runners import CudnnRunner, Im2colRunner, KernelRunner, PlanPolicy, runner_from
+from gpubench.runners import (Arrays, CudnnRunner, Im2colRunner, KernelRunner, PlanPolicy, PythonGpuRunner,
+                              PythonRunner, runner_from)
 
 
 def test_each_name_makes_its_type_with_its_options():
@@ -20,6 +21,9 @@ def test_each_name_makes_its_type_with_its_options():
     ("numpy", {"plans": "best"}, "not for the numpy runner"),
     ("kernel", {"tf32": 1}, "tf32 is true or false"),
     ("fft", {}, "runner 'fft' is unknown"),
+    ("python-cuda", {"arrays": "jax"}, "arrays 'jax'; allowed: cupy, torch"),
+    ("python-cuda", {"tf32": "yes"}, "tf32 is true or false"),
+    ("python-cuda", {"block": 128}, "options block are not for the python-cuda runner; allowed: arrays, tf32"),
 ])
 def test_bad_options_say_what_is_allowed(name, options, match):
     with pytest.raises(ValueError, match=match):
@@ -33,7 +37,8 @@ def test_library_math_is_what_tf32_relaxes():
 
 
 def test_users_get_kernels_and_functions_only():
-    assert runners.allowed("cuda", builtin=False) == ["kernel"] and runners.allowed("cpu", builtin=False) == ["python"]
+    assert runners.allowed("cuda", builtin=False) == ["kernel", "python-cuda"]
+    assert runners.allowed("cpu", builtin=False) == ["python"]
     assert "cudnn" in runners.allowed("cuda", builtin=True)
 
 
@@ -48,3 +53,19 @@ def test_a_missing_library_stops_the_run_before_it_starts():
     with pytest.raises(GpubenchError, match="cuDNN is not available .*leave out the cudnn variants"):
         session.check_device([], {"arch": "sm_90", "libraries": {"cudnn": None}}, [cudnn])
     session.check_device([], {"arch": "sm_90", "libraries": {"cudnn": "9.19"}}, [cudnn])
+
+
+def test_a_python_gpu_function_gets_cupy_arrays_unless_it_asks_for_torch():
+    assert runner_from("python-cuda", {}) == PythonGpuRunner(Arrays.CUPY)
+    triton = runner_from("python-cuda", {"arrays": "torch", "tf32": True})
+    assert triton.arrays == Arrays.TORCH and triton.tf32 and triton.options() == {"arrays": "torch", "tf32": True}
+
+
+def test_a_python_source_defaults_to_the_python_runner_of_its_backend():
+    assert runners.default("cuda", ".py") is PythonGpuRunner and runners.default("cpu", ".py") is PythonRunner
+    assert runners.default("cuda", ".cu") is KernelRunner and runners.default("cuda", "") is KernelRunner
+
+
+def test_only_cuda_sources_go_to_nvcc():
+    assert KernelRunner.NVCC and Im2colRunner.NVCC and not PythonGpuRunner.NVCC and not PythonRunner.NVCC
+    assert PythonGpuRunner.FUNCTION and PythonRunner.FUNCTION and not KernelRunner.FUNCTION

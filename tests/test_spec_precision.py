@@ -50,13 +50,13 @@ def test_each_rule_is_one_line(tmp_path, table, words):
         parse(tmp_path, **table)
 
 
-def test_one_element_type_needs_no_macro_and_libraries_take_none(tmp_path):
+def test_one_element_type_needs_no_macro_and_a_python_function_takes_a_keyword(tmp_path):
     assert parse(tmp_path, dtypes=["fp32", "tf32"]).dtypes == (DType.FP32, DType.TF32)  # both float
-    with pytest.raises(SpecError, match="are for CUDA kernels; the python runner has none"):
-        (tmp_path / "f.py").write_text("def f(A, B, C, M, N, K):\n    pass\n")
-        spec_files.parse_specs({"variant": [{"name": "f", "op": "gemm", "source": "f.py", "kernel": "f",
-                                             "args": ["A", "B", "C", "M", "N", "K"], "dtype_define": "ELEM"}]},
-                               "gpubench.toml", tmp_path)
+    (tmp_path / "f.py").write_text("def f(A, B, C, M, N, K, ELEM):\n    pass\n")
+    (f,) = spec_files.parse_specs({"variant": [{"name": "f", "op": "gemm", "source": "f.py", "kernel": "f",
+                                                "args": ["A", "B", "C", "M", "N", "K"], "dtype_define": "ELEM",
+                                                "dtypes": ["fp32", "bf16"]}]}, "gpubench.toml", tmp_path)
+    assert f.call_keywords(f.configs[0]) == {"ELEM": "fp32"} and f.compile_params(f.configs[0]) == {}
 
 
 def test_the_shipped_libraries_take_every_precision_they_compute():

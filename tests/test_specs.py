@@ -11,7 +11,7 @@ from gpubench.problems import GemmShape, conv_shape
 from gpubench.catalog import Catalog
 from gpubench.specs import SpecError
 from gpubench.spec_files import parse_specs
-from gpubench.runners import KernelRunner, PythonRunner
+from gpubench.runners import Arrays, KernelRunner, PythonGpuRunner, PythonRunner
 from gpubench.variant import SAMPLE_SMS, SMS, Axis, Launch
 
 BUILTIN = catalog.builtin()
@@ -149,6 +149,29 @@ def test_constraints_hold_for_python_variants_too(project):
 def test_a_python_function_is_a_cpu_variant(project):
     (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None)
     assert (v.backend, v.runner, v.launch) == ("cpu", PythonRunner(), None)
+
+
+def test_a_python_function_on_the_cuda_backend_is_a_gpu_function_and_never_goes_to_nvcc(project):
+    (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None, backend="cuda",
+                   options={"arrays": "torch", "tf32": True}, configs=[{"BM": 64}, {"BM": 128}])
+    assert (v.backend, v.runner, v.launch) == ("cuda", PythonGpuRunner(Arrays.TORCH, True), None)
+    assert v.tf32 and v.dtypes == ("tf32",) and [c.label for c in v.configs] == ["BM=64", "BM=128"]
+    assert v.builds(v.configs[0], "sm_90") == []
+    assert v.record()["runner"] == "python-cuda"
+
+
+def test_a_python_function_of_several_precisions_is_told_which_by_a_keyword(project):
+    with pytest.raises(SpecError, match="dtypes fp32, tf32: name the keyword that tells the function which"):
+        project(source="f.py", kernel="f", axis=None, grid=None, block=None, backend="cuda", dtypes=["fp32", "tf32"])
+    (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None, backend="cuda",
+                   dtypes=["fp32", "tf32", "bf16"], dtype_define="precision", configs=[{"BM": 64}])
+    assert v.call_keywords(v.configs[0]) == {"BM": 64, "precision": "fp32"}
+    assert v.call_keywords(v.configs[0], GemmShape(8, 8, 8, dtype="bf16")) == {"BM": 64, "precision": "bf16"}
+
+
+def test_a_gpu_function_takes_no_launch(project):
+    with pytest.raises(SpecError, match="before, workspace and tensor_maps are for CUDA kernel variants only"):
+        project(source="f.py", kernel="f", axis=None, grid=None, block=None, backend="cuda", workspace={"T": "M"})
 
 
 @pytest.mark.parametrize("changes,match", [

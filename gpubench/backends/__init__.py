@@ -14,7 +14,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from gpubench import dtypes, reference
+from gpubench import dtypes, reference, user_code
 from gpubench.dtypes import PRECISIONS
 from gpubench.errors import Skip
 from gpubench.problems import ARRAYS, SCALES, GemmShape, Shape
@@ -103,7 +103,12 @@ class ArrayBackend:
         return None
 
     def check(self, variants: list) -> None:
-        """Nothing to load ahead here (CUDA kernels are compiled by the coordinator, gpubench/nvcc.py)."""
+        """Every Python variant's function imported here, in the process that will call it, and its signature
+        checked against the spec's arguments and its configurations' keywords (gpubench/user_code.py); CUDA
+        kernels are compiled by the coordinator (gpubench/nvcc.py)."""
+        for v in variants:
+            if v.runner.FUNCTION:
+                user_code.check(v, v.configs_for((1,)))  # a block axis's keyword is the same at every size
 
     def fits(self, make, what: str):
         """make(), or Skip naming `what` when the memory it asks for is not there."""

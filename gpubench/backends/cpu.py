@@ -12,18 +12,18 @@ for any sum of int8 products this side of 2^53) into int32. So CI exercises the 
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 import platform
+import time
 
 import numpy as np
 
-from gpubench import reference
+from gpubench import reference, user_code
 from gpubench.backends import ArrayBackend, Prepared, kernel_arguments
 from gpubench.dtypes import PRECISIONS
 from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import ARRAYS, SCALES, GemmShape
+from gpubench.results import Details
 from gpubench.runners import NumpyIm2col, NumpyMatmul, NumpySliding, PythonRunner
 from gpubench.timing import HostClock
 
@@ -83,9 +83,6 @@ class CpuBackend(ArrayBackend):
     flushes = False
     memory_name = "host memory"
 
-    def __init__(self):
-        self._functions: dict = {}
-
     def describe(self) -> dict:
         return {"device": f"CPU: {_cpu_name()}", "arch": None, "max_threads": None, "libraries": {}}
 
@@ -107,13 +104,6 @@ class CpuBackend(ArrayBackend):
                        f"fit in host memory{self.free_text()}")
         return super().inputs(shape, seed)
 
-    def check(self, variants: list) -> None:
-        """Every project function imported before any point runs: a SyntaxError, a failed import or a missing
-        function stops the run in one line naming the file."""
-        for v in variants:
-            if isinstance(v.runner, PythonRunner):
-                self._function(v)
-
     def prepare(self, variant, config, shape, inputs) -> Prepared:
         prepare = self.PREPARE.get(type(variant.runner))
         if prepare is None:
@@ -121,10 +111,13 @@ class CpuBackend(ArrayBackend):
         return prepare(self, variant, config, shape, inputs, self.output(shape))
 
     def _python(self, variant, config, shape, inputs, out) -> Prepared:
-        fn = self._function(variant)
+        fn = user_code.function_of(variant)
         _, args = kernel_arguments(variant.args, shape, inputs, out)
-        params = config.values
-        return Prepared(lambda: fn(*args, **params), out)
+        params = variant.call_keywords(config, shape)
+        t0 = time.perf_counter()
+        returned = fn(*args, **params)  # the first call, on its own: what it reports is recorded with the point
+        details = Details(first_call_ms=(time.perf_counter() - t0) * 1e3, reported=user_code.report_of(returned))
+        return Prepared(lambda: fn(*args, **params), out, details=details)
 
     def _matmul(self, variant, config, shape, inputs, out) -> Prepared:
         a, b = emulated(shape, inputs)
@@ -149,20 +142,3 @@ class CpuBackend(ArrayBackend):
         NumpySliding: _convolution(reference.conv_sliding),
         NumpyIm2col: _convolution(reference.conv_im2col),
     }
-
-    def _function(self, variant):
-        """The project's function, imported once from its file (a module of its own, named by the path)."""
-        path = variant.source
-        if path not in self._functions:
-            name = "gpubench_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            try:
-                spec.loader.exec_module(module)
-            except Exception as e:  # the user's module failed to import: that point is an error, with the cause
-                raise GpubenchError(f"importing {path} failed: {type(e).__name__}: {e}") from None
-            self._functions[path] = module
-        fn = getattr(self._functions[path], variant.kernel, None)
-        if not callable(fn):
-            raise GpubenchError(f"{path} has no function {variant.kernel}")
-        return fn

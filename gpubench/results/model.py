@@ -77,6 +77,8 @@ class Details:
     tuned: bool | None = None  # the configuration came from `gpubench tune` ...
     tuned_from: str | None = None  # ... in this file ...
     tuned_exact: bool | None = None  # ... tuned for exactly this shape (else the nearest size)
+    first_call_ms: float | None = None  # a Python variant's first call, on the host: Triton's JIT and autotuning,
+    # a RawKernel's compile happen there, before verification and timing
     parts_ms: Mapping[str, float] = field(default_factory=dict)  # sub-steps timed alone (im2col's unfold, ...)
     reported: Mapping[str, object] = field(default_factory=dict)  # what a user's variant reports about itself
 
@@ -112,7 +114,8 @@ class Details:
 
 
 FIELD_KINDS = {"tf32": bool, "accumulator": str, "engine": str, "plans": int, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
-               "batch": int, "flushed": bool, "tuned": bool, "tuned_from": str, "tuned_exact": bool}
+               "batch": int, "flushed": bool, "tuned": bool, "tuned_from": str, "tuned_exact": bool,
+               "first_call_ms": float}
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """The CUDA backend: hand-written kernels through PyCUDA, cuBLAS through CuPy, cuBLASLt through nvmath-python,
 cuDNN through its frontend.
 
-PyCUDA works on the device's primary context (pycuda.autoprimaryctx), the one CuPy's runtime calls use, so
-both share one address space: inputs are CuPy arrays and kernels get their raw pointers. Every launch, event
-and library call goes to the legacy default stream, so the timer's events bracket exactly the work timed.
-Arrays of a precision CuPy lacks (bfloat16, fp8) are raw storage of their width (storage.py); their values are
-read on the host through ml_dtypes.
+PyCUDA works on the device's primary context (pycuda.autoprimaryctx), the one CuPy's runtime calls use (PyTorch's
+and Triton's too), so all share one address space: inputs are CuPy arrays and kernels get their raw pointers.
+Every launch, event and library call goes to the legacy default stream, so the timer's events bracket exactly the
+work timed (python_calls.py says how a project's Python functions are held to it). Arrays of a precision CuPy lacks
+(bfloat16, fp8) are raw storage of their width (storage.py); their values are read on the host through ml_dtypes.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from gpubench.backends.cuda.clock import CudaClock
 from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
+from gpubench.backends.cuda.python_calls import PythonCalls
 from gpubench.errors import GpubenchError, NoDevice
-from gpubench.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner
+from gpubench.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
 
 
 def import_gpu_stack():
@@ -48,9 +49,9 @@ def import_gpu_stack():
     return drv, cupy
 
 
-class CudaBackend(DeviceFacts, KernelLaunches, Libraries, ArrayBackend):
-    """The device's facts (device.py), its kernels (kernels.py) and its libraries (libraries.py) over one
-    primary context, timed by its clock (clock.py)."""
+class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBackend):
+    """The device's facts (device.py), its kernels (kernels.py), its libraries (libraries.py) and a project's
+    Python functions (python_calls.py) over one primary context, timed by its clock (clock.py)."""
 
     name = "cuda"
     flushes = True
@@ -120,6 +121,7 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, ArrayBackend):
         CublasRunner: Libraries.prepare_cublas,
         CublasLtRunner: Libraries.prepare_cublaslt,
         CudnnRunner: Libraries.prepare_cudnn,
+        PythonGpuRunner: PythonCalls.prepare_python,
     }
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:

@@ -7,21 +7,22 @@ import statistics
 import time
 from collections import deque
 
-SPIN_NS = 50_000  # cover for the host's launch latency when L2 is not flushed (see probes.cu)
+SPIN_NS = 50_000  # the least cover for the host's launch latency ahead of a timed call (see probes.cu)
 
 
 class CudaClock:
     """CUDA events on the default stream around each call; L2 flushed by a memset of twice its size."""
 
-    def __init__(self, cp, l2_bytes: int, spin):
+    def __init__(self, cp, l2_bytes: int, spin, host_time=time.perf_counter):
         self.cp = cp
+        self.host_time = host_time  # seconds on the host (a test's simulated clock)
         self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
         self.scratch = cp.empty(max(2 * l2_bytes, 64 << 20), dtype=cp.uint8)
         self.value = 0
         self.spin = spin  # spin(nanoseconds): a kernel that waits on the GPU
-        self.flushed = False
         self.events: list = []
         self.enqueue_us: deque[float] = deque([30.0], maxlen=8)  # the host's time to queue one flush + call
+        self.launch_us: deque[float] = deque([10.0], maxlen=8)  # the host's time to queue one call
 
     def sync(self) -> None:
         self.cp.cuda.Stream.null.synchronize()
@@ -29,14 +30,17 @@ class CudaClock:
     def flush(self) -> None:
         self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
         self.cp.cuda.runtime.memsetAsync(self.scratch.data.ptr, self.value, self.scratch.nbytes, 0)
-        self.flushed = True
 
     def time_ms(self, run) -> float:
-        if not self.flushed:
-            self.spin(SPIN_NS)
-        self.flushed = False
+        """One call between two events, queued behind a wait kernel long enough for the host to queue the call:
+        otherwise the GPU idles inside the interval while the host launches (a flush's memset, ~35 µs, once
+        covered PyCUDA's ~10 µs launch, but not a Python launcher's: Triton's takes 60-140 µs, and such calls
+        read that much too long). The wait follows the host's own launch times of the last calls."""
+        self.spin(max(SPIN_NS, int(1.5 * statistics.median(self.launch_us) * 1000) + 20_000))
         self.start.record()
+        t0 = self.host_time()
         run()
+        self.launch_us.append((self.host_time() - t0) * 1e6)
         self.end.record()
         self.end.synchronize()
         return self.cp.cuda.get_elapsed_time(self.start, self.end)
@@ -60,7 +64,6 @@ class CudaClock:
             queued_ns = (time.perf_counter() - t0) * 1e9
             self.events[2 * n - 1].synchronize()
             self.enqueue_us.append(queued_ns / n / 1000)
-            self.flushed = False
             if queued_ns < wait_ns:
                 return [self.cp.cuda.get_elapsed_time(self.events[2 * i], self.events[2 * i + 1]) for i in range(n)]
             wait_ns = 2 * int(queued_ns) + 20_000  # the host fell behind (a hiccup): again, with room to spare

@@ -24,7 +24,6 @@ from gpubench.timing import TimingPolicy, measure, summarize
 
 
 LT_PEAKS = (DType.FP8, DType.INT8)  # measured through cuBLASLt (cuBLAS's GemmEx takes neither)
-TILED = 8  # the ceilings' operand: n/8 rows drawn, repeated 8 times
 CHUNK_MS = 1.0  # an energy window queues calls this much GPU time at a time, one chunk always ahead
 
 
@@ -123,17 +122,15 @@ class DeviceFacts:
         """Each precision's ceiling as its library reaches it: an n³ product in the `nt` layout (what tensor
         cores read best) on random data in the dtype (zeros would run faster than real data), one operand used
         for both A and B. TF32, FP16 and BF16 through cuBLAS; FP8 and INT8 through cuBLASLt, where this GPU and
-        the library have them (a refusal leaves the ceiling out). The operand is an eighth of it drawn on the host
-        and tiled on the device: every run measures these, and drawing 8192² values of each precision on the
-        host cost seconds of every run."""
+        the library have them (a refusal leaves the ceiling out)."""
         out = {}
         rng = np.random.default_rng(0)
         for dtype in storage.dtypes_for(self.device.compute_capability()):
             if dtype == DType.FP32:
                 continue  # the FFMA microbenchmark's
             shape = GemmShape(n, n, n, dtype, GemmLayout.NT)
-            host, scale = dtypes.draw(rng, (n // TILED, n), dtype)
-            operand = self.cp.tile(self.upload(host), (TILED, 1))
+            host, scale = dtypes.draw(rng, (n, n), dtype)
+            operand = self.upload(host)
             inputs = {"A": operand, "B": operand}
             if scale is not None:
                 inputs["A_scale"] = inputs["B_scale"] = self.upload(np.array([scale], np.float32))

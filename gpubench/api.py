@@ -1,0 +1,289 @@
+"""gpubench as a library: measure a callable under gpubench's protocol, run sweeps and suites, compare runs.
+
+    from gpubench import api
+
+    m = api.measure(my_matmul, api.gemm(4096), arrays="torch")      # verified against float64, then timed
+    m.median_ms, m.spread, m.rel_err, m.ok, m.telemetry, m.joules_per_call, m.reported
+
+    outcome = api.run_suite("quick", backend="cpu", output="q.json")  # the run `gpubench show` reads
+    report = api.compare("base.json", outcome.run)                   # the verdicts of `gpubench compare`
+
+`measure` takes a function written like a Python variant: it receives the problem's arrays (A, B, C or x, w, y) and
+dims in the order of `args`, its parameters as keywords, and writes the output. The inputs are drawn fresh, the
+output poisoned with NaN, one call checked against the float64 reference (or a reference you pass), then the call
+is timed exactly as a sweep times a variant (warm-up, L2 flush, events on the timed stream, queued batches for
+short calls, telemetry and energy on a GPU). It runs in the caller's process, so that any callable can be measured
+(and other timers run beside it); a kernel that faults there faults the caller. Sweeps and suites run in gpubench's
+isolated workers, as `gpubench gemm|conv|run` do: those functions call the same use cases as the command line
+(gpubench/app.py) and return its RunOutcome (`.run`, `.path`, `.exit_code`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from gpubench import plan, user_code
+from gpubench.compare import Report
+from gpubench.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
+from gpubench.errors import GpubenchError, Skip
+from gpubench.problems import ARRAYS, DIMS, ConvShape, GemmShape, conv_shape
+from gpubench.results import Point, Run, Status, load, save
+from gpubench.runner import PointTask, run_point, unmeasured
+from gpubench.runners import Arrays, PythonGpuRunner, PythonRunner
+from gpubench.session import RunOutcome
+from gpubench.specs import BACKENDS
+from gpubench.stats import Stats
+from gpubench.variant import Config, Variant, config_label
+
+__all__ = ["Measurement", "measure", "gemm", "conv", "run_sweep", "run_suite", "compare", "load", "save",
+           "GemmShape", "ConvShape", "Run", "Point", "RunOutcome", "Report"]
+
+Problem = GemmShape | ConvShape
+
+
+# --- problems ---------------------------------------------------------------------------------------------------
+
+
+def gemm(m: int, n: int | None = None, k: int | None = None, *, dtype: str = "fp32", layout: str = "nn") -> GemmShape:
+    """C[m,n] = A[m,k] · B[k,n] in a precision (fp32, tf32, fp16, bf16, fp8, int8) and layout (nn, nt, tn);
+    gemm(4096) is square, in FP32."""
+    return GemmShape(m, m if n is None else n, m if k is None else k, dtype=_one(dtype, "dtype"),
+                     layout=_one(layout, "layout", GemmLayout))
+
+
+def conv(size: int, stride: int = 1, *, batch: int = 1, in_channels: int = 3, out_channels: int = 1, kernel: int = 3,
+         padding: str | int = "same", dtype: str = "fp32", layout: str = "nchw") -> ConvShape:
+    """A size × size convolution layer (the lab's defaults: one image, 3 channels in, one filter, 3×3, SAME,
+    FP32, NCHW)."""
+    return conv_shape(size, stride, batch=batch, in_channels=in_channels, out_channels=out_channels, kernel=kernel,
+                      padding=padding, dtype=_one(dtype, "dtype"), layout=_one(layout, "layout", ConvLayout))
+
+
+def _one(text, what: str, kind=None):
+    (value,) = parse_layouts(str(text), kind, what) if kind else parse_dtypes(str(text), what)
+    return value
+
+
+# --- measuring one callable -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One callable measured on one problem: the point a run would save, and what a caller asks of it."""
+
+    point: Point
+    backend: str
+    variant: Mapping[str, object]  # the record a run keeps of what was measured (Variant.record())
+
+    @property
+    def status(self) -> Status:
+        return self.point.status
+
+    @property
+    def ok(self) -> bool:
+        """Verified within its tolerance, and timed."""
+        return self.point.status == Status.OK
+
+    @property
+    def samples_ms(self) -> tuple[float, ...]:
+        return self.point.samples_ms
+
+    @property
+    def stats(self) -> Stats | None:
+        return self.point.timing
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.point.median_ms
+
+    @property
+    def spread(self) -> float | None:
+        """The interquartile range over the median."""
+        return self.point.timing.rel_iqr if self.point.timing else None
+
+    @property
+    def rel_err(self) -> float | None:
+        return self.point.rel_err
+
+    @property
+    def gflops(self) -> float | None:
+        return self.point.gflops
+
+    @property
+    def telemetry(self) -> dict | None:
+        """Clocks and power after each sample, throttling, and energy (on a GPU, through NVML)."""
+        return self.point.telemetry
+
+    @property
+    def joules_per_call(self) -> float | None:
+        return (self.point.telemetry or {}).get("joules_per_call")
+
+    @property
+    def reported(self) -> dict:
+        """What the callable returned on its first call (a mapping: what it chose)."""
+        return dict(self.point.details.reported)
+
+    @property
+    def first_call_ms(self) -> float | None:
+        """The first call on the host: where JIT compilation and autotuning happen."""
+        return self.point.details.first_call_ms
+
+
+_backends: dict[str, object] = {}
+
+
+def backend_for(name: str):
+    """The backend `measure` uses in this process, opened once (the CUDA one's context, probes and telemetry take
+    seconds); GpubenchError naming what is missing where it cannot open. backend_for(name).environment() is what a
+    run records of the machine."""
+    if name not in _backends:
+        if name not in BACKENDS:
+            raise GpubenchError(f"measure: backend {name!r}; allowed: {', '.join(BACKENDS)}")
+        from gpubench.backends import open_backend
+
+        _backends[name] = open_backend(name)
+    return _backends[name]
+
+
+def _call_args(problem: Problem, args: Sequence[str] | None) -> tuple[str, ...]:
+    op = problem.op
+    names = tuple(args) if args is not None else ARRAYS[op] + DIMS[op]
+    unknown = [a for a in names if a not in ARRAYS[op] + DIMS[op]]
+    missing = [a for a in ARRAYS[op] if a not in names]
+    if unknown or missing or len(set(names)) < len(names):
+        raise GpubenchError(f"args {list(names)}: give each of {', '.join(ARRAYS[op])} once, and any of "
+                            f"{', '.join(DIMS[op])}")
+    return names
+
+
+def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Sequence[str] | None = None,
+            params: Mapping[str, int] | None = None, precision: str | None = None, backend: str = "cuda",
+            arrays: str | None = None,
+            tolerance: float | None = None, reference=None, seed: int = 0, warmup: int = 3, reps: int = 50,
+            budget: float = 1.0, flush: bool = True, max_noise: float | None = None, max_time: float = 10.0,
+            decide: float | None = None) -> Measurement:
+    """Verify `fn` on `problem`, then time it under gpubench's protocol.
+
+    fn(*arrays_and_dims, **params) writes the output (C or y). `args` orders what it receives (default: the arrays,
+    then every dim). On the cuda backend the arrays are CuPy arrays, or PyTorch tensors with arrays="torch"; work
+    must go to the current stream. The problem's precision (gemm(4096, dtype="bf16")) sets the inputs' type and
+    the error model's tolerance; `tolerance` sets another. `precision=` names a keyword that fn receives the
+    precision by ("tf32"), where it needs to know. `reference` replaces
+    gpubench's float64 result: an array, or a function of the inputs (a dict: A, B or x, w) returning one.
+    `decide` defaults to 5% on a GPU (sample on until a later comparison at 5% could be decided).
+    A mapping `fn` returns on its first call is kept as `reported`."""
+    if not callable(fn):
+        raise GpubenchError(f"measure: {fn!r} is not callable")
+    be = backend_for(backend)
+    if backend == "cuda":
+        try:
+            runner = PythonGpuRunner(Arrays(arrays or Arrays.CUPY))
+        except ValueError as e:
+            raise GpubenchError(f"measure: {e}") from None
+    elif arrays is not None:
+        raise GpubenchError(f"measure: arrays={arrays!r} is for the cuda backend; on {backend} they are NumPy's")
+    else:
+        runner = PythonRunner()
+    params = dict(params or {})
+    label = config_label(None, params, {})
+    variant = Variant(name=name or getattr(fn, "__name__", "measured"), op=problem.op, backend=backend,
+                      runner=runner, kernel=getattr(fn, "__name__", "fn"), args=_call_args(problem, args),
+                      tolerance=tolerance, origin="measure", function=fn, dtypes=(problem.dtype,),
+                      layouts=(problem.layout,), dtype_define=precision)
+    config = Config(label, tuple(params.items()))
+    user_code.check(variant, [config])
+    policy = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
+                         flush=flush, decide=decide if decide is not None else plan.default_decide(backend),
+                         where=lambda key: f"measure: {key}")
+    task = PointTask(0, variant, config, policy)
+    try:
+        inputs = be.inputs(problem, seed)
+        if reference is None:
+            ref = be.reference(problem, inputs)
+        else:
+            given = reference(inputs) if callable(reference) else reference
+            ref = be.xp.asarray(given, dtype=be.xp.float64)
+        point = run_point(be, problem, task, inputs, ref)
+    except Skip as why:
+        point = unmeasured(problem, task, Status.SKIPPED, str(why))
+    finally:
+        be.collect()
+    return Measurement(point, backend, variant.record())
+
+
+# --- sweeps, suites and comparisons: the command line's use cases -------------------------------------------------
+
+
+class Quiet:
+    """A Display that shows nothing: the library's callers read the outcome instead."""
+
+    def skipped(self, what: str, why: str) -> None:
+        pass
+
+    def unlocked_clocks(self, telemetry: dict) -> None:
+        pass
+
+    @contextlib.contextmanager
+    def progress(self, label: str, total: int):
+        yield lambda point: None
+
+
+def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, int, int]] = (),
+              strides: Sequence[int] = plan.DEFAULTS.strides, conv_layer: Mapping[str, object] | None = None,
+              variants: Sequence[str] | None = None, block_sizes: Sequence[int] | None = None,
+              backend: str = "cuda", output: str | Path | None = None, force: bool = False, seed: int = 0,
+              dtypes: str | None = None, layouts: str | None = None, reps: int = 50, warmup: int = 3,
+              budget: float = 1.0,
+              timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
+              display=None) -> RunOutcome:
+    """`gpubench gemm|conv` as a function: the sweep run in isolated workers, saved, and returned (outcome.run).
+    dtypes and layouts are --dtype's and --layout's ("fp32,bf16")."""
+    from gpubench import app
+    from gpubench.problems import Op
+
+    op = Op(op)
+    if op == Op.GEMM:
+        shapes = plan.gemm_shapes(list(sizes), [tuple(t) for t in mnk])
+    else:
+        layer = {**plan.DEFAULTS.conv, **(conv_layer or {})}
+        shapes, _ = plan.conv_shapes(list(sizes), list(strides), batch=layer["batch"],
+                                     in_channels=layer["in_channels"], out_channels=layer["out_channels"],
+                                     kernel=layer["kernel"], padding=layer["padding"], name=str(op), strict=True)
+    return app.run_op(op, shapes, variants=list(variants) if variants else None,
+                      block_sizes=plan.block_sizes(block_sizes or plan.DEFAULTS.block_sizes, "block_sizes"),
+                      block_sizes_given=block_sizes is not None, kernels=(), kernel_args=None, warmup=warmup,
+                      reps=reps, budget=budget, max_noise=None, max_time=plan.DEFAULTS.timing.max_time_s,
+                      no_flush=False, decide=None, discard_throttled=False,
+                      output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
+                      tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
+                      slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet(), dtype=dtypes,
+                      layout=layouts)
+
+
+def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
+              seed: int = 0, tf32: bool = False, timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None,
+              gpus: str | None = None, display=None) -> RunOutcome:
+    """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file)."""
+    from gpubench import app
+
+    return app.run_suite(suite, output=str(output) if output is not None else None, force=force, backend=backend,
+                         seed=seed, tf32=tf32, timeout=timeout, config=config, max_noise=None, max_time=None,
+                         decide=None, discard_throttled=False, gpus=gpus, scheduler=None, replicate=False,
+                         slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet())
+
+
+def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float = plan.DEFAULTS.threshold,
+            alpha: float = plan.DEFAULTS.alpha, allow_partial: bool = False) -> Report:
+    """`gpubench compare` as a function: the per-point verdicts; report.exit_code() is the command's exit code.
+    Runs may be given as Run objects or as files."""
+    from gpubench import compare as comparing
+
+    threshold, alpha = plan.compare_settings(threshold, alpha)
+    runs = [r if isinstance(r, Run) else load(r) for r in (base, new)]
+    names = [str(r) if not isinstance(r, Run) else what for r, what in ((base, "base"), (new, "new"))]
+    report = comparing.compare(runs[0], runs[1], threshold, alpha)
+    comparing.check(report, False, names[0], names[1], (runs[0], runs[1]), allow_partial)
+    return report

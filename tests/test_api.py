@@ -1,0 +1,83 @@
+"""The Python API: a callable measured under gpubench's protocol (verified, then timed) with a typed result, and
+sweeps, suites and comparisons through the command line's own use cases (CPU backend)."""
+
+import numpy as np
+import pytest
+
+from gpubench import api, results
+from gpubench.errors import GpubenchError
+from gpubench.exit_codes import Exit
+from gpubench.results import Status
+from gpubench.timing import Stop
+
+
+def matmul(A, B, C, M, N, K, T=1):
+    np.matmul(A, B, out=C)
+    return {"tile": T}
+
+
+def test_a_callable_is_verified_then_timed():
+    m = api.measure(matmul, api.gemm(64, 48, 40), backend="cpu", reps=12, budget=5, params={"T": 4})
+    assert m.ok and m.status == Status.OK and m.rel_err < 1e-6 and len(m.samples_ms) == 12
+    assert m.median_ms == m.stats.median > 0 and m.spread == m.stats.rel_iqr and m.gflops > 0
+    assert m.reported == {"tile": 4} and m.first_call_ms > 0 and m.point.details.stop == Stop.REPS
+    assert (m.point.variant, m.point.config, m.point.problem) == ("matmul", "T=4", api.gemm(64, 48, 40))
+    assert m.telemetry is None and m.joules_per_call is None  # the CPU reports neither
+    assert m.variant["runner"] == "python" and m.variant["origin"] == "measure"
+
+
+def test_a_wrong_result_is_a_failed_point_not_a_time():
+    m = api.measure(lambda A, B, C, M, N, K: np.matmul(A, B * 1.001, out=C), api.gemm(32), backend="cpu", reps=5)
+    assert not m.ok and m.status == Status.FAIL and m.rel_err == pytest.approx(1e-3, rel=1e-2)
+    unwritten = api.measure(lambda x, w, y, *dims: None, api.conv(20), backend="cpu", reps=5)
+    assert unwritten.status == Status.FAIL and unwritten.rel_err == float("inf")  # the NaN poison stayed
+
+
+def test_a_reference_of_your_own_replaces_gpubench_s():
+    m = api.measure(matmul, api.gemm(32), backend="cpu", reps=5, reference=lambda inputs: inputs["A"] @ inputs["B"] * 2)
+    assert m.rel_err == pytest.approx(0.5, rel=1e-6) and not m.ok
+    exact = np.ones((16, 16)) * 16
+    ones = api.measure(lambda A, B, C, M, N, K: C.fill(16), api.gemm(16), backend="cpu", reps=5, reference=exact)
+    assert ones.ok and ones.rel_err == 0
+
+
+def test_args_order_what_the_callable_receives():
+    seen = []
+
+    def conv(y, x, w, stride):
+        seen.append((y.shape, x.shape, stride))
+        y.fill(0)
+
+    layer = api.conv(12, 2, batch=2)
+    api.measure(conv, layer, backend="cpu", reps=5, args=["y", "x", "w", "stride"])
+    assert seen[0] == ((2, 1, layer.out_height, layer.out_width), (2, 3, 12, 12), 2)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: api.measure(matmul, api.gemm(8), backend="tpu"), "measure: backend 'tpu'; allowed: cuda, cpu"),
+    (lambda: api.measure(matmul, api.gemm(8), backend="cpu", arrays="torch"), "arrays='torch' is for the cuda"),
+    (lambda: api.measure(matmul, api.gemm(8), backend="cpu", reps=2), "measure: reps must be at least 5"),
+    (lambda: api.measure(matmul, api.gemm(8), backend="cpu", args=["A", "B", "M"]), "give each of A, B, C once"),
+    (lambda: api.measure(42, api.gemm(8), backend="cpu"), "measure: 42 is not callable"),
+    (lambda: api.measure(matmul, api.gemm(8), backend="cpu", params={"Q": 1}), "unexpected keyword argument 'Q'"),
+    (lambda: api.gemm(0), "a GEMM: m must be a positive integer"),
+])
+def test_bad_input_is_one_line(call, match):
+    with pytest.raises(GpubenchError, match=match) as e:
+        call()
+    assert "\n" not in str(e.value)
+
+
+def test_a_suite_and_a_sweep_return_the_run_show_and_compare_read(tmp_path):
+    outcome = api.run_suite("quick", backend="cpu", output=tmp_path / "q.json")
+    assert outcome.exit_code == Exit.OK and outcome.path == tmp_path / "q.json"
+    assert results.load(outcome.path).points == outcome.run.points and outcome.run.status == "complete"
+    sweep = api.run_sweep("gemm", sizes=[24], mnk=[(10, 20, 30)], backend="cpu", reps=5, output=tmp_path / "g.json")
+    assert [p.problem for p in sweep.run.points] == [api.gemm(24), api.gemm(10, 20, 30)]
+    conv = api.run_sweep("conv", sizes=[16], strides=[1, 2], conv_layer={"out_channels": 2}, backend="cpu", reps=5,
+                         output=tmp_path / "c.json")
+    assert {(p.problem.stride, p.problem.out_channels) for p in conv.run.points} == {(1, 2), (2, 2)}
+    report = api.compare(tmp_path / "g.json", sweep.run, threshold=0.5)
+    assert report.exit_code() == Exit.OK and len(report.changes) == len(sweep.run.points)
+    with pytest.raises(GpubenchError, match="no points in common"):
+        api.compare(outcome.run, conv.run)

@@ -1,0 +1,89 @@
+"""The CUDA clock on a simulated GPU: one stream whose work starts when the host has queued it and the work ahead
+has finished, events that complete when the stream reaches them. A call whose launch the host takes longer to
+queue than the work ahead of it covers must not be timed with the GPU's idle wait inside its interval (a Triton
+launcher takes 60-140 µs; the flush's memset covers about 35)."""
+
+import pytest
+
+from gpubench.backends.cuda.clock import CudaClock
+
+
+class Gpu:
+    """A host clock and one in-order stream, in microseconds."""
+
+    def __init__(self):
+        self.now = 0.0  # the host
+        self.tail = 0.0  # when the stream runs dry
+
+    def enqueue(self, us: float) -> None:
+        self.tail = max(self.now, self.tail) + us
+
+
+class FakeCupy:
+    def __init__(self, gpu: Gpu):
+        gpu_ = gpu
+
+        class Event:
+            def record(self):
+                gpu_.tail = self.t = max(gpu_.now, gpu_.tail)
+
+            def synchronize(self):
+                gpu_.now = max(gpu_.now, self.t)
+
+        class Runtime:
+            @staticmethod
+            def memsetAsync(ptr, value, nbytes, stream):
+                gpu_.enqueue(35.0)
+
+        class Cuda:
+            runtime = Runtime
+
+            @staticmethod
+            def get_elapsed_time(a, b):
+                return (b.t - a.t) / 1000
+
+        Cuda.Event = Event
+        self.cuda = Cuda
+        self.uint8 = "uint8"
+
+    @staticmethod
+    def empty(n, dtype):
+        class Buffer:
+            nbytes = n
+
+            class data:
+                ptr = 0
+
+        return Buffer()
+
+
+def clock_on(gpu: Gpu) -> CudaClock:
+    return CudaClock(FakeCupy(gpu), 50 << 20, spin=lambda ns: gpu.enqueue(ns / 1000), host_time=lambda: gpu.now / 1e6)
+
+
+def call(gpu: Gpu, launch_us: float, kernel_us: float):
+    def run():
+        gpu.now += launch_us  # the host queues the kernel (a Python launcher's overhead) ...
+        gpu.enqueue(kernel_us)  # ... which runs when the stream gets to it
+
+    return run
+
+
+@pytest.mark.parametrize("launch_us", [10.0, 120.0, 400.0])
+def test_a_slow_launcher_is_not_timed_with_its_launch(launch_us):
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    run = call(gpu, launch_us, kernel_us=1000.0)
+    samples = []
+    for _ in range(6):
+        clock.flush()
+        samples.append(clock.time_ms(run))
+    assert samples[-4:] == [pytest.approx(1.0)] * 4  # once the clock has seen the launcher, the kernel alone
+    if launch_us > 100:  # the first call, before it knew: the wait was too short and the interval too long
+        assert samples[0] > 1.0
+
+
+def test_a_batch_of_short_calls_is_timed_without_the_host():
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    assert clock.time_batch_ms(call(gpu, 5.0, kernel_us=20.0), 8, flush=True) == [pytest.approx(0.02)] * 8

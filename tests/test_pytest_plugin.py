@@ -1,0 +1,123 @@
+"""The pytest plugin in a user's own test project (run by a pytest of its own, in a subprocess): the fixture measures
+with verification, --gpubench-save keeps the session as a run, and --gpubench-compare fails the session on a planted
+2× slowdown and passes an unchanged one, with `gpubench compare`'s statistics and exit codes."""
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gpubench import results
+
+REPO = Path(__file__).resolve().parent.parent
+
+TESTS = '''
+import os
+import numpy as np
+
+CALLS = int(os.environ.get("CALLS", "1"))  # 2: the planted slowdown
+
+
+def matmul(A, B, C, M, N, K):
+    for _ in range(CALLS):
+        np.matmul(A, B, out=C)
+    return {"calls": CALLS}
+
+
+def test_matmul(gpubench):
+    m = gpubench(matmul, gpubench.gemm(192, 160, 224), reps=30, budget=0.5)
+    assert m.ok and m.rel_err < 1e-5 and m.reported == {"calls": CALLS}
+
+
+def test_conv(gpubench):
+    def direct(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW):
+        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        for r in range(R):
+            for s in range(S):
+                patch = xp[:, :, r:r + stride * OH:stride, s:s + stride * OW:stride]
+                part = np.einsum("nchw,kc->nkhw", patch, w[:, :, r, s])
+                if r == s == 0:
+                    y[...] = part
+                else:
+                    y += part
+
+    gpubench(direct, gpubench.conv(40, 2, in_channels=4, out_channels=8), reps=20, budget=0.5)
+'''
+
+
+def pytest_session(project: Path, *args, calls: int = 1):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CALLS": str(calls), "OMP_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "gpubench.pytest_plugin", "-q", "-p",
+                           "no:cacheprovider", "--gpubench-backend", "cpu", *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "test_perf.py").write_text(TESTS)
+    return tmp_path
+
+
+def test_a_planted_slowdown_fails_the_session_and_an_unchanged_one_passes(project):
+    r = pytest_session(project, "--gpubench-save", "base.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "gpubench: 2 point(s) saved to base.json" in r.stdout
+    base = results.load(project / "base.json")
+    assert [(p.op, p.variant, p.status) for p in base.points] == [("gemm", "matmul", "ok"), ("conv", "direct", "ok")]
+    assert base.status == "complete" and base.backend == "cpu" and base.environment["device"]["kind"] == "cpu"
+    assert {v["origin"] for v in base.variants} == {"test_perf.py::test_matmul", "test_perf.py::test_conv"}
+
+    # Host timings on a shared CI machine wander by more than 5%: a threshold of 30% still calls 2× slower.
+    same = pytest_session(project, "--gpubench-compare", "base.json", "--gpubench-threshold", "0.3")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "compared with base.json: no significant regression" in same.stdout
+
+    slow = pytest_session(project, "--gpubench-compare", "base.json", "--gpubench-threshold", "0.3", calls=2)
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    assert "2 passed" in slow.stdout  # every test passed: the session fails on the comparison alone
+    assert "slower gemm matmul 192x160x224: ×" in slow.stdout
+    assert "compared with base.json: regression: 1 point(s) slower by more than 30%" in slow.stdout
+
+
+def test_a_point_that_fails_verification_fails_its_test(project):
+    (project / "test_wrong.py").write_text(
+        "def test_wrong(gpubench):\n"
+        "    gpubench(lambda A, B, C, M, N, K: C.__setitem__(..., A @ B * 1.01), gpubench.gemm(32), name='off')\n")
+    r = pytest_session(project, "test_wrong.py")
+    assert r.returncode == 1 and "gpubench: gemm off 32: rel_err 1.00e-02 over tolerance 1e-04" in r.stdout, \
+        r.stdout
+
+
+def test_a_bad_function_or_a_twice_measured_point_is_one_line(project):
+    (project / "test_bad.py").write_text(
+        "def f(A, B):\n    pass\n"
+        "def test_signature(gpubench):\n    gpubench(f, gpubench.gemm(8))\n"
+        "def g(A, B, C, M, N, K):\n    C[...] = A @ B\n"
+        "def test_twice(gpubench):\n    gpubench(g, gpubench.gemm(8), reps=5)\n    gpubench(g, gpubench.gemm(8), reps=5)\n")
+    r = pytest_session(project, "test_bad.py")
+    assert r.returncode == 1, r.stdout
+    assert "gpubench: measure: f(A, B) cannot be called as f(A, B, C, M, N, K)" in r.stdout
+    assert "gemm g 8 was measured already, in test_bad.py::test_twice; give this measurement a name=" in r.stdout
+
+
+def test_a_baseline_that_cannot_be_read_stops_pytest_before_any_test(project):
+    (project / "bad.json").write_text("{")
+    r = pytest_session(project, "--gpubench-compare", "bad.json")
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR and "gpubench: " in r.stderr and "bad.json" in r.stderr
+    assert "passed" not in r.stdout
+
+
+def test_runs_that_cannot_be_compared_exit_2_as_gpubench_compare_does(project):
+    r = pytest_session(project, "-k", "matmul", "--gpubench-save", "gemm.json")
+    assert r.returncode == 0, r.stdout
+    r = pytest_session(project, "-k", "conv", "--gpubench-compare", "gemm.json")
+    assert r.returncode == 2 and "have no points in common: nothing to compare" in r.stdout, r.stdout
+
+
+def test_the_plugin_is_registered_for_pytest():
+    entry_points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
+    assert entry_points == {"gpubench": "gpubench.pytest_plugin"}

@@ -1,0 +1,119 @@
+"""A project's Python functions: imported once, checked against the spec's call before any point runs (one line
+naming the file and the first error), and what they return kept as JSON values."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpubench import results, user_code
+from gpubench.cli import cli
+from gpubench.errors import GpubenchError
+from gpubench.runners import PythonRunner
+from gpubench.variant import Config, Variant
+
+
+def variant(path: Path, kernel="f", args=("A", "B", "C", "M", "N", "K")) -> Variant:
+    return Variant(name="mine", op="gemm", backend="cpu", runner=PythonRunner(), source=path, kernel=kernel,
+                   args=args)
+
+
+@pytest.fixture
+def source(tmp_path):
+    def write(text: str, name="k.py") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write
+
+
+@pytest.mark.parametrize("text,match", [
+    ("def f(A, B, C, M, N, K)\n    pass\n", r"importing .*k\.py failed: SyntaxError: expected ':' \(k\.py, line 1\)"),
+    ("x = 1\nimport no_such_module_here\n", r"k\.py failed: ModuleNotFoundError: No module named "
+                                              r"'no_such_module_here' \(line 2\)"),
+    ("raise SystemExit(3)\n", r"k\.py failed: SystemExit: 3 \(line 1\)"),
+    ("g = 1\n", r"k\.py: has no function 'f'"),
+    ("f = 42\n", r"k\.py: f is not callable \(it is a int\)"),
+    ("def f(A, B, C):\n    pass\n", r"f\(A, B, C\) cannot be called as f\(A, B, C, M, N, K\), its arguments \(args\): "
+                                      r"too many positional arguments"),
+])
+def test_a_bad_function_is_one_line_naming_the_file(source, text, match):
+    with pytest.raises(GpubenchError, match=match) as e:
+        user_code.check(variant(source(text)), [Config("-")])
+    assert "\n" not in str(e.value)
+
+
+def test_each_configuration_must_fit_the_signature(source):
+    v = variant(source("def f(A, B, C, M, N, K, BM=64):\n    pass\n"))
+    assert callable(user_code.check(v, [Config("64", (("BM", 64),))]))
+    with pytest.raises(GpubenchError, match=r"configuration BK=8: got an unexpected keyword argument 'BK'"):
+        user_code.check(v, [Config("64", (("BM", 64),)), Config("BK=8", (("BK", 8),))])
+
+
+def test_a_triton_kernel_itself_is_refused_for_its_launcher(source):
+    path = source("class JITFunction:\n    def __call__(self, *a):\n        pass\n"
+                  "JITFunction.__module__ = 'triton.runtime.jit'\nf = JITFunction()\n")
+    with pytest.raises(GpubenchError, match=r"f is a Triton kernel \(JITFunction\); name the Python function that "
+                                            r"launches it"):
+        user_code.check(variant(path), [Config("-")])
+
+
+def test_a_module_is_imported_once_until_it_changes(source):
+    path = source("def f(*a):\n    pass\n")
+    first = user_code.module(path)
+    assert user_code.module(path) is first
+    source("def f(*a):\n    return 1\n")
+    assert user_code.module(path) is not first and user_code.module(path).f() == 1
+
+
+def test_what_a_function_returns_is_kept_as_json():
+    class Config:
+        def __str__(self):
+            return "BLOCK_M: 128, num_warps: 8"
+
+    record = user_code.report_of({"config": Config(), "n": 3, "x": float("nan"), "tiles": (1, 2), 4: True})
+    assert record == {"config": "BLOCK_M: 128, num_warps: 8", "n": 3, "x": "nan", "tiles": [1, 2], "4": True}
+    assert json.loads(json.dumps(record)) == record
+    assert user_code.report_of(None) == {} and user_code.report_of(7) == {}
+
+
+def test_a_bad_function_stops_the_run_before_any_point(tmp_path, monkeypatch):
+    (tmp_path / "k.py").write_text("import numpy as np\ndef good(A, B, C, M, N, K):\n    np.matmul(A, B, out=C)\n"
+                                   "def bad(A, B):\n    pass\n")
+    table = '[[variant]]\nname = "{0}"\nop = "gemm"\nsource = "k.py"\nkernel = "{0}"\nargs = ["A", "B", "C", "M", ' \
+            '"N", "K"]\n'
+    (tmp_path / "gpubench.toml").write_text(table.format("good") + table.format("bad"))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--variants", "good,bad", "--sizes", "16", "-o", "r.json"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert r.output.startswith(f"gpubench: error: {tmp_path / 'k.py'}: bad(A, B) cannot be called")
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_function_reports_what_it_chose_and_its_first_call(tmp_path, monkeypatch):
+    (tmp_path / "k.py").write_text("import numpy as np\ndef good(A, B, C, M, N, K, T):\n    np.matmul(A, B, out=C)\n"
+                                   "    return {'tile': T, 'why': 'fastest'}\n")
+    (tmp_path / "gpubench.toml").write_text('[[variant]]\nname = "good"\nop = "gemm"\nsource = "k.py"\n'
+                                            'kernel = "good"\nargs = ["A", "B", "C", "M", "N", "K"]\n'
+                                            'configs = [{ T = 4 }]\n')
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--variants", "good", "--sizes", "16", "-o", "r.json"])
+    assert r.exit_code == 0, r.output
+    (p,) = results.load(tmp_path / "r.json").points
+    assert p.details.reported == {"tile": 4, "why": "fastest"} and p.details.first_call_ms > 0
+
+
+def test_check_imports_the_projects_python_functions_without_a_gpu(tmp_path, monkeypatch):
+    (tmp_path / "k.py").write_text("import no_such_triton_here\n\ndef mm(A, B, C, M, N, K):\n    pass\n")
+    (tmp_path / "gpubench.toml").write_text('[[variant]]\nname = "mine"\nop = "gemm"\nbackend = "cuda"\n'
+                                            'source = "k.py"\nkernel = "mm"\nargs = ["A", "B", "C", "M", "N", "K"]\n')
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["check", "--arch", "sm_90"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"importing {tmp_path / 'k.py'} failed: ModuleNotFoundError: No module named 'no_such_triton_here' " \
+           "(line 1)" in r.output
+    (tmp_path / "k.py").write_text("def mm(A, B, C, M, N, K):\n    pass\n")  # fixed: imported anew
+    r = CliRunner().invoke(cli, ["check", "--arch", "sm_90"])
+    assert r.exit_code == 0, r.output
