@@ -61,7 +61,7 @@ def test_shard_runs_every_point_once_and_names_the_worker(project):
     assert len(keys) == 12 and len(set(keys)) == 12 and all(p.status == "ok" for p in run.points)
     assert len({p.device for p in run.points}) == 2  # both workers took shapes, and each point names its own
     assert [d["worker"] for d in run.environment["devices"]] == ["0", "1"]
-    assert run.settings["gpus"] == "2" and run.settings["wall_s"] > 0
+    assert run.settings["gpus"] == "2" and run.settings["wall_s"] >= 0  # tenths of a second: a fast sweep is 0.0
 
 
 def test_replicate_flags_the_slow_worker_and_exits_4(project):
