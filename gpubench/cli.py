@@ -39,7 +39,8 @@ def _sweep(ctx, op: Op, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
     kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]))
     outcome = app.run_op(op, shapes, block_sizes_given=given, display=terminal.LiveDisplay(), **kw)
-    terminal.run_outcome(outcome)
+    with terminal.reader_may_leave():
+        terminal.run_outcome(outcome)
     return outcome.exit_code
 
 
@@ -102,7 +103,8 @@ def run(suite, **kw):
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
     """
     outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
-    terminal.run_outcome(outcome)
+    with terminal.reader_may_leave():
+        terminal.run_outcome(outcome)
     return outcome.exit_code
 
 
@@ -119,7 +121,9 @@ def show(file, fmt, threshold):
       gpubench show results/nvidia-h200/lab.json
       gpubench show run.json --format csv > run.csv
     """
-    terminal.saved_run(app.load_run(file, threshold), file, fmt, threshold, click.echo)
+    run = app.load_run(file, threshold)
+    with terminal.reader_may_leave():
+        terminal.saved_run(run, file, fmt, threshold, click.echo)
     return Exit.OK
 
 
@@ -142,7 +146,8 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
     """
     c = app.compare_runs(base, new, threshold, alpha, strict_env, allow_partial)
     code = Exit.OK if across else c.report.exit_code(fail_on_inconclusive)
-    terminal.comparison(c, base, new, fmt, across, code, click.echo)
+    with terminal.reader_may_leave():
+        terminal.comparison(c, base, new, fmt, across, code, click.echo)
     return code
 
 

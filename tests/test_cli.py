@@ -495,3 +495,18 @@ def test_a_default_variant_that_takes_none_of_the_precisions_is_left_out(tmp_pat
     """--tf32 (the old name of --dtype tf32) on the CPU: NumPy computes no TF32, so nothing is left to run."""
     one_line_error(invoke("gemm", "--backend", "cpu", "--sizes", "16", "--tf32"),
                    "no chosen variant takes the precision tf32")
+
+
+def test_compare_into_a_pipe_closed_early_still_exits_with_its_verdict(tmp_path):
+    """`gpubench compare a b | head -1` in a CI script: the verdict's exit code (0 here), not a failure because the
+    reader left. A real process, since the pipe is the point."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "a.json"
+    assert invoke("gemm", "--backend", "cpu", "--sizes", "16,24,32,40", "--reps", "5", "-o", str(run)).exit_code == 0
+    script = (f"set -o pipefail; {sys.executable} -m gpubench compare {run} {run} --threshold 0.5 | head -c 1 "
+              ">/dev/null; echo exit=$?")
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "exit=0", r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "error" not in r.stderr

@@ -16,13 +16,21 @@ from gpubench.views import run as run_view
 from gpubench.views.tables import escape, plural, to_markdown, to_rich
 
 
+class _Console(Console):
+    """rich's console, except that a pipe closed by its reader is the caller's to handle (reader_may_leave):
+    rich's own answer is to exit 1, which is compare's exit code for a regression."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def console(stderr: bool = False) -> Console:
     """A console that keeps wide tables whole when output goes to a file or a pipe."""
     try:
-        c = Console(stderr=stderr)
+        c = _Console(stderr=stderr)
     except ValueError:  # COLUMNS or LINES that str.isdigit takes and int() does not (², a 5000-digit number)
-        return Console(stderr=stderr, width=160, height=25)
-    return c if c.is_terminal else Console(stderr=stderr, width=max(c.width, 160))
+        return _Console(stderr=stderr, width=160, height=25)
+    return c if c.is_terminal else _Console(stderr=stderr, width=max(c.width, 160))
 
 
 def print_run(run, out: Console, threshold: float = run_view.NOISE_THRESHOLD) -> None:
@@ -44,6 +52,21 @@ def saved_run(run, name: str, fmt: str, threshold: float, echo) -> None:
         out.print(escape(f"{name}: {run.device}, {plural(len(run.points), 'point')}, {run.status}, {run.created}"),
                   style="bold")
         print_run(run, out, threshold)
+
+
+@contextmanager
+def reader_may_leave():
+    """Printing into a pipe whose reader stops early (`gpubench compare ... | head`): the rest of the output is
+    dropped, and the command still exits with its own code, not as if it had failed (compare's exit code is the
+    verdict a CI gate reads)."""
+    import os
+    import sys
+
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # Python flushes stdout again at exit: let that go nowhere
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def comparison(c, base: str, new: str, fmt: str, across: bool, code: int, echo) -> None:
