@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Callable, Mapping
 
+from gpubench import dtypes
 from gpubench.dtypes import PRECISIONS, DType
 from gpubench.expr import Expr
 from gpubench.problems import SHAPES, Op
@@ -209,9 +210,9 @@ class Variant:
 
     def tolerance_for(self, shape) -> float:
         """The largest rel_err this variant may have on the shape: its spec's, else the error model's."""
-        from gpubench.dtypes import tolerance
-
-        return self.tolerance if self.tolerance is not None else tolerance(shape.dtype, shape.reduction, shape.output_elems)
+        if self.tolerance is not None:
+            return self.tolerance
+        return dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
 
     def compile_params(self, config: Config, shape=None) -> dict:
         """The -D defines of one build for a problem: the configuration's parameters and, where the spec names a
