@@ -84,7 +84,6 @@ class Precision:
     floor: float = 0.0  # the least tolerance (see the module's docstring)
     ceiling: str = "ffma_gflops"  # the key of its compute peak among a GPU run's measured ceilings (roofline.py)
     scaled: bool = False  # each input carries a per-tensor scale (fp8)
-    tensor_cores: bool = False  # only tensor cores compute it (the cuBLAS/cuDNN path differs from FP32's)
 
     @property
     def in_bytes(self) -> int:
@@ -107,15 +106,14 @@ FP8_MMA_U = 2.0 ** -14
 PRECISIONS: dict[DType, Precision] = {
     DType.FP32: Precision(np.float32, np.float32, "float", "float", "fp32", FP32_U, FP32_U, floor=1e-4),
     DType.TF32: Precision(np.float32, np.float32, "float", "float", "fp32", FP32_U, FP32_U, u_math=2.0 ** -11,
-                          floor=5e-3, ceiling="tf32_gflops", tensor_cores=True),
+                          floor=5e-3, ceiling="tf32_gflops"),
     DType.FP16: Precision(np.float16, np.float16, "__half", "__half", "fp32", 2.0 ** -11, FP32_U,
-                          ceiling="fp16_gflops", tensor_cores=True),
+                          ceiling="fp16_gflops"),
     DType.BF16: Precision(ml_dtypes.bfloat16, ml_dtypes.bfloat16, "__nv_bfloat16", "__nv_bfloat16", "fp32", 2.0 ** -8,
-                          FP32_U, ceiling="bf16_gflops", tensor_cores=True),
+                          FP32_U, ceiling="bf16_gflops"),
     DType.FP8: Precision(ml_dtypes.float8_e4m3fn, ml_dtypes.bfloat16, "__nv_fp8_e4m3", "__nv_bfloat16", "fp32",
-                         2.0 ** -8, FP8_MMA_U, ceiling="fp8_gflops", scaled=True, tensor_cores=True),
-    DType.INT8: Precision(np.int8, np.int32, "int8_t", "int", "int32", 0.0, 0.0, ceiling="int8_gops",
-                          tensor_cores=True),
+                         2.0 ** -8, FP8_MMA_U, ceiling="fp8_gflops", scaled=True),
+    DType.INT8: Precision(np.int8, np.int32, "int8_t", "int", "int32", 0.0, 0.0, ceiling="int8_gops"),
 }
 
 C_OUT, C_OUT_FEW, FEW, C_ACC, C_MATH = 0.7, 0.4, 64, 2.0, 2.0
