@@ -27,6 +27,14 @@ SAMPLE_SMS = 132
 
 
 
+@dataclass(frozen=True)
+class BuildChoice:
+    """What of a problem a kernel's build depends on: its precision and layout (compile_params reads no more)."""
+
+    dtype: DType
+    layout: StrEnum
+
+
 class Axis(StrEnum):
     """Where a variant's configurations come from."""
 
@@ -304,6 +312,16 @@ class Variant:
         if not arch.startswith(device_arch):
             return []
         return [(self.source, tuple(self.compile_params(config, shape).items()), arch, self.includes)]
+
+    def every_build(self, config: Config, device_arch: str) -> list[tuple[Path, tuple, str, tuple]]:
+        """Every build this configuration can need on a device: one per precision and layout that reaches the
+        kernel as a define (what `gpubench check` and CI compile), without repeats."""
+        jobs = {}
+        for dtype in self.dtypes:
+            for layout in self.layouts_taken:
+                for job in self.builds(config, device_arch, BuildChoice(dtype, layout)):
+                    jobs[job] = None
+        return list(jobs)
 
     def fingerprint(self) -> str | None:
         """sha256 of the kernel's source, so saved runs can tell when it changed (None for library variants)."""

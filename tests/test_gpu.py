@@ -36,6 +36,13 @@ CONV_SHAPES = [
     # 3×3, stride 1, channels and filters that fill no Winograd slice or block, odd sizes, with and without padding
     conv_shape(23, 1, batch=3, in_channels=13, out_channels=70),
     conv_shape(19, 1, batch=2, in_channels=9, out_channels=33, padding="valid"),
+    # channels a multiple of 8 (what 16-byte copies need, tc-implicit's `requires`) but of no tile's 16, 32, 64;
+    # filters that fill no tile, odd or not a multiple of 8 (the output's element-wise path), ragged pixel counts:
+    # 3×3 at stride 1 and 2, a 1×1 (a plain GEMM, C past one 128-channel slice) and a 5×5 at stride 2
+    conv_shape(23, 1, batch=3, in_channels=24, out_channels=70),
+    conv_shape(25, 2, batch=2, in_channels=40, out_channels=72, padding=1),
+    conv_shape(13, 1, batch=5, in_channels=136, out_channels=8, kernel=1, padding="valid"),
+    conv_shape(11, 2, batch=3, in_channels=8, out_channels=33, kernel=5, padding=2),
 ]
 
 

@@ -29,12 +29,13 @@ def spec_builds():
     """(file, defines, arch) for every configuration the specs can ask for, files relative to cuda_src/.
 
     A variant pinned to an architecture (wgmma needs sm_90a) is built for that one; the rest for sm_80 and sm_90.
+    A kernel told its element type or layout by a define is built once per precision and layout it takes.
     """
     seen = {}
     for v in BUILTIN:
         for c in v.configs_for(specs.LAB_BLOCK_SIZES + (1,)):
             for arch in (v.arch,) if v.arch else ARCHS:
-                for source, defines, a, _ in v.builds(c, arch):
+                for source, defines, a, _ in v.every_build(c, arch):
                     seen[(rel(source), defines, a)] = None
     return sorted(seen)
 
@@ -94,12 +95,18 @@ def test_tiled_spills_no_registers(config, arch):
 
 
 @pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async", "sliding-tiled",
-                                  "sliding-rows", "sliding-vec"])
+                                  "sliding-rows", "sliding-vec", "tc-implicit"])
 def test_faster_kernels_spill_nothing(name):
     v = next(v for v in BUILTIN if v.name == name and v.backend == "cuda")
     for c in v.configs:
         for u in nvcc.resource_usage(v.source, v.arch or "sm_90", c.values):
             assert (u.spill_stores, u.spill_loads) == (0, 0), (c.label, u)
+
+
+def test_a_kernel_of_several_precisions_is_built_in_each():
+    """tc-implicit takes fp16 and bf16 through -DELEM: CI compiles both element types, not only the default."""
+    elems = {dict(defines).get("ELEM") for src, defines, _ in spec_builds() if src == "conv/10_tc_implicit.cu"}
+    assert elems == {"__half", "__nv_bfloat16"}
 
 
 def test_compile_error_is_one_line_naming_the_file_and_the_first_error(tmp_path):

@@ -1,0 +1,35 @@
+#!/bin/bash
+# The GPU runs behind the tensor-core convolution (issue 20; docs/perf-notes.md, results/<gpu>/tc-conv.json).
+#   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit: every configuration, fp16 and bf16, ragged shapes
+#   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: tc-implicit against cuDNN's best plan, ResNet-50 layers
+#   bash tools/gpu/tc_conv.sh ncu     # ncu of tc-implicit (fp16) on the 56² and 14² layers, one launch per configuration
+#   bash tools/gpu/tc_conv.sh all     # all three, in that order
+# OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, the cuDNN frontend).
+set -u -o pipefail
+export PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-/tmp/gpubench-cache}
+# tensor pipe busy, shared-memory bank conflicts on ldmatrix and cp.async, DRAM and L2 traffic, achieved occupancy
+METRICS=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,\
+sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active,\
+l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,\
+l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,dram__bytes_read.sum,dram__bytes_write.sum,\
+lts__t_sectors_op_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,\
+sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed
+step() {
+  case "$1" in
+  check)
+    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-implicit or tc_implicit" -p no:cacheprovider 2>&1 \
+      | tee "$OUT/gpu-tests-tc.txt" | tail -4 ;;
+  sweep)
+    python3 -m gpubench run tools/gpu/tc-conv.toml -o "$OUT/tc-conv.json" > "$OUT/tc-conv.log" 2>&1
+    echo "sweep exit $?"; grep -E "tc-implicit|cudnn" "$OUT/tc-conv.log" | grep -v "compute" | head -60 ;;
+  ncu)  # the first launch of each configuration is its verification call; -c counts launches of the kernel
+    for layer in "56 64" "14 256"; do set -- $layer
+      ncu --target-processes all -k regex:conv_tc_implicit --launch-skip 0 --launch-count 400 --metrics "$METRICS" \
+        --csv python3 -m gpubench conv --variants tc-implicit --sizes $1 --stride 1 --batch 128 --in-channels $2 \
+        --out-channels $2 --padding 1 --dtype fp16 --layout nhwc --warmup 1 --reps 5 --budget 0.01 --decide 0 \
+        -o /tmp/ncu-$1.json > "$OUT/ncu-$1.csv" 2> "$OUT/ncu-$1.err"
+      echo "ncu $1: exit $?, $(grep -c conv_tc "$OUT/ncu-$1.csv") launches"
+    done ;;
+  esac
+}
+if [ "$1" = all ]; then for s in check sweep ncu; do step $s; done; else step "$1"; fi
