@@ -2,8 +2,9 @@
 # The GPU runs behind the tensor-core convolution (issue 20; docs/perf-notes.md, results/<gpu>/tc-conv.json).
 #   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit: every configuration, fp16 and bf16, ragged shapes
 #   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: tc-implicit against cuDNN's best plan, ResNet-50 layers
-#   bash tools/gpu/tc_conv.sh ncu     # ncu of tc-implicit (fp16) on the 56² and 14² layers, one launch per configuration
-#   bash tools/gpu/tc_conv.sh all     # all three, in that order
+#   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
+#   bash tools/gpu/tc_conv.sh ncu     # ncu of tc-implicit (fp16) on the 56² and 14² layers, each configuration
+#   bash tools/gpu/tc_conv.sh all     # check, probe, sweep, ncu
 # OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, the cuDNN frontend).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-/tmp/gpubench-cache}
@@ -22,14 +23,11 @@ step() {
   sweep)
     python3 -m gpubench run tools/gpu/tc-conv.toml -o "$OUT/tc-conv.json" > "$OUT/tc-conv.log" 2>&1
     echo "sweep exit $?"; grep -E "tc-implicit|cudnn" "$OUT/tc-conv.log" | grep -v "compute" | head -60 ;;
-  ncu)  # the first launch of each configuration is its verification call; -c counts launches of the kernel
-    for layer in "56 64" "14 256"; do set -- $layer
-      ncu --target-processes all -k regex:conv_tc_implicit --launch-skip 0 --launch-count 400 --metrics "$METRICS" \
-        --csv python3 -m gpubench conv --variants tc-implicit --sizes $1 --stride 1 --batch 128 --in-channels $2 \
-        --out-channels $2 --padding 1 --dtype fp16 --layout nhwc --warmup 1 --reps 5 --budget 0.01 --decide 0 \
-        -o /tmp/ncu-$1.json > "$OUT/ncu-$1.csv" 2> "$OUT/ncu-$1.err"
-      echo "ncu $1: exit $?, $(grep -c conv_tc "$OUT/ncu-$1.csv") launches"
-    done ;;
+  probe)  # every configuration back to back, L2 not flushed (tools/gpu/tc_conv_probe.py; EXTRA adds configurations)
+    python3 tools/gpu/tc_conv_probe.py 56x64 28x128 14x256 7x512 56x128s2 2>&1 | tee "$OUT/probe.txt" ;;
+  ncu)  # each configuration launched twice (REPS=1: one warm-up, one call) on the 56² and 14² layers, every launch
+    REPS=1 ncu --metrics "$METRICS" --csv python3 tools/gpu/tc_conv_probe.py 56x64 14x256 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+    echo "ncu: exit $?, $(grep -c conv_tc "$OUT/ncu.csv") launches" ;;
   esac
 }
-if [ "$1" = all ]; then for s in check sweep ncu; do step $s; done; else step "$1"; fi
+if [ "$1" = all ]; then for s in check probe sweep ncu; do step $s; done; else step "$1"; fi

@@ -1,0 +1,62 @@
+"""tc-implicit's configurations on the ResNet-50 layers, outside gpubench's harness: each configuration launched
+back to back (CUDA events, L2 not flushed, median of REPS = 20 calls), for a quick look at configurations the spec does not
+list, and as the program ncu profiles (no wait kernels, every launch is the kernel's).
+
+    python3 tools/gpu/tc_conv_probe.py 56x64 14x256 56x128s2          # the spec's configurations, fp16
+    EXTRA="BM=128,BN=128,BK=64,WM=64,WN=64,STAGES=3" DTYPE=bf16 python3 tools/gpu/tc_conv_probe.py 28x128
+Prints one line per layer × configuration: median µs and TFLOP/s. Outputs are not verified here (the gpu tests and
+the sweep do that).
+"""
+
+import os
+import sys
+
+import cupy as cp
+
+from gpubench import catalog
+from gpubench.backends.cuda import CudaBackend
+from gpubench.dtypes import ConvLayout, DType
+from gpubench.problems import conv_shape
+
+
+def median_ms(run, reps=int(os.environ.get("REPS", 20))):
+    for _ in range(min(reps, 3)):
+        run()
+    times = []
+    for _ in range(reps):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop))
+    return sorted(times)[reps // 2]
+
+
+def layer(text: str):
+    """'56x64' (size × channels, stride 1) or '56x128s2'."""
+    size, rest = text.split("x")
+    channels, _, stride = rest.partition("s")
+    c = int(channels)
+    return conv_shape(int(size), int(stride or 1), batch=128, in_channels=c, out_channels=c, padding=1,
+                      dtype=DType(os.environ.get("DTYPE", "fp16")), layout=ConvLayout.NHWC)
+
+
+def main(layers):
+    v = catalog.Catalog(catalog.builtin()).get("conv", "cuda", "tc-implicit")
+    extras = [v.config(dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in e.split(",")))
+              for e in os.environ.get("EXTRA", "").split(";") if e]
+    backend = CudaBackend()
+    for text in layers:
+        shape = layer(text)
+        inputs = backend.inputs(shape, seed=1)
+        for c in list(v.configs) + extras:
+            prepared = backend.prepare(v, c, shape, inputs)
+            ms = median_ms(prepared.run)
+            print(f"{text:>10} {shape.dtype} {c.label:<32} {ms * 1e3:8.1f} us {shape.flops() / ms / 1e9:7.1f} TFLOP/s",
+                  flush=True)
+            prepared.release()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
