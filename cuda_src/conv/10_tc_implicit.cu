@@ -5,14 +5,9 @@
 // As a GEMM: rows are output pixels (GEMM_M = N·OH·OW), columns are filters (GEMM_N = K), the reduction runs over
 // (r, s, c) (GEMM_K = R·S·C). In NHWC the output is then an M×K row-major matrix, and the filters (KRSC) are the
 // B operand already K-major: filter k's reduction is one contiguous row. Only A, the activations, needs the
-// im2col mapping, and this kernel does it in the loader:
-//  * the reduction is walked tap by tap, BK channels at a time, so a slice of A is, for each pixel, BK
-//    consecutive channels of one input pixel: 16-byte copies (C % 8 == 0 keeps them aligned and whole);
-//  * each thread always copies the same pixels (rows of the A tile), so before the main loop it works out, once,
-//    each pixel's offset in x at tap (0, 0) and a bit mask of the taps that land inside the image. At a tap,
-//    the address is that offset plus a number shared by the whole block, (r·W + s)·C + c, and whether the tap
-//    is padding is one bit of the mask: no division, no bounds arithmetic in the loop. Padding, rows past the
-//    last pixel, filters past K and channels past C are copied as zeros (cp.async's zero-fill).
+// im2col mapping, and the loader does it (implicit_tiles.cuh): the reduction is walked tap by tap, BK channels at
+// a time, so a slice is 16-byte copies of whole input pixels' channels; each thread keeps its pixels' offsets and
+// a bit mask of their in-image taps, so padding and ragged edges cost one bit test, not a division.
 //
 // The pipeline (CUTLASS's shape): global → shared by a STAGES-deep cp.async ring, one barrier per slice; shared →
 // registers by ldmatrix from an XOR-swizzled layout (include/mma_sync.cuh: no padding, no bank conflicts);
@@ -24,8 +19,7 @@
 // STAGES-deep ring. Launch: grid cdiv(N·OH·OW, BM) · cdiv(K, BN) (filter tiles fastest, so blocks that share
 // pixels run together), (BM/WM)·(BN/WN)·32 threads, max(ring, staged output) bytes of dynamic shared memory.
 
-#include "../include/gemm_common.cuh"  // cp_async16, cp_async_commit, cp_async_wait
-#include "../include/mma_sync.cuh"
+#include "implicit_tiles.cuh"  // the loader (im2col in its addressing) and the staged output's store
 
 #ifndef ELEM
 #define ELEM __half
@@ -56,22 +50,17 @@
 #endif
 
 constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-constexpr int CH = BK / 8;                  // 16-byte chunks per tile row
-constexpr int ROWS_PER_PASS = THREADS / CH;  // tile rows the block copies in one pass
-constexpr int A_ITERS = BM / ROWS_PER_PASS;
-constexpr int B_ITERS = BN / ROWS_PER_PASS;
-constexpr int MT = WM / 16, NT = WN / 8;     // MMAs per warp and k step
+constexpr int MT = WM / 16, NT = WN / 8;  // MMAs per warp and k step
 constexpr int STAGE_ELEMS = (BM + BN) * BK;
-constexpr int CLD = BN + 8;                  // the staged output's row stride: 8 rows of a fragment hit 32 banks
+constexpr int CLD = BN + 8;               // the staged output's row stride: 8 rows of a fragment hit 32 banks
 
 static_assert(BM % WM == 0 && BN % WN == 0, "the warps tile the block");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp tile is whole 16×16 ldmatrix blocks");
 static_assert(BK == 16 || BK == 32 || BK == 64, "BK: 16, 32 or 64 channels (a 32-, 64- or 128-byte row)");
-static_assert(THREADS % CH == 0 && BM % ROWS_PER_PASS == 0 && BN % ROWS_PER_PASS == 0,
-              "every thread copies the same chunk column of whole passes over both tiles");
 static_assert(STAGES >= 2, "a ring of at least two slices");
 
-using Tile = Swizzled<BK>;
+using Loader = ImplicitLoader<ELEM, BM, BN, BK, THREADS>;
+using Tile = Loader::Tile;
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 conv_tc_implicit(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OUT* __restrict__ y, int N, int C,
@@ -80,65 +69,12 @@ conv_tc_implicit(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
     extern __shared__ __align__(128) unsigned char smem_raw[];
     ELEM* smem = reinterpret_cast<ELEM*>(smem_raw);
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int P = OH * OW, M = N * P, RSC = R * S * C;
+    const int M = N * OH * OW;
     const int tiles_n = (K + BN - 1) / BN;
     const int m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
 
-    // ---- what this thread copies, worked out once --------------------------------------------------------------
-    const int col = tid % CH, col8 = col * 8;  // its chunk column (channels col8..col8+7 of each slice)
-    const int row0 = tid / CH;                 // its first tile row; then every ROWS_PER_PASS rows
-    long long x_off[A_ITERS];                  // pixel's offset in x at tap (0, 0), channel 0
-    uint32_t taps_in[A_ITERS];                 // bit r·S + s: tap (r, s) lands inside the image
-#pragma unroll
-    for (int i = 0; i < A_ITERS; ++i) {
-        const int m = m0 + row0 + i * ROWS_PER_PASS;
-        x_off[i] = 0;
-        taps_in[i] = 0;
-        if (m < M) {
-            const int img = m / P, p = m % P;
-            const int ih0 = (p / OW) * stride - pad, iw0 = (p % OW) * stride - pad;
-            x_off[i] = (((long long)img * H + ih0) * W + iw0) * C;
-            for (int r = 0; r < R; ++r)
-                for (int s = 0; s < S; ++s)
-                    if ((unsigned)(ih0 + r) < (unsigned)H && (unsigned)(iw0 + s) < (unsigned)W)
-                        taps_in[i] |= 1u << (r * S + s);
-        }
-    }
-    long long w_off[B_ITERS];  // filter's row in w; −1 past K
-#pragma unroll
-    for (int j = 0; j < B_ITERS; ++j) {
-        const int k = n0 + row0 + j * ROWS_PER_PASS;
-        w_off[j] = k < K ? (long long)k * RSC : -1;
-    }
-
-    // ---- the producer: slice (tap r·S + s, channels c..c+BK) into a ring stage ---------------------------------
-    int ld_r = 0, ld_s = 0, ld_c = 0;
-    auto load = [&](int stage) {
-        ELEM* As = smem + stage * STAGE_ELEMS;
-        ELEM* Bs = As + BM * BK;
-        const int tap = ld_r * S + ld_s;
-        const bool chan_in = ld_c + col8 < C;  // C % 8 == 0: a chunk is wholly inside C or wholly past it
-        const long long at_x = ((long long)ld_r * W + ld_s) * C + ld_c + col8;
-#pragma unroll
-        for (int i = 0; i < A_ITERS; ++i) {
-            const bool in = chan_in && (taps_in[i] >> tap & 1u);
-            cp_async16(As + Tile::at(row0 + i * ROWS_PER_PASS, col), in ? x + x_off[i] + at_x : x, in ? 16 : 0);
-        }
-        const int at_w = tap * C + ld_c + col8;
-#pragma unroll
-        for (int j = 0; j < B_ITERS; ++j) {
-            const bool in = chan_in && w_off[j] >= 0;
-            cp_async16(Bs + Tile::at(row0 + j * ROWS_PER_PASS, col), in ? w + w_off[j] + at_w : w, in ? 16 : 0);
-        }
-        ld_c += BK;
-        if (ld_c >= C) {
-            ld_c = 0;
-            if (++ld_s == S) {
-                ld_s = 0;
-                ++ld_r;
-            }
-        }
-    };
+    Loader loader(x, w, N, C, H, W, K, R, S, stride, pad, OH, OW, m0, n0);
+    auto load = [&](int stage) { loader.load(smem + stage * STAGE_ELEMS, smem + stage * STAGE_ELEMS + BM * BK); };
 
     // ---- the consumer: each warp's ldmatrix addresses (rows fixed per lane; the swizzle key is the lane's) -------
     const int wm0 = (warp % (BM / WM)) * WM, wn0 = (warp / (BM / WM)) * WN;
@@ -154,7 +90,7 @@ conv_tc_implicit(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
-    const int slices = R * S * ((C + BK - 1) / BK);
+    const int slices = implicit_slices(C, R, S, BK);
 #pragma unroll
     for (int st = 0; st < STAGES - 1; ++st) {
         if (st < slices) load(st);
@@ -204,16 +140,5 @@ conv_tc_implicit(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
             *reinterpret_cast<uint32_t*>(c + 8 * CLD) = pack2(acc[i][j][2], acc[i][j][3], c);
         }
     __syncthreads();
-    const bool whole_rows = K % 8 == 0;  // 16-byte aligned output rows
-    for (int v = tid; v < BM * (BN / 8); v += THREADS) {
-        const int row = v / (BN / 8), k = n0 + (v % (BN / 8)) * 8, m = m0 + row;
-        if (m >= M || k >= K) continue;
-        const ELEM_OUT* src = Cs + row * CLD + (k - n0);
-        ELEM_OUT* dst = y + (size_t)m * K + k;
-        if (whole_rows && k + 8 <= K) {
-            *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-        } else {
-            for (int e = 0; e < 8 && k + e < K; ++e) dst[e] = src[e];
-        }
-    }
+    store_staged_tile<ELEM_OUT, BM, BN, CLD, THREADS>(Cs, y, m0, n0, M, K);
 }
