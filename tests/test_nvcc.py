@@ -95,7 +95,7 @@ def test_tiled_spills_no_registers(config, arch):
 
 
 @pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async", "sliding-tiled",
-                                  "sliding-rows", "sliding-vec", "tc-implicit"])
+                                  "sliding-rows", "sliding-vec", "tc-implicit", "tc-wgmma"])
 def test_faster_kernels_spill_nothing(name):
     v = next(v for v in BUILTIN if v.name == name and v.backend == "cuda")
     for c in v.configs:
@@ -103,9 +103,11 @@ def test_faster_kernels_spill_nothing(name):
             assert (u.spill_stores, u.spill_loads) == (0, 0), (c.label, u)
 
 
-def test_a_kernel_of_several_precisions_is_built_in_each():
-    """tc-implicit takes fp16 and bf16 through -DELEM: CI compiles both element types, not only the default."""
-    elems = {dict(defines).get("ELEM") for src, defines, _ in spec_builds() if src == "conv/10_tc_implicit.cu"}
+@pytest.mark.parametrize("source", ["conv/10_tc_implicit.cu", "conv/11_tc_wgmma.cu"])
+def test_a_kernel_of_several_precisions_is_built_in_each(source):
+    """The tensor-core convolutions take fp16 and bf16 through -DELEM: CI compiles both element types, not only the
+    kernel's default."""
+    elems = {dict(defines).get("ELEM") for src, defines, _ in spec_builds() if src == source}
     assert elems == {"__half", "__nv_bfloat16"}
 
 

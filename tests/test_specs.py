@@ -465,15 +465,16 @@ def test_builtin_tma_gemm_requires_rows_of_whole_16_byte_chunks():
         assert box == (256 // c.values["CLUSTER"], 32)
 
 
-def test_builtin_tensor_core_conv_takes_fp16_bf16_nhwc_with_whole_channel_chunks():
-    """tc-implicit copies 8 channels at a time and keeps a 32-bit mask of filter taps: other problems are skipped,
-    saying which condition they break; it takes only the precisions and the layout its kernel reads."""
+@pytest.mark.parametrize("name", ["tc-implicit", "tc-wgmma"])
+def test_builtin_tensor_core_convs_take_fp16_bf16_nhwc_with_whole_channel_chunks(name):
+    """The tensor-core convolutions copy 8 channels at a time and keep a 32-bit mask of filter taps: other problems
+    are skipped, saying which condition they break; they take only the precisions and the layout they read."""
     from gpubench.dtypes import ConvLayout, DType
-    v = CATALOG.get("conv", "cuda", "tc-implicit")
+    v = CATALOG.get("conv", "cuda", name)
     assert set(v.dtypes) == {DType.FP16, DType.BF16} and tuple(v.layouts_taken) == (ConvLayout.NHWC,)
     assert v.unfit(conv_shape(23, 2, batch=3, in_channels=24, out_channels=70).dims()) is None
-    assert v.unfit(conv_shape(23, 1, in_channels=13).dims()) == "tc-implicit requires C % 8 == 0"
-    assert v.unfit(conv_shape(23, 1, in_channels=8, kernel=7).dims()) == "tc-implicit requires R * S <= 32"
+    assert v.unfit(conv_shape(23, 1, in_channels=13).dims()) == f"{name} requires C % 8 == 0"
+    assert v.unfit(conv_shape(23, 1, in_channels=8, kernel=7).dims()) == f"{name} requires R * S <= 32"
     assert v.takes(conv_shape(23, 1, in_channels=24, dtype=DType.BF16, layout=ConvLayout.NHWC)) is None
     assert "not fp32" in v.takes(conv_shape(23, 1, in_channels=24, layout=ConvLayout.NHWC))
     assert "not nchw" in v.takes(conv_shape(23, 1, in_channels=24, dtype=DType.FP16))

@@ -2,8 +2,8 @@
 // im2col in its addressing, and the store of an output tile staged in shared memory. NHWC, 16-bit elements.
 //
 // The GEMM: rows are output pixels (M = N·OH·OW), columns filters (K), the reduction (r, s, c) walked tap by tap,
-// BK channels at a time. A slice of A is then, for each pixel, BK consecutive channels of one input pixel, and a
-// slice of B is BK consecutive channels of each filter's KRSC row: both copied as 16-byte chunks of 8 channels
+// SLICE channels at a time. A slice of A is then, for each pixel, SLICE consecutive channels of one input pixel, and a
+// slice of B is SLICE consecutive channels of each filter's KRSC row: both copied as 16-byte chunks of 8 channels
 // (C % 8 == 0 keeps them aligned and whole).
 #pragma once
 
@@ -15,14 +15,14 @@
 // r·S + s; R·S ≤ 32). At a tap the address is that offset plus a number the whole block shares, (r·W + s)·C + c,
 // and whether the tap is padding is one bit: no division and no bounds arithmetic in the loop. Padding, pixels
 // past M, filters past K and channels past C are copied as zeros (cp.async's zero-fill).
-template <typename T, int BM, int BN, int BK, int THREADS>
+template <typename T, int TILE_M, int TILE_N, int SLICE, int NTHREADS>
 struct ImplicitLoader {
-    static constexpr int CH = BK / 8;  // 16-byte chunks per tile row
-    static constexpr int ROWS_PER_PASS = THREADS / CH;
-    static constexpr int A_ITERS = BM / ROWS_PER_PASS, B_ITERS = BN / ROWS_PER_PASS;
-    static_assert(THREADS % CH == 0 && BM % ROWS_PER_PASS == 0 && BN % ROWS_PER_PASS == 0,
+    static constexpr int CH = SLICE / 8;  // 16-byte chunks per tile row
+    static constexpr int ROWS_PER_PASS = NTHREADS / CH;
+    static constexpr int A_ITERS = TILE_M / ROWS_PER_PASS, B_ITERS = TILE_N / ROWS_PER_PASS;
+    static_assert(NTHREADS % CH == 0 && TILE_M % ROWS_PER_PASS == 0 && TILE_N % ROWS_PER_PASS == 0,
                   "every thread copies the same chunk column of whole passes over both tiles");
-    using Tile = Swizzled<BK>;
+    using Tile = Swizzled<SLICE>;
 
     const T* x;
     const T* w;
@@ -31,7 +31,7 @@ struct ImplicitLoader {
     long long x_off[A_ITERS];     // its pixels' offsets in x at tap (0, 0), channel 0
     uint32_t taps_in[A_ITERS];    // their in-image taps
     long long w_off[B_ITERS];     // its filters' rows in w; −1 past K
-    int r = 0, s = 0, c = 0;      // the next slice: tap (r, s), channels c..c+BK
+    int r = 0, s = 0, c = 0;      // the next slice: tap (r, s), channels c..c+SLICE
 
     __device__ ImplicitLoader(const T* x_, const T* w_, int N, int C_, int H, int W_, int K, int R, int S_, int stride,
                               int pad, int OH, int OW, int m0, int n0)
@@ -62,7 +62,7 @@ struct ImplicitLoader {
         }
     }
 
-    // Copy the next slice into a stage: A's BM × BK tile at As, B's BN × BK tile at Bs (both swizzled).
+    // Copy the next slice into a stage: A's TILE_M × SLICE tile at As, B's TILE_N × SLICE tile at Bs (both swizzled).
     __device__ __forceinline__ void load(T* As, T* Bs)
     {
         const int tap = r * S + s, chunk = col8 / 8;
@@ -79,7 +79,7 @@ struct ImplicitLoader {
             const bool in = chan_in && w_off[j] >= 0;
             cp_async16(Bs + Tile::at(row0 + j * ROWS_PER_PASS, chunk), in ? w + w_off[j] + at_w : w, in ? 16 : 0);
         }
-        c += BK;
+        c += SLICE;
         if (c >= C) {
             c = 0;
             if (++s == S) {
@@ -90,18 +90,18 @@ struct ImplicitLoader {
     }
 };
 
-// Slices of the reduction: every tap, C in whole BK-channel slices (the last one zero-filled past C).
-__device__ __forceinline__ int implicit_slices(int C, int R, int S, int BK) { return R * S * ((C + BK - 1) / BK); }
+// Slices of the reduction: every tap, C in whole slices of `slice` channels (the last one zero-filled past C).
+__device__ __forceinline__ int implicit_slices(int C, int R, int S, int slice) { return R * S * ((C + slice - 1) / slice); }
 
-// The block's BM × BN output tile, already rounded and staged in shared memory (row stride LD elements), written
+// The block's TILE_M × TILE_N output tile, already rounded and staged in shared memory (row stride LD elements), written
 // to y (an M × K row-major matrix in NHWC) in whole 16-byte chunks of rows: every store coalesced; element by
 // element only where K is not a multiple of 8 (rows not 16-byte aligned) or at the last partial chunk.
-template <typename T, int BM, int BN, int LD, int THREADS>
+template <typename T, int TILE_M, int TILE_N, int LD, int NTHREADS>
 __device__ __forceinline__ void store_staged_tile(const T* Cs, T* __restrict__ y, int m0, int n0, int M, int K)
 {
     const bool whole_rows = K % 8 == 0;
-    for (int v = threadIdx.x; v < BM * (BN / 8); v += THREADS) {
-        const int row = v / (BN / 8), k = n0 + (v % (BN / 8)) * 8, m = m0 + row;
+    for (int v = threadIdx.x; v < TILE_M * (TILE_N / 8); v += NTHREADS) {
+        const int row = v / (TILE_N / 8), k = n0 + (v % (TILE_N / 8)) * 8, m = m0 + row;
         if (m >= M || k >= K) continue;
         const T* src = Cs + row * LD + (k - n0);
         T* dst = y + (size_t)m * K + k;

@@ -1,9 +1,9 @@
 #!/bin/bash
 # The GPU runs behind the tensor-core convolution (issue 20; docs/perf-notes.md, results/<gpu>/tc-conv.json).
-#   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit: every configuration, fp16 and bf16, ragged shapes
-#   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: tc-implicit against cuDNN's best plan, ResNet-50 layers
+#   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit and tc-wgmma: every configuration, fp16 and bf16, ragged shapes
+#   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: tc-implicit and tc-wgmma against cuDNN's best plan, ResNet-50 layers
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
-#   bash tools/gpu/tc_conv.sh ncu     # ncu of tc-implicit (fp16) on the 56² and 14² layers, each configuration
+#   bash tools/gpu/tc_conv.sh ncu     # ncu of both (fp16) on the 56² and 14² layers, each configuration
 #   bash tools/gpu/tc_conv.sh all     # check, probe, sweep, ncu
 # OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, the cuDNN frontend).
 set -u -o pipefail
@@ -18,7 +18,7 @@ sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_pea
 step() {
   case "$1" in
   check)
-    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-implicit or tc_implicit" -p no:cacheprovider 2>&1 \
+    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-implicit or tc-wgmma" -p no:cacheprovider 2>&1 \
       | tee "$OUT/gpu-tests-tc.txt" | tail -4 ;;
   sweep)
     python3 -m gpubench run tools/gpu/tc-conv.toml -o "$OUT/tc-conv.json" > "$OUT/tc-conv.log" 2>&1

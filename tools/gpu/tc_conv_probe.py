@@ -1,9 +1,11 @@
-"""tc-implicit's configurations on the ResNet-50 layers, outside gpubench's harness: each configuration launched
+"""The tensor-core convolutions' configurations on the ResNet-50 layers, outside gpubench's harness: each configuration launched
 back to back (CUDA events, L2 not flushed, median of REPS = 20 calls), for a quick look at configurations the spec does not
 list, and as the program ncu profiles (no wait kernels, every launch is the kernel's).
 
     python3 tools/gpu/tc_conv_probe.py 56x64 14x256 56x128s2          # the spec's configurations, fp16
-    EXTRA="BM=128,BN=128,BK=64,WM=64,WN=64,STAGES=3" DTYPE=bf16 python3 tools/gpu/tc_conv_probe.py 28x128
+    EXTRA="tc-wgmma:BM=128,BN=256,STAGES=4;tc-implicit:BM=128,BN=128,BK=64,WM=64,WN=64,STAGES=3" DTYPE=bf16 \
+        python3 tools/gpu/tc_conv_probe.py 28x128
+    VARIANTS=tc-wgmma python3 tools/gpu/tc_conv_probe.py 7x512    # one variant (default: tc-implicit, tc-wgmma)
 Prints one line per layer × configuration: median µs and TFLOP/s. Outputs are not verified here (the gpu tests and
 the sweep do that).
 """
@@ -43,19 +45,22 @@ def layer(text: str):
 
 
 def main(layers):
-    v = catalog.Catalog(catalog.builtin()).get("conv", "cuda", "tc-implicit")
-    extras = [v.config(dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in e.split(",")))
-              for e in os.environ.get("EXTRA", "").split(";") if e]
+    known = catalog.Catalog(catalog.builtin())
+    variants = [known.get("conv", "cuda", n) for n in os.environ.get("VARIANTS", "tc-implicit,tc-wgmma").split(",")]
+    extras = [e.partition(":") for e in os.environ.get("EXTRA", "").split(";") if e]
     backend = CudaBackend()
     for text in layers:
         shape = layer(text)
         inputs = backend.inputs(shape, seed=1)
-        for c in list(v.configs) + extras:
-            prepared = backend.prepare(v, c, shape, inputs)
-            ms = median_ms(prepared.run)
-            print(f"{text:>10} {shape.dtype} {c.label:<32} {ms * 1e3:8.1f} us {shape.flops() / ms / 1e9:7.1f} TFLOP/s",
-                  flush=True)
-            prepared.release()
+        for v in variants:
+            mine = [v.config(dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in params.split(",")))
+                    for name, _, params in extras if name == v.name]
+            for c in list(v.configs) + mine:
+                prepared = backend.prepare(v, c, shape, inputs)
+                ms = median_ms(prepared.run)
+                print(f"{text:>10} {shape.dtype} {v.name:<12} {c.label:<28} {ms * 1e3:8.1f} us "
+                      f"{shape.flops / ms / 1e9:7.1f} TFLOP/s", flush=True)
+                prepared.release()
 
 
 if __name__ == "__main__":
