@@ -95,7 +95,8 @@ def test_tiled_spills_no_registers(config, arch):
 
 
 @pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async", "sliding-tiled",
-                                  "sliding-rows", "sliding-vec", "tc-implicit", "tc-wgmma"])
+                                  "sliding-rows", "sliding-vec", "tc-implicit", "tc-wgmma",
+                                  "tc-wgmma-ws"])
 def test_faster_kernels_spill_nothing(name):
     v = next(v for v in BUILTIN if v.name == name and v.backend == "cuda")
     for c in v.configs:
@@ -103,7 +104,7 @@ def test_faster_kernels_spill_nothing(name):
             assert (u.spill_stores, u.spill_loads) == (0, 0), (c.label, u)
 
 
-@pytest.mark.parametrize("source", ["conv/10_tc_implicit.cu", "conv/11_tc_wgmma.cu"])
+@pytest.mark.parametrize("source", ["conv/10_tc_implicit.cu", "conv/11_tc_wgmma.cu", "conv/12_tc_wgmma_ws.cu"])
 def test_a_kernel_of_several_precisions_is_built_in_each(source):
     """The tensor-core convolutions take fp16 and bf16 through -DELEM: CI compiles both element types, not only the
     kernel's default."""

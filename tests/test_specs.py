@@ -465,7 +465,7 @@ def test_builtin_tma_gemm_requires_rows_of_whole_16_byte_chunks():
         assert box == (256 // c.values["CLUSTER"], 32)
 
 
-@pytest.mark.parametrize("name", ["tc-implicit", "tc-wgmma"])
+@pytest.mark.parametrize("name", ["tc-implicit", "tc-wgmma", "tc-wgmma-ws"])
 def test_builtin_tensor_core_convs_take_fp16_bf16_nhwc_with_whole_channel_chunks(name):
     """The tensor-core convolutions copy 8 channels at a time and keep a 32-bit mask of filter taps: other problems
     are skipped, saying which condition they break; they take only the precisions and the layout they read."""

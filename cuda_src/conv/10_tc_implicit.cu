@@ -73,7 +73,7 @@ conv_tc_implicit(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
     const int tiles_n = (K + BN - 1) / BN;
     const int m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
 
-    Loader loader(x, w, N, C, H, W, K, R, S, stride, pad, OH, OW, m0, n0);
+    Loader loader(x, w, N, C, H, W, K, R, S, stride, pad, OH, OW, m0, n0, tid);
     auto load = [&](int stage) { loader.load(smem + stage * STAGE_ELEMS, smem + stage * STAGE_ELEMS + BM * BK); };
 
     // ---- the consumer: each warp's ldmatrix addresses (rows fixed per lane; the swizzle key is the lane's) -------
@@ -140,5 +140,5 @@ conv_tc_implicit(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
             *reinterpret_cast<uint32_t*>(c + 8 * CLD) = pack2(acc[i][j][2], acc[i][j][3], c);
         }
     __syncthreads();
-    store_staged_tile<ELEM_OUT, BM, BN, CLD, THREADS>(Cs, y, m0, n0, M, K);
+    store_staged_tile<ELEM_OUT, BM, BN, CLD, THREADS>(Cs, y, m0, n0, M, K, tid);
 }

@@ -47,7 +47,7 @@ constexpr int THREADS = 2 * BM;             // a warpgroup per 64 pixels
 constexpr int A_BYTES = BM * BK * 2, STAGE_BYTES = (BM + BN) * BK * 2;
 constexpr int CLD = BN + 8;                 // the staged output's row stride (conflict-free pair stores)
 
-static_assert(BM == 64 || BM == 128 || BM == 192 || BM == 256, "BM: 64 pixels per warpgroup, 1 to 4 warpgroups");
+static_assert(BM == 64 || BM == 128 || BM == 256, "BM: 64 pixels per warpgroup, 1, 2 or 4 warpgroups");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: one wgmma's N, 64, 128 or 256");
 static_assert(STAGES >= 3, "a stage is refilled two slices after it was read");
 
@@ -64,7 +64,7 @@ conv_tc_wgmma(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OUT* 
     const int tiles_n = (K + BN - 1) / BN;
     const int m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
 
-    Loader loader(x, w, N, C, H, W, K, R, S, stride, pad, OH, OW, m0, n0);
+    Loader loader(x, w, N, C, H, W, K, R, S, stride, pad, OH, OW, m0, n0, tid);
     auto load = [&](int stage) {
         ELEM* As = reinterpret_cast<ELEM*>(ring + stage * STAGE_BYTES);
         loader.load(As, As + BM * BK);
@@ -113,5 +113,5 @@ conv_tc_wgmma(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OUT* 
         *reinterpret_cast<uint32_t*>(c + 8 * CLD) = pack2(acc[v + 2], acc[v + 3], c);
     }
     __syncthreads();
-    store_staged_tile<ELEM_OUT, BM, BN, CLD, THREADS>(Cs, y, m0, n0, M, K);
+    store_staged_tile<ELEM_OUT, BM, BN, CLD, THREADS>(Cs, y, m0, n0, M, K, tid);
 }

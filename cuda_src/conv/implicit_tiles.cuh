@@ -34,12 +34,12 @@ struct ImplicitLoader {
     int r = 0, s = 0, c = 0;      // the next slice: tap (r, s), channels c..c+SLICE
 
     __device__ ImplicitLoader(const T* x_, const T* w_, int N, int C_, int H, int W_, int K, int R, int S_, int stride,
-                              int pad, int OH, int OW, int m0, int n0)
+                              int pad, int OH, int OW, int m0, int n0, int thread)  // thread: 0 .. NTHREADS − 1
         : x(x_), w(w_), C(C_), W(W_), S(S_)
     {
-        const int tid = threadIdx.x, P = OH * OW, M = N * P;
-        col8 = (tid % CH) * 8;
-        row0 = tid / CH;
+        const int P = OH * OW, M = N * P;
+        col8 = (thread % CH) * 8;
+        row0 = thread / CH;
 #pragma unroll
         for (int i = 0; i < A_ITERS; ++i) {
             const int m = m0 + row0 + i * ROWS_PER_PASS;
@@ -97,10 +97,11 @@ __device__ __forceinline__ int implicit_slices(int C, int R, int S, int slice) {
 // to y (an M × K row-major matrix in NHWC) in whole 16-byte chunks of rows: every store coalesced; element by
 // element only where K is not a multiple of 8 (rows not 16-byte aligned) or at the last partial chunk.
 template <typename T, int TILE_M, int TILE_N, int LD, int NTHREADS>
-__device__ __forceinline__ void store_staged_tile(const T* Cs, T* __restrict__ y, int m0, int n0, int M, int K)
+__device__ __forceinline__ void store_staged_tile(const T* Cs, T* __restrict__ y, int m0, int n0, int M, int K,
+                                                  int thread)  // 0 .. NTHREADS − 1: this thread's place among them
 {
     const bool whole_rows = K % 8 == 0;
-    for (int v = threadIdx.x; v < TILE_M * (TILE_N / 8); v += NTHREADS) {
+    for (int v = thread; v < TILE_M * (TILE_N / 8); v += NTHREADS) {
         const int row = v / (TILE_N / 8), k = n0 + (v % (TILE_N / 8)) * 8, m = m0 + row;
         if (m >= M || k >= K) continue;
         const T* src = Cs + row * LD + (k - n0);

@@ -78,3 +78,10 @@ struct Swizzled {
     // Element offset of (row, chunk).
     __device__ __forceinline__ static int at(int row, int chunk) { return row * COLS + ((chunk ^ key(row)) << 3); }
 };
+
+// When this thread's cp.async copies issued so far have landed, count one arrival on the mbarrier at `bar` (a
+// shared-memory address). .noinc: the arrival is one of those the barrier was initialised to expect.
+__device__ __forceinline__ void cp_async_arrive(uint32_t bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}

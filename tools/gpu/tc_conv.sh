@@ -1,9 +1,9 @@
 #!/bin/bash
 # The GPU runs behind the tensor-core convolution (issue 20; docs/perf-notes.md, results/<gpu>/tc-conv.json).
-#   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit and tc-wgmma: every configuration, fp16 and bf16, ragged shapes
-#   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: tc-implicit and tc-wgmma against cuDNN's best plan, ResNet-50 layers
+#   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit, tc-wgmma, tc-wgmma-ws: every configuration, fp16 and bf16, ragged shapes
+#   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: the three against cuDNN's best plan, ResNet-50 layers
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
-#   bash tools/gpu/tc_conv.sh ncu     # ncu of both (fp16) on the 56² and 14² layers, each configuration
+#   bash tools/gpu/tc_conv.sh ncu     # ncu (fp16) on the 56² and 14² layers, each configuration
 #   bash tools/gpu/tc_conv.sh all     # check, probe, sweep, ncu
 # OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, the cuDNN frontend).
 set -u -o pipefail
