@@ -12,6 +12,10 @@
 // The producer gives registers back (setmaxnreg) to the consumers, whose accumulators are the block's output tile.
 // Not persistent: one output tile per block.
 //
+// PROBE (tools/gpu/tc_conv_probe.py; results wrong by design except 0): 0 the whole kernel, 1 copies only (the
+// consumers wait and release but issue no wgmma), 2 products only (the producer arrives without copying), 3 no
+// proxy fence before the wgmmas. Which of them sets the pace says where the next step must go.
+//
 // Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer), BN filters (64, 128 or 256; BM/2 · BN ≤
 // 128 · 128 accumulators a thread can hold), STAGES slices of 64 channels in the ring. Launch: grid
 // cdiv(N·OH·OW, BM) · cdiv(K, BN), filter tiles fastest; 384 threads; max(ring, staged output) + 1024 + 16·STAGES
@@ -35,6 +39,9 @@
 #endif
 #ifndef STAGES
 #define STAGES 4
+#endif
+#ifndef PROBE
+#define PROBE 0
 #endif
 #ifndef PRODUCER_REGS
 #define PRODUCER_REGS 104
@@ -88,6 +95,10 @@ conv_tc_wgmma_ws(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
             const int s = t % STAGES;
             if (t >= STAGES) mbar_wait(empty + 8 * s, (t / STAGES - 1) & 1);  // slice t − STAGES released
             ELEM* As = reinterpret_cast<ELEM*>(ring + s * STAGE_BYTES);
+            if (PROBE == 2) {
+                mbar_arrive(full + 8 * s);
+                continue;
+            }
             loader.load(As, As + BM * BK);
             cp_async_arrive(full + 8 * s);
         }
@@ -107,14 +118,16 @@ conv_tc_wgmma_ws(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
     for (int t = 0; t < slices; ++t) {
         const int s = t % STAGES;
         mbar_wait(full + 8 * s, (t / STAGES) & 1);
-        fence_proxy_async();  // the producer's copies, now visible to this thread, made visible to the tensor cores
+        if (PROBE != 3) fence_proxy_async();  // the producer's copies, visible to this thread, made so to wgmma
         const uint32_t a = ring_addr + s * STAGE_BYTES + cw * WG_M * BK * 2, b = ring_addr + s * STAGE_BYTES + A_BYTES;
         wgmma_fence();
+        if (PROBE != 1) {
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
+            for (int kk = 0; kk < BK / 16; ++kk)
 #pragma unroll
-            for (int i = 0; i < MI; ++i)
-                Wgmma<ELEM, BN>::mma(acc[i], smem_desc(a + i * 64 * BK * 2 + 32 * kk), smem_desc(b + 32 * kk));
+                for (int i = 0; i < MI; ++i)
+                    Wgmma<ELEM, BN>::mma(acc[i], smem_desc(a + i * 64 * BK * 2 + 32 * kk), smem_desc(b + 32 * kk));
+        }
         wgmma_commit();
         wgmma_wait<1>();                                        // slice t − 1's wgmmas are done ...
         if (t > 0) mbar_arrive(empty + 8 * ((t - 1) % STAGES));  // ... so its stage may be refilled

@@ -3,6 +3,7 @@
 #   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit, tc-wgmma, tc-wgmma-ws: every configuration, fp16 and bf16, ragged shapes
 #   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: the three against cuDNN's best plan, ResNet-50 layers
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
+#   bash tools/gpu/tc_conv.sh where   # tc-wgmma-ws with parts switched off: copies only, products only, no proxy fence
 #   bash tools/gpu/tc_conv.sh ncu     # ncu (fp16) on the 56² and 14² layers, each configuration
 #   bash tools/gpu/tc_conv.sh all     # check, probe, sweep, ncu
 # OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, the cuDNN frontend).
@@ -25,6 +26,10 @@ step() {
     echo "sweep exit $?"; grep -E "tc-implicit|cudnn" "$OUT/tc-conv.log" | grep -v "compute" | head -60 ;;
   probe)  # every configuration back to back, L2 not flushed (tools/gpu/tc_conv_probe.py; EXTRA adds configurations)
     python3 tools/gpu/tc_conv_probe.py 56x64 28x128 14x256 7x512 56x128s2 2>&1 | tee "$OUT/probe.txt" ;;
+  where)  # where tc-wgmma-ws's time goes: its best configurations with parts switched off (PROBE in 12_tc_wgmma_ws.cu)
+    E=""; for c in "BM=128,BN=256,STAGES=4" "BM=256,BN=128,STAGES=4" "BM=256,BN=64,STAGES=5"; do for p in 1 2 3; do
+      E="$E;tc-wgmma-ws:$c,PROBE=$p"; done; done
+    VARIANTS=tc-wgmma-ws EXTRA="${E#;}" python3 tools/gpu/tc_conv_probe.py 56x64 28x128 7x512 2>&1 | tee "$OUT/where.txt" ;;
   ncu)  # each configuration launched twice (REPS=1: one warm-up, one call) on the 56² and 14² layers, every launch
     REPS=1 ncu --metrics "$METRICS" --csv python3 tools/gpu/tc_conv_probe.py 56x64 14x256 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
     echo "ncu: exit $?, $(grep -c conv_tc "$OUT/ncu.csv") launches" ;;
