@@ -55,8 +55,10 @@ class Launch:
 
     def beyond_limits(self) -> str | None:
         """Why CUDA would refuse this launch (a grid or block past its limits, or an empty one), or None."""
-        if min(self.grid) < 1 or min(self.block) < 1 or self.shared_bytes < 0:
-            return f"an empty grid or block (grid {self.grid}, block {self.block}, {self.shared_bytes} bytes shared)"
+        if self.shared_bytes < 0:
+            return f"{self.shared_bytes} bytes of shared memory (shared must come to 0 or more)"
+        if min(self.grid) < 1 or min(self.block) < 1:
+            return f"an empty grid or block (grid {self.grid}, block {self.block})"
         if any(g > m for g, m in zip(self.grid, MAX_GRID)):
             return (f"a grid of {self.grid} blocks is past CUDA's limits ({MAX_GRID[0]} × {MAX_GRID[1]} × "
                     f"{MAX_GRID[2]})")
