@@ -22,6 +22,9 @@
 #ifndef TILE
 #define TILE 4
 #endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
 #ifndef BM
 #define BM 64
 #define BN 128
@@ -113,7 +116,7 @@ winograd_input_t(const float* __restrict__ x, float* __restrict__ V, int N, int 
 
 using Tile = AsyncTile<BM, BN, BK, WM, WN, TM, TN, STAGES>;
 
-extern "C" __global__ void __launch_bounds__(Tile::THREADS)
+extern "C" __global__ void __launch_bounds__(Tile::THREADS, MIN_BLOCKS)
 winograd_products(const float* __restrict__ U, const float* __restrict__ V, float* __restrict__ Mw, int N, int C,
                   int K, int OH, int OW)
 {
