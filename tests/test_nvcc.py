@@ -104,7 +104,7 @@ def test_faster_kernels_spill_nothing(name):
             assert (u.spill_stores, u.spill_loads) == (0, 0), (c.label, u)
 
 
-@pytest.mark.parametrize("source", ["conv/10_tc_implicit.cu", "conv/11_tc_wgmma.cu", "conv/12_tc_wgmma_ws.cu"])
+@pytest.mark.parametrize("source", ["conv/11_tc_implicit.cu", "conv/12_tc_wgmma.cu", "conv/13_tc_wgmma_ws.cu"])
 def test_a_kernel_of_several_precisions_is_built_in_each(source):
     """The tensor-core convolutions take fp16 and bf16 through -DELEM: CI compiles both element types, not only the
     kernel's default."""

@@ -1,4 +1,4 @@
-// What the tensor-core implicit-GEMM convolutions (10_tc_implicit.cu, 11_tc_wgmma.cu) share: the loader that does
+// What the tensor-core implicit-GEMM convolutions (11_tc_implicit.cu, 12_tc_wgmma.cu) share: the loader that does
 // im2col in its addressing, and the store of an output tile staged in shared memory. NHWC, 16-bit elements.
 //
 // The GEMM: rows are output pixels (M = N·OH·OW), columns filters (K), the reduction (r, s, c) walked tap by tap,

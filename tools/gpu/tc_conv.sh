@@ -26,7 +26,7 @@ step() {
     echo "sweep exit $?"; grep -E "tc-implicit|cudnn" "$OUT/tc-conv.log" | grep -v "compute" | head -60 ;;
   probe)  # every configuration back to back, L2 not flushed (tools/gpu/tc_conv_probe.py; EXTRA adds configurations)
     python3 tools/gpu/tc_conv_probe.py 56x64 28x128 14x256 7x512 56x128s2 2>&1 | tee "$OUT/probe.txt" ;;
-  where)  # where tc-wgmma-ws's time goes: its best configurations with parts switched off (PROBE in 12_tc_wgmma_ws.cu)
+  where)  # where tc-wgmma-ws's time goes: its best configurations with parts switched off (PROBE in 13_tc_wgmma_ws.cu)
     E=""; for c in "BM=128,BN=256,STAGES=4" "BM=256,BN=128,STAGES=4" "BM=256,BN=64,STAGES=5"; do for p in 1 2 3; do
       E="$E;tc-wgmma-ws:$c,PROBE=$p"; done; done
     VARIANTS=tc-wgmma-ws EXTRA="${E#;}" python3 tools/gpu/tc_conv_probe.py 56x64 28x128 7x512 2>&1 | tee "$OUT/where.txt" ;;

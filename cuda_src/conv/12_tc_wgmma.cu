@@ -1,6 +1,6 @@
 // Tensor-core implicit-GEMM convolution on Hopper's warpgroup MMA (sm_90a): fp16 or bf16 NHWC, fp32 accumulate.
 //
-// The GEMM and the loader are 10_tc_implicit.cu's (implicit_tiles.cuh: rows are output pixels, columns filters,
+// The GEMM and the loader are 11_tc_implicit.cu's (implicit_tiles.cuh: rows are output pixels, columns filters,
 // the reduction walked tap by tap in 64-channel slices, im2col done by each thread's pixel offsets and tap masks,
 // copied by cp.async). What changes is the consumer:
 //  * the slices land in 128-byte rows swizzled exactly as wgmma's 128B-swizzle K-major layout expects (chunk j of

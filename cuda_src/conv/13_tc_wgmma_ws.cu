@@ -1,6 +1,6 @@
 // Tensor-core implicit-GEMM convolution, warp-specialised (sm_90a): fp16 or bf16 NHWC, fp32 accumulate.
 //
-// 11_tc_wgmma.cu's threads both copy and multiply, and meet at a block-wide barrier every slice: a stage is refilled
+// 12_tc_wgmma.cu's threads both copy and multiply, and meet at a block-wide barrier every slice: a stage is refilled
 // only two slices after it was read, and every warp waits for the slowest copy. Here the roles are split:
 //  * warpgroup 0, the producer, runs the im2col loader (implicit_tiles.cuh) alone, as far ahead as the ring
 //    allows: it waits until consumers have released a stage ("empty" mbarrier), copies a slice into it with
