@@ -1,6 +1,7 @@
-"""The tensor-core convolutions' configurations on the ResNet-50 layers, outside gpubench's harness: each configuration launched
-back to back (CUDA events, L2 not flushed, median of REPS = 20 calls), for a quick look at configurations the spec does not
-list, and as the program ncu profiles (no wait kernels, every launch is the kernel's).
+"""The tensor-core convolutions' configurations on the ResNet-50 layers, outside gpubench's harness: each
+configuration launched back to back (tools/gpu/events.py: CUDA events, L2 not flushed, median of REPS = 20 calls),
+for a quick look at configurations the spec does not list, and as the program ncu profiles (no wait kernels, every
+launch is the kernel's).
 
     python3 tools/gpu/tc_conv_probe.py 56x64 14x256 56x128s2          # the spec's configurations, fp16
     EXTRA="tc-wgmma:BM=128,BN=256,STAGES=4;tc-implicit:BM=128,BN=128,BK=64,WM=64,WN=64,STAGES=3" DTYPE=bf16 \
@@ -13,26 +14,12 @@ the sweep do that).
 import os
 import sys
 
-import cupy as cp
-
 from gpubench import catalog
 from gpubench.backends.cuda import CudaBackend
 from gpubench.dtypes import ConvLayout, DType
 from gpubench.problems import conv_shape
 
-
-def median_ms(run, reps=int(os.environ.get("REPS", 20))):
-    for _ in range(min(reps, 3)):
-        run()
-    times = []
-    for _ in range(reps):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return sorted(times)[reps // 2]
+from events import median_ms  # tools/gpu/events.py
 
 
 def layer(text: str):
@@ -46,7 +33,8 @@ def layer(text: str):
 
 def main(layers):
     known = catalog.Catalog(catalog.builtin())
-    variants = [known.get("conv", "cuda", n) for n in os.environ.get("VARIANTS", "tc-implicit,tc-wgmma,tc-wgmma-ws").split(",")]
+    names = os.environ.get("VARIANTS", "tc-implicit,tc-wgmma,tc-wgmma-ws").split(",")
+    variants = [known.get("conv", "cuda", n) for n in names]
     extras = [e.partition(":") for e in os.environ.get("EXTRA", "").split(";") if e]
     backend = CudaBackend()
     for text in layers:
@@ -57,7 +45,8 @@ def main(layers):
                     for name, _, params in extras if name == v.name]
             for c in list(v.configs) + mine:
                 prepared = backend.prepare(v, c, shape, inputs)
-                ms = median_ms(prepared.run)
+                reps = int(os.environ.get("REPS", 20))
+                ms = median_ms(prepared.run, reps=reps, warmup=min(reps, 3))
                 print(f"{text:>10} {shape.dtype} {v.name:<12} {c.label:<28} {ms * 1e3:8.1f} us "
                       f"{shape.flops / ms / 1e9:7.1f} TFLOP/s", flush=True)
                 prepared.release()
