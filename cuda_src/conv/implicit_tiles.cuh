@@ -91,10 +91,13 @@ struct ImplicitLoader {
 };
 
 // Slices of the reduction: every tap, C in whole slices of `slice` channels (the last one zero-filled past C).
-__device__ __forceinline__ int implicit_slices(int C, int R, int S, int slice) { return R * S * ((C + slice - 1) / slice); }
+__device__ __forceinline__ int implicit_slices(int C, int R, int S, int slice)
+{
+    return R * S * ((C + slice - 1) / slice);
+}
 
-// The block's TILE_M × TILE_N output tile, already rounded and staged in shared memory (row stride LD elements), written
-// to y (an M × K row-major matrix in NHWC) in whole 16-byte chunks of rows: every store coalesced; element by
+// The block's TILE_M × TILE_N output tile, already rounded and staged in shared memory (row stride LD elements),
+// written to y (an M × K row-major matrix in NHWC) in whole 16-byte chunks of rows: every store coalesced; element by
 // element only where K is not a multiple of 8 (rows not 16-byte aligned) or at the last partial chunk.
 template <typename T, int TILE_M, int TILE_N, int LD, int NTHREADS>
 __device__ __forceinline__ void store_staged_tile(const T* Cs, T* __restrict__ y, int m0, int n0, int M, int K,

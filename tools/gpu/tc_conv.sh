@@ -1,6 +1,7 @@
 #!/bin/bash
 # The GPU runs behind the tensor-core convolution (issue 20; docs/perf-notes.md, results/<gpu>/tc-conv.json).
-#   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit, tc-wgmma, tc-wgmma-ws: every configuration, fp16 and bf16, ragged shapes
+#   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit, tc-wgmma, tc-wgmma-ws: every configuration,
+#                                     # fp16 and bf16, ragged shapes
 #   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: the three against cuDNN's best plan, ResNet-50 layers
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
 #   bash tools/gpu/tc_conv.sh where   # tc-wgmma-ws with parts switched off: copies only, products only, no proxy fence
@@ -29,9 +30,11 @@ step() {
   where)  # where tc-wgmma-ws's time goes: its best configurations with parts switched off (PROBE in 13_tc_wgmma_ws.cu)
     E=""; for c in "BM=128,BN=256,STAGES=4" "BM=256,BN=128,STAGES=4" "BM=256,BN=64,STAGES=5"; do for p in 1 2 3; do
       E="$E;tc-wgmma-ws:$c,PROBE=$p"; done; done
-    VARIANTS=tc-wgmma-ws EXTRA="${E#;}" python3 tools/gpu/tc_conv_probe.py 56x64 28x128 7x512 2>&1 | tee "$OUT/where.txt" ;;
+    VARIANTS=tc-wgmma-ws EXTRA="${E#;}" python3 tools/gpu/tc_conv_probe.py 56x64 28x128 7x512 2>&1 \
+      | tee "$OUT/where.txt" ;;
   ncu)  # each configuration launched twice (REPS=1: one warm-up, one call) on the 56² and 14² layers, every launch
-    REPS=1 ncu --metrics "$METRICS" --csv python3 tools/gpu/tc_conv_probe.py 56x64 14x256 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+    REPS=1 ncu --metrics "$METRICS" --csv python3 tools/gpu/tc_conv_probe.py 56x64 14x256 \
+      > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
     echo "ncu: exit $?, $(grep -c conv_tc "$OUT/ncu.csv") launches" ;;
   esac
 }
