@@ -2,7 +2,7 @@
 //
 // 12_tc_wgmma.cu's threads both copy and multiply, and meet at a block-wide barrier every slice: a stage is refilled
 // only two slices after it was read, and every warp waits for the slowest copy. Here the roles are split:
-//  * warpgroup 0, the producer, runs the im2col loader (implicit_tiles.cuh) alone, as far ahead as the ring
+//  * warpgroup 0 (0 and 1 with PRODUCERS = 2), the producer, runs the im2col loader (implicit_tiles.cuh) alone, as far ahead as the ring
 //    allows: it waits until consumers have released a stage ("empty" mbarrier), copies a slice into it with
 //    cp.async, and has the hardware count its arrival on the stage's "full" mbarrier once its copies land
 //    (cp.async.mbarrier.arrive.noinc);
@@ -10,6 +10,7 @@
 //    slice's wgmmas (both operands from 128B-swizzled shared memory), keep one slice's wgmmas in flight, and
 //    release the stage before it as soon as those have finished reading it. No block-wide barrier in the loop.
 // The producer gives registers back (setmaxnreg) to the consumers, whose accumulators are the block's output tile.
+// PRODUCERS = 2 splits the copies over two warpgroups (the copies set the pace: docs/perf-notes.md).
 // Not persistent: one output tile per block.
 //
 // PROBE (tools/gpu/tc_conv_probe.py; results wrong by design except 0): 0 the whole kernel, 1 copies only (the
@@ -18,7 +19,7 @@
 //
 // Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer), BN filters (64, 128 or 256; BM/2 · BN ≤
 // 128 · 128 accumulators a thread can hold), STAGES slices of 64 channels in the ring. Launch: grid
-// cdiv(N·OH·OW, BM) · cdiv(K, BN), filter tiles fastest; 384 threads; max(ring, staged output) + 1024 + 16·STAGES
+// cdiv(N·OH·OW, BM) · cdiv(K, BN), filter tiles fastest; 128 · PRODUCERS + 256 threads; max(ring, staged output) + 1024 + 16·STAGES
 // bytes of dynamic shared memory.
 
 #include "../include/hopper.cuh"       // wgmma_fence/commit/wait, fence_proxy_async, smem_desc, mbarriers, named_sync
@@ -43,6 +44,9 @@
 #ifndef PROBE
 #define PROBE 0
 #endif
+#ifndef PRODUCERS
+#define PRODUCERS 1
+#endif
 #ifndef PRODUCER_REGS
 #define PRODUCER_REGS 104
 #endif
@@ -51,7 +55,8 @@
 #endif
 
 constexpr int BK = 64;                       // one 128-byte swizzle row of 16-bit channels
-constexpr int THREADS = 384;                 // the producer warpgroup, then two consumers
+constexpr int P_THREADS = 128 * PRODUCERS;  // the producer warpgroups ...
+constexpr int THREADS = P_THREADS + 256;    // ... then two consumers
 constexpr int WG_M = BM / 2, MI = WG_M / 64;  // a consumer's pixels, and its m64 wgmmas per k step
 constexpr int A_BYTES = BM * BK * 2, STAGE_BYTES = (BM + BN) * BK * 2;
 constexpr int RING_BYTES = STAGES * STAGE_BYTES > BM * (BN + 8) * 2 ? STAGES * STAGE_BYTES : BM * (BN + 8) * 2;
@@ -61,10 +66,11 @@ static_assert(BM == 128 || BM == 256, "BM: 64 or 128 pixels per consumer warpgro
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: one wgmma's N, 64, 128 or 256");
 static_assert(MI * BN <= 256, "a consumer thread holds MI · BN / 2 ≤ 128 accumulators");
 static_assert(STAGES >= 2, "a ring of at least two slices");
-static_assert(PRODUCER_REGS + 2 * CONSUMER_REGS <= 512 && PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0,
-              "setmaxnreg: multiples of 8 that fit 64K registers for 128 + 256 threads");
+static_assert(PRODUCERS * PRODUCER_REGS + 2 * CONSUMER_REGS <= 512 && PRODUCER_REGS % 8 == 0 &&
+              CONSUMER_REGS % 8 == 0, "setmaxnreg: multiples of 8 that fit 64K registers, 128 threads a warpgroup");
+static_assert(PRODUCERS == 1 || PRODUCERS == 2, "one or two producer warpgroups");
 
-using Loader = ImplicitLoader<ELEM, BM, BN, BK, 128>;
+using Loader = ImplicitLoader<ELEM, BM, BN, BK, P_THREADS>;
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_ws(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OUT* __restrict__ y, int N, int C,
@@ -81,14 +87,14 @@ conv_tc_wgmma_ws(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, 128);   // every producer thread's copies
-            mbar_init(empty + 8 * s, 256);  // every consumer thread done reading
+            mbar_init(full + 8 * s, P_THREADS);  // every producer thread's copies
+            mbar_init(empty + 8 * s, 256);        // every consumer thread done reading
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
 
-    if (wg == 0) {  // ---- the producer ---------------------------------------------------------------------------
+    if (wg <= PRODUCERS - 1) {  // ---- the producer --------------------------------------------------------------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         Loader loader(x, w, N, C, H, W, K, R, S, stride, pad, OH, OW, m0, n0, tid);
         for (int t = 0; t < slices; ++t) {
@@ -108,7 +114,7 @@ conv_tc_wgmma_ws(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
 
     // ---- the consumers ---------------------------------------------------------------------------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-    const int cw = wg - 1, ctid = tid - 128, lane = tid % 32, warp = (tid % 128) / 32;
+    const int cw = wg - PRODUCERS, ctid = tid - P_THREADS, lane = tid % 32, warp = (tid % 128) / 32;
     float acc[MI][BN / 2];
 #pragma unroll
     for (int i = 0; i < MI; ++i)

@@ -3,6 +3,7 @@
 #   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit, tc-wgmma, tc-wgmma-ws: every configuration,
 #                                     # fp16 and bf16, ragged shapes
 #   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: the three against cuDNN's best plan, ResNet-50 layers
+#   bash tools/gpu/tc_conv.sh sweep-ws # tools/gpu/tc-conv-ws.toml: tc-wgmma-ws (one and two producers) against cuDNN
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
 #   bash tools/gpu/tc_conv.sh where   # tc-wgmma-ws with parts switched off: copies only, products only, no proxy fence
 #   bash tools/gpu/tc_conv.sh ncu     # ncu (fp16) on the 56² and 14² layers, each configuration
@@ -25,6 +26,9 @@ step() {
   sweep)
     python3 -m gpubench run tools/gpu/tc-conv.toml -o "$OUT/tc-conv.json" > "$OUT/tc-conv.log" 2>&1
     echo "sweep exit $?"; grep -E "tc-implicit|cudnn" "$OUT/tc-conv.log" | grep -v "compute" | head -60 ;;
+  sweep-ws)  # tools/gpu/tc-conv-ws.toml: tc-wgmma-ws alone (with two producer warpgroups too) against cuDNN
+    python3 -m gpubench run tools/gpu/tc-conv-ws.toml -o "$OUT/tc-conv-ws.json" > "$OUT/tc-conv-ws.log" 2>&1
+    echo "sweep-ws exit $?" ;;
   probe)  # every configuration back to back, L2 not flushed (tools/gpu/tc_conv_probe.py; EXTRA adds configurations)
     python3 tools/gpu/tc_conv_probe.py 56x64 28x128 14x256 7x512 56x128s2 2>&1 | tee "$OUT/probe.txt" ;;
   where)  # where tc-wgmma-ws's time goes: its best configurations with parts switched off (PROBE in 13_tc_wgmma_ws.cu)
