@@ -95,7 +95,10 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         with phase("parts"):
             parts_ms = {name: summarize(measure(part, backend.clock, part_policy).samples_ms).median
                         for name, part in prepared.parts.items()}
-        details = replace(point.note.merged(prepared.details), stop=timing.stop,
+        details = point.note.merged(prepared.details)
+        if point.note.first_call_ms is not None:  # the worker made the first call before the sweep (first_call)
+            details = replace(details, first_call_ms=point.note.first_call_ms)
+        details = replace(details, stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
                           parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
                           scales=scales_of(backend, shape, inputs))
@@ -108,6 +111,49 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
     finally:
         with phase("release"):
             prepared.release()
+
+
+def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
+    """The first point of each Python variant, configuration and precision in the sweep's order, each as a task of
+    its own: where the worker makes a Python variant's first call (Triton's JIT, a RawKernel's compile) before
+    any point runs (first_call)."""
+    seen, out = set(), []
+    for task in work:
+        for p in task.points:
+            key = (p.variant.name, p.config.label, task.shape.dtype)
+            if p.variant.runner.FUNCTION and key not in seen:
+                seen.add(key)
+                out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))
+    return out
+
+
+def first_call(backend, task: ShapeTask) -> float | None:
+    """The task's one point prepared on its own inputs and released: a Python variant's first call made, and its
+    milliseconds returned (what the point then records as its first call). CompileError when its code does not
+    compile; anything else it raises is the point's to record when it runs."""
+    inputs = backend.inputs(task.shape, task.seed)
+    try:
+        point = task.points[0]
+        prepared = backend.prepare(point.variant, point.config, task.shape, inputs)
+        prepared.release()
+        return prepared.details.first_call_ms
+    finally:
+        del inputs
+        backend.collect()
+
+
+def with_first_calls(work: list[ShapeTask], made: dict[tuple, float]) -> list[ShapeTask]:
+    """The tasks with each first call the worker made before the sweep (by first_call_key) recorded in its point's
+    note, since that call is the one that compiled."""
+    def noted(task: ShapeTask, p: PointTask) -> PointTask:
+        ms = made.get(first_call_key(task, p))
+        return p if ms is None else replace(p, note=replace(p.note, first_call_ms=ms))
+
+    return [replace(t, points=tuple(noted(t, p) for p in t.points)) for t in work]
+
+
+def first_call_key(task: ShapeTask, point: PointTask) -> tuple:
+    return task.sweep, task.shape, task.seed, point.variant.name, point.config.label
 
 
 # --- one shape --------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from gpubench.exit_codes import Exit
 from gpubench.plan import Spread
 from gpubench.project import Project
 from gpubench.results import Point, Run, RunStatus, RunWriter
-from gpubench.runner import ShapeTask
+from gpubench.runner import ShapeTask, first_calls, with_first_calls
 from gpubench.tuned import Tuned, slug
 from gpubench.variant import SMS, Variant
 from gpubench.worker import DEFAULT_TIMEOUT_S
@@ -232,6 +232,8 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
             precompile(work, info.get("arch"))
         worker.check(variants)  # a project's Python functions imported and their signatures checked: exit 2 before
         # any point (gpubench/user_code.py)
+        with phases.phase("first calls"):  # ... and each one's first call made (Triton's JIT): exit 2 if it does
+            work = with_first_calls(work, worker.first_calls(first_calls(work)))  # not compile
         path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Callable
 
 from gpubench import phases
-from gpubench.errors import GpubenchError
+from gpubench.errors import CompileError, GpubenchError
 from gpubench.results import Point, Status
-from gpubench.runner import SETUP, ShapeTask, describe_error, run_task, unmeasured
+from gpubench.runner import SETUP, ShapeTask, describe_error, first_call, first_call_key, run_task, unmeasured
 
 DEFAULT_TIMEOUT_S = 300.0  # the watchdog: generous for one point (the lab's slowest takes a few seconds)
 START_TIMEOUT_S = 180.0  # opening a backend: CUDA context, libraries, the copy-bandwidth probe
@@ -103,6 +103,9 @@ def _serve(conn, options: WorkerOptions) -> None:
                 conn.send(("checked", None))
             except GpubenchError as e:
                 conn.send(("checked", str(e)))
+        elif request[0] == "first calls":
+            _first_calls(conn, backend, request[1])
+            conn.send(("end",))
         elif request[0] == "task":
             with phases.phase("task"):
                 for event in run_task(backend, request[1]):
@@ -117,6 +120,25 @@ def _serve(conn, options: WorkerOptions) -> None:
             conn.send(("end",))
         else:
             return
+
+
+def _first_calls(conn, backend, tasks: list[ShapeTask]) -> None:
+    """Each task's first call (runner.first_call), announced as it begins: ("made", i, ms), or ("made", i, None,
+    error) for code that does not compile, after which nothing more runs. Whatever else a call raises is left to
+    its point; a call that left the backend unusable ends this process (the coordinator starts another)."""
+    for i, task in enumerate(tasks):
+        conn.send(("begin", i))
+        try:
+            conn.send(("made", i, first_call(backend, task)))
+        except CompileError as e:
+            conn.send(("made", i, None, str(e)))
+            return
+        except Exception as e:  # noqa: BLE001 - a fault, a refusal: its point runs it again and records it
+            if not backend.healthy():
+                conn.send(("broken", describe_error(e)))
+                conn.close()
+                os._exit(0)
+            conn.send(("made", i, None))
 
 
 # --- the coordinator's side -----------------------------------------------------------------------------------
@@ -269,6 +291,49 @@ class Worker:
         error = self._receive(START_TIMEOUT_S, "loading the variants")[1]
         if error:
             raise GpubenchError(error)
+
+    def first_calls(self, tasks: list[ShapeTask]) -> dict[tuple, float]:
+        """Each task's one point's first call made before the sweep (runner.first_calls: a Python variant's compile):
+        CompileError, one line, for the first whose code does not compile. A call that hangs (past the watchdog),
+        kills the process or leaves it unusable is recorded as an incident and left to its point, which meets it
+        again and is recorded as it always is; the calls after it are then made by the point. Returns the first
+        calls' milliseconds by runner.first_call_key."""
+        made: dict[tuple, float] = {}
+        if not tasks:
+            return made
+        self._ensure_started()
+        self.conn.send(("first calls", tasks))
+        current, refused = None, None
+        while True:
+            where = f"the first call of {self._where(tasks[current], tasks[current].points[0].index)}" \
+                if current is not None else "the first calls"
+            if not self.conn.poll(self.options.timeout_s):
+                self.incidents.append(Incident("timeout", where, f"no answer within {self.options.timeout_s:g} s; "
+                                                                 "worker restarted"))
+                self._reap()
+                return made
+            try:
+                event = self.conn.recv()
+            except (EOFError, OSError):
+                self.incidents.append(Incident("died", where, _exit_text(self._exitcode())))
+                self._reap()
+                return made
+            if event[0] == "begin":
+                current = event[1]
+            elif event[0] == "made":
+                _, i, ms, *error = event
+                refused = error[0] if error else refused
+                if ms is not None:
+                    made[first_call_key(tasks[i], tasks[i].points[0])] = ms
+            elif event[0] == "broken":
+                self.incidents.append(Incident("broken", where, event[1]))
+                self._exitcode()
+                self._reap()
+                return made
+            else:  # "end"
+                if refused:
+                    raise CompileError(refused)
+                return made
 
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
         for task in work:
