@@ -117,8 +117,9 @@ def compile_error(err: BaseException) -> str | None:
     if not lines:
         return type(err).__name__
     where = lines[0].rstrip(":") if re.fullmatch(r"at \d+:\d+:?", lines[0]) else None  # Triton: at LINE:COL of the kernel
-    message = getattr(err, "error_message", None) or next((line for line in lines if "error" in line.lower()),
-                                                          lines[-1])
+    cause = repr(err.__cause__) if err.__cause__ is not None else None  # Triton: the error in the kernel's code
+    message = getattr(err, "error_message", None) or cause or next(
+        (line for line in lines if "error" in line.lower()), lines[-1])
     message = re.sub(r"^\S*\((\d+)\): ", r"line \1: ", str(message).strip().splitlines()[0])  # nvrtc's temporary file
     return f"{type(err).__name__}{' ' + where if where else ''}: {message}"
 
