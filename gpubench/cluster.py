@@ -69,7 +69,7 @@ def remote_first_calls(tasks: list[ShapeTask], options: WorkerOptions) -> tuple[
     worker = _local(options)
     before = len(worker.incidents)
     try:
-        made = worker.first_calls(tasks)
+        made, _ = worker.first_calls(tasks, lambda point: None)  # a point recorded there runs again in the sweep
     except GpubenchError as e:
         return {}, [], str(e)
     return made, [i.as_dict() for i in worker.incidents[before:]], None
@@ -182,17 +182,19 @@ class Cluster:
         if error:
             raise GpubenchError(error)
 
-    def first_calls(self, tasks: list[ShapeTask]) -> dict[tuple, float]:
+    def first_calls(self, tasks: list[ShapeTask], on_point) -> tuple[dict, set]:
         """The Python variants' first calls (Worker.first_calls) made on one worker before any point: CompileError
-        for code that does not compile; the other workers compile at their own first points."""
+        for code that does not compile; the other workers compile at their own first points. A first call that
+        faults or hangs there is an incident, and its point runs in the sweep as any other (on every GPU where
+        the run is replicated): none is recorded here."""
         if not tasks:
-            return {}
+            return {}, set()
         made, incidents, error = self.client.submit(remote_first_calls, tasks, self.options,
                                                     workers=[next(iter(self.workers))], pure=False).result()
         if error:
             raise CompileError(error)
         self.incidents += [Incident(**i) for i in incidents]
-        return made
+        return made, set()
 
     def environment(self) -> dict:
         """The first device's environment, with every device listed under `devices`."""

@@ -127,29 +127,46 @@ def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
     return out
 
 
-def first_call(backend, task: ShapeTask) -> float | None:
-    """The task's one point prepared on its own inputs and released: a Python variant's first call made, and its
-    milliseconds returned (what the point then records as its first call). CompileError when its code does not
-    compile; anything else it raises is the point's to record when it runs."""
-    inputs = backend.inputs(task.shape, task.seed)
+def first_call(backend, task: ShapeTask) -> Iterator[tuple]:
+    """The task's one point prepared on its own inputs and released: a Python variant's first call made. Yields
+    run_task's events ("begin", "point", "broken") and ("made", index, ms) for a call made, or ("rejected", message)
+    for code that does not compile (CompileError). A first call that faults recorded the point (its error) and
+    leaves the backend unusable, as in run_task; anything else it raises is left to the point, which meets it
+    again when it runs and records it as it always does."""
+    point = task.points[0]
+    yield ("begin", SETUP)
     try:
-        point = task.points[0]
+        inputs = backend.inputs(task.shape, task.seed)
+    except Exception:  # noqa: BLE001 - the shape's own task makes them again and records what stops them
+        return
+    yield ("begin", point.index)
+    try:
         prepared = backend.prepare(point.variant, point.config, task.shape, inputs)
         prepared.release()
-        return prepared.details.first_call_ms
+    except CompileError as e:
+        yield ("rejected", str(e))
+        return
+    except Exception as e:  # noqa: BLE001 - a fault, a refusal: see above
+        if not backend.healthy():
+            yield ("point", point.index, unmeasured(task.shape, point, Status.ERROR, describe_error(e)))
+            yield ("broken", describe_error(e))
+        return
     finally:
         del inputs
         backend.collect()
+    yield ("made", point.index, prepared.details.first_call_ms)
 
 
-def with_first_calls(work: list[ShapeTask], made: dict[tuple, float]) -> list[ShapeTask]:
+def with_first_calls(work: list[ShapeTask], made: dict[tuple, float], done: set[tuple]) -> list[ShapeTask]:
     """The tasks with each first call the worker made before the sweep (by first_call_key) recorded in its point's
-    note, since that call is the one that compiled."""
+    note, since that call is the one that compiled, and without the points already recorded there (done: a first
+    call that faulted, hung or killed the worker is that point's outcome)."""
     def noted(task: ShapeTask, p: PointTask) -> PointTask:
         ms = made.get(first_call_key(task, p))
         return p if ms is None else replace(p, note=replace(p.note, first_call_ms=ms))
 
-    return [replace(t, points=tuple(noted(t, p) for p in t.points)) for t in work]
+    kept = [replace(t, points=tuple(noted(t, p) for p in t.points if first_call_key(t, p) not in done)) for t in work]
+    return [t for t in kept if t.points]
 
 
 def first_call_key(task: ShapeTask, point: PointTask) -> tuple:

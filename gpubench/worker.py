@@ -103,12 +103,10 @@ def _serve(conn, options: WorkerOptions) -> None:
                 conn.send(("checked", None))
             except GpubenchError as e:
                 conn.send(("checked", str(e)))
-        elif request[0] == "first calls":
-            _first_calls(conn, backend, request[1])
-            conn.send(("end",))
-        elif request[0] == "task":
-            with phases.phase("task"):
-                for event in run_task(backend, request[1]):
+        elif request[0] in ("task", "first call"):
+            steps = run_task if request[0] == "task" else first_call
+            with phases.phase(request[0]):
+                for event in steps(backend, request[1]):
                     with phases.phase("send"):
                         conn.send(event)
                     if event[0] == "broken":
@@ -120,25 +118,6 @@ def _serve(conn, options: WorkerOptions) -> None:
             conn.send(("end",))
         else:
             return
-
-
-def _first_calls(conn, backend, tasks: list[ShapeTask]) -> None:
-    """Each task's first call (runner.first_call), announced as it begins: ("made", i, ms), or ("made", i, None,
-    error) for code that does not compile, after which nothing more runs. Whatever else a call raises is left to
-    its point; a call that left the backend unusable ends this process (the coordinator starts another)."""
-    for i, task in enumerate(tasks):
-        conn.send(("begin", i))
-        try:
-            conn.send(("made", i, first_call(backend, task)))
-        except CompileError as e:
-            conn.send(("made", i, None, str(e)))
-            return
-        except Exception as e:  # noqa: BLE001 - a fault, a refusal: its point runs it again and records it
-            if not backend.healthy():
-                conn.send(("broken", describe_error(e)))
-                conn.close()
-                os._exit(0)
-            conn.send(("made", i, None))
 
 
 # --- the coordinator's side -----------------------------------------------------------------------------------
@@ -292,48 +271,20 @@ class Worker:
         if error:
             raise GpubenchError(error)
 
-    def first_calls(self, tasks: list[ShapeTask]) -> dict[tuple, float]:
-        """Each task's one point's first call made before the sweep (runner.first_calls: a Python variant's compile):
-        CompileError, one line, for the first whose code does not compile. A call that hangs (past the watchdog),
-        kills the process or leaves it unusable is recorded as an incident and left to its point, which meets it
-        again and is recorded as it always is; the calls after it are then made by the point. Returns the first
-        calls' milliseconds by runner.first_call_key."""
+    def first_calls(self, tasks: list[ShapeTask], on_point: Callable[[Point], None]) -> tuple[dict, set]:
+        """Each task's one point's first call made before the sweep (runner.first_call: where a Python variant
+        compiles): CompileError, one line, for the first whose code does not compile. A first call that faults,
+        hangs past the watchdog or kills the process is that point's outcome, recorded as run() records it (an
+        incident, the point to on_point, a fresh process for the rest). Returns the first calls' milliseconds and
+        the points recorded here, both by runner.first_call_key."""
         made: dict[tuple, float] = {}
-        if not tasks:
-            return made
-        self._ensure_started()
-        self.conn.send(("first calls", tasks))
-        current, refused = None, None
-        while True:
-            where = f"the first call of {self._where(tasks[current], tasks[current].points[0].index)}" \
-                if current is not None else "the first calls"
-            if not self.conn.poll(self.options.timeout_s):
-                self.incidents.append(Incident("timeout", where, f"no answer within {self.options.timeout_s:g} s; "
-                                                                 "worker restarted"))
-                self._reap()
-                return made
-            try:
-                event = self.conn.recv()
-            except (EOFError, OSError):
-                self.incidents.append(Incident("died", where, _exit_text(self._exitcode())))
-                self._reap()
-                return made
-            if event[0] == "begin":
-                current = event[1]
-            elif event[0] == "made":
-                _, i, ms, *error = event
-                refused = error[0] if error else refused
-                if ms is not None:
-                    made[first_call_key(tasks[i], tasks[i].points[0])] = ms
-            elif event[0] == "broken":
-                self.incidents.append(Incident("broken", where, event[1]))
-                self._exitcode()
-                self._reap()
-                return made
-            else:  # "end"
-                if refused:
-                    raise CompileError(refused)
-                return made
+        done: set[tuple] = set()
+        for task in tasks:
+            self._ensure_started()
+            self.conn.send(("first call", task))
+            if self._follow(task, on_point, made):
+                done.add(first_call_key(task, task.points[0]))
+        return made, done
 
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
         for task in work:
@@ -351,9 +302,11 @@ class Worker:
             self._reap()
             raise
 
-    def _follow(self, task: ShapeTask, on_point) -> set[int]:
-        """Read the task's events until it ends or the worker is lost; returns the indices now recorded."""
+    def _follow(self, task: ShapeTask, on_point, made: dict | None = None) -> set[int]:
+        """Read the task's events until it ends or the worker is lost; returns the indices now recorded. A first
+        call's events (runner.first_call) add its milliseconds to `made`, or end in CompileError."""
         done: set[int] = set()
+        rejected = None
         current = SETUP
         timeout = self.options.timeout_s
         oom_before = oom_kills()
@@ -390,7 +343,13 @@ class Worker:
                 self._exitcode()
                 self._reap()
                 return done
+            elif kind == "made":
+                made[first_call_key(task, next(p for p in task.points if p.index == event[1]))] = event[2]
+            elif kind == "rejected":
+                rejected = event[1]
             elif kind == "end":
+                if rejected:
+                    raise CompileError(rejected)
                 return done
 
     @staticmethod

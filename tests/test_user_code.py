@@ -190,10 +190,13 @@ def test_a_compiler_error_is_told_from_a_fault_by_its_class():
     assert user_code.compile_error(UnsupportedLanguageConstruct()) is None
 
 
-def test_code_that_does_not_compile_stops_the_run_before_any_point(tmp_path, monkeypatch):
+@pytest.mark.parametrize("spread", [[], ["--gpus", "2"]], ids=["one worker", "dask"])
+def test_code_that_does_not_compile_stops_the_run_before_any_point(tmp_path, monkeypatch, spread):
+    if spread:
+        pytest.importorskip("distributed")
     project_of(tmp_path, monkeypatch, ["good", "broken"])
     r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--variants", "numpy,good,broken", "--sizes", "16,24",
-                                 "-o", "r.json"])
+                                 "-o", "r.json", *spread])
     assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
     assert r.output == f"gpubench: error: {tmp_path / 'k.py'}: broken does not compile: CompilationError at 2:17: " \
                        "NameError('undefined is not defined')\n"
@@ -213,5 +216,9 @@ def test_a_fault_a_hang_and_a_size_that_does_not_compile_cost_their_points_only(
     assert got["not_at_33", 33][1] == f"{tmp_path / 'k.py'}: not_at_33 does not compile: CompilationError at 2:17: " \
                                       "ValueError('shape 33 is not a power of two')"
     assert got["faults", 16][1] == "RuntimeError: cudaErrorIllegalAddress: an illegal memory access was encountered"
-    first_call_hang = [i for i in run.incidents if i["where"].startswith("the first call")]
-    assert [i["kind"] for i in first_call_hang] == ["timeout"], run.incidents  # then left to its point
+    # The hang at 16 was its first call, made before the sweep: that is its point's outcome, recorded first (once,
+    # not again in the sweep); the one at 33 is met by its point.
+    assert (run.points[0].variant, run.points[0].problem.m, run.points[0].status) == ("hangs", 16, "timeout")
+    assert [(i["kind"], i["where"]) for i in run.incidents] == [("timeout", "gemm 16 hangs -"),
+                                                                ("timeout", "gemm 33 hangs -")]
+    assert run.points[1].details.first_call_ms > 0  # not_at_33 at 16: the first call made before the sweep
