@@ -114,13 +114,13 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
 
 
 def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
-    """The first point of each Python variant, configuration and precision in the sweep's order, each as a task of
-    its own: where the worker makes a Python variant's first call (Triton's JIT, a RawKernel's compile) before
-    any point runs (first_call)."""
+    """The first point of each Python variant, configuration, precision and layout in the sweep's order (what a
+    Triton kernel is compiled anew for, besides the sizes), each as a task of its own: where the worker makes a
+    Python variant's first call (Triton's JIT, a RawKernel's compile) before any point runs (first_call)."""
     seen, out = set(), []
     for task in work:
         for p in task.points:
-            key = (p.variant.name, p.config.label, task.shape.dtype)
+            key = (p.variant.name, p.config.label, task.shape.dtype, task.shape.layout)
             if p.variant.runner.FUNCTION and key not in seen:
                 seen.add(key)
                 out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))

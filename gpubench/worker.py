@@ -279,11 +279,15 @@ class Worker:
         the points recorded here, both by runner.first_call_key."""
         made: dict[tuple, float] = {}
         done: set[tuple] = set()
-        for task in tasks:
-            self._ensure_started()
-            self.conn.send(("first call", task))
-            if self._follow(task, on_point, made):
-                done.add(first_call_key(task, task.points[0]))
+        try:
+            for task in tasks:
+                self._ensure_started()
+                self.conn.send(("first call", task))
+                if self._follow(task, on_point, made):
+                    done.add(first_call_key(task, task.points[0]))
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the call cut short goes, and its process (the GPU too)
+            self._reap()
+            raise
         return made, done
 
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
