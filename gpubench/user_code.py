@@ -116,7 +116,8 @@ def compile_error(err: BaseException) -> str | None:
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     if not lines:
         return type(err).__name__
-    where = lines[0].rstrip(":") if re.fullmatch(r"at \d+:\d+:?", lines[0]) else None  # Triton: at LINE:COL of the kernel
+    # Triton's first line says where in the kernel: "at LINE:COL:"
+    where = lines[0].rstrip(":") if re.fullmatch(r"at \d+:\d+:?", lines[0]) else None
     cause = repr(err.__cause__) if err.__cause__ is not None else None  # Triton: the error in the kernel's code
     message = getattr(err, "error_message", None) or cause or next(
         (line for line in lines if "error" in line.lower()), lines[-1])

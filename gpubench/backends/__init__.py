@@ -215,7 +215,8 @@ def first_call(variant, call: Callable[[], object], wait: Callable[[], None] = l
         text = user_code.compile_error(e)
         if text is None:
             raise
-        raise CompileError(f"{variant.source or 'measure'}: {variant.kernel} does not compile: {text}", str(e)) from None
+        raise CompileError(f"{variant.source or 'measure'}: {variant.kernel} does not compile: {text}",
+                           str(e)) from None
     return (time.perf_counter() - t0) * 1e3, returned
 
 

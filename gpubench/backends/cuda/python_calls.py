@@ -13,7 +13,7 @@ device-wide synchronize: where the events missed most of what the device did, th
 The first call is made on its own, timed on the host (Triton's JIT and autotuning, a RawKernel's compile happen
 there) and recorded as `first_call_ms`; a mapping it returns (what it chose) is recorded as `reported`. A compiler
 rejecting the code there is a CompileError (backends.first_call); the worker makes the first call of each variant,
-configuration and precision before any point runs (runner.first_call), so that such code stops the run (exit 2).
+configuration, precision and layout before any point runs (runner.first_call), so that such code stops the run (exit 2).
 
 A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
 """
