@@ -4,6 +4,7 @@ compile error is one line naming the file and nvcc's first error."""
 import itertools
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,14 +30,25 @@ def spec_builds():
     """(file, defines, arch) for every configuration the specs can ask for, files relative to cuda_src/.
 
     A variant pinned to an architecture (wgmma needs sm_90a) is built for that one; the rest for sm_80 and sm_90.
+    A kernel told its precision or layout by a define is built in every one it takes.
     """
     seen = {}
     for v in BUILTIN:
         for c in v.configs_for(specs.LAB_BLOCK_SIZES + (1,)):
             for arch in (v.arch,) if v.arch else ARCHS:
-                for source, defines, a, _ in v.builds(c, arch):
-                    seen[(rel(source), defines, a)] = None
+                for problem in precisions(v):
+                    for source, defines, a, _ in v.builds(c, arch, problem):
+                        seen[(rel(source), defines, a)] = None
     return sorted(seen)
+
+
+def precisions(v) -> list:
+    """The sample problem in each precision × layout the variant's kernel is compiled for (one, None, where it
+    is told neither)."""
+    if not (v.dtype_define or v.layout_define):
+        return [None]
+    sample = specs.SAMPLE_SHAPES[v.op]
+    return [replace(sample, dtype=d, layout=x) for d in v.dtypes for x in v.layouts_taken]
 
 
 def builds():
