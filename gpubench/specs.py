@@ -235,7 +235,7 @@ def _check_launches(entry: Entry, v: Variant) -> None:
             entry.fail(f"configuration {c.label}: workspace: {err}")
         if any(n < 1 for n in sizes.values()):
             entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {SAMPLE_SHAPES[v.op].label} problem")
-        for m, problem in ((m, p) for m in v.tensor_maps for p in _sample_problems(v)):
+        for m, problem in ((m, p) for m in v.tensor_maps for p in sample_problems(v)):
             try:
                 bad = m.unfit({**dims, **c.values}, problem)
             except expr.ExprError as err:
@@ -247,7 +247,7 @@ def _check_launches(entry: Entry, v: Variant) -> None:
             entry.fail(f"configuration {c.label} breaks the constraint {broken!r}")
 
 
-def _sample_problems(v: Variant) -> list:
+def sample_problems(v: Variant) -> list:
     """The sample problem in every precision and layout the variant takes (a tensor map's elements and shape
     follow them)."""
     return [replace(SAMPLE_SHAPES[v.op], dtype=d, layout=x) for d in v.dtypes for x in v.layouts_taken]

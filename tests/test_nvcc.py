@@ -4,7 +4,6 @@ compile error is one line naming the file and nvcc's first error."""
 import itertools
 import random
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,19 +35,10 @@ def spec_builds():
     for v in BUILTIN:
         for c in v.configs_for(specs.LAB_BLOCK_SIZES + (1,)):
             for arch in (v.arch,) if v.arch else ARCHS:
-                for problem in precisions(v):
+                for problem in specs.sample_problems(v):
                     for source, defines, a, _ in v.builds(c, arch, problem):
                         seen[(rel(source), defines, a)] = None
     return sorted(seen)
-
-
-def precisions(v) -> list:
-    """The sample problem in each precision × layout the variant's kernel is compiled for (one, None, where it
-    is told neither)."""
-    if not (v.dtype_define or v.layout_define):
-        return [None]
-    sample = specs.SAMPLE_SHAPES[v.op]
-    return [replace(sample, dtype=d, layout=x) for d in v.dtypes for x in v.layouts_taken]
 
 
 def builds():
