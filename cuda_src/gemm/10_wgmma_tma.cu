@@ -24,9 +24,10 @@
 //  * Clusters of 2 along M (CLUSTER = 2): the two blocks take tiles (m, n) and (m + 1, n), which need the same
 //    B tile (the larger operand); each one's TMA loads half of B's boxes and multicasts them into both blocks.
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
-//    accumulates (DeepSeek-V3's report, 3.3.2), so after every p slots (p·128 k) the wgmma accumulators are added
-//    into a float32 set of their own and restart (scale-d = 0). That needs BN/2 more registers a thread: with BN =
-//    256 it would not fit, so fp8 promotes at BN = 128. PROMOTE = 0 accumulates in the tensor cores throughout.
+//    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
+//    from zero (scale-d = 0), waited for, and added into a float32 set of its own: BN more registers a thread,
+//    which fit at BN = 128, not at 256. The wait drains this warpgroup's wgmmas once a window (the other consumer
+//    warpgroup's keep the tensor cores busy meanwhile). PROMOTE = 0 accumulates in the tensor cores throughout.
 //    The per-tensor scales multiply the sums in the epilogue (a null pointer stands for 1: 16-bit types).
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256), BK (64 for 16-bit types, 128 for fp8: one 128-byte swizzle
@@ -228,25 +229,20 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 }
             }
         };
+        // The tensor cores accumulate into acc. With PROMOTE, each window of PROMOTE slots starts acc afresh and
+        // ends by adding it into `total`, in float32. (Two alternating sets, one added in while the next window
+        // runs, would need 3·BN/2 accumulators: ptxas keeps the whole kernel within __launch_bounds__'s 168
+        // registers a thread, setmaxnreg notwithstanding, and spilled them.)
         float acc[BN / 2];
-#pragma unroll
-        for (int v = 0; v < BN / 2; ++v) acc[v] = 0.f;
 #if PROMOTE > 0
         float total[BN / 2];
+        constexpr int WINDOW = PROMOTE;
 #else
         float (&total)[BN / 2] = acc;  // the tensor cores' accumulators are the result
+        constexpr int WINDOW = 1 << 30;
 #endif
-        // The slot's 4 wgmmas. `fresh`: the first k step overwrites the accumulators (a new tile, or for fp8 a
-        // new promotion window) instead of adding to them.
-        auto multiply = [&](int s, bool fresh) {
-            const uint32_t a = sA + s * A_STAGE + wg * BOX, b = sB + s * B_STAGE;
-            wgmma_fence();
 #pragma unroll
-            for (int j = 0; j < KSTEPS; ++j)
-                wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(acc, operand_desc<A_MN_MAJOR>(a, j),
-                                                           operand_desc<B_MN_MAJOR>(b, j), !(fresh && j == 0));
-            wgmma_commit();
-        };
+        for (int v = 0; v < BN / 2; ++v) acc[v] = 0.f;
         for (uint32_t it = 0; walk.more(); walk.next()) {
             int m0, n0;
             walk.origin(m0, n0);
@@ -254,21 +250,27 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             for (int t = 0; t < ktiles; ++t, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(full(s), (it / STAGES) & 1);
-#if PROMOTE > 0
-                // Each window of PROMOTE slots starts its own sum; its end waits for the wgmmas and adds it in.
-                multiply(s, t % PROMOTE == 0);
-                wgmma_hold<0>(acc);
-                release(s);
-                if (t % PROMOTE == PROMOTE - 1 || t == ktiles - 1) {
+                // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
+                const bool fresh = t % WINDOW == 0;
+                const uint32_t a = sA + s * A_STAGE + wg * BOX, b = sB + s * B_STAGE;
+                wgmma_fence();
 #pragma unroll
-                    for (int v = 0; v < BN / 2; ++v) total[v] = t < PROMOTE ? acc[v] : total[v] + acc[v];
+                for (int j = 0; j < KSTEPS; ++j)
+                    wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(acc, operand_desc<A_MN_MAJOR>(a, j),
+                                                               operand_desc<B_MN_MAJOR>(b, j), !(fresh && j == 0));
+                wgmma_commit();
+                if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
+                    // The window's last slot: wait for all of it, then add it in.
+                    wgmma_hold<0>(acc);
+                    if (t > 0) release((it - 1) % STAGES);
+                    release(s);
+#pragma unroll
+                    for (int v = 0; v < BN / 2; ++v) total[v] = t < WINDOW ? acc[v] : total[v] + acc[v];
+                } else {
+                    // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
+                    wgmma_wait<1>();
+                    if (t > 0 && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);
                 }
-#else
-                // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
-                multiply(s, t == 0);
-                wgmma_wait<1>();
-                if (t > 0) release((it - 1) % STAGES);
-#endif
             }
 #if PROMOTE == 0
             wgmma_hold<0>(acc);
