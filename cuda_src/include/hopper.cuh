@@ -201,6 +201,19 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
     } while (!done);
 }
 
+// The same wait with a suspend-time hint (10 ms, as CUTLASS's barriers give): the thread sleeps until the phase
+// completes (or the hint runs out) instead of asking again, so waiting warps issue fewer instructions.
+__device__ __forceinline__ void mbar_sleep(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+            "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity), "r"(10000000) : "memory");
+    } while (!done);
+}
+
 // Arrive on the barrier at the same shared-memory offset in cluster block `rank` (this block included). Release
 // semantics at CTA scope, the default, as for a local arrive: the arrive only says "done reading this slot", and
 // the reads (wgmmas) have completed before it. (.release.cluster, which orders this thread's memory operations
