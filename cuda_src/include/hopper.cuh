@@ -252,6 +252,25 @@ __device__ __forceinline__ void cluster_sync()
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
+// A ring's barriers at `bars`: RING_SLOTS "full" ones (the producer's one arrive, plus the bytes it announces), then
+// RING_SLOTS "empty" ones (`releases` arrives: one per consumer warpgroup of the cluster). Thread 0 initialises them
+// and makes them visible to the copy engine and the cluster's other blocks before any thread goes on.
+template <int RING_SLOTS, int CLUSTER_BLOCKS>  // (not STAGES, CLUSTER: the kernels' -D macros)
+__device__ __forceinline__ void ring_init(uint32_t bars, int releases)
+{
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < RING_SLOTS; ++s) {
+            mbar_init(bars + 8 * s, 1);
+            mbar_init(bars + 8 * (RING_SLOTS + s), releases);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    if (CLUSTER_BLOCKS > 1)
+        cluster_sync();
+    else
+        __syncthreads();
+}
+
 // ---- TMA: a 2-D box of a tensor, described by a host-built CUtensorMap, copied into shared memory ----------
 
 // The driver's CUtensorMap: 128 opaque bytes. gpubench keeps it in global memory (the backend copies it there and
