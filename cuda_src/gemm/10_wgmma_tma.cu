@@ -25,8 +25,8 @@
 //    B tile (the larger operand); each one's TMA loads half of B's boxes and multicasts them into both blocks.
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
 //    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
-//    from zero (scale-d = 0), waited for, and added into a float32 set of its own: BN more registers a thread,
-//    which fit at BN = 128, not at 256. The wait drains this warpgroup's wgmmas once a window (the other consumer
+//    from zero (scale-d = 0), waited for, and added into a float32 set of its own: BN/2 more registers a thread,
+//    which fit beside BN = 128's 64 accumulators, not beside BN = 256's 128 (the 168 registers below). The wait drains this warpgroup's wgmmas once a window (the other consumer
 //    warpgroup's keep the tensor cores busy meanwhile). PROMOTE = 0 accumulates in the tensor cores throughout.
 //    The per-tensor scales multiply the sums in the epilogue (a null pointer stands for 1: 16-bit types).
 //
@@ -90,6 +90,8 @@ constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
 constexpr int C_STAGE = 2 * BOX;                 // a consumer warpgroup's staging: 64 rows × 128 columns of C
 constexpr int ROUNDS = BN / 128;                 // staging rounds per tile
+// setmaxnreg hands the producer warpgroup's registers to the consumers at run time, as gemm/09_tf32_tma.cu does;
+// ptxas still compiles the whole kernel within __launch_bounds__(384, 1)'s 168 registers a thread (nvcc 13.0).
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 240
                                   ? 240 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
