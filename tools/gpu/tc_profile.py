@@ -1,5 +1,5 @@
 """The tensor-core GEMMs (wgmma-tma, fp8-tma) beside their libraries, one launch each bracketed for a profiler,
-and each timed back to back (CUDA events, L2 not flushed, median of 20) for a quick look.
+and each timed back to back (tools/gpu/events.py: CUDA events, L2 not flushed) for a quick look.
 
     python3 tools/gpu/tc_profile.py 4096 fp16:nt bf16:nt fp8:nt
     ncu --profile-from-start off --section SpeedOfLight python3 tools/gpu/tc_profile.py 4096 fp16:nt
@@ -16,20 +16,9 @@ from gpubench import catalog
 from gpubench.backends.cuda import CudaBackend
 from gpubench.dtypes import DType, GemmLayout
 from gpubench.problems import GemmShape
+from events import median_ms  # tools/gpu/events.py
 
 OURS = {DType.FP16: ("cublas", "wgmma-tma"), DType.BF16: ("cublas", "wgmma-tma"), DType.FP8: ("cublaslt", "fp8-tma")}
-
-
-def median_ms(run, reps=20):
-    times = []
-    for _ in range(reps):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return sorted(times)[reps // 2]
 
 
 def main(n: int, points: list[str]):
@@ -45,7 +34,7 @@ def main(n: int, points: list[str]):
             configs = v.configs if v.baseline or not picked else [v.configs[int(i)] for i in picked.split(",")]
             for c in configs:
                 p = backend.prepare(v, c, shape, inputs)
-                for _ in range(3):
+                for _ in range(3):  # compiled, loaded, warm
                     p.run()
                 cp.cuda.runtime.deviceSynchronize()
                 cp.cuda.profiler.start()
