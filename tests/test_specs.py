@@ -143,7 +143,7 @@ def test_a_good_spec_loads(project):
 
 
 def test_a_kernel_may_be_defined_in_a_header_the_source_includes(project, tmp_path):
-    """A header shared by two kernel files (conv/winograd_input.cuh) holds a step's kernel; one the source does not
+    """A header shared by two kernel files holds a step's kernel; one the source does not
     include, or includes only as a system header, does not count."""
     (tmp_path / "inc").mkdir()
     (tmp_path / "inc" / "steps.cuh").write_text('#include "../more.cuh"\n')

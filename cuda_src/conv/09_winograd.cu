@@ -18,14 +18,8 @@
 //    the output transform runs from shared memory at the end. Only U and the output touch device memory
 //    besides the input, read once per BK filters.
 //
-// With PRE = 1 the input arrives transformed: a `before` kernel (winograd_input.cuh) writes V[e][c][p] to device
-// memory, and this kernel copies V's slices by cp.async beside U's, in a ring of STAGES slots. The patch registers
-// and the transform's arithmetic leave the main loop, which is then a batched product over channels with the output
-// transform fused into its epilogue (conv/10_winograd_gemm.cu takes the steps apart entirely); the price is V's
-// round trip through memory.
-//
 // Compile-time parameters: TILE (2 or 4), BK filters and BP tiles per block, BC channels per slice, TP tiles per
-// thread; PRE (0 or 1) and, with PRE, STAGES slots. The block has E·(BK/8)·(BP/TP) threads; keep it a multiple of 128 where registers are many: each of the
+// thread. The block has E·(BK/8)·(BP/TP) threads; keep it a multiple of 128 where registers are many: each of the
 // SM's four schedulers has a quarter of the register file, so 9 warps are capped as if they were 12.
 
 #include "../include/gemm_common.cuh"
@@ -40,29 +34,19 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
-#ifndef PRE
-#define PRE 0
-#endif
-#ifndef STAGES
-#define STAGES 2
-#endif
 #include "winograd_transforms.cuh"  // ALPHA, E and the 1-D transforms
-#if PRE
-#include "winograd_input.cuh"  // winograd_input_t: V[e][c][p], the before step of PRE = 1
-#endif
 
 constexpr int TK = 8;                          // a thread's accumulators per element: 8 filters × TP tiles
 constexpr int KG = BK / TK, PG = BP / TP;      // threads per element along k and along p
 constexpr int THREADS = E * KG * PG;
 constexpr int U_FLOATS = E * BC * BK, V_FLOATS = E * BC * BP;
-constexpr int STAGE_FLOATS = U_FLOATS + V_FLOATS;  // a slot of the ring: one multiplied while the next are filled
+constexpr int STAGE_FLOATS = U_FLOATS + V_FLOATS;  // two stages: one multiplied while the next is filled
 constexpr int PATCHES = (BC * BP + THREADS - 1) / THREADS;  // input patches a thread transforms per slice
 constexpr int COPIES = U_FLOATS / 4 / THREADS;              // 16-byte copies of U a thread issues per slice
 constexpr int KH = BK / 2;                     // filters staged per epilogue pass (a thread's two float4 halves)
 constexpr int OUT_LD = BP + 4;                 // staging rows padded so float4 writes spread over banks
 static_assert(TP % 4 == 0 && BK % TK == 0 && BP % TP == 0 && (U_FLOATS / 4) % THREADS == 0, "tile shape");
-static_assert(E * KH * OUT_LD <= STAGES * STAGE_FLOATS, "the output staging reuses the ring's shared memory");
-static_assert(STAGES >= 2 && (PRE || STAGES == 2), "a ring of two slots or more (more only with PRE)");
+static_assert(E * KH * OUT_LD <= 2 * STAGE_FLOATS, "the output staging reuses the two stages' shared memory");
 static_assert(THREADS <= 1024, "block size");
 
 // ---- the filter transform ---------------------------------------------------------------------------------
@@ -177,27 +161,11 @@ __device__ __forceinline__ void copy_filters(float* Us, const float* __restrict_
     }
 }
 
-#if PRE
-// V's slice: BP tiles of BC channels for every element, 16 bytes a copy; channels past Cp and tiles past Pp (the
-// grid's last block) read zeros.
-__device__ __forceinline__ void copy_inputs(float* Vs, const float* __restrict__ V, int first, int p0, int Cp, int Pp)
-{
-#pragma unroll
-    for (int i = threadIdx.x; i < E * BC * BP / 4; i += THREADS) {
-        const int p4 = i % (BP / 4), c = (i / (BP / 4)) % BC, e = i / (BP / 4 * BC);
-        const int channel = first + c, p = p0 + p4 * 4;
-        const bool live = channel < Cp && p < Pp;
-        cp_async16(Vs + (e * BC + c) * BP + p4 * 4, live ? V + ((size_t)e * Cp + channel) * Pp + p : V, live ? 16 : 0);
-    }
-}
-#endif
-
-// x is the input (N·C·H·W), or with PRE its transform V (E·Cp·Pp).
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 winograd_conv(const float* __restrict__ x, const float* __restrict__ U, float* __restrict__ y, int N, int C,
               int H, int W, int K, int pad, int OH, int OW)
 {
-    extern __shared__ __align__(16) float smem[];  // STAGES slots of [Us: E][BC][BK] [Vs: E][BC][BP]
+    extern __shared__ __align__(16) float smem[];  // two stages of [Us: E][BC][BK] [Vs: E][BC][BP]
     const int tid = threadIdx.x;
     const int TH = (OH + TILE - 1) / TILE, TW = (OW + TILE - 1) / TILE, P = N * TH * TW;
     const int p0 = blockIdx.x * BP, k0 = blockIdx.y * BK;
@@ -212,48 +180,6 @@ winograd_conv(const float* __restrict__ x, const float* __restrict__ U, float* _
 #pragma unroll
         for (int j = 0; j < TP; ++j) acc[i][j] = 0.0f;
 
-    // One slice's products: for each channel, this thread's 8 filters × TP tiles of element e.
-    auto multiply = [&](const float* stage) {
-        const float* us = stage + e * BC * BK;
-        const float* vs = stage + U_FLOATS + e * BC * BP;
-#pragma unroll
-        for (int c = 0; c < BC; ++c) {
-            float a[TK], b[TP];
-            *reinterpret_cast<float4*>(a) = *reinterpret_cast<const float4*>(us + c * BK + kg * 4);
-            *reinterpret_cast<float4*>(a + 4) = *reinterpret_cast<const float4*>(us + c * BK + KH + kg * 4);
-#pragma unroll
-            for (int j = 0; j < TP / 4; ++j)
-                *reinterpret_cast<float4*>(b + 4 * j) =
-                    *reinterpret_cast<const float4*>(vs + c * BP + j * 4 * PG + pg * 4);
-#pragma unroll
-            for (int i = 0; i < TK; ++i)
-#pragma unroll
-                for (int j = 0; j < TP; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
-    };
-
-#if PRE
-    const int Cp = pad4(C), Pp = pad4(P);
-    auto copy = [&](int t) {  // slice t into slot t % STAGES
-        float* slot = smem + (t % STAGES) * STAGE_FLOATS;
-        copy_filters(slot, U, t * BC, k0, CP, KP);
-        copy_inputs(slot + U_FLOATS, x, t * BC, p0, Cp, Pp);
-    };
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {  // one commit group per slot, empty ones keep the count
-        if (s < slices) copy(s);
-        cp_async_commit();
-    }
-    for (int t = 0; t < slices; ++t) {
-        cp_async_wait<STAGES - 2>();  // slice t has landed for this thread ...
-        __syncthreads();              // ... and for all; slot t - 1 is no longer read
-        if (t + STAGES - 1 < slices) copy(t + STAGES - 1);
-        cp_async_commit();
-        multiply(smem + (t % STAGES) * STAGE_FLOATS);
-    }
-    cp_async_wait<0>();
-    __syncthreads();
-#else
     Patches in;
     in.locate(tid, p0, P, TH, TW, C, H, W, pad);
     copy_filters(smem, U, 0, k0, CP, KP);
@@ -272,14 +198,28 @@ winograd_conv(const float* __restrict__ x, const float* __restrict__ U, float* _
             cp_async_commit();
             in.load(x, (t + 1) * BC, C, H, W);
         }
-        multiply(stage);
+        const float* us = stage + e * BC * BK;
+        const float* vs = stage + U_FLOATS + e * BC * BP;
+#pragma unroll
+        for (int c = 0; c < BC; ++c) {
+            float a[TK], b[TP];
+            *reinterpret_cast<float4*>(a) = *reinterpret_cast<const float4*>(us + c * BK + kg * 4);
+            *reinterpret_cast<float4*>(a + 4) = *reinterpret_cast<const float4*>(us + c * BK + KH + kg * 4);
+#pragma unroll
+            for (int j = 0; j < TP / 4; ++j)
+                *reinterpret_cast<float4*>(b + 4 * j) =
+                    *reinterpret_cast<const float4*>(vs + c * BP + j * 4 * PG + pg * 4);
+#pragma unroll
+            for (int i = 0; i < TK; ++i)
+#pragma unroll
+                for (int j = 0; j < TP; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
         if (more) {
             in.transform_into(next + U_FLOATS);
             cp_async_wait<0>();
         }
         __syncthreads();
     }
-#endif
 
     // Output transform, half of the filters at a time: stage Mₑ[k][p] in shared memory, then each thread takes
     // (k, p) pairs, gathers the E values of its pair and writes the TILE×TILE outputs.
