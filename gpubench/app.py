@@ -42,7 +42,7 @@ def check_kernels(variants: list[Variant], archs: list[str], block_sizes: tuple[
     for v in variants:
         for c in v.configs_for(block_sizes):
             for arch in ([v.arch] if v.arch else archs):
-                failures = nvcc.compile_all(v.every_build(c, arch))
+                failures = nvcc.compile_all(v.builds(c, arch))
                 rows.append((v, c, arch, failures[0][1] if failures else None))
     return rows
 

@@ -29,14 +29,15 @@ def spec_builds():
     """(file, defines, arch) for every configuration the specs can ask for, files relative to cuda_src/.
 
     A variant pinned to an architecture (wgmma needs sm_90a) is built for that one; the rest for sm_80 and sm_90.
-    A kernel told its element type or layout by a define is built once per precision and layout it takes.
+    A kernel told its precision or layout by a define is built in every one it takes.
     """
     seen = {}
     for v in BUILTIN:
         for c in v.configs_for(specs.LAB_BLOCK_SIZES + (1,)):
             for arch in (v.arch,) if v.arch else ARCHS:
-                for source, defines, a, _ in v.every_build(c, arch):
-                    seen[(rel(source), defines, a)] = None
+                for problem in specs.sample_problems(v):
+                    for source, defines, a, _ in v.builds(c, arch, problem):
+                        seen[(rel(source), defines, a)] = None
     return sorted(seen)
 
 
@@ -110,6 +111,15 @@ def test_a_kernel_of_several_precisions_is_built_in_each(source):
     kernel's default."""
     elems = {dict(defines).get("ELEM") for src, defines, _ in spec_builds() if src == source}
     assert elems == {"__half", "__nv_bfloat16"}
+
+
+def test_gpubench_check_builds_each_precision(monkeypatch):
+    """`gpubench check` compiles what CI compiles: tc-implicit once per element type, not only its default."""
+    from gpubench import app
+    seen = []
+    monkeypatch.setattr(nvcc, "compile_all", lambda jobs: seen.extend(jobs) or [])
+    app.check_kernels([CATALOG.get("conv", "cuda", "tc-implicit")], ["sm_90"], specs.LAB_BLOCK_SIZES)
+    assert {dict(defines).get("ELEM") for _, defines, _, _ in seen} == {"__half", "__nv_bfloat16"}
 
 
 def test_compile_error_is_one_line_naming_the_file_and_the_first_error(tmp_path):
