@@ -170,8 +170,9 @@ class Cluster:
         if error:
             raise GpubenchError(error)
 
-    def environment(self) -> dict:
-        """The first device's environment, with every device listed under `devices`."""
+    def environment(self, precisions=None) -> dict:
+        """The first device's environment, with every device listed under `devices` (each read when its worker
+        started, before the plan was known: every precision's ceiling)."""
         workers = sorted(self.workers.values(), key=lambda w: w["label"])
         env = dict(workers[0]["environment"])
         env["devices"] = [{"worker": w["label"], **w["environment"].get("device", {})} for w in workers]

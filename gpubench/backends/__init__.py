@@ -10,12 +10,12 @@ dispatches on the variant's runner type through a table (its PREPARE), not on na
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Collection, Protocol
 
 import numpy as np
 
 from gpubench import dtypes, reference, user_code
-from gpubench.dtypes import PRECISIONS
+from gpubench.dtypes import PRECISIONS, DType
 from gpubench.errors import Skip
 from gpubench.problems import ARRAYS, SCALES, GemmShape, Shape
 from gpubench.results import Details
@@ -47,8 +47,8 @@ class Backend(Protocol):
     def describe(self) -> dict:
         """The device, its arch and limits (max_threads, sms), its libraries: what the coordinator plans with."""
 
-    def environment(self) -> dict:
-        """The device and software a run records."""
+    def environment(self, precisions: Collection[DType] | None = None) -> dict:
+        """The device and software a run records, with the ceilings of `precisions` (None: every one it has)."""
 
     def check(self, variants: list) -> None:
         """Load what the variants need before any point runs (a project's Python module imported): GpubenchError
