@@ -84,8 +84,9 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
     try:
         with phase("verify"):
             rel_err = verify(backend, prepared, ref, shape)
+        aside = backend.energy_aside(prepared.run, policy)  # the point's energy window, taken when a refresh is due
         with phase("measure"):
-            timing = measure(prepared.run, backend.clock, policy, backend.telemetry)
+            timing = measure(prepared.run, backend.clock, policy, backend.telemetry, aside)
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
@@ -93,7 +94,8 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         # A part's median is a note, not a point: no sampling on for noise or decidability.
         part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None, "decide": None})
         with phase("parts"):
-            parts_ms = {name: summarize(measure(part, backend.clock, part_policy).samples_ms).median
+            between = (lambda _: aside(timing)) if aside else None  # the window runs the point's whole call
+            parts_ms = {name: summarize(measure(part, backend.clock, part_policy, aside=between).samples_ms).median
                         for name, part in prepared.parts.items()}
         details = replace(point.note.merged(prepared.details), stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,

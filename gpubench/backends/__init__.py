@@ -75,7 +75,11 @@ class Backend(Protocol):
 
     def energy(self, run: Callable[[], None], flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call and GFLOPS per watt, where the hardware reports energy (`timing`: the point's timed
-        calls, whose own readings may already tell)."""
+        calls, whose own readings, or the window taken between them, may already tell)."""
+
+    def energy_aside(self, run: Callable[[], None], policy) -> Callable | None:
+        """What the timing loop calls between samples to take the point's energy window when the hardware's
+        reading is about to refresh (timing.measure's `aside`), or None."""
 
     def collect(self) -> None:
         """Give memory back between shapes."""
@@ -100,6 +104,9 @@ class ArrayBackend:
 
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""
+        return None
+
+    def energy_aside(self, run, policy) -> None:
         return None
 
     def check(self, variants: list) -> None:

@@ -149,17 +149,42 @@ class DeviceFacts:
             out[PRECISIONS[dtype].ceiling] = round(shape.flops / ms / 1e6)
         return out
 
+    def energy_aside(self, run, policy: TimingPolicy):
+        """The point's energy window, taken between its timed samples at the moment it costs least: when the next
+        refresh of the instant power is LEAD_S ahead (telemetry.aligned), so that the window's calls run just
+        through the time that refresh's reading describes and it ends on it. Once per point; None without instant
+        power. Started anywhere else, a window waits for a refresh: 84 ms a point on average on an H100."""
+        if not self.telemetry.has_instant:
+            return None
+
+        def aside(timing) -> None:
+            if timing.window is not None or not telemetry.aligned(self.telemetry.refreshes, self.clock.host_time()):
+                return
+            median_ms = summarize(timing.samples_ms).median
+            if not telemetry.wants_window(timing.batch, median_ms, policy.reps):
+                return
+            chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
+            with phase("energy"):
+                timing.window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on),
+                                                       self.telemetry, clock=self.clock.host_time) or {}
+
+        return aside
+
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call (telemetry.py says from what): the instant power between the point's own timed calls
         where they are long, else a window of calls made back to back (no flush: a flush costs energy of its own,
-        as much as a small kernel's), read by instant power or, without it, the energy counter."""
+        as much as a small kernel's) taken between them (energy_aside) or after them, read by instant power or,
+        without it, the energy counter."""
         median_ms = summarize(timing.samples_ms).median if timing and timing.samples_ms else None
         window = None
         if median_ms is not None:
             window = telemetry.timed_energy(timing.instant, timing.batch, median_ms, len(timing.samples_ms))
             if window is None:
+                window = timing.window or None
+            if window is None:
                 chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
-                window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on), self.telemetry)
+                window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on), self.telemetry,
+                                                clock=self.clock.host_time)
         if window is None:
             window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, False), self.telemetry)
         if window is None:
