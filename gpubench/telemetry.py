@@ -6,16 +6,21 @@ power times time per call, from the first of these that the GPU allows:
 
 * calls long enough to be timed one at a time (at least FOLD_MS) take it from the instant power read between
   their own timed calls, so they need no window of their own;
-* shorter calls run back to back in a window that ends at the first refresh of the instant power after SETTLE_S;
+* shorter calls run back to back in a window that ends at the first refresh of the instant power after SETTLE_S,
+  taken between the point's timed samples when the next refresh is LEAD_S ahead (the refresh's period and phase
+  are learnt from every poll: `Refreshes`), else after them;
 * where NVML has no instant power, the energy counter over a window of at least ENERGY_WINDOW_S that it has
   visibly moved across.
 
 On an H100 both the instant power and the energy counter change about every 100 ms
-(`tools/gpu/nvml_probe.py`), and a reading reflects only about 25 ms of each 100 (Yang et al., "Accurate and
-Convenient Energy Measurements for GPUs", SC'24). So a reading describes our calls only if they ran through the
-time it sampled: the first change in a point's timed loop may describe what ran before the loop (it is dropped),
-and a window's reading is taken only once the window has run SETTLE_S. This bounds the cost of energy: about a
-refresh period per point whose calls are too short to carry their own.
+(`tools/gpu/nvml_probe.py`), and a reading describes only the last part of each period (Yang et al., "Accurate
+and Convenient Energy Measurements for GPUs", SC'24, found 25 ms of each 100 on A100 and H100). Measured on an H100
+(`tools/gpu/settle_probe.py`, docs/evidence/settle-probe-h100.txt): SGEMMs started L ms before a refresh move its
+reading 25% of the way from idle to their steady power at L = 10, 80% at 25, 91-95% at 35-40 and all of it from
+50 on. So a reading describes our calls only if they ran for SETTLE_S = 50 ms before it: the first change in a
+point's timed loop may describe what ran before the loop (it is dropped), and a window's reading is taken only
+once the window has run SETTLE_S. This bounds the cost of energy: about a refresh period per point whose calls are
+too short to carry their own.
 
 A sample taken while the GPU was power- or thermally-limited, or below the clock it should run at, is flagged;
 `--discard-throttled` drops and retakes such samples.
@@ -44,7 +49,7 @@ ENERGY_WINDOW_S = 0.05  # shortest window for energy per call; longer while the 
 INSTANT_POWER = 186  # NVML_FI_DEV_POWER_INSTANT (nvml.h): the power now (nvmlDeviceGetPowerUsage averages 1 s on Hopper)
 FRESH = 1  # new instant-power values a timed loop must see (after the first, which may predate it) to carry energy
 FOLD_MS = 2.0  # calls this long take their energy from the readings between their own timed calls
-SETTLE_S = 0.04  # a window's reading counts once the window has run this long: the sampled 25 ms and a margin
+SETTLE_S = 0.05  # a window's reading counts once the window has run this long (the H100's reading: its last ~50 ms)
 POWER_WINDOW_MAX_S = 0.5  # a window that sees no refresh after SETTLE_S by then falls back to the counter
 TIMED_SPAN_S = 0.3  # a loop of single calls this long usually sees a fresh reading after the one it drops
 PIN_S = 0.004  # a change seen within this long of the poll before it pins a refresh (an energy window polls each ms)

@@ -155,21 +155,28 @@ def short_point(facts, sim, samples=8):
     return sim.t - started, energy, timing
 
 
-def test_aligned_windows_cost_about_their_settle_time_and_read_their_own_calls():
+def run_points(n=60):
     sim = Sim()
     facts = Facts(sim)
     costs, aligned_windows = [], 0
-    for i in range(60):
+    for i in range(n):
         sim.advance(0.0137 * (i % 7))  # the host's work between points: any phase
         spent, energy, timing = short_point(facts, sim)
         assert energy["window_power_w"] >= 400.0  # every reading describes the point's own calls
         costs.append(spent - 8 * 0.005)
         aligned_windows += bool(timing.window)
-    learnt = costs[10:]
     assert sim.refreshes.period == pytest.approx(PERIOD, abs=0.002)
+    learnt = costs[10:]
+    return sum(learnt) / len(learnt), aligned_windows
+
+
+def test_aligned_windows_cost_less_and_read_their_own_calls(monkeypatch):
+    aligned_cost, aligned_windows = run_points()
     assert aligned_windows >= 15
-    # A window started at a random moment waits for a refresh: SETTLE_S and then half a period on average.
-    assert sum(learnt) / len(learnt) < SETTLE_S + 0.5 * PERIOD - 0.01
+    monkeypatch.setattr(device.telemetry, "aligned", lambda refreshes, now: False)
+    plain_cost, plain_windows = run_points()
+    assert plain_windows == 0
+    assert aligned_cost < plain_cost - 0.008  # seconds a point
 
 
 def test_without_instant_power_there_is_no_aside():
