@@ -109,15 +109,18 @@ def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> Sto
 
 
 def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemetry=NoTelemetry(),
-            aside: Callable[[Timing], None] | None = None) -> Timing:
+            aside: Callable[[Timing], None] | None = None, warm_s: float = 0.0) -> Timing:
     """Time `run` under `policy`. `aside(timing)`, where given, is called after each sample and may do work of its
-    own between samples (an energy window at the right moment); its time is not counted against the budget."""
-    started = time.perf_counter()
+    own between samples (an energy window at the right moment); its time is not counted against the budget.
+    `warm_s`: seconds the call has just run (the point's check), which count towards the warm-up: a call that
+    took WARM_S once is warm."""
+    limit = min(WARM_S, policy.budget_s / 2)
+    started = time.perf_counter() - warm_s
     with phase("warmup"):
-        for _ in range(max(1, policy.warmup)):
+        for _ in range(max(1, policy.warmup) if warm_s <= limit else 0):
             run()
             clock.sync()
-            if time.perf_counter() - started > min(WARM_S, policy.budget_s / 2):
+            if time.perf_counter() - started > limit:
                 break
     timing = Timing([], None)
     expected = telemetry.expected_mhz
