@@ -183,3 +183,84 @@ def test_without_instant_power_there_is_no_aside():
     sim = Sim()
     sim.has_instant = False
     assert Facts(sim).energy_aside(lambda: None, TimingPolicy()) is None
+
+
+# --- the window of one point taken during the next one's samples (runner.run_task) ------------------------------
+
+
+class SimTelemetry(Sim):
+    available = True
+    expected_mhz = None
+
+    def sample(self):
+        from gpubench.telemetry import Sample
+
+        return Sample(1980, 2619, None, 0, self.instant_mw())
+
+    def energy_mj(self):
+        return None
+
+
+class SimHostClock(SimClock):
+    """The timing loop's clock on the simulated GPU: each timed call costs 5 ms of host and GPU time."""
+
+    def sync(self):
+        pass
+
+    def flush(self):
+        pass
+
+    def time_ms(self, run):
+        run()
+        self.sim.advance(0.005)
+        return 0.01
+
+
+def sim_backend():
+    from gpubench.backends.cpu import CpuBackend
+
+    class SimGpu(CpuBackend):
+        energy = device.DeviceFacts.energy
+        energy_aside = device.DeviceFacts.energy_aside
+
+        def prepare(self, *args):
+            self.telemetry.advance(next(self.prepare_s))  # the host's work before a point's loop (a plan search)
+            return super().prepare(*args)
+
+    backend = SimGpu()
+    backend.telemetry = SimTelemetry()
+    backend.clock = SimHostClock(backend.telemetry)
+    backend.prepare_s = iter([0.005 + 0.0031 * (i % 9) for i in range(1000)])
+    return backend
+
+
+def run_sim_task(points=44):
+    """Points of 3 to 15 timed calls (15-75 ms) after 5-30 ms of preparing, four tasks of eleven."""
+    from gpubench import catalog
+    from gpubench.problems import GemmShape
+    from gpubench.runner import PointTask, ShapeTask, run_task
+    from gpubench.variant import NO_CONFIG
+
+    numpy = catalog.Catalog(catalog.builtin()).get("gemm", "cpu", "numpy")
+    backend = sim_backend()
+    events = []
+    for start in range(0, points, 11):
+        task = ShapeTask("t", GemmShape(16, 16, 16), 0, tuple(
+            PointTask(i, numpy, NO_CONFIG, TimingPolicy(warmup=0, reps=3 + (7 * i) % 13, min_reps=3, budget_s=100))
+            for i in range(start, start + 11)))
+        events += [e for e in run_task(backend, task) if e[0] == "point"]
+    return backend.telemetry.t, events
+
+
+def test_a_points_window_may_come_during_the_next_points_samples_and_every_point_keeps_its_own(monkeypatch):
+    from gpubench import runner
+
+    deferred_s, points = run_sim_task()
+    assert [index for _, index, _ in points] == list(range(44))  # in order, each once
+    for _, _, point in points:
+        assert point.status == "ok" and point.telemetry["energy_from"] == "instant power"
+        assert point.telemetry["window_power_w"] >= 400.0  # its window ran its calls through the reading
+    plain = runner.run_point
+    monkeypatch.setattr(runner, "run_point", lambda *a, earlier=None, defer=False: plain(*a))
+    each_alone_s, points = run_sim_task()
+    assert len(points) == 44 and deferred_s < 0.97 * each_alone_s
