@@ -9,6 +9,7 @@ from gpubench.backends.cuda import device
 from gpubench.backends.cuda.storage import dtypes_for
 from gpubench.cli import cli
 from gpubench.dtypes import DType
+from hostile import StandInWorker
 
 HOPPER = dtypes_for((9, 0))
 AMPERE = dtypes_for((8, 0))
@@ -61,32 +62,14 @@ def test_the_peaks_draw_and_multiply_only_the_precisions_given():
     assert facts.tensor_core_peaks(None, [], n=64) == {} and facts.drawn == []
 
 
-class Recording:
+class Recording(StandInWorker):
     """The executor's stand-in: records the precisions the session asks the environment's ceilings for."""
 
     asked = []
 
-    def __init__(self, options, **spread):
-        self.options, self.incidents, self.workers = options, [], {}
-
-    def start(self):
-        return {"device": "CPU: stand-in", "arch": None, "max_threads": None, "libraries": {}}
-
     def environment(self, precisions=None):
         Recording.asked.append(precisions)
-        return {"device": {"name": "CPU: stand-in", "kind": "cpu"}, "software": {}}
-
-    def check(self, variants):
-        pass
-
-    def run_all(self, work, on_point):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
+        return super().environment(precisions)
 
 
 @pytest.mark.parametrize("dtypes, asked", [("fp32", [DType.FP32]), ("bf16,fp32", [DType.BF16, DType.FP32])])

@@ -10,6 +10,7 @@ import pytest
 from gpubench.backends.cuda import device
 from gpubench.telemetry import LEAD_S, PIN_S, SETTLE_S, TIMED_SPAN_S, FOLD_MS, Refreshes, aligned, wants_window
 from gpubench.timing import Timing, TimingPolicy, measure
+from test_telemetry import Clock
 
 PERIOD, PHASE = 0.1, 0.0371
 
@@ -61,21 +62,6 @@ def test_which_points_need_a_window_of_their_own():
     assert wants_window(batch=1, median_ms=FOLD_MS / 2, reps=12)
     assert wants_window(batch=1, median_ms=FOLD_MS * 2, reps=12)  # 12 calls of 4 ms: 48 ms, no fresh reading
     assert not wants_window(batch=1, median_ms=TIMED_SPAN_S * 1e3 / 10, reps=12)
-
-
-class Clock:
-    def __init__(self):
-        self.ms = 0.0
-
-    def sync(self):
-        pass
-
-    def flush(self):
-        pass
-
-    def time_ms(self, run):
-        run()
-        return 1.0
 
 
 def test_the_timing_loop_calls_aside_after_each_sample_and_does_not_count_its_time():
@@ -201,19 +187,16 @@ class SimTelemetry(Sim):
         return None
 
 
-class SimHostClock(SimClock):
+class SimHostClock(SimClock, Clock):
     """The timing loop's clock on the simulated GPU: each timed call costs 5 ms of host and GPU time."""
 
-    def sync(self):
-        pass
-
-    def flush(self):
-        pass
+    def __init__(self, sim):
+        SimClock.__init__(self, sim)
+        Clock.__init__(self, ms=0.01)
 
     def time_ms(self, run):
-        run()
         self.sim.advance(0.005)
-        return 0.01
+        return Clock.time_ms(self, run)
 
 
 def sim_backend():
