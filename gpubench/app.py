@@ -206,22 +206,36 @@ def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed:
 # --- reports and histories ------------------------------------------------------------------------------------
 
 
-def load_runs(paths: list[str]) -> list[tuple[str, Run]]:
+def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
     """Saved runs named by files or directories (every *.json below a directory, in name order), each loaded and
-    checked; a file that is not a gpubench run is one line naming it."""
+    checked. A file named on its own that is not a gpubench run is one line naming it; one met inside a directory
+    (a package.json, a half-written file) is passed over, and returned second as "path: why", so that one stray file
+    does not hide a directory's history."""
     from gpubench.results import load
 
-    files: list[Path] = []
+    named: list[Path] = []
+    inside: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             found = sorted(path.rglob("*.json"))
             if not found:
                 raise GpubenchError(f"{given} is a directory with no results files (*.json) in it")
-            files += found
+            inside += found
         else:
-            files.append(path)
-    return [(str(f), load(f)) for f in dict.fromkeys(files)]
+            named.append(path)
+    runs, passed_over = [], []
+    for f in dict.fromkeys(named + inside):
+        try:
+            runs.append((str(f), load(f)))
+        except GpubenchError as e:
+            if f in named:
+                raise
+            passed_over.append(f"{f}: {e.args[0]}")
+    if not runs:
+        raise GpubenchError(f"no gpubench results among {', '.join(paths)} ({len(passed_over)} other *.json "
+                            "passed over)")
+    return runs, passed_over
 
 
 def write_report(paths: list[str], output: str, force: bool, threshold: float, across: bool) -> Path:
@@ -229,7 +243,8 @@ def write_report(paths: list[str], output: str, force: bool, threshold: float, a
     from gpubench.views import report
 
     path = check_output(output, force, "report", (".html", ".htm"))
-    html = report.render(load_runs(paths), threshold=threshold, across=across)
+    runs, _ = load_runs(paths)
+    html = report.render(runs, threshold=threshold, across=across)
     tmp = temporary(path)
     try:
         tmp.write_text(html)
@@ -244,6 +259,7 @@ def write_report(paths: list[str], output: str, force: bool, threshold: float, a
 class History:
     series: list
     threshold: float
+    passed_over: list[str]  # *.json files met in a directory that are not gpubench runs, "path: why"
 
     @property
     def regressed(self) -> list:
@@ -259,7 +275,8 @@ def run_history(paths: list[str], threshold: float, alpha: float, html: str | No
     from gpubench import history as hist
 
     target = check_output(html, force, "history page", (".html", ".htm"), flag="--html") if html is not None else None
-    outcome = History(hist.history(load_runs(paths), alpha), threshold)
+    runs, passed_over = load_runs(paths)
+    outcome = History(hist.history(runs, alpha), threshold, passed_over)
     if target:
         from gpubench.views.history import history_html
 

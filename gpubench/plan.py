@@ -196,7 +196,7 @@ def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple
 
 def check_timeout(value: float) -> float:
     if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
-        raise GpubenchError(f"--timeout must be a number of seconds from 0 to {MAX_TIMEOUT_S} (a week), got {value}")
+        raise GpubenchError(f"--timeout must be a number of seconds over 0 and at most {MAX_TIMEOUT_S} (a week), got {value}")
     return value
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from gpubench import paths, plan
 from gpubench.errors import GpubenchError
-from gpubench.plan import DEFAULTS
+from gpubench.plan import DEFAULTS, Sweep
 from gpubench.problems import Op
 from gpubench.specs import LAB_BLOCK_SIZES, OPS
 from gpubench.catalog import Catalog
@@ -99,8 +99,9 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
     name = plan.check_name(table.get("name", f"{op}-{index}"), f"{where}.name")
     skipped = []
     names = table.get("variants")
-    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
-        raise GpubenchError(f"{where}.variants must be a list of variant names")
+    if names is not None and not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        raise GpubenchError(f"{where}.variants must be a non-empty list of variant names (leave the key out for "
+                            "the defaults)")
     if names and backend == "cpu":  # suites name GPU variants; the CPU backend runs what it has of them
         known_anywhere = {v.name for v in catalog.all if v.op == op}
         bad = [n for n in names if n not in known_anywhere]
@@ -224,8 +225,24 @@ def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None
         expanded = [_sweep(t, i, backend, base, catalog, tf32) for i, t in enumerate(sweeps)]
     except GpubenchError as e:
         raise GpubenchError(f"suite {path}: {e}") from None
+    _each_point_once(expanded, path)
     return Suite(str(data.get("name", path.stem)), str(data.get("description", "")), bool(data.get("tf32", False)),
                  expanded)
+
+
+def _each_point_once(sweeps: list[Sweep], path: Path) -> None:
+    """Sweeps that overlap would measure a point twice, and a results file holding a point twice cannot be compared:
+    the first repeat is named, with the sweeps it is in."""
+    first: dict[tuple, str] = {}
+    for sweep in sweeps:
+        for shape, variant, config in sweep.points():
+            key = (sweep.op, shape, variant.name, config.label)
+            if key in first:
+                config_text = "" if config.label == "-" else f" {config.label}"
+                raise GpubenchError(f"suite {path}: sweeps {first[key]} and {sweep.name} both measure "
+                                    f"{sweep.op} {variant.name}{config_text} {shape.full_label}: a run holds each "
+                                    "point once (narrow one sweep's sizes or variants)")
+            first[key] = sweep.name
 
 
 def shipped() -> list[tuple[str, str]]:

@@ -55,8 +55,10 @@ class Launch:
 
     def beyond_limits(self) -> str | None:
         """Why CUDA would refuse this launch (a grid or block past its limits, or an empty one), or None."""
-        if min(self.grid) < 1 or min(self.block) < 1 or self.shared_bytes < 0:
-            return f"an empty grid or block (grid {self.grid}, block {self.block}, {self.shared_bytes} bytes shared)"
+        if self.shared_bytes < 0:
+            return f"{self.shared_bytes} bytes of shared memory (shared must come to 0 or more)"
+        if min(self.grid) < 1 or min(self.block) < 1:
+            return f"an empty grid or block (grid {self.grid}, block {self.block})"
         if any(g > m for g, m in zip(self.grid, MAX_GRID)):
             return (f"a grid of {self.grid} blocks is past CUDA's limits ({MAX_GRID[0]} × {MAX_GRID[1]} × "
                     f"{MAX_GRID[2]})")
@@ -218,12 +220,16 @@ class Variant:
         """The -D defines of one build for a problem: the configuration's parameters and, where the spec names a
         macro for them, the dtype's element types (-DELEM=__half -DELEM_OUT=__half) and the layout
         (-DLAYOUT_NT=1)."""
+        return self._defines(config, shape.dtype if shape is not None else None,
+                             shape.layout if shape is not None else None)
+
+    def _defines(self, config: Config, dtype, layout) -> dict:
         params = dict(config.params) if self.runner.COMPILES_CONFIG else {}
-        if self.dtype_define and shape is not None:
-            p = PRECISIONS[shape.dtype]
+        if self.dtype_define and dtype is not None:
+            p = PRECISIONS[dtype]
             params.update({self.dtype_define: p.c_type, f"{self.dtype_define}_OUT": p.c_out_type})
-        if self.layout_define and shape is not None:
-            params[f"{self.layout_define}_{str(shape.layout).upper()}"] = 1
+        if self.layout_define and layout is not None:
+            params[f"{self.layout_define}_{str(layout).upper()}"] = 1
         return params
 
     def call_keywords(self, config: Config, shape=None) -> dict:
@@ -296,14 +302,21 @@ class Variant:
 
     def builds(self, config: Config, device_arch: str, shape=None) -> list[tuple[Path, tuple, str, tuple]]:
         """The nvcc compilations this configuration needs on a device for a problem (its dtype and layout may be
-        compile-time choices): (source, defines, arch, includes) each. None for a variant pinned to another
-        architecture (it is skipped there, not compiled)."""
+        compile-time choices): (source, defines, arch, includes) each. Without a problem, one per precision and
+        layout the variant takes where those are compile-time choices (what `gpubench check` and CI compile). None
+        for a variant pinned to another architecture (it is skipped there, not compiled)."""
         if self.backend != "cuda" or self.source is None or not self.runner.NVCC:
             return []
         arch = self.arch or device_arch
         if not arch.startswith(device_arch):
             return []
-        return [(self.source, tuple(self.compile_params(config, shape).items()), arch, self.includes)]
+        if shape is not None:
+            choices = [(shape.dtype, shape.layout)]
+        else:
+            choices = [(d if self.dtype_define else None, x if self.layout_define else None)
+                       for d in self.dtypes for x in self.layouts_taken]
+        defines = dict.fromkeys(tuple(self._defines(config, d, x).items()) for d, x in choices)
+        return [(self.source, d, arch, self.includes) for d in defines]
 
     def fingerprint(self) -> str | None:
         """sha256 of the kernel's source, so saved runs can tell when it changed (None for library variants)."""

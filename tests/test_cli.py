@@ -82,7 +82,7 @@ def test_default_output_goes_under_results_device():
     (["gemm", "--budget", "nan"], ["--budget must be a finite number"]),
     (["gemm", "--max-noise", "0"], ["--max-noise must be more than 0"]),
     (["gemm", "--max-time", "inf"], ["--max-time must be a finite number"]),
-    (["gemm", "--timeout", "0"], ["--timeout must be a number of seconds from 0 to 604800"]),
+    (["gemm", "--timeout", "0"], ["--timeout must be a number of seconds over 0 and at most 604800"]),
     (["gemm", "--timeout", "1e7"], ["--timeout must be a number of seconds"]),
     (["gemm", "--seed", "-1"], ["--seed must be from 0"]),
     (["gemm", "--tf32"], ["no chosen variant takes the precision tf32"]),

@@ -89,6 +89,29 @@ def test_history_of_a_directory_without_runs_is_one_line(tmp_path):
         app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
 
 
+def test_a_stray_file_in_a_directory_is_passed_over_but_one_named_is_an_error(tmp_path):
+    """A package.json or a half-written file beside the runs must not hide a directory's history; the same file
+    named on its own is still refused with one line."""
+    from gpubench import app
+    from gpubench.errors import GpubenchError
+    from gpubench.results import save
+
+    for i in range(3):
+        save(run_of("H100", "580", f"c{i}", T0 + timedelta(hours=i), 1.0, seed=i), tmp_path / f"r{i}.json")
+    (tmp_path / "package.json").write_text('{"name": "x"}')
+    (tmp_path / "torn.json").write_bytes(b"\xff\xfe{")
+    outcome = app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+    assert len(outcome.series) == 1 and len(outcome.series[0].entries) == 3
+    assert sorted(p.split(":")[0] for p in outcome.passed_over) == [str(tmp_path / "package.json"),
+                                                                  str(tmp_path / "torn.json")]
+    with pytest.raises(GpubenchError, match="torn.json"):
+        app.run_history([str(tmp_path / "r0.json"), str(tmp_path / "torn.json")], 0.05, 0.05, None, False)
+    (tmp_path / "only").mkdir()
+    (tmp_path / "only" / "package.json").write_text("{}")
+    with pytest.raises(GpubenchError, match="no gpubench results"):
+        app.run_history([str(tmp_path / "only")], 0.05, 0.05, None, False)
+
+
 def test_history_grows_linearly_with_the_points(make_run):
     """Five runs of 20,000 points take about ten times what five of 2,000 take (series screened by one split scan
     each before any search), page included."""

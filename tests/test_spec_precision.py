@@ -35,6 +35,17 @@ def test_the_element_type_and_layout_reach_the_kernel_as_defines(tmp_path):
     assert dict(build[1]) == params
 
 
+def test_without_a_problem_every_precision_and_layout_is_built(tmp_path):
+    """What `gpubench check` and CI's nvcc tests compile: each element type and layout the kernel takes, not only
+    its first (a kernel that breaks only in bf16, or only in nt, fails there)."""
+    v = parse(tmp_path, dtypes=["fp16", "bf16"], layouts=["nn", "nt"], dtype_define="ELEM", layout_define="LAYOUT")
+    built = {tuple(sorted(dict(b[1]).items())) for b in v.builds(v.configs[0], "sm_90")}
+    assert built == {tuple(sorted({"ELEM": e, "ELEM_OUT": e, f"LAYOUT_{x}": 1}.items()))
+                     for e in ("__half", "__nv_bfloat16") for x in ("NN", "NT")}
+    one = parse(tmp_path, dtypes=["fp32", "tf32"])  # one C type, no macro: one build
+    assert len(one.builds(one.configs[0], "sm_90")) == 1
+
+
 @pytest.mark.parametrize("table,words", [
     ({"dtypes": ["fp64"]}, "dtypes: 'fp64' is not allowed; allowed: fp32, tf32, fp16, bf16, fp8, int8"),
     ({"dtypes": []}, "dtypes must be a non-empty list"),

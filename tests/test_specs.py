@@ -309,7 +309,7 @@ def test_a_spec_nested_too_deeply_is_one_line(tmp_path):
     (Launch((1, 1, 1), (1, 1, 65)), "a block of"),
     (Launch((1, 1, 1), (64, 32, 1)), "a block of"),
     (Launch((0, 1, 1), (32, 1, 1)), "an empty grid"),
-    (Launch((1, 1, 1), (32, 1, 1), -1), "an empty grid"),
+    (Launch((1, 1, 1), (32, 1, 1), -1), "-1 bytes of shared memory"),
 ])
 def test_cudas_launch_limits(launch, beyond):
     found = launch.beyond_limits()

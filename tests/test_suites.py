@@ -61,6 +61,9 @@ def write(tmp_path, text):
     ('[[sweep]]\nop = "gemm"', "no shapes"),
     ('[[sweep]]\nop = "gemm"\nmnk = [[1, 2]]', "mnk entries must be"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nblock_sizes = [40]', "allowed 1..32"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nvariants = []', "variants must be a non-empty list"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64, 32]\n[[sweep]]\nop = "gemm"\nsizes = [32]',
+     "sweeps gemm-0 and gemm-1 both measure gemm .* 32"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nreps = -1', "sweep\\[0\\].reps must be at least 5"),
     ('[defaults]\nreps = 0\n[[sweep]]\nop = "gemm"\nsizes = [64]', "defaults.reps must be at least 5"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nreps = 5.5', "reps must be an integer"),
@@ -108,7 +111,7 @@ def test_cpu_backend_runs_what_it_has_of_the_named_variants(tmp_path):
 
 def test_defaults_apply_and_sweeps_override(tmp_path):
     s = suites.load(write(tmp_path, '[defaults]\nreps = 9\nbudget = 2\n[[sweep]]\nop = "gemm"\nsizes = [64]\n'
-                                    '[[sweep]]\nop = "gemm"\nsizes = [64]\nreps = 6\nmax_noise = 0.02'))
+                                    '[[sweep]]\nop = "gemm"\nsizes = [128]\nreps = 6\nmax_noise = 0.02'))
     a, b = s.sweeps
     assert (a.policy.reps, a.policy.budget_s, a.policy.max_noise) == (9, 2.0, None)
     assert (b.policy.reps, b.policy.budget_s, b.policy.max_noise, b.policy.min_reps) == (6, 2.0, 0.02, 5)

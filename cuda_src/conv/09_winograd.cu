@@ -34,9 +34,8 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+#include "winograd_transforms.cuh"  // ALPHA, E and the 1-D transforms
 
-constexpr int ALPHA = TILE + 2;
-constexpr int E = ALPHA * ALPHA;
 constexpr int TK = 8;                          // a thread's accumulators per element: 8 filters × TP tiles
 constexpr int KG = BK / TK, PG = BP / TP;      // threads per element along k and along p
 constexpr int THREADS = E * KG * PG;
@@ -46,59 +45,9 @@ constexpr int PATCHES = (BC * BP + THREADS - 1) / THREADS;  // input patches a t
 constexpr int COPIES = U_FLOATS / 4 / THREADS;              // 16-byte copies of U a thread issues per slice
 constexpr int KH = BK / 2;                     // filters staged per epilogue pass (a thread's two float4 halves)
 constexpr int OUT_LD = BP + 4;                 // staging rows padded so float4 writes spread over banks
-static_assert(TILE == 2 || TILE == 4, "F(2x2,3x3) and F(4x4,3x3) are implemented");
 static_assert(TP % 4 == 0 && BK % TK == 0 && BP % TP == 0 && (U_FLOATS / 4) % THREADS == 0, "tile shape");
 static_assert(E * KH * OUT_LD <= 2 * STAGE_FLOATS, "the output staging reuses the two stages' shared memory");
 static_assert(THREADS <= 1024, "block size");
-
-// ---- the 1-D transforms; each 2-D transform applies one to every column, then to every row ----------------
-
-__device__ __forceinline__ void filter_line(const float (&g)[3], float (&u)[ALPHA])  // G g
-{
-#if TILE == 2
-    u[0] = g[0];
-    u[1] = 0.5f * (g[0] + g[1] + g[2]);
-    u[2] = 0.5f * (g[0] - g[1] + g[2]);
-    u[3] = g[2];
-#else
-    u[0] = 0.25f * g[0];
-    u[1] = -(g[0] + g[1] + g[2]) * (1.0f / 6);
-    u[2] = -(g[0] - g[1] + g[2]) * (1.0f / 6);
-    u[3] = g[0] * (1.0f / 24) + g[1] * (1.0f / 12) + g[2] * (1.0f / 6);
-    u[4] = g[0] * (1.0f / 24) - g[1] * (1.0f / 12) + g[2] * (1.0f / 6);
-    u[5] = g[2];
-#endif
-}
-
-__device__ __forceinline__ void input_line(float (&d)[ALPHA])  // Bᵀ d, in place
-{
-#if TILE == 2
-    const float v0 = d[0] - d[2], v1 = d[1] + d[2], v2 = d[2] - d[1], v3 = d[1] - d[3];
-    d[0] = v0, d[1] = v1, d[2] = v2, d[3] = v3;
-#else
-    const float v0 = 4.0f * d[0] - 5.0f * d[2] + d[4];
-    const float v1 = -4.0f * (d[1] + d[2]) + d[3] + d[4];
-    const float v2 = 4.0f * (d[1] - d[2]) - d[3] + d[4];
-    const float v3 = 2.0f * (d[3] - d[1]) - d[2] + d[4];
-    const float v4 = 2.0f * (d[1] - d[3]) - d[2] + d[4];
-    const float v5 = 4.0f * d[1] - 5.0f * d[3] + d[5];
-    d[0] = v0, d[1] = v1, d[2] = v2, d[3] = v3, d[4] = v4, d[5] = v5;
-#endif
-}
-
-__device__ __forceinline__ void output_line(const float (&m)[ALPHA], float (&o)[TILE])  // Aᵀ m
-{
-#if TILE == 2
-    o[0] = m[0] + m[1] + m[2];
-    o[1] = m[1] - m[2] - m[3];
-#else
-    const float s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
-    o[0] = m[0] + s12 + s34;
-    o[1] = d12 + 2.0f * d34;
-    o[2] = s12 + 4.0f * s34;
-    o[3] = d12 + 8.0f * d34 + m[5];
-#endif
-}
 
 // ---- the filter transform ---------------------------------------------------------------------------------
 

@@ -186,6 +186,15 @@ class Point:
         return self.min_bytes / self.median_ms / 1e6 if self.median_ms else None
 
     @property
+    def kernel_power_w(self) -> float | None:
+        """The board's power while this point's calls ran: the energy window's (its calls back to back, or its own
+        long timed calls), else the telemetry's reading. That reading (NVML's power usage) is a one-second average
+        on Hopper, which takes in the idle gaps between batches and the points before, so it is shown only where
+        nothing better was measured."""
+        t = self.telemetry or {}
+        return t.get("window_power_w") or t.get("power_w")
+
+    @property
     def dtype(self) -> DType:
         return self.problem.dtype
 

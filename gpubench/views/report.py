@@ -111,7 +111,7 @@ def _point_cells(p: Point, run: Run) -> list[str]:
     return [str(p.op), p.variant, p.config, p.problem.full_label, str(p.status),
             _num(p.median_ms, ",.4f"), _num(t.rel_iqr * 100 if t else None, ".1f"), _num(p.gflops, ",.0f"),
             _num(p.gbps, ",.0f"), _num(share * 100 if share else None, ".0f"),
-            _num(p.rel_err, ".1e"), _num(tel.get("sm_mhz"), ",.0f"), _num(tel.get("power_w"), ",.0f"),
+            _num(p.rel_err, ".1e"), _num(tel.get("sm_mhz"), ",.0f"), _num(p.kernel_power_w, ",.0f"),
             _num(tel.get("joules_per_call"), ".3g"), _num(tel.get("throttled"), "d"), d.engine or ""]
 
 

@@ -259,7 +259,7 @@ def hardware_table(run: Run, op: str) -> Table | None:
                                           else "")),
             Cell(f"{t['throttled']}/{p.timing.n + t.get('discarded', 0)}" if "throttled" in t else "",
                  "noisy" if t.get("throttled") else ""),
-            Cell(_int(t.get("power_w"))),
+            Cell(_int(p.kernel_power_w)),
             Cell(f"{t['joules_per_call'] * 1e3:.3g}" if t.get("joules_per_call") else ""),
             Cell(f"{t['gflops_per_w']:,.0f}" if t.get("gflops_per_w") else ""),
             Cell(f"{100 * share:.0f}% {b[1]}" if share else ""),

@@ -177,5 +177,7 @@ def history(outcome, every: bool, echo) -> None:
     from gpubench.views.history import history_table
 
     console().print(to_rich(history_table(outcome.series, outcome.threshold, changed_only=not every)))
+    for why in outcome.passed_over:
+        echo(f"passed over {why}")
     if outcome.regressed:
         echo(f"{len(outcome.regressed)} series' latest change is a slowdown beyond {outcome.threshold:.0%}")

@@ -24,6 +24,7 @@ import numpy as np
 
 from gpubench.backends.cuda import blas
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnUnavailable, cudnn_version
+from events import median_ms  # tools/gpu/events.py
 
 BF16, FP8 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn
 # name: (host storage, device dtype (raw where CuPy lacks it), output host type, output device dtype, u of output)
@@ -84,20 +85,6 @@ def poisoned(shape, name):
 
 def download(out, name):
     return cp.asnumpy(out).view(TYPES[name][2]).astype(np.float64)
-
-
-def median_ms(run, reps=30, warmup=5):
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(reps):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return float(np.median(times))
 
 
 def rel_err(out, ref64):

@@ -15,23 +15,10 @@ import cupy as cp
 from gpubench.backends.cuda import CudaBackend
 from gpubench.problems import GemmShape
 from gpubench import catalog
+from events import median_ms  # tools/gpu/events.py
 
 PROBES = {0: "whole kernel", 1: "copies only", 2: "products only", 3: "no C stores", 4: "no multicast",
           5: "cluster arrives"}
-
-
-def median_ms(run, reps=20):
-    for _ in range(3):
-        run()
-    times = []
-    for _ in range(reps):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return sorted(times)[reps // 2]
 
 
 def main(sizes):
