@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator
+from typing import Iterator
 
 from gpubench.errors import CompileError, Skip
 from gpubench.phases import phase
 from gpubench.results import Details, Point, Status
 from gpubench.dtypes import PRECISIONS
 from gpubench.problems import SCALES, Shape
-from gpubench.timing import Timing, TimingPolicy, measure, summarize
+from gpubench.timing import TimingPolicy, measure, summarize
 from gpubench.variant import Config, Variant
 
 PART_POLICY_REPS = 10  # sub-steps (im2col's unfold, a Winograd filter transform) are timed with fewer repetitions
@@ -83,28 +83,7 @@ def scales_of(backend, shape, inputs) -> dict[str, float]:
     return {name: backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
 
 
-@dataclass
-class Unfinished:
-    """A measured point whose energy window is still to come: it may be taken between a later point's samples, when
-    the power reading is about to refresh (its call and output are kept until then). `finish` reads its energy (a
-    window now, if none was taken), releases its call and returns the Point."""
-
-    index: int
-    aside: Callable  # the point's energy aside (backends.Backend.energy_aside)
-    timing: Timing
-    finish: Callable[[], Point]
-    release: Callable[[], None]
-
-    def between(self) -> None:
-        """Give the point's window its chance now (between a later point's samples)."""
-        self.aside(self.timing)
-
-
-def run_point(backend, shape, point: PointTask, inputs, ref, earlier: Unfinished | None = None,
-              defer: bool = False) -> Point | Unfinished:
-    """Prepare, check and time one point. `earlier`: a point whose energy window still waits, which this one's
-    timing loop gives the first chance at each refresh. With `defer`, a point whose own window did not come during
-    its loop is returned Unfinished rather than waiting for a refresh now."""
+def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
     variant, policy = point.variant, point.policy
     unfit = variant.unfit(shape.dims())
     if unfit:
@@ -114,64 +93,35 @@ def run_point(backend, shape, point: PointTask, inputs, ref, earlier: Unfinished
     try:
         with phase("verify"):
             rel_err, ran_s = timed_verify(backend, prepared, ref, shape)
-        own = backend.energy_aside(prepared.run, policy)  # the point's energy window, taken when a refresh is due
-
-        def aside(timing: Timing) -> None:
-            if earlier is not None:
-                earlier.between()  # each refresh is the earlier point's first
-            if own is not None:
-                own(timing)
-
+        aside = backend.energy_aside(prepared.run, policy)  # the point's energy window, taken when a refresh is due
         with phase("measure"):
             timing = measure(prepared.run, backend.clock, policy, backend.telemetry, aside, warm_s=ran_s)
         if not timing.samples_ms:
-            prepared.release()
             return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
                               f"within {policy.max_time_s:g} s (--discard-throttled)")
         # A part's median is a note, not a point: no sampling on for noise or decidability.
         part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None, "decide": None})
         with phase("parts"):
-            between = lambda _: aside(timing)  # noqa: E731 - the window runs the point's whole call
+            between = (lambda _: aside(timing)) if aside else None  # the window runs the point's whole call
             parts_ms = {name: summarize(measure(part, backend.clock, part_policy, aside=between).samples_ms).median
                         for name, part in prepared.parts.items()}
         details = replace(point.note.merged(prepared.details), stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
                           parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
                           scales=scales_of(backend, shape, inputs))
-    except BaseException:
-        prepared.release()
-        raise
-
-    def finish() -> Point:
-        try:
-            readings = timing.telemetry()
-            if readings is not None:
-                with phase("energy"):
-                    readings.update(backend.energy(prepared.run, policy.flush, shape.flops, timing) or {})
-            return Point.measured(shape, variant.name, point.config.label, samples_ms=timing.samples_ms,
-                                  rel_err=rel_err, tolerance=backend.tolerance(variant, shape), details=details,
-                                  telemetry=readings)
-        finally:
-            with phase("release"):
-                prepared.release()
-
-    if defer and own is not None and own.needed(timing):
-        return Unfinished(point.index, own, timing, finish, prepared.release)
-    return finish()
+        readings = timing.telemetry()
+        if readings is not None:
+            with phase("energy"):
+                readings.update(backend.energy(prepared.run, policy.flush, shape.flops, timing) or {})
+        return Point.measured(shape, variant.name, point.config.label, samples_ms=timing.samples_ms, rel_err=rel_err,
+                              tolerance=backend.tolerance(variant, shape), details=details, telemetry=readings)
+    finally:
+        with phase("release"):
+            prepared.release()
 
 
 # --- one shape --------------------------------------------------------------------------------------------------
-
-
-def finished(backend, shape, points, waiting: Unfinished) -> Point:
-    """The waiting point, its energy read; if reading it fails, the point is recorded as the error it met."""
-    try:
-        with phase("point"):
-            return waiting.finish()
-    except Exception as e:  # noqa: BLE001 - as a point that raised while it ran
-        p = next(p for p in points if p.index == waiting.index)
-        return unmeasured(shape, p, Status.ERROR, describe_error(e))
 
 
 def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
@@ -195,13 +145,12 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
         if not backend.healthy():
             yield ("broken", describe_error(e))
         return
-    waiting: Unfinished | None = None  # the point before, whose energy window may come during this one
     try:
         for p in task.points:
             yield ("begin", p.index)
             try:
                 with phase("point"):
-                    point = run_point(backend, task.shape, p, inputs, ref, earlier=waiting, defer=True)
+                    point = run_point(backend, task.shape, p, inputs, ref)
             except Skip as why:
                 point = unmeasured(task.shape, p, Status.SKIPPED, str(why))
             except backend.out_of_memory as e:  # the variant's own allocations (a temporary, a workspace)
@@ -212,27 +161,12 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
                 point = unmeasured(task.shape, p, Status.ERROR, str(e))
             except (Exception, KeyboardInterrupt) as e:  # a failing point is recorded; the sweep goes on (a user's
                 point = unmeasured(task.shape, p, Status.ERROR, describe_error(e))  # function may raise anything)
-                if not backend.healthy():  # the point waiting is lost with the process: a fresh one runs it again
-                    waiting = None
+                if not backend.healthy():
                     yield ("point", p.index, point)
                     yield ("broken", describe_error(e))
                     return
-            if waiting is not None:
-                yield ("point", waiting.index, finished(backend, task.shape, task.points, waiting))
-                waiting = None
-            if isinstance(point, Unfinished):
-                waiting = point
-            else:
-                yield ("point", p.index, point)
-        if waiting is not None:
-            yield ("point", waiting.index, finished(backend, task.shape, task.points, waiting))
-            waiting = None
+            yield ("point", p.index, point)
     finally:
-        if waiting is not None:  # the run ends here (an error on the way out): the call goes back unmeasured
-            try:
-                waiting.release()
-            except Exception:  # noqa: BLE001 - as collect() below
-                pass
         del inputs, ref
         try:
             with phase("collect"):

@@ -149,10 +149,26 @@ class DeviceFacts:
             out[PRECISIONS[dtype].ceiling] = round(shape.flops / ms / 1e6)
         return out
 
-    def energy_aside(self, run, policy: TimingPolicy) -> EnergyAside | None:
-        """The point's energy window, taken between timed samples (its own or a later point's) at the moment it
-        costs least (EnergyAside); None without instant power."""
-        return EnergyAside(self, run, policy) if self.telemetry.has_instant else None
+    def energy_aside(self, run, policy: TimingPolicy):
+        """The point's energy window, taken between its timed samples at the moment it costs least: when the next
+        refresh of the instant power is LEAD_S ahead (telemetry.aligned), so that the window's calls run just
+        through the time that refresh's reading describes and it ends on it. Once per point; None without instant
+        power. Started anywhere else, a window waits for a refresh: 84 ms a point on average on an H100."""
+        if not self.telemetry.has_instant:
+            return None
+
+        def aside(timing) -> None:
+            if timing.window is not None or not telemetry.aligned(self.telemetry.refreshes, self.clock.host_time()):
+                return
+            median_ms = summarize(timing.samples_ms).median
+            if not telemetry.wants_window(timing.batch, median_ms, policy.reps):
+                return
+            chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
+            with phase("energy"):
+                timing.window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on),
+                                                       self.telemetry, clock=self.clock.host_time) or {}
+
+        return aside
 
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call (telemetry.py says from what): the instant power between the point's own timed calls
@@ -183,37 +199,6 @@ class DeviceFacts:
         src, dst = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
         samples = measure(lambda: cp.copyto(dst, src), self.clock, TimingPolicy(warmup=2, reps=10, budget_s=0.5))
         return 2 * nbytes / summarize(samples.samples_ms).median / 1e6
-
-
-class EnergyAside:
-    """A point's energy window, taken when the next refresh of the instant power is LEAD_S ahead
-    (telemetry.aligned), so that the window's calls run just through the time that refresh's reading describes and
-    it ends on it (a window started anywhere else waits for a refresh: 84 ms a point on average on an H100). Called
-    between timed samples with the point's timing; once per point."""
-
-    def __init__(self, facts: DeviceFacts, run, policy: TimingPolicy):
-        self.facts, self.run, self.policy = facts, run, policy
-
-    def needed(self, timing) -> bool:
-        """Whether the point still waits for a window: none taken, its calls want one (telemetry.wants_window),
-        and its own timed calls carry no energy."""
-        if timing.window is not None or not timing.samples_ms:
-            return False
-        median_ms = summarize(timing.samples_ms).median
-        return telemetry.wants_window(timing.batch, median_ms, self.policy.reps) and telemetry.timed_energy(
-            timing.instant, timing.batch, median_ms, len(timing.samples_ms)) is None
-
-    def __call__(self, timing) -> None:
-        facts = self.facts
-        if timing.window is not None or not telemetry.aligned(facts.telemetry.refreshes, facts.clock.host_time()):
-            return
-        median_ms = summarize(timing.samples_ms).median
-        if not telemetry.wants_window(timing.batch, median_ms, self.policy.reps):
-            return
-        chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
-        with phase("energy"):
-            timing.window = telemetry.power_window(lambda go_on: facts.clock.busy(self.run, chunk, go_on),
-                                                   facts.telemetry, clock=facts.clock.host_time) or {}
 
 
 def peak_precisions(available: list[DType], asked: Collection[DType] | None) -> list[DType]:
