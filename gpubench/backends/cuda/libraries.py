@@ -33,6 +33,17 @@ CLEAR, FIRST_USE_MS = 3.0, 2.0
 # layers eng70 and eng28 changed places from one process to the next by 5-13%, so a 3% tie let two runs time
 # different engines and compare call one of them "slower". cuDNN's ranking settles the tie the same way each time.
 FLOOR_MS, FLOOR_TIE = 0.02, 0.15
+# On a short layer (a fastest under SCREEN_MS) the plans within CONTEND of the fastest are timed once more, after
+# all the others, and keep the faster of their two medians: the first plans are timed right after the shape's host
+# work, with the GPU idle a moment before (on the H100 lab cuDNN's first-ranked eng28 read more than 15% slow in one
+# process of two, so the ties above went another way).
+CONTEND = 0.5
+
+
+def contenders(timed: list) -> list:
+    """The (median ms, plan) pairs timed a second time: within CONTEND of the fastest, on a short layer only."""
+    fastest = min(ms for ms, _ in timed)
+    return [(ms, plan) for ms, plan in timed if ms <= fastest * (1 + CONTEND)] if fastest < SCREEN_MS else []
 
 
 def pick_plan(timed: list):
@@ -127,6 +138,12 @@ class Libraries:
         if not timed:
             graph.release_workspaces()
             raise Skip("no cuDNN plan could run")
+        again = {plan.index for _, plan in contenders(timed)}
+        for i, (ms, plan) in enumerate(timed):
+            if plan.index in again:
+                second = summarize(measure(lambda plan=plan: graph.run(plan, x, w, out), self.clock,
+                                           PLAN_SEARCH).samples_ms).median
+                timed[i] = (min(ms, second), plan)
         graph.release_workspaces()
         return pick_plan(timed)
 
