@@ -23,7 +23,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 
-from gpubench.errors import GpubenchError, NoDevice
+from gpubench.errors import CompileError, GpubenchError, NoDevice
 from gpubench.gpus import GpuSelection
 from gpubench.results import Point
 from gpubench.runner import ShapeTask
@@ -61,6 +61,18 @@ def remote_check(variants: list, options: WorkerOptions) -> str | None:
     except GpubenchError as e:
         return str(e)
     return None
+
+
+def remote_first_calls(tasks: list[ShapeTask], options: WorkerOptions) -> tuple[dict, list[dict], str | None]:
+    """The first calls made on this Dask worker (Worker.first_calls): (milliseconds by point, incidents, None), or
+    what stopped them (code that does not compile)."""
+    worker = _local(options)
+    before = len(worker.incidents)
+    try:
+        made, _ = worker.first_calls(tasks, lambda point: None)  # a point recorded there runs again in the sweep
+    except GpubenchError as e:
+        return {}, [], str(e)
+    return made, [i.as_dict() for i in worker.incidents[before:]], None
 
 
 def remote_run(task: ShapeTask, options: WorkerOptions) -> tuple[str, list[Point], list[dict]]:
@@ -170,9 +182,28 @@ class Cluster:
         if error:
             raise GpubenchError(error)
 
+<<<<<<< HEAD
     def environment(self, precisions=None) -> dict:
         """The first device's environment, with every device listed under `devices` (each read when its worker
         started, before the plan was known: every precision's ceiling)."""
+=======
+    def first_calls(self, tasks: list[ShapeTask], on_point) -> tuple[dict, set]:
+        """The Python variants' first calls (Worker.first_calls) made on one worker before any point: CompileError
+        for code that does not compile; the other workers compile at their own first points. A first call that
+        faults or hangs there is an incident, and its point runs in the sweep as any other (on every GPU where
+        the run is replicated): none is recorded here."""
+        if not tasks:
+            return {}, set()
+        made, incidents, error = self.client.submit(remote_first_calls, tasks, self.options,
+                                                    workers=[next(iter(self.workers))], pure=False).result()
+        if error:
+            raise CompileError(error)
+        self.incidents += [Incident(**i) for i in incidents]
+        return made, set()
+
+    def environment(self) -> dict:
+        """The first device's environment, with every device listed under `devices`."""
+>>>>>>> main
         workers = sorted(self.workers.values(), key=lambda w: w["label"])
         env = dict(workers[0]["environment"])
         env["devices"] = [{"worker": w["label"], **w["environment"].get("device", {})} for w in workers]

@@ -106,7 +106,10 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
             between = (lambda _: aside(timing)) if aside else None  # the window runs the point's whole call
             parts_ms = {name: summarize(measure(part, backend.clock, part_policy, aside=between).samples_ms).median
                         for name, part in prepared.parts.items()}
-        details = replace(point.note.merged(prepared.details), stop=timing.stop,
+        details = point.note.merged(prepared.details)
+        if point.note.first_call_ms is not None:  # the worker made the first call before the sweep (first_call)
+            details = replace(details, first_call_ms=point.note.first_call_ms)
+        details = replace(details, stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
                           parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
                           scales=scales_of(backend, shape, inputs))
@@ -119,6 +122,66 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
     finally:
         with phase("release"):
             prepared.release()
+
+
+def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
+    """The first point of each Python variant, configuration, precision and layout in the sweep's order (what a
+    Triton kernel is compiled anew for, besides the sizes), each as a task of its own: where the worker makes a
+    Python variant's first call (Triton's JIT, a RawKernel's compile) before any point runs (first_call)."""
+    seen, out = set(), []
+    for task in work:
+        for p in task.points:
+            key = (p.variant.name, p.config.label, task.shape.dtype, task.shape.layout)
+            if p.variant.runner.FUNCTION and key not in seen:
+                seen.add(key)
+                out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))
+    return out
+
+
+def first_call(backend, task: ShapeTask) -> Iterator[tuple]:
+    """The task's one point prepared on its own inputs and released: a Python variant's first call made. Yields
+    run_task's events ("begin", "point", "broken") and ("made", index, ms) for a call made, or ("rejected", message)
+    for code that does not compile (CompileError). A first call that faults recorded the point (its error) and
+    leaves the backend unusable, as in run_task; anything else it raises is left to the point, which meets it
+    again when it runs and records it as it always does."""
+    point = task.points[0]
+    yield ("begin", SETUP)
+    try:
+        inputs = backend.inputs(task.shape, task.seed)
+    except Exception:  # noqa: BLE001 - the shape's own task makes them again and records what stops them
+        return
+    yield ("begin", point.index)
+    try:
+        prepared = backend.prepare(point.variant, point.config, task.shape, inputs)
+        prepared.release()
+    except CompileError as e:
+        yield ("rejected", str(e))
+        return
+    except Exception as e:  # noqa: BLE001 - a fault, a refusal: see above
+        if not backend.healthy():
+            yield ("point", point.index, unmeasured(task.shape, point, Status.ERROR, describe_error(e)))
+            yield ("broken", describe_error(e))
+        return
+    finally:
+        del inputs
+        backend.collect()
+    yield ("made", point.index, prepared.details.first_call_ms)
+
+
+def with_first_calls(work: list[ShapeTask], made: dict[tuple, float], done: set[tuple]) -> list[ShapeTask]:
+    """The tasks with each first call the worker made before the sweep (by first_call_key) recorded in its point's
+    note, since that call is the one that compiled, and without the points already recorded there (done: a first
+    call that faulted, hung or killed the worker is that point's outcome)."""
+    def noted(task: ShapeTask, p: PointTask) -> PointTask:
+        ms = made.get(first_call_key(task, p))
+        return p if ms is None else replace(p, note=replace(p.note, first_call_ms=ms))
+
+    kept = [replace(t, points=tuple(noted(t, p) for p in t.points if first_call_key(t, p) not in done)) for t in work]
+    return [t for t in kept if t.points]
+
+
+def first_call_key(task: ShapeTask, point: PointTask) -> tuple:
+    return task.sweep, task.shape, task.seed, point.variant.name, point.config.label
 
 
 # --- one shape --------------------------------------------------------------------------------------------------

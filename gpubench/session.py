@@ -24,7 +24,7 @@ from gpubench.exit_codes import Exit
 from gpubench.plan import Spread
 from gpubench.project import Project
 from gpubench.results import Point, Run, RunStatus, RunWriter
-from gpubench.runner import ShapeTask
+from gpubench.runner import ShapeTask, first_calls, with_first_calls
 from gpubench.tuned import Tuned, slug
 from gpubench.variant import SMS, Variant
 from gpubench.worker import DEFAULT_TIMEOUT_S
@@ -232,6 +232,9 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
             precompile(work, info.get("arch"))
         worker.check(variants)  # a project's Python functions imported and their signatures checked: exit 2 before
         # any point (gpubench/user_code.py)
+        early: list[Point] = []  # points whose first call faulted, hung or killed the worker: recorded already
+        with phases.phase("first calls"):  # ... and each one's first call made (Triton's JIT): exit 2 if it does
+            work = with_first_calls(work, *worker.first_calls(first_calls(work), early.append))  # not compile
         path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
@@ -250,13 +253,16 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
             for what, why in s.skipped:
                 display.skipped(what, why)
         copies = len(getattr(worker, "workers", {}) or {}) if request.replicate else 1
-        total = sum(len(t.points) for t in work) * copies
+        total = sum(len(t.points) for t in work) * copies + len(early)
         started, stopped_by = time.perf_counter(), None
         with display.progress(f"{request.label} on {run.device}", total) as advance:
             def finished(point: Point) -> None:
                 run.incidents = [i.as_dict() for i in worker.incidents]  # saved with the next point
                 advance(point)
 
+            for point in early:
+                writer.add(point)
+                finished(point)
             try:
                 with phases.phase("sweep"):
                     status = sweep.run(worker, work, writer, on_point=finished)

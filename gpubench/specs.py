@@ -212,10 +212,27 @@ def _before(entry: Entry, op: str, params: set[str], scratch: tuple[str, ...], s
     return tuple(steps)
 
 
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+def source_with_includes(source: Path, seen: set[Path] | None = None) -> str:
+    """A CUDA source's text and that of the headers it includes by "quotes" from beside it, and theirs: where a
+    kernel may be defined (a header shared by two kernel files)."""
+    seen = seen if seen is not None else set()
+    path = source.resolve()
+    if path in seen or not path.is_file():
+        return ""
+    seen.add(path)
+    text = path.read_text(errors="replace")
+    return text + "".join(source_with_includes(path.parent / name, seen) for name in INCLUDE.findall(text))
+
+
 def _symbol_defined(entry: Entry, source: Path, symbol: str, suffix: str) -> None:
     pattern = rf"\bdef\s+{symbol}\s*\(" if suffix == ".py" else rf"\b{symbol}\s*\("
-    if not re.search(pattern, source.read_text(errors="replace")):
-        entry.fail(f"kernel {symbol!r} is not defined in {source.name}")
+    text = source.read_text(errors="replace") if suffix == ".py" else source_with_includes(source)
+    if not re.search(pattern, text):
+        where = source.name if suffix == ".py" else f"{source.name} or the headers it includes"
+        entry.fail(f"kernel {symbol!r} is not defined in {where}")
 
 
 def _check_launches(entry: Entry, v: Variant) -> None:

@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import inspect
 import math
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -99,6 +100,29 @@ def check(variant, configs) -> Callable:
                                 f"{variant.kernel}({given}), its arguments (args)"
                                 f"{' and configuration ' + config.label if config.values else ''}: {e}") from None
     return fn
+
+
+# What a compiler raises about the code it was given, by the top package and name of the class (or a base of it):
+# Triton's CompilationError (and its kinds: CompileTimeAssertionFailure, UnsupportedLanguageConstruct), CuPy's
+# CompileException (nvrtc rejecting a RawKernel), numba's TypingError. Matched by name, so that gpubench imports none.
+COMPILER_ERRORS = {("triton", "CompilationError"), ("cupy", "CompileException"), ("numba", "TypingError")}
+
+
+def compile_error(err: BaseException) -> str | None:
+    """The first error, in one line, of an exception by which a compiler rejects the user's code (COMPILER_ERRORS),
+    else None: an error of the code itself, which every call would meet, unlike a fault while it runs."""
+    if not any((c.__module__.split(".")[0], c.__name__) in COMPILER_ERRORS for c in type(err).__mro__):
+        return None
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    # Triton's first line says where in the kernel: "at LINE:COL:"
+    where = lines[0].rstrip(":") if re.fullmatch(r"at \d+:\d+:?", lines[0]) else None
+    cause = repr(err.__cause__) if err.__cause__ is not None else None  # Triton: the error in the kernel's code
+    message = getattr(err, "error_message", None) or cause or next(
+        (line for line in lines if "error" in line.lower()), lines[-1])
+    message = re.sub(r"^\S*\((\d+)\): ", r"line \1: ", str(message).strip().splitlines()[0])  # nvrtc's temporary file
+    return f"{type(err).__name__}{' ' + where if where else ''}: {message}"
 
 
 def reported(value, depth: int = 0) -> object:

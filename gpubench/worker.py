@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Callable
 
 from gpubench import phases
-from gpubench.errors import GpubenchError
 from gpubench.dtypes import DType
+from gpubench.errors import CompileError, GpubenchError
 from gpubench.results import Point, Status
-from gpubench.runner import SETUP, ShapeTask, describe_error, run_task, unmeasured
+from gpubench.runner import SETUP, ShapeTask, describe_error, first_call, first_call_key, run_task, unmeasured
 
 DEFAULT_TIMEOUT_S = 300.0  # the watchdog: generous for one point (the lab's slowest takes a few seconds)
 START_TIMEOUT_S = 180.0  # opening a backend: CUDA context, libraries, the copy-bandwidth probe
@@ -104,9 +104,10 @@ def _serve(conn, options: WorkerOptions) -> None:
                 conn.send(("checked", None))
             except GpubenchError as e:
                 conn.send(("checked", str(e)))
-        elif request[0] == "task":
-            with phases.phase("task"):
-                for event in run_task(backend, request[1]):
+        elif request[0] in ("task", "first call"):
+            steps = run_task if request[0] == "task" else first_call
+            with phases.phase(request[0]):
+                for event in steps(backend, request[1]):
                     with phases.phase("send"):
                         conn.send(event)
                     if event[0] == "broken":
@@ -272,6 +273,25 @@ class Worker:
         if error:
             raise GpubenchError(error)
 
+    def first_calls(self, tasks: list[ShapeTask], on_point: Callable[[Point], None]) -> tuple[dict, set]:
+        """Each task's one point's first call made before the sweep (runner.first_call: where a Python variant
+        compiles): CompileError, one line, for the first whose code does not compile. A first call that faults,
+        hangs past the watchdog or kills the process is that point's outcome, recorded as run() records it (an
+        incident, the point to on_point, a fresh process for the rest). Returns the first calls' milliseconds and
+        the points recorded here, both by runner.first_call_key."""
+        made: dict[tuple, float] = {}
+        done: set[tuple] = set()
+        try:
+            for task in tasks:
+                self._ensure_started()
+                self.conn.send(("first call", task))
+                if self._follow(task, on_point, made):
+                    done.add(first_call_key(task, task.points[0]))
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the call cut short goes, and its process (the GPU too)
+            self._reap()
+            raise
+        return made, done
+
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
         for task in work:
             self.run(task, on_point)
@@ -288,9 +308,11 @@ class Worker:
             self._reap()
             raise
 
-    def _follow(self, task: ShapeTask, on_point) -> set[int]:
-        """Read the task's events until it ends or the worker is lost; returns the indices now recorded."""
+    def _follow(self, task: ShapeTask, on_point, made: dict | None = None) -> set[int]:
+        """Read the task's events until it ends or the worker is lost; returns the indices now recorded. A first
+        call's events (runner.first_call) add its milliseconds to `made`, or end in CompileError."""
         done: set[int] = set()
+        rejected = None
         current = SETUP
         timeout = self.options.timeout_s
         oom_before = oom_kills()
@@ -327,7 +349,13 @@ class Worker:
                 self._exitcode()
                 self._reap()
                 return done
+            elif kind == "made":
+                made[first_call_key(task, next(p for p in task.points if p.index == event[1]))] = event[2]
+            elif kind == "rejected":
+                rejected = event[1]
             elif kind == "end":
+                if rejected:
+                    raise CompileError(rejected)
                 return done
 
     @staticmethod

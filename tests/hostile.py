@@ -47,6 +47,9 @@ class StandInWorker:
     def check(self, variants):  # what a real worker imports of a project's Python variants before running
         pass
 
+    def first_calls(self, tasks, on_point):  # ... and their first calls (where Triton compiles)
+        return {}, set()
+
     def run_all(self, work, on_point):
         pass
 

@@ -2,7 +2,11 @@
 isolated like CUDA kernels when they fault or hang; the API's measure on the GPU (needs a GPU, Triton, PyTorch)."""
 
 import math
+import re
+import time
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 
@@ -158,6 +162,64 @@ def test_a_triton_kernel_that_faults_or_hangs_costs_its_point_only(tmp_path):
                                                     ("forever", "timeout"), ("good", "ok")]
     assert "illegal" in got[1].reason.lower(), got[1].reason
     assert kinds[-1] == "timeout" and len(kinds) == 2
+
+
+BROKEN = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _never_defined(c):
+    tl.store(c, undefined_here)
+
+
+def broken(A, B, C, M, N, K):
+    _never_defined[(1,)](C)
+'''
+
+
+def test_a_triton_kernel_that_does_not_compile_stops_the_run_before_any_point(tmp_path, monkeypatch):
+    pytest.importorskip("triton")
+    from click.testing import CliRunner
+
+    from gpubench.cli import cli
+
+    (tmp_path / "broken.py").write_text(BROKEN)
+    (tmp_path / "gpubench.toml").write_text('[[variant]]\nname = "broken"\nop = "gemm"\nbackend = "cuda"\n'
+                                            'source = "broken.py"\nkernel = "broken"\n'
+                                            'args = ["A", "B", "C", "M", "N", "K"]\noptions = { arrays = "torch" }\n')
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["gemm", "--variants", "cublas,broken", "--sizes", "256", "-o", "r.json"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert re.match(rf"gpubench: error: {re.escape(str(tmp_path / 'broken.py'))}: broken does not compile: \w+ at "
+                    r"\d+:\d+: ", r.output), r.output
+    assert "undefined_here" in r.output and not (tmp_path / "r.json").exists()
+
+
+def busy(us: float) -> None:
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < us / 1e6:
+        pass
+
+
+@pytest.mark.parametrize("launch_us", [0, 300])
+def test_a_call_is_timed_without_the_hosts_time_to_launch_it(cuda, launch_us):
+    """A 1 ms wait kernel behind a launcher that takes the host 300 µs (a slow Python launcher) reads 1 ms, not the
+    launch too: the clock's wait covers the launch (before, a flushed call read about 1.2 ms)."""
+    spin = cuda.probe("spin")
+
+    def run():
+        busy(launch_us)
+        spin(np.int64(1_000_000), block=(1, 1, 1), grid=(1, 1))
+
+    run()
+    cuda.clock.sync()
+    samples = []
+    for _ in range(6):
+        cuda.clock.flush()
+        samples.append(cuda.clock.time_ms(run))
+    assert all(0.999 <= s < 1.02 for s in samples), samples
 
 
 def test_measure_on_the_gpu_verifies_times_and_reads_the_hardware():

@@ -138,3 +138,30 @@ def test_a_part_is_timed_with_its_few_repetitions_even_when_the_point_samples_un
     point = [e[2] for e in run_task(backend, t) if e[0] == "point"][0]
     assert "unfold" in point.details.parts_ms
     assert backend.part_calls <= PART_POLICY_REPS + 1  # its median is a note: no sampling on to decide
+
+
+def test_the_first_call_of_each_python_variant_configuration_precision_and_layout_is_made_before_the_sweep():
+    from gpubench.dtypes import DType, GemmLayout
+    from gpubench.runner import first_call_key, first_calls, with_first_calls
+    from gpubench.runners import PythonRunner
+    from gpubench.variant import Config, Variant
+
+    mine = Variant(name="mine", op="gemm", backend="cpu", runner=PythonRunner(), source=None, kernel="f",
+                   args=("A", "B", "C", "M", "N", "K"))
+    builtin = next(v for v in catalog.builtin() if v.name == "numpy")
+    shapes = [GemmShape(16, 16, 16), GemmShape(24, 24, 24), GemmShape(16, 16, 16, dtype=DType.BF16),
+              GemmShape(16, 16, 16, layout=GemmLayout.NT)]
+    configs = [Config("a", (("T", 1),)), Config("b", (("T", 2),))]
+    work = [ShapeTask("s", shape, i, tuple(PointTask(j, v, c, TimingPolicy())
+                                             for j, (v, c) in enumerate([(builtin, builtin.configs[0]),
+                                                                         (mine, configs[0]), (mine, configs[1])])))
+            for i, shape in enumerate(shapes)]
+    firsts = first_calls(work)
+    # the numpy variant compiles nothing; mine once per configuration at the first size of each precision and layout
+    assert [(t.shape, t.points[0].config.label) for t in firsts] == [(s, c) for s in (shapes[0], shapes[2], shapes[3])
+                                                                    for c in "ab"]
+    made = {first_call_key(firsts[0], firsts[0].points[0]): 1234.5}
+    done = {first_call_key(firsts[1], firsts[1].points[0])}
+    after = with_first_calls(work, made, done)
+    assert after[0].points[1].note.first_call_ms == 1234.5 and [p.index for p in after[0].points] == [0, 1]
+    assert after[1:] == work[1:]

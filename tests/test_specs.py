@@ -93,7 +93,9 @@ def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatc
 
 @pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
 def test_kernel_symbol_is_in_its_file(v):
-    text = v.source.read_text()
+    from gpubench.specs import source_with_includes
+
+    text = source_with_includes(v.source)  # the file and the headers it includes from beside it
     for symbol in [step.kernel for step in v.steps()]:
         # attributes such as __launch_bounds__(...) or a macro for __cluster_dims__ may sit between void and the name
         assert re.search(rf'extern "C" __global__ void(\s+\w+(\([^)]*\))?)*\s+{re.escape(symbol)}\(', text)
@@ -133,6 +135,22 @@ def test_a_good_spec_loads(project):
     assert (v.name, v.op, v.backend, v.runner, v.axis, v.define) == ("mine", "gemm", "cuda", KernelRunner(), "block",
                                                                       "BLOCK")
     assert v.origin.endswith("gpubench.toml") and not v.builtin
+
+
+def test_a_kernel_may_be_defined_in_a_header_the_source_includes(project, tmp_path):
+    """A header shared by two kernel files holds a step's kernel; one the source does not
+    include, or includes only as a system header, does not count."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "steps.cuh").write_text('#include "../more.cuh"\n')
+    (tmp_path / "more.cuh").write_text('extern "C" __global__ void pre(float* A, int M) {}\n')
+    (tmp_path / "stray.cuh").write_text('extern "C" __global__ void stray(float* A, int M) {}\n')
+    (tmp_path / "h.cu").write_text('#include "inc/steps.cuh"\n#include <stray.cuh>\n'
+                                   'extern "C" __global__ void k(float* A, float* B, float* C, int M, int N, int K) {}\n')
+    step = {"args": ["A", "M"], "grid": ["1"], "block": ["32"]}
+    (v,) = project(source="h.cu", before=[{"kernel": "pre", **step}])
+    assert v.before[0].kernel == "pre"
+    with pytest.raises(SpecError, match="kernel 'stray' is not defined in h.cu or the headers it includes"):
+        project(source="h.cu", before=[{"kernel": "stray", **step}])
 
 
 def test_the_labs_names_map_onto_gpubench_s(project):
@@ -181,7 +199,7 @@ def test_a_gpu_function_takes_no_launch(project):
     ({"op": "fft"}, "op must be one of gemm, conv"),
     ({"source": "missing.cu"}, "source missing.cu does not exist"),
     ({"source": None}, "source is missing"),
-    ({"kernel": "nosuch"}, "kernel 'nosuch' is not defined in k.cu"),
+    ({"kernel": "nosuch"}, "kernel 'nosuch' is not defined in k.cu or the headers it includes"),
     ({"args": ["A", "B", "C", "M", "N"]}, "args: missing K"),
     ({"args": ["A", "B", "C", "M", "N", "N", "K"]}, "N appear\\(s\\) more than once"),
     ({"args": ["A", "B", "C", "M", "N", "Q"]}, "unknown name\\(s\\) Q; allowed for gemm"),
@@ -231,7 +249,7 @@ def test_a_gpu_function_takes_no_launch(project):
     ({"before": [{"kernel": "k", "args": ["A"], "grid": ["1"], "block": ["32"], "colour": 1}]},
      "before\\[0\\] must be a table with args, block"),
     ({"before": [{"kernel": "nosuch", "args": ["A"], "grid": ["1"], "block": ["32"]}]},
-     "kernel 'nosuch' is not defined in k.cu"),
+     "kernel 'nosuch' is not defined in k.cu or the headers it includes"),
     ({"before": [{"kernel": "k", "args": ["A"], "grid": ["1"], "block": ["2048"]}]},
      "k: a block of \\(2048, 1, 1\\) threads is past CUDA's limits"),
     ({"before": [{"kernel": "k", "args": ["Q"], "grid": ["1"], "block": ["32"]}]},

@@ -117,3 +117,108 @@ def test_check_imports_the_projects_python_functions_without_a_gpu(tmp_path, mon
     (tmp_path / "k.py").write_text("def mm(A, B, C, M, N, K):\n    pass\n")  # fixed: imported anew
     r = CliRunner().invoke(cli, ["check", "--arch", "sm_90"])
     assert r.exit_code == 0, r.output
+
+
+# A compiler's error as Triton raises it (its class's module is what marks it), a fault while running, and a hang.
+COMPILERS = '''
+import time
+
+import numpy as np
+
+
+class CompilationError(Exception):
+    def __init__(self, message):
+        super().__init__("at 2:17:\\ndef _kernel(c):\\n    tl.store(c, undefined)\\n                 ^\\n" + message)
+        self.error_message = message
+
+
+CompilationError.__module__ = "triton.compiler.errors"
+
+
+def good(A, B, C, M, N, K):
+    np.matmul(A, B, out=C)
+
+
+def broken(A, B, C, M, N, K):
+    raise CompilationError("NameError('undefined is not defined')")
+
+
+def not_at_33(A, B, C, M, N, K):  # compiles at every size but one (a specialisation of its own)
+    if M == 33:
+        raise CompilationError("ValueError('shape 33 is not a power of two')")
+    np.matmul(A, B, out=C)
+
+
+def faults(A, B, C, M, N, K):
+    raise RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+
+
+def hangs(A, B, C, M, N, K):
+    time.sleep(600)
+'''
+
+
+def project_of(tmp_path, monkeypatch, names):
+    (tmp_path / "k.py").write_text(COMPILERS)
+    table = '[[variant]]\nname = "{0}"\nop = "gemm"\nsource = "k.py"\nkernel = "{0}"\nargs = ["A", "B", "C", "M", ' \
+            '"N", "K"]\n'
+    (tmp_path / "gpubench.toml").write_text("".join(table.format(n) for n in names))
+    monkeypatch.chdir(tmp_path)
+
+
+def test_a_compiler_error_is_told_from_a_fault_by_its_class():
+    class CompilationError(Exception):
+        error_message = "NameError('x')"
+
+        def __str__(self):
+            return "at 3:11:\ndef k(c):\n    tl.store(c, x)\n           ^\nNameError('x')"
+
+    class UnsupportedLanguageConstruct(CompilationError):
+        pass
+
+    class CompileException(Exception):
+        pass
+
+    CompilationError.__module__ = UnsupportedLanguageConstruct.__module__ = "triton.compiler.errors"
+    CompileException.__module__ = "cupy.cuda.compiler"
+    assert user_code.compile_error(UnsupportedLanguageConstruct()) == "UnsupportedLanguageConstruct at 3:11: " \
+                                                                      "NameError('x')"
+    nvrtc = CompileException('/tmp/tmpa1/7f.cu(5): error: identifier "y" is undefined\n\n1 error detected in "7f.cu".')
+    assert user_code.compile_error(nvrtc) == 'CompileException: line 5: error: identifier "y" is undefined'
+    assert user_code.compile_error(RuntimeError("an illegal memory access was encountered")) is None
+    CompilationError.__module__ = "mine"  # a class of the same name elsewhere is not a compiler's
+    assert user_code.compile_error(UnsupportedLanguageConstruct()) is None
+
+
+@pytest.mark.parametrize("spread", [[], ["--gpus", "2"]], ids=["one worker", "dask"])
+def test_code_that_does_not_compile_stops_the_run_before_any_point(tmp_path, monkeypatch, spread):
+    if spread:
+        pytest.importorskip("distributed")
+    project_of(tmp_path, monkeypatch, ["good", "broken"])
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--variants", "numpy,good,broken", "--sizes", "16,24",
+                                 "-o", "r.json", *spread])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert r.output == f"gpubench: error: {tmp_path / 'k.py'}: broken does not compile: CompilationError at 2:17: " \
+                       "NameError('undefined is not defined')\n"
+    assert not (tmp_path / "r.json").exists()  # no point ran, not even numpy's
+
+
+def test_a_fault_a_hang_and_a_size_that_does_not_compile_cost_their_points_only(tmp_path, monkeypatch):
+    project_of(tmp_path, monkeypatch, ["not_at_33", "faults", "hangs", "good"])
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--variants", "not_at_33,faults,hangs,good",
+                                 "--sizes", "16,33", "--timeout", "3", "--reps", "5", "-o", "r.json"])
+    assert r.exit_code == 1, r.output
+    run = results.load(tmp_path / "r.json")
+    got = {(p.variant, p.problem.m): (p.status, p.reason or "") for p in run.points}
+    assert {k: s for k, (s, _) in got.items()} == {
+        ("not_at_33", 16): "ok", ("not_at_33", 33): "error", ("faults", 16): "error", ("faults", 33): "error",
+        ("hangs", 16): "timeout", ("hangs", 33): "timeout", ("good", 16): "ok", ("good", 33): "ok"}
+    assert got["not_at_33", 33][1] == f"{tmp_path / 'k.py'}: not_at_33 does not compile: CompilationError at 2:17: " \
+                                      "ValueError('shape 33 is not a power of two')"
+    assert got["faults", 16][1] == "RuntimeError: cudaErrorIllegalAddress: an illegal memory access was encountered"
+    # The hang at 16 was its first call, made before the sweep: that is its point's outcome, recorded first (once,
+    # not again in the sweep); the one at 33 is met by its point.
+    assert (run.points[0].variant, run.points[0].problem.m, run.points[0].status) == ("hangs", 16, "timeout")
+    assert [(i["kind"], i["where"]) for i in run.incidents] == [("timeout", "gemm 16 hangs -"),
+                                                                ("timeout", "gemm 33 hangs -")]
+    assert run.points[1].details.first_call_ms > 0  # not_at_33 at 16: the first call made before the sweep

@@ -9,20 +9,27 @@ dispatches on the variant's runner type through a table (its PREPARE), not on na
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Protocol
 
 import numpy as np
 
 from gpubench import dtypes, reference, user_code
+<<<<<<< HEAD
 from gpubench.dtypes import PRECISIONS, DType
 from gpubench.errors import Skip
+=======
+from gpubench.dtypes import PRECISIONS
+from gpubench.errors import CompileError, Skip
+>>>>>>> main
 from gpubench.problems import ARRAYS, SCALES, GemmShape, Shape
 from gpubench.results import Details
 from gpubench.telemetry import NoTelemetry
 from gpubench.timing import Clock
 
-__all__ = ["ArrayBackend", "Backend", "Prepared", "Skip", "open_backend", "call_arrays", "kernel_arguments"]
+__all__ = ["ArrayBackend", "Backend", "Prepared", "Skip", "open_backend", "call_arrays", "kernel_arguments",
+           "first_call"]
 
 
 @dataclass
@@ -205,6 +212,24 @@ class ArrayBackend:
     def healthy(self) -> bool:
         """Whether this process can go on after a point raised (a CUDA kernel's fault poisons its context)."""
         return True
+
+
+def first_call(variant, call: Callable[[], object], wait: Callable[[], None] = lambda: None) -> tuple[float, object]:
+    """A Python variant's first call, on its own and timed on the host to the end of its work (wait()), where its
+    code is compiled (Triton's JIT and autotuning, a RawKernel's nvrtc, numba): (ms, what it returned). A compiler
+    rejecting the code (user_code.compile_error) is a CompileError naming the file and the first error, as nvcc's
+    is; anything else it raises (a fault while it runs) goes on up as it is."""
+    t0 = time.perf_counter()
+    try:
+        returned = call()
+        wait()
+    except Exception as e:
+        text = user_code.compile_error(e)
+        if text is None:
+            raise
+        raise CompileError(f"{variant.source or 'measure'}: {variant.kernel} does not compile: {text}",
+                           str(e)) from None
+    return (time.perf_counter() - t0) * 1e3, returned
 
 
 def call_arrays(shape, inputs: dict, out, scratch=None) -> dict:

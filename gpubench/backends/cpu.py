@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 import platform
-import time
 
 import numpy as np
 
 from gpubench import reference, user_code
-from gpubench.backends import ArrayBackend, Prepared, kernel_arguments
+from gpubench.backends import ArrayBackend, Prepared, first_call, kernel_arguments
 from gpubench.dtypes import PRECISIONS
 from gpubench.errors import GpubenchError, Skip
 from gpubench.problems import ARRAYS, SCALES, GemmShape
@@ -114,9 +113,8 @@ class CpuBackend(ArrayBackend):
         fn = user_code.function_of(variant)
         _, args = kernel_arguments(variant.args, shape, inputs, out)
         params = variant.call_keywords(config, shape)
-        t0 = time.perf_counter()
-        returned = fn(*args, **params)  # the first call, on its own: what it reports is recorded with the point
-        details = Details(first_call_ms=(time.perf_counter() - t0) * 1e3, reported=user_code.report_of(returned))
+        first_ms, returned = first_call(variant, lambda: fn(*args, **params))  # what it reports is recorded too
+        details = Details(first_call_ms=first_ms, reported=user_code.report_of(returned))
         return Prepared(lambda: fn(*args, **params), out, details=details)
 
     def _matmul(self, variant, config, shape, inputs, out) -> Prepared:

@@ -1,15 +1,17 @@
 #!/bin/bash
 # The GPU runs behind docs/evidence/python-kernels.md, in one device call (run from the repo root; OUT set there):
 #   1. gpubench built into a wheel and installed (non-editable) beside the carried wheels, the pytest plugin with it;
-#   2. the gpu tests of Python variants (tests/test_gpu_python.py), from the checkout's tests on the installed wheel;
-#   3. from a project outside the repository (the Triton and CuPy examples copied into /tmp): the examples verified
+#   2. from a project outside the repository (the Triton and CuPy examples copied into /tmp): the examples verified
 #      and timed beside cuBLAS, cuDNN and built-in kernels (one suite, one results file);
-#   4. the same Triton kernels timed by gpubench's API and by triton.testing.do_bench in one process;
+#   3. the same Triton kernels timed by gpubench's API, by triton.testing.do_bench and by events behind a long sleep,
+#      in one process; then cuBLAS and a built-in kernel timed by the CLI (the clock on PyCUDA's launches);
+#   4. the gpu tests of Python variants and the clock (tests/test_gpu_python.py), from the checkout's tests on the
+#      installed wheel (the new ones first, then the examples' verification);
 #   5. a sweep with a Triton kernel that stores out of bounds and one that never ends;
 #   6. the pytest plugin from the installed wheel in a user's test project.
-# Steps to run: the arguments (tests sweep timers faults plugin), all of them by default.
+# Steps to run: the arguments (sweep timers clock tests faults plugin), all of them by default.
 set -u
-STEPS=${*:-tests sweep timers faults plugin}
+STEPS=${*:-sweep timers clock tests faults plugin}
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 REPO=$PWD
 python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/w . > /dev/null || exit 1
@@ -19,8 +21,6 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 GPUBENCH_CACHE=/tmp/gpubench-cach
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv
   python3 -c "import torch, triton, cupy; print('torch', torch.__version__, 'triton', triton.__version__, 'cupy', cupy.__version__)"
 } | tee "$OUT/machine.txt"
-step tests && (cd /tmp && timeout 300 python3 -m pytest -q -m gpu "$REPO/tests/test_gpu_python.py" -p no:cacheprovider \
-    --rootdir "$REPO" -c "$REPO/pyproject.toml" 2>&1 | tee "$OUT/gpu-tests.txt" | tail -4)
 
 P=/tmp/my-kernels && rm -rf $P && mkdir -p $P
 cp examples/triton/*.py examples/cupy/*.py $P/
@@ -67,7 +67,14 @@ if step sweep; then
   echo "exit code: $?" | tee -a "$OUT/python-kernels.log"
   python3 -m gpubench show "$OUT/python-kernels.json" --format markdown >> "$OUT/python-kernels.log" 2>&1
 fi
-step timers && python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P "$(echo "$DTYPES" | tr -d '[]" ')" 2>&1 | tee "$OUT/api-vs-do-bench.md"
+step timers && timeout 200 python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P "$(echo "$DTYPES" | tr -d '[]" ')" 2>&1 | tee "$OUT/api-vs-do-bench.md"
+# the clock on gpubench's own kernels (PyCUDA launches), to hold against the saved runs
+step clock && { timeout 120 python3 -m gpubench gemm --variants cublas,tiled --sizes 2048,4096 -o "$OUT/clock-check.json" \
+    2>&1 | tail -25; } > "$OUT/clock-check.log"
+# the gpu tests of Python variants and of the clock: the new ones first, so that a call cut short still has them
+step tests && (cd /tmp && for k in "not examples" "examples"; do
+    timeout ${TESTS_TIMEOUT:-300} python3 -m pytest -q -m gpu "$REPO/tests/test_gpu_python.py" -k "$k" -p no:cacheprovider \
+    --rootdir "$REPO" -c "$REPO/pyproject.toml" 2>&1 | tee -a "$OUT/gpu-tests.txt" | tail -6; done)
 
 # the planted faults of tests/test_gpu_python.py: a Triton store far out of bounds, a Triton loop that never ends
 python3 -c "import sys; sys.path.insert(0, '$REPO/tests'); from test_gpu_python import FAULTS; print(FAULTS)" > $P/faults.py

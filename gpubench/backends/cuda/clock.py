@@ -8,6 +8,7 @@ import time
 from collections import deque
 
 SPIN_NS = 50_000  # the least cover for the host's launch latency ahead of a timed call (see probes.cu)
+RETIMES = 3  # a call the host queued too late for its wait is timed again, at most this many times
 
 
 class CudaClock:
@@ -22,7 +23,8 @@ class CudaClock:
         self.spin = spin  # spin(nanoseconds): a kernel that waits on the GPU
         self.events: list = []
         self.enqueue_us: deque[float] = deque([30.0], maxlen=8)  # the host's time to queue one flush + call
-        self.launch_us: deque[float] = deque([10.0], maxlen=8)  # the host's time to queue one call
+        self.launch_us: deque[float] = deque([10.0], maxlen=8)  # the host's time to queue one call behind its wait
+        self.flushed = False  # L2 was flushed since the last timed call (a call timed again is flushed again)
 
     def sync(self) -> None:
         self.cp.cuda.Stream.null.synchronize()
@@ -30,19 +32,35 @@ class CudaClock:
     def flush(self) -> None:
         self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
         self.cp.cuda.runtime.memsetAsync(self.scratch.data.ptr, self.value, self.scratch.nbytes, 0)
+        self.flushed = True
 
     def time_ms(self, run) -> float:
         """One call between two events, queued behind a wait kernel long enough for the host to queue the call:
         otherwise the GPU idles inside the interval while the host launches (a flush's memset, ~35 µs, once
-        covered PyCUDA's ~10 µs launch, but not a Python launcher's: Triton's takes 60-140 µs, and such calls
-        read that much too long). The wait follows the host's own launch times of the last calls."""
-        self.spin(max(SPIN_NS, int(1.5 * statistics.median(self.launch_us) * 1000) + 20_000))
-        self.start.record()
-        t0 = self.host_time()
-        run()
-        self.launch_us.append((self.host_time() - t0) * 1e6)
-        self.end.record()
-        self.end.synchronize()
+        covered PyCUDA's ~10 µs launch, but not a Python launcher's: Triton's takes tens of µs, and such calls
+        read that much too long). The wait follows the host's own recent times to queue a call; a call the host
+        queued later than its wait covered (a launcher slower than the calls before it, a hiccup) is timed again,
+        after a flush of its own where it had one, behind a wait long enough: its GPU may have idled in the
+        interval. The order on the stream: [flush] wait, start, the call, end."""
+        flushed, self.flushed = self.flushed, False
+        wait_ns = max(SPIN_NS, int(1.5 * statistics.median(self.launch_us) * 1000) + 20_000)
+        for attempt in range(RETIMES + 1):
+            if attempt and flushed:
+                self.flush()
+            t0 = self.host_time()
+            self.spin(wait_ns)  # it starts on the GPU no sooner than now, so it ends no sooner than now + wait
+            self.start.record()
+            run()
+            queued_ns = (self.host_time() - t0) * 1e9  # by now the start event and the whole call are queued
+            self.end.record()
+            self.end.synchronize()
+            if queued_ns < wait_ns:
+                self.launch_us.append(queued_ns / 1000)
+                break
+            self.launch_us.clear()  # the calls before were quicker to queue than this one: forget them
+            self.launch_us.append(queued_ns / 1000)
+            wait_ns = 2 * int(queued_ns) + 20_000
+        self.flushed = False
         return self.cp.cuda.get_elapsed_time(self.start, self.end)
 
     def time_batch_ms(self, run, n: int, flush: bool) -> list[float]:
@@ -65,6 +83,7 @@ class CudaClock:
             self.events[2 * n - 1].synchronize()
             self.enqueue_us.append(queued_ns / n / 1000)
             if queued_ns < wait_ns:
+                self.flushed = False
                 return [self.cp.cuda.get_elapsed_time(self.events[2 * i], self.events[2 * i + 1]) for i in range(n)]
             wait_ns = 2 * int(queued_ns) + 20_000  # the host fell behind (a hiccup): again, with room to spare
 

@@ -11,7 +11,9 @@ device-wide synchronize: where the events missed most of what the device did, th
 (:func:`unseen_work`), never a fast time.
 
 The first call is made on its own, timed on the host (Triton's JIT and autotuning, a RawKernel's compile happen
-there) and recorded as `first_call_ms`; a mapping it returns (what it chose) is recorded as `reported`.
+there) and recorded as `first_call_ms`; a mapping it returns (what it chose) is recorded as `reported`. A compiler
+rejecting the code there is a CompileError (backends.first_call); the worker makes the first call of each variant,
+configuration, precision and layout before any point runs (runner.first_call), so that such code stops the run (exit 2).
 
 A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
 """
@@ -24,7 +26,7 @@ import time
 import numpy as np
 
 from gpubench import user_code
-from gpubench.backends import Prepared, kernel_arguments
+from gpubench.backends import Prepared, first_call, kernel_arguments
 from gpubench.dtypes import PRECISIONS
 from gpubench.errors import GpubenchError
 from gpubench.problems import ARRAYS
@@ -111,10 +113,7 @@ class PythonCalls:
         def call():
             return fn(*args, **params)
 
-        t0 = time.perf_counter()
-        returned = call()
-        self.cp.cuda.runtime.deviceSynchronize()
-        first_ms = (time.perf_counter() - t0) * 1e3
+        first_ms, returned = first_call(variant, call, self.cp.cuda.runtime.deviceSynchronize)
         self.on_timed_stream()  # the first call may have set up a framework (PyTorch's CUDA state)
         missed = self.unseen_work(call)
         if missed is not None:
