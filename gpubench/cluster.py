@@ -182,11 +182,6 @@ class Cluster:
         if error:
             raise GpubenchError(error)
 
-<<<<<<< HEAD
-    def environment(self, precisions=None) -> dict:
-        """The first device's environment, with every device listed under `devices` (each read when its worker
-        started, before the plan was known: every precision's ceiling)."""
-=======
     def first_calls(self, tasks: list[ShapeTask], on_point) -> tuple[dict, set]:
         """The Python variants' first calls (Worker.first_calls) made on one worker before any point: CompileError
         for code that does not compile; the other workers compile at their own first points. A first call that
@@ -201,9 +196,9 @@ class Cluster:
         self.incidents += [Incident(**i) for i in incidents]
         return made, set()
 
-    def environment(self) -> dict:
-        """The first device's environment, with every device listed under `devices`."""
->>>>>>> main
+    def environment(self, precisions=None) -> dict:
+        """The first device's environment, with every device listed under `devices` (each read when its worker
+        started, before the plan was known: every precision's ceiling)."""
         workers = sorted(self.workers.values(), key=lambda w: w["label"])
         env = dict(workers[0]["environment"])
         env["devices"] = [{"worker": w["label"], **w["environment"].get("device", {})} for w in workers]

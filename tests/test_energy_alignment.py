@@ -169,3 +169,17 @@ def test_without_instant_power_there_is_no_aside():
     sim = Sim()
     sim.has_instant = False
     assert Facts(sim).energy_aside(lambda: None, TimingPolicy()) is None
+
+
+def test_the_settle_time_covers_what_a_reading_looks_back_over_on_the_h100():
+    """docs/evidence/settle-probe-h100.txt (tools/gpu/settle_probe.py): a burst started L ms before a refresh
+    moves its reading this share of the way to the burst's steady power. Every burst of SETTLE_S or longer read at
+    least 95% of it; a shorter settle time would have read up to a third low at 40 ms."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs/evidence/settle-probe-h100.txt").read_text()
+    shares = {int(m[1]): [float(x) for x in m[2].split()] for m in re.finditer(r"L +(\d+) ms: .*steady ([\d. ]+)", text)}
+    assert len(shares) >= 8
+    assert all(min(v) >= 0.95 for L, v in shares.items() if L >= SETTLE_S * 1e3)
+    assert any(min(v) < 0.95 for L, v in shares.items() if L < SETTLE_S * 1e3 and L >= 35)

@@ -16,13 +16,8 @@ from typing import Any, Callable, Collection, Protocol
 import numpy as np
 
 from gpubench import dtypes, reference, user_code
-<<<<<<< HEAD
 from gpubench.dtypes import PRECISIONS, DType
-from gpubench.errors import Skip
-=======
-from gpubench.dtypes import PRECISIONS
 from gpubench.errors import CompileError, Skip
->>>>>>> main
 from gpubench.problems import ARRAYS, SCALES, GemmShape, Shape
 from gpubench.results import Details
 from gpubench.telemetry import NoTelemetry
