@@ -335,6 +335,15 @@ Shape = GemmShape | ConvShape
 SHAPES: dict[Op, type[GemmShape] | type[ConvShape]] = {Op.GEMM: GemmShape, Op.CONV: ConvShape}
 
 
+def laid_out_arrays(shape: Shape) -> dict[str, tuple[tuple[int, ...], object]]:
+    """Every array of the problem by its spec name (the inputs, then the output): its dimensions as it lies in
+    memory (row-major, in the problem's layout) and its host element type (gpubench/dtypes.py's PRECISIONS)."""
+    precision = PRECISIONS[shape.dtype]
+    arrays = {name: (dims, precision.storage) for name, dims in shape.stored_dims().items()}
+    arrays[ARRAYS[shape.op][2]] = (shape.output_dims(), precision.output)
+    return arrays
+
+
 def shape_from(op: str, record: Mapping[str, int]) -> Shape:
     """The shape a results file's problem record describes (the inverse of `record()`); GpubenchError when the
     record is not one."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpubench import expr, runners, spec_precision
 from gpubench.errors import GpubenchError
-from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, Op, conv_shape
+from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, SCALES, GemmShape, Op, conv_shape
 from gpubench.variant import (SAMPLE_SMS, SMS, Axis, Config, LaunchSpec, Step, TensorMap, Variant,
                               config_label)
 
@@ -29,8 +29,8 @@ KEYS = {
     "options", "includes", "before", "workspace", "requires", "tensor_maps", "family", *spec_precision.KEYS,
 }
 # A family's tables merge into each variant's own, key by key, so that a variant may add defaults or options.
-MAP_KEYS = {"array", "shape", "box"}
-MAP_OPTIONAL = {"swizzle"}
+MAP_KEYS = {"array", "box"}
+MAP_OPTIONAL = {"shape", "swizzle"}
 SWIZZLES = (0, 128)  # bytes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 BUILTIN_ONLY = {"baseline"}
@@ -89,11 +89,11 @@ def _args(entry: Entry, op: str, scratch: tuple[str, ...] = (), table: dict | No
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         entry.fail(f"{where} must be a list of names (strings)")
     lab = LAB_NAMES[op]
-    known = set(ARRAYS[op]) | set(DIMS[op]) | set(lab) | set(scratch)
+    known = set(ARRAYS[op]) | set(SCALES[op]) | set(DIMS[op]) | set(lab) | set(scratch)
     unknown = [a for a in args if a not in known]
     if unknown:
         entry.fail(f"{where}: unknown name(s) {', '.join(unknown)}; allowed for {op}: "
-                   f"{', '.join(ARRAYS[op] + DIMS[op] + scratch)}" +
+                   f"{', '.join(ARRAYS[op] + SCALES[op] + DIMS[op] + scratch)}" +
                    (f" (or the lab's {', '.join(lab)})" if lab else ""))
     repeated = sorted({a for a in args if args.count(a) > 1})
     if repeated:
@@ -180,15 +180,20 @@ def _tensor_maps(entry: Entry, op: str, params: set[str], scratch: tuple[str, ..
             entry.fail(f"{where}: the name must be an identifier other than the problem's names, parameters and "
                        "workspace")
         if not isinstance(t, dict) or not MAP_KEYS <= set(t) <= MAP_KEYS | MAP_OPTIONAL:
-            entry.fail(f"{where} must be a table with {', '.join(sorted(MAP_KEYS))} (and optionally swizzle)")
+            entry.fail(f"{where} must be a table with {', '.join(sorted(MAP_KEYS))} (and optionally shape, swizzle)")
         swizzle = t.get("swizzle", 128)
         if type(swizzle) is not int or swizzle not in SWIZZLES:
             entry.fail(f"{where}.swizzle must be 128 (bytes; the default) or 0 (rows as they are), got {swizzle!r}")
         arrays = ARRAYS[op] + scratch
         if t["array"] not in arrays:
             entry.fail(f"{where}.array must be one of {', '.join(arrays)}, got {t['array']!r}")
-        pair = {}
+        if "shape" not in t and (op != Op.GEMM or t["array"] not in ARRAYS[op]):
+            entry.fail(f"{where}.shape may be left out (the array as it lies in the problem's layout) only for a "
+                       f"GEMM's {', '.join(ARRAYS[Op.GEMM])}; give rows and columns for {t['array']}")
+        pair = {"shape": None}
         for key, allowed in (("shape", set(DIMS[op])), ("box", set(DIMS[op]) | params)):
+            if key not in t:
+                continue
             if not isinstance(t[key], list) or len(t[key]) != 2:
                 entry.fail(f"{where}.{key} must be two expressions: rows, then columns (contiguous)")
             pair[key] = tuple(entry.expression(f"{where}.{key}", e, allowed) for e in t[key])
@@ -247,16 +252,22 @@ def _check_launches(entry: Entry, v: Variant) -> None:
             entry.fail(f"configuration {c.label}: workspace: {err}")
         if any(n < 1 for n in sizes.values()):
             entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {SAMPLE_SHAPES[v.op].label} problem")
-        for m in v.tensor_maps:
+        for m, problem in ((m, p) for m in v.tensor_maps for p in sample_problems(v)):
             try:
-                bad = m.unfit({**dims, **c.values})
+                bad = m.unfit({**dims, **c.values}, problem)
             except expr.ExprError as err:
                 bad = f"tensor map {m.name}: {err}"
             if bad:
-                entry.fail(f"configuration {c.label}: {bad}")
+                entry.fail(f"configuration {c.label}: {bad}" + (f" in {problem.tag}" if problem.tag else ""))
         broken = v.satisfies(c)
         if broken:
             entry.fail(f"configuration {c.label} breaks the constraint {broken!r}")
+
+
+def sample_problems(v: Variant) -> list:
+    """The sample problem in every precision and layout the variant takes (a tensor map's elements and shape
+    follow them)."""
+    return [replace(SAMPLE_SHAPES[v.op], dtype=d, layout=x) for d in v.dtypes for x in v.layouts_taken]
 
 
 def _check_launch(entry: Entry, v: Variant, c: Config, step: Step, dims) -> None:

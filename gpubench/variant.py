@@ -14,10 +14,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Callable, Mapping
 
+import numpy as np
+
 from gpubench import dtypes
 from gpubench.dtypes import PRECISIONS, DType
 from gpubench.expr import Expr
-from gpubench.problems import SHAPES, Op
+from gpubench.problems import SHAPES, Op, laid_out_arrays
 from gpubench.runners import Runner
 
 # Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
@@ -101,29 +103,42 @@ class Step:
 
 @dataclass(frozen=True)
 class TensorMap:
-    """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major float32
-    array of rows × cols seen as boxes of box_rows × box_cols, copied into shared memory in 128-byte-swizzled rows
-    (swizzle = 128) or as they are (swizzle = 0)."""
+    """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major array of
+    rows × cols seen as boxes of box_rows × box_cols, copied into shared memory in 128-byte-swizzled rows
+    (swizzle = 128) or as they are (swizzle = 0). Its elements are the array's own (an input's storage type in the
+    problem's precision, the output's type, float32 for a workspace array)."""
 
     name: str
     array: str  # an input, the output or a workspace array
-    shape: tuple[Expr, Expr]  # rows, cols (cols contiguous), over the problem's dims
+    shape: tuple[Expr, Expr] | None  # rows, cols (cols contiguous), over the problem's dims; None: the GEMM array
+    # as it lies in the problem's layout (A is K×M in tn, ...), which is how one spec serves every layout
     box: tuple[Expr, Expr]  # box rows, box cols, over the dims and the configuration
     swizzle: int = 128  # bytes: 128, or 0 for plain rows
 
-    def resolve(self, values: Mapping[str, int]) -> tuple[tuple[int, int], tuple[int, int]]:
-        return (self.shape[0](values), self.shape[1](values)), (self.box[0](values), self.box[1](values))
+    def element(self, problem=None):
+        """The host element type of the mapped array (float32 for a workspace array, or without a problem)."""
+        if problem is None:
+            return np.float32
+        return laid_out_arrays(problem).get(self.array, ((), np.float32))[1]
 
-    def unfit(self, values: Mapping[str, int]) -> str | None:
+    def resolve(self, values: Mapping[str, int], problem=None) -> tuple[tuple[int, int], tuple[int, int]]:
+        box = (self.box[0](values), self.box[1](values))
+        if self.shape is not None:
+            return (self.shape[0](values), self.shape[1](values)), box
+        rows, cols = laid_out_arrays(problem)[self.array][0]
+        return (rows, cols), box
+
+    def unfit(self, values: Mapping[str, int], problem=None) -> str | None:
         """What the copy engine would refuse in this map (the first rule broken), or None."""
-        (rows, cols), (box_rows, box_cols) = self.resolve(values)
+        (rows, cols), (box_rows, box_cols) = self.resolve(values, problem)
         if rows < 1 or cols < 1:
             return f"tensor map {self.name}: {rows} × {cols} is empty"
-        widest = 32 if self.swizzle else 256  # floats: the swizzle's 128 bytes, or TMA's 256 elements
-        if not (1 <= box_rows <= 256 and 1 <= box_cols <= widest and box_cols % 4 == 0):
+        size = np.dtype(self.element(problem)).itemsize
+        widest = 128 // size if self.swizzle else 256  # the swizzle's 128 bytes, or TMA's 256 elements
+        if not (1 <= box_rows <= 256 and 1 <= box_cols <= widest and box_cols * size % 16 == 0):
             why = "at most 128 bytes, the swizzle's width" if self.swizzle else "TMA's limit without a swizzle"
-            return (f"tensor map {self.name}: box {box_rows} × {box_cols}: rows must be 1 to 256 and cols a multiple "
-                    f"of 4 up to {widest} ({why})")
+            return (f"tensor map {self.name}: box {box_rows} × {box_cols} of {size}-byte elements: rows must be 1 to "
+                    f"256 and cols a multiple of {max(1, 16 // size)} up to {widest} ({why})")
         return None
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpubench import project, catalog, spec_files, specs
-from gpubench.dtypes import DType
+from gpubench.dtypes import DType, GemmLayout
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.runner import PointTask, ShapeTask, verify
 from gpubench.timing import TimingPolicy
@@ -21,9 +21,13 @@ CATALOG = catalog.Catalog.with_user(project.load(EXAMPLE).variants)
 # Ragged for every tile; the fourth keeps K and N multiples of 4, which TMA-fed kernels require, with 33 k tiles
 # (an odd count, the ring wrapped 8 times) and 9 column blocks (an odd count, for 2-block clusters). The fifth has
 # 12 × 33 tiles of 256 × 128, more than an H100 or H200 has SMs, so persistent blocks walk up to 3 tiles each, with
-# 3 k tiles per tile (the ring's phases run on across tiles).
+# 3 k tiles per tile (the ring's phases run on across tiles). The last two have every dimension a multiple of 16
+# bytes of 16-bit and of fp8 elements, which the 16-bit and fp8 TMA kernels require, and none of any tile: 2056 ×
+# 3000 × 1040 is 17 (an odd count, for clusters along M) × 12 tiles of 128 × 256, more than the SMs, with 17 k tiles
+# of 64 (9 of 128 for fp8); 24 × 40 × 48 is smaller than one tile and one k slot.
 GEMM_SHAPES = [GemmShape(1000, 1500, 777), GemmShape(1, 512, 300), GemmShape(8191, 65, 129), GemmShape(33, 1, 7),
-               GemmShape(333, 1100, 1028), GemmShape(3000, 4100, 68)]
+               GemmShape(333, 1100, 1028), GemmShape(3000, 4100, 68), GemmShape(2056, 3000, 1040),
+               GemmShape(24, 40, 48)]
 CONV_SHAPES = [
     conv_shape(1000, 1), conv_shape(777, 2), conv_shape(1000, 3),  # the lab's shape, SAME padding
     # the lab's stride 2 with rows of a multiple of 4 floats (sliding-stream's fast path): pad 0 with 499-wide
@@ -77,6 +81,22 @@ def test_gemm(cuda, data, variant, config, shape):
 @pytest.mark.parametrize("variant,config,shape", list(cases("conv", CONV_SHAPES)))
 def test_conv(cuda, data, variant, config, shape):
     check(cuda, data, variant, config, shape)
+
+
+def test_fp8_promotion_keeps_the_error_of_cublaslt_over_a_long_k(cuda, data):
+    """fp8-tma adds the tensor cores' fp8 accumulators into float32 after every slot (p1): over K = 16384 its error
+    stays within 5% of cuBLASLt's (the tensor cores' own accumulation, without p, is printed beside them)."""
+    shape = GemmShape(256, 512, 16384, DType.FP8, GemmLayout.NT)
+    inputs, ref = data(shape)
+    errs = {}
+    lt, ours = CATALOG.get("gemm", "cuda", "cublaslt"), CATALOG.get("gemm", "cuda", "fp8-tma")
+    for v, c in [(lt, lt.configs[0])] + [(ours, c) for c in ours.configs]:
+        prepared = cuda.prepare(v, c, shape, inputs)
+        errs[f"{v.name} {c.label}"] = verify(cuda, prepared, ref, shape)
+        prepared.release()
+    print(errs)
+    promoted = [e for label, e in errs.items() if label.endswith("p1")]
+    assert promoted and max(promoted) <= 1.05 * errs[f"cublaslt {lt.configs[0].label}"], errs
 
 
 def test_poisoned_output_fails_verification(cuda, data):

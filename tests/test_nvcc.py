@@ -29,13 +29,15 @@ def spec_builds():
     """(file, defines, arch) for every configuration the specs can ask for, files relative to cuda_src/.
 
     A variant pinned to an architecture (wgmma needs sm_90a) is built for that one; the rest for sm_80 and sm_90.
+    A kernel told its precision or layout by a define is built in every one it takes.
     """
     seen = {}
     for v in BUILTIN:
         for c in v.configs_for(specs.LAB_BLOCK_SIZES + (1,)):
             for arch in (v.arch,) if v.arch else ARCHS:
-                for source, defines, a, _ in v.builds(c, arch):
-                    seen[(rel(source), defines, a)] = None
+                for problem in specs.sample_problems(v):
+                    for source, defines, a, _ in v.builds(c, arch, problem):
+                        seen[(rel(source), defines, a)] = None
     return sorted(seen)
 
 

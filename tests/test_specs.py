@@ -2,10 +2,13 @@
 line that names the file, the entry and what is allowed."""
 
 import re
+from dataclasses import replace
 
+import ml_dtypes
 import pytest
 
 from gpubench import nvcc, catalog, spec_files, specs
+from gpubench.dtypes import DType, GemmLayout
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.catalog import Catalog
@@ -85,8 +88,10 @@ KERNELS = [(v, c) for v in BUILTIN if isinstance(v.runner, KernelRunner) for c i
 @pytest.mark.parametrize("v,c", KERNELS, ids=lambda x: getattr(x, "name", None) or x.label)
 def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatch):
     """The spec's block (an expression) and the kernel's __launch_bounds__ (C++) must agree: read from the PTX."""
-    bounds = nvcc.launch_bounds(v.source, v.arch or "sm_90", c.values, v.includes)
-    dims = GemmShape(1000, 1500, 777).dims() if v.op == "gemm" else conv_shape(99, 2).dims()
+    sample = GemmShape(1000, 1500, 777) if v.op == "gemm" else conv_shape(99, 2)
+    sample = replace(sample, dtype=v.dtypes[0], layout=v.layouts_taken[0])  # (a kernel told its element type)
+    bounds = nvcc.launch_bounds(v.source, v.arch or "sm_90", v.compile_params(c, sample), v.includes)
+    dims = sample.dims()
     for step in v.steps():  # a Winograd variant's filter transform as well as its main kernel
         assert bounds[step.kernel] == step.launch_for({**dims, SMS: SAMPLE_SMS}, c).threads, step.kernel
 
@@ -364,6 +369,9 @@ def test_a_dimension_past_a_kernels_int_parameter_skips_the_point():
     with pytest.raises(Skip, match="M = 2147483648 does not fit the kernel's 32-bit int parameter"):
         kernel_arguments(("A", "M"), GemmShape(2**31, 1, 1), {"A": None, "B": None}, None)
     assert kernel_arguments(("A", "M"), GemmShape(2**31 - 1, 1, 1), {"A": 1, "B": 2}, 3) == ("Pi", (1, 2**31 - 1))
+    # a per-tensor scale the precision lacks (fp32 has none) is a null pointer; one it has, its array
+    assert kernel_arguments(("A_scale", "M"), GemmShape(5, 1, 1), {"A": 1, "B": 2}, 3) == ("Pi", (0, 5))
+    assert kernel_arguments(("A_scale",), GemmShape(5, 1, 1, "fp8", "nt"), {"A_scale": 7}, 3) == ("P", (7,))
 
 
 # --- persistent kernels: the device's multiprocessor count in launch expressions ---------------------------------
@@ -455,15 +463,16 @@ def test_a_tensor_map_without_swizzle_may_have_rows_of_up_to_256_floats(tmp_path
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M"], "box": ["BM", "32"]}}},
      "tensor_maps.map_a.shape must be two expressions"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "64"]}}},
-     "box 128 × 64: rows must be 1 to 256 and cols a multiple of 4 up to 32"),
+     "box 128 × 64 of 4-byte elements: rows must be 1 to 256 and cols a multiple of 4 up to 32"),
     ({"tensor_maps": {"M": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"]}}},
      "tensor_maps.M: the name must be an identifier other than"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "swizzle": 64}}},
      "tensor_maps.map_a.swizzle must be 128 \\(bytes; the default\\) or 0"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "512"], "swizzle": 0}}},
-     "box 128 × 512: rows must be 1 to 256 and cols a multiple of 4 up to 256 \\(TMA's limit without a swizzle"),
+     "box 128 × 512 of 4-byte elements: rows must be 1 to 256 and cols a multiple of 4 up to 256 \\(TMA's limit "
+     "without a swizzle"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "pad": 4}}},
-     "tensor_maps.map_a must be a table with array, box, shape \\(and optionally swizzle\\)"),
+     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle\\)"),
     ({"args": ["A", "B", "C", "M", "N", "K"]}, "tensor map\\(s\\) map_a passed to no kernel"),
     ({"args": ["map_a", "C", "M", "N", "K"]}, "args of the steps: missing B"),
 ])
@@ -481,6 +490,69 @@ def test_builtin_tma_gemm_requires_rows_of_whole_16_byte_chunks():
     for c in v.configs:  # a 2-block cluster's blocks each load half of the A tile
         _, box = maps["map_a"].resolve({**GemmShape(512, 512, 512).dims(), **c.values})
         assert box == (256 // c.values["CLUSTER"], 32)
+
+
+def test_a_tensor_map_without_a_shape_takes_the_array_as_it_lies_in_each_layout():
+    """wgmma-tma's maps name no shape: A is M×K in nn and nt and K×M in tn, B is K×N in nn and tn and N×K in nt,
+    C is M×N; the elements are the precision's (2 bytes in bf16, 1 in fp8), so a 64-element box is 128 bytes."""
+    v = CATALOG.get("gemm", "cuda", "wgmma-tma")
+    maps = {m.name: m for m in v.tensor_maps}
+    values = {**GemmShape(1000, 1500, 776).dims(), **v.configs[0].values}
+    expect = {"nn": ((1000, 776), (776, 1500)), "nt": ((1000, 776), (1500, 776)), "tn": ((776, 1000), (776, 1500))}
+    for layout, (a, b) in expect.items():
+        problem = GemmShape(1000, 1500, 776, DType.BF16, GemmLayout(layout))
+        assert maps["map_a"].resolve(values, problem) == (a, (64, 64))
+        assert maps["map_b"].resolve(values, problem) == (b, (64, 64))
+        assert maps["map_c"].resolve(values, problem)[0] == (1000, 1500)
+        assert maps["map_a"].element(problem) is ml_dtypes.bfloat16
+        assert all(m.unfit(values, problem) is None for m in v.tensor_maps)
+    fp8 = CATALOG.get("gemm", "cuda", "fp8-tma")
+    problem = GemmShape(1000, 1500, 768, DType.FP8, GemmLayout.NT)
+    (map_a,) = [m for m in fp8.tensor_maps if m.name == "map_a"]
+    assert map_a.resolve({**problem.dims(), **fp8.configs[0].values}, problem) == ((1000, 768), (64, 128))
+    assert map_a.element(problem) is ml_dtypes.float8_e4m3fn
+    # the same 128-element box is 256 bytes of bfloat16: wider than the swizzle
+    assert "cols a multiple of 8 up to 64" in map_a.unfit({**problem.dims(), **fp8.configs[0].values},
+                                                         replace(problem, dtype=DType.BF16))
+
+
+def test_a_box_wider_than_the_swizzle_for_some_precision_is_refused(tmp_path):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+    spec = {**TMA, "source": "k.cu", "dtypes": ["fp32", "fp8"], "dtype_define": "ELEM",
+            "tensor_maps": {"map_a": {"array": "A", "box": ["BM", "64"]}}}
+    with pytest.raises(SpecError, match="box 128 × 64 of 4-byte elements.*up to 32"):
+        parse_specs({"variant": [spec]}, "gpubench.toml", tmp_path)
+
+
+@pytest.mark.parametrize("array,what", [("x", "conv"), ("W", "workspace")])
+def test_a_tensor_map_may_leave_out_its_shape_only_for_a_gemm_array(tmp_path, array, what):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+    if what == "conv":
+        spec = {"name": "c", "op": "conv", "source": "k.cu", "kernel": "k", "args": ["m", "w", "y", "N"],
+                "tensor_maps": {"m": {"array": "x", "box": ["8", "8"]}}, "grid": ["1"], "block": ["32"]}
+    else:
+        spec = {**TMA, "source": "k.cu", "workspace": {"W": "M * K"},
+                "tensor_maps": {"map_a": {"array": "W", "box": ["8", "8"]}}, "args": ["map_a", "A", "B", "C", "M", "N", "K"]}
+    with pytest.raises(SpecError, match="shape may be left out .* only for a GEMM's A, B, C"):
+        parse_specs({"variant": [spec]}, "gpubench.toml", tmp_path)
+
+
+def test_tensor_core_gemms_skip_rows_tma_cannot_read_saying_why():
+    """TMA reads rows that start on 16-byte boundaries: 8 elements of 16 bits, 16 of fp8 (K) and 8 of bf16 (C)."""
+    wgmma = CATALOG.get("gemm", "cuda", "wgmma-tma")
+    fp8 = CATALOG.get("gemm", "cuda", "fp8-tma")
+    assert wgmma.unfit(GemmShape(2056, 3000, 1040).dims()) is None
+    assert wgmma.unfit(GemmShape(1000, 1001, 999).dims()) == "wgmma-tma requires N % 8 == 0"
+    assert wgmma.unfit(GemmShape(1001, 1000, 1000).dims()) == "wgmma-tma requires M % 8 == 0"
+    assert fp8.unfit(GemmShape(1001, 1000, 1040).dims()) is None  # M is no row length in nt
+    assert fp8.unfit(GemmShape(1000, 1000, 1032).dims()) == "fp8-tma requires K % 16 == 0"
+
+
+def test_kernel_args_may_name_the_per_tensor_scales(tmp_path):
+    (v,) = _tma_spec(tmp_path, args=["map_a", "B", "C", "A_scale", "B_scale", "M", "N", "K"])
+    assert v.args[3:5] == ("A_scale", "B_scale")
+    with pytest.raises(SpecError, match="unknown name\\(s\\) C_scale"):
+        _tma_spec(tmp_path, args=["map_a", "B", "C", "C_scale", "M", "N", "K"])
 
 
 def test_builtin_winograd_variants_declare_their_filter_transform():
@@ -530,4 +602,10 @@ def test_the_warp_tile_family_is_declared_once():
     assert [v.name for v in members] == ["warptile", "dbuf", "swizzle", "tuned"]
     assert len({(v.kernel, v.launch, v.label, v.constraints, v.search, v.defaults) for v in members}) == 1
     spec = (catalog.kernels_dir() / "gemm" / "variants.toml").read_text()
-    assert spec.count('source = "05_warptile.cu"') == 1 and spec.count("constraints = [") == 1
+    assert spec.count('source = "05_warptile.cu"') == 1 and spec.count('"(WN / TN) * (WM / TM) == 32"') == 1
+
+
+def test_the_tensor_core_family_is_declared_once():
+    members = [v for v in BUILTIN if v.source is not None and v.source.name == "10_wgmma_tma.cu"]
+    assert [v.name for v in members] == ["wgmma-tma", "fp8-tma"]
+    assert len({(v.kernel, v.args, v.launch, v.tensor_maps, v.constraints, v.dtype_define) for v in members}) == 1

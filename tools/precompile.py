@@ -18,7 +18,8 @@ known = catalog.Catalog.with_user(mine)
 jobs = [(catalog.kernels_dir() / "probes.cu", (), arch, ())]
 for v in known.all:
     for c in v.configs_for(specs.LAB_BLOCK_SIZES):
-        jobs += v.builds(c, v.arch or arch)
+        for problem in specs.sample_problems(v):  # a kernel told its precision or layout is built in each
+            jobs += v.builds(c, v.arch or arch, problem)
 if "--tuner" in sys.argv:
     tuned = known.get("gemm", "cuda", "tuned")
     jobs += [j for c in autotune.candidates(tuned, int(sys.argv[sys.argv.index("--tuner") + 1])) for j in tuned.builds(c, arch)]

@@ -121,17 +121,7 @@ gemm_tf32_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
     const int ktiles = (K + BK - 1) / BK;
     TileWalk walk(M, N);
 
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full(s), 1);                        // the producer's arrive (plus the bytes it announces)
-            mbar_init(empty(s), CONSUMERS * CLUSTER);     // one arrive per consumer warpgroup of the cluster
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy, peers
-    }
-    if (CLUSTER > 1)
-        cluster_sync();
-    else
-        __syncthreads();
+    ring_init<STAGES, CLUSTER>(bars, CONSUMERS * CLUSTER);  // full(s), then empty(s)
 
     // Both roles count slots with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
     if (warp >= 4 * CONSUMERS) {

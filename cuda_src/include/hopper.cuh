@@ -1,7 +1,12 @@
-// Hopper (sm_90a) building blocks shared by the TF32 tensor-core GEMMs (gemm/08_tf32.cu, gemm/09_tf32_tma.cu):
-// warpgroup MMA (wgmma), its shared-memory descriptors, and the TMA + mbarrier pieces of an async pipeline.
+// Hopper (sm_90a) building blocks shared by the tensor-core GEMMs (gemm/08_tf32.cu, gemm/09_tf32_tma.cu,
+// gemm/10_wgmma_tma.cu): warpgroup MMA (wgmma), its shared-memory descriptors, and the TMA + mbarrier pieces of an
+// async pipeline.
 #pragma once
 #include <cstdint>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <type_traits>
 
 // ---- wgmma ----------------------------------------------------------------------------------------------
 
@@ -29,6 +34,16 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr)
     return (uint64_t)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
 }
 
+// Descriptor of an MN-major operand (M or N contiguous) in 128B-swizzled rows: each 128-byte row holds 64
+// consecutive M (or N) elements of 16 bits at one k, 8 rows of consecutive k make a 1024-byte swizzle atom. Here
+// the stride byte offset (32-45) steps from one 8-k atom to the next (1024 bytes) and the leading byte offset
+// (16-29) from one 64-element column of atoms to the next (`lbo` bytes: one TMA box of 64 k rows, 8192).
+__device__ __forceinline__ uint64_t smem_desc_mn(uint32_t addr, uint32_t lbo)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(1024 >> 4) << 32) |
+           (1ull << 62);
+}
+
 #define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
                 "+f"(d[i + 6]), "+f"(d[i + 7])
 
@@ -49,6 +64,52 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+#define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
+#define ACC64(i) ACC32(i), ACC32(i + 32)
+#define ACC_N128 ACC64(0)             // the outputs of an n128 wgmma, as one macro argument
+#define ACC_N256 ACC64(0), ACC64(64)  // ... of an n256 one
+#define WGMMA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define WGMMA_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+// One wgmma: INSTR's accumulators DREGS, then the two descriptors (operands IA, IB), scale-d from operand IP
+// (0: d = a·b, 1: d += a·b), scale-a/-b 1, and for 16-bit types the transpose immediates (TRANS).
+#define WGMMA_SS_ASM(INSTR, DREGS, IA, IB, IP, TRANS, OPS, ...)                                            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IP ", 0;\n" INSTR " " DREGS ", %" IA ", %" IB       \
+                 ", p, 1, 1" TRANS ";\n}"                                                                  \
+                 : OPS : "l"(a), "l"(b), "r"(accumulate), ##__VA_ARGS__)
+
+// d[64×N] (+)= A[64×K] · B[K×N] with both operands in shared memory (descriptors a, b), K = 32 bytes of T (k16
+// for __half and __nv_bfloat16, k32 for e4m3), float32 accumulators: d[v] holds row 16·warp + lane/4 +
+// 8·((v>>1)&1), column 8·(v>>2) + 2·(lane%4) + (v&1) of the warpgroup's tile. accumulate = 0 overwrites d.
+// TA, TB = 1: that operand lies MN-major (see smem_desc_mn) and the tensor core transposes it as it reads; only
+// 16-bit types may (fp8 wgmma takes K-major operands only).
+template <typename T, int N, int TA = 0, int TB = 0>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, uint32_t accumulate)
+{
+    static_assert(N == 128 || N == 256, "wgmma_ss: N 128 or 256");
+    static_assert(sizeof(T) == 2 || (TA == 0 && TB == 0), "fp8 wgmma reads K-major operands only");
+    if constexpr (N == 256) {
+        if constexpr (sizeof(T) == 1)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", WGMMA_D128, "128", "129", "130", "",
+                         ACC_N256);
+        else if constexpr (std::is_same_v<T, __half>)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", WGMMA_D128, "128", "129", "130",
+                         ", %131, %132", ACC_N256, "n"(TA), "n"(TB));
+        else
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", WGMMA_D128, "128", "129", "130",
+                         ", %131, %132", ACC_N256, "n"(TA), "n"(TB));
+    } else {
+        if constexpr (sizeof(T) == 1)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", WGMMA_D64, "64", "65", "66", "",
+                         ACC_N128);
+        else if constexpr (std::is_same_v<T, __half>)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", WGMMA_D64, "64", "65", "66",
+                         ", %67, %68", ACC_N128, "n"(TA), "n"(TB));
+        else
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", WGMMA_D64, "64", "65", "66",
+                         ", %67, %68", ACC_N128, "n"(TA), "n"(TB));
+    }
+}
+
 // Wait for every wgmma in flight, and keep the compiler from reading the accumulators before that wait (it
 // cannot see that the asynchronous wgmmas write them).
 template <int MI>
@@ -59,6 +120,16 @@ __device__ __forceinline__ void wgmma_drain(float (&acc)[MI][64])
     for (int i = 0; i < MI; ++i)
 #pragma unroll
         for (int v = 0; v < 64; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");
+}
+
+// The same for one warpgroup's accumulators of N/2 registers (gemm/10_wgmma_tma.cu), after a wait that leaves
+// `PENDING` commit groups in flight.
+template <int PENDING, int R>
+__device__ __forceinline__ void wgmma_hold(float (&acc)[R])
+{
+    wgmma_wait<PENDING>();
+#pragma unroll
+    for (int v = 0; v < R; ++v) asm volatile("" : "+f"(acc[v])::"memory");
 }
 
 // Store a warpgroup's accumulators of the transposed product (C^T = B^T · A^T, as both TF32 kernels compute it):
@@ -130,6 +201,19 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
     } while (!done);
 }
 
+// The same wait with a suspend-time hint (10 ms, as CUTLASS's barriers give): the thread sleeps until the phase
+// completes (or the hint runs out) instead of asking again, so waiting warps issue fewer instructions.
+__device__ __forceinline__ void mbar_sleep(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+            "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity), "r"(10000000) : "memory");
+    } while (!done);
+}
+
 // Arrive on the barrier at the same shared-memory offset in cluster block `rank` (this block included). Release
 // semantics at CTA scope, the default, as for a local arrive: the arrive only says "done reading this slot", and
 // the reads (wgmmas) have completed before it. (.release.cluster, which orders this thread's memory operations
@@ -166,6 +250,25 @@ __device__ __forceinline__ uint32_t cluster_rank()
 __device__ __forceinline__ void cluster_sync()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// A ring's barriers at `bars`: RING_SLOTS "full" ones (the producer's one arrive, plus the bytes it announces), then
+// RING_SLOTS "empty" ones (`releases` arrives: one per consumer warpgroup of the cluster). Thread 0 initialises them
+// and makes them visible to the copy engine and the cluster's other blocks before any thread goes on.
+template <int RING_SLOTS, int CLUSTER_BLOCKS>  // (not STAGES, CLUSTER: the kernels' -D macros)
+__device__ __forceinline__ void ring_init(uint32_t bars, int releases)
+{
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < RING_SLOTS; ++s) {
+            mbar_init(bars + 8 * s, 1);
+            mbar_init(bars + 8 * (RING_SLOTS + s), releases);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    if (CLUSTER_BLOCKS > 1)
+        cluster_sync();
+    else
+        __syncthreads();
 }
 
 // ---- TMA: a 2-D box of a tensor, described by a host-built CUtensorMap, copied into shared memory ----------

@@ -234,7 +234,8 @@ def call_arrays(shape, inputs: dict, out, scratch=None) -> dict:
 
 def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratch=None) -> tuple[str, tuple]:
     """The values a kernel receives, in the order its spec gives (`args`): arrays (through `pointer`), including
-    the variant's workspace arrays (`scratch`), and int dims.
+    the variant's workspace arrays (`scratch`), and int dims. A per-tensor scale (A_scale, ...) that the problem's
+    precision does not have arrives as a null pointer, which a kernel serving several precisions reads as 1.
 
     Returns (PyCUDA's prepared-call format: "P" per pointer, "i" per int, the values)."""
     arrays = call_arrays(shape, inputs, out, scratch)
@@ -244,6 +245,9 @@ def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratc
         if name in arrays:
             fmt += "P"
             values.append(pointer(arrays[name]))
+        elif name in SCALES[shape.op]:
+            fmt += "P"
+            values.append(np.uintp(0))
         else:
             if not -2**31 <= dims[name] < 2**31:
                 raise Skip(f"{name} = {dims[name]} does not fit the kernel's 32-bit int parameter {name}")

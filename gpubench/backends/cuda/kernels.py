@@ -68,8 +68,8 @@ class KernelLaunches:
         # TMA descriptors travel like arrays: 128 bytes each in device memory, passed by pointer.
         arrays = call_arrays(shape, inputs, out, scratch)
         for m in variant.tensor_maps:
-            encoded = tma.encode(m.name, int(arrays[m.array].data.ptr), *m.resolve({**dims, **config.values}),
-                                 m.swizzle)
+            encoded = tma.encode(m.name, int(arrays[m.array].data.ptr), *m.resolve({**dims, **config.values}, shape),
+                                 m.element(shape), m.swizzle)
             scratch[m.name] = self.cp.asarray(np.frombuffer(encoded, dtype=np.uint8))
         launches = []
         for step in variant.steps():

@@ -13,9 +13,16 @@ from __future__ import annotations
 
 import ctypes
 
+import ml_dtypes
+import numpy as np
+
 from gpubench.errors import Skip
 
-FLOAT32 = 7  # CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+# CUtensorMapDataType per host element type (gpubench/dtypes.py's storage and output types). The copy engine
+# only moves bytes and zero-fills, so e4m3 and int8 travel as bytes (CUTLASS does the same).
+DATA_TYPES = {np.dtype(np.uint8): 0, np.dtype(ml_dtypes.float8_e4m3fn): 0, np.dtype(np.int8): 0,
+              np.dtype(np.int32): 3, np.dtype(np.float16): 6, np.dtype(np.float32): 7,
+              np.dtype(ml_dtypes.bfloat16): 9}
 INTERLEAVE_NONE = 0
 SWIZZLE = {0: 0, 128: 3}  # bytes → CUtensorMapSwizzle: none, or 128-byte rows whose 16-byte chunks are
                           # XOR-ed with the row index (mod 8)
@@ -38,28 +45,32 @@ def _driver_encode():
     return _encode
 
 
-def check_tiling(name: str, pointer: int, cols: int) -> None:
-    """TMA reads rows that start on 16-byte boundaries: the base address and the row pitch (cols floats)."""
-    if cols * 4 % 16:
-        raise Skip(f"tensor map {name}: TMA needs 16-byte aligned rows, and rows of {cols} floats are not "
-                   "(the row length must be a multiple of 4)")
+def check_tiling(name: str, pointer: int, cols: int, size: int = 4) -> None:
+    """TMA reads rows that start on 16-byte boundaries: the base address and the row pitch (cols elements of
+    `size` bytes)."""
+    if cols * size % 16:
+        raise Skip(f"tensor map {name}: TMA needs 16-byte aligned rows, and rows of {cols} elements of {size} bytes "
+                   f"are not (the row length must be a multiple of {16 // size})")
     if pointer % 16:
         raise Skip(f"tensor map {name}: TMA needs 16-byte aligned rows, and the array starts at {pointer:#x}")
 
 
-def encode(name: str, pointer: int, shape: tuple[int, int], box: tuple[int, int], swizzle: int = 128) -> bytes:
-    """The descriptor of a row-major float32 array of shape (rows, cols) at device address `pointer`, copied in
-    boxes of box = (rows, cols) into shared memory, 128-byte-swizzled (swizzle = 128) or as they are (0)."""
+def encode(name: str, pointer: int, shape: tuple[int, int], box: tuple[int, int], element=np.float32,
+           swizzle: int = 128) -> bytes:
+    """The descriptor of a row-major array of shape (rows, cols) of the host element type `element` at device
+    address `pointer`, copied in boxes of box = (rows, cols) into shared memory, 128-byte-swizzled (swizzle = 128)
+    or as they are (0)."""
     (rows, cols), (box_rows, box_cols) = shape, box
-    check_tiling(name, pointer, cols)
+    element = np.dtype(element)
+    check_tiling(name, pointer, cols, element.itemsize)
     descriptor = (ctypes.c_uint64 * (DESCRIPTOR_BYTES // 8))()
     dims = (ctypes.c_uint64 * 2)(cols, rows)  # innermost first
-    pitch = (ctypes.c_uint64 * 1)(cols * 4)  # bytes between rows (the innermost stride is the element)
+    pitch = (ctypes.c_uint64 * 1)(cols * element.itemsize)  # bytes between rows (the innermost stride is the element)
     box_dims = (ctypes.c_uint32 * 2)(box_cols, box_rows)
     steps = (ctypes.c_uint32 * 2)(1, 1)
-    rc = _driver_encode()(ctypes.byref(descriptor), FLOAT32, 2, ctypes.c_void_p(pointer), dims, pitch, box_dims,
-                          steps, INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
+    rc = _driver_encode()(ctypes.byref(descriptor), DATA_TYPES[element], 2, ctypes.c_void_p(pointer), dims, pitch,
+                          box_dims, steps, INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
     if rc != 0:
-        raise Skip(f"tensor map {name}: the driver refused a {rows} × {cols} array in {box_rows} × {box_cols} "
-                   f"boxes (cuTensorMapEncodeTiled error {rc})")
+        raise Skip(f"tensor map {name}: the driver refused a {rows} × {cols} array of {element} in {box_rows} × "
+                   f"{box_cols} boxes (cuTensorMapEncodeTiled error {rc})")
     return bytes(descriptor)

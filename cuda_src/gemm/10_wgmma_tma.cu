@@ -1,0 +1,308 @@
+// Tensor-core GEMM in the 16-bit and 8-bit precisions for Hopper (sm_90a): C[M,N] = A·B with ELEM inputs
+// (__half, __nv_bfloat16, or __nv_fp8_e4m3 with a per-tensor scale each), float32 accumulators, ELEM_OUT output
+// (the input's type, bfloat16 for fp8), rounded to nearest once at the end.
+//
+// Both operands reach the tensor cores from shared memory (wgmma with two descriptors), where TMA writes them in
+// 128-byte swizzled rows. The pipeline is gemm/09_tf32_tma.cu's: a producer warpgroup keeps an mbarrier ring of
+// STAGES slots full (one thread issues the copies), two consumer warpgroups multiply, blocks are persistent and
+// walk the tiles gridDim apart, the ring runs on from one tile to the next, and C leaves through shared memory by
+// TMA stores. What is new:
+//  * Both operands by descriptor, so every layout is read as it lies. A TMA box is always 64 rows × 128 bytes
+//    (64 × 64 elements of 16 bits, 64 × 128 of fp8): one box is 8 KB, eight 1024-byte swizzle atoms. For each
+//    operand, by layout (A is M×K unless stored transposed, B is K×N unless stored transposed):
+//      K-major  (A in nn and nt, B in nt: K contiguous): a box is 64 rows of M (or N) × BK k. A tile's boxes
+//               stack along M (N); the descriptor is smem_desc (8-row atoms 1024 bytes apart) and a k16 step
+//               moves its start 32 bytes along the row. TMA coordinates (x = k0, y = m0 + 64·box).
+//      MN-major (A in tn, B in nn and tn: M or N contiguous): a box is 64 rows of k × 64 elements of M (N).
+//               wgmma reads it transposed (its TA/TB bits): smem_desc_mn, 8-k atoms 1024 bytes apart, boxes
+//               (64 columns of M or N) 8192 bytes apart; a k16 step moves the start 2048 bytes (16 k rows).
+//               TMA coordinates (x = m0 + 64·box, y = k0).
+//    fp8 wgmma has no transpose bits: fp8 takes nt only, where both operands are K-major.
+//  * A 128 × BN tile per block: consumer warpgroup wg owns rows 64·wg.. and issues m64nBNk16 (k32 for fp8)
+//    wgmmas, BK·bytes = 128 bytes of k per slot. With BN = 256 a thread holds 128 accumulators; each SM receives
+//    (128 + 256)·128 bytes per slot for 128·256·64 products (16-bit), twice the TF32 kernel's reuse per byte.
+//  * Clusters of 2 along M (CLUSTER = 2): the two blocks take tiles (m, n) and (m + 1, n), which need the same
+//    B tile (the larger operand); each one's TMA loads half of B's boxes and multicasts them into both blocks.
+//  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
+//    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
+//    from zero (scale-d = 0), waited for, and added into a float32 set of its own: BN/2 more registers a thread,
+//    which fit beside BN = 128's 64 accumulators, not beside BN = 256's 128 (the 168 registers below). The wait drains this warpgroup's wgmmas once a window (the other consumer
+//    warpgroup's keep the tensor cores busy meanwhile). PROMOTE = 0 accumulates in the tensor cores throughout.
+//    The per-tensor scales multiply the sums in the epilogue (a null pointer stands for 1: 16-bit types).
+//
+// Tiles (compile-time, -DNAME=value): BN (128 or 256), BK (64 for 16-bit types, 128 for fp8: one 128-byte swizzle
+// row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands of G tile rows,
+// gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2), PROMOTE (fp8).
+// Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
+// Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; block (384): consumer warpgroups 0 and 1,
+// then the producer warpgroup. Maps: A and B in boxes of 64 rows × BK, C (M×N) in boxes of 64 × 64; the copy
+// engine zero-fills loads past the edges (so a ragged K adds zeros) and clips stores to M × N. TMA needs rows
+// that start on 16-byte boundaries: the spec's `requires`.
+
+#include "../include/gemm_common.cuh"  // tile_coords
+#include "../include/hopper.cuh"
+
+#ifndef ELEM
+#define ELEM __nv_bfloat16
+#endif
+#ifndef ELEM_OUT
+#define ELEM_OUT ELEM
+#endif
+#if !defined(LAYOUT_NN) && !defined(LAYOUT_NT) && !defined(LAYOUT_TN)
+#define LAYOUT_NN 1  // the op's default layout
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 64
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 0
+#endif
+#ifndef PROMOTE
+#define PROMOTE 0
+#endif
+
+#if defined(LAYOUT_TN)
+constexpr int A_MN_MAJOR = 1;  // A stored K×M
+#else
+constexpr int A_MN_MAJOR = 0;
+#endif
+#if defined(LAYOUT_NT)
+constexpr int B_MN_MAJOR = 0;  // B stored N×K
+#else
+constexpr int B_MN_MAJOR = 1;
+#endif
+
+constexpr bool FP8 = sizeof(ELEM) == 1;
+constexpr int BM = 128;                          // two consumer warpgroups of 64 rows
+constexpr int CONSUMERS = 2;
+constexpr int THREADS = 128 * (CONSUMERS + 1);
+constexpr int KSTEPS = 4;                        // wgmmas per slot: 32 bytes of k each
+constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 bytes
+constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
+constexpr int C_STAGE = 2 * BOX;                 // a consumer warpgroup's staging: 64 rows × 128 columns of C
+constexpr int ROUNDS = BN / 128;                 // staging rounds per tile
+// setmaxnreg hands the producer warpgroup's registers to the consumers at run time, as gemm/09_tf32_tma.cu does;
+// ptxas still compiles the whole kernel within __launch_bounds__(384, 1)'s 168 registers a thread (nvcc 13.0).
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 240
+                                  ? 240 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
+
+static_assert(BK * sizeof(ELEM) == 128, "BK: one 128-byte swizzle row of k (64 for 16-bit types, 128 for fp8)");
+static_assert(BN == 128 || BN == 256, "BN: 128 or 256");
+static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
+static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
+static_assert(PROMOTE >= 0 && (PROMOTE == 0 || (FP8 && BN == 128)),
+              "PROMOTE: fp8 only, at BN = 128 (a second set of BN/2 accumulators must fit)");
+static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per register");
+
+#if CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
+
+// The tiles of one block, in order. A cluster takes groups of CLUSTER tiles stacked in M (same columns, so the
+// same B tile); cluster c takes groups c, c + clusters, ...; this block the tile at its rank in each.
+struct TileWalk {
+    int groups_m, tiles_n, groups, group, stride, rank;
+    __device__ TileWalk(int M, int N)
+        : groups_m(((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER), tiles_n((N + BN - 1) / BN), groups(groups_m * tiles_n),
+          group(blockIdx.x / CLUSTER), stride(gridDim.x / CLUSTER), rank(CLUSTER > 1 ? cluster_rank() : 0) {}
+    __device__ bool more() const { return group < groups; }
+    __device__ void next() { group += stride; }
+    __device__ void origin(int& m0, int& n0) const {
+        int group_m, tile_n;
+        tile_coords<SWIZZLE>(group, groups_m, tiles_n, group_m, tile_n);
+        m0 = (group_m * CLUSTER + rank) * BM;
+        n0 = tile_n * BN;
+    }
+};
+
+// Box `box` of an operand's slot at k0, whose rows or columns start at mn0 (see the header for the two majors).
+template <int MN_MAJOR>
+__device__ __forceinline__ void load_box(uint32_t dst, const TensorMap* map, int mn0, int k0, int box, uint32_t bar,
+                                         uint16_t mask = 0)
+{
+    if (MN_MAJOR)
+        tma_load_2d(dst + box * BOX, map, mn0 + 64 * box, k0, bar, mask);
+    else
+        tma_load_2d(dst + box * BOX, map, k0, mn0 + 64 * box, bar, mask);
+}
+
+// Descriptor of k step j (32 bytes of k) of an operand tile at `base` (its first box).
+template <int MN_MAJOR>
+__device__ __forceinline__ uint64_t operand_desc(uint32_t base, int j)
+{
+    return MN_MAJOR ? smem_desc_mn(base + j * 2048, BOX) : smem_desc(base + j * 32);
+}
+
+__device__ __forceinline__ uint32_t pack_out(float lo, float hi)
+{
+    if constexpr (std::is_same_v<ELEM_OUT, __half>) {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&h);
+    } else {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&h);
+    }
+}
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
+gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,
+               const TensorMap* __restrict__ map_c, const float* __restrict__ A_scale,
+               const float* __restrict__ B_scale, int M, int N, int K)
+{
+    extern __shared__ uint8_t smem_raw[];
+    // The swizzle repeats every 1024 bytes and TMA writes it relative to 1024-byte boundaries: align ourselves.
+    const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    const uint32_t pad = (1024 - (raw & 1023)) & 1023;
+    const uint32_t sA = raw + pad, sB = sA + STAGES * A_STAGE, sC = sB + STAGES * B_STAGE;
+    const uint32_t bars = sC + CONSUMERS * C_STAGE;
+    uint8_t* const stage_base = smem_raw + pad + (sC - sA);       // C's staging, for ordinary stores
+    auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its tiles"
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer of the cluster is done with s"
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int ktiles = (K + BK - 1) / BK;
+    TileWalk walk(M, N);
+
+    ring_init<STAGES, CLUSTER>(bars, CONSUMERS * CLUSTER);  // full(s), then empty(s)
+
+    // Both roles count slots with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
+    if (warp >= 4 * CONSUMERS) {
+        // ---- producer: one thread keeps the ring full; the warpgroup hands its registers to the consumers ----
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        if (warp == 4 * CONSUMERS && lane == 0) {
+            tma_acquire(map_a);
+            tma_acquire(map_b);
+            const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
+            constexpr int B_BOXES = BN / 64 / CLUSTER;  // the boxes of B this block loads (for its whole cluster)
+            for (uint32_t it = 0; walk.more(); walk.next()) {
+                int m0, n0;
+                walk.origin(m0, n0);
+                for (int t = 0; t < ktiles; ++t, ++it) {
+                    const int s = it % STAGES, k0 = t * BK;
+                    mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
+                    mbar_expect_bytes(full(s), A_STAGE + B_STAGE);  // all of B arrives, half of it from the peer
+#pragma unroll
+                    for (int b = 0; b < BM / 64; ++b)
+                        load_box<A_MN_MAJOR>(sA + s * A_STAGE, map_a, m0, k0, b, full(s));
+#pragma unroll
+                    for (int b = walk.rank * B_BOXES; b < (walk.rank + 1) * B_BOXES; ++b)
+                        load_box<B_MN_MAJOR>(sB + s * B_STAGE, map_b, n0, k0, b, full(s), mask);
+                }
+            }
+        }
+    } else {
+        // ---- consumers: warpgroup wg multiplies rows 64·wg.. of the tile by all BN columns ----
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+        const int wg = warp / 4, w = warp % 4;
+        const bool leader = tid % 128 == 0;
+        const float scale = (A_scale ? *A_scale : 1.f) * (B_scale ? *B_scale : 1.f);
+        // Slot s is free for the producers (ours and, in a cluster, the peer's, which multicasts into it) once
+        // this warpgroup's wgmmas have read it: one arrive per warpgroup on every cluster block's "empty".
+        auto release = [&](int s) {
+            if (leader) {  // (written out, not looped: a loop here made ptxas serialise 09's wgmmas)
+                if (CLUSTER == 1) {
+                    mbar_arrive(empty(s));
+                } else {
+                    mbar_arrive_cluster(empty(s), 0);
+                    mbar_arrive_cluster(empty(s), 1);
+                }
+            }
+        };
+        // The tensor cores accumulate into acc. With PROMOTE, each window of PROMOTE slots starts acc afresh and
+        // ends by adding it into `total`, in float32. (Two alternating sets, one added in while the next window
+        // runs, would need 3·BN/2 accumulators: ptxas keeps the whole kernel within __launch_bounds__'s 168
+        // registers a thread, setmaxnreg notwithstanding, and spilled them.)
+        float acc[BN / 2];
+#if PROMOTE > 0
+        float total[BN / 2];
+        constexpr int WINDOW = PROMOTE;
+#else
+        float (&total)[BN / 2] = acc;  // the tensor cores' accumulators are the result
+        constexpr int WINDOW = 1 << 30;
+#endif
+#pragma unroll
+        for (int v = 0; v < BN / 2; ++v) acc[v] = 0.f;
+        // The descriptors of slot 0's first k step for this warpgroup. Slot s and k step j only move the start
+        // address (bits 0-13, in 16-byte units), so they are sums: fewer instructions per slot than rebuilding
+        // each descriptor (ncu: this kernel issued 0.74 instructions a cycle to cuBLAS's 0.46 before).
+        const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + wg * BOX, 0), desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
+        constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
+        for (uint32_t it = 0; walk.more(); walk.next()) {
+            int m0, n0;
+            walk.origin(m0, n0);
+#pragma unroll 1
+            for (int t = 0; t < ktiles; ++t, ++it) {
+                const int s = it % STAGES;
+                mbar_sleep(full(s), (it / STAGES) & 1);
+                // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
+                const bool fresh = t % WINDOW == 0;
+                const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
+                wgmma_fence();
+#pragma unroll
+                for (int j = 0; j < KSTEPS; ++j)
+                    wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(acc, da + j * A_KSTEP, db + j * B_KSTEP,
+                                                               !(fresh && j == 0));
+                wgmma_commit();
+                if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
+                    // The window's last slot: wait for all of it, then add it in.
+                    wgmma_hold<0>(acc);
+                    if (t > 0 && t % WINDOW != 0) release((it - 1) % STAGES);  // (a window's end was released)
+                    release(s);
+#pragma unroll
+                    for (int v = 0; v < BN / 2; ++v) total[v] = t < WINDOW ? acc[v] : total[v] + acc[v];
+                } else {
+                    // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
+                    wgmma_wait<1>();
+                    if (t > 0 && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);
+                }
+            }
+#if PROMOTE == 0
+            wgmma_hold<0>(acc);
+            release((it - 1) % STAGES);
+#endif
+            // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded, leave by TMA stores in rounds of
+            // two 64 × 64 boxes through this warpgroup's 16 KB of staging, while the producer already fills the
+            // ring with the next tile's first slots.
+            const uint32_t stage = sC + wg * C_STAGE;
+            uint8_t* const staged = stage_base + wg * C_STAGE;
+            const int row = 16 * w + lane / 4;  // +8 for odd register pairs
+#pragma unroll
+            for (int r = 0; r < ROUNDS; ++r) {
+                if (leader) bulk_wait<true>();  // the previous stores have read the staging area
+                named_sync(2 + wg, 128);
+#pragma unroll
+                for (int i = 0; i < 32; ++i) {  // register pairs of columns 128r..128r+127
+                    const int v = 64 * r + 2 * i;
+                    // Accumulators v, v + 1: row `row` (+8), columns 8·(v>>2) + 2·(lane%4) + {0, 1}, of box v/32;
+                    // 16-byte chunk (v>>2)%8 of the row, swizzled as TMA reads it: chunk ^ (row % 8).
+                    const int r8 = row + 8 * ((v >> 1) & 1), box = (v / 32) % 2, chunk = (v >> 2) % 8;
+                    *reinterpret_cast<uint32_t*>(staged + box * BOX + r8 * 128 + ((chunk ^ (r8 & 7)) << 4) +
+                                                 (lane % 4) * 4) = pack_out(scale * total[v], scale * total[v + 1]);
+                }
+                fence_proxy_async();  // our stores, before the copy engine reads them
+                named_sync(2 + wg, 128);
+                if (leader) {
+                    tma_store_2d(map_c, stage, n0 + 128 * r, m0 + 64 * wg);
+                    tma_store_2d(map_c, stage + BOX, n0 + 128 * r + 64, m0 + 64 * wg);
+                    bulk_commit();
+                }
+            }
+        }
+        if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
+    }
+    // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
+    if (CLUSTER > 1) cluster_sync();
+}
