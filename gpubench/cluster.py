@@ -196,8 +196,9 @@ class Cluster:
         self.incidents += [Incident(**i) for i in incidents]
         return made, set()
 
-    def environment(self) -> dict:
-        """The first device's environment, with every device listed under `devices`."""
+    def environment(self, precisions=None) -> dict:
+        """The first device's environment, with every device listed under `devices` (each read when its worker
+        started, before the plan was known: every precision's ceiling)."""
         workers = sorted(self.workers.values(), key=lambda w: w["label"])
         env = dict(workers[0]["environment"])
         env["devices"] = [{"worker": w["label"], **w["environment"].get("device", {})} for w in workers]

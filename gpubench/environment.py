@@ -30,8 +30,9 @@ def git_commit() -> str:
     return "unknown"
 
 
-def collect(backend) -> dict:
-    env = backend.environment()
+def collect(backend, precisions=None) -> dict:
+    """What a run records of its machine; the backend measures the ceilings of `precisions` (None: all)."""
+    env = backend.environment(precisions)
     env["software"] = {
         "gpubench": __version__,
         "git_commit": git_commit(),

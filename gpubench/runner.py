@@ -11,6 +11,7 @@ can pass on every finished point at once and knows which point was running if th
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Iterator
 
@@ -63,10 +64,18 @@ def describe_error(err: BaseException) -> str:
 
 def verify(backend, prepared, ref, shape) -> float:
     """Poison the output, run once, and return ||out − ref|| / ||ref|| (inf if anything is NaN or unwritten)."""
+    return timed_verify(backend, prepared, ref, shape)[0]
+
+
+def timed_verify(backend, prepared, ref, shape) -> tuple[float, float]:
+    """verify's rel_err, and the seconds its call took on the host (launch to finish): the warm-up it was."""
     backend.poison(prepared.output)
+    backend.clock.sync()
+    started = time.perf_counter()
     prepared.run()
     backend.clock.sync()
-    return backend.rel_err(prepared.output, ref, shape)
+    ran_s = time.perf_counter() - started
+    return backend.rel_err(prepared.output, ref, shape), ran_s
 
 
 def scales_of(backend, shape, inputs) -> dict[str, float]:
@@ -83,9 +92,10 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         prepared = backend.prepare(variant, point.config, shape, inputs)
     try:
         with phase("verify"):
-            rel_err = verify(backend, prepared, ref, shape)
+            rel_err, ran_s = timed_verify(backend, prepared, ref, shape)
+        aside = backend.energy_aside(prepared.run, policy)  # the point's energy window, taken when a refresh is due
         with phase("measure"):
-            timing = measure(prepared.run, backend.clock, policy, backend.telemetry)
+            timing = measure(prepared.run, backend.clock, policy, backend.telemetry, aside, warm_s=ran_s)
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
@@ -93,7 +103,8 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
         # A part's median is a note, not a point: no sampling on for noise or decidability.
         part_policy = TimingPolicy(**{**policy.as_dict(), "reps": PART_POLICY_REPS, "max_noise": None, "decide": None})
         with phase("parts"):
-            parts_ms = {name: summarize(measure(part, backend.clock, part_policy).samples_ms).median
+            between = (lambda _: aside(timing)) if aside else None  # the window runs the point's whole call
+            parts_ms = {name: summarize(measure(part, backend.clock, part_policy, aside=between).samples_ms).median
                         for name, part in prepared.parts.items()}
         details = point.note.merged(prepared.details)
         if point.note.first_call_ms is not None:  # the worker made the first call before the sweep (first_call)

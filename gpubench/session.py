@@ -242,7 +242,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
                     "scheduler": request.spread.scheduler, "replicate": request.replicate,
                     "slow_threshold": request.slow_threshold, "sweeps": [s.settings() for s in request.sweeps]}
         with phases.phase("environment"):
-            environment = worker.environment()
+            environment = worker.environment(sorted({t.shape.dtype for t in work}))
         run = Run(backend=request.backend, environment=environment, settings=settings, command=request.argv,
                   variants=[v.record() for v in variants])
         telemetry = run.environment.get("device", {}).get("telemetry") or {}

@@ -6,16 +6,21 @@ power times time per call, from the first of these that the GPU allows:
 
 * calls long enough to be timed one at a time (at least FOLD_MS) take it from the instant power read between
   their own timed calls, so they need no window of their own;
-* shorter calls run back to back in a window that ends at the first refresh of the instant power after SETTLE_S;
+* shorter calls run back to back in a window that ends at the first refresh of the instant power after SETTLE_S,
+  taken between the point's timed samples when the next refresh is LEAD_S ahead (the refresh's period and phase
+  are learnt from every poll: `Refreshes`), else after them;
 * where NVML has no instant power, the energy counter over a window of at least ENERGY_WINDOW_S that it has
   visibly moved across.
 
 On an H100 both the instant power and the energy counter change about every 100 ms
-(`tools/gpu/nvml_probe.py`), and a reading reflects only about 25 ms of each 100 (Yang et al., "Accurate and
-Convenient Energy Measurements for GPUs", SC'24). So a reading describes our calls only if they ran through the
-time it sampled: the first change in a point's timed loop may describe what ran before the loop (it is dropped),
-and a window's reading is taken only once the window has run SETTLE_S. This bounds the cost of energy: about a
-refresh period per point whose calls are too short to carry their own.
+(`tools/gpu/nvml_probe.py`), and a reading describes only the last part of each period (Yang et al., "Accurate
+and Convenient Energy Measurements for GPUs", SC'24, found 25 ms of each 100 on A100 and H100). Measured on an H100
+(`tools/gpu/settle_probe.py`, docs/evidence/settle-probe-h100.txt): SGEMMs started L ms before a refresh move its
+reading 25% of the way from idle to their steady power at L = 10, 80% at 25, 91-95% at 35-40 and all of it from
+50 on. So a reading describes our calls only if they ran for SETTLE_S = 50 ms before it: the first change in a
+point's timed loop may describe what ran before the loop (it is dropped), and a window's reading is taken only
+once the window has run SETTLE_S. This bounds the cost of energy: about a refresh period per point whose calls are
+too short to carry their own.
 
 A sample taken while the GPU was power- or thermally-limited, or below the clock it should run at, is flagged;
 `--discard-throttled` drops and retakes such samples.
@@ -26,7 +31,10 @@ every reading is None: nothing downstream needs telemetry to work.
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
+from collections import deque
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -41,8 +49,14 @@ ENERGY_WINDOW_S = 0.05  # shortest window for energy per call; longer while the 
 INSTANT_POWER = 186  # NVML_FI_DEV_POWER_INSTANT (nvml.h): the power now (nvmlDeviceGetPowerUsage averages 1 s on Hopper)
 FRESH = 1  # new instant-power values a timed loop must see (after the first, which may predate it) to carry energy
 FOLD_MS = 2.0  # calls this long take their energy from the readings between their own timed calls
-SETTLE_S = 0.04  # a window's reading counts once the window has run this long: the sampled 25 ms and a margin
+SETTLE_S = 0.05  # a window's reading counts once the window has run this long (the H100's reading: its last ~50 ms)
 POWER_WINDOW_MAX_S = 0.5  # a window that sees no refresh after SETTLE_S by then falls back to the counter
+TIMED_SPAN_S = 0.3  # a loop of single calls this long usually sees a fresh reading after the one it drops
+PIN_S = 0.004  # a change seen within this long of the poll before it pins a refresh (an energy window polls each ms)
+PERIODS = 9  # the refresh period is the median of the last this many measured
+LEAD_S = (SETTLE_S + 0.006, SETTLE_S + 0.018)  # an aligned window starts when the next refresh is this far ahead:
+# the settle time, the pin's lateness and the poll after the refresh, and a band that a timing loop polling every
+# few ms will not step over
 
 
 class EnergySource(StrEnum):
@@ -91,12 +105,62 @@ class FreshReadings:
         self.last = value
 
 
+class Refreshes:
+    """When the device refreshes its instant power, learnt from every poll of it: a change seen within PIN_S of the
+    poll before it pins a refresh to that moment; the time between two pinned refreshes with polls no further apart
+    than PIN_S all the way is one period (the value changes at every refresh), and so is a longer stretch divided by
+    the whole number of periods it spans once one is known. `until_next` predicts the next refresh from the last
+    pinned one. A prediction only says when to start an energy window: the window's own rule (power_window) still
+    decides whether the reading it ends on describes its calls."""
+
+    def __init__(self):
+        self.value: int | None = None
+        self.polled: float | None = None  # when the last poll was made
+        self.pinned: float | None = None  # when the last pinned refresh was seen
+        self.unbroken = False  # every poll since that refresh came within PIN_S of the one before
+        self.periods: deque[float] = deque(maxlen=PERIODS)
+
+    @property
+    def period(self) -> float | None:
+        return statistics.median(self.periods) if self.periods else None
+
+    def see(self, value: int | None, now: float) -> None:
+        if value is None:
+            return
+        gap = now - self.polled if self.polled is not None else math.inf
+        if gap > PIN_S:
+            self.unbroken = False
+        if self.value is not None and value != self.value and gap <= PIN_S:
+            if self.pinned is not None:
+                self._learn(now - self.pinned)
+            self.pinned, self.unbroken = now, True
+        self.value, self.polled = value, now
+
+    def _learn(self, interval: float) -> None:
+        if self.unbroken:
+            self.periods.append(interval)
+            return
+        period = self.period
+        if period:
+            whole = round(interval / period)
+            if whole >= 1 and abs(interval / whole - period) <= 0.05 * period:
+                self.periods.append(interval / whole)
+
+    def until_next(self, now: float) -> float | None:
+        """Seconds to the next refresh, or None until a refresh is pinned and the period known."""
+        period = self.period
+        if period is None or self.pinned is None:
+            return None
+        return period - (now - self.pinned) % period
+
+
 class NoTelemetry:
     """What the CPU backend (or a GPU without NVML) reports: nothing."""
 
     available = False
     expected_mhz = None
     has_instant = False
+    refreshes = Refreshes()  # never fed: nothing to align to
 
     def sample(self) -> Sample | None:
         return None
@@ -136,10 +200,16 @@ class Nvml:
         except pynvml.NVMLError:
             self.has_energy = False
         self.has_instant = self._instant_mw() is not None
+        self.refreshes = Refreshes()
 
     def instant_mw(self) -> int | None:
-        """The board's instant power (mW), or None where this GPU or driver does not report it."""
-        return self._instant_mw() if self.has_instant else None
+        """The board's instant power (mW), or None where this GPU or driver does not report it. Every read teaches
+        `refreshes` when the value changes."""
+        if not self.has_instant:
+            return None
+        value = self._instant_mw()
+        self.refreshes.see(value, time.perf_counter())
+        return value
 
     def _instant_mw(self) -> int | None:
         try:
@@ -223,6 +293,19 @@ def energy_window(run_many, telemetry, min_s: float = ENERGY_WINDOW_S, max_s: fl
 
 def _mean_w(values: list[int]) -> float:
     return sum(values) / len(values) / 1000.0
+
+
+def wants_window(batch: int, median_ms: float, reps: int) -> bool:
+    """Whether a point's calls need an energy window of their own: calls timed in batches or shorter than FOLD_MS
+    do, and so do longer ones whose loop of `reps` calls is too short to see a fresh reading (TIMED_SPAN_S)."""
+    return batch != 1 or median_ms < FOLD_MS or median_ms * reps < TIMED_SPAN_S * 1e3
+
+
+def aligned(refreshes: Refreshes, now: float) -> bool:
+    """Whether an energy window started now would end at the next refresh, and not much later than it needs:
+    the next refresh is LEAD_S ahead. False while the refreshes are not yet learnt."""
+    ahead = refreshes.until_next(now)
+    return ahead is not None and LEAD_S[0] <= ahead <= LEAD_S[1]
 
 
 def timed_energy(fresh: FreshReadings, batch: int, median_ms: float, calls: int) -> dict | None:

@@ -80,6 +80,7 @@ class Timing:
     discarded: int = 0
     reasons: int = 0  # every clock-event reason bit seen
     instant: FreshReadings = field(default_factory=FreshReadings)  # new instant-power values between samples
+    window: dict | None = None  # an energy window taken between samples (`aside`), {} where none could be read
 
     def telemetry(self) -> dict | None:
         """What a saved point keeps: medians of the clocks and power, and how many samples were throttled."""
@@ -107,13 +108,19 @@ def _stop_reason(samples: list[float], elapsed_s: float, p: TimingPolicy) -> Sto
     return Stop.TIME_CAP if elapsed_s >= p.max_time_s else None
 
 
-def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemetry=NoTelemetry()) -> Timing:
-    started = time.perf_counter()
+def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemetry=NoTelemetry(),
+            aside: Callable[[Timing], None] | None = None, warm_s: float = 0.0) -> Timing:
+    """Time `run` under `policy`. `aside(timing)`, where given, is called after each sample and may do work of its
+    own between samples (an energy window at the right moment); its time is not counted against the budget.
+    `warm_s`: seconds the call has just run (the point's check), which count towards the warm-up: a call that
+    took WARM_S once is warm."""
+    limit = min(WARM_S, policy.budget_s / 2)
+    started = time.perf_counter() - warm_s
     with phase("warmup"):
-        for _ in range(max(1, policy.warmup)):
+        for _ in range(max(1, policy.warmup) if warm_s <= limit else 0):
             run()
             clock.sync()
-            if time.perf_counter() - started > min(WARM_S, policy.budget_s / 2):
+            if time.perf_counter() - started > limit:
                 break
     timing = Timing([], None)
     expected = telemetry.expected_mhz
@@ -156,6 +163,10 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
             if reading.power_w is not None:
                 timing.power_w += [reading.power_w] * len(new)
         timing.samples_ms += new
+        if aside is not None:
+            before = time.perf_counter()
+            aside(timing)
+            started += time.perf_counter() - before
         with phase("stop rule"):
             stop = _stop_reason(timing.samples_ms, time.perf_counter() - started, policy)
         if stop:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from gpubench import phases
+from gpubench.dtypes import DType
 from gpubench.errors import CompileError, GpubenchError
 from gpubench.results import Point, Status
 from gpubench.runner import SETUP, ShapeTask, describe_error, first_call, first_call_key, run_task, unmeasured
@@ -96,7 +97,7 @@ def _serve(conn, options: WorkerOptions) -> None:
             return
         if request[0] == "environment":
             with phases.phase("environment"):
-                conn.send(("environment", environment.collect(backend)))
+                conn.send(("environment", environment.collect(backend, request[1])))
         elif request[0] == "check":
             try:
                 backend.check(request[1])
@@ -258,9 +259,10 @@ class Worker:
             self._reap()
             raise GpubenchError(f"the {self.options.backend} worker died while {doing} ({_exit_text(code)})") from None
 
-    def environment(self) -> dict:
+    def environment(self, precisions: list[DType] | None = None) -> dict:
+        """The environment the run records, its ceilings measured for `precisions` (None: every one)."""
         self._ensure_started()
-        self.conn.send(("environment",))
+        self.conn.send(("environment", precisions))
         return self._receive(START_TIMEOUT_S, "reading the environment")[1]
 
     def check(self, variants: list) -> None:

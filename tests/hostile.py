@@ -41,7 +41,7 @@ class StandInWorker:
             raise NoDevice("PyCUDA is not installed: pip install 'gpubench[gpu]'")
         return {"device": "CPU: stand-in", "arch": None, "max_threads": None, "libraries": {}}
 
-    def environment(self):
+    def environment(self, precisions=None):
         return {"device": {"name": "CPU: stand-in", "kind": "cpu"}, "software": {}}
 
     def check(self, variants):  # what a real worker imports of a project's Python variants before running

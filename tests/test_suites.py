@@ -2,6 +2,7 @@ import pytest
 
 from gpubench import suites
 from gpubench.errors import GpubenchError
+from gpubench.stats import decidable
 
 
 @pytest.mark.parametrize("name", ["lab", "quick", "ci", "resnet"])
@@ -20,6 +21,18 @@ def test_lab_suite_is_the_lab():
                                                             for t in (1, 2, 3)}
     assert {v.name for v in conv.variants} >= {"sliding", "im2col", "im2col-cublas", "implicit", "cudnn"}
     assert min(x.height for x in small.shapes) == 32
+
+
+def test_the_labs_long_calls_stop_as_soon_as_they_could_be_decided():
+    """On a GPU the lab samples until a comparison at 5% among its points could be decided; its `reps` is the
+    least a call timed one at a time takes (a short call's batches take more at once). More than one over the
+    fewest samples that can ever be decidable costs seconds per point and decides nothing more."""
+    s = suites.load("lab", "cuda")
+    family = sum(len(w) for w in s.sweeps)
+    policy = s.sweeps[0].policy
+    fewest = next(n for n in range(2, 100) if decidable([1.0] * n, policy.decide, family))
+    assert all(w.policy.reps == policy.reps for w in s.sweeps)
+    assert fewest <= policy.reps <= fewest + 1
 
 
 @pytest.mark.parametrize("name", [n for n, _ in suites.shipped()])

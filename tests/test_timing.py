@@ -79,3 +79,21 @@ def test_warm_up_stops_once_it_has_run_long_enough():
 
     measure(slow, FakeClock([1.0] * 10), TimingPolicy(warmup=5, reps=3, min_reps=3, budget_s=100))
     assert len(calls) == 2 + 3  # two warm-up calls pass WARM_S (0.1 s), then the three timed ones
+
+
+def test_the_checks_call_counts_towards_the_warm_up():
+    import time
+
+    from gpubench.timing import WARM_S
+
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.06)
+
+    measure(slow, FakeClock([1.0] * 10), TimingPolicy(warmup=5, reps=3, min_reps=3, budget_s=100), warm_s=WARM_S * 1.2)
+    assert len(calls) == 3  # a call that already ran WARM_S is warm: only the timed ones
+    calls.clear()
+    measure(slow, FakeClock([1.0] * 10), TimingPolicy(warmup=5, reps=3, min_reps=3, budget_s=100), warm_s=0.06)
+    assert len(calls) == 1 + 3  # 0.06 s before and one warm-up call of 0.06 pass WARM_S

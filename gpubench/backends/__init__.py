@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Collection, Protocol
 
 import numpy as np
 
 from gpubench import dtypes, reference, user_code
-from gpubench.dtypes import PRECISIONS
+from gpubench.dtypes import PRECISIONS, DType
 from gpubench.errors import CompileError, Skip
 from gpubench.problems import ARRAYS, SCALES, GemmShape, Shape
 from gpubench.results import Details
@@ -49,8 +49,8 @@ class Backend(Protocol):
     def describe(self) -> dict:
         """The device, its arch and limits (max_threads, sms), its libraries: what the coordinator plans with."""
 
-    def environment(self) -> dict:
-        """The device and software a run records."""
+    def environment(self, precisions: Collection[DType] | None = None) -> dict:
+        """The device and software a run records, with the ceilings of `precisions` (None: every one it has)."""
 
     def check(self, variants: list) -> None:
         """Load what the variants need before any point runs (a project's Python module imported): GpubenchError
@@ -77,7 +77,11 @@ class Backend(Protocol):
 
     def energy(self, run: Callable[[], None], flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call and GFLOPS per watt, where the hardware reports energy (`timing`: the point's timed
-        calls, whose own readings may already tell)."""
+        calls, whose own readings, or the window taken between them, may already tell)."""
+
+    def energy_aside(self, run: Callable[[], None], policy) -> Callable | None:
+        """What the timing loop calls between samples to take the point's energy window when the hardware's
+        reading is about to refresh (timing.measure's `aside`), or None."""
 
     def collect(self) -> None:
         """Give memory back between shapes."""
@@ -102,6 +106,9 @@ class ArrayBackend:
 
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""
+        return None
+
+    def energy_aside(self, run, policy) -> None:
         return None
 
     def check(self, variants: list) -> None:

@@ -85,7 +85,7 @@ class CpuBackend(ArrayBackend):
     def describe(self) -> dict:
         return {"device": f"CPU: {_cpu_name()}", "arch": None, "max_threads": None, "libraries": {}}
 
-    def environment(self) -> dict:
+    def environment(self, precisions=None) -> dict:  # no ceilings measured on the CPU
         return {
             "device": {"name": f"CPU: {_cpu_name()}", "kind": "cpu", "cores": os.cpu_count()},
             "software": {"numpy": np.__version__},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+from typing import Collection
 
 import numpy as np
 
@@ -43,7 +44,9 @@ class DeviceFacts:
                 "dtypes": [str(d) for d in storage.dtypes_for(self.device.compute_capability())],
                 "libraries": {"cudnn": cudnn_conv.cudnn_version(), CublasLtRunner.LIBRARY: blas.lt_version()}}
 
-    def environment(self) -> dict:
+    def environment(self, precisions: Collection[DType] | None = None) -> dict:
+        """The device and software a run records; the ceilings of `precisions` only (None: every precision this
+        GPU computes), so that a run measures the peaks its own points are set against and no others."""
         from gpubench.backends.cuda import cudnn_conv
 
         a, d = self.drv.device_attribute, self.device
@@ -55,7 +58,7 @@ class DeviceFacts:
         import pycuda
 
         with phase("ceilings"):
-            ceilings = self.ceilings()
+            ceilings = self.ceilings(precisions)
         self.collect()
         return {
             "device": {
@@ -98,9 +101,9 @@ class DeviceFacts:
                          TimingPolicy(warmup=3, reps=200, min_reps=50, budget_s=0.3))
         return summarize(timing.samples_ms).median
 
-    def ceilings(self) -> dict:
-        """The roofline's ceilings, measured here: FP32 FFMA peak, each tensor-core precision through its library,
-        DRAM copy and L2 read."""
+    def ceilings(self, precisions: Collection[DType] | None = None) -> dict:
+        """The roofline's ceilings, measured here: FP32 FFMA peak, each tensor-core precision of `precisions`
+        (peak_precisions) through its library, DRAM copy and L2 read."""
         sms = self.sms
         once = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3, flush=False)
         sink = self.cp.empty(sms * 8 * 256, dtype=self.cp.float32)
@@ -115,19 +118,18 @@ class DeviceFacts:
                                                block=(256, 1, 1), grid=(sms * 8, 1)), self.clock, once).samples_ms).median
         out = {"ffma_gflops": round(ffma_gflops), "l2_read_gbps": round(chunk * passes / ms / 1e6),
                "copy_gbps": round(self.copy_bandwidth())}
-        out.update(self.tensor_core_peaks(once))
+        out.update(self.tensor_core_peaks(once, peak_precisions(
+            storage.dtypes_for(self.device.compute_capability()), precisions)))
         return out  # its buffers go back to CuPy's pool as it returns
 
-    def tensor_core_peaks(self, policy: TimingPolicy, n: int = 8192) -> dict:
-        """Each precision's ceiling as its library reaches it: an n³ product in the `nt` layout (what tensor
-        cores read best) on random data in the dtype (zeros would run faster than real data), one operand used
-        for both A and B. TF32, FP16 and BF16 through cuBLAS; FP8 and INT8 through cuBLASLt, where this GPU and
-        the library have them (a refusal leaves the ceiling out)."""
+    def tensor_core_peaks(self, policy: TimingPolicy, precisions: list[DType], n: int = 8192) -> dict:
+        """The ceiling of each of `precisions` as its library reaches it: an n³ product in the `nt` layout (what
+        tensor cores read best) on random data in the dtype (zeros would run faster than real data), one operand
+        used for both A and B. TF32, FP16 and BF16 through cuBLAS; FP8 and INT8 through cuBLASLt, where the
+        library has them (a refusal leaves the ceiling out)."""
         out = {}
         rng = np.random.default_rng(0)
-        for dtype in storage.dtypes_for(self.device.compute_capability()):
-            if dtype == DType.FP32:
-                continue  # the FFMA microbenchmark's
+        for dtype in precisions:
             shape = GemmShape(n, n, n, dtype, GemmLayout.NT)
             host, scale = dtypes.draw(rng, (n, n), dtype)
             operand = self.upload(host)
@@ -147,17 +149,42 @@ class DeviceFacts:
             out[PRECISIONS[dtype].ceiling] = round(shape.flops / ms / 1e6)
         return out
 
+    def energy_aside(self, run, policy: TimingPolicy):
+        """The point's energy window, taken between its timed samples at the moment it costs least: when the next
+        refresh of the instant power is LEAD_S ahead (telemetry.aligned), so that the window's calls run just
+        through the time that refresh's reading describes and it ends on it. Once per point; None without instant
+        power. Started anywhere else, a window waits for a refresh: 84 ms a point on average on an H100."""
+        if not self.telemetry.has_instant:
+            return None
+
+        def aside(timing) -> None:
+            if timing.window is not None or not telemetry.aligned(self.telemetry.refreshes, self.clock.host_time()):
+                return
+            median_ms = summarize(timing.samples_ms).median
+            if not telemetry.wants_window(timing.batch, median_ms, policy.reps):
+                return
+            chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
+            with phase("energy"):
+                timing.window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on),
+                                                       self.telemetry, clock=self.clock.host_time) or {}
+
+        return aside
+
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call (telemetry.py says from what): the instant power between the point's own timed calls
         where they are long, else a window of calls made back to back (no flush: a flush costs energy of its own,
-        as much as a small kernel's), read by instant power or, without it, the energy counter."""
+        as much as a small kernel's) taken between them (energy_aside) or after them, read by instant power or,
+        without it, the energy counter."""
         median_ms = summarize(timing.samples_ms).median if timing and timing.samples_ms else None
         window = None
         if median_ms is not None:
             window = telemetry.timed_energy(timing.instant, timing.batch, median_ms, len(timing.samples_ms))
             if window is None:
+                window = timing.window or None
+            if window is None:
                 chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
-                window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on), self.telemetry)
+                window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on), self.telemetry,
+                                                clock=self.clock.host_time)
         if window is None:
             window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, False), self.telemetry)
         if window is None:
@@ -172,6 +199,13 @@ class DeviceFacts:
         src, dst = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
         samples = measure(lambda: cp.copyto(dst, src), self.clock, TimingPolicy(warmup=2, reps=10, budget_s=0.5))
         return 2 * nbytes / summarize(samples.samples_ms).median / 1e6
+
+
+def peak_precisions(available: list[DType], asked: Collection[DType] | None) -> list[DType]:
+    """The precisions whose tensor-core peak a run measures: those of `asked` (None: all) this GPU computes,
+    FP32 left out (the FFMA microbenchmark is its ceiling). Each costs an 8192² draw on the host and seconds of
+    products, so an FP32 run such as the lab measures none."""
+    return [d for d in available if d != DType.FP32 and (asked is None or d in asked)]
 
 
 def _nvidia_smi(bus_id: str) -> dict:

@@ -22,10 +22,36 @@ from gpubench.timing import TimingPolicy, measure, summarize
 # cuDNN's plan search (not the point's timing): each plan timed as points are, in queued batches after a flush.
 PLAN_SEARCH = TimingPolicy(warmup=1, reps=20, min_reps=5, budget_s=0.02)
 PLAN_TIE = 0.03  # plans within 3% of the fastest are ties, settled by cuDNN's own ranking (stable across runs)
-# A plan whose first timed call (after an untimed one) takes at least SCREEN_MS and over SCREEN times the fastest
-# median so far cannot be among the ties: it is left out without being timed in full (single calls this long
-# vary by a few percent, nowhere near 50%). Shorter plans are cheap to time in full.
+# A plan whose second call (the first may carry first-use work) takes at least SCREEN_MS and over SCREEN times the
+# fastest median so far cannot be among the ties: it is left out without being timed in full (single calls this
+# long vary by a few percent, nowhere near 50%). Shorter plans are cheap to time in full.
 SCREEN, SCREEN_MS = 1.5, 1.0
+# The plan's first call (timed as well) is enough where it is past CLEAR times the fastest plus FIRST_USE_MS, what
+# a first call can add (its workspace's allocation, loading its kernels): the second call is left out.
+CLEAR, FIRST_USE_MS = 3.0, 2.0
+# Near the launch floor (a fastest plan under FLOOR_MS) plans within FLOOR_TIE are ties: on the H100 lab's 7-8 µs
+# layers eng70 and eng28 changed places from one process to the next by 5-13%, so a 3% tie let two runs time
+# different engines and compare call one of them "slower". cuDNN's ranking settles the tie the same way each time.
+FLOOR_MS, FLOOR_TIE = 0.02, 0.15
+# On a short layer (a fastest under SCREEN_MS) the plans within CONTEND of the fastest are timed once more, after
+# all the others, and keep the faster of their two medians: the first plans are timed right after the shape's host
+# work, with the GPU idle a moment before (on the H100 lab cuDNN's first-ranked eng28 read more than 15% slow in one
+# process of two, so the ties above went another way).
+CONTEND = 0.5
+
+
+def contenders(timed: list) -> list:
+    """The (median ms, plan) pairs timed a second time: within CONTEND of the fastest, on a short layer only."""
+    fastest = min(ms for ms, _ in timed)
+    return [(ms, plan) for ms, plan in timed if ms <= fastest * (1 + CONTEND)] if fastest < SCREEN_MS else []
+
+
+def pick_plan(timed: list):
+    """Of (median ms, plan) pairs, the plan of least median, ties (within PLAN_TIE, or FLOOR_TIE where the fastest
+    is under FLOOR_MS) settled by cuDNN's own ranking (stable across runs)."""
+    fastest = min(ms for ms, _ in timed)
+    tie = FLOOR_TIE if fastest < FLOOR_MS else PLAN_TIE
+    return min((plan for ms, plan in timed if ms <= fastest * (1 + tie)), key=lambda plan: plan.index)
 
 
 class Libraries:
@@ -109,17 +135,25 @@ class Libraries:
             except Exception:  # a plan that fails to run is not a candidate either
                 continue
             timed.append((summarize(samples).median, plan))
-        graph.release_workspaces()
         if not timed:
+            graph.release_workspaces()
             raise Skip("no cuDNN plan could run")
-        fastest = min(ms for ms, _ in timed)
-        return min((plan for ms, plan in timed if ms <= fastest * (1 + PLAN_TIE)), key=lambda plan: plan.index)
+        again = {plan.index for _, plan in contenders(timed)}
+        for i, (ms, plan) in enumerate(timed):
+            if plan.index in again:
+                second = summarize(measure(lambda plan=plan: graph.run(plan, x, w, out), self.clock,
+                                           PLAN_SEARCH).samples_ms).median
+                timed[i] = (min(ms, second), plan)
+        graph.release_workspaces()
+        return pick_plan(timed)
 
     def _screened_out(self, run, fastest_ms: float) -> bool:
-        """One untimed call (workspace, any first-use work), then one timed as the search times them (flushed):
-        whether the plan is too slow to be worth timing in full (SCREEN)."""
-        run()
-        self.clock.sync()
+        """One call (workspace, any first-use work), then, unless it was clearly slow (CLEAR), one more, both timed
+        as the search times them (flushed): whether the plan is too slow to be worth timing in full (SCREEN)."""
         self.clock.flush()
         first = self.clock.time_ms(run)
-        return first >= SCREEN_MS and first > SCREEN * fastest_ms
+        if first >= SCREEN_MS and first > CLEAR * fastest_ms + FIRST_USE_MS:
+            return True
+        self.clock.flush()
+        again = self.clock.time_ms(run)
+        return again >= SCREEN_MS and again > SCREEN * fastest_ms
