@@ -60,18 +60,7 @@ winograd_filter(const float* __restrict__ w, float* __restrict__ U, int K, int C
     const int k = idx % KP, c = idx / KP;  // k fastest: the E stores below are coalesced
     float u[ALPHA][ALPHA];
     if (k < K && c < C) {
-        const float* g = w + ((size_t)k * C + c) * 9;
-        float t[ALPHA][3];
-#pragma unroll
-        for (int s = 0; s < 3; ++s) {
-            const float col[3] = {g[s], g[3 + s], g[6 + s]};
-            float out[ALPHA];
-            filter_line(col, out);
-#pragma unroll
-            for (int i = 0; i < ALPHA; ++i) t[i][s] = out[i];
-        }
-#pragma unroll
-        for (int i = 0; i < ALPHA; ++i) filter_line(t[i], u[i]);
+        filter_tile(w + ((size_t)k * C + c) * 9, u);
     } else {
 #pragma unroll
         for (int i = 0; i < ALPHA; ++i)

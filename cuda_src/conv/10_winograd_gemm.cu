@@ -50,18 +50,7 @@ winograd_filter_t(const float* __restrict__ w, float* __restrict__ U, int K, int
     const int c = idx % Cp, k = idx / Cp;
     float u[ALPHA][ALPHA] = {};
     if (c < C) {
-        const float* g = w + ((size_t)k * C + c) * 9;
-        float t[ALPHA][3];  // G g: the three filter columns, each transformed
-#pragma unroll
-        for (int s = 0; s < 3; ++s) {
-            const float col[3] = {g[s], g[3 + s], g[6 + s]};
-            float out[ALPHA];
-            filter_line(col, out);
-#pragma unroll
-            for (int i = 0; i < ALPHA; ++i) t[i][s] = out[i];
-        }
-#pragma unroll
-        for (int i = 0; i < ALPHA; ++i) filter_line(t[i], u[i]);  // (G g) Gᵀ: each row
+        filter_tile(w + ((size_t)k * C + c) * 9, u);
     }
     const size_t plane = (size_t)K * Cp;
 #pragma unroll

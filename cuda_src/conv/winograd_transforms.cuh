@@ -57,3 +57,19 @@ __device__ __forceinline__ void output_line(const float (&m)[ALPHA], float (&o)[
     o[3] = d12 + 8.0f * d34 + m[5];
 #endif
 }
+
+// U = G g Gᵀ for one filter and channel, g its 3×3 taps in row-major order.
+__device__ __forceinline__ void filter_tile(const float* g, float (&u)[ALPHA][ALPHA])
+{
+    float t[ALPHA][3];  // G g: the three filter columns, each transformed
+#pragma unroll
+    for (int s = 0; s < 3; ++s) {
+        const float col[3] = {g[s], g[3 + s], g[6 + s]};
+        float out[ALPHA];
+        filter_line(col, out);
+#pragma unroll
+        for (int i = 0; i < ALPHA; ++i) t[i][s] = out[i];
+    }
+#pragma unroll
+    for (int i = 0; i < ALPHA; ++i) filter_line(t[i], u[i]);  // (G g) Gᵀ: each row
+}
