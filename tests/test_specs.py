@@ -98,7 +98,7 @@ def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatc
 
 @pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
 def test_kernel_symbol_is_in_its_file(v):
-    from gpubench.specs import source_with_includes
+    from gpubench.spec_launch import source_with_includes
 
     text = source_with_includes(v.source)  # the file and the headers it includes from beside it
     for symbol in [step.kernel for step in v.steps()]:
