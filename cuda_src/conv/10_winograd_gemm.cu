@@ -123,14 +123,7 @@ winograd_products(const float* __restrict__ U, const float* __restrict__ V, floa
         copy_window<BM, BK, Tile::THREADS>(As, Tile::A_LD, A + (size_t)row0 * Cp + k0, Cp, K - row0, Cp - k0, true);
         copy_window<BK, BN, Tile::THREADS>(Bs, BN, B + (size_t)k0 * Pp + col0, Pp, Cp - k0, Pp - col0, true);
     });
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int g = 0; g < TN / 4; ++g) {
-            const float v[4] = {tile.acc[i][4 * g], tile.acc[i][4 * g + 1], tile.acc[i][4 * g + 2],
-                                tile.acc[i][4 * g + 3]};
-            store_row4(Out, Pp, K, row0 + tile.row(i), col0 + tile.col(g), v, true);
-        }
+    tile.store(Out, Pp, K, row0, col0, true);
 }
 
 // ---- y from M: one thread per (filter, tile), tiles fastest so the E loads are coalesced -------------------

@@ -19,8 +19,7 @@
 // STAGES-deep ring of 64-channel slices. Launch: grid cdiv(N·OH·OW, BM) · cdiv(K, BN), filter tiles fastest;
 // 2·BM threads; max(ring, staged output) + 1024 bytes of dynamic shared memory (the ring is aligned up to 1024).
 
-#include "../include/hopper.cuh"       // wgmma_fence/commit/wait, fence_proxy_async, smem_desc (K-major, 128B swizzle)
-#include "../include/wgmma_16bit.cuh"  // Wgmma<T, N>::mma, m64nNk16 in fp16 and bf16
+#include "../include/hopper.cuh"       // wgmma_ss (m64nNk16), wgmma_fence/commit/wait, fence_proxy_async, smem_desc (K-major, 128B swizzle)
 #include "implicit_tiles.cuh"
 
 #ifndef ELEM
@@ -93,7 +92,7 @@ conv_tc_wgmma(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OUT* 
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the swizzled rows
-            Wgmma<ELEM, BN>::mma(acc, smem_desc(a + 32 * kk), smem_desc(b + 32 * kk));
+            wgmma_ss<ELEM, BN>(acc, smem_desc(a + 32 * kk), smem_desc(b + 32 * kk), 1);
         wgmma_commit();
         wgmma_wait<1>();  // slice t − 1's wgmmas are done (slice t's run on)
     }

@@ -22,8 +22,7 @@
 // cdiv(N·OH·OW, BM) · cdiv(K, BN), filter tiles fastest; 128 · PRODUCERS + 256 threads; max(ring, staged output) + 1024 + 16·STAGES
 // bytes of dynamic shared memory.
 
-#include "../include/hopper.cuh"       // wgmma_fence/commit/wait, fence_proxy_async, smem_desc, mbarriers, named_sync
-#include "../include/wgmma_16bit.cuh"  // Wgmma<T, N>::mma
+#include "../include/hopper.cuh"       // wgmma_ss (m64nNk16), wgmma_fence/commit/wait, fence_proxy_async, smem_desc, mbarriers, named_sync
 #include "implicit_tiles.cuh"
 
 #ifndef ELEM
@@ -132,7 +131,7 @@ conv_tc_wgmma_ws(const ELEM* __restrict__ x, const ELEM* __restrict__ w, ELEM_OU
             for (int kk = 0; kk < BK / 16; ++kk)
 #pragma unroll
                 for (int i = 0; i < MI; ++i)
-                    Wgmma<ELEM, BN>::mma(acc[i], smem_desc(a + i * 64 * BK * 2 + 32 * kk), smem_desc(b + 32 * kk));
+                    wgmma_ss<ELEM, BN>(acc[i], smem_desc(a + i * 64 * BK * 2 + 32 * kk), smem_desc(b + 32 * kk), 1);
         }
         wgmma_commit();
         wgmma_wait<1>();                                        // slice t − 1's wgmmas are done ...

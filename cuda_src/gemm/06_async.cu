@@ -38,11 +38,5 @@ gemm_async(const float* __restrict__ A, const float* __restrict__ B, float* __re
         copy_window<BK, BN, Tile::THREADS>(Bs, BN, B + (size_t)k0 * N + col0, N, K - k0, N - col0, aligned);
     });
 
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int g = 0; g < TN / 4; ++g) {
-            const float v[4] = {tile.acc[i][4 * g], tile.acc[i][4 * g + 1], tile.acc[i][4 * g + 2], tile.acc[i][4 * g + 3]};
-            store_row4(C, N, M, row0 + tile.row(i), col0 + tile.col(g), v, N % 4 == 0);
-        }
+    tile.store(C, N, M, row0, col0, N % 4 == 0);
 }

@@ -71,6 +71,18 @@ struct AsyncTile {
         }
     }
 
+    // The accumulators into C (ld floats per row, rows × ld clipped), the block's tile starting at (row0, col0).
+    __device__ void store(float* C, int ld, int rows, int row0, int col0, bool vec_ok) const
+    {
+#pragma unroll
+        for (int i = 0; i < MR; ++i)
+#pragma unroll
+            for (int g = 0; g < NR / 4; ++g) {
+                const float v[4] = {acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]};
+                store_row4(C, ld, rows, row0 + row(i), col0 + col(g), v, vec_ok);
+            }
+    }
+
     // copy(As, Bs, k0) queues the cp.async copies of one slice (As: MT rows of A_LD floats; Bs: KT rows of NT).
     template <class Copy>
     __device__ void run(float* smem, int K, Copy copy)

@@ -66,8 +66,10 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
 
 #define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
 #define ACC64(i) ACC32(i), ACC32(i + 32)
-#define ACC_N128 ACC64(0)             // the outputs of an n128 wgmma, as one macro argument
+#define ACC_N64 ACC32(0)              // the outputs of an n64 wgmma, as one macro argument
+#define ACC_N128 ACC64(0)             // ... of an n128 one
 #define ACC_N256 ACC64(0), ACC64(64)  // ... of an n256 one
+#define WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define WGMMA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 #define WGMMA_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 // One wgmma: INSTR's accumulators DREGS, then the two descriptors (operands IA, IB), scale-d from operand IP
@@ -85,7 +87,7 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
 template <typename T, int N, int TA = 0, int TB = 0>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, uint32_t accumulate)
 {
-    static_assert(N == 128 || N == 256, "wgmma_ss: N 128 or 256");
+    static_assert(N == 64 || N == 128 || N == 256, "wgmma_ss: N 64, 128 or 256");
     static_assert(sizeof(T) == 2 || (TA == 0 && TB == 0), "fp8 wgmma reads K-major operands only");
     if constexpr (N == 256) {
         if constexpr (sizeof(T) == 1)
@@ -97,6 +99,16 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t
         else
             WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", WGMMA_D128, "128", "129", "130",
                          ", %131, %132", ACC_N256, "n"(TA), "n"(TB));
+    } else if constexpr (N == 64) {
+        if constexpr (sizeof(T) == 1)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", WGMMA_D32, "32", "33", "34", "",
+                         ACC_N64);
+        else if constexpr (std::is_same_v<T, __half>)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", WGMMA_D32, "32", "33", "34",
+                         ", %35, %36", ACC_N64, "n"(TA), "n"(TB));
+        else
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", WGMMA_D32, "32", "33", "34",
+                         ", %35, %36", ACC_N64, "n"(TA), "n"(TB));
     } else {
         if constexpr (sizeof(T) == 1)
             WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", WGMMA_D64, "64", "65", "66", "",
