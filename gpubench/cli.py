@@ -193,7 +193,8 @@ def history(runs, threshold, alpha, html, force, every):
       gpubench history ci-runs/ --threshold 0.03 --html history.html
     """
     outcome = app.run_history(list(runs), threshold, alpha, html, force)
-    terminal.history(outcome, every, click.echo)
+    with terminal.reader_may_leave():
+        terminal.history(outcome, every, click.echo)
     return outcome.exit_code
 
 
@@ -243,7 +244,8 @@ def check(config, arch, builtin, block_sizes):
       gpubench check --arch sm_90 --config path/to/gpubench.toml
     """
     project, rows = app.check_project(config, arch, builtin, options.block_sizes(block_sizes))
-    terminal.checks(project, rows)
+    with terminal.reader_may_leave():
+        terminal.checks(project, rows)
     failed = [e for *_, e in rows if e is not None]
     if failed:
         raise failed[0]

@@ -48,31 +48,57 @@ class OneLineErrors(click.Group):
             with stop_signals_as_interrupts():
                 rc = super().main(args=args, prog_name=prog_name or "gpubench", standalone_mode=False, **extra)
         except GpubenchError as e:
-            click.echo(f"gpubench: error: {_one_line(str(e))}", err=True)
-            sys.exit(Exit.USAGE)
+            _say(f"gpubench: error: {_one_line(str(e))}", Exit.USAGE)
         except click.exceptions.NoArgsIsHelpError as e:  # bare `gpubench`: help, not an error
             click.echo(e.ctx.get_help())
             sys.exit(Exit.OK)
         except click.ClickException as e:
-            click.echo(f"gpubench: error: {_one_line(e.format_message())}", err=True)
-            sys.exit(Exit.USAGE)
+            _say(f"gpubench: error: {_one_line(e.format_message())}", Exit.USAGE)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
+        except BrokenPipeError:  # the reader of the output left (`gpubench list | head -1`): nothing is wrong here
+            _quiet_stdout()
+            sys.exit(Exit.OK)
         except OSError as e:  # a path or directory the OS refuses (too long, read-only, unwritable cache...)
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-            click.echo(f"gpubench: error: {where}{e.strerror or e}", err=True)
-            sys.exit(Exit.USAGE)
+            _say(f"gpubench: error: {_one_line(where + (e.strerror or str(e) or type(e).__name__))}", Exit.USAGE)
         except UnicodeEncodeError as e:  # an output that cannot take the tables' · and × (PYTHONIOENCODING=ascii)
-            sys.stderr.write(f"gpubench: error: the output takes only {e.encoding}, and gpubench's tables need more "
-                             "(set PYTHONIOENCODING=utf-8)\n")
-            sys.exit(Exit.USAGE)
+            _say(f"gpubench: error: the output takes only {e.encoding}, and gpubench's tables need more "
+                 "(set PYTHONIOENCODING=utf-8)", Exit.USAGE)
         except (click.Abort, KeyboardInterrupt) as e:
             stop = e.__cause__ if isinstance(e, click.Abort) else e  # click turns KeyboardInterrupt into Abort
             signum = stop.signum if isinstance(stop, Terminated) else None
-            click.echo(f"gpubench: {stop if signum else 'interrupted'}", err=True)
-            sys.exit(Exit.stopped_by(signum))
+            _say(f"gpubench: {stop if signum else 'interrupted'}", Exit.stopped_by(signum))
         sys.exit(int(rc) if isinstance(rc, int) else Exit.OK)
 
 
+def _say(line: str, code: int):
+    """The one line on stderr, and the exit code, which stands even where stderr cannot be written (closed,
+    a full disk, a reader gone)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, UnicodeEncodeError):  # ValueError: a closed file
+        pass
+    _quiet_stdout()
+    sys.exit(code)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null where it can no longer be written, so that Python's flush at exit has nowhere
+    to fail (and print a traceback about it)."""
+    import os
+
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """One line of printable text: whitespace runs become a space, and any other control character (an escape
+    sequence in a file name or a corrupt file) is written out as Python would, never sent to the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(text.split()))

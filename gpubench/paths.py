@@ -63,6 +63,15 @@ def env_dir(name: str) -> Path | None:
     return path
 
 
+def resolved(path: str | Path) -> Path:
+    """`path` absolute, with its symbolic links followed as far as they go. Unlike Path.resolve, a link loop is
+    not an error here (Python 3.11 raises RuntimeError): the path is left for the caller's is_file() or is_dir()
+    check to refuse in its own words."""
+    if "\0" in str(path):
+        raise GpubenchError(f"{str(path)!r} is not a path: a path holds no NUL character")
+    return Path(os.path.realpath(path))
+
+
 def cache_dir() -> Path:
     return env_dir("GPUBENCH_CACHE") or platformdirs.user_cache_path("gpubench")
 

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpubench import paths
 from gpubench.errors import GpubenchError
 from gpubench.specs import SpecError
 from gpubench.spec_files import parse_specs, read_toml
@@ -54,8 +55,10 @@ def _table(path: Path) -> dict:
     if path.name == "pyproject.toml":
         tool = data.get("tool")
         data = tool.get("gpubench") if isinstance(tool, dict) else None
-        if not isinstance(data, dict):
+        if data is None:
             raise SpecError(f"{path}: has no [tool.gpubench] table")
+        if not isinstance(data, dict):
+            raise SpecError(f"{path}: tool.gpubench must be a table ([tool.gpubench]), got {data!r:.40}")
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise SpecError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed are {', '.join(sorted(KEYS))}")
@@ -72,12 +75,12 @@ def load(config: str | Path | None = None, start: Path | None = None) -> Project
             raise GpubenchError(f"{source}: {named} is not a file (give a gpubench.toml or a pyproject.toml with "
                                 "[tool.gpubench])")
     else:
-        path = find(Path(start or Path.cwd()).resolve())
+        path = find(paths.resolved(start or Path.cwd()))
         if path is None:
             return Project()
     data = _table(path)
     tuned = data.get("tuned")
     if tuned is not None and not isinstance(tuned, str):
         raise SpecError(f"{path}: tuned must be a directory path (a string), got {tuned!r}")
-    variants = parse_specs(data, str(path), path.parent.resolve())
-    return Project(path, variants, (path.parent / tuned).resolve() if tuned else None)
+    variants = parse_specs(data, str(path), paths.resolved(path.parent))
+    return Project(path, variants, paths.resolved(path.parent / tuned) if tuned else None)

@@ -84,12 +84,12 @@ def parse_specs(data: dict, where: str, base_dir: Path, *, builtin: bool = False
 def read_toml(path: Path, what: str) -> dict:
     try:
         return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read the {what} ({e})") from None
+    except ValueError as e:  # TOMLDecodeError, or an integer of more digits than Python converts (4300)
         raise SpecError(f"{path}: not valid TOML ({e})") from None
     except RecursionError:  # tomllib recurses once per level of nesting
         raise SpecError(f"{path}: not a {what} gpubench can read (arrays or tables nested too deeply)") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read the {what} ({e})") from None
 
 
 def lab_kernel(op: str, text: str, args: str | None, dtypes=("fp32",)) -> Variant:

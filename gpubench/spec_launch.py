@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from gpubench import expr
+from gpubench import expr, paths
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, Op, conv_shape
 from gpubench.spec_entry import IDENT, Entry, args_of
 from gpubench.variant import SAMPLE_SMS, SMS, Config, LaunchSpec, Step, TensorMap, Variant
@@ -108,7 +108,7 @@ def source_with_includes(source: Path, seen: set[Path] | None = None) -> str:
     """A CUDA source's text and that of the headers it includes by "quotes" from beside it, and theirs: where a
     kernel may be defined (a header shared by two kernel files)."""
     seen = seen if seen is not None else set()
-    path = source.resolve()
+    path = paths.resolved(source)
     if path in seen or not path.is_file():
         return ""
     seen.add(path)

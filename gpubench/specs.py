@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from gpubench import runners, spec_precision
+from gpubench import paths, runners, spec_precision
 from gpubench.problems import DIMS, LAB_NAMES, Op
 # SpecError, ARCH, LAB_BLOCK_SIZES and sample_problems are read from here by the rest of the package
 from gpubench.spec_entry import ARCH, IDENT, NAME, Entry, SpecError, args_of, require_args  # noqa: F401
@@ -91,7 +91,7 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
     if needs_source:
         if not source_text:
             entry.fail("source is missing: the kernel's file, relative to this spec")
-        source = (base_dir / source_text).resolve()
+        source = paths.resolved(base_dir / source_text)
         if source.is_dir():
             entry.fail(f"source {source_text} is a directory: give the kernel's file (looked at {source})")
         if not source.is_file():
@@ -179,7 +179,7 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
         entry.fail(f"arch must look like sm_80, sm_90 or sm_90a, got {arch!r}")
     includes = []
     for inc in entry.get("includes", list, default=[], what="a list of directories"):
-        path = (base_dir / str(inc)).resolve()
+        path = paths.resolved(base_dir / str(inc))
         if not path.is_dir():
             entry.fail(f"includes: {inc} is not a directory (looked for {path})")
         includes.append(path)

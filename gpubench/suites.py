@@ -193,12 +193,12 @@ def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None
     catalog = catalog or Catalog.with_user([])
     try:
         data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
+    except (OSError, UnicodeDecodeError) as e:
+        raise GpubenchError(f"suite {path} cannot be read ({e})") from None
+    except ValueError as e:  # TOMLDecodeError, or an integer of more digits than Python converts (4300)
         raise GpubenchError(f"suite {path} is not valid TOML: {e}") from None
     except RecursionError:  # tomllib recurses once per level of nesting
         raise GpubenchError(f"suite {path} is not a suite (arrays or tables nested too deeply)") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise GpubenchError(f"suite {path} cannot be read ({e})") from None
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise GpubenchError(f"suite {path} has unknown key(s) {', '.join(sorted(unknown))}; allowed are "
@@ -251,6 +251,6 @@ def shipped() -> list[tuple[str, str]]:
     for p in sorted(suites_dir().glob("*.toml")):
         try:
             out.append((p.stem, str(tomllib.loads(p.read_text()).get("description", ""))))
-        except (tomllib.TOMLDecodeError, RecursionError, OSError, UnicodeDecodeError):
+        except (ValueError, RecursionError, OSError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
             out.append((p.stem, "(not valid TOML)"))
     return out

@@ -146,7 +146,7 @@ def load(path: str | Path) -> Run:
     with _uncollected():
         try:
             data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as e:
+        except (ValueError, RecursionError) as e:  # ValueError: JSONDecodeError, or an integer past 4300 digits
             raise GpubenchError(f"results file {path} is not valid JSON (truncated or corrupt?): {e}") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise GpubenchError(f"{path} is not a gpubench results file (no \"schema\": \"{SCHEMA}\")")

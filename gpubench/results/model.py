@@ -136,6 +136,9 @@ class Point:
 
     def __post_init__(self):
         object.__setattr__(self, "status", Status(self.status))
+        for name, text in (("variant", self.variant), ("config", self.config), ("device", self.device or "-")):
+            if not text or not text.isprintable():  # a name goes into tables on a terminal: no escapes, no newlines
+                raise ValueError(f"{name} must be non-empty printable text, got {text!r:.40}")
         object.__setattr__(self, "samples_ms", tuple(float(s) for s in self.samples_ms))
         if not all(SAMPLE_RANGE[0] <= s <= SAMPLE_RANGE[1] for s in self.samples_ms):  # NaN fails both
             raise ValueError(f"samples_ms must be finite positive numbers of milliseconds ({SAMPLE_RANGE[0]:g} to "

@@ -157,7 +157,7 @@ def _point(d, i: int, check: _Check) -> Point:
     if not isinstance(d, dict):
         check.fail(where, "is not an object")
     op = check.field(d, "op", str, where)
-    where = f"point {i} ({op} {d.get('variant', '?')})"
+    where = f"point {i} ({_shown(op)} {_shown(d.get('variant', '?'))})"
     missing = [k for k in ("variant", "config", "problem", "status") if k not in d]
     if missing:
         check.fail(where, f"lacks {', '.join(missing)}")
@@ -186,6 +186,13 @@ def _point(d, i: int, check: _Check) -> Point:
     return check.made(where, lambda: Point(problem, variant, config, status, reason=str(d.get("reason", "")),
                                            rel_err=rel_err, tolerance=tolerance, samples_ms=samples, details=details,
                                            device=device, telemetry=telemetry))
+
+
+def _shown(name) -> str:
+    """A name from the file as a message may quote it: as it is where it is printable text, else as Python writes
+    it (an escape sequence in a corrupt file never reaches the terminal), at most 40 characters."""
+    text = name if isinstance(name, str) and name.isprintable() else repr(name)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _status(text: str) -> Status:
@@ -224,7 +231,9 @@ def run_from(data: dict, path: Path) -> Run:
         check.fail("", f"nested more than {MAX_DEPTH} levels deep")
     device = check.field(environment, "device", dict, "environment", required=False) or {}
     check.field(environment, "software", dict, "environment", required=False)
-    check.field(device, "name", str, "environment.device", required=False)
+    name = check.field(device, "name", str, "environment.device", required=False)
+    if name is not None and not name.isprintable():
+        check.fail("environment.device", f"name must be printable text, got {name!r:.40}")
     check.number(device, "copy_gbps", "environment.device", optional=True)
     check.number(device, "floor_ms", "environment.device", lo=1e-9, optional=True)
     ceilings = check.field(device, "ceilings", dict, "environment.device", required=False) or {}

@@ -18,7 +18,12 @@ from gpubench.views.tables import escape, plural, to_markdown, to_rich
 
 class _Console(Console):
     """rich's console, except that a pipe closed by its reader is the caller's to handle (reader_may_leave):
-    rich's own answer is to exit 1, which is compare's exit code for a regression."""
+    rich's own answer is to exit 1, which is compare's exit code for a regression; and with no automatic
+    highlighting (gpubench styles what it means to), whose regular expressions take time quadratic in a line's
+    length: a 100,000-character name from a file took compare 47 s."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, highlight=False, **kwargs)
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
