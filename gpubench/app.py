@@ -116,12 +116,9 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
 
 def load_run(file: str, threshold: float = plan.DEFAULTS.threshold) -> Run:
     """`gpubench show`: the saved run (any schema version), for a view to show."""
-    import math
-
     from gpubench import results
 
-    if not math.isfinite(threshold):
-        raise GpubenchError(f"--threshold must be a finite fraction such as 0.05, got {threshold}")
+    plan.compare_settings(threshold)
     return results.load(file)
 
 
@@ -242,6 +239,7 @@ def write_report(paths: list[str], output: str, force: bool, threshold: float, a
     """The HTML report of these runs (the first is the base of the comparisons), written atomically."""
     from gpubench.views import report
 
+    threshold, _ = plan.compare_settings(threshold)
     path = check_output(output, force, "report", (".html", ".htm"))
     runs, _ = load_runs(paths)
     html = report.render(runs, threshold=threshold, across=across)
@@ -274,6 +272,7 @@ def run_history(paths: list[str], threshold: float, alpha: float, html: str | No
     """Every point's series across the runs with its changes; the HTML page too where asked for."""
     from gpubench import history as hist
 
+    threshold, alpha = plan.compare_settings(threshold, alpha)
     target = check_output(html, force, "history page", (".html", ".htm"), flag="--html") if html is not None else None
     runs, passed_over = load_runs(paths)
     outcome = History(hist.history(runs, alpha), threshold, passed_over)

@@ -40,3 +40,10 @@ class Terminated(KeyboardInterrupt):
 
         self.signum = signum
         super().__init__(f"terminated by {signal.Signals(signum).name}")
+
+
+def parser_complaint(e: ValueError) -> str:
+    """What a JSON or TOML parser's ValueError says, for a one-line error: Python's limit on an integer's digits
+    (4300) advises calling a Python function, which is no advice about a file."""
+    text = str(e)
+    return "a number has more than 4300 digits" if "integer string conversion" in text else text

@@ -15,6 +15,8 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
+from gpubench import paths
+
 ENV = "GPUBENCH_PHASES"
 SEP = ">"
 _OFF = nullcontext()
@@ -88,13 +90,18 @@ def add(name: str, amount: float) -> None:
         _recorder.add(name, amount)
 
 
+def directory() -> Path | None:
+    """The directory GPUBENCH_PHASES names (made if missing) while recording, else None; one line naming the
+    variable where it cannot be a directory (a run checks it before it starts, not when it saves its totals)."""
+    return paths.env_dir(ENV) if _recorder is not None else None
+
+
 def save(role: str) -> Path | None:
     """Write this process's totals so far to <GPUBENCH_PHASES>/phases-<role>-<pid>.json (replacing its last)."""
-    directory = os.environ.get(ENV)
-    if _recorder is None or not directory:
+    where = directory()
+    if where is None:
         return None
-    path = Path(directory) / f"phases-{role}-{os.getpid()}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = where / f"phases-{role}-{os.getpid()}.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"role": role, **_recorder.as_dict()}))
     os.replace(tmp, path)

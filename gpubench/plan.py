@@ -260,7 +260,7 @@ def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None
     from gpubench import spec_files
 
     mine = [spec_files.lab_kernel(op, k, args, dtypes) for k in texts]
-    if args and not mine:
+    if args is not None and not mine:
         raise GpubenchError("--args gives the parameter order of a --kernel: add --kernel FILE:SYMBOL")
     for v in mine:
         if v.backend != backend:
@@ -351,8 +351,10 @@ def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | No
                   discard_throttled=discard_throttled or p.discard_throttled)
 
 
-def compare_settings(threshold: float, alpha: float) -> tuple[float, float]:
-    if not math.isfinite(threshold) or not 1e-9 <= alpha < 1 or not math.isfinite(alpha):
-        raise GpubenchError(f"--threshold must be a finite fraction (got {threshold}) and --alpha within [1e-9, 1) "
-                            f"(got {alpha})")
+def compare_settings(threshold: float, alpha: float = DEFAULTS.alpha) -> tuple[float, float]:
+    """compare's, report's and history's --threshold and --alpha (click has checked their ranges, not nan/inf)."""
+    if not math.isfinite(threshold):
+        raise GpubenchError(f"--threshold must be a finite fraction such as 0.05, got {threshold}")
+    if not 1e-9 <= alpha < 1 or not math.isfinite(alpha):
+        raise GpubenchError(f"--alpha must be within [1e-9, 1), such as 0.05, got {alpha}")
     return threshold, alpha

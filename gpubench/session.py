@@ -218,6 +218,7 @@ def run_sweeps(request: RunRequest, display: Display) -> RunOutcome:
 
 def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> RunOutcome:
     path = claim_output(request.output, request.force, claims) if request.output is not None else None
+    phases.directory()  # GPUBENCH_PHASES, where set, is a directory: checked before any point runs
     variants = list(dict.fromkeys(v for s in request.sweeps for v in s.variants))
     family = sum(len(s) for s in request.sweeps)  # what a later comparison of this run corrects for
     for s in request.sweeps:

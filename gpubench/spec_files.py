@@ -12,6 +12,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from gpubench.errors import parser_complaint
 from gpubench.problems import ARRAYS, DIMS, Op
 from gpubench.runners import PythonRunner
 from gpubench.specs import IDENT, KEYS, NAME, Entry, SpecError, variant_from
@@ -87,7 +88,7 @@ def read_toml(path: Path, what: str) -> dict:
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"{path}: cannot read the {what} ({e})") from None
     except ValueError as e:  # TOMLDecodeError, or an integer of more digits than Python converts (4300)
-        raise SpecError(f"{path}: not valid TOML ({e})") from None
+        raise SpecError(f"{path}: not valid TOML ({parser_complaint(e)})") from None
     except RecursionError:  # tomllib recurses once per level of nesting
         raise SpecError(f"{path}: not a {what} gpubench can read (arrays or tables nested too deeply)") from None
 
@@ -113,7 +114,10 @@ def lab_kernel(op: str, text: str, args: str | None, dtypes=("fp32",)) -> Varian
         raise SpecError(f"--kernel {text!r}: NAME {name!r} may hold letters, digits and . _ + - (e.g. "
                         "mine=my_lab.cu:gpu_matrix_mult_sm)")
     default_args = "a,b,c,m,n,k" if op == Op.GEMM else ",".join(ARRAYS[op] + DIMS[op])
-    order = [a.strip() for a in (args or default_args).split(",") if a.strip()]
+    order = [a.strip() for a in (default_args if args is None else args).split(",") if a.strip()]
+    if not order:
+        raise SpecError(f"--args {args!r} is empty (an unset variable?): give the kernel's parameter order, e.g. "
+                        f"--args {default_args}, or leave it out for that default")
     grid = ["cdiv(N, BLOCK_SIZE)", "cdiv(M, BLOCK_SIZE)"] if op == Op.GEMM else \
         ["cdiv(OW, BLOCK_SIZE)", "cdiv(OH, BLOCK_SIZE)", "N * K"]  # x along output rows; conv: a plane per z
     table = {

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import paths, plan
-from gpubench.errors import GpubenchError
+from gpubench.errors import GpubenchError, parser_complaint
 from gpubench.plan import DEFAULTS, Sweep
 from gpubench.problems import Op
 from gpubench.specs import LAB_BLOCK_SIZES, OPS
@@ -196,7 +196,7 @@ def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None
     except (OSError, UnicodeDecodeError) as e:
         raise GpubenchError(f"suite {path} cannot be read ({e})") from None
     except ValueError as e:  # TOMLDecodeError, or an integer of more digits than Python converts (4300)
-        raise GpubenchError(f"suite {path} is not valid TOML: {e}") from None
+        raise GpubenchError(f"suite {path} is not valid TOML: {parser_complaint(e)}") from None
     except RecursionError:  # tomllib recurses once per level of nesting
         raise GpubenchError(f"suite {path} is not a suite (arrays or tables nested too deeply)") from None
     unknown = set(data) - TOP_KEYS

@@ -12,7 +12,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpubench.errors import GpubenchError
+from gpubench.errors import GpubenchError, parser_complaint
 from gpubench.paths import temporary
 from gpubench.results.model import SCHEMA, Point, Run, RunStatus
 from gpubench.results.schema import migrate, run_from
@@ -147,7 +147,7 @@ def load(path: str | Path) -> Run:
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as e:  # ValueError: JSONDecodeError, or an integer past 4300 digits
-            raise GpubenchError(f"results file {path} is not valid JSON (truncated or corrupt?): {e}") from None
+            raise GpubenchError(f"results file {path} is not valid JSON (truncated or corrupt?): {parser_complaint(e)}") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise GpubenchError(f"{path} is not a gpubench results file (no \"schema\": \"{SCHEMA}\")")
         return run_from(migrate(data, path), path)
