@@ -1,3 +1,33 @@
-from gpubench.cli import cli
+"""`python -m gpubench` and the `gpubench` script. The command line's own imports (click, rich, NumPy) take a few
+hundred milliseconds before command.py's handling of Ctrl-C, SIGTERM and SIGHUP begins: a signal then ends the
+process at once with the same one line and exit code, rather than an import's traceback (a KeyboardInterrupt inside
+NumPy's import even surfaces as an ImportError)."""
 
-cli()
+import os
+import signal
+
+from gpubench.exit_codes import Exit
+
+STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _stopped_while_starting(signum, frame):
+    said = "interrupted" if signum == signal.SIGINT else f"terminated by {signal.Signals(signum).name}"
+    try:
+        os.write(2, f"gpubench: {said}\n".encode())
+    except OSError:
+        pass
+    os._exit(Exit.stopped_by(None if signum == signal.SIGINT else signum))  # nothing has started: nothing to save
+
+
+def main():
+    before = {s: signal.signal(s, _stopped_while_starting) for s in STOPS}
+    from gpubench.cli import cli
+
+    for s, handler in before.items():
+        signal.signal(s, handler)
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -100,15 +100,19 @@ def remote_stop() -> int:
 def _deaf_to_ctrl_c():
     """Dask worker processes started in here ignore SIGINT (a disposition a child inherits): Ctrl-C in the
     terminal reaches the whole process group, and it is the coordinator's to handle (it ends them), not theirs
-    to print tracebacks about."""
+    to print tracebacks about. SIGINT is blocked in this thread meanwhile too, so that one which comes is kept
+    pending for it rather than discarded, and interrupts the command once the workers are up (unless a thread
+    from before, such as a BLAS thread of NumPy's, takes it: the kernel may hand it any thread not blocking it)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, before)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is delivered here
 
 
 class Cluster:

@@ -91,14 +91,14 @@ def add(name: str, amount: float) -> None:
 
 
 def directory() -> Path | None:
-    """The directory GPUBENCH_PHASES names (made if missing) while recording, else None; one line naming the
+    """The directory GPUBENCH_PHASES names (made if missing), None where it is unset; one line naming the
     variable where it cannot be a directory (a run checks it before it starts, not when it saves its totals)."""
-    return paths.env_dir(ENV) if _recorder is not None else None
+    return paths.env_dir(ENV)
 
 
 def save(role: str) -> Path | None:
     """Write this process's totals so far to <GPUBENCH_PHASES>/phases-<role>-<pid>.json (replacing its last)."""
-    where = directory()
+    where = directory() if _recorder is not None else None
     if where is None:
         return None
     path = where / f"phases-{role}-{os.getpid()}.json"

@@ -59,7 +59,7 @@ def check_output(output: str | Path, force: bool, what: str = "results file", su
                                 "through a temporary file beside it)")
         if path.is_dir():
             raise GpubenchError(f"{flag} {output} is a directory: give a file path")
-        if path.exists() and not force:
+        if (path.exists() or path.is_symlink()) and not force:  # a link to nowhere (or to itself) is replaced too
             raise GpubenchError(f"{flag} {output} exists: pass --force to replace it, or choose another path")
         blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
         if blocking is not None:
