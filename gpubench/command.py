@@ -43,6 +43,15 @@ def stop_signals_as_interrupts():
 class OneLineErrors(click.Group):
     """Every user error becomes one line on stderr and exit code 2; commands return their own exit code."""
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # the output's reader left (`gpubench list | head -1`): not this command's failure
+            if not _reader_left():  # another pipe (a worker's) broke: that one is an error
+                raise
+            _quiet_stdout()  # (click's own answer to a closed pipe is exit 1, a failed point's code)
+            return Exit.OK
+
     def main(self, args=None, prog_name=None, **extra):
         try:
             with stop_signals_as_interrupts():
@@ -56,9 +65,6 @@ class OneLineErrors(click.Group):
             _say(f"gpubench: error: {_one_line(e.format_message())}", Exit.USAGE)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
-        except BrokenPipeError:  # the reader of the output left (`gpubench list | head -1`): nothing is wrong here
-            _quiet_stdout()
-            sys.exit(Exit.OK)
         except OSError as e:  # a path or directory the OS refuses (too long, read-only, unwritable cache...)
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             _say(f"gpubench: error: {_one_line(where + (e.strerror or str(e) or type(e).__name__))}", Exit.USAGE)
@@ -82,6 +88,18 @@ def _say(line: str, code: int):
         pass
     _quiet_stdout()
     sys.exit(code)
+
+
+def _reader_left() -> bool:
+    """Whether stdout is a pipe (or socket) nobody reads any more: the kernel reports POLLERR on it."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's capture), or no poll
+        return False
 
 
 def _quiet_stdout() -> None:

@@ -84,6 +84,7 @@ def assert_answered_well(result, command: str) -> None:
     if result.exit_code == Exit.USAGE:
         err = result.stderr
         assert err.startswith("gpubench: error: ") and err.count("\n") == 1, err
+        assert err[:-1].isprintable(), err  # no escape sequence from a file name or a corrupt file reaches a terminal
         assert len(err.split(": ", 2)[-1].strip()) > 3, err  # it says something
 
 

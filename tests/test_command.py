@@ -87,3 +87,17 @@ def test_a_worker_ends_with_its_coordinator_even_when_that_is_killed_outright(sl
     proc = start_sweep(slow_project, hang_from=SIZES[2])
     _, family, _ = stop_mid_sweep(proc, slow_project, signal.SIGKILL)
     assert family and survivors(family) == []
+
+
+def test_a_ctrl_c_while_dask_workers_start_is_kept_for_after(tmp_path):
+    """The Dask workers start with SIGINT ignored (theirs to inherit); a Ctrl-C meanwhile is kept pending for the
+    coordinator, and interrupts it once they are up, rather than being discarded (the run went on to the end)."""
+    import sys
+
+    code = ("import signal, threading, time\nfrom gpubench.cluster import _deaf_to_ctrl_c\ntry:\n"
+            "    with _deaf_to_ctrl_c():\n        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)\n"
+            "        time.sleep(0.2)\n    time.sleep(0.2)\n    print('lost')\nexcept KeyboardInterrupt:\n"
+            "    print('kept')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert p.stdout == "kept\n", p.stdout + p.stderr

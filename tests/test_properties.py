@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
 import click
 import pytest
@@ -63,6 +64,8 @@ ODD = [
     "run.json", "other.json", "missing.json", "empty.json", "corrupt.json", "deep.json", "afile", "afile/x.json",
     "adir", "adir/", "emptydir", LONG_NAME, "x" * 5000, ".json", ".png", ".html", "/proc/x.json", "/", ".", "..",
     "out.json", "out.png", "out.html", "suite.toml", "deep.toml", "gpubench.toml", "badspec.toml",
+    # symbolic links: a loop, and one to nowhere
+    "loop.json", "dangling.json", "loop.py:f", "loop.cu:k", "loop.toml", "big.json",
 ]
 HOSTILE = (st.sampled_from(ODD) | st.text(max_size=10) | st.integers(-2**70, 2**70).map(str)
            | st.floats(allow_nan=True, allow_infinity=True).map(repr))
@@ -102,6 +105,11 @@ def setup_files(directory) -> None:
     (directory / "badspec.toml").write_text('[[variant]]\nname = "mine\\n"\n')
     for name in ("out.json", "out.png", "out.html", "h.html"):
         (directory / name).unlink(missing_ok=True)
+    for name, target in (("loop.json", "loop.json"), ("loop.py", "loop.py"), ("loop.cu", "loop.cu"),
+                         ("loop.toml", "loop.toml"), ("dangling.json", "nowhere/run.json")):
+        if not (directory / name).is_symlink():
+            (directory / name).symlink_to(target)
+    (directory / "big.json").write_text(RUN.replace('"m": 1024', '"m": ' + "9" * 5000, 1))  # past Python's 4300 digits
 
 
 ARGUMENTS = {"run": ["suite.toml", "quick", "lab"], "show": ["run.json"], "plot": ["run.json"],
@@ -150,6 +158,8 @@ def test_odd_command_lines(tmp_path, line, monkeypatch):
     assert_answered_well(invoke(args), command)
     for name, before in kept.items():  # what was not named as an output with --force is never touched
         assert digest(tmp_path / name) == before or ("--force" in args and name in args), name
+    for name in ("loop.json", "dangling.json"):  # nor is a link, even one that leads nowhere
+        assert (tmp_path / name).is_symlink() or ("--force" in args and name in args), name
     assert not [p for p in tmp_path.rglob("*.tmp")]  # no temporary file is left behind
 
 
@@ -189,7 +199,7 @@ def test_every_argument_of_every_command_alone(tmp_path, monkeypatch, value):
         assert_answered_well(invoke(args), args[0])
 
 
-ENVIRONMENT = ["GPUBENCH_CACHE", "GPUBENCH_TUNED", "GPUBENCH_COMMIT", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HOME",
+ENVIRONMENT = ["GPUBENCH_CACHE", "GPUBENCH_TUNED", "GPUBENCH_COMMIT", "GPUBENCH_PHASES", "GPUBENCH_CONFIG", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HOME",
                "COLUMNS", "LINES", "NO_COLOR", "TERM"]
 
 
@@ -228,6 +238,14 @@ REAL = [
     (["gemm", "--backend", "cpu", "--sizes", "16", "-o", LONG_NAME], "the file name is too long"),
     (["run", "deep.toml", "--backend", "cpu"], "nested too deeply"),
     (["show", "deep.json"], "not valid JSON"),
+    (["show", "big.json"], "a number has more than 4300 digits"),
+    (["gemm", "--backend", "cpu", "--sizes", "16", "--kernel", "k.py:f", "--args", ""], "--args '' is empty"),
+    (["gemm", "--backend", "cpu", "--sizes", "16", "--args", ""], "--args gives the parameter order of a --kernel"),
+    (["gemm", "--backend", "cpu", "--sizes", "16", "--kernel", "loop.py:f"], "source loop.py does not exist"),
+    (["gemm", "--backend", "cpu", "--sizes", "16", "-o", "dangling.json"], "exists: pass --force"),
+    (["report", "run.json", "-o", "r.html", "--threshold", "nan"], "--threshold must be a finite fraction"),
+    (["history", "run.json", "--threshold", "inf"], "--threshold must be a finite fraction"),
+    (["history", "run.json", "--alpha", "nan"], "--alpha must be within"),
 ]
 
 
@@ -257,3 +275,72 @@ def test_an_ascii_only_output_is_one_line(tmp_path):
                        text=True, env=env, timeout=120)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "PYTHONIOENCODING=utf-8" in p.stderr, p.stderr
     assert json.loads((tmp_path / "run.json").read_text())["schema"] == "gpubench-run"
+
+
+def _gpubench(args, cwd, **popen):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]),
+           **popen.pop("env", {})}
+    return subprocess.Popen([sys.executable, "-m", "gpubench", *args], cwd=cwd, env=env, **popen)
+
+
+@pytest.mark.parametrize("value,words", [("/proc/x", "cannot be made a directory"), ("afile", "is not a directory"),
+                                         (" ", "is set but empty")])
+def test_a_phases_directory_that_cannot_be_is_refused_before_the_run(tmp_path, value, words):
+    """GPUBENCH_PHASES (profiling gpubench itself) is checked with the output, before any point runs, and named."""
+    import subprocess
+
+    setup_files(tmp_path)
+    p = _gpubench(["gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", "o.json"], tmp_path,
+                  env={"GPUBENCH_PHASES": value}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and err == f"gpubench: error: GPUBENCH_PHASES{'=' + value if value.strip() else ''} " \
+        f"{words}" + err.split(words, 1)[1], err
+    assert err.count("\n") == 1 and not (tmp_path / "o.json").exists() and not (tmp_path / " ").exists()
+
+
+@pytest.mark.parametrize("args", [["list"], ["show", "run.json"], ["history", "run.json", "other.json"],
+                                  ["compare", "run.json", "other.json"], ["env", "--backend", "cpu"]])
+def test_a_reader_that_leaves_is_no_error(tmp_path, args):
+    """`gpubench list | head -1`: the output's reader gone before it is written is not the command's failure."""
+    import subprocess
+
+    setup_files(tmp_path)
+    p = _gpubench(args, tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout.close()  # before a byte is read: every write meets a closed pipe
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 0 and err == "", err
+
+
+def test_an_unwritable_stderr_still_gives_the_exit_code(tmp_path):
+    """stderr on a full disk (or closed): the line cannot be said, but the exit code is still the table's."""
+    import subprocess
+
+    setup_files(tmp_path)
+    with open("/dev/full", "w") as full:
+        for args, code in ((["show", "missing.json"], 2), (["show", "run.json"], 0)):
+            p = _gpubench(args, tmp_path, stdout=subprocess.DEVNULL, stderr=full)
+            assert p.wait(timeout=120) == code, args
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_while_gpubench_imports_is_one_line(tmp_path, signum):
+    """A signal in the few hundred milliseconds that Python takes to import click, rich and NumPy, before the
+    command's own handling: the one line and the table's exit code, never an import's traceback."""
+    import subprocess
+    import sys
+
+    from gpubench.exit_codes import Exit
+
+    arrives = (f"import builtins, os, runpy, sys\nreal = builtins.__import__\n"
+               f"def hook(name, *a, **k):\n    if name == 'gpubench.cli':\n        os.kill(os.getpid(), {int(signum)})\n"
+               f"    return real(name, *a, **k)\nbuiltins.__import__ = hook\nsys.argv = ['gpubench', 'list']\n"
+               f"runpy.run_module('gpubench', run_name='__main__')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", arrives], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=120)
+    how = "interrupted" if signum == signal.SIGINT else f"terminated by {signum.name}"
+    assert p.returncode == Exit.stopped_by(None if signum == signal.SIGINT else signum), p.stderr
+    assert p.stderr == f"gpubench: {how}\n" and p.stdout == ""

@@ -75,16 +75,17 @@ def valid_run_text():
 def corrupted(draw, text):
     """A results file spoilt one way: a value replaced (any type, huge, nested), a key deleted, cut short, bytes
     flipped, nested deeply at some place, or re-encoded."""
-    kind = draw(st.sampled_from(["value", "value", "delete", "truncate", "bytes", "deep", "encoding"]))
-    if kind in ("value", "delete", "deep"):
+    kind = draw(st.sampled_from(["value", "value", "delete", "truncate", "bytes", "deep", "digits", "encoding"]))
+    if kind in ("value", "delete", "deep", "digits"):
         data = json.loads(text)
         places = [p for p in paths_in(data) if p]
         path = draw(st.sampled_from(places))
-        if kind == "deep":  # JSON text nested at that place, past what any reader should recurse into
-            marker = "__deep__"
+        if kind in ("deep", "digits"):  # JSON text at that place nested past what any reader should recurse into,
+            marker = "__deep__"  # or a number longer than Python converts (4300 digits)
             data = replaced(data, path, marker)
-            return json.dumps(data).replace(json.dumps(marker), nested(draw(st.sampled_from([65, 1000, 100_000]))),
-                                            1).encode()
+            odd = nested(draw(st.sampled_from([65, 1000, 100_000]))) if kind == "deep" else \
+                draw(st.sampled_from(["9" * 5000, "-" + "1" * 4301, "0." + "5" * 5000, "1e" + "9" * 5000]))
+            return json.dumps(data).replace(json.dumps(marker), odd, 1).encode()
         data = replaced(data, path, None if kind == "delete" else draw(JSON_VALUES), delete=kind == "delete")
         return json.dumps(data, allow_nan=True).encode()
     raw = text.encode()
@@ -125,6 +126,23 @@ def test_corrupted_results_files_drawn(tmp_path, valid_run_text, data):
         (tmp_path / out).unlink(missing_ok=True)
     assert_answered_well(invoke(["plot", str(bad), "-o", str(tmp_path / "p.png"), *roofline]), "plot")
     assert_answered_well(invoke(["report", str(bad), "-o", str(tmp_path / "r.html")]), "report")
+
+
+NAMES = [("points", 0, "variant"), ("points", 0, "config"), ("points", 0, "device"), ("environment", "device", "name")]
+
+
+@pytest.mark.parametrize("where", NAMES, ids=lambda w: ".".join(map(str, w)))
+@pytest.mark.parametrize("name", ["", "\x1b[2J\x1b[31m", "a\x00b", "a\nb", "tab\there", "\u202etxet", "\x7f"])
+def test_a_name_that_is_not_printable_text_is_refused(tmp_path, valid_run_text, where, name):
+    """A name a run shows on the terminal (variant, configuration, GPU) that holds an escape sequence, a newline, a
+    NUL or nothing at all: refused in one line that does not carry it, never sent to the terminal."""
+    data = replaced(json.loads(valid_run_text), where, name)
+    path = tmp_path / "names.json"
+    path.write_text(json.dumps(data))
+    for args in (["show", str(path)], ["compare", str(path), str(path)], ["history", str(path)]):
+        r = invoke(args)
+        assert_answered_well(r, args[0])
+        assert r.exit_code == 2 and "must be" in r.stderr and "\x1b" not in r.output, r.output
 
 
 @settings(max_examples=30, suppress_health_check=SUPPRESS, **SETTINGS)
@@ -189,7 +207,8 @@ def suite_text(draw):
             lines.append(f"{k} = {toml_value(value)}")
     tail = draw(st.integers(0, 9))
     if tail == 0:
-        lines.append(draw(st.sampled_from(["[[sweep]", "= 3", "name = 'unterminated", "\x00"])))
+        lines.append(draw(st.sampled_from(["[[sweep]", "= 3", "name = 'unterminated", "\x00", "reps = " + "9" * 5000,
+                                           "sizes = [" + "1" * 4400 + "]"])))
     elif tail == 1:  # nested past what a reader should recurse into, under some key
         lines.append(f"{draw(st.sampled_from(SWEEP_KEYS))} = {nested(draw(st.sampled_from([64, 5000, 100_000])))}")
     return "\n".join(lines) + "\n"
@@ -235,6 +254,7 @@ SPEC_VALUES = (TOML_VALUES | st.sampled_from([
     "k.py", "k.cu", "../k.cu", "/", "missing.cu", "f", "k", "cpu", "cuda", "python", "numpy", "block", "configs",
     "tuned", "none", ["N ** 99"], ["cdiv(N, 0)"], ["2147483648"], ["1", "65536"], ["1025"], ["1", "1", "65"],
     ["M * N * K * M * N * K"], ["-1"], "{BM}", "{", "sm_90", "sm_9x", ["sm_90"], ["x", "w", "y"], ["A", "A"],
+    "loop.cu", "loop.py", "loop", ["loop"], "a\x00b.cu", ["a\x00b"], "nowhere.py",  # links to themselves, NUL
 ]))
 
 
@@ -266,7 +286,8 @@ def spec_text(draw):
                    for t in tables)
     if draw(st.integers(0, 9)) == 0:
         text += draw(st.sampled_from(["[[family]]\nname = 3\n", "[sets]\nx = 1\n", "tuned = 5\n",
-                                      f"x = {nested(100_000)}\n", "[[variant]\n"]))
+                                      f"x = {nested(100_000)}\n", "[[variant]\n", 'tuned = "loop"\n',
+                                      'tuned = "a\\u0000b"\n', f"tolerance = {'9' * 5000}\n"]))
     return text
 
 
@@ -281,6 +302,9 @@ def test_odd_spec_files(tmp_path, monkeypatch, text, command):
     (tmp_path / "k.py").write_text("def f(A, B, C, M, N, K):\n    C[:] = A @ B\n")
     (tmp_path / "gpubench.toml").write_text(text)
     (tmp_path / "out.json").unlink(missing_ok=True)
+    for name in ("loop.cu", "loop.py", "loop"):  # symbolic links to themselves
+        if not (tmp_path / name).is_symlink():
+            (tmp_path / name).symlink_to(name)
     args = command + (["-o", "out.json", "--max-time", "0.01"] if command[0] in ("gemm", "conv", "run") else [])
     assert_answered_well(invoke(args), command[0])
 

@@ -9,6 +9,7 @@ shows 9 to 12 here; a quadratic step (each row looking through all the points) s
 import gc
 import random
 import time
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -77,3 +78,20 @@ def test_rendering_and_comparing_are_linear_in_the_points(runs, command):
     cpu_seconds(args(SMALL), 1)  # warm: imports, caches
     small, large = cpu_seconds(args(SMALL), 3), cpu_seconds(args(LARGE), 1)
     assert large / small < LINEAR_LIMIT, f"{small:.2f} s for {SMALL} points, {large:.2f} s for {LARGE}"
+
+
+def test_rendering_is_linear_in_the_length_of_a_name(tmp_path):
+    """A name from a file (here a variant's that only the new run has, 10,000 characters against 100,000) costs
+    time in proportion to its length: rich's automatic highlighting, which gpubench's consoles leave off, is
+    quadratic in a line's length (a 100,000-character variant name took `compare` 47 s)."""
+    base = save(long_run(8, seed=1), tmp_path / "base.json")
+
+    def args(length):
+        run = long_run(8, seed=1)
+        run.points = [replace(p, variant="v" * length) if i == 0 else p for i, p in enumerate(run.points)]
+        return ["compare", str(base), str(save(run, tmp_path / f"name-{length}.json"))]
+
+    short, long = args(10_000), args(100_000)
+    cpu_seconds(short, 1)  # warm
+    small, large = cpu_seconds(short, 3), cpu_seconds(long, 1)
+    assert large / small < LINEAR_LIMIT, f"{small:.2f} s for 10,000 characters, {large:.2f} s for 100,000"

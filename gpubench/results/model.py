@@ -136,8 +136,10 @@ class Point:
 
     def __post_init__(self):
         object.__setattr__(self, "status", Status(self.status))
-        for name, text in (("variant", self.variant), ("config", self.config), ("device", self.device or "-")):
-            if not text or not text.isprintable():  # a name goes into tables on a terminal: no escapes, no newlines
+        names = {"variant": self.variant, "config": self.config, **({} if self.device is None else
+                                                                    {"device": self.device})}
+        for name, text in names.items():  # names go into tables on a terminal: no escapes, no newlines
+            if not text or not text.isprintable():
                 raise ValueError(f"{name} must be non-empty printable text, got {text!r:.40}")
         object.__setattr__(self, "samples_ms", tuple(float(s) for s in self.samples_ms))
         if not all(SAMPLE_RANGE[0] <= s <= SAMPLE_RANGE[1] for s in self.samples_ms):  # NaN fails both

@@ -232,8 +232,8 @@ def run_from(data: dict, path: Path) -> Run:
     device = check.field(environment, "device", dict, "environment", required=False) or {}
     check.field(environment, "software", dict, "environment", required=False)
     name = check.field(device, "name", str, "environment.device", required=False)
-    if name is not None and not name.isprintable():
-        check.fail("environment.device", f"name must be printable text, got {name!r:.40}")
+    if name is not None and not (name and name.isprintable()):
+        check.fail("environment.device", f"name must be non-empty printable text, got {name!r:.40}")
     check.number(device, "copy_gbps", "environment.device", optional=True)
     check.number(device, "floor_ms", "environment.device", lo=1e-9, optional=True)
     ceilings = check.field(device, "ceilings", dict, "environment.device", required=False) or {}
