@@ -189,7 +189,10 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
         runner = PythonRunner()
     params = dict(params or {})
     label = config_label(None, params, {})
-    variant = Variant(name=name or getattr(fn, "__name__", "measured"), op=problem.op, backend=backend,
+    name = name or str(getattr(fn, "__name__", "measured"))
+    if not name.isprintable():  # it names the point's row in tables and files (results.Point checks it too)
+        raise GpubenchError(f"measure: name={name!r} must be printable text (no newline or control character)")
+    variant = Variant(name=name, op=problem.op, backend=backend,
                       runner=runner, kernel=getattr(fn, "__name__", "fn"), args=_call_args(problem, args),
                       tolerance=tolerance, origin="measure", function=fn, dtypes=(problem.dtype,),
                       layouts=(problem.layout,), dtype_define=precision)

@@ -61,6 +61,7 @@ def test_args_order_what_the_callable_receives():
     (lambda: api.measure(42, api.gemm(8), backend="cpu"), "measure: 42 is not callable"),
     (lambda: api.measure(matmul, api.gemm(8), backend="cpu", params={"Q": 1}), "unexpected keyword argument 'Q'"),
     (lambda: api.gemm(0), "a GEMM: m must be a positive integer"),
+    (lambda: api.measure(matmul, api.gemm(8), backend="cpu", name="mine\x1b[2J"), "must be printable text"),
 ])
 def test_bad_input_is_one_line(call, match):
     with pytest.raises(GpubenchError, match=match) as e:

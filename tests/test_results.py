@@ -333,7 +333,7 @@ def shapes(draw):
 @st.composite
 def points(draw):
     shape = draw(shapes())
-    name = draw(st.text(min_size=1, max_size=12))
+    name = draw(st.text(min_size=1, max_size=12).filter(str.isprintable))  # a name is printable text (the model)
     if draw(st.booleans()):
         return Point(shape, name, "-", Status.SKIPPED, reason=draw(st.text(max_size=40)))
     samples = draw(st.lists(MS, min_size=1, max_size=8))
