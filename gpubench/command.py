@@ -67,7 +67,10 @@ class OneLineErrors(click.Group):
             sys.exit(e.exit_code)
         except OSError as e:  # a path or directory the OS refuses (too long, read-only, unwritable cache...)
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-            _say(f"gpubench: error: {_one_line(where + (e.strerror or str(e) or type(e).__name__))}", Exit.USAGE)
+            what = e.strerror or str(e) or type(e).__name__
+            if not where and isinstance(e, FileNotFoundError) and _cwd_gone():
+                what = "the current directory no longer exists (deleted?): cd into one that does"
+            _say(f"gpubench: error: {_one_line(where + what)}", Exit.USAGE)
         except UnicodeEncodeError as e:  # an output that cannot take the tables' · and × (PYTHONIOENCODING=ascii)
             _say(f"gpubench: error: the output takes only {e.encoding}, and gpubench's tables need more "
                  "(set PYTHONIOENCODING=utf-8)", Exit.USAGE)
@@ -88,6 +91,16 @@ def _say(line: str, code: int):
         pass
     _quiet_stdout()
     sys.exit(code)
+
+
+def _cwd_gone() -> bool:
+    import os
+
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
 
 
 def _reader_left() -> bool:

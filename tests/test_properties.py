@@ -344,3 +344,20 @@ def test_a_signal_while_gpubench_imports_is_one_line(tmp_path, signum):
     how = "interrupted" if signum == signal.SIGINT else f"terminated by {signum.name}"
     assert p.returncode == Exit.stopped_by(None if signum == signal.SIGINT else signum), p.stderr
     assert p.stderr == f"gpubench: {how}\n" and p.stdout == ""
+
+
+@pytest.mark.parametrize("args", [["list"], ["gemm", "--backend", "cpu", "--sizes", "16"], ["check"]])
+def test_a_current_directory_that_was_deleted_is_named(tmp_path, args):
+    """A shell still standing in a directory that was removed: every path relative to it is gone, and the line
+    says so rather than a bare "No such file or directory"."""
+    import shlex
+    import subprocess
+    import sys
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    line = f"cd {gone} && rmdir {gone} && exec {sys.executable} -m gpubench {shlex.join(args)}"
+    p = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr == "gpubench: error: the current directory no longer exists (deleted?): " \
+        "cd into one that does\n", p.stderr
