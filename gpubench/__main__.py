@@ -5,6 +5,7 @@ NumPy's import even surfaces as an ImportError)."""
 
 import os
 import signal
+import sys
 
 from gpubench.exit_codes import Exit
 
@@ -22,6 +23,8 @@ def _stopped_while_starting(signum, frame):
 
 def main():
     before = {s: signal.signal(s, _stopped_while_starting) for s in STOPS}
+    if sys.path and sys.path[0] in ("", os.getcwd()):  # `python -m gpubench` put the current directory first:
+        del sys.path[0]  # a socket.py or numpy.py of the user's there must not be imported for the library's
     from gpubench.cli import cli
 
     for s, handler in before.items():

@@ -17,6 +17,7 @@ Dask is an optional extra (`pip install 'gpubench[cluster]'`; dask-cuda too for 
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -127,6 +128,9 @@ class Cluster:
         self.options, self.replicate = options, replicate
         self.incidents: list[Incident] = []
         self._local_cluster = None
+        # Dask starts its worker processes as `python -c ...`, which puts the current directory first on their
+        # path: a socket.py or numpy.py of the user's there would be imported for the library's (PYTHONSAFEPATH).
+        os.environ["PYTHONSAFEPATH"] = "1"
         if scheduler:
             try:
                 self.client = Client(scheduler, timeout="30s")

@@ -52,6 +52,8 @@ def module(path: Path):
             raise GpubenchError(f"{path}: not a Python module")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod  # dataclasses and pickling look their module up by name
+        if str(path.parent) not in sys.path:  # its own modules beside it import, after the libraries of the same
+            sys.path.append(str(path.parent))  # name (a helper named json.py never hides the standard library's)
         try:
             spec.loader.exec_module(mod)
         except BaseException as e:  # whatever the import raises (SystemExit too) is the user's, in one line

@@ -173,7 +173,9 @@ class Worker:
         package_root = str(Path(__file__).resolve().parent.parent)  # the same gpubench, however it was found
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
-        self.process = subprocess.Popen([sys.executable, "-m", "gpubench.worker", str(theirs.fileno()),
+        # -P: the current directory is not put first on its path, so that a socket.py or numpy.py of the user's
+        # there is never imported for the library's (a project's own modules are found beside them: user_code).
+        self.process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.worker", str(theirs.fileno()),
                                          str(os.getpid())],
                                         pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                         start_new_session=True)

@@ -361,3 +361,25 @@ def test_a_current_directory_that_was_deleted_is_named(tmp_path, args):
     p = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr == "gpubench: error: the current directory no longer exists (deleted?): " \
         "cd into one that does\n", p.stderr
+
+
+@pytest.mark.parametrize("spread", [[], ["--gpus", "2"]], ids=["worker", "dask"])
+def test_files_of_the_users_named_like_libraries_are_never_imported_for_them(tmp_path, spread):
+    """A student's folder holding numpy.py, socket.py or json.py: the worker (and the command) import the real
+    libraries, while a project's module still imports its own helpers from beside it, wherever it lies."""
+    import subprocess
+    import sys
+
+    for name in ("numpy", "socket", "json", "rich"):
+        (tmp_path / f"{name}.py").write_text(f"raise SystemExit('the user\\'s {name}.py was imported')\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helper.py").write_text("def product(a, b):\n    return a @ b\n")
+    (tmp_path / "lib" / "mine.py").write_text("from helper import product\n\n\ndef f(A, B, C, M, N, K):\n"
+                                              "    C[:] = product(A, B)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-m", "gpubench", "gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5",
+                        "-o", "o.json", "--kernel", "lib/mine.py:f", *spread], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and "imported" not in p.stdout + p.stderr, p.stderr
+    assert {pt.variant for pt in __import__("gpubench.results", fromlist=["load"]).load(tmp_path / "o.json").points} \
+        == {"numpy", "f"}
