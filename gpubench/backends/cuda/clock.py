@@ -29,6 +29,10 @@ class CudaClock:
     def sync(self) -> None:
         self.cp.cuda.Stream.null.synchronize()
 
+    def pause(self, seconds: float) -> None:
+        """The host waits (the GPU runs whatever is queued)."""
+        time.sleep(seconds)
+
     def flush(self) -> None:
         self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
         self.cp.cuda.runtime.memsetAsync(self.scratch.data.ptr, self.value, self.scratch.nbytes, 0)
