@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from gpubench.phases import phase
 from gpubench.results import Point
 
-MAX_WAITING = 2  # a point's buffers are kept while it waits: at most this many points wait (memory stays bounded)
+MAX_WAITING = 3  # a point's buffers are kept while it waits: at most this many points wait (memory stays bounded)
 
 
 @dataclass
