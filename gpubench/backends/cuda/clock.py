@@ -9,6 +9,9 @@ from collections import deque
 
 SPIN_NS = 50_000  # the least cover for the host's launch latency ahead of a timed call (see probes.cu)
 RETIMES = 3  # a call the host queued too late for its wait is timed again, at most this many times
+BLOCKING_NS = 5_000_000  # a call that takes the host longer than this to return is not slow to launch: it waits
+# for the GPU (a library call that synchronizes). No wait in front of it can keep the host out of its interval, so
+# it is neither timed again nor allowed to size the waits of the calls after it (each would spin that long)
 
 
 class CudaClock:
@@ -28,6 +31,10 @@ class CudaClock:
 
     def sync(self) -> None:
         self.cp.cuda.Stream.null.synchronize()
+
+    def pause(self, seconds: float) -> None:
+        """The host waits (the GPU runs whatever is queued)."""
+        time.sleep(seconds)
 
     def flush(self) -> None:
         self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
@@ -54,6 +61,8 @@ class CudaClock:
             queued_ns = (self.host_time() - t0) * 1e9  # by now the start event and the whole call are queued
             self.end.record()
             self.end.synchronize()
+            if queued_ns >= BLOCKING_NS:
+                break
             if queued_ns < wait_ns:
                 self.launch_us.append(queued_ns / 1000)
                 break
