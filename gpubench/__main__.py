@@ -21,10 +21,17 @@ def _stopped_while_starting(signum, frame):
     os._exit(Exit.stopped_by(None if signum == signal.SIGINT else signum))  # nothing has started: nothing to save
 
 
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # deleted: command.py says so once a command needs it
+        return None
+
+
 def main():
     before = {s: signal.signal(s, _stopped_while_starting) for s in STOPS}
-    if sys.path and sys.path[0] in ("", os.getcwd()):  # `python -m gpubench` put the current directory first:
-        del sys.path[0]  # a socket.py or numpy.py of the user's there must not be imported for the library's
+    if sys.path and sys.path[0] in ("", _cwd()):  # `python -m gpubench` put the current directory first: a
+        del sys.path[0]  # socket.py or numpy.py of the user's there must not be imported for the library's
     from gpubench.cli import cli
 
     for s, handler in before.items():

@@ -128,6 +128,24 @@ def test_corrupted_results_files_drawn(tmp_path, valid_run_text, data):
     assert_answered_well(invoke(["report", str(bad), "-o", str(tmp_path / "r.html")]), "report")
 
 
+@pytest.mark.parametrize("key", ['"status": ', '"variant": ', '"m": ', '"samples_ms": ', '"name": '])
+def test_a_key_given_twice_in_one_object_is_refused(tmp_path, valid_run_text, key):
+    """JSON readers settle a key given twice each their own way (Python's keeps the last): a hand-edited file that
+    says "interrupted" and then "complete" is ambiguous, so it is refused in one line naming the key."""
+    text = json.dumps(json.loads(valid_run_text))
+    at = text.index(key)
+    end = text.index(", ", at)  # the key and its value (a scalar, or a list of numbers without ", " in it)
+    if text[at + len(key)] == "[":
+        end = text.index("]", at) + 1
+    path = tmp_path / "twice.json"
+    path.write_text(text[:at] + text[at:end] + ", " + text[at:])
+    for args in (["show", str(path)], ["compare", str(path), str(path), "--allow-partial"]):
+        r = invoke(args)
+        assert_answered_well(r, args[0])
+        assert r.exit_code == 2 and f"the key {key.split(':')[0]!s} is given twice".replace('"', "'") in r.stderr, \
+            r.stderr
+
+
 NAMES = [("points", 0, "variant"), ("points", 0, "config"), ("points", 0, "device"), ("environment", "device", "name")]
 
 

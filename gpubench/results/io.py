@@ -130,6 +130,18 @@ def _uncollected():
             gc.enable()
 
 
+def _once_each(pairs: list) -> dict:
+    """An object of the file, whose keys must differ: JSON readers settle a key given twice each their own way
+    (Python's keeps the last), so a file holding `"status": "interrupted"` and then `"status": "complete"` is
+    ambiguous, and refused."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {twice!r} is given twice in one object")
+    return obj
+
+
 def load(path: str | Path) -> Run:
     """Read a saved run (of any version this gpubench knows), turning every way a file can be wrong into one
     line that says which."""
@@ -145,7 +157,7 @@ def load(path: str | Path) -> Run:
         raise GpubenchError(f"results file {path} is empty")
     with _uncollected():
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_once_each)
         except (ValueError, RecursionError) as e:  # ValueError: JSONDecodeError, or an integer past 4300 digits
             raise GpubenchError(f"results file {path} is not valid JSON (truncated or corrupt?): {parser_complaint(e)}") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
