@@ -6,6 +6,7 @@ ragged sample problem against CUDA's limits. gpubench/specs.py calls these for e
 from __future__ import annotations
 
 import re
+import tokenize
 from dataclasses import replace
 from pathlib import Path
 
@@ -117,9 +118,20 @@ def source_with_includes(source: Path, seen: set[Path] | None = None) -> str:
 
 
 def symbol_defined(entry: Entry, source: Path, symbol: str, suffix: str) -> None:
-    pattern = rf"\bdef\s+{symbol}\s*\(" if suffix == ".py" else rf"\b{symbol}\s*\("
-    text = source.read_text(errors="replace") if suffix == ".py" else source_with_includes(source)
-    if not re.search(pattern, text):
+    """The symbol appears where the source could define it: a CUDA function's name before its parameters; in
+    Python, a def or class, an assignment, or an import (`from mylib import matmul as f`), whose value the
+    worker's import then checks (user_code: callable, its signature)."""
+    if suffix == ".py":
+        pattern = (rf"^\s*(?:async\s+)?(?:def|class)\s+{symbol}\b|^\s*{symbol}\s*(?::[^=\n]*)?=(?!=)"
+                   rf"|^\s*(?:from\s+\S+\s+)?import\b.*\b{symbol}\b")
+        try:
+            with tokenize.open(source) as f:  # as Python reads it: UTF-8, or the encoding its first lines declare
+                text = f.read()
+        except (OSError, SyntaxError, UnicodeDecodeError) as e:
+            entry.fail(f"source {source.name} cannot be read as Python source ({e})")
+    else:
+        pattern, text = rf"\b{symbol}\s*\(", source_with_includes(source)
+    if not re.search(pattern, text, re.MULTILINE):
         where = source.name if suffix == ".py" else f"{source.name} or the headers it includes"
         entry.fail(f"kernel {symbol!r} is not defined in {where}")
 

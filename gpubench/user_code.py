@@ -76,6 +76,9 @@ def function(path: Path, symbol: str) -> Callable:
                             "that launches it (kernel[grid](...)) as the variant's kernel")
     if not callable(fn):
         raise GpubenchError(f"{path}: {symbol} is not callable (it is a {type(fn).__name__})")
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):  # a call would only make a coroutine
+        raise GpubenchError(f"{path}: {symbol} is an async function, which gpubench would call without running "
+                            "it: make it a plain def")
     return fn
 
 

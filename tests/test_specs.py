@@ -624,3 +624,36 @@ def test_the_tensor_core_family_is_declared_once():
     members = [v for v in BUILTIN if v.source is not None and v.source.name == "10_wgmma_tma.cu"]
     assert [v.name for v in members] == ["wgmma-tma", "fp8-tma"]
     assert len({(v.kernel, v.args, v.launch, v.tensor_maps, v.constraints, v.dtype_define) for v in members}) == 1
+
+
+GOOD_PY = "def g(A, B, C, M, N, K):\n    C[:] = A @ B\n"
+
+
+@pytest.mark.parametrize("source", [
+    GOOD_PY.replace("def g", "def f"), GOOD_PY + "f = g\n", GOOD_PY + "f: object = g\n", "from lib import g as f\n",
+    "class f:\n    pass\n", "async def f(A, B, C, M, N, K):\n    pass\n",
+    "# -*- coding: latin-1 -*-\n# caf\xe9\n" + GOOD_PY.replace("def g", "def f"),
+], ids=["def", "alias", "annotated", "import", "class", "async", "latin-1"])
+def test_a_python_kernel_may_be_defined_any_way_python_defines_a_name(tmp_path, monkeypatch, source):
+    """The spec's look for the symbol (before the worker imports it and checks it is callable, with the right
+    signature) takes what Python takes: an alias, an import, a class, a file in the encoding it declares."""
+    from gpubench.spec_files import lab_kernel
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_bytes(source.encode("latin-1" if "latin-1" in source else "utf-8"))
+    assert lab_kernel("gemm", "m.py:f", "A,B,C,M,N,K").kernel == "f"
+
+
+@pytest.mark.parametrize("source,words", [
+    (b"x = 1\nx == f\n", "kernel 'f' is not defined in m.py"), (b"# f\n", "kernel 'f' is not defined in m.py"),
+    (bytes(range(256)), "cannot be read as Python source"), ("def f(): pass".encode("utf-16"), "cannot be read"),
+    (b"# -*- coding: nonsense-9 -*-\ndef f(): pass\n", "unknown encoding"),
+], ids=["comparison", "comment", "binary", "utf-16", "bad-cookie"])
+def test_a_python_kernel_that_is_not_there_is_one_line(tmp_path, monkeypatch, source, words):
+    from gpubench.spec_files import lab_kernel
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_bytes(source)
+    with pytest.raises(SpecError, match=words) as e:
+        lab_kernel("gemm", "m.py:f", "A,B,C,M,N,K")
+    assert "\n" not in str(e.value)

@@ -36,6 +36,8 @@ def source(tmp_path):
     ("raise SystemExit(3)\n", r"k\.py failed: SystemExit: 3 \(line 1\)"),
     ("g = 1\n", r"k\.py: has no function 'f'"),
     ("f = 42\n", r"k\.py: f is not callable \(it is a int\)"),
+    ("async def f(A, B, C, M, N, K):\n    pass\n", r"k\.py: f is an async function, which gpubench would call "
+                                                   r"without running it"),
     ("def f(A, B, C):\n    pass\n", r"f\(A, B, C\) cannot be called as f\(A, B, C, M, N, K\), its arguments \(args\): "
                                       r"too many positional arguments"),
 ])
