@@ -71,7 +71,17 @@ def _exit_with(parent: int) -> None:
     left running with nobody to report to would only keep the device."""
     while os.getppid() == parent:
         time.sleep(0.5)
+    _end_group(os.getpid())
     os._exit(1)
+
+
+def _end_group(leader: int) -> None:
+    """SIGKILL the worker's process group (it leads a session of its own): the worker and whatever a user's kernel
+    forked, which would otherwise outlive the run."""
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # all gone already
+        pass
 
 
 def _serve(conn, options: WorkerOptions) -> None:
@@ -211,7 +221,7 @@ class Worker:
         self.stopped = True
         process = self.process
         if process is not None and process.poll() is None:
-            process.kill()
+            _end_group(process.pid)
 
     def _ensure_started(self) -> None:
         if self.stopped:
@@ -230,9 +240,10 @@ class Worker:
         self._reap()
 
     def _reap(self) -> None:
-        """Make sure the process is gone (killing it if need be) and forget it."""
-        if self._alive():
-            self.process.kill()
+        """Make sure the process is gone (killing it if need be), with any process a kernel forked, and forget it."""
+        if self.process is not None:
+            if self.process.returncode is None:  # not reaped yet, so its number still names its group alone
+                _end_group(self.process.pid)
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:

@@ -101,3 +101,22 @@ def test_a_ctrl_c_while_dask_workers_start_is_kept_for_after(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert p.stdout == "kept\n", p.stdout + p.stderr
+
+
+def test_what_a_kernel_forks_ends_with_the_run(slow_project):
+    """A user's function that starts processes of its own (a pool, a helper): they belong to the worker's session
+    and end with it when the run is stopped, rather than outliving it."""
+    (slow_project / "k.py").write_text(
+        "import os, time\nimport numpy as np\n\ndef slow(A, B, C, M, N, K):\n    pid = os.fork()\n"
+        "    if pid == 0:\n        time.sleep(600)\n        os._exit(0)\n"
+        "    with open('forked.txt', 'a') as f:\n        f.write(f'{pid}\\n')\n"
+        "    time.sleep(0.05)\n    np.matmul(A, B, out=C)\n")
+    proc = start_sweep(slow_project)
+    stop_mid_sweep(proc, slow_project, signal.SIGTERM)
+    assert proc.returncode == Exit.TERMINATED
+    forked = [psutil.Process(int(pid)) for pid in (slow_project / "forked.txt").read_text().split()
+              if psutil.pid_exists(int(pid))]
+    left = survivors(forked)
+    for p in left:  # not to outlive the test either
+        p.kill()
+    assert left == []
