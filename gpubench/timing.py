@@ -12,7 +12,7 @@ Two paces (:class:`Pace`, part of the policy and saved with each point). `idle`,
 queued batch) is timed right after the GPU waited for the host, which is what a call costs from a GPU that is not
 already hot. `sustained`: calls run back to back in one stream that the host keeps ahead of the GPU, each still
 after its own flush and between its own events; sampling starts once the calls have run for `settle_s` and their
-time has stopped drifting (the power-limited steady state of a hot GPU, where the clock may be well below its
+time has stopped drifting over a few windows (the power-limited steady state of a hot GPU, where the clock may be well below its
 maximum), which is what a call costs under sustained load (triton.testing.do_bench measures such a stream).
 """
 
@@ -37,8 +37,9 @@ CALIBRATION = 3  # single calls timed (and not kept) to size the batches: the fa
 MAX_DECIDE_SAMPLES = 2000  # enough to decide any comparison worth making; sampling stops here
 WARM_S = 0.1  # warm-up calls stop once they have run this long (a call this long is warm after one, and the
 # point's check has already run it once)
-SETTLE_WINDOW_S = 0.25  # sustained: the stream's time is compared window to window, each this long ...
-STEADY = 0.01  # ... and is steady once two windows' medians are within this of each other
+SETTLE_WINDOW_S = 0.5  # sustained: the stream's time is compared window to window, each this long ...
+STEADY = 0.01  # ... and is steady once the medians of STEADY_WINDOWS windows in a row are within this of each other
+STEADY_WINDOWS = 3  # (two were not enough on an H100 in bf16: its power limiter overshoots, then recovers)
 
 
 class Stop(StrEnum):
@@ -187,7 +188,7 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
 
 def _sustained(run, clock: Clock, policy: TimingPolicy, telemetry) -> Timing:
     """Time `run` in a steady stream: sized from the fastest of a few single calls, settled (back to back for at
-    least settle_s, until two windows' medians agree within STEADY, or max_time_s), then sampled a chunk at a
+    least settle_s, until STEADY_WINDOWS windows' medians agree within STEADY, or max_time_s), then sampled a chunk at a
     time while the stream goes on. No aside: an energy window between samples would break the stream."""
     if not hasattr(clock, "stream"):
         raise GpubenchError(f"pace {Pace.SUSTAINED}: this backend's clock cannot run calls in a stream")
@@ -204,9 +205,9 @@ def _sustained(run, clock: Clock, policy: TimingPolicy, telemetry) -> Timing:
 
 
 def _settle(stream: Stream, policy: TimingPolicy) -> float:
-    """Run the stream until its calls' time is steady: at least policy.settle_s, then until the medians of two
-    SETTLE_WINDOW_S windows in a row agree within STEADY (a GPU coming down to its power limit slows its calls
-    for a while), at most max_time_s. Returns the seconds it ran."""
+    """Run the stream until its calls' time is steady: at least policy.settle_s, then until the medians of
+    STEADY_WINDOWS windows of SETTLE_WINDOW_S in a row agree within STEADY (a GPU that reaches its power limit
+    first clamps its clock below where it settles, then recovers), at most max_time_s. Returns the seconds it ran."""
     started = window_start = time.perf_counter()
     medians, window = [], []
     while True:
@@ -217,7 +218,8 @@ def _settle(stream: Stream, policy: TimingPolicy) -> float:
         medians.append(summarize(window).median)
         window, window_start = [], now
         ran = now - started
-        steady = len(medians) >= 2 and abs(medians[-1] / medians[-2] - 1) <= STEADY
+        last = medians[-STEADY_WINDOWS:]
+        steady = len(last) == STEADY_WINDOWS and max(last) / min(last) - 1 <= STEADY
         if ran >= policy.settle_s and steady or ran >= max(policy.settle_s, policy.max_time_s):
             return ran
 

@@ -144,7 +144,7 @@ def test_sustained_settles_then_samples_the_stream_and_never_calls_aside(monkeyp
                                                   pace=Pace.SUSTAINED, settle_s=0.0), aside=asides.append)
     assert clock.asked == (False, 1.0)  # sized from the fastest single call, flushed as the policy says
     assert t.samples_ms == [1.25] * 8  # none of the settling calls, and every sample from the stream
-    assert clock.taken == 5 + 2  # settled once two windows agreed (1.2 and 1.25 are 4% apart: not yet)
+    assert clock.taken == 6 + 2  # settled once three windows agreed (1.2 and 1.25 are 4% apart: not yet)
     assert clock.closed == 1 and not asides and t.stop == Stop.REPS and t.settled_s is not None
 
 

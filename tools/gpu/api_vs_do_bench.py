@@ -105,7 +105,7 @@ def rounds(values) -> str:
 
 def main():
     print("| dtype | size | idle ms, rounds 1 and 2 (IQR/median) | slept ms | **slept / idle** "
-          "| sustained ms, rounds 1 and 2 (settled s) | do_bench ms | **do_bench / sustained** | do_bench / idle "
+          "| sustained ms, rounds 1 and 2 (IQR/median, settled s) | do_bench ms | **do_bench / sustained** | do_bench / idle "
           "| how idle timed it | launch µs | SM clock and power: idle / slept / sustained / do_bench | rel_err "
           "| first call ms |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|")
@@ -137,7 +137,7 @@ def main():
             how = f"queued batches of {batch}" if batch else "one call at a time"
             print(f"| {dtype} | {n} | {' / '.join(f'{m.median_ms:.4f} ({m.spread:.2%})' for m in idle)} | "
                   f"{rounds(slept)} | **{statistics.fmean(slept) / mean_idle:.4f}** | "
-                  f"{' / '.join(f'{m.median_ms:.4f} ({m.point.details.settled_s:.1f})' for m in hot)} | "
+                  f"{' / '.join(f'{m.median_ms:.4f} ({m.spread:.2%}, {m.point.details.settled_s:.1f})' for m in hot)} | "
                   f"{rounds(theirs)} | **{statistics.fmean(theirs) / mean_hot:.4f}** | "
                   f"{statistics.fmean(theirs) / mean_idle:.4f} | {how} | {host_us:.0f} | "
                   f"{gpubench_clocks(idle[-1])} / {median_clocks(seen['slept'])} / {gpubench_clocks(hot[-1])} / "
