@@ -144,3 +144,39 @@ def test_a_stream_that_ran_dry_once_drops_that_chunk_only():
     assert stream.starved == 1
     assert stream.take() == [pytest.approx(1.0)] * 10 and stream.starved == 1  # not yet seen: the last one queued
     assert stream.take() == [pytest.approx(1.0)] * 10 and stream.starved == 2  # queued after it: dropped
+
+
+def blocking_call(gpu: Gpu, kernel_us: float):
+    """A library call that returns only once the GPU has run it (it synchronizes)."""
+
+    def run():
+        gpu.calls += 1
+        gpu.now += 10.0
+        gpu.enqueue(kernel_us)
+        gpu.now = gpu.tail
+
+    return run
+
+
+def test_a_call_that_waits_for_the_gpu_is_timed_once_and_does_not_slow_the_calls_after_it():
+    """On the H100 lab such calls (200 ms each) were timed four times over, behind ever longer waits, and then set
+    the wait in front of every call after them: its calibration went from 7 to 48 s."""
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    flushed_samples(clock, call(gpu, 5.0, kernel_us=100.0), 4)
+    gpu.calls = 0
+    flushed_samples(clock, blocking_call(gpu, kernel_us=200_000.0), 2)
+    assert gpu.calls == 2
+    before = gpu.now
+    assert flushed_samples(clock, call(gpu, 5.0, kernel_us=100.0), 4) == [pytest.approx(0.1)] * 4
+    assert gpu.now - before < 4 * 1000.0  # µs: each quick call behind a wait of tens of µs, not of 200 ms
+
+
+def test_a_call_that_waits_for_the_gpu_has_no_sustained_stream():
+    """Each call returns only once the GPU has run it, so the queue is empty whenever the host queues the next: its
+    intervals would hold the host's launch, and the point is given up rather than timed."""
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    stream = clock.stream(blocking_call(gpu, kernel_us=1000.0), True, call_ms=1.0)
+    with pytest.raises(Skip, match="faster than the host could queue"):
+        stream.take()

@@ -17,6 +17,9 @@ CHUNK_MS = 10.0  # sustained: the calls queued at a time last about this long on
 MAX_CHUNK = 256  # ... and are at most this many
 AHEAD = 2  # chunks kept queued behind the one the host waits for: ~20 ms of work while it reads telemetry
 STARVED_LIMIT = 5  # chunks in a row the GPU may have waited for the host in before the point is given up
+BLOCKING_NS = 5_000_000  # a call that takes the host longer than this to return is not slow to launch: it waits
+# for the GPU (a library call that synchronizes). No wait in front of it can keep the host out of its interval, so
+# it is neither timed again nor allowed to size the waits of the calls after it (each would spin that long)
 
 
 class CudaClock:
@@ -36,6 +39,10 @@ class CudaClock:
 
     def sync(self) -> None:
         self.cp.cuda.Stream.null.synchronize()
+
+    def pause(self, seconds: float) -> None:
+        """The host waits (the GPU runs whatever is queued)."""
+        time.sleep(seconds)
 
     def flush(self) -> None:
         self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
@@ -62,6 +69,8 @@ class CudaClock:
             queued_ns = (self.host_time() - t0) * 1e9  # by now the start event and the whole call are queued
             self.end.record()
             self.end.synchronize()
+            if queued_ns >= BLOCKING_NS:
+                break
             if queued_ns < wait_ns:
                 self.launch_us.append(queued_ns / 1000)
                 break
