@@ -128,7 +128,7 @@ def test_a_stream_the_host_cannot_keep_ahead_is_given_up():
     clock = clock_on(gpu)
     run = call(gpu, 300.0, kernel_us=50.0)  # the GPU runs a call and its flush faster than the host queues one
     stream = clock.stream(run, True, call_ms=0.05)
-    with pytest.raises(Skip, match="faster than the host could queue"):
+    with pytest.raises(Skip, match="ran out of work while the host queued"):
         stream.take()
     assert stream.starved == STARVED_LIMIT + 1
 
@@ -178,5 +178,5 @@ def test_a_call_that_waits_for_the_gpu_has_no_sustained_stream():
     gpu = Gpu()
     clock = clock_on(gpu)
     stream = clock.stream(blocking_call(gpu, kernel_us=1000.0), True, call_ms=1.0)
-    with pytest.raises(Skip, match="faster than the host could queue"):
+    with pytest.raises(Skip, match="ran out of work while the host queued"):
         stream.take()

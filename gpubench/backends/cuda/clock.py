@@ -183,9 +183,9 @@ class SustainedStream:
             self.starved += 1
             self.in_a_row += 1
             if self.in_a_row > STARVED_LIMIT:
-                raise Skip(f"pace sustained: the GPU ran each chunk of {self.chunk} call(s) faster than the host "
-                           "could queue the next, so no stream of this call can be kept ahead of it (time it at "
-                           "the idle pace)")
+                raise Skip(f"pace sustained: the GPU ran out of work while the host queued each chunk of "
+                           f"{self.chunk} call(s) (a call shorter than its launch, or one that waits for the GPU), "
+                           "so no stream of this call can be kept ahead of it (time it at the idle pace)")
 
     def close(self) -> None:
         """Wait for the chunks still queued (their times are not wanted)."""
