@@ -120,6 +120,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
             details = replace(details, first_call_ms=point.note.first_call_ms)
         details = replace(details, stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
+                          pace=policy.pace, settled_s=timing.settled_s,
                           parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
                           scales=scales_of(backend, shape, inputs))
         readings = timing.telemetry()
