@@ -69,6 +69,9 @@
 #ifndef PROMOTE
 #define PROMOTE 0
 #endif
+#ifndef SETS
+#define SETS 1
+#endif
 
 #if defined(LAYOUT_TN)
 constexpr int A_MN_MAJOR = 1;  // A stored K×M
@@ -103,6 +106,7 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || (FP8 && BN == 128)),
               "PROMOTE: fp8 only, at BN = 128 (a second set of BN/2 accumulators must fit)");
+static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
 static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per register");
 
 #if CLUSTER > 1
@@ -221,13 +225,16 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 }
             }
         };
-        // The tensor cores accumulate into acc. With PROMOTE, each window of PROMOTE slots starts acc afresh and
-        // ends by adding it into `total`, in float32. (Two alternating sets, one added in while the next window
-        // runs, would need 3·BN/2 accumulators: ptxas keeps the whole kernel within __launch_bounds__'s 168
-        // registers a thread, setmaxnreg notwithstanding, and spilled them.)
+        // The tensor cores accumulate into acc. With PROMOTE, each window of PROMOTE slots starts its set afresh
+        // (scale-d = 0) and is then added into `total`, in float32: with SETS = 1 at the window's end, after
+        // waiting for its wgmmas; with SETS = 2 the windows alternate between acc and acc2, and a window's sums
+        // are added in while the next window's first slot runs on the tensor cores.
         float acc[BN / 2];
 #if PROMOTE > 0
         float total[BN / 2];
+#if SETS == 2
+        float acc2[BN / 2];
+#endif
         constexpr int WINDOW = PROMOTE;
 #else
         float (&total)[BN / 2] = acc;  // the tensor cores' accumulators are the result
@@ -240,22 +247,53 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // each descriptor (ncu: this kernel issued 0.74 instructions a cycle to cuBLAS's 0.46 before).
         const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + wg * BOX, 0), desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
         constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
+        // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
+        auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
+            const int s = it % STAGES;
+            mbar_sleep(full(s), (it / STAGES) & 1);
+            const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < KSTEPS; ++j)
+                wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into, da + j * A_KSTEP, db + j * B_KSTEP, !(fresh && j == 0));
+            wgmma_commit();
+        };
         for (uint32_t it = 0; walk.more(); walk.next()) {
             int m0, n0;
             walk.origin(m0, n0);
+#if PROMOTE > 0 && SETS == 2
+#pragma unroll
+            for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+            int t = 0;
+            // One window of slots into `cur`; once the first of them is issued, the window before (in `prev`) has
+            // completed: its slot goes back to the producers and its sums into total. False after the tile's last.
+            auto window = [&](float (&cur)[BN / 2], float (&prev)[BN / 2]) {
+#pragma unroll 1
+                for (int j = 0; j < WINDOW && t < ktiles; ++j, ++t, ++it) {
+                    issue(cur, it, j == 0);
+                    if (t == 0) continue;
+                    wgmma_hold<1>(prev);  // every slot but this one is done (and prev with them)
+                    release((it - 1) % STAGES);
+                    if (j == 0) {
+#pragma unroll
+                        for (int v = 0; v < BN / 2; ++v) total[v] += prev[v];
+                    }
+                }
+                if (t < ktiles) return true;
+                wgmma_hold<0>(cur);
+                release((it - 1) % STAGES);
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) total[v] += cur[v];
+                return false;
+            };
+            while (window(acc, acc2) && window(acc2, acc)) {
+            }
+#else
 #pragma unroll 1
             for (int t = 0; t < ktiles; ++t, ++it) {
                 const int s = it % STAGES;
-                mbar_sleep(full(s), (it / STAGES) & 1);
                 // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
-                const bool fresh = t % WINDOW == 0;
-                const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
-                wgmma_fence();
-#pragma unroll
-                for (int j = 0; j < KSTEPS; ++j)
-                    wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(acc, da + j * A_KSTEP, db + j * B_KSTEP,
-                                                               !(fresh && j == 0));
-                wgmma_commit();
+                issue(acc, it, t % WINDOW == 0);
                 if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
                     // The window's last slot: wait for all of it, then add it in.
                     wgmma_hold<0>(acc);
@@ -272,6 +310,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
 #if PROMOTE == 0
             wgmma_hold<0>(acc);
             release((it - 1) % STAGES);
+#endif
 #endif
             // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded, leave by TMA stores in rounds of
             // two 64 × 64 boxes through this warpgroup's 16 KB of staging, while the producer already fills the
