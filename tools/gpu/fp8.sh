@@ -33,12 +33,15 @@ PY
   sweep)
     python3 -m gpubench run tools/gpu/tc-gemm-fp8.toml -o "$OUT/tc-gemm-fp8.json" > "$OUT/tc-gemm-fp8.log" 2>&1
     echo "sweep exit $?"; grep -E "cublaslt|fp8-tma" "$OUT/tc-gemm-fp8.log" | head -40 ;;
-  ncu)  # the tensor pipe, L2 and DRAM of one launch each (clocks as they come), cuBLASLt's kernel name and launch
-    CONFIGS=${CONFIGS:-0} ncu --profile-from-start off --clock-control none --section SpeedOfLight \
-      --section LaunchStats --section MemoryWorkloadAnalysis --metrics \
-      sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,lts__t_sector_hit_rate.pct \
-      python3 tools/gpu/tc_profile.py 8192 fp8:nt > "$OUT/ncu-fp8.txt" 2>&1
-    echo "ncu exit $?"; grep -E "^\s+(nvjet|sm90|gemm|cutlass)|Duration|SM Frequency|tensor_op|Registers|Grid Size|Cluster Size|Hit Rate|dram__|Block Size|TFLOP" "$OUT/ncu-fp8.txt" | head -60 ;;
+  ncu)  # the tensor pipe, stalls, L2 and DRAM of one launch each (clocks as they come), cuBLASLt's kernel and launch
+    for n in ${SIZES:-4096 8192}; do
+      CONFIGS=${CONFIGS:-0} ncu --profile-from-start off --clock-control none --section SpeedOfLight \
+        --section LaunchStats --section WarpStateStats --metrics \
+        sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum \
+        python3 tools/gpu/tc_profile.py $n fp8:nt > "$OUT/ncu-fp8-$n.txt" 2>&1
+      echo "ncu $n exit $?"
+      grep -E "^\s+(nvjet|gemm)|Elapsed Cycles|Duration|SM Frequency|tensor_op|dram__bytes|hit_rate|inst_executed|TFLOP|Stall|Warp Cycles Per Issued" "$OUT/ncu-fp8-$n.txt" | grep -v "^==" | head -80
+    done ;;
   esac
 }
 if [ "$1" = all ]; then for s in build check error sweep ncu; do echo "== $s"; step $s; done; else step "$1"; fi
