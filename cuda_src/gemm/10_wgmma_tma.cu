@@ -72,6 +72,12 @@
 #ifndef SETS
 #define SETS 1
 #endif
+#ifndef BBOX
+#define BBOX 64
+#endif
+#ifndef STAGGER
+#define STAGGER 0
+#endif
 
 #if defined(LAYOUT_TN)
 constexpr int A_MN_MAJOR = 1;  // A stored K×M
@@ -92,7 +98,7 @@ constexpr int KSTEPS = 4;                        // wgmmas per slot: 32 bytes of
 constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 bytes
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
 constexpr int C_STAGE = 2 * BOX;                 // a consumer warpgroup's staging: 64 rows × 128 columns of C
-constexpr int ROUNDS = BN / 128;                 // staging rounds per tile
+constexpr int C_BOXES = BN / 64;                 // C's boxes of 64 columns per tile, staged two at a time
 // setmaxnreg hands the producer warpgroup's registers to the consumers at run time, as gemm/09_tf32_tma.cu does;
 // ptxas still compiles the whole kernel within __launch_bounds__(384, 1)'s 168 registers a thread (nvcc 13.0).
 constexpr int PRODUCER_REGS = 40;
@@ -100,13 +106,17 @@ constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) 
                                   ? 240 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
 
 static_assert(BK * sizeof(ELEM) == 128, "BK: one 128-byte swizzle row of k (64 for 16-bit types, 128 for fp8)");
-static_assert(BN == 128 || BN == 256, "BN: 128 or 256");
+static_assert(BN == 128 || BN == 256 || (FP8 && BN == 192), "BN: 128 or 256 (or 192 for fp8)");
+static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX % 8 == 0 && BBOX <= 256),
+              "BBOX: rows of B per TMA box, 64 (MN-major: 64 k rows), or whole 8-row atoms that split BN over the cluster");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
-static_assert(PROMOTE >= 0 && (PROMOTE == 0 || (FP8 && BN == 128)),
-              "PROMOTE: fp8 only, at BN = 128 (a second set of BN/2 accumulators must fit)");
+static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
+// The accumulators a consumer thread holds: BN/2 for the tensor cores, as much again in float32 where promoted,
+// BN/2 more for a second fp8 set. ptxas allocates up to setmaxnreg's CONSUMER_REGS (232) to the code after it.
+static_assert(BN / 2 * (PROMOTE > 0 ? SETS + 1 : 1) <= 192, "the accumulators must leave ~40 of 232 registers free");
 static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per register");
 
 #if CLUSTER > 1
@@ -133,14 +143,14 @@ struct TileWalk {
 };
 
 // Box `box` of an operand's slot at k0, whose rows or columns start at mn0 (see the header for the two majors).
-template <int MN_MAJOR>
+template <int MN_MAJOR, int ROWS = 64>
 __device__ __forceinline__ void load_box(uint32_t dst, const TensorMap* map, int mn0, int k0, int box, uint32_t bar,
                                          uint16_t mask = 0)
 {
     if (MN_MAJOR)
         tma_load_2d(dst + box * BOX, map, mn0 + 64 * box, k0, bar, mask);
     else
-        tma_load_2d(dst + box * BOX, map, k0, mn0 + 64 * box, bar, mask);
+        tma_load_2d(dst + box * ROWS * 128, map, k0, mn0 + ROWS * box, bar, mask);
 }
 
 // Descriptor of k step j (32 bytes of k) of an operand tile at `base` (its first box).
@@ -190,7 +200,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             tma_acquire(map_a);
             tma_acquire(map_b);
             const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
-            constexpr int B_BOXES = BN / 64 / CLUSTER;  // the boxes of B this block loads (for its whole cluster)
+            constexpr int B_BOXES = BN / BBOX / CLUSTER;  // the boxes of B this block loads (for its whole cluster)
             for (uint32_t it = 0; walk.more(); walk.next()) {
                 int m0, n0;
                 walk.origin(m0, n0);
@@ -203,7 +213,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                         load_box<A_MN_MAJOR>(sA + s * A_STAGE, map_a, m0, k0, b, full(s));
 #pragma unroll
                     for (int b = walk.rank * B_BOXES; b < (walk.rank + 1) * B_BOXES; ++b)
-                        load_box<B_MN_MAJOR>(sB + s * B_STAGE, map_b, n0, k0, b, full(s), mask);
+                        load_box<B_MN_MAJOR, BBOX>(sB + s * B_STAGE, map_b, n0, k0, b, full(s), mask);
                 }
             }
         }
@@ -230,6 +240,8 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // waiting for its wgmmas; with SETS = 2 the windows alternate between acc and acc2, and a window's sums
         // are added in while the next window's first slot runs on the tensor cores.
         float acc[BN / 2];
+#pragma unroll
+        for (int v = 0; v < BN / 2; ++v) acc[v] = 0.f;
 #if PROMOTE > 0
         float total[BN / 2];
 #if SETS == 2
@@ -240,16 +252,21 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         float (&total)[BN / 2] = acc;  // the tensor cores' accumulators are the result
         constexpr int WINDOW = 1 << 30;
 #endif
-#pragma unroll
-        for (int v = 0; v < BN / 2; ++v) acc[v] = 0.f;
         // The descriptors of slot 0's first k step for this warpgroup. Slot s and k step j only move the start
         // address (bits 0-13, in 16-byte units), so they are sums: fewer instructions per slot than rebuilding
         // each descriptor (ncu: this kernel issued 0.74 instructions a cycle to cuBLAS's 0.46 before).
         const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + wg * BOX, 0), desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
         constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
         // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
+        // STAGGER: consumer warpgroup 1 issues its first slot only once warpgroup 0's first slot is done, so the
+        // two run a slot apart from then on: one warpgroup's wait and promotion fall while the other's wgmmas run.
+        bool stagger = STAGGER != 0;
         auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
             const int s = it % STAGES;
+            if (stagger && wg == 1) {
+                named_sync(4, 256);
+                stagger = false;
+            }
             mbar_sleep(full(s), (it / STAGES) & 1);
             const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
             wgmma_fence();
@@ -257,6 +274,11 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             for (int j = 0; j < KSTEPS; ++j)
                 wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into, da + j * A_KSTEP, db + j * B_KSTEP, !(fresh && j == 0));
             wgmma_commit();
+            if (stagger && wg == 0) {
+                wgmma_wait<0>();
+                named_arrive(4, 256);
+                stagger = false;
+            }
         };
         for (uint32_t it = 0; walk.more(); walk.next()) {
             int m0, n0;
@@ -313,17 +335,18 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
 #endif
 #endif
             // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded, leave by TMA stores in rounds of
-            // two 64 × 64 boxes through this warpgroup's 16 KB of staging, while the producer already fills the
-            // ring with the next tile's first slots.
+            // two 64 × 64 boxes (one in a last round of an odd count) through this warpgroup's 16 KB of staging,
+            // while the producer already fills the ring with the next tile's first slots.
             const uint32_t stage = sC + wg * C_STAGE;
             uint8_t* const staged = stage_base + wg * C_STAGE;
             const int row = 16 * w + lane / 4;  // +8 for odd register pairs
 #pragma unroll
-            for (int r = 0; r < ROUNDS; ++r) {
+            for (int r = 0; r < (C_BOXES + 1) / 2; ++r) {
+                const int boxes = C_BOXES - 2 * r < 2 ? 1 : 2;
                 if (leader) bulk_wait<true>();  // the previous stores have read the staging area
                 named_sync(2 + wg, 128);
 #pragma unroll
-                for (int i = 0; i < 32; ++i) {  // register pairs of columns 128r..128r+127
+                for (int i = 0; i < 16 * boxes; ++i) {  // register pairs of columns 128r..128r+127
                     const int v = 64 * r + 2 * i;
                     // Accumulators v, v + 1: row `row` (+8), columns 8·(v>>2) + 2·(lane%4) + {0, 1}, of box v/32;
                     // 16-byte chunk (v>>2)%8 of the row, swizzled as TMA reads it: chunk ^ (row % 8).
@@ -335,7 +358,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 named_sync(2 + wg, 128);
                 if (leader) {
                     tma_store_2d(map_c, stage, n0 + 128 * r, m0 + 64 * wg);
-                    tma_store_2d(map_c, stage + BOX, n0 + 128 * r + 64, m0 + 64 * wg);
+                    if (boxes == 2) tma_store_2d(map_c, stage + BOX, n0 + 128 * r + 64, m0 + 64 * wg);
                     bulk_commit();
                 }
             }

@@ -69,7 +69,9 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
 #define ACC_N64 ACC32(0)              // the outputs of an n64 wgmma, as one macro argument
 #define ACC_N128 ACC64(0)             // ... of an n128 one
 #define ACC_N256 ACC64(0), ACC64(64)  // ... of an n256 one
+#define ACC_N192 ACC64(0), ACC32(64)          // ... of an n192 one (fp8 only, here)
 #define WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define WGMMA_D96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
 #define WGMMA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 #define WGMMA_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 // One wgmma: INSTR's accumulators DREGS, then the two descriptors (operands IA, IB), scale-d from operand IP
@@ -87,9 +89,13 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
 template <typename T, int N, int TA = 0, int TB = 0>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, uint32_t accumulate)
 {
-    static_assert(N == 64 || N == 128 || N == 256, "wgmma_ss: N 64, 128 or 256");
+    static_assert(N == 64 || N == 128 || N == 256 || (sizeof(T) == 1 && N == 192),
+                  "wgmma_ss: N 64, 128 or 256 (and 192 for fp8)");
     static_assert(sizeof(T) == 2 || (TA == 0 && TB == 0), "fp8 wgmma reads K-major operands only");
-    if constexpr (N == 256) {
+    if constexpr (N == 192) {
+        WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3", WGMMA_D96, "96", "97", "98", "",
+                     ACC_N192);
+    } else if constexpr (N == 256) {
         if constexpr (sizeof(T) == 1)
             WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", WGMMA_D128, "128", "129", "130", "",
                          ACC_N256);
@@ -320,6 +326,12 @@ __device__ __forceinline__ void bulk_wait()
 __device__ __forceinline__ void named_sync(int id, int threads)
 {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Arrive at barrier `id` without waiting: `threads` counts the arriving and the waiting (named_sync) threads.
+__device__ __forceinline__ void named_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Copy the box at (x = inner coordinate, y) into `dst`; its bytes count towards `bar`'s phase. With `mask` != 0
