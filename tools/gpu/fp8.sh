@@ -33,7 +33,11 @@ PY
     python3 tools/gpu/fp8_promotion.py 4096 8192 2048x2048x16384 2>&1 | tee "$OUT/fp8-promotion.txt" ;;
   sweep)
     python3 -m gpubench run tools/gpu/tc-gemm-fp8.toml -o "$OUT/tc-gemm-fp8.json" > "$OUT/tc-gemm-fp8.log" 2>&1
-    echo "sweep exit $?"; grep -E "cublaslt|fp8-tma" "$OUT/tc-gemm-fp8.log" | head -40 ;;
+    echo "sweep exit $?"; grep -E "cublaslt|fp8-tma" "$OUT/tc-gemm-fp8.log" | head -40
+    # cuBLASLt once more right after ours, in the power state our points ran in (the suite times it first)
+    python3 -m gpubench gemm --variants cublaslt --dtype fp8 --layout nt --sizes 4096,8192 --warmup 3 --reps 30 \
+      --budget 0.5 --max-time 3 -o "$OUT/cublaslt-after.json" > "$OUT/cublaslt-after.log" 2>&1
+    echo "cublaslt-after exit $?"; grep -E "cublaslt" "$OUT/cublaslt-after.log" | head -8 ;;
   ncu)  # the tensor pipe, stalls, L2 and DRAM of one launch each (clocks as they come), cuBLASLt's kernel and launch
     for n in ${SIZES:-4096 8192}; do
       CONFIGS=${CONFIGS:-0} ncu --profile-from-start off --clock-control none --section SpeedOfLight \
