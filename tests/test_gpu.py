@@ -109,25 +109,24 @@ def test_fp8_promotion_keeps_the_error_of_cublaslt_over_a_long_k(cuda, data):
 
 @pytest.mark.parametrize("promote", [1, 2, 4])
 def test_fp8_alternating_sets_add_what_the_drained_set_adds(cuda, data, promote):
-    """x2 (two fp8 sets, one window added into float32 while the next one's wgmmas run) and o1 (the second
-    consumer warpgroup a slot behind the first) change when a window is added in, not what is added or in which
-    order: the output is bit for bit that of x1 (one set, drained at each window's end), over 17 x 12 ragged
-    tiles walked by persistent blocks and 17 k slots (an odd count of windows at p2, a partial last one at p4)."""
+    """x2 (two fp8 sets, one window added into float32 while the next one's wgmmas run) changes when a window is
+    added in, not what is added or in which order: its output is bit for bit that of x1 (one set, drained at each
+    window's end), over 17 x 12 ragged tiles walked by persistent blocks and 17 k slots (an odd count of windows
+    at p2, a partial last one at p4)."""
     import cupy as cp
 
     shape = GemmShape(2056, 3000, 2080, DType.FP8, GemmLayout.NT)
     inputs, ref = data(shape)
     ours = CATALOG.get("gemm", "cuda", "fp8-tma")
     outs = []
-    for sets, stagger in ((1, 0), (2, 0), (1, 1), (2, 1)):
-        config = ours.config({"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2, "PROMOTE": promote, "SETS": sets,
-                              "STAGGER": stagger})
+    for sets in (1, 2):
+        config = ours.config({"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2, "PROMOTE": promote, "SETS": sets})
         prepared = cuda.prepare(ours, config, shape, inputs)
         err = verify(cuda, prepared, ref, shape)
         assert err <= cuda.tolerance(ours, shape), (config.label, err)
         outs.append(cp.asnumpy(prepared.output).copy())
         prepared.release()
-    assert all(out.tobytes() == outs[0].tobytes() for out in outs[1:])
+    assert outs[0].tobytes() == outs[1].tobytes()
 
 
 def test_poisoned_output_fails_verification(cuda, data):

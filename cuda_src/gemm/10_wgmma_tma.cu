@@ -75,9 +75,7 @@
 #ifndef BBOX
 #define BBOX 64
 #endif
-#ifndef STAGGER
-#define STAGGER 0
-#endif
+
 
 #if defined(LAYOUT_TN)
 constexpr int A_MN_MAJOR = 1;  // A stored K×M
@@ -258,15 +256,8 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + wg * BOX, 0), desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
         constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
         // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
-        // STAGGER: consumer warpgroup 1 issues its first slot only once warpgroup 0's first slot is done, so the
-        // two run a slot apart from then on: one warpgroup's wait and promotion fall while the other's wgmmas run.
-        bool stagger = STAGGER != 0;
         auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
             const int s = it % STAGES;
-            if (stagger && wg == 1) {
-                named_sync(4, 256);
-                stagger = false;
-            }
             mbar_sleep(full(s), (it / STAGES) & 1);
             const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
             wgmma_fence();
@@ -274,11 +265,6 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             for (int j = 0; j < KSTEPS; ++j)
                 wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into, da + j * A_KSTEP, db + j * B_KSTEP, !(fresh && j == 0));
             wgmma_commit();
-            if (stagger && wg == 0) {
-                wgmma_wait<0>();
-                named_arrive(4, 256);
-                stagger = false;
-            }
         };
         for (uint32_t it = 0; walk.more(); walk.next()) {
             int m0, n0;
