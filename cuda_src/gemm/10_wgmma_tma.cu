@@ -25,17 +25,20 @@
 //    B tile (the larger operand); each one's TMA loads half of B's boxes and multicasts them into both blocks.
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
 //    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
-//    from zero (scale-d = 0), waited for, and added into a float32 set of its own: BN/2 more registers a thread,
-//    which fit beside BN = 128's 64 accumulators, not beside BN = 256's 128 (the 168 registers below). The wait drains this warpgroup's wgmmas once a window (the other consumer
-//    warpgroup's keep the tensor cores busy meanwhile). PROMOTE = 0 accumulates in the tensor cores throughout.
-//    The per-tensor scales multiply the sums in the epilogue (a null pointer stands for 1: 16-bit types).
+//    from zero (scale-d = 0) and then added into a float32 set of its own, BN/2 more registers a thread. SETS = 1:
+//    the window's end waits for this warpgroup's wgmmas before adding (the tensor cores idle unless the other
+//    consumer warpgroup's wgmmas fill the gap). SETS = 2: windows alternate between two fp8 sets, and a window is
+//    added in while the next window's first slot runs (3·BN/2 registers: BN = 128 only). PROMOTE = 0 accumulates
+//    in the tensor cores throughout. The per-tensor scales multiply the sums in the epilogue (a null pointer
+//    stands for 1: 16-bit types).
 //
-// Tiles (compile-time, -DNAME=value): BN (128 or 256), BK (64 for 16-bit types, 128 for fp8: one 128-byte swizzle
-// row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands of G tile rows,
-// gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2), PROMOTE (fp8).
+// Tiles (compile-time, -DNAME=value): BN (128 or 256; 192 for fp8), BK (64 for 16-bit types, 128 for fp8: one
+// 128-byte swizzle row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands
+// of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
+// BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; block (384): consumer warpgroups 0 and 1,
-// then the producer warpgroup. Maps: A and B in boxes of 64 rows × BK, C (M×N) in boxes of 64 × 64; the copy
+// then the producer warpgroup. Maps: A in boxes of 64 rows × BK, B of BBOX rows × BK, C (M×N) of 64 × 64; the copy
 // engine zero-fills loads past the edges (so a ragged K adds zeros) and clips stores to M × N. TMA needs rows
 // that start on 16-byte boundaries: the spec's `requires`.
 
@@ -97,8 +100,10 @@ constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
 constexpr int C_STAGE = 2 * BOX;                 // a consumer warpgroup's staging: 64 rows × 128 columns of C
 constexpr int C_BOXES = BN / 64;                 // C's boxes of 64 columns per tile, staged two at a time
-// setmaxnreg hands the producer warpgroup's registers to the consumers at run time, as gemm/09_tf32_tma.cu does;
-// ptxas still compiles the whole kernel within __launch_bounds__(384, 1)'s 168 registers a thread (nvcc 13.0).
+// setmaxnreg hands the producer warpgroup's registers to the consumers at run time, as gemm/09_tf32_tma.cu does.
+// ptxas reports __launch_bounds__(384, 1)'s 168 registers a thread (what the launch allocates), but gives the code
+// after setmaxnreg.inc up to CONSUMER_REGS (nvcc 13.0: x2's consumers use up to R228 in the SASS, no spills; without
+// the setmaxnreg.inc the same build spills 1,088 bytes: tests/test_nvcc.py).
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 240
                                   ? 240 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
