@@ -271,11 +271,63 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into, da + j * A_KSTEP, db + j * B_KSTEP, !(fresh && j == 0));
             wgmma_commit();
         };
-        // ---- epilogue: rows 64·wg.. × BN columns of C at (m0, n0), scaled and rounded from `total`, leave by TMA
-        // stores in rounds of two 64 × 64 boxes (one in a last round of an odd count) through this warpgroup's 16 KB
-        // of staging, while the producer already fills the ring with the next tile's first slots (and, with SETS =
-        // 2, while the next tile's first wgmmas run).
-        auto store_tile = [&](int m0, int n0) {
+        for (uint32_t it = 0; walk.more(); walk.next()) {
+            int m0, n0;
+            walk.origin(m0, n0);
+#if PROMOTE > 0 && SETS == 2
+#pragma unroll
+            for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+            int t = 0;
+            // One window of slots into `cur`; once the first of them is issued, the window before (in `prev`) has
+            // completed: its slot goes back to the producers and its sums into total. False after the tile's last.
+            auto window = [&](float (&cur)[BN / 2], float (&prev)[BN / 2]) {
+#pragma unroll 1
+                for (int j = 0; j < WINDOW && t < ktiles; ++j, ++t, ++it) {
+                    issue(cur, it, j == 0);
+                    if (t == 0) continue;
+                    wgmma_hold<1>(prev);  // every slot but this one is done (and prev with them)
+                    release((it - 1) % STAGES);
+                    if (j == 0) {
+#pragma unroll
+                        for (int v = 0; v < BN / 2; ++v) total[v] += prev[v];
+                    }
+                }
+                if (t < ktiles) return true;
+                wgmma_hold<0>(cur);
+                release((it - 1) % STAGES);
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) total[v] += cur[v];
+                return false;
+            };
+            while (window(acc, acc2) && window(acc2, acc)) {
+            }
+#else
+#pragma unroll 1
+            for (int t = 0; t < ktiles; ++t, ++it) {
+                const int s = it % STAGES;
+                // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
+                issue(acc, it, t % WINDOW == 0);
+                if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
+                    // The window's last slot: wait for all of it, then add it in.
+                    wgmma_hold<0>(acc);
+                    if (t > 0 && t % WINDOW != 0) release((it - 1) % STAGES);  // (a window's end was released)
+                    release(s);
+#pragma unroll
+                    for (int v = 0; v < BN / 2; ++v) total[v] = t < WINDOW ? acc[v] : total[v] + acc[v];
+                } else {
+                    // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
+                    wgmma_wait<1>();
+                    if (t > 0 && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);
+                }
+            }
+#if PROMOTE == 0
+            wgmma_hold<0>(acc);
+            release((it - 1) % STAGES);
+#endif
+#endif
+            // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded, leave by TMA stores in rounds of
+            // two 64 × 64 boxes (one in a last round of an odd count) through this warpgroup's 16 KB of staging,
+            // while the producer already fills the ring with the next tile's first slots.
             const uint32_t stage = sC + wg * C_STAGE;
             uint8_t* const staged = stage_base + wg * C_STAGE;
             const int row = 16 * w + lane / 4;  // +8 for odd register pairs
@@ -301,85 +353,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                     bulk_commit();
                 }
             }
-        };
-#if PROMOTE > 0 && SETS == 2
-        // The block's slots in one walk across its tiles: windows alternate between acc and acc2, and once a
-        // window's first slot is issued, the window before (in `prev`) is complete: its slot goes back to the
-        // producers and its sums into total. Where that window ended a tile, the tile is stored then, while the
-        // next tile's first slot runs: the tensor cores need not wait for the epilogue.
-        int m0 = 0, n0 = 0, done_m0 = 0, done_n0 = 0, t = 0;
-        bool finished = false;  // a tile whose last window is in `prev`, to be stored once that is added in
-        if (walk.more()) walk.origin(m0, n0);
-#pragma unroll
-        for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
-        uint32_t it = 0;
-        // One window of the current tile into `cur`. False once the block's last tile is stored.
-        auto window = [&](float (&cur)[BN / 2], float (&prev)[BN / 2]) {
-#pragma unroll 1
-            for (int j = 0; j < WINDOW && t < ktiles; ++j, ++t, ++it) {
-                issue(cur, it, j == 0);
-                if (it == 0) continue;
-                wgmma_hold<1>(prev);  // every slot but this one is done (and prev with them)
-                release((it - 1) % STAGES);
-                if (j == 0) {
-#pragma unroll
-                    for (int v = 0; v < BN / 2; ++v) total[v] += prev[v];
-                    if (finished) {
-                        store_tile(done_m0, done_n0);
-#pragma unroll
-                        for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
-                        finished = false;
-                    }
-                }
-            }
-            if (t < ktiles) return true;
-            // This window ends the tile: the next window (the next tile's first) adds it in and stores the tile.
-            done_m0 = m0, done_n0 = n0, finished = true, t = 0;
-            walk.next();
-            if (walk.more()) {
-                walk.origin(m0, n0);
-                return true;
-            }
-            wgmma_hold<0>(cur);
-            release((it - 1) % STAGES);
-#pragma unroll
-            for (int v = 0; v < BN / 2; ++v) total[v] += cur[v];
-            store_tile(done_m0, done_n0);
-            return false;
-        };
-        if (walk.more()) {
-            while (window(acc, acc2) && window(acc2, acc)) {
-            }
         }
-#else
-        for (uint32_t it = 0; walk.more(); walk.next()) {
-            int m0, n0;
-            walk.origin(m0, n0);
-#pragma unroll 1
-            for (int t = 0; t < ktiles; ++t, ++it) {
-                const int s = it % STAGES;
-                // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
-                issue(acc, it, t % WINDOW == 0);
-                if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
-                    // The window's last slot: wait for all of it, then add it in.
-                    wgmma_hold<0>(acc);
-                    if (t > 0 && t % WINDOW != 0) release((it - 1) % STAGES);  // (a window's end was released)
-                    release(s);
-#pragma unroll
-                    for (int v = 0; v < BN / 2; ++v) total[v] = t < WINDOW ? acc[v] : total[v] + acc[v];
-                } else {
-                    // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
-                    wgmma_wait<1>();
-                    if (t > 0 && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);
-                }
-            }
-#if PROMOTE == 0
-            wgmma_hold<0>(acc);
-            release((it - 1) % STAGES);
-#endif
-            store_tile(m0, n0);
-        }
-#endif
         if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
