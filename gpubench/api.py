@@ -164,7 +164,8 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
             arrays: str | None = None,
             tolerance: float | None = None, reference=None, seed: int = 0, warmup: int = 3, reps: int = 50,
             budget: float = 1.0, flush: bool = True, max_noise: float | None = None, max_time: float = 10.0,
-            decide: float | None = None) -> Measurement:
+            decide: float | None = None, pace: str = plan.DEFAULTS.timing.pace,
+            settle: float = plan.DEFAULTS.timing.settle_s) -> Measurement:
     """Verify `fn` on `problem`, then time it under gpubench's protocol.
 
     fn(*arrays_and_dims, **params) writes the output (C or y). `args` orders what it receives (default: the arrays,
@@ -174,6 +175,9 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     precision by ("tf32"), where it needs to know. `reference` replaces
     gpubench's float64 result: an array, or a function of the inputs (a dict: A, B or x, w) returning one.
     `decide` defaults to 5% on a GPU (sample on until a later comparison at 5% could be decided).
+    `pace`: "idle" (the default) times each call after the GPU waited for the host, "sustained" times calls in a
+    steady back-to-back stream (each still flushed and between its own events) once they have run `settle` seconds
+    and their time stopped drifting: under sustained load, as triton.testing.do_bench does.
     A mapping `fn` returns on its first call is kept as `reported`."""
     if not callable(fn):
         raise GpubenchError(f"measure: {fn!r} is not callable")
@@ -197,7 +201,7 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     user_code.check(variant, [config])
     policy = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
                          flush=flush, decide=decide if decide is not None else plan.default_decide(backend),
-                         where=lambda key: f"measure: {key}")
+                         pace=pace, settle=settle, where=lambda key: f"measure: {key}")
     task = PointTask(0, variant, config, policy)
     try:
         inputs = be.inputs(problem, seed)
@@ -238,9 +242,10 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
               dtypes: str | None = None, layouts: str | None = None, reps: int = 50, warmup: int = 3,
               budget: float = 1.0,
               timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
+              pace: str = plan.DEFAULTS.timing.pace, settle: float = plan.DEFAULTS.timing.settle_s,
               display=None) -> RunOutcome:
     """`gpubench gemm|conv` as a function: the sweep run in isolated workers, saved, and returned (outcome.run).
-    dtypes and layouts are --dtype's and --layout's ("fp32,bf16")."""
+    dtypes and layouts are --dtype's and --layout's ("fp32,bf16"); pace and settle are --pace's and --settle's."""
     from gpubench import app
     from gpubench.problems import Op
 
@@ -260,19 +265,19 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
                       output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
                       tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
                       slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet(), dtype=dtypes,
-                      layout=layouts)
+                      layout=layouts, pace=pace, settle=settle)
 
 
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
               seed: int = 0, tf32: bool = False, timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None,
-              gpus: str | None = None, display=None) -> RunOutcome:
-    """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file)."""
+              gpus: str | None = None, pace: str | None = None, display=None) -> RunOutcome:
+    """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file); `pace` overrides the suite's."""
     from gpubench import app
 
     return app.run_suite(suite, output=str(output) if output is not None else None, force=force, backend=backend,
                          seed=seed, tf32=tf32, timeout=timeout, config=config, max_noise=None, max_time=None,
                          decide=None, discard_throttled=False, gpus=gpus, scheduler=None, replicate=False,
-                         slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet())
+                         slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet(), pace=pace)
 
 
 def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float = plan.DEFAULTS.threshold,

@@ -70,7 +70,7 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
            max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
            force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
            scheduler: str | None, replicate: bool, slow_threshold: float, display: Display, dtype: str | None = None,
-           layout: str | None = None) -> RunOutcome:
+           layout: str | None = None, pace: str | None = None, settle: float | None = None) -> RunOutcome:
     """`gpubench gemm|conv`: one sweep of the op over the shapes in each asked precision and layout, checked by the
     plan, run, saved and shown."""
     from gpubench import project as projects
@@ -86,7 +86,8 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
         plan.check_block_option(chosen, "--block-sizes")
     timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
                          flush=not no_flush, decide=decide if decide is not None else plan.default_decide(backend),
-                         discard_throttled=discard_throttled)
+                         discard_throttled=discard_throttled, pace=pace or plan.DEFAULTS.timing.pace,
+                         settle=settle if settle is not None else plan.DEFAULTS.timing.settle_s)
     sweep = plan.sweep(op, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts), block_sizes,
                        timing, [*asked.skipped, *plan.left_out(catalog, op, backend, variants)])
     request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
@@ -98,8 +99,9 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
 def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed: int, tf32: bool, timeout: float,
               config: str | None, max_noise: float | None, max_time: float | None, decide: float | None,
               discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
-              slow_threshold: float, display: Display) -> RunOutcome:
-    """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling for each) into one file."""
+              slow_threshold: float, display: Display, pace: str | None = None,
+              settle: float | None = None) -> RunOutcome:
+    """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling and pace for each) into one file."""
     from gpubench import project as projects
     from gpubench import suites
 
@@ -107,7 +109,7 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     s = suites.load(suite, backend, _catalog(proj), tf32=tf32)
     for sw in s.sweeps:
         sw.policy = plan.overridden(sw.policy, max_noise=max_noise, max_time=max_time, decide=decide,
-                                    discard_throttled=discard_throttled)
+                                    discard_throttled=discard_throttled, pace=pace, settle=settle)
     request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
                          output, force, plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
@@ -133,14 +135,14 @@ class Comparison:
 
 
 def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env: bool,
-                 allow_partial: bool = False) -> Comparison:
+                 allow_partial: bool = False, across: bool = False) -> Comparison:
     """`gpubench compare`: two saved runs, point by point (the rules: gpubench/compare.py's)."""
     from gpubench import compare, results
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
     base_run, new_run = results.load(base), results.load(new)
     report = compare.compare(base_run, new_run, threshold, alpha)
-    compare.check(report, strict_env, base, new, (base_run, new_run), allow_partial)
+    compare.check(report, strict_env, base, new, (base_run, new_run), allow_partial, across)
     return Comparison(base_run, new_run, report)
 
 

@@ -9,7 +9,7 @@ import click
 from gpubench import __version__, app, options
 from gpubench.command import OneLineErrors
 from gpubench.exit_codes import Exit
-from gpubench.options import CONFIG, DECIDING, MANY_GPUS, OUTPUT, RUNNING, group, sweep_options
+from gpubench.options import CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, RUNNING, group, sweep_options
 from gpubench.plan import DEFAULTS
 from gpubench.problems import Op
 from gpubench.views import terminal
@@ -89,7 +89,7 @@ def conv(ctx, sizes, stride, batch, in_channels, out_channels, kernel_size, padd
 
 @cli.command()
 @click.argument("suite")
-@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + MANY_GPUS)
+@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + PACING + MANY_GPUS)
 def run(suite, **kw):
     """Run a suite of sweeps (a shipped one by name, or a TOML file) into one results file.
 
@@ -101,6 +101,7 @@ def run(suite, **kw):
       gpubench run lab --gpus all                      # the suite shared out over every GPU (Dask)
       gpubench run lab --gpus id:1                     # on the second GPU alone
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
+      gpubench run ci --pace sustained                 # every sweep timed in a steady back-to-back stream
     """
     outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
     with terminal.reader_may_leave():
@@ -143,8 +144,9 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
       gpubench compare results/baseline.json new.json
       gpubench compare base.json new.json --format markdown > comment.md
       gpubench compare h100.json h200.json --across      # two GPU models, side by side
+      gpubench compare idle.json sustained.json --across # one GPU rested and under sustained load
     """
-    c = app.compare_runs(base, new, threshold, alpha, strict_env, allow_partial)
+    c = app.compare_runs(base, new, threshold, alpha, strict_env, allow_partial, across)
     code = Exit.OK if across else c.report.exit_code(fail_on_inconclusive)
     with terminal.reader_may_leave():
         terminal.comparison(c, base, new, fmt, across, code, click.echo)

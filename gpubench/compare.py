@@ -101,6 +101,13 @@ class Report:
     def source_changed(self, p: Point) -> bool:
         return any(c.op == p.op and c.name == p.variant for c in self.source_changes)
 
+    @property
+    def pace_changes(self) -> list[tuple[Point, Point]]:
+        """Points in both runs timed at different paces (one idle, one sustained): their times are of different
+        things (a rested GPU's call, a hot one's), so no verdict between them means anything."""
+        pairs = [(c.base, c.new) for c in self.changes] + self.not_measured
+        return [(b, n) for b, n in pairs if b.pace != n.pace]
+
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict == verdict for c in self.changes)
 
@@ -214,10 +221,11 @@ def duplicates(run: Run) -> list[Point]:
 
 
 def check(report: Report, strict_env: bool, base_name: str, new_name: str, runs: tuple[Run, Run] | None = None,
-          allow_partial: bool = False) -> None:
+          allow_partial: bool = False, across: bool = False) -> None:
     """The rules a comparison must pass before any verdict is shown: each run holds every point once and is
     complete (or --allow-partial compares the points two partial runs have in common); with --strict-env, the
-    same environment; and some point in common."""
+    same environment; some point in common; and each point timed at one pace in both runs (or --across, which
+    shows them side by side without a verdict)."""
     for name, run in zip((base_name, new_name), runs or ()):
         twice = duplicates(run)
         if twice:
@@ -232,3 +240,10 @@ def check(report: Report, strict_env: bool, base_name: str, new_name: str, runs:
         raise GpubenchError(f"--strict-env: the runs' environments differ ({name}: {a} vs {b}{more})")
     if not report.changes and not report.not_measured:
         raise GpubenchError(f"{base_name} and {new_name} have no points in common: nothing to compare")
+    mixed = report.pace_changes
+    if mixed and not across:
+        b, n = mixed[0]
+        raise GpubenchError(f"{base_name} timed {len(mixed)} point(s) at another pace than {new_name}, the first "
+                            f"{point_label(n)} ({b.pace} against {n.pace}): a sustained time is a hot GPU's and an "
+                            "idle one a rested GPU's, so a verdict would call the power limit a change; compare "
+                            "runs of one pace (--pace), or pass --across to see them side by side")

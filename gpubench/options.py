@@ -10,6 +10,7 @@ from gpubench.errors import GpubenchError
 from gpubench.plan import DEFAULTS
 from gpubench.problems import ARRAYS, DIMS, Op
 from gpubench.specs import MAX_BLOCK_SIZE
+from gpubench.timing import Pace
 
 
 def group(opts):
@@ -34,6 +35,15 @@ DECIDING = [
                       "[default: 0.05 on the GPU, off on the CPU; 0 turns it off]."),
     click.option("--discard-throttled", is_flag=True,
                  help="Drop samples taken while the GPU was power- or thermally-throttled, and take others."),
+]
+PACING = [
+    click.option("--pace", type=click.Choice(list(Pace)), default=None,
+                 help=f"{Pace.IDLE}: each call timed after the GPU waited for the host (a call from idle); "
+                      f"{Pace.SUSTAINED}: calls back to back in a stream kept ahead of the GPU, timed once steady "
+                      f"(under sustained load: power-limited clocks) [default: {Pace.IDLE}, or the suite's]."),
+    click.option("--settle", default=None, type=float, metavar="SECONDS",
+                 help=f"With --pace {Pace.SUSTAINED}: run the calls back to back at least this long, and until their "
+                      f"time is steady, before sampling [default: {DEFAULTS.timing.settle_s:g}]."),
 ]
 MANY_GPUS = [
     click.option("--gpus", default=None, metavar="all|N|0,2|id:1",
@@ -95,8 +105,8 @@ COMPARING = [
     click.option("--strict-env", is_flag=True, help="Refuse runs from different GPUs, drivers or libraries (exit 2)."),
     click.option("--fail-on-inconclusive", is_flag=True,
                  help="Exit 3 when nothing regressed but some points could not be decided."),
-    click.option("--across", is_flag=True, help="Two GPU models side by side: per-point ratios and geometric means, "
-                                                "no regression verdict (exit 0)."),
+    click.option("--across", is_flag=True, help="Two GPU models (or two paces) side by side: per-point ratios and "
+                                                "geometric means, no regression verdict (exit 0)."),
     click.option("--allow-partial", is_flag=True,
                  help="Compare the points in common when a run is not complete (interrupted, or still running)."),
 ]
@@ -163,7 +173,7 @@ def sweep_options(default_sizes: str, op: Op):
         click.option("--max-time", default=t.max_time_s, show_default=True, type=float,
                      help="... or until this many seconds went into the point."),
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
-        *DECIDING, *OUTPUT, *RUNNING, *MANY_GPUS,
+        *DECIDING, *PACING, *OUTPUT, *RUNNING, *MANY_GPUS,
     ])
 
 

@@ -24,7 +24,7 @@ from gpubench.problems import SHAPES, ConvShape, GemmShape, Op, conv_shape
 from gpubench.specs import LAB_BLOCK_SIZES, MAX_BLOCK_SIZE
 from gpubench.catalog import Catalog
 from gpubench.sweep import Sweep
-from gpubench.timing import TimingPolicy
+from gpubench.timing import Pace, TimingPolicy, pace_of
 from gpubench.variant import Axis, Variant
 
 from gpubench.worker import DEFAULT_TIMEOUT_S
@@ -72,10 +72,11 @@ _T = TimingPolicy()
 
 def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.budget_s, max_noise: float | None = None,
            max_time: float = _T.max_time_s, flush: bool = _T.flush, decide: float | None = None,
-           discard_throttled: bool = False,
+           discard_throttled: bool = False, pace: Pace | str = _T.pace, settle: float = _T.settle_s,
            where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
     """A timing policy, every value checked; `where(key)` names the option or suite key in messages.
-    decide = 0 (or None) turns the decidability target off."""
+    decide = 0 (or None) turns the decidability target off. pace sustained times calls in a steady stream after
+    `settle` seconds of them (timing.Pace)."""
     for key, value, kind in (("warmup", warmup, int), ("reps", reps, int)):
         if type(value) is not kind:
             raise GpubenchError(f"{where(key)} must be an integer, got {value!r}")
@@ -84,7 +85,14 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
     if reps < MIN_REPS:
         raise GpubenchError(f"{where('reps')} must be at least {MIN_REPS} (a median and compare's interval need "
                             f"them), got {reps}")
-    for key, value in (("budget", budget), ("max_time", max_time), ("max_noise", max_noise), ("decide", decide)):
+    if not isinstance(pace, str) or pace not in set(Pace):
+        raise GpubenchError(f"{where('pace')} must be one of {', '.join(Pace)}, got {pace!r:.40}")
+    pace = pace_of(pace)
+    if pace == Pace.SUSTAINED and discard_throttled:
+        raise GpubenchError(f"{where('discard_throttled')} drops the samples of a power-limited GPU, which are what "
+                            f"pace {Pace.SUSTAINED} measures: use one or the other")
+    for key, value in (("budget", budget), ("max_time", max_time), ("max_noise", max_noise), ("decide", decide),
+                       ("settle", settle)):
         if value is None and key in ("max_noise", "decide"):
             continue
         if key == "decide" and value == 0:
@@ -92,15 +100,16 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise GpubenchError(f"{where(key)} must be a finite number, got {value!r}")
-        if value < 0 or (value == 0 and key != "budget"):
-            raise GpubenchError(f"{where(key)} must be {'0 or more' if key == 'budget' else 'more than 0'}, got "
-                                f"{value}")
+        if value < 0 or (value == 0 and key not in ("budget", "settle")):
+            raise GpubenchError(f"{where(key)} must be {'0 or more' if key in ('budget', 'settle') else 'more than 0'}"
+                                f", got {value}")
     for key, value in (("flush", flush), ("discard_throttled", discard_throttled)):
         if not isinstance(value, bool):
             raise GpubenchError(f"{where(key)} must be true or false, got {value!r}")
     return TimingPolicy(warmup=warmup, reps=reps, min_reps=MIN_REPS, budget_s=float(budget), flush=flush,
                         max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time),
-                        decide=None if decide is None else float(decide), discard_throttled=discard_throttled)
+                        decide=None if decide is None else float(decide), discard_throttled=discard_throttled,
+                        pace=pace, settle_s=float(settle))
 
 
 MAX_NAME = 100  # a name goes into tables, file names and labels
@@ -340,15 +349,17 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
 
 
 def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,
-               discard_throttled: bool) -> TimingPolicy:
+               discard_throttled: bool, pace: Pace | str | None = None, settle: float | None = None) -> TimingPolicy:
     """A suite sweep's policy with what the command line gave for every sweep on top (checked again)."""
-    if max_noise is None and max_time is None and decide is None and not discard_throttled:
+    if (max_noise is None and max_time is None and decide is None and not discard_throttled and pace is None
+            and settle is None):
         return p
     return policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
                   max_noise=max_noise if max_noise is not None else p.max_noise,
                   max_time=max_time if max_time is not None else p.max_time_s,
                   decide=decide if decide is not None else p.decide,
-                  discard_throttled=discard_throttled or p.discard_throttled)
+                  discard_throttled=discard_throttled or p.discard_throttled,
+                  pace=pace if pace is not None else p.pace, settle=settle if settle is not None else p.settle_s)
 
 
 def compare_settings(threshold: float, alpha: float) -> tuple[float, float]:

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Iterator
 
+from gpubench.energy_queue import EnergyQueue, Held
 from gpubench.errors import CompileError, Skip
 from gpubench.phases import phase
 from gpubench.results import Details, Point, Status
@@ -83,17 +84,25 @@ def scales_of(backend, shape, inputs) -> dict[str, float]:
     return {name: backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
 
 
-def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
+def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue | None = None) -> Point | Held:
+    """The point measured. With a `queue`, a point whose energy window did not come during its own calls is
+    returned as Held, its buffers kept, for the queue to take that window at a later refresh (energy_queue.py);
+    the queue's earlier windows are taken here when a refresh is due."""
     variant, policy = point.variant, point.policy
     unfit = variant.unfit(shape.dims())
     if unfit:
         raise Skip(unfit)
     with phase("prepare"):
         prepared = backend.prepare(variant, point.config, shape, inputs)
+    kept = False
     try:
         with phase("verify"):
             rel_err, ran_s = timed_verify(backend, prepared, ref, shape)
-        aside = backend.energy_aside(prepared.run, policy)  # the point's energy window, taken when a refresh is due
+        earlier = queue.moment if queue is not None else None
+        if earlier:
+            earlier()
+        # the point's energy window (or an earlier point's waiting one), taken when a refresh is due
+        aside = backend.energy_aside(prepared.run, policy, earlier)
         with phase("measure"):
             timing = measure(prepared.run, backend.clock, policy, backend.telemetry, aside, warm_s=ran_s)
         if not timing.samples_ms:
@@ -111,17 +120,26 @@ def run_point(backend, shape, point: PointTask, inputs, ref) -> Point:
             details = replace(details, first_call_ms=point.note.first_call_ms)
         details = replace(details, stop=timing.stop,
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
+                          pace=policy.pace, settled_s=timing.settled_s,
                           parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
                           scales=scales_of(backend, shape, inputs))
         readings = timing.telemetry()
+        measured = lambda: Point.measured(shape, variant.name, point.config.label,  # noqa: E731
+                                          samples_ms=timing.samples_ms, rel_err=rel_err,
+                                          tolerance=backend.tolerance(variant, shape), details=details,
+                                          telemetry=readings)
+        if readings is not None and queue is not None and backend.window_wanted(timing):
+            kept = True
+            return Held(point.index, measured(), release=prepared.release,
+                        window=lambda: backend.energy_later(prepared.run, policy.flush, shape.flops, timing))
         if readings is not None:
             with phase("energy"):
                 readings.update(backend.energy(prepared.run, policy.flush, shape.flops, timing) or {})
-        return Point.measured(shape, variant.name, point.config.label, samples_ms=timing.samples_ms, rel_err=rel_err,
-                              tolerance=backend.tolerance(variant, shape), details=details, telemetry=readings)
+        return measured()
     finally:
-        with phase("release"):
-            prepared.release()
+        if not kept:
+            with phase("release"):
+                prepared.release()
 
 
 def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
@@ -208,12 +226,14 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
         if not backend.healthy():
             yield ("broken", describe_error(e))
         return
+    queue = EnergyQueue(backend)
     try:
         for p in task.points:
+            queue.moment()
             yield ("begin", p.index)
             try:
                 with phase("point"):
-                    point = run_point(backend, task.shape, p, inputs, ref)
+                    point = run_point(backend, task.shape, p, inputs, ref, queue)
             except Skip as why:
                 point = unmeasured(task.shape, p, Status.SKIPPED, str(why))
             except backend.out_of_memory as e:  # the variant's own allocations (a temporary, a workspace)
@@ -225,11 +245,18 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
             except (Exception, KeyboardInterrupt) as e:  # a failing point is recorded; the sweep goes on (a user's
                 point = unmeasured(task.shape, p, Status.ERROR, describe_error(e))  # function may raise anything)
                 if not backend.healthy():
+                    yield from queue.give_up()
                     yield ("point", p.index, point)
                     yield ("broken", describe_error(e))
                     return
-            yield ("point", p.index, point)
+            if isinstance(point, Held):
+                yield from queue.add(point.index, point.point, point.window, point.release)
+            else:
+                yield from queue.add(p.index, point)
+        with phase("energy"):
+            yield from queue.drain()
     finally:
+        queue.give_back()
         del inputs, ref
         try:
             with phase("collect"):

@@ -11,13 +11,14 @@ import os
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
-from gpubench import nvcc, paths, phases, results, sweep
+from gpubench import nvcc, paths, phases, results, sweep, telemetry
 from gpubench.errors import GpubenchError
 from gpubench.executors import open_executor
 from gpubench.exit_codes import Exit
@@ -178,6 +179,25 @@ def precompile(work: list[ShapeTask], arch: str | None) -> int:
     return len(set(jobs))
 
 
+def start_while_compiling(worker, request: RunRequest) -> dict:
+    """worker.start(), with the sweeps' kernels compiled meanwhile for the architecture NVML reports here (what
+    the worker will report, where the machine has one GPU model): nvcc and the worker's own start (a Python
+    process, a CUDA context) overlap, and precompile() afterwards finds every kernel in the cache. A kernel nvcc
+    rejects is left for precompile() to report, for the architecture the worker gives. (Tuned configurations are
+    resolved once the worker has named its device: those alone are compiled after it starts.)"""
+    arch = telemetry.one_arch() if request.backend == "cuda" else None
+    if arch is None:
+        return worker.start()
+    with ThreadPoolExecutor(1) as pool:
+        early = pool.submit(precompile, sweep.tasks(request.sweeps, request.seed), arch)
+        info = worker.start()
+        try:
+            early.result()
+        except GpubenchError:  # nvcc's error, or no nvcc: precompile() says it below
+            pass
+    return info
+
+
 class Display(Protocol):
     """What a session shows while it runs (gpubench/views/terminal.py's LiveDisplay on a terminal)."""
 
@@ -224,7 +244,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
         s.policy = replace(s.policy, family=family)
     with request.executor() as worker:
         with phases.phase("start worker"):
-            info = worker.start()
+            info = start_while_compiling(worker, request)
         tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None
         work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
         check_device(work, info, variants)

@@ -3,7 +3,8 @@
     name = "quick"
     description = "about a minute"
     [defaults]              # timing for every sweep: warmup, reps, budget, max_noise, max_time, flush,
-                            # decide (a threshold, 0 = off), discard_throttled
+                            # decide (a threshold, 0 = off), discard_throttled,
+                            # pace ("idle", the default, or "sustained"), settle (seconds, for sustained)
     reps = 30
     [[sweep]]
     name = "gemm"
@@ -37,7 +38,8 @@ from gpubench.specs import LAB_BLOCK_SIZES, OPS
 from gpubench.catalog import Catalog
 from gpubench.sweep import Sweep
 
-TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled"}
+TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
+               "settle"}
 PRECISION_KEYS = {"dtypes", "layouts"}
 GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}
 CONV_KEYS = {"name", "op", "variants", "sizes", "strides", "block_sizes", "batch", "in_channels", "out_channels",

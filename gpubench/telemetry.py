@@ -260,6 +260,23 @@ def device_count() -> int | None:
         return None
 
 
+def one_arch() -> str | None:
+    """The architecture ("sm_90") every GPU NVML sees shares, or None (no NVML, no GPU, or several models): what
+    a worker on any of them will report, so that its kernels can be compiled while it starts."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        found = {pynvml.nvmlDeviceGetCudaComputeCapability(pynvml.nvmlDeviceGetHandleByIndex(i))
+                 for i in range(pynvml.nvmlDeviceGetCount())}
+    except Exception:  # noqa: BLE001 - a guess: without it the kernels are compiled after the worker starts
+        return None
+    if len(found) != 1:
+        return None
+    major, minor = found.pop()
+    return f"sm_{major}{minor}"
+
+
 def open_telemetry(pci_bus_id: str | None):
     """NVML for this device, or NoTelemetry where it cannot be had (no nvidia-ml-py, no NVML, no device)."""
     if not pci_bus_id:

@@ -159,6 +159,7 @@ class Worker:
         self.incidents: list[Incident] = []
         self.starts = 0
         self.stopped = False  # the run was stopped (stop()): no process is started again
+        self.provisional: dict[int, Point] = {}  # the running task's points finished but for their energy
 
     @property
     def restarts(self) -> int:
@@ -305,6 +306,7 @@ class Worker:
                 self.conn.send(("task", pending))
                 pending = pending.without(self._follow(pending, on_point))
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the point cut short goes, and its process (the GPU too)
+            self._keep_provisional(set(), on_point)  # finished but for their energy: saved as they are
             self._reap()
             raise
 
@@ -312,6 +314,7 @@ class Worker:
         """Read the task's events until it ends or the worker is lost; returns the indices now recorded. A first
         call's events (runner.first_call) add its milliseconds to `made`, or end in CompileError."""
         done: set[int] = set()
+        self.provisional = {}
         rejected = None
         current = SETUP
         timeout = self.options.timeout_s
@@ -321,6 +324,7 @@ class Worker:
                 what = self._where(task, current)
                 self.incidents.append(Incident("timeout", what, f"no answer within {timeout:g} s; worker restarted"))
                 self._reap()
+                self._keep_provisional(done, on_point)
                 return done | self._record_lost(task, current, done, Status.TIMEOUT,
                                                 f"timed out after {timeout:g} s (--timeout); the worker was restarted",
                                                 on_point)
@@ -331,6 +335,7 @@ class Worker:
                 what = self._where(task, current)
                 self.incidents.append(Incident("died", what, _exit_text(code)))
                 self._reap()
+                self._keep_provisional(done, on_point)
                 if code == -signal.SIGKILL and oom_kills() > oom_before:  # the kernel ran out of host memory
                     return done | self._record_lost(task, current, done, Status.SKIPPED,
                                                     "does not fit in host memory: the kernel's OOM killer ended the "
@@ -341,22 +346,36 @@ class Worker:
             kind = event[0]
             if kind == "begin":
                 current = event[1]
+            elif kind == "provisional":
+                self.provisional[event[1]] = event[2]
             elif kind == "point":
+                self.provisional.pop(event[1], None)
                 done.add(event[1])
                 on_point(event[2])
             elif kind == "broken":
                 self.incidents.append(Incident("broken", self._where(task, current), event[1]))
                 self._exitcode()
                 self._reap()
+                self._keep_provisional(done, on_point)
                 return done
             elif kind == "made":
                 made[first_call_key(task, next(p for p in task.points if p.index == event[1]))] = event[2]
             elif kind == "rejected":
                 rejected = event[1]
             elif kind == "end":
+                self._keep_provisional(done, on_point)  # none: the task sends every point before it ends
                 if rejected:
                     raise CompileError(rejected)
                 return done
+
+    def _keep_provisional(self, done: set[int], on_point) -> None:
+        """The points the worker sent as finished but for their energy (gpubench/energy_queue.py), recorded as they
+        are: the process that was to read their energy is gone (a later point faulted, hung or killed it, or the
+        run was stopped)."""
+        for index in sorted(self.provisional):
+            done.add(index)
+            on_point(self.provisional[index])
+        self.provisional = {}
 
     @staticmethod
     def _where(task: ShapeTask, current: int) -> str:

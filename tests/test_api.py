@@ -61,6 +61,9 @@ def test_args_order_what_the_callable_receives():
     (lambda: api.measure(42, api.gemm(8), backend="cpu"), "measure: 42 is not callable"),
     (lambda: api.measure(matmul, api.gemm(8), backend="cpu", params={"Q": 1}), "unexpected keyword argument 'Q'"),
     (lambda: api.gemm(0), "a GEMM: m must be a positive integer"),
+    (lambda: api.measure(matmul, api.gemm(8), backend="cpu", pace="hot"), "measure: pace must be one of idle, "),
+    (lambda: api.measure(matmul, api.gemm(8), backend="cpu", pace="sustained", settle=float("nan")),
+     "measure: settle must be a finite number"),
 ])
 def test_bad_input_is_one_line(call, match):
     with pytest.raises(GpubenchError, match=match) as e:
@@ -81,3 +84,23 @@ def test_a_suite_and_a_sweep_return_the_run_show_and_compare_read(tmp_path):
     assert report.exit_code() == Exit.OK and len(report.changes) == len(sweep.run.points)
     with pytest.raises(GpubenchError, match="no points in common"):
         api.compare(outcome.run, conv.run)
+
+
+def test_the_sustained_pace_is_measured_saved_shown_and_never_compared_with_the_idle_one(tmp_path):
+    from gpubench.timing import Pace
+    from gpubench.views import run as run_view
+
+    m = api.measure(matmul, api.gemm(32), backend="cpu", reps=5, pace="sustained", settle=0.05)
+    assert m.ok and m.point.pace == Pace.SUSTAINED and m.point.details.settled_s >= 0.05
+    assert api.measure(matmul, api.gemm(32), backend="cpu", reps=5).point.details.pace == Pace.IDLE
+    hot = api.run_sweep("gemm", sizes=[24], backend="cpu", reps=5, pace="sustained", settle=0.05,
+                        output=tmp_path / "hot.json")
+    cold = api.run_sweep("gemm", sizes=[24], backend="cpu", reps=5, output=tmp_path / "cold.json")
+    saved = results.load(hot.path)
+    assert {p.pace for p in saved.points} == {Pace.SUSTAINED} and all(p.details.settled_s for p in saved.points)
+    assert saved.settings["sweeps"][0]["timing"]["pace"] == "sustained"
+    assert "timed sustained after" in run_view.details(saved.points[0])
+    assert {p.pace for p in results.load(cold.path).points} == {Pace.IDLE}
+    with pytest.raises(GpubenchError, match="timed 1 point\\(s\\) at another pace .* \\(idle against sustained\\)"):
+        api.compare(cold.path, hot.path)
+    assert api.compare(hot.path, hot.path).exit_code() == Exit.OK

@@ -217,3 +217,41 @@ def test_a_point_held_twice_is_an_error_naming_it(make_run, run_file):
     with pytest.raises(GpubenchError, match=r"twice.json holds 1 point\(s\) twice, the first gemm tiled "
                                             r"128x128x8/8x8 1024"):
         app.compare_runs(run_file(make_run(), "base.json"), twice, 0.05, 0.05, False)
+
+
+def sustained(run, variants=("tiled", "cublas", "sliding", "cudnn")):
+    """The run with those variants' points marked as timed at the sustained pace."""
+    from gpubench.results import Details
+    from gpubench.timing import Pace
+
+    run.points = [replace(p, details=p.details.merged(Details(pace=Pace.SUSTAINED, settled_s=1.2)))
+                  if p.variant in variants else p for p in run.points]
+    return run
+
+
+def test_points_timed_at_different_paces_are_refused_and_shown_side_by_side_on_request(make_run, run_file):
+    idle = run_file(make_run(), "idle.json")
+    hot = run_file(sustained(make_run(seed=1, scale={("tiled", 2048): 1.2}), ["tiled"]), "hot.json")
+    r = invoke("compare", idle, hot)
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"{idle} timed 2 point(s) at another pace than {hot}, the first gemm tiled" in r.output
+    assert "(idle against sustained)" in r.output and "--across" in r.output
+    side = invoke("compare", idle, hot, "--across")
+    assert side.exit_code == 0 and "gemm tiled 128x128x8/8x8 2048 (idle → sustained)" in side.output
+    both = run_file(sustained(make_run(seed=2)), "both.json")
+    assert invoke("compare", both, run_file(sustained(make_run(seed=3)), "both2.json")).exit_code == 0
+    assert invoke("compare", both, hot).exit_code == 2  # the cublas and conv points: sustained against idle
+
+
+def test_a_saved_pace_reads_back_and_a_file_from_before_paces_is_idle(make_run, run_file, tmp_path):
+    from gpubench.timing import Pace
+
+    path = run_file(sustained(make_run(), ["cublas"]), "hot.json")
+    run = results.load(path)
+    assert {p.variant: p.pace for p in run.points if p.op == "gemm"} == {"tiled": Pace.IDLE, "cublas": Pace.SUSTAINED}
+    assert all(p.details.pace is None for p in run.points if p.variant != "cublas")  # as a file from before paces
+    data = json.loads(Path(path).read_text())
+    data["points"][2]["details"]["pace"] = "warm"
+    Path(path).write_text(json.dumps(data))
+    r = invoke("show", path)
+    assert r.exit_code == 2 and "pace 'warm'; allowed are idle, sustained" in r.output and "Traceback" not in r.output

@@ -5,7 +5,8 @@ launcher takes tens of µs; the flush's memset covers about 35)."""
 
 import pytest
 
-from gpubench.backends.cuda.clock import CudaClock
+from gpubench.backends.cuda.clock import STARVED_LIMIT, CudaClock
+from gpubench.errors import Skip
 
 
 class Gpu:
@@ -30,6 +31,10 @@ class FakeCupy:
 
             def synchronize(self):
                 gpu_.now = max(gpu_.now, self.t)
+
+            @property
+            def done(self):
+                return gpu_.now >= self.t
 
         class Runtime:
             @staticmethod
@@ -103,3 +108,75 @@ def test_a_batch_of_short_calls_is_timed_without_the_host():
     gpu = Gpu()
     clock = clock_on(gpu)
     assert clock.time_batch_ms(call(gpu, 5.0, kernel_us=20.0), 8, flush=True) == [pytest.approx(0.02)] * 8
+
+
+def test_a_sustained_stream_keeps_the_gpu_busy_and_its_intervals_free_of_the_host():
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    run = call(gpu, 300.0, kernel_us=1000.0)  # a slow launcher, but quicker than the call: the queue stays ahead
+    stream = clock.stream(run, True, call_ms=1.0)
+    assert stream.chunk == 10  # CHUNK_MS of calls
+    samples = [s for _ in range(5) for s in stream.take()]
+    stream.close()
+    assert samples == [pytest.approx(1.0)] * 50  # the first chunk (queued from idle) dropped, no launch in any
+    assert gpu.calls == 80 and gpu.memsets == 80  # 8 chunks queued (the dropped one, 2 ahead): each call flushed
+    assert stream.starved == 1  # only the first
+
+
+def test_a_stream_the_host_cannot_keep_ahead_is_given_up():
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    run = call(gpu, 300.0, kernel_us=50.0)  # the GPU runs a call and its flush faster than the host queues one
+    stream = clock.stream(run, True, call_ms=0.05)
+    with pytest.raises(Skip, match="ran out of work while the host queued"):
+        stream.take()
+    assert stream.starved == STARVED_LIMIT + 1
+
+
+def test_a_stream_that_ran_dry_once_drops_that_chunk_only():
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    run = call(gpu, 10.0, kernel_us=1000.0)
+    stream = clock.stream(run, False, call_ms=1.0)
+    stream.take()
+    gpu.now += 50_000  # the host away for 50 ms (a hiccup): the GPU runs everything queued and waits
+    stream.take()  # the chunks queued before the hiccup are whole
+    assert stream.starved == 1
+    assert stream.take() == [pytest.approx(1.0)] * 10 and stream.starved == 1  # not yet seen: the last one queued
+    assert stream.take() == [pytest.approx(1.0)] * 10 and stream.starved == 2  # queued after it: dropped
+
+
+def blocking_call(gpu: Gpu, kernel_us: float):
+    """A library call that returns only once the GPU has run it (it synchronizes)."""
+
+    def run():
+        gpu.calls += 1
+        gpu.now += 10.0
+        gpu.enqueue(kernel_us)
+        gpu.now = gpu.tail
+
+    return run
+
+
+def test_a_call_that_waits_for_the_gpu_is_timed_once_and_does_not_slow_the_calls_after_it():
+    """On the H100 lab such calls (200 ms each) were timed four times over, behind ever longer waits, and then set
+    the wait in front of every call after them: its calibration went from 7 to 48 s."""
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    flushed_samples(clock, call(gpu, 5.0, kernel_us=100.0), 4)
+    gpu.calls = 0
+    flushed_samples(clock, blocking_call(gpu, kernel_us=200_000.0), 2)
+    assert gpu.calls == 2
+    before = gpu.now
+    assert flushed_samples(clock, call(gpu, 5.0, kernel_us=100.0), 4) == [pytest.approx(0.1)] * 4
+    assert gpu.now - before < 4 * 1000.0  # µs: each quick call behind a wait of tens of µs, not of 200 ms
+
+
+def test_a_call_that_waits_for_the_gpu_has_no_sustained_stream():
+    """Each call returns only once the GPU has run it, so the queue is empty whenever the host queues the next: its
+    intervals would hold the host's launch, and the point is given up rather than timed."""
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    stream = clock.stream(blocking_call(gpu, kernel_us=1000.0), True, call_ms=1.0)
+    with pytest.raises(Skip, match="ran out of work while the host queued"):
+        stream.take()

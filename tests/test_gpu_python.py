@@ -17,7 +17,8 @@ from gpubench.backends.cuda.python_calls import UnseenWork
 from gpubench.dtypes import DType
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.runner import PointTask, ShapeTask, verify
-from gpubench.timing import TimingPolicy
+from gpubench.errors import Skip
+from gpubench.timing import Pace, TimingPolicy, measure
 from gpubench.worker import Worker, WorkerOptions
 
 pytestmark = pytest.mark.gpu
@@ -220,6 +221,38 @@ def test_a_call_is_timed_without_the_hosts_time_to_launch_it(cuda, launch_us):
         cuda.clock.flush()
         samples.append(cuda.clock.time_ms(run))
     assert all(0.999 <= s < 1.02 for s in samples), samples
+
+
+def test_a_sustained_stream_keeps_the_host_out_and_gives_up_where_it_cannot_keep_ahead(cuda):
+    """At the sustained pace a 1 ms wait kernel behind a 300 µs launcher reads 1 ms: the stream is kept ahead of
+    the GPU, so no launch falls inside an interval. A 10 µs kernel behind the same launcher cannot be kept ahead
+    (the GPU runs it and its flush faster than the host queues the next): skipped, never timed with the host in."""
+    spin = cuda.probe("spin")
+    policy = TimingPolicy(warmup=1, reps=30, min_reps=5, budget_s=0.3, pace=Pace.SUSTAINED, settle_s=0.3)
+
+    def launched(kernel_ns):
+        def run():
+            busy(300)
+            spin(np.int64(kernel_ns), block=(1, 1, 1), grid=(1, 1))
+
+        return run
+
+    t = measure(launched(1_000_000), cuda.clock, policy, cuda.telemetry)
+    assert t.settled_s >= 0.3 and len(t.samples_ms) >= 5 and t.sm_mhz
+    assert all(0.999 <= s < 1.02 for s in t.samples_ms), t.samples_ms
+    with pytest.raises(Skip, match="ran out of work while the host queued"):
+        measure(launched(10_000), cuda.clock, policy)
+
+
+def test_measure_at_the_sustained_pace_on_the_gpu():
+    torch = pytest.importorskip("torch")
+
+    def mm(A, B, C, M, N, K):
+        torch.matmul(A, B, out=C)
+
+    m = api.measure(mm, api.gemm(4096, dtype="bf16"), arrays="torch", pace="sustained", settle=0.5)
+    assert m.ok and m.point.pace == Pace.SUSTAINED and m.point.details.settled_s >= 0.5
+    assert m.point.details.flushed and m.telemetry["sm_mhz"] > 0 and len(m.samples_ms) >= 5
 
 
 def test_measure_on_the_gpu_verifies_times_and_reads_the_hardware():

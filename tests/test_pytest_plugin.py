@@ -118,6 +118,19 @@ def test_runs_that_cannot_be_compared_exit_2_as_gpubench_compare_does(project):
     assert r.returncode == 2 and "have no points in common: nothing to compare" in r.stdout, r.stdout
 
 
+def test_a_session_at_the_sustained_pace_is_saved_so_and_not_compared_with_an_idle_baseline(project):
+    r = pytest_session(project, "-k", "matmul", "--gpubench-save", "idle.json")
+    assert r.returncode == 0, r.stdout
+    (project / "test_perf.py").write_text(TESTS.replace("reps=30, budget=0.5)", "reps=30, budget=0.5, pace='sustained', "
+                                                                                "settle=0.05)"))
+    r = pytest_session(project, "-k", "matmul", "--gpubench-save", "hot.json")
+    assert r.returncode == 0, r.stdout
+    assert [p.details.pace for p in results.load(project / "hot.json").points] == ["sustained"]
+    r = pytest_session(project, "-k", "matmul", "--gpubench-compare", "idle.json")
+    assert r.returncode == 2 and "at another pace than" in r.stdout and "(idle against sustained)" in r.stdout, \
+        r.stdout
+
+
 def test_the_plugin_is_registered_for_pytest():
     entry_points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
     assert entry_points == {"gpubench": "gpubench.pytest_plugin"}

@@ -167,3 +167,35 @@ def test_two_runs_without_an_output_in_the_same_second_get_names_of_their_own(tm
         first = session.default_output("CPU: x", "gemm", claims)
         second = session.default_output("CPU: x", "gemm", claims)  # the first is still being written (claimed)
         assert first != second and first.parent == second.parent
+
+
+def test_the_kernels_compile_while_the_worker_starts(monkeypatch):
+    """The worker's start (a Python process and a CUDA context: seconds) and nvcc overlap: the worker below
+    starts only once a compile for NVML's architecture has begun, so a session that compiled after the worker
+    started would wait out the timeout and fail."""
+    import threading
+
+    from gpubench.sweep import Sweep
+
+    compiling = threading.Event()
+    arches = []
+
+    def precompile(work, arch):
+        arches.append(arch)
+        compiling.set()
+        return 0
+
+    class Starting:
+        def start(self):
+            assert compiling.wait(5), "nothing was compiling while the worker started"
+            return {"arch": "sm_90"}
+
+    monkeypatch.setattr(session, "precompile", precompile)
+    monkeypatch.setattr(session.telemetry, "one_arch", lambda: "sm_90")
+    request = session.RunRequest(sweeps=[Sweep("t", "gemm", [TMA], [GemmShape(512, 512, 512)], (), FAST)], label="t")
+    assert session.start_while_compiling(Starting(), request) == {"arch": "sm_90"}
+    assert arches == ["sm_90"]
+    monkeypatch.setattr(session.telemetry, "one_arch", lambda: None)  # no NVML: no guess, the start alone
+    compiling.clear()
+    assert session.start_while_compiling(type("Plain", (), {"start": lambda self: {}})(), request) == {}
+    assert arches == ["sm_90"]

@@ -70,6 +70,11 @@ def write(tmp_path, text):
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nbudget = "long"', "budget must be a finite number"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nmax_time = 0', "max_time must be more than 0"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nflush = 1', "flush must be true or false"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\npace = "hot"', "sweep\\[0\\].pace must be one of idle, sustained"),
+    ('[defaults]\npace = 1\n[[sweep]]\nop = "gemm"\nsizes = [64]', "defaults.pace must be one of"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nsettle = -1', "sweep\\[0\\].settle must be 0 or more"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\npace = "sustained"\ndiscard_throttled = true',
+     "discard_throttled drops the samples of a power-limited GPU"),
     ('[[sweep]]\nop = "gemm"\nvariants = ["tiled"]\nsizes = [64]\nblock_sizes = [16]', "applies to the block-size"),
     ('sweep = 3', "no \\[\\[sweep\\]\\] tables"),
     ('sweep = [3]', "must be a table"),
@@ -115,6 +120,21 @@ def test_defaults_apply_and_sweeps_override(tmp_path):
     a, b = s.sweeps
     assert (a.policy.reps, a.policy.budget_s, a.policy.max_noise) == (9, 2.0, None)
     assert (b.policy.reps, b.policy.budget_s, b.policy.max_noise, b.policy.min_reps) == (6, 2.0, 0.02, 5)
+
+
+def test_a_sweep_may_be_timed_sustained_and_the_command_line_overrides_every_sweep(tmp_path):
+    from gpubench import plan
+    from gpubench.timing import Pace
+
+    s = suites.load(write(tmp_path, '[defaults]\npace = "sustained"\nsettle = 2\n[[sweep]]\nop = "gemm"\n'
+                                    'sizes = [64]\n[[sweep]]\nop = "gemm"\nsizes = [128]\npace = "idle"'))
+    a, b = s.sweeps
+    assert (a.policy.pace, a.policy.settle_s, b.policy.pace) == (Pace.SUSTAINED, 2.0, Pace.IDLE)
+    assert a.settings()["timing"]["pace"] == "sustained"  # what the run file's settings keep
+    over = plan.overridden(b.policy, max_noise=None, max_time=None, decide=None, discard_throttled=False,
+                           pace="sustained", settle=0.5)
+    assert (over.pace, over.settle_s, over.reps) == (Pace.SUSTAINED, 0.5, b.policy.reps)
+    assert plan.overridden(b.policy, max_noise=None, max_time=None, decide=None, discard_throttled=False) is b.policy
 
 
 def test_a_projects_variants_can_be_named(tmp_path):

@@ -1,5 +1,10 @@
 
-from gpubench.timing import TimingPolicy, measure, summarize
+import time
+
+import pytest
+
+from gpubench.errors import GpubenchError
+from gpubench.timing import HostClock, Pace, Stop, TimingPolicy, measure, summarize
 
 
 class FakeClock:
@@ -97,3 +102,81 @@ def test_the_checks_call_counts_towards_the_warm_up():
     calls.clear()
     measure(slow, FakeClock([1.0] * 10), TimingPolicy(warmup=5, reps=3, min_reps=3, budget_s=100), warm_s=0.06)
     assert len(calls) == 1 + 3  # 0.06 s before and one warm-up call of 0.06 pass WARM_S
+
+
+# --- the sustained pace ----------------------------------------------------------------------------------------
+
+
+class StreamingClock(FakeClock):
+    """A clock with a stream: single calls return `single`, the stream's chunks come from `chunks` (a list of
+    lists) and the stream counts what it was asked."""
+
+    def __init__(self, single, chunks):
+        super().__init__([single] * 100)
+        self.chunks = iter(chunks)
+        self.taken = self.closed = 0
+        self.asked = None
+
+    def stream(self, run, flush, call_ms):
+        self.asked = (flush, call_ms)
+        clock = self
+
+        class Stream:
+            def take(self):
+                clock.taken += 1
+                return next(clock.chunks)
+
+            def close(self):
+                clock.closed += 1
+
+        return Stream()
+
+
+def test_sustained_settles_then_samples_the_stream_and_never_calls_aside(monkeypatch):
+    import gpubench.timing as timing
+
+    monkeypatch.setattr(timing, "SETTLE_WINDOW_S", 0.0)  # a window per chunk
+    # The calls slow down as the GPU comes down to its power limit, then hold: 1.0, 1.1, 1.2, then 1.25 on.
+    chunks = [[1.0] * 4, [1.1] * 4, [1.2] * 4] + [[1.25] * 4] * 50
+    clock = StreamingClock(1.0, chunks)
+    asides = []
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=8, min_reps=5, budget_s=100, flush=False,
+                                                  pace=Pace.SUSTAINED, settle_s=0.0), aside=asides.append)
+    assert clock.asked == (False, 1.0)  # sized from the fastest single call, flushed as the policy says
+    assert t.samples_ms == [1.25] * 8  # none of the settling calls, and every sample from the stream
+    assert clock.taken == 6 + 2  # settled once three windows agreed (1.2 and 1.25 are 4% apart: not yet)
+    assert clock.closed == 1 and not asides and t.stop == Stop.REPS and t.settled_s is not None
+
+
+def test_sustained_settles_at_least_settle_s(monkeypatch):
+    import gpubench.timing as timing
+
+    monkeypatch.setattr(timing, "SETTLE_WINDOW_S", 0.0)
+
+    def slow_chunks():
+        while True:
+            time.sleep(0.01)
+            yield [1.0, 1.0]
+
+    clock = StreamingClock(1.0, slow_chunks())
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=100, pace=Pace.SUSTAINED,
+                                                  settle_s=0.1))
+    assert t.settled_s >= 0.1 and clock.taken >= 10 + 3
+
+
+def test_the_idle_pace_never_opens_a_stream():
+    clock = StreamingClock(1.0, [])
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=100))
+    assert clock.asked is None and t.settled_s is None and len(t.samples_ms) == 5
+
+
+def test_sustained_needs_a_clock_with_a_stream():
+    with pytest.raises(GpubenchError, match="cannot run calls in a stream"):
+        measure(lambda: None, FakeClock([1.0] * 10), TimingPolicy(warmup=0, reps=5, pace=Pace.SUSTAINED))
+
+
+def test_the_host_clock_streams_calls_one_after_another():
+    calls = []
+    t = measure(lambda: calls.append(1), HostClock(), TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=100,
+                                                                   pace=Pace.SUSTAINED, settle_s=0.05))
+    assert len(t.samples_ms) >= 5 and t.settled_s >= 0.05 and len(calls) > len(t.samples_ms)

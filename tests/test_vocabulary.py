@@ -14,7 +14,7 @@ from gpubench.dtypes import ConvLayout, DType, GemmLayout
 from gpubench.problems import Op
 from gpubench.results import RunStatus, Status
 from gpubench.runners import RUNNERS
-from gpubench.timing import Stop
+from gpubench.timing import Pace, Stop
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gpubench"
 # each word, and the module allowed to spell it (where its type is defined)
@@ -23,7 +23,7 @@ WORDS = {
     **{str(v): "dtypes.py" for v in (*DType, *GemmLayout, *ConvLayout)},
     **{name: "runners.py" for name in RUNNERS},
     **{str(v): "results/model.py" for v in (*Status, *RunStatus)},
-    **{str(v): "timing.py" for v in Stop},
+    **{str(v): "timing.py" for v in (*Stop, *Pace)},
     **{str(v): "compare.py" for v in Verdict},
 }
 # Same spelling, another meaning: (module, word) -> what the string is there.

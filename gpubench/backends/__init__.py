@@ -79,9 +79,23 @@ class Backend(Protocol):
         """Joules per call and GFLOPS per watt, where the hardware reports energy (`timing`: the point's timed
         calls, whose own readings, or the window taken between them, may already tell)."""
 
-    def energy_aside(self, run: Callable[[], None], policy) -> Callable | None:
+    def energy_aside(self, run: Callable[[], None], policy, earlier: Callable[[], bool] | None = None) \
+            -> Callable | None:
         """What the timing loop calls between samples to take the point's energy window when the hardware's
-        reading is about to refresh (timing.measure's `aside`), or None."""
+        reading is about to refresh (timing.measure's `aside`), or None. `earlier()` goes first and may take an
+        earlier point's waiting window at that moment instead (gpubench/energy_queue.py)."""
+
+    def window_due(self) -> bool:
+        """Whether an energy window started now would end on the hardware's next reading (False: none to time)."""
+
+    def wait_for_window(self) -> None:
+        """Wait until window_due, within a refresh period (at once where there are no readings)."""
+
+    def window_wanted(self, timing) -> bool:
+        """Whether a measured point still needs an energy window of its own (timing: its timed calls)."""
+
+    def energy_later(self, run: Callable[[], None], flush: bool, flops: float, timing) -> dict | None:
+        """A point's energy from a window taken now, after later points ran (where window_wanted said so)."""
 
     def collect(self) -> None:
         """Give memory back between shapes."""
@@ -108,7 +122,19 @@ class ArrayBackend:
         """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""
         return None
 
-    def energy_aside(self, run, policy) -> None:
+    def energy_aside(self, run, policy, earlier=None) -> None:
+        return None
+
+    def window_due(self) -> bool:
+        return False
+
+    def wait_for_window(self) -> None:
+        pass
+
+    def window_wanted(self, timing) -> bool:
+        return False
+
+    def energy_later(self, run, flush: bool, flops: float, timing) -> dict | None:
         return None
 
     def check(self, variants: list) -> None:

@@ -19,7 +19,7 @@ from typing import Mapping
 from gpubench import __version__
 from gpubench.dtypes import DType
 from gpubench.problems import Op, Shape
-from gpubench.timing import Stats, Stop, summarize
+from gpubench.timing import Pace, Stats, Stop, summarize
 
 SCHEMA = "gpubench-run"
 SCHEMA_VERSION = 4
@@ -55,7 +55,7 @@ class RunStatus(StrEnum):
 def _kind_ok(value, kind) -> bool:
     if kind is float:
         return type(value) in (int, float) and math.isfinite(value) and value >= 0
-    return isinstance(value, kind) if kind is Stop else type(value) is kind
+    return isinstance(value, kind) if kind in (Stop, Pace) else type(value) is kind
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,8 @@ class Details:
     stop: Stop | None = None  # why sampling ended
     batch: int | None = None  # calls per queued batch, where short calls were timed in batches
     flushed: bool | None = None  # L2 was flushed before each timed call
+    pace: Pace | None = None  # how the timed calls followed each other (None: a run from before paces, idle)
+    settled_s: float | None = None  # sustained: seconds the calls ran back to back before the first sample
     tuned: bool | None = None  # the configuration came from `gpubench tune` ...
     tuned_from: str | None = None  # ... in this file ...
     tuned_exact: bool | None = None  # ... tuned for exactly this shape (else the nearest size)
@@ -83,11 +85,13 @@ class Details:
     reported: Mapping[str, object] = field(default_factory=dict)  # what a user's variant reports about itself
 
     def __post_init__(self):
-        if self.stop is not None and not isinstance(self.stop, Stop):
-            try:
-                object.__setattr__(self, "stop", Stop(self.stop))
-            except ValueError:
-                raise ValueError(f"stop {self.stop!r:.40}; allowed are {', '.join(Stop)}") from None
+        for name, kind in (("stop", Stop), ("pace", Pace)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                try:
+                    object.__setattr__(self, name, kind(value))
+                except (ValueError, TypeError):
+                    raise ValueError(f"{name} {value!r:.40}; allowed are {', '.join(kind)}") from None
         for name, kind in FIELD_KINDS.items():
             value = getattr(self, name)
             if value is not None and not _kind_ok(value, kind):
@@ -114,8 +118,8 @@ class Details:
 
 
 FIELD_KINDS = {"tf32": bool, "accumulator": str, "engine": str, "plans": int, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
-               "batch": int, "flushed": bool, "tuned": bool, "tuned_from": str, "tuned_exact": bool,
-               "first_call_ms": float}
+               "batch": int, "flushed": bool, "pace": Pace, "settled_s": float, "tuned": bool, "tuned_from": str,
+               "tuned_exact": bool, "first_call_ms": float}
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,11 @@ class Point:
     @property
     def op(self) -> Op:
         return self.problem.op
+
+    @property
+    def pace(self) -> Pace:
+        """How its calls were timed: a point saved before paces existed was timed idle."""
+        return self.details.pace or Pace.IDLE
 
     @property
     def flops(self) -> float:

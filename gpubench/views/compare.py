@@ -120,11 +120,13 @@ def to_json_report(report: Report, exit_code: int) -> str:
 
 
 def across_tables(report: Report, base_device: str, new_device: str) -> list[Table]:
-    """Two GPU models side by side: per point, each one's median and the ratio; per variant, the geometric mean."""
+    """Two GPU models side by side: per point, each one's median and the ratio; per variant, the geometric mean. A
+    point timed at two paces (one GPU rested and under sustained load) says so."""
     points = Table(f"{new_device} against {base_device}: time ratio per point (below 1: {new_device} is faster)",
                    ["point", f"{base_device} ms", f"{new_device} ms", "ratio", "speed-up"], left=1)
     for c in sorted(report.changes, key=lambda c: c.label):
-        points.rows.append([Cell(c.label), Cell(f"{c.base.median_ms:.4g}"), Cell(f"{c.new.median_ms:.4g}"),
+        paces = f" ({c.base.pace} → {c.new.pace})" if c.base.pace != c.new.pace else ""
+        points.rows.append([Cell(c.label + paces), Cell(f"{c.base.median_ms:.4g}"), Cell(f"{c.new.median_ms:.4g}"),
                             Cell(f"{c.ratio:.3f}"), Cell(f"{1 / c.ratio:.2f}×")])
     geo = Table("geometric mean per variant", ["variant", "ratio", "speed-up", "points"], left=1)
     counts: dict[str, int] = {}

@@ -14,6 +14,7 @@ from typing import Callable
 from gpubench import roofline
 from gpubench.problems import SHAPES, ConvShape, GemmShape, Op
 from gpubench.results import Point, Run, Status
+from gpubench.timing import Pace
 from gpubench.views.tables import Cell, Table
 
 
@@ -179,6 +180,9 @@ def details(p: Point) -> str:
             bits.append(f"{name} {ms:.3f} ms ({100 * ms / p.median_ms:.0f}%)")
     if p.tf32:
         bits.append("TF32 tensor cores allowed")
+    if p.pace == Pace.SUSTAINED:
+        settled = f" after {d.settled_s:.1f} s" if d.settled_s is not None else ""
+        bits.append(f"timed {Pace.SUSTAINED}{settled}")
     return "; ".join(bits)
 
 
@@ -253,6 +257,8 @@ def hardware_table(run: Run, op: str) -> Table | None:
             notes.append(f"≤2× the floor ({floor * 1e3:.1f} µs)")
         if t.get("reasons"):
             notes.append(", ".join(t["reasons"]))
+        if p.pace == Pace.SUSTAINED:
+            notes.append(f"timed {Pace.SUSTAINED}")
         table.rows.append([Cell(x) for x in row_key(p)] + [
             Cell(display_name(p)), Cell(f"{p.median_ms:.3f}"),
             Cell(_int(t.get("sm_mhz")) + (f" (≥{t['sm_mhz_min']})" if t.get("sm_mhz_min") not in (None, t.get("sm_mhz"))

@@ -1,19 +1,25 @@
-"""The same Triton kernel timed in one process by gpubench's API (api.measure), by triton.testing.do_bench, and by
+"""The same Triton kernel timed in one process by gpubench's API at both paces, by triton.testing.do_bench, and by
 events behind a long sleep (the kernel alone, whatever the host's launch takes).
 
     python tools/gpu/api_vs_do_bench.py PROJECT_DIR [DTYPES]   # PROJECT_DIR holds the Triton example's matmul.py
 
 For each problem the kernel is first measured once by gpubench (its first call autotunes; the autotuner then keeps
-one configuration per shape and dtype, so every timer times the same compiled kernel), then two rounds of gpubench
-(verify, then its protocol: L2 flush, events on the timed stream, queued batches below 1 ms, sampling until a 5%
-comparison could be decided) and do_bench (its L2 flush, the median of 1 s of calls) alternate on tensors of the
-same shape and type, so that a drift of the GPU between the tools shows in the rounds. The third timer, `slept`,
-flushes L2 as do_bench does, then keeps the GPU asleep 2 ms (torch.cuda._sleep) before the start event, far longer
-than any launch, and takes the median of 30 calls: no host time can be inside its intervals. Also printed: the
-host's time to launch one call (the median of 50 calls queued back to back) and the clock's own record of it
-(CudaClock.launch_us: the time to queue its wait, the start event and the call), and the SM clock and power
-while each timer ran: gpubench's own telemetry (read after each sample) for its two rounds, NVML read every 5 ms
-by a thread for do_bench and the slept timer (the median of the readings). Prints one Markdown table.
+one configuration per shape and dtype, so every timer times the same compiled kernel), then two rounds of four
+timers alternate on tensors of the same shape and type, so that a drift of the GPU between them shows in the rounds:
+
+- `idle`: api.measure at the default pace (verify, then L2 flush, events on the timed stream, queued batches below
+  1 ms, each call or batch after the GPU waited for the host, sampling until a 5% comparison could be decided);
+- `slept`, its control: flushes L2 as do_bench does, keeps the GPU asleep 2 ms (torch.cuda._sleep) before the start
+  event, far longer than any launch, and takes the median of 30 calls: no host time can be inside its intervals;
+- `sustained`: api.measure at the sustained pace (calls back to back, each flushed and between its own events, in
+  a stream kept ahead of the GPU, sampled once they have run 1 s and their time stopped drifting);
+- `do_bench`, its counterpart: do_bench(warmup=100, rep=1000, return_mode="median") (its flush, then the calls of
+  about a second back to back, each between its own events).
+
+Printed per problem: each timer's two rounds, the two ratios that should hold (slept / idle and do_bench /
+sustained), the host's time to launch one call (the median of 50 queued back to back), and the SM clock and board
+power while each timer ran: gpubench's own telemetry (read after each sample) for its two paces, NVML read every
+5 ms by a thread for do_bench and the slept timer (the medians of the readings). One Markdown table.
 """
 
 import contextlib
@@ -93,12 +99,16 @@ def launch_us(call, n: int = 50) -> float:
     return statistics.median(times)
 
 
+def rounds(values) -> str:
+    return " / ".join(f"{v:.4f}" for v in values)
+
+
 def main():
-    clock = api.backend_for("cuda").clock
-    print("| dtype | size | gpubench ms, rounds 1 and 2 (IQR/median) | do_bench ms, rounds 1 and 2 | slept ms "
-          "| do_bench / gpubench | slept / gpubench | how gpubench timed it | launch µs (host; clock's) "
-          "| SM clock and power: gpubench rounds 1, 2 / do_bench / slept | rel_err | first call ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|")
+    print("| dtype | size | idle ms, rounds 1 and 2 (IQR/median) | slept ms | **slept / idle** "
+          "| sustained ms, rounds 1 and 2 (IQR/median, settled s) | do_bench ms | **do_bench / sustained** | do_bench / idle "
+          "| how idle timed it | launch µs | SM clock and power: idle / slept / sustained / do_bench | rel_err "
+          "| first call ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|")
     for dtype in DTYPES:
         for n in SIZES[dtype]:
             problem = api.gemm(n, dtype=dtype)
@@ -110,25 +120,29 @@ def main():
             def call():
                 matmul.matmul(a, b, c, n, n, n, precision=dtype)
 
-            ours, theirs, slept = [], [], []
-            seen = {"do_bench": [], "slept": []}
+            idle, slept, hot, theirs = [], [], [], []
+            seen = {"slept": [], "do_bench": []}
             for _ in range(2):
-                ours.append(api.measure(matmul.matmul, problem, arrays="torch", precision="precision"))
-                clock_us = statistics.median(clock.launch_us)
-                with clocks(seen["do_bench"]):
-                    theirs.append(triton.testing.do_bench(call, warmup=100, rep=1000, return_mode="median"))
+                idle.append(api.measure(matmul.matmul, problem, arrays="torch", precision="precision"))
                 with clocks(seen["slept"]):
                     slept.append(slept_ms(call))
+                hot.append(api.measure(matmul.matmul, problem, arrays="torch", precision="precision",
+                                       pace="sustained"))
+                with clocks(seen["do_bench"]):
+                    theirs.append(triton.testing.do_bench(call, warmup=100, rep=1000, return_mode="median"))
             host_us = launch_us(call)
-            mean_ours = statistics.fmean(m.median_ms for m in ours)
-            batch = ours[-1].point.details.batch
+            mean_idle = statistics.fmean(m.median_ms for m in idle)
+            mean_hot = statistics.fmean(m.median_ms for m in hot)
+            batch = idle[-1].point.details.batch
             how = f"queued batches of {batch}" if batch else "one call at a time"
-            print(f"| {dtype} | {n} | {' / '.join(f'{m.median_ms:.4f} ({m.spread:.2%})' for m in ours)} | "
-                  f"{' / '.join(f'{t:.4f}' for t in theirs)} | {' / '.join(f'{t:.4f}' for t in slept)} | "
-                  f"{statistics.fmean(theirs) / mean_ours:.4f} | {statistics.fmean(slept) / mean_ours:.4f} | {how} | "
-                  f"{host_us:.0f}; {clock_us:.0f} | {' / '.join(gpubench_clocks(m) for m in ours)} / "
-                  f"{' / '.join(median_clocks(r) for r in seen.values())} | "
-                  f"{first.rel_err:.1e} | {first.first_call_ms:.0f} |", flush=True)
+            print(f"| {dtype} | {n} | {' / '.join(f'{m.median_ms:.4f} ({m.spread:.2%})' for m in idle)} | "
+                  f"{rounds(slept)} | **{statistics.fmean(slept) / mean_idle:.4f}** | "
+                  f"{' / '.join(f'{m.median_ms:.4f} ({m.spread:.2%}, {m.point.details.settled_s:.1f})' for m in hot)} | "
+                  f"{rounds(theirs)} | **{statistics.fmean(theirs) / mean_hot:.4f}** | "
+                  f"{statistics.fmean(theirs) / mean_idle:.4f} | {how} | {host_us:.0f} | "
+                  f"{gpubench_clocks(idle[-1])} / {median_clocks(seen['slept'])} / {gpubench_clocks(hot[-1])} / "
+                  f"{median_clocks(seen['do_bench'])} | {first.rel_err:.1e} | {first.first_call_ms:.0f} |",
+                  flush=True)
 
 
 if __name__ == "__main__":

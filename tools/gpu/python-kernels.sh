@@ -3,10 +3,11 @@
 #   1. gpubench built into a wheel and installed (non-editable) beside the carried wheels, the pytest plugin with it;
 #   2. from a project outside the repository (the Triton and CuPy examples copied into /tmp): the examples verified
 #      and timed beside cuBLAS, cuDNN and built-in kernels (one suite, one results file);
-#   3. the same Triton kernels timed by gpubench's API, by triton.testing.do_bench and by events behind a long sleep,
-#      in one process; then cuBLAS and a built-in kernel timed by the CLI (the clock on PyCUDA's launches);
+#   3. the same Triton kernels timed by gpubench's API at both paces (idle, sustained), by triton.testing.do_bench
+#      and by events behind a long sleep, in one process (TIMER_DTYPES); then cuBLAS and a built-in kernel timed by
+#      the CLI (the clock on PyCUDA's launches);
 #   4. the gpu tests of Python variants and the clock (tests/test_gpu_python.py), from the checkout's tests on the
-#      installed wheel (the new ones first, then the examples' verification);
+#      installed wheel (the new ones first, then the examples' verification; TESTS_K: the -k selections, `;`-separated);
 #   5. a sweep with a Triton kernel that stores out of bounds and one that never ends;
 #   6. the pytest plugin from the installed wheel in a user's test project.
 # Steps to run: the arguments (sweep timers clock tests faults plugin), all of them by default.
@@ -67,12 +68,13 @@ if step sweep; then
   echo "exit code: $?" | tee -a "$OUT/python-kernels.log"
   python3 -m gpubench show "$OUT/python-kernels.json" --format markdown >> "$OUT/python-kernels.log" 2>&1
 fi
-step timers && timeout 200 python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P "$(echo "$DTYPES" | tr -d '[]" ')" 2>&1 | tee "$OUT/api-vs-do-bench.md"
+step timers && timeout ${TIMERS_TIMEOUT:-300} python3 "$REPO/tools/gpu/api_vs_do_bench.py" $P \
+    "${TIMER_DTYPES:-$(echo "$DTYPES" | tr -d '[]" ')}" 2>&1 | tee "$OUT/api-vs-do-bench.md"
 # the clock on gpubench's own kernels (PyCUDA launches), to hold against the saved runs
 step clock && { timeout 120 python3 -m gpubench gemm --variants cublas,tiled --sizes 2048,4096 -o "$OUT/clock-check.json" \
     2>&1 | tail -25; } > "$OUT/clock-check.log"
 # the gpu tests of Python variants and of the clock: the new ones first, so that a call cut short still has them
-step tests && (cd /tmp && for k in "not examples" "examples"; do
+step tests && (cd /tmp && IFS=';' && for k in ${TESTS_K:-not examples;examples}; do
     timeout ${TESTS_TIMEOUT:-300} python3 -m pytest -q -m gpu "$REPO/tests/test_gpu_python.py" -k "$k" -p no:cacheprovider \
     --rootdir "$REPO" -c "$REPO/pyproject.toml" 2>&1 | tee -a "$OUT/gpu-tests.txt" | tail -6; done)
 

@@ -1,14 +1,25 @@
 """The CUDA backend's clock: events on the default stream around each call, L2 flushed by a memset, short calls
-timed in queued batches behind a wait kernel (see cuda_src/probes.cu)."""
+timed in queued batches behind a wait kernel (see cuda_src/probes.cu), and, for the sustained pace, calls back to
+back in a stream the host keeps ahead of the GPU (SustainedStream)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections import deque
 
+from gpubench.errors import Skip
+
 SPIN_NS = 50_000  # the least cover for the host's launch latency ahead of a timed call (see probes.cu)
 RETIMES = 3  # a call the host queued too late for its wait is timed again, at most this many times
+CHUNK_MS = 10.0  # sustained: the calls queued at a time last about this long on the GPU ...
+MAX_CHUNK = 256  # ... and are at most this many
+AHEAD = 2  # chunks kept queued behind the one the host waits for: ~20 ms of work while it reads telemetry
+STARVED_LIMIT = 5  # chunks in a row the GPU may have waited for the host in before the point is given up
+BLOCKING_NS = 5_000_000  # a call that takes the host longer than this to return is not slow to launch: it waits
+# for the GPU (a library call that synchronizes). No wait in front of it can keep the host out of its interval, so
+# it is neither timed again nor allowed to size the waits of the calls after it (each would spin that long)
 
 
 class CudaClock:
@@ -28,6 +39,10 @@ class CudaClock:
 
     def sync(self) -> None:
         self.cp.cuda.Stream.null.synchronize()
+
+    def pause(self, seconds: float) -> None:
+        """The host waits (the GPU runs whatever is queued)."""
+        time.sleep(seconds)
 
     def flush(self) -> None:
         self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
@@ -54,6 +69,8 @@ class CudaClock:
             queued_ns = (self.host_time() - t0) * 1e9  # by now the start event and the whole call are queued
             self.end.record()
             self.end.synchronize()
+            if queued_ns >= BLOCKING_NS:
+                break
             if queued_ns < wait_ns:
                 self.launch_us.append(queued_ns / 1000)
                 break
@@ -87,6 +104,10 @@ class CudaClock:
                 return [self.cp.cuda.get_elapsed_time(self.events[2 * i], self.events[2 * i + 1]) for i in range(n)]
             wait_ns = 2 * int(queued_ns) + 20_000  # the host fell behind (a hiccup): again, with room to spare
 
+    def stream(self, run, flush: bool, call_ms: float) -> SustainedStream:
+        """Calls back to back, each (after its flush) between its own events: the sustained pace's stream."""
+        return SustainedStream(self, run, flush, max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / max(call_ms, 1e-3)))))
+
     def busy(self, run, chunk: int, go_on) -> tuple[int, float]:
         """Calls back to back, queued `chunk` at a time with one chunk always queued ahead, until go_on() (asked
         each time the GPU finishes a chunk) says stop: an energy window's work. Returns (calls, GPU seconds from
@@ -118,3 +139,56 @@ class CudaClock:
                 self.flush()
             run()
         self.sync()
+
+
+class SustainedStream:
+    """Calls back to back on the timed stream, queued a chunk at a time with AHEAD chunks always queued behind the
+    one the host waits for, so that the GPU never waits for the host and stays as hot as the calls make it. Each
+    call has its own events (and its own flush before its start event), so each is a sample. A chunk the host
+    finished queuing only after the work queued before it had all run may hold host time inside its intervals
+    (the GPU ran dry while the host queued it): its times are dropped; STARVED_LIMIT such chunks in a row mean the
+    host cannot keep this call's stream ahead (a call shorter than its launch), and the point is skipped."""
+
+    def __init__(self, clock: CudaClock, run, flush: bool, chunk: int):
+        self.clock, self.run, self.flush, self.chunk = clock, run, flush, chunk
+        self.pending: deque[tuple[list, bool]] = deque()  # (the chunk's events, whether it may have starved)
+        self.spare: list[list] = []
+        self.starved = 0  # chunks dropped (the first one, queued from idle, among them)
+        self.in_a_row = 0
+        for _ in range(AHEAD):
+            self._queue()
+
+    def _queue(self) -> None:
+        events = self.spare.pop() if self.spare else [self.clock.cp.cuda.Event() for _ in range(2 * self.chunk)]
+        before = self.pending[-1][0][-1] if self.pending else None
+        for i in range(self.chunk):
+            if self.flush:
+                self.clock.flush()
+            events[2 * i].record()
+            self.run()
+            events[2 * i + 1].record()
+        self.pending.append((events, before is None or before.done))
+
+    def take(self) -> list[float]:
+        """The times of the oldest queued chunk's calls, once it has run (another chunk queued first)."""
+        while True:
+            self._queue()
+            events, starved = self.pending.popleft()
+            events[-1].synchronize()
+            self.spare.append(events)
+            if not starved:
+                self.in_a_row = 0
+                get = self.clock.cp.cuda.get_elapsed_time
+                return [get(events[2 * i], events[2 * i + 1]) for i in range(self.chunk)]
+            self.starved += 1
+            self.in_a_row += 1
+            if self.in_a_row > STARVED_LIMIT:
+                raise Skip(f"pace sustained: the GPU ran out of work while the host queued each chunk of "
+                           f"{self.chunk} call(s) (a call shorter than its launch, or one that waits for the GPU), "
+                           "so no stream of this call can be kept ahead of it (time it at the idle pace)")
+
+    def close(self) -> None:
+        """Wait for the chunks still queued (their times are not wanted)."""
+        self.clock.flushed = False
+        if self.pending:
+            self.pending[-1][0][-1].synchronize()

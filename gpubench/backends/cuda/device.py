@@ -26,6 +26,7 @@ from gpubench.timing import TimingPolicy, measure, summarize
 
 LT_PEAKS = (DType.FP8, DType.INT8)  # measured through cuBLASLt (cuBLAS's GemmEx takes neither)
 CHUNK_MS = 1.0  # an energy window queues calls this much GPU time at a time, one chunk always ahead
+WAIT_POLL_S = 0.0005  # how often a wait for a window's moment polls the instant power
 
 
 def _ptr(array) -> np.uintp:
@@ -149,26 +150,60 @@ class DeviceFacts:
             out[PRECISIONS[dtype].ceiling] = round(shape.flops / ms / 1e6)
         return out
 
-    def energy_aside(self, run, policy: TimingPolicy):
+    def energy_aside(self, run, policy: TimingPolicy, earlier=None):
         """The point's energy window, taken between its timed samples at the moment it costs least: when the next
         refresh of the instant power is LEAD_S ahead (telemetry.aligned), so that the window's calls run just
-        through the time that refresh's reading describes and it ends on it. Once per point; None without instant
-        power. Started anywhere else, a window waits for a refresh: 84 ms a point on average on an H100."""
+        through the time that refresh's reading describes and it ends on it. `earlier()`, where given, goes first
+        and may use the moment for an earlier point's waiting window (gpubench/energy_queue.py): True if it did.
+        Once per point; None without instant power. Started anywhere else, a window waits for a refresh: 84 ms a
+        point on average on an H100."""
         if not self.telemetry.has_instant:
             return None
 
         def aside(timing) -> None:
-            if timing.window is not None or not telemetry.aligned(self.telemetry.refreshes, self.clock.host_time()):
+            if earlier is not None and earlier():
+                return
+            if timing.window is not None or not self.window_due():
                 return
             median_ms = summarize(timing.samples_ms).median
-            if not telemetry.wants_window(timing.batch, median_ms, policy.reps):
-                return
-            chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
-            with phase("energy"):
-                timing.window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on),
-                                                       self.telemetry, clock=self.clock.host_time) or {}
+            if telemetry.wants_window(timing.batch, median_ms, policy.reps):
+                with phase("energy"):
+                    timing.window = self.take_window(run, median_ms)
 
         return aside
+
+    def window_due(self) -> bool:
+        """Whether an energy window started now would end on the next refresh of the instant power."""
+        return self.telemetry.has_instant and telemetry.aligned(self.telemetry.refreshes, self.clock.host_time())
+
+    def wait_for_window(self, max_s: float = telemetry.POWER_WINDOW_MAX_S) -> None:
+        """Poll the instant power (which teaches its refreshes) until a window is due, or max_s has gone by."""
+        if not self.telemetry.has_instant:
+            return
+        with phase("energy wait"):
+            until = self.clock.host_time() + max_s
+            while not self.window_due() and self.clock.host_time() < until:
+                self.telemetry.instant_mw()
+                self.clock.pause(WAIT_POLL_S)
+
+    def take_window(self, run, median_ms: float) -> dict:
+        """A window of the call run back to back now, ended at the first refresh after SETTLE_S ({}: none came)."""
+        chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
+        return telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on), self.telemetry,
+                                      clock=self.clock.host_time) or {}
+
+    def window_wanted(self, timing) -> bool:
+        """Whether a measured point still needs a window of its own: the GPU reads instant power, its own timed
+        calls carry no energy, and no window was taken between them."""
+        if not self.telemetry.has_instant or not timing.samples_ms or timing.window:
+            return False
+        median_ms = summarize(timing.samples_ms).median
+        return telemetry.timed_energy(timing.instant, timing.batch, median_ms, len(timing.samples_ms)) is None
+
+    def energy_later(self, run, flush: bool, flops: float, timing) -> dict | None:
+        """A waiting point's energy (energy_queue.py): its window taken now, at a refresh's moment."""
+        timing.window = self.take_window(run, summarize(timing.samples_ms).median)
+        return self.energy(run, flush, flops, timing)
 
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call (telemetry.py says from what): the instant power between the point's own timed calls
@@ -182,9 +217,7 @@ class DeviceFacts:
             if window is None:
                 window = timing.window or None
             if window is None:
-                chunk = max(1, math.ceil(CHUNK_MS / max(median_ms, 1e-3)))
-                window = telemetry.power_window(lambda go_on: self.clock.busy(run, chunk, go_on), self.telemetry,
-                                                clock=self.clock.host_time)
+                window = self.take_window(run, median_ms) or None
         if window is None:
             window = telemetry.energy_window(lambda n: self.clock.run_many(run, n, False), self.telemetry)
         if window is None:
