@@ -165,7 +165,8 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
             tolerance: float | None = None, reference=None, seed: int = 0, warmup: int = 3, reps: int = 50,
             budget: float = 1.0, flush: bool = True, max_noise: float | None = None, max_time: float = 10.0,
             decide: float | None = None, pace: str = plan.DEFAULTS.timing.pace,
-            settle: float = plan.DEFAULTS.timing.settle_s) -> Measurement:
+            settle: float = plan.DEFAULTS.timing.settle_s,
+            cooldown: float = plan.DEFAULTS.timing.cooldown_s) -> Measurement:
     """Verify `fn` on `problem`, then time it under gpubench's protocol.
 
     fn(*arrays_and_dims, **params) writes the output (C or y). `args` orders what it receives (default: the arrays,
@@ -177,7 +178,8 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     `decide` defaults to 5% on a GPU (sample on until a later comparison at 5% could be decided).
     `pace`: "idle" (the default) times each call after the GPU waited for the host, "sustained" times calls in a
     steady back-to-back stream (each still flushed and between its own events) once they have run `settle` seconds
-    and their time stopped drifting: under sustained load, as triton.testing.do_bench does.
+    and their time stopped drifting: under sustained load, as triton.testing.do_bench does. `cooldown`: seconds
+    the GPU idles before the first call (a rested card, whatever ran before).
     A mapping `fn` returns on its first call is kept as `reported`."""
     if not callable(fn):
         raise GpubenchError(f"measure: {fn!r} is not callable")
@@ -201,7 +203,7 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     user_code.check(variant, [config])
     policy = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
                          flush=flush, decide=decide if decide is not None else plan.default_decide(backend),
-                         pace=pace, settle=settle, where=lambda key: f"measure: {key}")
+                         pace=pace, settle=settle, cooldown=cooldown, where=lambda key: f"measure: {key}")
     task = PointTask(0, variant, config, policy)
     try:
         inputs = be.inputs(problem, seed)
@@ -243,9 +245,10 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
               budget: float = 1.0,
               timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
               pace: str = plan.DEFAULTS.timing.pace, settle: float = plan.DEFAULTS.timing.settle_s,
-              display=None) -> RunOutcome:
+              cooldown: float = plan.DEFAULTS.timing.cooldown_s, display=None) -> RunOutcome:
     """`gpubench gemm|conv` as a function: the sweep run in isolated workers, saved, and returned (outcome.run).
-    dtypes and layouts are --dtype's and --layout's ("fp32,bf16"); pace and settle are --pace's and --settle's."""
+    dtypes and layouts are --dtype's and --layout's ("fp32,bf16"); pace, settle and cooldown are --pace's,
+    --settle's and --cooldown's."""
     from gpubench import app
     from gpubench.problems import Op
 
@@ -265,7 +268,7 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
                       output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
                       tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
                       slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet(), dtype=dtypes,
-                      layout=layouts, pace=pace, settle=settle)
+                      layout=layouts, pace=pace, settle=settle, cooldown=cooldown)
 
 
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,

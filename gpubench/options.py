@@ -44,6 +44,10 @@ PACING = [
     click.option("--settle", default=None, type=float, metavar="SECONDS",
                  help=f"With --pace {Pace.SUSTAINED}: run the calls back to back at least this long, and until their "
                       f"time is steady, before sampling [default: {DEFAULTS.timing.settle_s:g}]."),
+    click.option("--cooldown", default=None, type=float, metavar="SECONDS",
+                 help="Idle the GPU this long before each point's first call, so that every point starts from a "
+                      "rested card (at tensor-core rates the power limit the points before ran into otherwise carries "
+                      "over) [default: 0, or the suite's]."),
 ]
 MANY_GPUS = [
     click.option("--gpus", default=None, metavar="all|N|0,2|id:1",

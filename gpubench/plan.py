@@ -68,15 +68,16 @@ def default_decide(backend: str) -> float | None:
 
 
 _T = TimingPolicy()
+MAX_COOLDOWN_S = 60.0  # a minute of idle per point is already far more than a power limiter needs
 
 
 def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.budget_s, max_noise: float | None = None,
            max_time: float = _T.max_time_s, flush: bool = _T.flush, decide: float | None = None,
            discard_throttled: bool = False, pace: Pace | str = _T.pace, settle: float = _T.settle_s,
-           where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
+           cooldown: float = _T.cooldown_s, where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
     """A timing policy, every value checked; `where(key)` names the option or suite key in messages.
     decide = 0 (or None) turns the decidability target off. pace sustained times calls in a steady stream after
-    `settle` seconds of them (timing.Pace)."""
+    `settle` seconds of them (timing.Pace); `cooldown` seconds of idle come before each point's first call."""
     for key, value, kind in (("warmup", warmup, int), ("reps", reps, int)):
         if type(value) is not kind:
             raise GpubenchError(f"{where(key)} must be an integer, got {value!r}")
@@ -92,7 +93,7 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
         raise GpubenchError(f"{where('discard_throttled')} drops the samples of a power-limited GPU, which are what "
                             f"pace {Pace.SUSTAINED} measures: use one or the other")
     for key, value in (("budget", budget), ("max_time", max_time), ("max_noise", max_noise), ("decide", decide),
-                       ("settle", settle)):
+                       ("settle", settle), ("cooldown", cooldown)):
         if value is None and key in ("max_noise", "decide"):
             continue
         if key == "decide" and value == 0:
@@ -100,16 +101,19 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise GpubenchError(f"{where(key)} must be a finite number, got {value!r}")
-        if value < 0 or (value == 0 and key not in ("budget", "settle")):
-            raise GpubenchError(f"{where(key)} must be {'0 or more' if key in ('budget', 'settle') else 'more than 0'}"
-                                f", got {value}")
+        zero_allowed = key in ("budget", "settle", "cooldown")
+        if value < 0 or (value == 0 and not zero_allowed):
+            raise GpubenchError(f"{where(key)} must be {'0 or more' if zero_allowed else 'more than 0'}, got {value}")
+    if cooldown > MAX_COOLDOWN_S:
+        raise GpubenchError(f"{where('cooldown')} is seconds of idle before each point: at most {MAX_COOLDOWN_S:g}, "
+                            f"got {cooldown}")
     for key, value in (("flush", flush), ("discard_throttled", discard_throttled)):
         if not isinstance(value, bool):
             raise GpubenchError(f"{where(key)} must be true or false, got {value!r}")
     return TimingPolicy(warmup=warmup, reps=reps, min_reps=MIN_REPS, budget_s=float(budget), flush=flush,
                         max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time),
                         decide=None if decide is None else float(decide), discard_throttled=discard_throttled,
-                        pace=pace, settle_s=float(settle))
+                        pace=pace, settle_s=float(settle), cooldown_s=float(cooldown))
 
 
 MAX_NAME = 100  # a name goes into tables, file names and labels
@@ -349,17 +353,19 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
 
 
 def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,
-               discard_throttled: bool, pace: Pace | str | None = None, settle: float | None = None) -> TimingPolicy:
+               discard_throttled: bool, pace: Pace | str | None = None, settle: float | None = None,
+               cooldown: float | None = None) -> TimingPolicy:
     """A suite sweep's policy with what the command line gave for every sweep on top (checked again)."""
     if (max_noise is None and max_time is None and decide is None and not discard_throttled and pace is None
-            and settle is None):
+            and settle is None and cooldown is None):
         return p
     return policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
                   max_noise=max_noise if max_noise is not None else p.max_noise,
                   max_time=max_time if max_time is not None else p.max_time_s,
                   decide=decide if decide is not None else p.decide,
                   discard_throttled=discard_throttled or p.discard_throttled,
-                  pace=pace if pace is not None else p.pace, settle=settle if settle is not None else p.settle_s)
+                  pace=pace if pace is not None else p.pace, settle=settle if settle is not None else p.settle_s,
+                  cooldown=cooldown if cooldown is not None else p.cooldown_s)
 
 
 def compare_settings(threshold: float, alpha: float) -> tuple[float, float]:

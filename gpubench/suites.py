@@ -4,7 +4,8 @@
     description = "about a minute"
     [defaults]              # timing for every sweep: warmup, reps, budget, max_noise, max_time, flush,
                             # decide (a threshold, 0 = off), discard_throttled,
-                            # pace ("idle", the default, or "sustained"), settle (seconds, for sustained)
+                            # pace ("idle", the default, or "sustained"), settle (seconds, for sustained),
+                            # cooldown (seconds of idle before each point)
     reps = 30
     [[sweep]]
     name = "gemm"
@@ -39,7 +40,7 @@ from gpubench.catalog import Catalog
 from gpubench.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
-               "settle"}
+               "settle", "cooldown"}
 PRECISION_KEYS = {"dtypes", "layouts"}
 GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}
 CONV_KEYS = {"name", "op", "variants", "sizes", "strides", "block_sizes", "batch", "in_channels", "out_channels",

@@ -99,6 +99,8 @@ class TimingPolicy:
     batch_below_ms: float = 1.0  # calls shorter than this are timed in queued batches, where the clock can
     pace: Pace = Pace.IDLE  # sustained: calls timed in a steady back-to-back stream ...
     settle_s: float = 1.0  # ... after running back to back at least this long (and until their time is steady)
+    cooldown_s: float = 0.0  # the GPU idles this long before a point's first call, so that every point starts from a
+    # rested card: at tensor-core rates the power limiter's clamp, set by the points before, otherwise carries over
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -150,7 +152,12 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
     """Time `run` under `policy`. `aside(timing)`, where given, is called after each sample and may do work of its
     own between samples (an energy window at the right moment); its time is not counted against the budget.
     `warm_s`: seconds the call has just run (the point's check), which count towards the warm-up: a call that
-    took WARM_S once is warm."""
+    took WARM_S once is warm. A cool-down (policy.cooldown_s) comes first, and the warm-up after it runs in full: the
+    clocks come up from idle again."""
+    if policy.cooldown_s > 0:
+        with phase("cooldown"):
+            time.sleep(policy.cooldown_s)
+        warm_s = 0.0
     limit = min(WARM_S, policy.budget_s / 2)
     started = time.perf_counter() - warm_s
     with phase("warmup"):

@@ -64,6 +64,8 @@ def test_args_order_what_the_callable_receives():
     (lambda: api.measure(matmul, api.gemm(8), backend="cpu", pace="hot"), "measure: pace must be one of idle, "),
     (lambda: api.measure(matmul, api.gemm(8), backend="cpu", pace="sustained", settle=float("nan")),
      "measure: settle must be a finite number"),
+    (lambda: api.measure(matmul, api.gemm(8), backend="cpu", cooldown=float("inf")),
+     "measure: cooldown must be a finite number"),
 ])
 def test_bad_input_is_one_line(call, match):
     with pytest.raises(GpubenchError, match=match) as e:
@@ -104,3 +106,9 @@ def test_the_sustained_pace_is_measured_saved_shown_and_never_compared_with_the_
     with pytest.raises(GpubenchError, match="timed 1 point\\(s\\) at another pace .* \\(idle against sustained\\)"):
         api.compare(cold.path, hot.path)
     assert api.compare(hot.path, hot.path).exit_code() == Exit.OK
+
+
+def test_a_cooldown_is_part_of_the_saved_timing(tmp_path):
+    rested = api.run_sweep("gemm", sizes=[24], backend="cpu", reps=5, cooldown=0.01, output=tmp_path / "r.json")
+    assert results.load(rested.path).settings["sweeps"][0]["timing"]["cooldown_s"] == 0.01
+    assert api.measure(matmul, api.gemm(16), backend="cpu", reps=5, cooldown=0.01).ok

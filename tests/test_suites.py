@@ -73,6 +73,9 @@ def write(tmp_path, text):
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\npace = "hot"', "sweep\\[0\\].pace must be one of idle, sustained"),
     ('[defaults]\npace = 1\n[[sweep]]\nop = "gemm"\nsizes = [64]', "defaults.pace must be one of"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nsettle = -1', "sweep\\[0\\].settle must be 0 or more"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\ncooldown = -0.5', "sweep\\[0\\].cooldown must be 0 or more"),
+    ('[defaults]\ncooldown = 3600\n[[sweep]]\nop = "gemm"\nsizes = [64]', "defaults.cooldown is seconds of idle "
+     "before each point: at most 60"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\npace = "sustained"\ndiscard_throttled = true',
      "discard_throttled drops the samples of a power-limited GPU"),
     ('[[sweep]]\nop = "gemm"\nvariants = ["tiled"]\nsizes = [64]\nblock_sizes = [16]', "applies to the block-size"),

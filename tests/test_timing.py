@@ -180,3 +180,20 @@ def test_the_host_clock_streams_calls_one_after_another():
     t = measure(lambda: calls.append(1), HostClock(), TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=100,
                                                                    pace=Pace.SUSTAINED, settle_s=0.05))
     assert len(t.samples_ms) >= 5 and t.settled_s >= 0.05 and len(calls) > len(t.samples_ms)
+
+
+def test_a_cooldown_idles_before_the_first_call_and_the_warm_up_then_runs_in_full(monkeypatch):
+    """The card rests before each point (TimingPolicy.cooldown_s); the check's call no longer makes the kernel warm,
+    since the clocks come up from idle again."""
+    import gpubench.timing as timing
+
+    events = []
+    monkeypatch.setattr(timing.time, "sleep", lambda s: events.append(("idle", s)))
+    policy = TimingPolicy(warmup=2, reps=3, min_reps=3, budget_s=100, cooldown_s=0.7)
+    measure(lambda: events.append("call"), FakeClock([1.0] * 10), policy, warm_s=10.0)
+    assert events[0] == ("idle", 0.7)
+    assert events[1:] == ["call"] * (2 + 3)  # the two warm-up calls, despite the check's 10 s, then three timed
+    events.clear()
+    measure(lambda: events.append("call"), FakeClock([1.0] * 10), TimingPolicy(warmup=2, reps=3, min_reps=3,
+                                                                                budget_s=100), warm_s=10.0)
+    assert events == ["call"] * 3  # no cool-down: no idle, and the check was the warm-up
