@@ -35,7 +35,7 @@ PY
     echo "sweep exit $?"; grep -E "cublaslt|fp8-tma" "$OUT/tc-gemm-fp8.log" | head -40
     # cuBLASLt once more right after ours, in the power state our points ran in (the suite times it first)
     python3 -m gpubench gemm --variants cublaslt --dtype fp8 --layout nt --sizes 4096,8192 --warmup 3 --reps 30 \
-      --budget 0.5 --max-time 3 -o "$OUT/cublaslt-after.json" > "$OUT/cublaslt-after.log" 2>&1
+      --budget 0.5 --max-time 3 --cooldown 1 -o "$OUT/cublaslt-after.json" > "$OUT/cublaslt-after.log" 2>&1
     echo "cublaslt-after exit $?"; grep -E "cublaslt" "$OUT/cublaslt-after.log" | head -8 ;;
   ncu)  # the tensor pipe, stalls, L2 and DRAM of one launch each (clocks as they come), cuBLASLt's kernel and launch
     for n in ${SIZES:-4096 8192}; do
