@@ -105,6 +105,18 @@ def test_faster_kernels_spill_nothing(name):
             assert (u.spill_stores, u.spill_loads) == (0, 0), (c.label, u)
 
 
+@pytest.mark.parametrize("name", ["wgmma-tma", "fp8-tma"])
+def test_tensor_core_gemms_spill_nothing(name):
+    """Each configuration in each precision and layout: fp8-tma's two alternating fp8 sets (x2) need 192
+    accumulator registers a consumer thread, past the 168 that __launch_bounds__(384, 1) gives the whole kernel;
+    they fit only because ptxas allocates the code after setmaxnreg.inc (232) within that budget."""
+    v = CATALOG.get("gemm", "cuda", name)
+    for c in v.configs:
+        for source, defines, arch, _ in v.builds(c, "sm_90"):
+            for u in nvcc.resource_usage(source, arch, dict(defines)):
+                assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (c.label, defines, u)
+
+
 @pytest.mark.parametrize("source", ["conv/11_tc_implicit.cu", "conv/12_tc_wgmma.cu", "conv/13_tc_wgmma_ws.cu"])
 def test_a_kernel_of_several_precisions_is_built_in_each(source):
     """The tensor-core convolutions take fp16 and bf16 through -DELEM: CI compiles both element types, not only the

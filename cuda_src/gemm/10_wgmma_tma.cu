@@ -25,17 +25,20 @@
 //    B tile (the larger operand); each one's TMA loads half of B's boxes and multicasts them into both blocks.
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
 //    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
-//    from zero (scale-d = 0), waited for, and added into a float32 set of its own: BN/2 more registers a thread,
-//    which fit beside BN = 128's 64 accumulators, not beside BN = 256's 128 (the 168 registers below). The wait drains this warpgroup's wgmmas once a window (the other consumer
-//    warpgroup's keep the tensor cores busy meanwhile). PROMOTE = 0 accumulates in the tensor cores throughout.
-//    The per-tensor scales multiply the sums in the epilogue (a null pointer stands for 1: 16-bit types).
+//    from zero (scale-d = 0) and then added into a float32 set of its own, BN/2 more registers a thread. SETS = 1:
+//    the window's end waits for this warpgroup's wgmmas before adding (the tensor cores idle unless the other
+//    consumer warpgroup's wgmmas fill the gap). SETS = 2: windows alternate between two fp8 sets, and a window is
+//    added in while the next window's first slot runs (3·BN/2 registers: BN = 128 only). PROMOTE = 0 accumulates
+//    in the tensor cores throughout. The per-tensor scales multiply the sums in the epilogue (a null pointer
+//    stands for 1: 16-bit types).
 //
-// Tiles (compile-time, -DNAME=value): BN (128 or 256), BK (64 for 16-bit types, 128 for fp8: one 128-byte swizzle
-// row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands of G tile rows,
-// gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2), PROMOTE (fp8).
+// Tiles (compile-time, -DNAME=value): BN (128 or 256; 192 for fp8), BK (64 for 16-bit types, 128 for fp8: one
+// 128-byte swizzle row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands
+// of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
+// BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; block (384): consumer warpgroups 0 and 1,
-// then the producer warpgroup. Maps: A and B in boxes of 64 rows × BK, C (M×N) in boxes of 64 × 64; the copy
+// then the producer warpgroup. Maps: A in boxes of 64 rows × BK, B of BBOX rows × BK, C (M×N) of 64 × 64; the copy
 // engine zero-fills loads past the edges (so a ragged K adds zeros) and clips stores to M × N. TMA needs rows
 // that start on 16-byte boundaries: the spec's `requires`.
 
@@ -69,6 +72,13 @@
 #ifndef PROMOTE
 #define PROMOTE 0
 #endif
+#ifndef SETS
+#define SETS 1
+#endif
+#ifndef BBOX
+#define BBOX 64
+#endif
+
 
 #if defined(LAYOUT_TN)
 constexpr int A_MN_MAJOR = 1;  // A stored K×M
@@ -89,20 +99,27 @@ constexpr int KSTEPS = 4;                        // wgmmas per slot: 32 bytes of
 constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 bytes
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
 constexpr int C_STAGE = 2 * BOX;                 // a consumer warpgroup's staging: 64 rows × 128 columns of C
-constexpr int ROUNDS = BN / 128;                 // staging rounds per tile
-// setmaxnreg hands the producer warpgroup's registers to the consumers at run time, as gemm/09_tf32_tma.cu does;
-// ptxas still compiles the whole kernel within __launch_bounds__(384, 1)'s 168 registers a thread (nvcc 13.0).
+constexpr int C_BOXES = BN / 64;                 // C's boxes of 64 columns per tile, staged two at a time
+// setmaxnreg hands the producer warpgroup's registers to the consumers at run time, as gemm/09_tf32_tma.cu does.
+// ptxas reports __launch_bounds__(384, 1)'s 168 registers a thread (what the launch allocates), but gives the code
+// after setmaxnreg.inc up to CONSUMER_REGS (nvcc 13.0: x2's consumers use up to R228 in the SASS, no spills; without
+// the setmaxnreg.inc the same build spills 1,088 bytes: tests/test_nvcc.py).
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 240
                                   ? 240 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
 
 static_assert(BK * sizeof(ELEM) == 128, "BK: one 128-byte swizzle row of k (64 for 16-bit types, 128 for fp8)");
-static_assert(BN == 128 || BN == 256, "BN: 128 or 256");
+static_assert(BN == 128 || BN == 256 || (FP8 && BN == 192), "BN: 128 or 256 (or 192 for fp8)");
+static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX % 8 == 0 && BBOX <= 256),
+              "BBOX: rows of B per TMA box, 64 (MN-major: 64 k rows), or whole 8-row atoms that split BN over the cluster");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
-static_assert(PROMOTE >= 0 && (PROMOTE == 0 || (FP8 && BN == 128)),
-              "PROMOTE: fp8 only, at BN = 128 (a second set of BN/2 accumulators must fit)");
+static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
+static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
+// The accumulators a consumer thread holds: BN/2 for the tensor cores, as much again in float32 where promoted,
+// BN/2 more for a second fp8 set. ptxas allocates up to setmaxnreg's CONSUMER_REGS (232) to the code after it.
+static_assert(BN / 2 * (PROMOTE > 0 ? SETS + 1 : 1) <= 192, "the accumulators must leave ~40 of 232 registers free");
 static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per register");
 
 #if CLUSTER > 1
@@ -129,14 +146,14 @@ struct TileWalk {
 };
 
 // Box `box` of an operand's slot at k0, whose rows or columns start at mn0 (see the header for the two majors).
-template <int MN_MAJOR>
+template <int MN_MAJOR, int ROWS = 64>
 __device__ __forceinline__ void load_box(uint32_t dst, const TensorMap* map, int mn0, int k0, int box, uint32_t bar,
                                          uint16_t mask = 0)
 {
     if (MN_MAJOR)
         tma_load_2d(dst + box * BOX, map, mn0 + 64 * box, k0, bar, mask);
     else
-        tma_load_2d(dst + box * BOX, map, k0, mn0 + 64 * box, bar, mask);
+        tma_load_2d(dst + box * ROWS * 128, map, k0, mn0 + ROWS * box, bar, mask);
 }
 
 // Descriptor of k step j (32 bytes of k) of an operand tile at `base` (its first box).
@@ -186,7 +203,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             tma_acquire(map_a);
             tma_acquire(map_b);
             const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
-            constexpr int B_BOXES = BN / 64 / CLUSTER;  // the boxes of B this block loads (for its whole cluster)
+            constexpr int B_BOXES = BN / BBOX / CLUSTER;  // the boxes of B this block loads (for its whole cluster)
             for (uint32_t it = 0; walk.more(); walk.next()) {
                 int m0, n0;
                 walk.origin(m0, n0);
@@ -199,7 +216,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                         load_box<A_MN_MAJOR>(sA + s * A_STAGE, map_a, m0, k0, b, full(s));
 #pragma unroll
                     for (int b = walk.rank * B_BOXES; b < (walk.rank + 1) * B_BOXES; ++b)
-                        load_box<B_MN_MAJOR>(sB + s * B_STAGE, map_b, n0, k0, b, full(s), mask);
+                        load_box<B_MN_MAJOR, BBOX>(sB + s * B_STAGE, map_b, n0, k0, b, full(s), mask);
                 }
             }
         }
@@ -221,41 +238,75 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 }
             }
         };
-        // The tensor cores accumulate into acc. With PROMOTE, each window of PROMOTE slots starts acc afresh and
-        // ends by adding it into `total`, in float32. (Two alternating sets, one added in while the next window
-        // runs, would need 3·BN/2 accumulators: ptxas keeps the whole kernel within __launch_bounds__'s 168
-        // registers a thread, setmaxnreg notwithstanding, and spilled them.)
+        // The tensor cores accumulate into acc. With PROMOTE, each window of PROMOTE slots starts its set afresh
+        // (scale-d = 0) and is then added into `total`, in float32: with SETS = 1 at the window's end, after
+        // waiting for its wgmmas; with SETS = 2 the windows alternate between acc and acc2, and a window's sums
+        // are added in while the next window's first slot runs on the tensor cores.
         float acc[BN / 2];
+#pragma unroll
+        for (int v = 0; v < BN / 2; ++v) acc[v] = 0.f;
 #if PROMOTE > 0
         float total[BN / 2];
+#if SETS == 2
+        float acc2[BN / 2];
+#endif
         constexpr int WINDOW = PROMOTE;
 #else
         float (&total)[BN / 2] = acc;  // the tensor cores' accumulators are the result
         constexpr int WINDOW = 1 << 30;
 #endif
-#pragma unroll
-        for (int v = 0; v < BN / 2; ++v) acc[v] = 0.f;
         // The descriptors of slot 0's first k step for this warpgroup. Slot s and k step j only move the start
         // address (bits 0-13, in 16-byte units), so they are sums: fewer instructions per slot than rebuilding
         // each descriptor (ncu: this kernel issued 0.74 instructions a cycle to cuBLAS's 0.46 before).
         const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + wg * BOX, 0), desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
         constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
+        // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
+        auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
+            const int s = it % STAGES;
+            mbar_sleep(full(s), (it / STAGES) & 1);
+            const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < KSTEPS; ++j)
+                wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into, da + j * A_KSTEP, db + j * B_KSTEP, !(fresh && j == 0));
+            wgmma_commit();
+        };
         for (uint32_t it = 0; walk.more(); walk.next()) {
             int m0, n0;
             walk.origin(m0, n0);
+#if PROMOTE > 0 && SETS == 2
+#pragma unroll
+            for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+            int t = 0;
+            // One window of slots into `cur`; once the first of them is issued, the window before (in `prev`) has
+            // completed: its slot goes back to the producers and its sums into total. False after the tile's last.
+            auto window = [&](float (&cur)[BN / 2], float (&prev)[BN / 2]) {
+#pragma unroll 1
+                for (int j = 0; j < WINDOW && t < ktiles; ++j, ++t, ++it) {
+                    issue(cur, it, j == 0);
+                    if (t == 0) continue;
+                    wgmma_hold<1>(prev);  // every slot but this one is done (and prev with them)
+                    release((it - 1) % STAGES);
+                    if (j == 0) {
+#pragma unroll
+                        for (int v = 0; v < BN / 2; ++v) total[v] += prev[v];
+                    }
+                }
+                if (t < ktiles) return true;
+                wgmma_hold<0>(cur);
+                release((it - 1) % STAGES);
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) total[v] += cur[v];
+                return false;
+            };
+            while (window(acc, acc2) && window(acc2, acc)) {
+            }
+#else
 #pragma unroll 1
             for (int t = 0; t < ktiles; ++t, ++it) {
                 const int s = it % STAGES;
-                mbar_sleep(full(s), (it / STAGES) & 1);
                 // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
-                const bool fresh = t % WINDOW == 0;
-                const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
-                wgmma_fence();
-#pragma unroll
-                for (int j = 0; j < KSTEPS; ++j)
-                    wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(acc, da + j * A_KSTEP, db + j * B_KSTEP,
-                                                               !(fresh && j == 0));
-                wgmma_commit();
+                issue(acc, it, t % WINDOW == 0);
                 if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
                     // The window's last slot: wait for all of it, then add it in.
                     wgmma_hold<0>(acc);
@@ -273,18 +324,20 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             wgmma_hold<0>(acc);
             release((it - 1) % STAGES);
 #endif
+#endif
             // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded, leave by TMA stores in rounds of
-            // two 64 × 64 boxes through this warpgroup's 16 KB of staging, while the producer already fills the
-            // ring with the next tile's first slots.
+            // two 64 × 64 boxes (one in a last round of an odd count) through this warpgroup's 16 KB of staging,
+            // while the producer already fills the ring with the next tile's first slots.
             const uint32_t stage = sC + wg * C_STAGE;
             uint8_t* const staged = stage_base + wg * C_STAGE;
             const int row = 16 * w + lane / 4;  // +8 for odd register pairs
 #pragma unroll
-            for (int r = 0; r < ROUNDS; ++r) {
+            for (int r = 0; r < (C_BOXES + 1) / 2; ++r) {
+                const int boxes = C_BOXES - 2 * r < 2 ? 1 : 2;
                 if (leader) bulk_wait<true>();  // the previous stores have read the staging area
                 named_sync(2 + wg, 128);
 #pragma unroll
-                for (int i = 0; i < 32; ++i) {  // register pairs of columns 128r..128r+127
+                for (int i = 0; i < 16 * boxes; ++i) {  // register pairs of columns 128r..128r+127
                     const int v = 64 * r + 2 * i;
                     // Accumulators v, v + 1: row `row` (+8), columns 8·(v>>2) + 2·(lane%4) + {0, 1}, of box v/32;
                     // 16-byte chunk (v>>2)%8 of the row, swizzled as TMA reads it: chunk ^ (row % 8).
@@ -296,7 +349,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 named_sync(2 + wg, 128);
                 if (leader) {
                     tma_store_2d(map_c, stage, n0 + 128 * r, m0 + 64 * wg);
-                    tma_store_2d(map_c, stage + BOX, n0 + 128 * r + 64, m0 + 64 * wg);
+                    if (boxes == 2) tma_store_2d(map_c, stage + BOX, n0 + 128 * r + 64, m0 + 64 * wg);
                     bulk_commit();
                 }
             }

@@ -1,0 +1,51 @@
+#!/bin/bash
+# The GPU runs behind fp8-tma's promoted accumulation (issue 20; docs/perf-notes.md, results/<gpu>/tc-gemm-fp8.json).
+#   bash tools/gpu/fp8.sh build   # compile every wgmma-tma and fp8-tma configuration in parallel (what follows reuses it)
+#   bash tools/gpu/fp8.sh check   # the gpu tests of wgmma-tma and fp8-tma: every configuration, ragged shapes, the
+#                                 # long-K error against cuBLASLt, the alternating sets bit for bit against one set
+#   bash tools/gpu/fp8.sh error   # rel_err against the promotion interval p (tools/gpu/fp8_promotion.py)
+#   bash tools/gpu/fp8.sh sweep   # tools/gpu/tc-gemm-fp8.toml: every fp8-tma configuration against cuBLASLt
+#   bash tools/gpu/fp8.sh ncu     # ncu of one launch each at 8192: cuBLASLt and the fp8-tma configurations in $CONFIGS
+#   bash tools/gpu/fp8.sh all     # build, check, error, sweep, ncu
+# OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, nvmath for cuBLASLt).
+set -u -o pipefail
+export PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-/tmp/gpubench-cache}
+step() {
+  case "$1" in
+  build)
+    python3 - <<'PY'
+from gpubench import catalog, nvcc
+known = catalog.Catalog(catalog.builtin())
+jobs = [b for name in ("wgmma-tma", "fp8-tma") for c in known.get("gemm", "cuda", name).configs
+        for b in known.get("gemm", "cuda", name).builds(c, "sm_90")]
+fp8 = known.get("gemm", "cuda", "fp8-tma")  # and the configurations the tests and the error probe make up
+tile = {"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2}
+jobs += [b for p in (1, 2, 4, 8, 16) for b in fp8.builds(fp8.config({**tile, "SWIZZLE": 8, "PROMOTE": p, "SETS": 2}), "sm_90")]
+jobs += [b for p in (1, 2, 4) for n in (1, 2) for b in fp8.builds(fp8.config({**tile, "PROMOTE": p, "SETS": n}), "sm_90")]
+print(f"build: {len(jobs)} compilations, failures: {nvcc.compile_all(jobs)}")
+PY
+    ;;
+  check)
+    python3 -m pytest -q -m gpu tests/test_gpu.py -k "fp8 or wgmma-tma" -p no:cacheprovider 2>&1 \
+      | tee "$OUT/gpu-tests-fp8.txt" | tail -4 ;;
+  error)
+    python3 tools/gpu/fp8_promotion.py 4096 8192 2048x2048x16384 2>&1 | tee "$OUT/fp8-promotion.txt" ;;
+  sweep)
+    python3 -m gpubench run tools/gpu/tc-gemm-fp8.toml -o "$OUT/tc-gemm-fp8.json" > "$OUT/tc-gemm-fp8.log" 2>&1
+    echo "sweep exit $?"; grep -E "cublaslt|fp8-tma" "$OUT/tc-gemm-fp8.log" | head -40
+    # cuBLASLt once more right after ours, in the power state our points ran in (the suite times it first)
+    python3 -m gpubench gemm --variants cublaslt --dtype fp8 --layout nt --sizes 4096,8192 --warmup 3 --reps 30 \
+      --budget 0.5 --max-time 3 --cooldown 1 -o "$OUT/cublaslt-after.json" > "$OUT/cublaslt-after.log" 2>&1
+    echo "cublaslt-after exit $?"; grep -E "cublaslt" "$OUT/cublaslt-after.log" | head -8 ;;
+  ncu)  # the tensor pipe, stalls, L2 and DRAM of one launch each (clocks as they come), cuBLASLt's kernel and launch
+    for n in ${SIZES:-4096 8192}; do
+      CONFIGS=${CONFIGS:-0} ncu --profile-from-start off --clock-control none --section SpeedOfLight \
+        --section LaunchStats --section WarpStateStats --metrics \
+        sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum \
+        python3 tools/gpu/tc_profile.py $n fp8:nt > "$OUT/ncu-fp8-$n.txt" 2>&1
+      echo "ncu $n exit $?"
+      grep -E "^\s+(nvjet|gemm)|Elapsed Cycles|Duration|SM Frequency|tensor_op|dram__bytes|hit_rate|inst_executed|TFLOP|Stall|Warp Cycles Per Issued" "$OUT/ncu-fp8-$n.txt" | grep -v "^==" | head -80
+    done ;;
+  esac
+}
+if [ "$1" = all ]; then for s in build check error sweep ncu; do echo "== $s"; step $s; done; else step "$1"; fi
