@@ -93,3 +93,12 @@ def test_the_python_example_projects_declare_gpu_functions():
     assert all(v.dtypes == ("fp32", "tf32", "bf16", "fp16") and v.dtype_define == "precision" for v in triton.values())
     (cupy,) = project.load(examples / "cupy" / "gpubench.toml").variants
     assert cupy.runner == PythonGpuRunner() and [c.label for c in cupy.configs] == ["128x128x8/8x8", "64x64x16/4x4"]
+
+
+@pytest.mark.parametrize("text", ["[tool]\ngpubench = 5\n", "tool = {gpubench = [1]}\n"])
+def test_a_tool_gpubench_that_is_not_a_table_says_so(tmp_path, text):
+    """Ours by its name, so judged (unlike somebody else's odd pyproject above), and told what it is, not that
+    it is missing."""
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(SpecError, match=r"tool\.gpubench must be a table \(\[tool\.gpubench\]\), got "):
+        project.load(start=tmp_path)
