@@ -98,7 +98,7 @@ def test_a_ctrl_c_while_dask_workers_start_is_kept_for_after(tmp_path):
             "    with _deaf_to_ctrl_c():\n        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)\n"
             "        time.sleep(0.2)\n    time.sleep(0.2)\n    print('lost')\nexcept KeyboardInterrupt:\n"
             "    print('kept')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert p.stdout == "kept\n", p.stdout + p.stderr
 

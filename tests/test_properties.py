@@ -256,7 +256,7 @@ def test_a_real_process_answers_in_one_line(tmp_path, args, words):
     import sys
 
     setup_files(tmp_path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     p = subprocess.run([sys.executable, "-m", "gpubench", *args], cwd=tmp_path, capture_output=True, text=True,
                        env=env, timeout=120)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and words in p.stderr, p.stderr
@@ -270,7 +270,7 @@ def test_an_ascii_only_output_is_one_line(tmp_path):
 
     setup_files(tmp_path)
     env = {**os.environ, "PYTHONIOENCODING": "ascii",
-           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     p = subprocess.run([sys.executable, "-m", "gpubench", "show", "run.json"], cwd=tmp_path, capture_output=True,
                        text=True, env=env, timeout=120)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "PYTHONIOENCODING=utf-8" in p.stderr, p.stderr
@@ -281,7 +281,7 @@ def _gpubench(args, cwd, **popen):
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
            **popen.pop("env", {})}
     return subprocess.Popen([sys.executable, "-m", "gpubench", *args], cwd=cwd, env=env, **popen)
 
@@ -338,7 +338,7 @@ def test_a_signal_while_gpubench_imports_is_one_line(tmp_path, signum):
                f"def hook(name, *a, **k):\n    if name == 'gpubench.cli':\n        os.kill(os.getpid(), {int(signum)})\n"
                f"    return real(name, *a, **k)\nbuiltins.__import__ = hook\nsys.argv = ['gpubench', 'list']\n"
                f"runpy.run_module('gpubench', run_name='__main__')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     p = subprocess.run([sys.executable, "-c", arrives], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=120)
     how = "interrupted" if signum == signal.SIGINT else f"terminated by {signum.name}"
@@ -356,7 +356,7 @@ def test_a_current_directory_that_was_deleted_is_named(tmp_path, args):
 
     gone = tmp_path / "gone"
     gone.mkdir()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     line = f"cd {gone} && rmdir {gone} && exec {sys.executable} -m gpubench {shlex.join(args)}"
     p = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr == "gpubench: error: the current directory no longer exists (deleted?): " \
@@ -376,7 +376,7 @@ def test_files_of_the_users_named_like_libraries_are_never_imported_for_them(tmp
     (tmp_path / "lib" / "helper.py").write_text("def product(a, b):\n    return a @ b\n")
     (tmp_path / "lib" / "mine.py").write_text("from helper import product\n\n\ndef f(A, B, C, M, N, K):\n"
                                               "    C[:] = product(A, B)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     p = subprocess.run([sys.executable, "-m", "gpubench", "gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5",
                         "-o", "o.json", "--kernel", "lib/mine.py:f", *spread], cwd=tmp_path, env=env, capture_output=True,
                        text=True, timeout=120)
