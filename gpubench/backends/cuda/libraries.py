@@ -122,7 +122,6 @@ class Libraries:
 
     def _fastest_plan(self, graph, x, w, out):
         timed = []
-        self._warm_up(graph, x, w, out)
         for plan in graph.plans:
             def run(plan=plan):
                 graph.run(plan, x, w, out)
@@ -147,16 +146,6 @@ class Libraries:
                 timed[i] = (min(ms, second), plan)
         graph.release_workspaces()
         return pick_plan(timed)
-
-    def _warm_up(self, graph, x, w, out) -> None:
-        """cuDNN's first-ranked plan timed once and forgotten, so that the search's first plan is not timed while
-        the clocks climb from idle after the shape's host work: on the H100 lab's 512² stride-2 layer eng28,
-        cuDNN's first-ranked plan and so the first timed, read over 15% slow in one run of two, and eng0 (12.5 µs
-        against its 13.9) took the tie that cuDNN's ranking settles for eng28 in the other run."""
-        try:
-            measure(lambda: graph.run(graph.heuristic, x, w, out), self.clock, PLAN_SEARCH)
-        except Exception:  # noqa: BLE001 - a plan that cannot run here is met (and left out) by the search itself
-            pass
 
     def _screened_out(self, run, fastest_ms: float) -> bool:
         """One call (workspace, any first-use work), then, unless it was clearly slow (CLEAR), one more, both timed
