@@ -56,16 +56,15 @@ class EnergyQueue:
         self._take(waiting)
         return True
 
-    def add(self, index: int, point: Point, window=None, release=lambda: None) -> Iterator[tuple]:
-        """A point finished (`window`: its energy still to take). Yields the worker's events: the points now
+    def add(self, held: Held) -> Iterator[tuple]:
+        """A point finished (its `window` still to take, or none). Yields the worker's events: the points now
         ready in order, and a ("provisional", index, point) for one held back."""
-        held = Held(index, point, window, release)
-        if window is not None and sum(not h.ready for h in self.held) >= MAX_WAITING:
+        if not held.ready and sum(not h.ready for h in self.held) >= MAX_WAITING:
             self._take_next()
         self.held.append(held)
         yield from self._ready()
         if self.held and self.held[-1] is held:
-            yield ("provisional", index, point)
+            yield ("provisional", held.index, held.point)
 
     def drain(self) -> Iterator[tuple]:
         """Every window still waiting taken at its moment, and every point sent."""

@@ -249,10 +249,7 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
                     yield ("point", p.index, point)
                     yield ("broken", describe_error(e))
                     return
-            if isinstance(point, Held):
-                yield from queue.add(point.index, point.point, point.window, point.release)
-            else:
-                yield from queue.add(p.index, point)
+            yield from queue.add(point if isinstance(point, Held) else Held(p.index, point))
         with phase("energy"):
             yield from queue.drain()
     finally:

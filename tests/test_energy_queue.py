@@ -5,8 +5,7 @@ power, and the simulated GPU of test_energy_alignment."""
 
 import pytest
 
-from gpubench.backends.cpu import CpuBackend
-from gpubench.energy_queue import MAX_WAITING, EnergyQueue
+from gpubench.energy_queue import MAX_WAITING, EnergyQueue, Held
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.results import Point, Status
 from gpubench.runner import run_task
@@ -106,7 +105,7 @@ def test_no_more_than_max_waiting_points_keep_their_buffers():
     point = Point(GemmShape(8, 8, 8), "v", "-", Status.SKIPPED)
     events = []
     for i in range(MAX_WAITING + 2):
-        events += queue.add(i, point, window=lambda: {}, release=lambda i=i: released.append(i))
+        events += queue.add(Held(i, point, window=lambda: {}, release=lambda i=i: released.append(i)))
         assert sum(not h.ready for h in queue.held) <= MAX_WAITING
     assert released == [0, 1]  # the oldest window was taken (after a wait) to make room, each time
     events += queue.drain()
@@ -133,7 +132,7 @@ def test_a_window_that_raises_leaves_its_point_measured_without_energy():
     def fails():
         raise RuntimeError("the window's call failed")
 
-    list(queue.add(0, point, window=fails))
+    list(queue.add(Held(0, point, window=fails)))
     (event,) = list(queue.drain())
     assert event[2].telemetry == {"sm_mhz": 1980} and event[2].status == Status.OK
 
@@ -212,7 +211,8 @@ def simulate(n_points: int, queued: bool):
         point = Point.measured(GemmShape(8, 8, 8), "v", "-", samples_ms=[0.01], rel_err=0.0, tolerance=1e-3,
                                telemetry={"sm_mhz": 1980})
         if queued and facts.window_wanted(timing):
-            events = list(queue.add(i, point, window=lambda t=timing: facts.energy_later(lambda: None, True, 1e6, t)))
+            events = list(queue.add(Held(i, point, window=lambda t=timing: facts.energy_later(lambda: None, True, 1e6,
+                                                                                              t))))
         else:
             energy = facts.energy(lambda: None, True, 1e6, timing)
             events = [("point", i, Point.measured(GemmShape(8, 8, 8), "v", "-", samples_ms=[0.01], rel_err=0.0,
