@@ -9,7 +9,7 @@ chain of nine misses at 6.0 or 6.9 µs depending only on where its buffer was al
 the lab's conv-small section compared with up to 6 points "slower" and 22 inconclusive. Two runs could not agree
 on kernels that had not changed.
 
-So each input of at most SMALL_BYTES is copied to CANDIDATES places and the one whose lines answer soonest is
+So each input, output and workspace of at most SMALL_BYTES is copied to CANDIDATES places and the one whose lines answer soonest is
 kept (a chain of dependent loads through it, timed flushed, as points are): the near half, in every run. Larger
 inputs spread over both halves whatever their address, and are left where they are.
 """
