@@ -109,3 +109,40 @@ def test_the_first_ranked_plan_timed_cold_is_judged_on_its_second_timing():
     chosen, graph = search([lambda n: 0.0092 if n <= first else 0.0078, 0.0070, 0.03])
     assert chosen.index == 0
     assert graph.calls[0] == 2 * first and graph.calls[2] == 2 + first  # 30 µs is no contender: timed once
+
+
+def test_a_second_run_reuses_the_first_runs_choice_without_searching(tmp_path):
+    """prepare_cudnn keeps the search's choice in the plan cache; a later backend (another run) reads it and
+    runs that plan untimed, naming the file in details.engine_kept."""
+    from gpubench.backends.cuda.plan_cache import PlanCache
+    from gpubench.problems import conv_shape
+    from gpubench.runners import CudnnRunner, PlanPolicy
+
+    shape = conv_shape(32, 2)
+    variant = SimpleNamespace(runner=CudnnRunner(plans=PlanPolicy.BEST))
+    cache_path = tmp_path / "plans.json"
+
+    def backend_with(ms):
+        graph = Graph(ms)
+        for plan in graph.plans:
+            plan.engine, plan.tensor_cores, plan.workspace_bytes = f"eng{plan.index}", False, 0
+        graph.heuristic = graph.plans[0]
+        backend = SimpleNamespace(clock=Clock(graph), _cudnn={shape: graph}, plan_cache=PlanCache(cache_path),
+                                  cp=SimpleNamespace(cuda=SimpleNamespace(memory=SimpleNamespace(
+                                      OutOfMemoryError=MemoryError))))
+        backend._screened_out = lambda run, fastest: Libraries._screened_out(backend, run, fastest)
+        backend._fastest_plan = lambda *a: Libraries._fastest_plan(backend, *a)
+        return backend, graph
+
+    first, searched = backend_with([0.5, 0.2, 0.4])
+    prepared = Libraries.prepare_cudnn(first, variant, None, shape, {"x": None, "w": None}, None)
+    assert prepared.details.engine == "eng1" and prepared.details.engine_kept is None and sum(searched.calls) > 3
+
+    second, kept = backend_with([0.5, 0.2, 0.4])
+    prepared = Libraries.prepare_cudnn(second, variant, None, shape, {"x": None, "w": None}, None)
+    assert prepared.details.engine == "eng1" and prepared.details.engine_kept == str(cache_path)
+    assert sum(kept.calls) == 0  # nothing timed: the choice came from the first run
+
+    cache_path.unlink()  # the way to a fresh search
+    third, again = backend_with([0.1, 0.2, 0.4])
+    assert Libraries.prepare_cudnn(third, variant, None, shape, {"x": None, "w": None}, None).details.engine == "eng0"

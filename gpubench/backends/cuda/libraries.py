@@ -8,9 +8,12 @@ A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from gpubench.backends import Prepared
 from gpubench.backends.cuda import blas, storage
-from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable
+from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable, cudnn_version
+from gpubench.backends.cuda.plan_cache import PlanCache
 from gpubench.dtypes import ConvLayout, DType
 from gpubench.errors import GpubenchError, Skip
 from gpubench.phases import phase
@@ -56,6 +59,11 @@ def pick_plan(timed: list):
 
 class Libraries:
     """cuBLAS, cuBLASLt and cuDNN calls (methods of the CUDA backend)."""
+
+    @cached_property
+    def plan_cache(self) -> PlanCache:
+        """cuDNN's plan choices kept between runs, for this device and cuDNN (made at the first convolution)."""
+        return PlanCache.for_device(self.device_name, cudnn_version())
 
     def _cublas_gemm(self, m, n, k, a, stride_a, b, stride_b, c, stride_c, batch, tf32: bool):
         """Row-major float32 C[m,n] = A[m,k]·B[k,n] (batched by strides; TF32 tensor cores if `tf32`)."""
@@ -111,13 +119,20 @@ class Libraries:
             raise Skip(str(e)) from None
         graph = self._cudnn[key]
         x, w = inputs["x"], inputs["w"]
+        kept = None
         if variant.runner.plans == PlanPolicy.HEURISTIC:
             plan = graph.heuristic
         else:
-            with phase("cudnn plans"):
-                plan = self._fastest_plan(graph, x, w, out)
+            problem = shape.record()
+            engine = self.plan_cache.get(problem)
+            plan = kept = next((p for p in graph.plans if p.engine == engine), None) if engine else None
+            if plan is None:
+                with phase("cudnn plans"):
+                    plan = self._fastest_plan(graph, x, w, out)
+                self.plan_cache.put(problem, plan.engine)
         details = Details(engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
-                          workspace_bytes=plan.workspace_bytes)
+                          workspace_bytes=plan.workspace_bytes,
+                          engine_kept=str(self.plan_cache.path) if kept else None)
         return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
 
     def _fastest_plan(self, graph, x, w, out):
