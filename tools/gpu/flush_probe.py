@@ -19,14 +19,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
 from gpubench import api  # noqa: E402
+from short_calls import SOURCE, chain_input  # noqa: E402
 
-SOURCE = r"""
-extern "C" __global__ void empty() {}
-extern "C" __global__ void chain(const int* x, int* y) {
-    int i = threadIdx.x;
-    for (int step = 0; step < 9; ++step) i = x[i];
-    y[threadIdx.x] = i;
-}
+READ = r"""
 // Reads one word of every 128-byte line: every line of the buffer comes into L2 clean.
 extern "C" __global__ void read_lines(const int* buffer, long long lines, int* sink) {
     int acc = 0;
@@ -41,10 +36,9 @@ SAMPLES = 400
 def main(label: str) -> None:
     backend = api.backend_for("cuda")
     clock = backend.clock
-    module = cp.RawModule(code=SOURCE)
+    module = cp.RawModule(code=SOURCE + READ)
     empty, chain, read_lines = (module.get_function(n) for n in ("empty", "chain", "read_lines"))
-    n = 1024
-    x = backend.placed(cp.asarray(((np.arange(n) + 32 * 3 + 7) % n).astype(np.int32)))
+    x = backend.placed(chain_input(cp))
     y = cp.empty(32, dtype=cp.int32)
     sink = cp.zeros(1, dtype=cp.int32)
     held = []

@@ -22,21 +22,12 @@ import sys
 from pathlib import Path
 
 import cupy as cp
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
 from gpubench import api  # noqa: E402
+from short_calls import SOURCE, chain_input  # noqa: E402
 
-SOURCE = r"""
-extern "C" __global__ void empty() {}
-// Nine dependent loads: each index is read from the line before, so no load can start before the last returns.
-extern "C" __global__ void chain(const int* x, int* y) {
-    int i = threadIdx.x;
-    for (int step = 0; step < 9; ++step) i = x[i];
-    y[threadIdx.x] = i;
-}
-"""
 SAMPLES = 600
 
 
@@ -61,8 +52,7 @@ def main(label: str) -> None:
     spacers = []
     for placement in range(8):
         spacers.append(cp.empty(rng.randrange(1, 64 << 20), dtype=cp.uint8))  # moves the next buffers
-        n = 1024  # 4 KiB of int32: index i points 128 bytes (32 ints) further on, wrapping
-        x = cp.asarray(((np.arange(n) + 32 * 3 + 7) % n).astype(np.int32))
+        x = chain_input(cp)
         y = cp.empty(32, dtype=cp.int32)
         run_chain = lambda: chain((1,), (32,), (x, y))  # noqa: E731
         line = {"label": label, "placement": placement, "x_mod_2m": x.data.ptr % (2 << 20),

@@ -14,16 +14,9 @@ import statistics
 import sys
 
 import cupy as cp
-import numpy as np
 
-SOURCE = r"""
-extern "C" __global__ void empty() {}
-extern "C" __global__ void chain(const int* x, int* y) {
-    int i = threadIdx.x;
-    for (int step = 0; step < 9; ++step) i = x[i];
-    y[threadIdx.x] = i;
-}
-"""
+from short_calls import SOURCE, chain_input
+
 SAMPLES = 400
 
 
@@ -44,8 +37,7 @@ def main(label: str) -> None:
     module = cp.RawModule(code=SOURCE)
     empty, chain = module.get_function("empty"), module.get_function("chain")
     scratch = cp.empty(128 << 20, dtype=cp.uint8)
-    n = 1024
-    x = cp.asarray(((np.arange(n) + 32 * 3 + 7) % n).astype(np.int32))
+    x = chain_input(cp)
     y = cp.empty(32, dtype=cp.int32)
     streams = [("default", cp.cuda.Stream.null)] + [(f"s{i}", cp.cuda.Stream(non_blocking=True)) for i in range(8)]
     for name, stream in streams:
