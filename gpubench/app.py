@@ -213,12 +213,12 @@ def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
     checked. A file named on its own that is not a gpubench run is one line naming it; one met inside a directory
     (a package.json, a half-written file) is passed over, and returned second as "path: why", so that one stray file
     does not hide a directory's history."""
-    from gpubench.results import load
+    from gpubench.results import load, results_path
 
     named: list[Path] = []
     inside: list[Path] = []
     for given in paths:
-        path = Path(given)
+        path = results_path(given)
         if path.is_dir():
             found = sorted(path.rglob("*.json"))
             if not found:

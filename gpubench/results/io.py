@@ -142,10 +142,18 @@ def _once_each(pairs: list) -> dict:
     return obj
 
 
+def results_path(path: str | Path) -> Path:
+    """A results file or directory as given on the command line: an empty or blank one (an unset variable) is
+    refused, where Path('') would quietly be the current directory."""
+    if not str(path).strip():
+        raise GpubenchError(f"a results file is given as {str(path)!r} (an unset variable?): give a .json file")
+    return Path(path)
+
+
 def load(path: str | Path) -> Run:
     """Read a saved run (of any version this gpubench knows), turning every way a file can be wrong into one
     line that says which."""
-    path = Path(path)
+    path = results_path(path)
     if not path.is_file():
         raise GpubenchError(f"results file {path} does not exist" if not path.exists() else
                             f"results file {path} is not a file")
