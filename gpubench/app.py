@@ -14,7 +14,7 @@ from rich.console import Console
 
 from gpubench import nvcc, plan, user_code
 from gpubench.errors import GpubenchError, NoDevice
-from gpubench.paths import temporary
+from gpubench.paths import shown_path, temporary
 from gpubench.exit_codes import Exit
 from gpubench.executors import open_executor
 from gpubench.problems import Op
@@ -229,11 +229,11 @@ def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
     runs, passed_over = [], []
     for f in dict.fromkeys(named + inside):
         try:
-            runs.append((str(f), load(f)))
+            runs.append((shown_path(f), load(f)))
         except GpubenchError as e:
             if f in named:
                 raise
-            passed_over.append(f"{f}: {e.args[0]}")
+            passed_over.append(f"{shown_path(f)}: {e.args[0]}")
     if not runs:
         raise GpubenchError(f"no gpubench results among {', '.join(paths)} ({len(passed_over)} other *.json "
                             "passed over)")
@@ -247,14 +247,18 @@ def write_report(paths: list[str], output: str, force: bool, threshold: float, a
     threshold, _ = plan.compare_settings(threshold)
     path = check_output(output, force, "report", (".html", ".htm"))
     runs, _ = load_runs(paths)
-    html = report.render(runs, threshold=threshold, across=across)
+    return _write_page(path, report.render(runs, threshold=threshold, across=across), "the report")
+
+
+def _write_page(path: Path, html: str, what: str) -> Path:
+    """An HTML page written atomically: a reader, or a run stopped midway, never finds half a page."""
     tmp = temporary(path)
     try:
-        tmp.write_text(html)
+        tmp.write_text(html, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise GpubenchError(f"cannot write the report to {path} ({e.strerror or e})") from None
+        raise GpubenchError(f"cannot write {what} to {path} ({e.strerror or e})") from None
     return path
 
 
@@ -284,5 +288,5 @@ def run_history(paths: list[str], threshold: float, alpha: float, html: str | No
     if target:
         from gpubench.views.history import history_html
 
-        target.write_text(history_html(outcome.series, threshold))
+        _write_page(target, history_html(outcome.series, threshold), "the history page")
     return outcome
