@@ -17,27 +17,37 @@ from gpubench.exit_codes import Exit
 # Signals that stop a command as Ctrl-C does: `kill`, a CI job's timeout and the end of a Slurm job send SIGTERM;
 # a closed terminal sends SIGHUP.
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_stopping = False  # set by the first stop: the clean-up it starts keeps every stop signal ignored to the end
 
 
-def _terminate(signum, frame):
-    # Once: the clean-up that follows (saving the run, ending the workers) must not be cut short by a second one.
-    for s in STOP_SIGNALS:
+def _stop(signum, frame):
+    # Once, whichever comes first: the clean-up that follows (the last point's save, the file marked interrupted,
+    # the workers ended) must not be cut short by a second signal, Ctrl-C included, nor its exit code changed.
+    global _stopping
+    _stopping = True
+    for s in (signal.SIGINT, *STOP_SIGNALS):
         signal.signal(s, signal.SIG_IGN)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Terminated(signum)
 
 
 @contextmanager
 def stop_signals_as_interrupts():
-    """SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main thread for the command's length."""
+    """Ctrl-C raises KeyboardInterrupt, SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt), in the main
+    thread for the command's length; after the first, every one of them is ignored until the process ends."""
+    global _stopping
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = {s: signal.signal(s, _terminate) for s in STOP_SIGNALS}
+    _stopping = False
+    before = {s: signal.signal(s, _stop) for s in (signal.SIGINT, *STOP_SIGNALS)}
     try:
         yield
     finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
+        if not _stopping:  # a stopped command goes on to its one line and exit deaf to another signal
+            for s, handler in before.items():
+                signal.signal(s, handler)
 
 
 class OneLineErrors(click.Group):
