@@ -15,8 +15,10 @@ from gpubench.errors import GpubenchError, Terminated
 from gpubench.exit_codes import Exit
 
 # Signals that stop a command as Ctrl-C does: `kill`, a CI job's timeout and the end of a Slurm job send SIGTERM;
-# a closed terminal sends SIGHUP.
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+# a closed terminal sends SIGHUP; batch systems warn of a job's end with SIGUSR1 or SIGUSR2 (whose default action
+# would end the process on the spot, leaving its file marked running). SIGQUIT stays the way to end it at once.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+                     if hasattr(signal, name))
 _stopping = False  # set by the first stop: the clean-up it starts keeps every stop signal ignored to the end
 
 

@@ -36,7 +36,8 @@ def stop_mid_sweep(proc: subprocess.Popen, project: Path, signum: int, roots=())
     return before, family, err
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2],
+                         ids=lambda s: s.name)
 def test_a_signal_mid_sweep_keeps_every_finished_point_and_leaves_no_process(slow_project, signum):
     proc = start_sweep(slow_project)
     before, family, err = stop_mid_sweep(proc, slow_project, signum)

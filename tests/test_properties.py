@@ -325,7 +325,8 @@ def test_an_unwritable_stderr_still_gives_the_exit_code(tmp_path):
             assert p.wait(timeout=120) == code, args
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2],
+                         ids=lambda s: s.name)
 def test_a_signal_while_gpubench_imports_is_one_line(tmp_path, signum):
     """A signal in the few hundred milliseconds that Python takes to import click, rich and NumPy, before the
     command's own handling: the one line and the table's exit code, never an import's traceback."""
