@@ -141,6 +141,11 @@ def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
     base_run, new_run = results.load(base), results.load(new)
+    for name, run in ((base, base_run), (new, new_run)):
+        if run.status == results.RunStatus.RUNNING and not allow_partial and not results.being_written(name):
+            raise GpubenchError(f"{name} is marked running, but no gpubench run is writing it (ended outright: "
+                                f"SIGKILL, SIGQUIT, out of memory?), so its {len(run.points)} point(s) are all it will "
+                                "have: run it again, or pass --allow-partial to compare the points both runs have")
     report = compare.compare(base_run, new_run, threshold, alpha)
     compare.check(report, strict_env, base, new, (base_run, new_run), allow_partial, across)
     return Comparison(base_run, new_run, report)

@@ -105,6 +105,24 @@ class Claim:
         self.release()
 
 
+def being_written(path: str | Path) -> bool:
+    """Whether a live gpubench run holds the claim on this results file (without taking or making it): a file
+    marked running that none holds was left so by a run ended outright (SIGKILL, SIGQUIT, out of memory)."""
+    try:
+        fd = os.open(Claim(path).lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without locks: nothing tells
+        return True
+    finally:
+        os.close(fd)
+
+
 def claim(path: str | Path, flag: str = "-o") -> Claim:
     """The claim on `path` for this run, or one line naming the run that holds it."""
     c = Claim(path)
