@@ -52,12 +52,23 @@ def stop_signals_as_interrupts():
                 signal.signal(s, handler)
 
 
+class _Stopped(BaseException):
+    """A command's KeyboardInterrupt (Ctrl-C, or a stop signal's Terminated) carried past click's main, which
+    answers one by writing an empty line to stderr (to close a terminal's ^C) before gpubench's one line."""
+
+    def __init__(self, stop: KeyboardInterrupt):
+        super().__init__(stop)
+        self.stop = stop
+
+
 class OneLineErrors(click.Group):
     """Every user error becomes one line on stderr and exit code 2; commands return their own exit code."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as stop:
+            raise _Stopped(stop) from None
         except BrokenPipeError:  # the output's reader left (`gpubench list | head -1`): not this command's failure
             if not _reader_left():  # another pipe (a worker's) broke: that one is an error
                 raise
@@ -86,23 +97,35 @@ class OneLineErrors(click.Group):
         except UnicodeEncodeError as e:  # an output that cannot take the tables' · and × (PYTHONIOENCODING=ascii)
             _say(f"gpubench: error: the output takes only {e.encoding}, and gpubench's tables need more "
                  "(set PYTHONIOENCODING=utf-8)", Exit.USAGE)
-        except (click.Abort, KeyboardInterrupt) as e:
-            stop = e.__cause__ if isinstance(e, click.Abort) else e  # click turns KeyboardInterrupt into Abort
+        except (click.Abort, KeyboardInterrupt, _Stopped) as e:
+            # click turns a KeyboardInterrupt it meets (while parsing) into Abort
+            stop = e.__cause__ if isinstance(e, click.Abort) else e.stop if isinstance(e, _Stopped) else e
             signum = stop.signum if isinstance(stop, Terminated) else None
+            if signum is None and isinstance(e, _Stopped) and _is_terminal(sys.stderr):
+                _say("", None)  # the line break after the terminal's ^C (click's own answer, kept for Ctrl-C)
             _say(f"gpubench: {stop if signum else 'interrupted'}", Exit.stopped_by(signum))
         sys.exit(int(rc) if isinstance(rc, int) else Exit.OK)
 
 
-def _say(line: str, code: int):
-    """The one line on stderr, and the exit code, which stands even where stderr cannot be written (closed,
-    a full disk, a reader gone)."""
+def _say(line: str, code: int | None):
+    """The one line on stderr, and the exit code (None: go on), which stands even where stderr cannot be written
+    (closed, a full disk, a reader gone)."""
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
     except (OSError, ValueError, UnicodeEncodeError):  # ValueError: a closed file
         pass
+    if code is None:
+        return
     _quiet_stdout()
     sys.exit(code)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _cwd_gone() -> bool:

@@ -159,3 +159,22 @@ def test_sigterm_then_ctrl_c_keeps_the_terms_code_and_line(slow_project):
     run = results.load(slow_project / "r.json")
     assert proc.returncode == Exit.TERMINATED, err
     assert run.status == "interrupted" and f"terminated by SIGTERM: {len(run.points)} of {len(SIZES)} points" in err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1], ids=lambda s: s.name)
+def test_a_stop_while_reading_is_one_line_on_stderr(monkeypatch, signum):
+    """A stop signal during show, compare, plot or report (no sweep to save): click wrote an empty line to stderr
+    before gpubench's own (its answer to a terminal's ^C), so the error was two lines."""
+    from click.testing import CliRunner
+
+    from gpubench import app
+    from gpubench.cli import cli
+    from gpubench.errors import Terminated
+
+    def stopped(*a, **k):
+        raise Terminated(signum)
+
+    monkeypatch.setattr(app, "load_run", stopped)
+    r = CliRunner().invoke(cli, ["show", "any.json"])
+    assert r.exit_code == Exit.stopped_by(signum) and r.stderr == f"gpubench: terminated by {signum.name}\n", \
+        repr(r.stderr)
