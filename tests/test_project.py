@@ -112,3 +112,8 @@ def test_an_empty_config_says_so(blank, monkeypatch):
     if blank:  # an empty GPUBENCH_CONFIG is as if unset (the documented `or None`); one of spaces is not
         with pytest.raises(GpubenchError, match="GPUBENCH_CONFIG is empty"):
             project.load()
+
+
+def test_a_project_file_with_a_byte_order_mark_loads(tree):
+    (tree / "gpubench.toml").write_bytes(b"\xef\xbb\xbf" + SPEC.encode())
+    assert [v.name for v in project.load(start=tree).variants] == ["mine"]

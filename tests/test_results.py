@@ -372,3 +372,9 @@ def test_an_empty_results_path_is_refused_not_read_as_the_current_directory(tmp_
     r = CliRunner().invoke(cli, [a.format(blank) for a in command])
     assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
     assert f"a results file is given as {blank!r} (an unset variable?)" in r.output, r.output
+
+
+def test_a_results_file_with_a_byte_order_mark_loads(make_run, tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + make_run().to_json().encode())
+    assert results.load(path).points

@@ -24,7 +24,7 @@ def save(run: Run, path: str | Path) -> Path:
     tmp = temporary(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w") as f:
+        with open(tmp, "w", encoding="utf-8") as f:
             f.write(run.to_json())
             f.flush()
             os.fsync(f.fileno())
@@ -88,7 +88,7 @@ class Claim:
 
     def holder(self) -> str:
         try:
-            return self.lock.read_text().strip() or "a process starting up"
+            return self.lock.read_text(encoding="utf-8", errors="replace").strip() or "a process starting up"
         except OSError:
             return "a process that has just ended"
 
@@ -176,7 +176,7 @@ def load(path: str | Path) -> Run:
         raise GpubenchError(f"results file {path} does not exist" if not path.exists() else
                             f"results file {path} is not a file")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark an editor added is no error
     except (OSError, UnicodeDecodeError) as e:
         raise GpubenchError(f"results file {path} cannot be read ({e})") from None
     if not text.strip():
