@@ -153,8 +153,9 @@ class Cluster:
         elif options.backend == "cuda":
             try:
                 from dask_cuda import LocalCUDACluster
-            except ImportError:
-                raise GpubenchError(MISSING) from None
+            except ImportError:  # Dask itself is there (imported above): name the part that is not
+                raise GpubenchError("multi-GPU runs on the GPU need dask-cuda (one Dask worker per GPU), which is not "
+                                    "installed: pip install 'gpubench[cluster]'") from None
             from gpubench.telemetry import device_count
 
             visible = (gpus or GpuSelection()).visible(device_count())

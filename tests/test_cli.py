@@ -534,3 +534,8 @@ def test_a_legacy_locale_reads_and_writes_gpubenchs_files_as_utf8(tmp_path):
         p = subprocess.run([sys.executable, "-m", "gpubench", *args], cwd=tmp_path, env=env, capture_output=True,
                            text=True, encoding="utf-8", timeout=120)
         assert p.returncode == 0 and "Traceback" not in p.stderr, (args, p.stderr)
+
+
+def test_a_kernel_source_that_exists_but_is_no_file_says_so():
+    one_line_error(invoke("gemm", "--backend", "cpu", "--sizes", "16", "--kernel", "/dev/null:f"),
+                   "source /dev/null is not a file")

@@ -194,3 +194,13 @@ def test_dask_workers_that_cannot_start_are_one_line(tmp_path, monkeypatch):
     assert "--gpus: the local Dask workers could not start (PermissionError: [Errno 13] Permission denied: " \
            "'/opt/python/bin/python')" in r.output
     assert list(tmp_path.iterdir()) == []  # no results file, no claim left
+
+
+def test_without_dask_cuda_the_message_names_it_not_dask(monkeypatch):
+    """Dask itself installed, dask-cuda not: "multi-GPU runs use Dask, which is not installed" was untrue."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)  # an import of it raises ImportError
+    r = CliRunner().invoke(cli, ["tune", "gemm", "--sizes", "64", "--gpus", "2"])
+    assert r.exit_code == 2 and "need dask-cuda (one Dask worker per GPU), which is not installed" in r.output, \
+        r.output
