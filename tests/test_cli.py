@@ -539,3 +539,17 @@ def test_a_legacy_locale_reads_and_writes_gpubenchs_files_as_utf8(tmp_path):
 def test_a_kernel_source_that_exists_but_is_no_file_says_so():
     one_line_error(invoke("gemm", "--backend", "cpu", "--sizes", "16", "--kernel", "/dev/null:f"),
                    "source /dev/null is not a file")
+
+
+def test_show_tells_a_run_still_written_from_one_that_was_ended(make_run, tmp_path):
+    """A file marked running that no run holds (its run killed outright) is not a run in progress."""
+    from gpubench.results import Claim, RunStatus
+
+    run = make_run()
+    run.status = RunStatus.RUNNING
+    path = results.save(run, tmp_path / "r.json")
+    assert "running (but no gpubench run is writing it: ended outright?)" in invoke("show", str(path)).output
+    with Claim(path) as held:
+        assert held.acquire()
+        first = invoke("show", str(path)).output.splitlines()[0]
+        assert ", running, " in first and "no gpubench run" not in first

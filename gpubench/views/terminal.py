@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from gpubench.paths import shown_path
-from gpubench.results import RunStatus
+from gpubench.results import RunStatus, being_written
 from gpubench.variant import Axis
 from gpubench.views import compare as compare_view
 from gpubench.views import run as run_view
@@ -55,8 +55,11 @@ def saved_run(run, name: str, fmt: str, threshold: float, echo) -> None:
         echo("\n".join(to_markdown(t) for t in run_view.run_tables(run, threshold)))
     else:
         out = console()
-        out.print(escape(f"{shown_path(name)}: {run.device}, {plural(len(run.points), 'point')}, {run.status}, {run.created}"),
-                  style="bold")
+        status = str(run.status)
+        if run.status == RunStatus.RUNNING and not being_written(name):
+            status += " (but no gpubench run is writing it: ended outright?)"
+        points = plural(len(run.points), "point")
+        out.print(escape(f"{shown_path(name)}: {run.device}, {points}, {status}, {run.created}"), style="bold")
         print_run(run, out, threshold)
 
 
