@@ -218,6 +218,7 @@ def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
     checked. A file named on its own that is not a gpubench run is one line naming it; one met inside a directory
     (a package.json, a half-written file) is passed over, and returned second as "path: why", so that one stray file
     does not hide a directory's history."""
+    from gpubench import compare
     from gpubench.results import load, results_path
 
     named: list[Path] = []
@@ -234,7 +235,9 @@ def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
     runs, passed_over = [], []
     for f in dict.fromkeys(named + inside):
         try:
-            runs.append((shown_path(f), load(f)))
+            run = load(f)
+            compare.check_once(run, shown_path(f))  # a point twice would be two runs of it in a history
+            runs.append((shown_path(f), run))
         except GpubenchError as e:
             if f in named:
                 raise
