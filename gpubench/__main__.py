@@ -9,7 +9,8 @@ import sys
 
 from gpubench.exit_codes import Exit
 
-STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+              if hasattr(signal, name))
 
 
 def _stopped_while_starting(signum, frame):

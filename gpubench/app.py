@@ -14,7 +14,7 @@ from rich.console import Console
 
 from gpubench import nvcc, plan, user_code
 from gpubench.errors import GpubenchError, NoDevice
-from gpubench.paths import temporary
+from gpubench.paths import shown_path, temporary
 from gpubench.exit_codes import Exit
 from gpubench.executors import open_executor
 from gpubench.problems import Op
@@ -141,6 +141,11 @@ def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
     base_run, new_run = results.load(base), results.load(new)
+    for name, run in ((base, base_run), (new, new_run)):
+        if run.status == results.RunStatus.RUNNING and not allow_partial and not results.being_written(name):
+            raise GpubenchError(f"{name} is marked running, but no gpubench run is writing it (ended outright: "
+                                f"SIGKILL, SIGQUIT, out of memory?), so its {len(run.points)} point(s) are all it will "
+                                "have: run it again, or pass --allow-partial to compare the points both runs have")
     report = compare.compare(base_run, new_run, threshold, alpha)
     compare.check(report, strict_env, base, new, (base_run, new_run), allow_partial, across)
     return Comparison(base_run, new_run, report)
@@ -213,12 +218,13 @@ def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
     checked. A file named on its own that is not a gpubench run is one line naming it; one met inside a directory
     (a package.json, a half-written file) is passed over, and returned second as "path: why", so that one stray file
     does not hide a directory's history."""
-    from gpubench.results import load
+    from gpubench import compare
+    from gpubench.results import load, results_path
 
     named: list[Path] = []
     inside: list[Path] = []
     for given in paths:
-        path = Path(given)
+        path = results_path(given)
         if path.is_dir():
             found = sorted(path.rglob("*.json"))
             if not found:
@@ -229,11 +235,13 @@ def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
     runs, passed_over = [], []
     for f in dict.fromkeys(named + inside):
         try:
-            runs.append((str(f), load(f)))
+            run = load(f)
+            compare.check_once(run, shown_path(f))  # a point twice would be two runs of it in a history
+            runs.append((shown_path(f), run))
         except GpubenchError as e:
             if f in named:
                 raise
-            passed_over.append(f"{f}: {e.args[0]}")
+            passed_over.append(f"{shown_path(f)}: {e.args[0]}")
     if not runs:
         raise GpubenchError(f"no gpubench results among {', '.join(paths)} ({len(passed_over)} other *.json "
                             "passed over)")
@@ -247,14 +255,18 @@ def write_report(paths: list[str], output: str, force: bool, threshold: float, a
     threshold, _ = plan.compare_settings(threshold)
     path = check_output(output, force, "report", (".html", ".htm"))
     runs, _ = load_runs(paths)
-    html = report.render(runs, threshold=threshold, across=across)
+    return _write_page(path, report.render(runs, threshold=threshold, across=across), "the report")
+
+
+def _write_page(path: Path, html: str, what: str) -> Path:
+    """An HTML page written atomically: a reader, or a run stopped midway, never finds half a page."""
     tmp = temporary(path)
     try:
-        tmp.write_text(html)
+        tmp.write_text(html, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise GpubenchError(f"cannot write the report to {path} ({e.strerror or e})") from None
+        raise GpubenchError(f"cannot write {what} to {path} ({e.strerror or e})") from None
     return path
 
 
@@ -284,5 +296,5 @@ def run_history(paths: list[str], threshold: float, alpha: float, html: str | No
     if target:
         from gpubench.views.history import history_html
 
-        target.write_text(history_html(outcome.series, threshold))
+        _write_page(target, history_html(outcome.series, threshold), "the history page")
     return outcome

@@ -116,6 +116,20 @@ def _deaf_to_ctrl_c():
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is delivered here
 
 
+@contextmanager
+def _workers_must_start():
+    """A local Dask cluster whose workers cannot start (their Python cannot be run, no process or memory left, a
+    port refused) raises "Nanny failed to start." with the reason several causes down: one line naming that."""
+    try:
+        yield
+    except (RuntimeError, OSError, TimeoutError) as e:
+        root = e
+        while root.__cause__ is not None and root.__cause__ is not root:
+            root = root.__cause__
+        why = f"{type(root).__name__}: {root}" if root is not e else str(e)
+        raise GpubenchError(f"--gpus: the local Dask workers could not start ({why})") from None
+
+
 class Cluster:
     """Runs tasks on Dask workers (the Executor that gpubench/sweep.py drives), in shard or replicate mode."""
 
@@ -139,18 +153,19 @@ class Cluster:
         elif options.backend == "cuda":
             try:
                 from dask_cuda import LocalCUDACluster
-            except ImportError:
-                raise GpubenchError(MISSING) from None
+            except ImportError:  # Dask itself is there (imported above): name the part that is not
+                raise GpubenchError("multi-GPU runs on the GPU need dask-cuda (one Dask worker per GPU), which is not "
+                                    "installed: pip install 'gpubench[cluster]'") from None
             from gpubench.telemetry import device_count
 
             visible = (gpus or GpuSelection()).visible(device_count())
-            with _deaf_to_ctrl_c():
+            with _deaf_to_ctrl_c(), _workers_must_start():
                 self._local_cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
                                                        dashboard_address=None, silence_logs=50)
             self.client = Client(self._local_cluster)
         else:  # the CPU backend: N worker processes, to try (and test) the mechanism without a GPU
             n = (gpus or GpuSelection()).workers()
-            with _deaf_to_ctrl_c():
+            with _deaf_to_ctrl_c(), _workers_must_start():
                 self._local_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                                    dashboard_address=None, silence_logs=50)
             self.client = Client(self._local_cluster)

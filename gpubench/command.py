@@ -15,29 +15,50 @@ from gpubench.errors import GpubenchError, Terminated
 from gpubench.exit_codes import Exit
 
 # Signals that stop a command as Ctrl-C does: `kill`, a CI job's timeout and the end of a Slurm job send SIGTERM;
-# a closed terminal sends SIGHUP.
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+# a closed terminal sends SIGHUP; batch systems warn of a job's end with SIGUSR1 or SIGUSR2 (whose default action
+# would end the process on the spot, leaving its file marked running). SIGQUIT stays the way to end it at once.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+                     if hasattr(signal, name))
+_stopping = False  # set by the first stop: the clean-up it starts keeps every stop signal ignored to the end
 
 
-def _terminate(signum, frame):
-    # Once: the clean-up that follows (saving the run, ending the workers) must not be cut short by a second one.
-    for s in STOP_SIGNALS:
+def _stop(signum, frame):
+    # Once, whichever comes first: the clean-up that follows (the last point's save, the file marked interrupted,
+    # the workers ended) must not be cut short by a second signal, Ctrl-C included, nor its exit code changed.
+    global _stopping
+    _stopping = True
+    for s in (signal.SIGINT, *STOP_SIGNALS):
         signal.signal(s, signal.SIG_IGN)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Terminated(signum)
 
 
 @contextmanager
 def stop_signals_as_interrupts():
-    """SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main thread for the command's length."""
+    """Ctrl-C raises KeyboardInterrupt, SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt), in the main
+    thread for the command's length; after the first, every one of them is ignored until the process ends."""
+    global _stopping
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = {s: signal.signal(s, _terminate) for s in STOP_SIGNALS}
+    _stopping = False
+    before = {s: signal.signal(s, _stop) for s in (signal.SIGINT, *STOP_SIGNALS)}
     try:
         yield
     finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
+        if not _stopping:  # a stopped command goes on to its one line and exit deaf to another signal
+            for s, handler in before.items():
+                signal.signal(s, handler)
+
+
+class _Stopped(BaseException):
+    """A command's KeyboardInterrupt (Ctrl-C, or a stop signal's Terminated) carried past click's main, which
+    answers one by writing an empty line to stderr (to close a terminal's ^C) before gpubench's one line."""
+
+    def __init__(self, stop: KeyboardInterrupt):
+        super().__init__(stop)
+        self.stop = stop
 
 
 class OneLineErrors(click.Group):
@@ -46,6 +67,8 @@ class OneLineErrors(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as stop:
+            raise _Stopped(stop) from None
         except BrokenPipeError:  # the output's reader left (`gpubench list | head -1`): not this command's failure
             if not _reader_left():  # another pipe (a worker's) broke: that one is an error
                 raise
@@ -74,23 +97,35 @@ class OneLineErrors(click.Group):
         except UnicodeEncodeError as e:  # an output that cannot take the tables' · and × (PYTHONIOENCODING=ascii)
             _say(f"gpubench: error: the output takes only {e.encoding}, and gpubench's tables need more "
                  "(set PYTHONIOENCODING=utf-8)", Exit.USAGE)
-        except (click.Abort, KeyboardInterrupt) as e:
-            stop = e.__cause__ if isinstance(e, click.Abort) else e  # click turns KeyboardInterrupt into Abort
+        except (click.Abort, KeyboardInterrupt, _Stopped) as e:
+            # click turns a KeyboardInterrupt it meets (while parsing) into Abort
+            stop = e.__cause__ if isinstance(e, click.Abort) else e.stop if isinstance(e, _Stopped) else e
             signum = stop.signum if isinstance(stop, Terminated) else None
+            if signum is None and isinstance(e, _Stopped) and _is_terminal(sys.stderr):
+                _say("", None)  # the line break after the terminal's ^C (click's own answer, kept for Ctrl-C)
             _say(f"gpubench: {stop if signum else 'interrupted'}", Exit.stopped_by(signum))
         sys.exit(int(rc) if isinstance(rc, int) else Exit.OK)
 
 
-def _say(line: str, code: int):
-    """The one line on stderr, and the exit code, which stands even where stderr cannot be written (closed,
-    a full disk, a reader gone)."""
+def _say(line: str, code: int | None):
+    """The one line on stderr, and the exit code (None: go on), which stands even where stderr cannot be written
+    (closed, a full disk, a reader gone)."""
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
     except (OSError, ValueError, UnicodeEncodeError):  # ValueError: a closed file
         pass
+    if code is None:
+        return
     _quiet_stdout()
     sys.exit(code)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _cwd_gone() -> bool:

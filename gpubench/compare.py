@@ -237,6 +237,14 @@ def duplicates(run: Run) -> list[Point]:
     return twice
 
 
+def check_once(run: Run, name: str) -> None:
+    """One line naming the first point a run holds twice: a series or a comparison would count it twice."""
+    twice = duplicates(run)
+    if twice:
+        raise GpubenchError(f"{name} holds {len(twice)} point(s) twice, the first {point_label(twice[0])}: a "
+                            "results file has each point once")
+
+
 def check(report: Report, strict_env: bool, base_name: str, new_name: str, runs: tuple[Run, Run] | None = None,
           allow_partial: bool = False, across: bool = False) -> None:
     """The rules a comparison must pass before any verdict is shown: each run holds every point once and is
@@ -244,10 +252,7 @@ def check(report: Report, strict_env: bool, base_name: str, new_name: str, runs:
     same environment; some point in common; and each point timed at one pace in both runs (or --across, which
     shows them side by side without a verdict)."""
     for name, run in zip((base_name, new_name), runs or ()):
-        twice = duplicates(run)
-        if twice:
-            raise GpubenchError(f"{name} holds {len(twice)} point(s) twice, the first {point_label(twice[0])}: a "
-                                "results file has each point once")
+        check_once(run, name)
         if run.status != RunStatus.COMPLETE and not allow_partial:
             raise GpubenchError(f"{name} is {run.status} with {len(run.points)} point(s) saved, so points may be "
                                 "missing: finish it, or pass --allow-partial to compare the points both runs have")

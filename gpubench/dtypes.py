@@ -164,8 +164,11 @@ def parse_layouts(text: str, kind: type[StrEnum], what: str = "--layout") -> tup
 
 def _parse(text: str, kind: type[StrEnum], what: str) -> tuple:
     names = [t.strip().lower() for t in str(text).split(",")]
-    if not text or not all(names):
+    if not any(names):
         raise GpubenchError(f"{what} {text!r} is empty; allowed: {', '.join(kind)} (comma-separated)")
+    if not all(names):  # fp32, or fp32,,bf16: a name left out (its variable unset?), not an empty list
+        raise GpubenchError(f"{what} {text!r} has an empty item; allowed: {', '.join(kind)} (comma-separated, each "
+                            "once)")
     out = []
     for name in names:
         try:

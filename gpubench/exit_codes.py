@@ -12,12 +12,15 @@ class Exit(IntEnum):
     SLOW_GPU = 4  # --replicate: a GPU ran slower than the node's median by more than the threshold
     HANGUP = 129  # SIGHUP (128 + 1, as a shell reports it): the terminal went away; every finished point is saved
     INTERRUPTED = 130  # Ctrl-C (SIGINT, 128 + 2): every finished point is saved
+    USER1 = 138  # SIGUSR1 (128 + 10): a batch system's notice of the job's end (SGE's -notify, Slurm's --signal)
+    USER2 = 140  # SIGUSR2 (128 + 12): as SIGUSR1
     TERMINATED = 143  # SIGTERM (128 + 15: kill, a CI timeout, the end of a Slurm job): every finished point is saved
 
     @classmethod
     def stopped_by(cls, signum: int | None) -> "Exit":
         """The code for a run stopped by this signal (None, or any other: Ctrl-C's)."""
-        return {signal.SIGHUP: cls.HANGUP, signal.SIGTERM: cls.TERMINATED}.get(signum, cls.INTERRUPTED)
+        return {signal.SIGHUP: cls.HANGUP, signal.SIGTERM: cls.TERMINATED, signal.SIGUSR1: cls.USER1,
+                signal.SIGUSR2: cls.USER2}.get(signum, cls.INTERRUPTED)
 
 
 MEANING = {
@@ -32,6 +35,9 @@ MEANING = {
                    "`--slow-threshold` (named, with its clocks and power): a health check for job schedulers",
     Exit.HANGUP: "hung up (SIGHUP): as for 130, the worker processes ended and every finished point saved",
     Exit.INTERRUPTED: "interrupted (Ctrl-C); every finished point is saved",
+    Exit.USER1: "stopped by SIGUSR1 (a batch system's notice that the job ends: SGE's `-notify`, Slurm's `--signal`), "
+                "as for 143",
+    Exit.USER2: "stopped by SIGUSR2, as for 138",
     Exit.TERMINATED: "terminated (SIGTERM: `kill`, a CI timeout, the end of a Slurm job): as for 130, the worker "
                      "processes ended and every finished point saved, the run marked `interrupted`",
 }

@@ -72,7 +72,7 @@ def local_headers(source: Path, includes=()) -> list[Path]:
     while pending:
         current = pending.pop()
         try:
-            text = current.read_text(errors="replace")
+            text = current.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         for name in INCLUDE.findall(text):
@@ -118,7 +118,7 @@ def _failed(source: Path, arch: str, defines: dict, output: str) -> CompileError
     log = cache_dir().parent / "nvcc-errors" / f"{source.stem}.log"
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(output)
+        log.write_text(output, encoding="utf-8")
         where = f"; nvcc's whole output: {log}"
     except OSError:
         where = ""

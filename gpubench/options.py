@@ -37,7 +37,8 @@ DECIDING = [
                  help="Drop samples taken while the GPU was power- or thermally-throttled, and take others."),
 ]
 PACING = [
-    click.option("--pace", type=click.Choice(list(Pace)), default=None,
+    # The choices by value: click 8.2 and later match an enum's members by their NAMES (IDLE), not their values.
+    click.option("--pace", type=click.Choice([p.value for p in Pace]), default=None,
                  help=f"{Pace.IDLE}: each call timed after the GPU waited for the host (a call from idle); "
                       f"{Pace.SUSTAINED}: calls back to back in a stream kept ahead of the GPU, timed once steady "
                       f"(under sustained load: power-limited clocks) [default: {Pace.IDLE}, or the suite's]."),

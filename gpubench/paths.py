@@ -99,3 +99,9 @@ def name_max(directory: Path) -> int:
             except (OSError, ValueError):
                 break
     return 255
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as text to show or write into a page: the bytes of a name that is not UTF-8 (Python keeps them as
+    lone surrogates, which no UTF-8 writer takes) become U+FFFD, as a terminal shows them."""
+    return os.fsencode(path).decode("utf-8", "replace")

@@ -103,7 +103,7 @@ def save(role: str) -> Path | None:
         return None
     path = where / f"phases-{role}-{os.getpid()}.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"role": role, **_recorder.as_dict()}))
+    tmp.write_text(json.dumps({"role": role, **_recorder.as_dict()}), encoding="utf-8")
     os.replace(tmp, path)
     return path
 
@@ -112,7 +112,7 @@ def merged(directory: str | Path) -> dict[str, dict]:
     """Every process's file in the directory added up, per role: {role: {"seconds", "counts", "amounts"}}."""
     out: dict[str, dict] = {}
     for path in sorted(Path(directory).glob("phases-*.json")):
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
         total = out.setdefault(data["role"], {"seconds": {}, "counts": {}, "amounts": {}, "processes": 0})
         total["processes"] += 1
         for kind in ("seconds", "counts", "amounts"):

@@ -70,8 +70,11 @@ def load(config: str | Path | None = None, start: Path | None = None) -> Project
     named = config if config is not None else os.environ.get("GPUBENCH_CONFIG") or None
     if named is not None:
         path = Path(named).expanduser()
+        source = "--config" if config is not None else "GPUBENCH_CONFIG"
+        if not str(named).strip():  # Path('') is the current directory: the message would name nothing
+            raise GpubenchError(f"{source} is empty (an unset variable?): give a gpubench.toml or a pyproject.toml "
+                                "with [tool.gpubench], or leave it out")
         if not path.is_file():
-            source = "--config" if config is not None else "GPUBENCH_CONFIG"
             raise GpubenchError(f"{source}: {named} is not a file (give a gpubench.toml or a pyproject.toml with "
                                 "[tool.gpubench])")
     else:

@@ -84,7 +84,7 @@ def parse_specs(data: dict, where: str, base_dir: Path, *, builtin: bool = False
 
 def read_toml(path: Path, what: str) -> dict:
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: an editor's byte-order mark
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"{path}: cannot read the {what} ({e})") from None
     except ValueError as e:  # TOMLDecodeError, or an integer of more digits than Python converts (4300)

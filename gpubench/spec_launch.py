@@ -113,7 +113,7 @@ def source_with_includes(source: Path, seen: set[Path] | None = None) -> str:
     if path in seen or not path.is_file():
         return ""
     seen.add(path)
-    text = path.read_text(errors="replace")
+    text = path.read_text(encoding="utf-8", errors="replace")
     return text + "".join(source_with_includes(path.parent / name, seen) for name in INCLUDE.findall(text))
 
 

@@ -95,7 +95,8 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
         if source.is_dir():
             entry.fail(f"source {source_text} is a directory: give the kernel's file (looked at {source})")
         if not source.is_file():
-            entry.fail(f"source {source_text} does not exist (looked for {source})")
+            entry.fail(f"source {source_text} is not a file (looked at {source})" if source.exists() else
+                       f"source {source_text} does not exist (looked for {source})")
         if source.suffix != runner.SOURCE:
             entry.fail(f"source {source_text}: a {runner.NAME} variant's source is a {runner.SOURCE} file")
     kernel = entry.get("kernel", str, what="a symbol name")

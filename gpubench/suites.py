@@ -27,6 +27,7 @@ naming the key. Every value goes through the same checks as the command line's (
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,10 +179,14 @@ def find(name: str | Path) -> Path:
     if path.is_file():
         return path
     candidate = suites_dir() / f"{path.stem}.toml"
-    if path.suffix in ("", ".toml") and path.parent == Path(".") and candidate.is_file():
+    bare = "/" not in str(name) and os.sep not in str(name)  # ./lab.toml names a file here, never the shipped lab
+    if path.suffix in ("", ".toml") and bare and candidate.is_file():
         return candidate
     if path.is_dir():
         raise GpubenchError(f"suite {name} is a directory: give a suite file (.toml) or one of the shipped suites "
+                            f"({_names()})")
+    if path.exists():
+        raise GpubenchError(f"suite {name} is not a file: give a suite file (.toml) or one of the shipped suites "
                             f"({_names()})")
     raise GpubenchError(f"suite {name} does not exist: give a suite file or one of the shipped suites ({_names()})")
 
@@ -195,7 +200,7 @@ def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None
     path = find(name)
     catalog = catalog or Catalog.with_user([])
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: an editor's byte-order mark
     except (OSError, UnicodeDecodeError) as e:
         raise GpubenchError(f"suite {path} cannot be read ({e})") from None
     except ValueError as e:  # TOMLDecodeError, or an integer of more digits than Python converts (4300)
@@ -253,7 +258,7 @@ def shipped() -> list[tuple[str, str]]:
     out = []
     for p in sorted(suites_dir().glob("*.toml")):
         try:
-            out.append((p.stem, str(tomllib.loads(p.read_text()).get("description", ""))))
+            out.append((p.stem, str(tomllib.loads(p.read_text(encoding="utf-8")).get("description", ""))))
         except (ValueError, RecursionError, OSError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
             out.append((p.stem, "(not valid TOML)"))
     return out

@@ -55,7 +55,7 @@ def _flops(problem: dict) -> float:
 def read(path: Path) -> list[dict]:
     """The entries of one tuned file, checked; a file that is wrong is refused in one line."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
         raise GpubenchError(f"tuned configurations {path} cannot be read ({e}): delete it or run `gpubench tune` "
                             "again") from None
@@ -115,7 +115,7 @@ class Tuned:
                         "label": config.label, **record})
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"device": self.device, "entries": entries}, indent=1) + "\n")
+        tmp.write_text(json.dumps({"device": self.device, "entries": entries}, indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, path)
         self.entries = [(p, e) for p, e in self.entries if p != path] + [(path, e) for e in entries]
         return path

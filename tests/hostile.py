@@ -86,6 +86,7 @@ def assert_answered_well(result, command: str) -> None:
         assert err.startswith("gpubench: error: ") and err.count("\n") == 1, err
         assert err[:-1].isprintable(), err  # no escape sequence from a file name or a corrupt file reaches a terminal
         assert len(err.split(": ", 2)[-1].strip()) > 3, err  # it says something
+        assert "the output takes only" not in err, err  # CliRunner's output takes UTF-8: text gpubench made is at fault
 
 
 def digest(path: Path) -> str:

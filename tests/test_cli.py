@@ -514,3 +514,42 @@ def test_compare_into_a_pipe_closed_early_still_exits_with_its_verdict(tmp_path)
     r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "exit=0", r.stdout + r.stderr
     assert "Traceback" not in r.stderr and "error" not in r.stderr
+
+
+def test_a_legacy_locale_reads_and_writes_gpubenchs_files_as_utf8(tmp_path):
+    """With a locale whose encoding is not UTF-8 (LC_ALL=C without Python's UTF-8 mode, ISO-8859-1, a Windows code
+    page) every text file was read in that encoding: each sweep failed on the built-in specs ("'ascii' codec can't
+    decode") and report ended in a traceback on its own stylesheet."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "utf-8",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    (tmp_path / "s.toml").write_text('name = "ßüñ"\n[[sweep]]\nname = "ñ"\nop = "gemm"\nsizes = [16]\n'
+                                     'variants = ["numpy"]\nreps = 5\n', encoding="utf-8")
+    for args in (["run", "s.toml", "--backend", "cpu", "-o", "r.json"], ["show", "r.json"],
+                 ["report", "r.json", "-o", "r.html"], ["history", "r.json", "--html", "h.html"], ["list"]):
+        p = subprocess.run([sys.executable, "-m", "gpubench", *args], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, encoding="utf-8", timeout=120)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, (args, p.stderr)
+
+
+def test_a_kernel_source_that_exists_but_is_no_file_says_so():
+    one_line_error(invoke("gemm", "--backend", "cpu", "--sizes", "16", "--kernel", "/dev/null:f"),
+                   "source /dev/null is not a file")
+
+
+def test_show_tells_a_run_still_written_from_one_that_was_ended(make_run, tmp_path):
+    """A file marked running that no run holds (its run killed outright) is not a run in progress."""
+    from gpubench.results import Claim, RunStatus
+
+    run = make_run()
+    run.status = RunStatus.RUNNING
+    path = results.save(run, tmp_path / "r.json")
+    assert "running (but no gpubench run is writing it: ended outright?)" in invoke("show", str(path)).output
+    with Claim(path) as held:
+        assert held.acquire()
+        first = invoke("show", str(path)).output.splitlines()[0]
+        assert ", running, " in first and "no gpubench run" not in first

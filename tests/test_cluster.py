@@ -173,3 +173,34 @@ def test_tune_spreads_its_candidates_over_the_workers(tmp_path):
         del os.environ["SEEN"]
     assert json.loads(Path(path).read_text())["entries"][0]["tried"] == 6
     assert sorted(p.name for p in tmp_path.glob("seen-*")) == ["seen-0", "seen-1"]  # both workers timed some
+
+
+def test_dask_workers_that_cannot_start_are_one_line(tmp_path, monkeypatch):
+    """Dask's answer to a worker process that cannot start (its Python cannot be run by this user, no memory or
+    processes left) is RuntimeError("Nanny failed to start."), the reason a few causes down: it reached the user as
+    a traceback and exit 1."""
+    import distributed
+
+    def refused(*a, **k):
+        try:
+            raise PermissionError(13, "Permission denied", "/opt/python/bin/python")
+        except PermissionError as e:
+            raise RuntimeError("Nanny failed to start.") from e
+
+    monkeypatch.setattr(distributed, "LocalCluster", refused)
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--sizes", "16", "--gpus", "2", "-o",
+                                 str(tmp_path / "r.json")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert "--gpus: the local Dask workers could not start (PermissionError: [Errno 13] Permission denied: " \
+           "'/opt/python/bin/python')" in r.output
+    assert list(tmp_path.iterdir()) == []  # no results file, no claim left
+
+
+def test_without_dask_cuda_the_message_names_it_not_dask(monkeypatch):
+    """Dask itself installed, dask-cuda not: "multi-GPU runs use Dask, which is not installed" was untrue."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)  # an import of it raises ImportError
+    r = CliRunner().invoke(cli, ["tune", "gemm", "--sizes", "64", "--gpus", "2"])
+    assert r.exit_code == 2 and "need dask-cuda (one Dask worker per GPU), which is not installed" in r.output, \
+        r.output

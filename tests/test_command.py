@@ -36,7 +36,8 @@ def stop_mid_sweep(proc: subprocess.Popen, project: Path, signum: int, roots=())
     return before, family, err
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2],
+                         ids=lambda s: s.name)
 def test_a_signal_mid_sweep_keeps_every_finished_point_and_leaves_no_process(slow_project, signum):
     proc = start_sweep(slow_project)
     before, family, err = stop_mid_sweep(proc, slow_project, signum)
@@ -120,3 +121,60 @@ def test_what_a_kernel_forks_ends_with_the_run(slow_project):
     for p in left:  # not to outlive the test either
         p.kill()
     assert left == []
+
+
+@pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_after_the_first_stop_every_stop_signal_is_ignored(first):
+    """The clean-up a stop starts (the last save, the file marked interrupted, the workers ended) must not be cut
+    short by a second signal of another kind: SIGTERM and then Ctrl-C 10 ms later ended a run with exit 130 and
+    "gpubench: interrupted", the saved count's line lost, the clean-up interrupted wherever it was."""
+    from gpubench.command import stop_signals_as_interrupts
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with pytest.raises(KeyboardInterrupt) as stop:
+            with stop_signals_as_interrupts():
+                os.kill(os.getpid(), first)
+                time.sleep(1)  # the handler raises in here
+        assert getattr(stop.value, "signum", signal.SIGINT) == first
+        for second in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            assert signal.getsignal(second) is signal.SIG_IGN
+            os.kill(os.getpid(), second)  # ignored: nothing is raised here
+        time.sleep(0.05)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def test_sigterm_then_ctrl_c_keeps_the_terms_code_and_line(slow_project):
+    proc = start_sweep(slow_project)
+    deadline = time.monotonic() + 90
+    while saved_points(slow_project / "r.json") < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=90)
+    run = results.load(slow_project / "r.json")
+    assert proc.returncode == Exit.TERMINATED, err
+    assert run.status == "interrupted" and f"terminated by SIGTERM: {len(run.points)} of {len(SIZES)} points" in err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1], ids=lambda s: s.name)
+def test_a_stop_while_reading_is_one_line_on_stderr(monkeypatch, signum):
+    """A stop signal during show, compare, plot or report (no sweep to save): click wrote an empty line to stderr
+    before gpubench's own (its answer to a terminal's ^C), so the error was two lines."""
+    from click.testing import CliRunner
+
+    from gpubench import app
+    from gpubench.cli import cli
+    from gpubench.errors import Terminated
+
+    def stopped(*a, **k):
+        raise Terminated(signum)
+
+    monkeypatch.setattr(app, "load_run", stopped)
+    r = CliRunner().invoke(cli, ["show", "any.json"])
+    assert r.exit_code == Exit.stopped_by(signum) and r.stderr == f"gpubench: terminated by {signum.name}\n", \
+        repr(r.stderr)

@@ -207,6 +207,27 @@ def test_an_incomplete_run_is_refused_unless_partial_comparison_is_asked_for(mak
     assert any(line.startswith("only in base: conv") and line.endswith(" s1") for line in lines)  # the stride too
 
 
+def test_a_run_marked_running_that_no_run_writes_is_called_ended_not_to_be_finished(make_run, run_file):
+    """A run ended outright (SIGKILL, SIGQUIT, the OOM killer) leaves its file marked running, with no claim held
+    on it: "finish it" is no advice for it. One still being written (its claim held) keeps that advice."""
+    from gpubench import app
+    from gpubench.errors import GpubenchError
+    from gpubench.results import Claim, RunStatus
+
+    base = run_file(make_run(), "base.json")
+    cut = make_run(seed=1)
+    cut.points, cut.status = cut.points[:3], RunStatus.RUNNING
+    new = run_file(cut, "new.json")
+    with pytest.raises(GpubenchError, match=r"new.json is marked running, but no gpubench run is writing it .*its 3 "
+                                            r"point\(s\) are all it will have: run it again, or pass --allow-partial"):
+        app.compare_runs(base, new, 0.05, 0.05, False)
+    with Claim(new) as held:
+        assert held.acquire()
+        with pytest.raises(GpubenchError, match=r"new.json is running with 3 point\(s\) saved.*finish it"):
+            app.compare_runs(base, new, 0.05, 0.05, False)
+    assert len(app.compare_runs(base, new, 0.05, 0.05, False, allow_partial=True).report.changes) == 3
+
+
 def test_a_point_held_twice_is_an_error_naming_it(make_run, run_file):
     from gpubench import app
     from gpubench.errors import GpubenchError

@@ -139,3 +139,12 @@ def test_the_reference_is_computed_from_the_rounded_inputs():
     assert np.array_equal(cpu.reference(shape, inputs), a @ b)
     assert inputs["A"].shape == (20, 40) and inputs["A"].dtype == ml_dtypes.bfloat16  # A stored transposed
     assert not math.isclose(float(np.abs(inputs["A"].astype(np.float64)).sum()), 0.0)
+
+
+@pytest.mark.parametrize("text", ["fp32,", "fp32,,bf16", ",fp16"])
+def test_a_list_with_a_gap_is_not_called_empty(text):
+    """--dtype 'fp32,' was told "'fp32,' is empty", which it is not."""
+    with pytest.raises(GpubenchError, match="has an empty item"):
+        dtypes.parse_dtypes(text)
+    with pytest.raises(GpubenchError, match="is empty"):
+        dtypes.parse_dtypes(" , ")

@@ -166,3 +166,41 @@ def test_runs_without_a_zone_or_a_time_are_placed_or_refused_in_one_line():
     timeless.created = ""
     with pytest.raises(GpubenchError, match="neither a commit git knows nor when it was made"):
         h.series_of([("a", aware), ("c", timeless)], {})
+
+
+def test_the_history_page_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    """--html --force over an earlier page, and the write fails (a full disk, a stopped run): the earlier page
+    stays as it was (the page used to be written in place) and the failure is one line."""
+    from gpubench import app
+    from gpubench.errors import GpubenchError
+    from gpubench.results import save
+
+    save(run_of("H100", "580", "c0", T0, 1.0), tmp_path / "r.json")
+    page = tmp_path / "h.html"
+    page.write_text("the earlier page")
+
+    def full_disk(*a):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(app.os, "replace", full_disk)
+    with pytest.raises(GpubenchError, match="cannot write the history page to .*No space left on device"):
+        app.run_history([str(tmp_path / "r.json")], 0.05, 0.05, str(page), True)
+    assert page.read_text() == "the earlier page"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h.html", "r.json"]  # no temporary file left
+
+
+def test_a_run_holding_a_point_twice_is_refused_or_passed_over(tmp_path):
+    """A point given twice in one file (merged or edited by hand) was counted as two runs of it in the series
+    ("runs 3" from two files), as compare refuses it; named, it is one line; met in a directory, passed over."""
+    from gpubench import app
+    from gpubench.errors import GpubenchError
+    from gpubench.results import save
+
+    save(run_of("H100", "580", "c0", T0, 1.0), tmp_path / "a.json")
+    twice = run_of("H100", "580", "c1", T0 + timedelta(hours=1), 1.0)
+    twice.points = twice.points * 2
+    save(twice, tmp_path / "b.json")
+    with pytest.raises(GpubenchError, match="b.json holds 1 point\\(s\\) twice, the first "):
+        app.run_history([str(tmp_path / "a.json"), str(tmp_path / "b.json")], 0.05, 0.05, None, False)
+    outcome = app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+    assert [len(s.entries) for s in outcome.series] == [1] and "holds 1 point(s) twice" in outcome.passed_over[0]

@@ -29,3 +29,20 @@ def test_padding_takes_ascii_digits_only():
     assert resolve_padding("3", 8, 3, 1) == 3
     with pytest.raises(GpubenchError, match="padding '٣' is not allowed"):
         resolve_padding("٣", 8, 3, 1)
+
+
+@pytest.mark.parametrize("pace", ["idle", "sustained"])
+def test_pace_is_taken_as_written(tmp_path, pace):
+    """`--pace sustained`, as the help and the README write it (click 8.2 and later would take an enum's member
+    names, IDLE and SUSTAINED, and refuse the values)."""
+    from click.testing import CliRunner
+
+    from gpubench import results
+    from gpubench.cli import cli
+
+    out = tmp_path / "p.json"
+    settle = ["--settle", "0.01"] if pace == "sustained" else []
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "--budget", "0.01",
+                                 "--pace", pace, *settle, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert {p.details.pace for p in results.load(out).points} == {pace}

@@ -102,3 +102,18 @@ def test_a_tool_gpubench_that_is_not_a_table_says_so(tmp_path, text):
     (tmp_path / "pyproject.toml").write_text(text)
     with pytest.raises(SpecError, match=r"tool\.gpubench must be a table \(\[tool\.gpubench\]\), got "):
         project.load(start=tmp_path)
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_config_says_so(blank, monkeypatch):
+    with pytest.raises(GpubenchError, match="--config is empty \\(an unset variable\\?\\)"):
+        project.load(blank)
+    monkeypatch.setenv("GPUBENCH_CONFIG", blank)
+    if blank:  # an empty GPUBENCH_CONFIG is as if unset (the documented `or None`); one of spaces is not
+        with pytest.raises(GpubenchError, match="GPUBENCH_CONFIG is empty"):
+            project.load()
+
+
+def test_a_project_file_with_a_byte_order_mark_loads(tree):
+    (tree / "gpubench.toml").write_bytes(b"\xef\xbb\xbf" + SPEC.encode())
+    assert [v.name for v in project.load(start=tree).variants] == ["mine"]

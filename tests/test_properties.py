@@ -26,6 +26,7 @@ from hostile import SETTINGS, assert_answered_well, digest, invoke, stand_in
 
 SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
 LONG_NAME = "x" * 300 + ".json"  # past any file system's NAME_MAX
+NOT_UTF8 = os.fsdecode(b"run-\xff.json")
 
 
 def commands() -> dict[str, click.Command]:
@@ -66,6 +67,8 @@ ODD = [
     "out.json", "out.png", "out.html", "suite.toml", "deep.toml", "gpubench.toml", "badspec.toml",
     # symbolic links: a loop, and one to nowhere
     "loop.json", "dangling.json", "loop.py:f", "loop.cu:k", "loop.toml", "big.json",
+    # a good run whose name is not UTF-8 (Python holds the byte as a lone surrogate), blank paths (unset variables)
+    NOT_UTF8, "  ",
 ]
 HOSTILE = (st.sampled_from(ODD) | st.text(max_size=10) | st.integers(-2**70, 2**70).map(str)
            | st.floats(allow_nan=True, allow_infinity=True).map(repr))
@@ -88,6 +91,7 @@ def setup_files(directory) -> None:
     """The files a hostile command line may name, made afresh for each example."""
     (directory / "run.json").write_text(RUN)
     (directory / "other.json").write_text(OTHER)
+    (directory / NOT_UTF8).write_text(RUN)
     (directory / "empty.json").write_text("")
     (directory / "corrupt.json").write_text(RUN[:200])
     if not (directory / "deep.json").exists():  # big: made once per test, not per example
@@ -112,9 +116,9 @@ def setup_files(directory) -> None:
     (directory / "big.json").write_text(RUN.replace('"m": 1024', '"m": ' + "9" * 5000, 1))  # past Python's 4300 digits
 
 
-ARGUMENTS = {"run": ["suite.toml", "quick", "lab"], "show": ["run.json"], "plot": ["run.json"],
-             "compare": ["run.json", "other.json"], "report": ["run.json", "other.json", "adir"],
-             "history": ["run.json", "other.json", "adir"]}
+ARGUMENTS = {"run": ["suite.toml", "quick", "lab"], "show": ["run.json", NOT_UTF8], "plot": ["run.json"],
+             "compare": ["run.json", "other.json", NOT_UTF8], "report": ["run.json", "other.json", "adir", NOT_UTF8],
+             "history": ["run.json", "other.json", "adir", NOT_UTF8]}
 OUTPUTS = {"plot": "out.png", "report": "out.html"}  # required options, given unless drawn
 
 
@@ -197,6 +201,33 @@ def test_every_argument_of_every_command_alone(tmp_path, monkeypatch, value):
                  ["report", "run.json", value, "-o", "r.html", "--force"], ["history", value],
                  ["history", "run.json", value], ["run", value, "--backend", "cpu"], ["run", value]):
         assert_answered_well(invoke(args), args[0])
+
+
+# Where each command takes a path, as a command line with {} in its place.
+PATH_PLACES = [["show", "{}"], ["compare", "{}", "run.json"], ["compare", "run.json", "{}"], ["plot", "{}", "-o", "p.png"],
+               ["plot", "run.json", "-o", "{}"], ["report", "{}", "-o", "r.html"], ["report", "run.json", "{}", "-o", "r.html"],
+               ["report", "run.json", "-o", "{}"], ["history", "{}"], ["history", "run.json", "{}"],
+               ["history", "run.json", "--html", "{}"], ["run", "{}", "--backend", "cpu"],
+               ["run", "suite.toml", "--backend", "cpu", "-o", "{}"], ["gemm", "--backend", "cpu", "--sizes", "16", "-o", "{}"],
+               ["conv", "--backend", "cpu", "--sizes", "8", "-o", "{}"], ["gemm", "--backend", "cpu", "--config", "{}"],
+               ["list", "--config", "{}"], ["check", "--config", "{}"], ["gemm", "--backend", "cpu", "--kernel", "{}"]]
+
+
+@settings(max_examples=120, suppress_health_check=SUPPRESS, **SETTINGS)
+@given(place=st.sampled_from(PATH_PLACES), blank=st.text(alphabet=" \t", max_size=3),
+       force=st.booleans())
+def test_a_blank_path_anywhere_is_refused(tmp_path, monkeypatch, place, blank, force):
+    """A path left blank (an unset variable: `gpubench history "$RUNS"`) is refused wherever a command takes one,
+    never read or written as the current directory (Path('') is '.': history read every run below it)."""
+    stand_in(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    setup_files(tmp_path)
+    args = [a.format(blank) for a in place] + (["--force"] if force and "-o" in place else [])
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = invoke(args)
+    assert_answered_well(r, args[0])
+    assert r.exit_code == 2, (args, r.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 ENVIRONMENT = ["GPUBENCH_CACHE", "GPUBENCH_TUNED", "GPUBENCH_COMMIT", "GPUBENCH_PHASES", "GPUBENCH_CONFIG", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HOME",
@@ -325,7 +356,8 @@ def test_an_unwritable_stderr_still_gives_the_exit_code(tmp_path):
             assert p.wait(timeout=120) == code, args
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2],
+                         ids=lambda s: s.name)
 def test_a_signal_while_gpubench_imports_is_one_line(tmp_path, signum):
     """A signal in the few hundred milliseconds that Python takes to import click, rich and NumPy, before the
     command's own handling: the one line and the table's exit code, never an import's traceback."""

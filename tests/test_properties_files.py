@@ -344,3 +344,45 @@ def test_the_labs_spec_spoilt(tmp_path, monkeypatch, data):
     monkeypatch.chdir(lab)
     for args in (["list"], ["check"]):
         assert_answered_well(invoke(args), args[0])
+
+
+# --- what an editor does to a file that is still the same file ------------------------------------------------
+
+@st.composite
+def edited(draw, raw: bytes) -> bytes:
+    """The same text as an editor may save it: a byte-order mark before it (Notepad), CRLF line ends (Windows),
+    a trailing newline added or taken away."""
+    text = raw
+    if draw(st.booleans()):
+        text = text.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    if draw(st.booleans()):
+        text = text.rstrip(b"\r\n") if text.endswith(b"\n") else text + b"\n"
+    if draw(st.booleans()) or text == raw:
+        text = b"\xef\xbb\xbf" + text
+    return text
+
+
+@settings(max_examples=60, suppress_health_check=SUPPRESS, **SETTINGS)
+@given(data=st.data())
+def test_an_editors_saving_changes_nothing(tmp_path, monkeypatch, valid_run_text, data):
+    """A results file, a suite and a project file, each saved by an editor as above, read as they were (a
+    byte-order mark made every one of them "not valid")."""
+    from gpubench import project, results, suites
+
+    monkeypatch.chdir(tmp_path)
+    clean, run = tmp_path / "clean.json", tmp_path / "run.json"
+    clean.write_text(valid_run_text)
+    run.write_bytes(data.draw(edited(valid_run_text.encode())))
+    assert results.load(run).to_json() == results.load(clean).to_json()
+    shipped = data.draw(st.sampled_from(SHIPPED))
+    suite = tmp_path / "s.toml"
+    suite.write_bytes(data.draw(edited(shipped.read_bytes())))
+    assert [s.name for s in suites.load(suite, backend="cpu").sweeps] == \
+        [s.name for s in suites.load(shipped, backend="cpu").sweeps]
+    lab = REPO / "examples" / "lab"
+    (tmp_path / "gpubench.toml").write_bytes(data.draw(edited((lab / "gpubench.toml").read_bytes())))
+    for f in lab.iterdir():
+        if f.name != "gpubench.toml" and f.is_file():
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    assert [v.name for v in project.load(start=tmp_path).variants] == \
+        [v.name for v in project.load(start=lab).variants]

@@ -355,3 +355,26 @@ def test_any_run_gpubench_writes_it_reads_back(tmp_path_factory, made, status):
     results.save(run, path)
     again = results.load(path)
     assert again.points == made and again.status == status
+
+
+@pytest.mark.parametrize("blank", ["", " "])
+@pytest.mark.parametrize("command", [["show", "{}"], ["compare", "{}", "{}"], ["history", "{}"],
+                                     ["report", "{}", "-o", "r.html"], ["plot", "{}", "-o", "p.png"]])
+def test_an_empty_results_path_is_refused_not_read_as_the_current_directory(tmp_path, monkeypatch, blank, command):
+    """`gpubench history "$RUNS"` with RUNS unset: Path('') is the current directory, which history read (every
+    *.json below it, exit 0) and the others called "results file . is not a file"."""
+    from click.testing import CliRunner
+
+    from gpubench.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stray.json").write_text("{}")
+    r = CliRunner().invoke(cli, [a.format(blank) for a in command])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"a results file is given as {blank!r} (an unset variable?)" in r.output, r.output
+
+
+def test_a_results_file_with_a_byte_order_mark_loads(make_run, tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + make_run().to_json().encode())
+    assert results.load(path).points

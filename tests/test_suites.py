@@ -176,3 +176,23 @@ def test_a_directory_or_nothing_is_not_a_suite(tmp_path, monkeypatch):
         suites.load("")
     (tmp_path / "lab").mkdir()  # a folder named like a shipped suite does not hide it
     assert suites.load("lab", "cpu").name == "lab"
+
+
+def test_a_path_never_falls_back_to_a_shipped_suite(tmp_path, monkeypatch):
+    """`run ./lab.toml` (a file the user meant, missing) ran the shipped lab suite, minutes of the wrong work; a bare
+    name (lab, lab.toml) still names a shipped suite, and something that is not a file says so."""
+    monkeypatch.chdir(tmp_path)
+    assert suites.find("lab").name == suites.find("lab.toml").name == "lab.toml"
+    for given in ("./lab", "./lab.toml", "sub/lab.toml", str(tmp_path / "lab.toml")):
+        with pytest.raises(GpubenchError, match=f"suite {given} does not exist"):
+            suites.find(given)
+    with pytest.raises(GpubenchError, match="suite /dev/null is not a file"):
+        suites.find("/dev/null")
+
+
+def test_a_suite_with_a_byte_order_mark_loads(tmp_path):
+    """Notepad and some Windows editors begin a UTF-8 file with a byte-order mark, which tomllib refuses as
+    "Invalid statement (at line 1, column 1)"."""
+    path = tmp_path / "s.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + '[[sweep]]\nop = "gemm"\nsizes = [16]\nvariants = ["numpy"]\n'.encode())
+    assert [s.op for s in suites.load(path, backend="cpu").sweeps] == ["gemm"]

@@ -124,3 +124,18 @@ def test_a_series_of_many_marks_is_one_path_of_dots():
     chart = Chart("t", "x", "y", series=[Series("a", "a", [(i + 1, i + 1) for i in range(TIPS + 1)])])
     svg = chart.to_svg()
     assert "<circle" not in svg and f'data-marks="{TIPS + 1}"' in svg and svg.count("h0") == TIPS + 1
+
+
+def test_a_run_whose_file_name_is_not_utf8_is_reported(make_run, tmp_path):
+    """A results file named in another encoding (b"\\xff.json": Python holds the byte as a lone surrogate, which
+    no UTF-8 writer takes): its name is on the page as U+FFFD, where the report used to fail with "the output
+    takes only utf-8"."""
+    import os
+
+    from gpubench import app
+    from gpubench.results import save
+
+    odd = tmp_path / os.fsdecode(b"\xff.json")
+    save(make_run(), odd)
+    page = app.write_report([str(odd)], str(tmp_path / "r.html"), False, 0.05, False)
+    assert "\ufffd.json" in page.read_text(encoding="utf-8")

@@ -27,9 +27,16 @@ from gpubench.runners import NumpyIm2col, NumpyMatmul, NumpySliding, PythonRunne
 from gpubench.timing import HostClock
 
 
+def _proc_lines(name: str):
+    """The lines of /proc/NAME, the file closed as soon as they are read (an open file left to the collector is a
+    ResourceWarning, an error under PYTHONWARNINGS=error)."""
+    with open(f"/proc/{name}") as f:
+        return f.read().splitlines()
+
+
 def _cpu_name() -> str:
     try:
-        for line in open("/proc/cpuinfo"):
+        for line in _proc_lines("cpuinfo"):
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:
@@ -40,7 +47,7 @@ def _cpu_name() -> str:
 def _available_bytes() -> int | None:
     """MemAvailable from /proc/meminfo (None where there is no such file)."""
     try:
-        for line in open("/proc/meminfo"):
+        for line in _proc_lines("meminfo"):
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):

@@ -24,7 +24,7 @@ def save(run: Run, path: str | Path) -> Path:
     tmp = temporary(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w") as f:
+        with open(tmp, "w", encoding="utf-8") as f:
             f.write(run.to_json())
             f.flush()
             os.fsync(f.fileno())
@@ -88,7 +88,7 @@ class Claim:
 
     def holder(self) -> str:
         try:
-            return self.lock.read_text().strip() or "a process starting up"
+            return self.lock.read_text(encoding="utf-8", errors="replace").strip() or "a process starting up"
         except OSError:
             return "a process that has just ended"
 
@@ -103,6 +103,24 @@ class Claim:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def being_written(path: str | Path) -> bool:
+    """Whether a live gpubench run holds the claim on this results file (without taking or making it): a file
+    marked running that none holds was left so by a run ended outright (SIGKILL, SIGQUIT, out of memory)."""
+    try:
+        fd = os.open(Claim(path).lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without locks: nothing tells
+        return True
+    finally:
+        os.close(fd)
 
 
 def claim(path: str | Path, flag: str = "-o") -> Claim:
@@ -142,15 +160,23 @@ def _once_each(pairs: list) -> dict:
     return obj
 
 
+def results_path(path: str | Path) -> Path:
+    """A results file or directory as given on the command line: an empty or blank one (an unset variable) is
+    refused, where Path('') would quietly be the current directory."""
+    if not str(path).strip():
+        raise GpubenchError(f"a results file is given as {str(path)!r} (an unset variable?): give a .json file")
+    return Path(path)
+
+
 def load(path: str | Path) -> Run:
     """Read a saved run (of any version this gpubench knows), turning every way a file can be wrong into one
     line that says which."""
-    path = Path(path)
+    path = results_path(path)
     if not path.is_file():
         raise GpubenchError(f"results file {path} does not exist" if not path.exists() else
                             f"results file {path} is not a file")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark an editor added is no error
     except (OSError, UnicodeDecodeError) as e:
         raise GpubenchError(f"results file {path} cannot be read ({e})") from None
     if not text.strip():

@@ -29,7 +29,7 @@ from gpubench.views.tables import Table
 
 
 def _asset(name: str) -> str:
-    return (resources.files("gpubench.views") / "report_assets" / name).read_text()
+    return (resources.files("gpubench.views") / "report_assets" / name).read_text(encoding="utf-8")
 
 
 def table_html(table: Table, cls: str = "lab") -> str:

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from gpubench.results import RunStatus
+from gpubench.paths import shown_path
+from gpubench.results import RunStatus, being_written
 from gpubench.variant import Axis
 from gpubench.views import compare as compare_view
 from gpubench.views import run as run_view
@@ -54,8 +55,11 @@ def saved_run(run, name: str, fmt: str, threshold: float, echo) -> None:
         echo("\n".join(to_markdown(t) for t in run_view.run_tables(run, threshold)))
     else:
         out = console()
-        out.print(escape(f"{name}: {run.device}, {plural(len(run.points), 'point')}, {run.status}, {run.created}"),
-                  style="bold")
+        status = str(run.status)
+        if run.status == RunStatus.RUNNING and not being_written(name):
+            status += " (but no gpubench run is writing it: ended outright?)"
+        points = plural(len(run.points), "point")
+        out.print(escape(f"{shown_path(name)}: {run.device}, {points}, {status}, {run.created}"), style="bold")
         print_run(run, out, threshold)
 
 
@@ -86,9 +90,9 @@ def comparison(c, base: str, new: str, fmt: str, across: bool, code: int, echo) 
             for t in tables:
                 console().print(to_rich(t))
     elif fmt == "markdown":
-        echo(compare_view.to_markdown_report(c.report, base, new))
+        echo(compare_view.to_markdown_report(c.report, shown_path(base), shown_path(new)))
     else:
-        compare_view.print_rich(c.report, console(), base, new)
+        compare_view.print_rich(c.report, console(), shown_path(base), shown_path(new))
 
 
 AXES = {Axis.BLOCK: "block sizes", Axis.NONE: "-", Axis.TUNED: "per shape, from `gpubench tune`"}
