@@ -129,6 +129,28 @@ def test_fp8_alternating_sets_add_what_the_drained_set_adds(cuda, data, promote)
     assert outs[0].tobytes() == outs[1].tobytes()
 
 
+@pytest.mark.parametrize("dtype,layout,shape", [
+    (DType.BF16, GemmLayout.NN, (2056, 3000, 1040)), (DType.FP16, GemmLayout.TN, (4104, 2056, 64))])
+def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype, layout, shape):
+    """o1 (a tile's C kept in registers and stored, one round per slot, while the next tile's first slots multiply)
+    changes when C leaves, not what: its output is bit for bit that of o0, over persistent blocks that walk up to 3
+    ragged tiles each, with 17 k slots, and with one (K = 64: the second round follows no slot of its own)."""
+    import cupy as cp
+
+    shape = GemmShape(*shape, dtype, layout)
+    inputs, ref = data(shape)
+    ours = CATALOG.get("gemm", "cuda", "wgmma-tma")
+    outs = []
+    for overlap in (0, 1):
+        config = ours.config({"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "SWIZZLE": 8, "OVERLAP": overlap})
+        prepared = cuda.prepare(ours, config, shape, inputs)
+        err = verify(cuda, prepared, ref, shape)
+        assert err <= cuda.tolerance(ours, shape), (config.label, err)
+        outs.append(cp.asnumpy(prepared.output).copy())
+        prepared.release()
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
 def test_poisoned_output_fails_verification(cuda, data):
     """The check itself can fail: a run that writes nothing leaves NaN, which never passes."""
     shape = GEMM_SHAPES[0]

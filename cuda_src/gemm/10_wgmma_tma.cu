@@ -380,7 +380,8 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded into `out`, then stored (OVERLAP: once
             // the next tile's first slots are issued, or after the last tile)
 #pragma unroll
-            for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack_out(scale * total[v], scale * total[v + 1]);
+            for (int v = 0; v < BN / 2; v += 2)  // (16-bit types have no scale: no multiply between drain and issue)
+                out[v / 2] = FP8 ? pack_out(scale * total[v], scale * total[v + 1]) : pack_out(total[v], total[v + 1]);
             out_m0 = m0, out_n0 = n0;
 #if !OVERLAP
 #pragma unroll
