@@ -151,24 +151,6 @@ def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype,
     assert outs[0].tobytes() == outs[1].tobytes()
 
 
-@pytest.mark.parametrize("shape", [(2056, 3000, 1040), (4104, 2056, 64), (4096, 4096, 4096)])
-def test_stream_k_adds_the_partial_tiles_in_every_call(cuda, data, shape):
-    """sk1 shares the last partial wave of cluster tiles out by k slots: at 2056 × 3000 × 1040, 42 tiles' 17 slots
-    over 66 clusters (10-11 each: tiles split 2 and 3 ways); at K = 64, 21 one-slot tiles over 66 clusters (most
-    ranges empty); at 4096³, 58 tiles' 64 slots (56-57 each). A partial's flag must be cleared in the call that set
-    it (the workspace is not zeroed between calls): the third call in a row is the one verified."""
-    shape = GemmShape(*shape, DType.BF16, GemmLayout.NT)
-    inputs, ref = data(shape)
-    ours = CATALOG.get("gemm", "cuda", "wgmma-tma")
-    for c in [c for c in ours.configs if c.values.get("STREAMK")]:
-        prepared = cuda.prepare(ours, c, shape, inputs)
-        prepared.run()
-        prepared.run()
-        err = verify(cuda, prepared, ref, shape)
-        prepared.release()
-        assert err <= cuda.tolerance(ours, shape), (c.label, err)
-
-
 def test_poisoned_output_fails_verification(cuda, data):
     """The check itself can fail: a run that writes nothing leaves NaN, which never passes."""
     shape = GEMM_SHAPES[0]

@@ -39,18 +39,7 @@
 // OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
 // registers of 16-bit pairs, the next tile's first slot is issued, and C leaves one round per slot while the
 // tensor cores multiply: the staging stores, barriers and the wait between rounds come off the tensor cores' path.
-// With SETS = 1 only: x2's 3·BN/2 accumulators leave no room for BN/4 more), STREAMK (0: every cluster walks whole
-// tiles; 1: the last, partial wave is shared out evenly by k slots (stream-K, below)).
-//
-// Stream-K (STREAMK = 1, PROMOTE = 0). At 4096³ there are 256 cluster tiles for 66 clusters: 3 full waves and one
-// of 58, in which 8 clusters idle for a whole tile's time (3% of the run). Instead, the clusters walk the full waves
-// whole and then split the last wave's 58·K/64 slots into 66 equal ranges of the (tile, k) order. A range starts
-// inside one tile and ends inside another; the cluster that multiplies a tile's first k slots (last in its range)
-// stores it, adding the float32 partial sums that the clusters after it wrote for the rest of its k slots (first in
-// their ranges, so long done: no one waits on a partial written late). Partials: 128 × BN floats per block in
-// `partials` (the workspace), each with a flag (the word after all partials) that the writer sets to PARTIAL_READY
-// (release) and the reader, once it has acquired it, clears again: the workspace is not zeroed between calls, so
-// every flag goes back to "not ready" within the call that set it.
+// With SETS = 1 only: x2's 3·BN/2 accumulators leave no room for BN/4 more).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; block (384): consumer warpgroups 0 and 1,
 // then the producer warpgroup. Maps: A in boxes of 64 rows × BK, B of BBOX rows × BK, C (M×N) of 64 × 64; the copy
@@ -96,9 +85,6 @@
 #ifndef OVERLAP
 #define OVERLAP 0
 #endif
-#ifndef STREAMK
-#define STREAMK 0
-#endif
 
 
 #if defined(LAYOUT_TN)
@@ -140,9 +126,6 @@ static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major ope
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
 static_assert(OVERLAP == 0 || (OVERLAP == 1 && SETS == 1), "OVERLAP: 0, or 1 with one accumulator set");
-static_assert(STREAMK == 0 || (STREAMK == 1 && PROMOTE == 0), "STREAMK: 0, or 1 without promotion");
-constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;  // a NaN no arithmetic produces: uninitialised memory is unlikely it
-constexpr int MAX_BLOCKS = 512;                   // the workspace's partials (the spec sizes it so)
 // The accumulators a consumer thread holds: BN/2 for the tensor cores, as much again in float32 where promoted,
 // BN/2 more for a second fp8 set. ptxas allocates up to setmaxnreg's CONSUMER_REGS (232) to the code after it.
 static_assert(BN / 2 * (PROMOTE > 0 ? SETS + 1 : 1) <= 192, "the accumulators must leave ~40 of 232 registers free");
@@ -154,37 +137,15 @@ static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per 
 #define CLUSTER_DIMS
 #endif
 
-// The work of one block, in order: units of (tile, k slots kb..ke). A cluster takes groups of CLUSTER tiles stacked
-// in M (same columns, so the same B tile); cluster c takes groups c, c + clusters, ... whole (kb = 0, ke = ktiles),
-// and with STREAMK the groups past the last full wave as its share of their k slots (see the header); this block
-// the tile at its rank in each group.
+// The tiles of one block, in order. A cluster takes groups of CLUSTER tiles stacked in M (same columns, so the
+// same B tile); cluster c takes groups c, c + clusters, ...; this block the tile at its rank in each.
 struct TileWalk {
-    int groups_m, tiles_n, groups, stride, rank, ktiles, whole;  // whole: groups walked whole
-    int group, kb, ke;  // the unit
-    int pos, end;       // stream-K: this cluster's slots of the shared wave, in (group, k) order from group `whole`
-    __device__ TileWalk(int M, int N, int kt)
+    int groups_m, tiles_n, groups, group, stride, rank;
+    __device__ TileWalk(int M, int N)
         : groups_m(((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER), tiles_n((N + BN - 1) / BN), groups(groups_m * tiles_n),
-          stride(gridDim.x / CLUSTER), rank(CLUSTER > 1 ? cluster_rank() : 0), ktiles(kt),
-          whole(STREAMK && groups > stride && groups % stride ? groups / stride * stride : groups),
-          group(blockIdx.x / CLUSTER), kb(0), ke(kt), pos(share_start(blockIdx.x / CLUSTER)),
-          end(share_start(blockIdx.x / CLUSTER + 1)) {
-        if (group >= whole) shared_unit();
-    }
-    // Where cluster c's range of the shared wave starts (c = clusters: where the last one ends).
-    __device__ int share_start(int c) const { return (int)((long long)(groups - whole) * ktiles * c / stride); }
-    __device__ void shared_unit() {
-        group = whole + pos / ktiles, kb = pos % ktiles, ke = min(ktiles, kb + end - pos);
-    }
-    __device__ bool more() const { return group < whole || pos < end; }
-    __device__ void next() {
-        if (group < whole) {
-            group += stride;
-            if (group >= whole) shared_unit();
-        } else {
-            pos += ke - kb;
-            shared_unit();
-        }
-    }
+          group(blockIdx.x / CLUSTER), stride(gridDim.x / CLUSTER), rank(CLUSTER > 1 ? cluster_rank() : 0) {}
+    __device__ bool more() const { return group < groups; }
+    __device__ void next() { group += stride; }
     __device__ void origin(int& m0, int& n0) const {
         int group_m, tile_n;
         tile_coords<SWIZZLE>(group, groups_m, tiles_n, group_m, tile_n);
@@ -225,7 +186,7 @@ __device__ __forceinline__ uint32_t pack_out(float lo, float hi)
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,
                const TensorMap* __restrict__ map_c, const float* __restrict__ A_scale,
-               const float* __restrict__ B_scale, float* __restrict__ partials, int M, int N, int K)
+               const float* __restrict__ B_scale, int M, int N, int K)
 {
     extern __shared__ uint8_t smem_raw[];
     // The swizzle repeats every 1024 bytes and TMA writes it relative to 1024-byte boundaries: align ourselves.
@@ -239,8 +200,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int ktiles = (K + BK - 1) / BK;
-    TileWalk walk(M, N, ktiles);
-    if (STREAMK && gridDim.x > MAX_BLOCKS) __trap();  // more blocks than the workspace has partials for
+    TileWalk walk(M, N);
 
     ring_init<STAGES, CLUSTER>(bars, CONSUMERS * CLUSTER);  // full(s), then empty(s)
 
@@ -256,7 +216,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             for (uint32_t it = 0; walk.more(); walk.next()) {
                 int m0, n0;
                 walk.origin(m0, n0);
-                for (int t = walk.kb; t < walk.ke; ++t, ++it) {
+                for (int t = 0; t < ktiles; ++t, ++it) {
                     const int s = it % STAGES, k0 = t * BK;
                     mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
                     mbar_expect_bytes(full(s), A_STAGE + B_STAGE);  // all of B arrives, half of it from the peer
@@ -351,36 +311,6 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 bulk_commit();
             }
         };
-#if STREAMK
-        // A block's partial sums in `partials`: accumulators v..v+3 of consumer thread ct at float4 (v/4)·256 + ct
-        // (a warp's stores fill 512 contiguous bytes); the blocks' flags after all of them.
-        const int ct = tid;  // consumer threads are 0..255
-        uint32_t* const flags = reinterpret_cast<uint32_t*>(partials + (size_t)MAX_BLOCKS * BM * BN);
-        auto write_partial = [&]() {
-            float4* const mine = reinterpret_cast<float4*>(partials + (size_t)blockIdx.x * BM * BN);
-#pragma unroll
-            for (int v = 0; v < BN / 2; v += 4)
-                __stcg(mine + (v / 4) * 256 + ct, make_float4(acc[v], acc[v + 1], acc[v + 2], acc[v + 3]));
-            __threadfence();
-            named_sync(4, 256);  // both consumer warpgroups' sums are out
-            if (ct == 0) flag_release(flags + blockIdx.x, PARTIAL_READY);
-        };
-        auto add_partial = [&](int block) {
-            if (ct == 0) {
-                // Written long before, as a rule. A grid whose clusters were not all resident at once could wait
-                // here for ever: fail (after seconds) rather than hang.
-                while (flag_acquire(flags + block) != PARTIAL_READY) __nanosleep(64);
-                flags[block] = 0;  // not ready, for the next call (its writer sets it once a call)
-            }
-            named_sync(4, 256);
-            const float4* const theirs = reinterpret_cast<const float4*>(partials + (size_t)block * BM * BN);
-#pragma unroll
-            for (int v = 0; v < BN / 2; v += 4) {
-                const float4 p = __ldcg(theirs + (v / 4) * 256 + ct);
-                acc[v] += p.x, acc[v + 1] += p.y, acc[v + 2] += p.z, acc[v + 3] += p.w;
-            }
-        };
-#endif
         for (uint32_t it = 0; walk.more(); walk.next()) {
             int m0, n0;
             walk.origin(m0, n0);
@@ -416,7 +346,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             auto slot = [&](int t) {
                 const int s = it % STAGES;
                 // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
-                issue(acc, it, PROMOTE > 0 ? t % WINDOW == 0 : t == walk.kb);
+                issue(acc, it, t % WINDOW == 0);
                 if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
                     // The window's last slot: wait for all of it, then add it in.
                     wgmma_hold<0>(acc);
@@ -427,37 +357,25 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 } else {
                     // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
                     wgmma_wait<1>();
-                    if (t > walk.kb && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);
+                    if (t > 0 && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);
                 }
             };
-            int t = walk.kb;
+            int t = 0;
 #if OVERLAP
             // The previous tile's C leaves one round after each of this tile's first slots is issued, while the
             // tensor cores multiply it (the round's wait for the copy engine included).
 #pragma unroll
             for (int r = 0; r < ROUNDS; ++r) {
-                if (t < walk.ke) slot(t++), ++it;
+                if (t < ktiles) slot(t++), ++it;
                 if (out_m0 >= 0) store_round(r);
             }
-            out_m0 = -1;  // (stored)
 #endif
 #pragma unroll 1
-            for (; t < walk.ke; ++t, ++it) slot(t);
+            for (; t < ktiles; ++t, ++it) slot(t);
 #if PROMOTE == 0
             wgmma_hold<0>(acc);
             release((it - 1) % STAGES);
 #endif
-#endif
-#if STREAMK
-            // A unit that does not start the tile leaves its sums to the one that does; that one adds the sums of
-            // every cluster whose range starts inside this tile after its own unit.
-            if (walk.kb > 0) {
-                write_partial();
-                continue;
-            }
-            const int tile_end = (walk.group - walk.whole + 1) * ktiles;  // (in the shared wave's slot order)
-            for (int c = blockIdx.x / CLUSTER + 1; walk.ke < ktiles && c < walk.stride && walk.share_start(c) < tile_end; ++c)
-                if (walk.share_start(c + 1) > walk.share_start(c)) add_partial(c * CLUSTER + walk.rank);  // (not empty)
 #endif
             // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded into `out`, then stored (OVERLAP: once
             // the next tile's first slots are issued, or after the last tile)
