@@ -39,8 +39,7 @@
 // OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
 // registers of 16-bit pairs, the next tile's first slot is issued, and C leaves one round per slot while the
 // tensor cores multiply: the staging stores, barriers and the wait between rounds come off the tensor cores' path.
-// With SETS = 1 only: x2's 3·BN/2 accumulators leave no room for BN/4 more), SPIN (1: the consumers poll a slot's
-// "full" barrier instead of sleeping on it with a suspend-time hint, so no wake-up latency follows its completion).
+// With SETS = 1 only: x2's 3·BN/2 accumulators leave no room for BN/4 more).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; block (384): consumer warpgroups 0 and 1,
 // then the producer warpgroup. Maps: A in boxes of 64 rows × BK, B of BBOX rows × BK, C (M×N) of 64 × 64; the copy
@@ -85,9 +84,6 @@
 #endif
 #ifndef OVERLAP
 #define OVERLAP 0
-#endif
-#ifndef SPIN
-#define SPIN 0
 #endif
 
 
@@ -276,10 +272,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
         auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
             const int s = it % STAGES;
-            if (SPIN)
-                mbar_wait(full(s), (it / STAGES) & 1);
-            else
-                mbar_sleep(full(s), (it / STAGES) & 1);
+            mbar_sleep(full(s), (it / STAGES) & 1);
             const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
             wgmma_fence();
 #pragma unroll
