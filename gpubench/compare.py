@@ -23,6 +23,7 @@ from enum import StrEnum
 from gpubench.errors import GpubenchError
 from gpubench.exit_codes import Exit
 from gpubench.results import Point, Run, RunStatus, Status
+from gpubench.roofline import floor_ms
 from gpubench.stats import ratio_interval
 
 ENV_FIELDS = {
@@ -33,6 +34,9 @@ ENV_FIELDS = {
     "nvcc": ("software", "nvcc"), "PyCUDA": ("software", "pycuda"), "CuPy": ("software", "cupy"),
     "cuDNN": ("software", "cudnn"), "NumPy": ("software", "numpy"),
 }
+
+
+FLOOR_MOVED = 0.01  # the empty-kernel floor moving by this share is worth a note (Report.floor_moved)
 
 
 class Verdict(StrEnum):
@@ -97,6 +101,18 @@ class Report:
     not_measured: list[tuple[Point, Point]] = field(default_factory=list)  # matched, but not ok in one run
     env_diffs: list[tuple[str, object, object]] = field(default_factory=list)
     source_changes: list[SourceChange] = field(default_factory=list)
+    floors_ms: tuple[float, float] | None = None  # the empty kernel's median in each run, where both measured it
+
+    @property
+    def floor_moved(self) -> float | None:
+        """new/base of the empty-kernel floor where it moved by FLOOR_MOVED or more: two processes on one GPU can
+        sit 1-3% apart on every kernel of a few microseconds, and the floor moves the same way (the H100's lab
+        pairs, docs/evidence/lab-speed-h100.md), so such points' verdicts say as much about the processes as about
+        the code. None where it did not move (or a run did not measure it)."""
+        if not self.floors_ms or not all(self.floors_ms):
+            return None
+        ratio = self.floors_ms[1] / self.floors_ms[0]
+        return ratio if abs(ratio - 1) >= FLOOR_MOVED else None
 
     def source_changed(self, p: Point) -> bool:
         return any(c.op == p.op and c.name == p.variant for c in self.source_changes)
@@ -181,8 +197,9 @@ def source_changes(base: Run, new: Run) -> list[SourceChange]:
 def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -> Report:
     base_points = {p.key(): p for p in base.points}
     new_points = {p.key(): p for p in new.points}
+    floors = (floor_ms(base), floor_ms(new))
     report = Report(threshold, alpha, [], env_diffs=env_differences(base, new),
-                    source_changes=source_changes(base, new))
+                    source_changes=source_changes(base, new), floors_ms=floors if all(floors) else None)
     report.only_base = [p for k, p in base_points.items() if k not in new_points]
     report.only_new = [p for k, p in new_points.items() if k not in base_points]
     pairs = []

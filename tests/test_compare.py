@@ -255,3 +255,22 @@ def test_a_saved_pace_reads_back_and_a_file_from_before_paces_is_idle(make_run, 
     Path(path).write_text(json.dumps(data))
     r = invoke("show", path)
     assert r.exit_code == 2 and "pace 'warm'; allowed are idle, sustained" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("base_us,new_us,noted", [(3.81, 3.71, True), (3.648, 3.776, True), (3.80, 3.79, False)])
+def test_a_moved_empty_kernel_floor_is_noted(make_run, base_us, new_us, noted):
+    """The lab pairs on the H100 moved 1.6-3% on every short kernel with the floor (3.81 → 3.71 µs, 3.648 → 3.776):
+    the note says so; a floor within 1% says nothing."""
+    from gpubench.views.compare import notes
+
+    base, new = make_run(seed=1), make_run(seed=1)
+    base.environment.setdefault("device", {})["floor_ms"] = base_us / 1000
+    new.environment.setdefault("device", {})["floor_ms"] = new_us / 1000
+    report = compare.compare(base, new)
+    lines = [line for line in notes(report) if "floor" in line]
+    assert bool(lines) == noted
+    if noted:
+        assert f"{base_us:.3f} → {new_us:.3f} µs" in lines[0]
+    without = make_run(seed=1)
+    without.environment.get("device", {}).pop("floor_ms", None)
+    assert compare.compare(base, without).floor_moved is None  # a run that did not measure it: no note

@@ -57,6 +57,11 @@ def notes(report: Report) -> list[str]:
         lines.append(f"source changed: {c.op} {c.name} ({where}): sha256 {c.base_sha[:12]} → {c.new_sha[:12]}")
     for name, a, b in report.env_diffs:
         lines.append(f"environment differs: {name}: {a} → {b}")
+    moved = report.floor_moved
+    if moved is not None:
+        a, b = report.floors_ms
+        lines.append(f"the empty-kernel floor moved: {a * 1000:.3f} → {b * 1000:.3f} µs ({_pct(moved)}): kernels of a "
+                     "few microseconds move with the process as well as with the code")
     for c in report.changes:
         if c.verdict == Verdict.SLOWER and c.clock_change and c.clock_change[1] < c.clock_change[0]:
             lines.append(f"slower with the SM clock down: {c.label} ({c.clock_change[0]:,.0f} → "
