@@ -113,20 +113,37 @@ def test_fp8_alternating_sets_add_what_the_drained_set_adds(cuda, data, promote)
     added in, not what is added or in which order: its output is bit for bit that of x1 (one set, drained at each
     window's end), over 17 x 12 ragged tiles walked by persistent blocks and 17 k slots (an odd count of windows
     at p2, a partial last one at p4)."""
+    base = {"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2, "PROMOTE": promote}
+    assert_same_output(cuda, data, "fp8-tma", GemmShape(2056, 3000, 2080, DType.FP8, GemmLayout.NT),
+                       [{**base, "SETS": sets} for sets in (1, 2)])
+
+
+@pytest.mark.parametrize("dtype,layout,shape", [
+    (DType.BF16, GemmLayout.NN, (2056, 3000, 1040)), (DType.FP16, GemmLayout.TN, (4104, 2056, 64))])
+def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype, layout, shape):
+    """o1 (a tile's C kept in registers and stored, one round per slot, while the next tile's first slots multiply)
+    changes when C leaves, not what: its output is bit for bit that of o0, over persistent blocks that walk up to 3
+    ragged tiles each, with 17 k slots, and with one (K = 64: the second round follows no slot of its own)."""
+    base = {"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "SWIZZLE": 8}
+    assert_same_output(cuda, data, "wgmma-tma", GemmShape(*shape, dtype, layout),
+                       [{**base, "OVERLAP": overlap} for overlap in (0, 1)])
+
+
+def assert_same_output(cuda, data, name, shape, configs):
+    """Each configuration of the variant passes the check on the shape, and all write the same bytes."""
     import cupy as cp
 
-    shape = GemmShape(2056, 3000, 2080, DType.FP8, GemmLayout.NT)
     inputs, ref = data(shape)
-    ours = CATALOG.get("gemm", "cuda", "fp8-tma")
+    ours = CATALOG.get("gemm", "cuda", name)
     outs = []
-    for sets in (1, 2):
-        config = ours.config({"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2, "PROMOTE": promote, "SETS": sets})
+    for values in configs:
+        config = ours.config(values)
         prepared = cuda.prepare(ours, config, shape, inputs)
         err = verify(cuda, prepared, ref, shape)
         assert err <= cuda.tolerance(ours, shape), (config.label, err)
         outs.append(cp.asnumpy(prepared.output).copy())
         prepared.release()
-    assert outs[0].tobytes() == outs[1].tobytes()
+    assert all(o.tobytes() == outs[0].tobytes() for o in outs[1:])
 
 
 def test_poisoned_output_fails_verification(cuda, data):

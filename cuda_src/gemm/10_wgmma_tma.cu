@@ -35,7 +35,11 @@
 // Tiles (compile-time, -DNAME=value): BN (128 or 256; 192 for fp8), BK (64 for 16-bit types, 128 for fp8: one
 // 128-byte swizzle row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands
 // of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
-// BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8).
+// BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8),
+// OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
+// registers of 16-bit pairs, the next tile's first slot is issued, and C leaves one round per slot while the
+// tensor cores multiply: the staging stores, barriers and the wait between rounds come off the tensor cores' path.
+// With SETS = 1 only: x2's 3·BN/2 accumulators leave no room for BN/4 more).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; block (384): consumer warpgroups 0 and 1,
 // then the producer warpgroup. Maps: A in boxes of 64 rows × BK, B of BBOX rows × BK, C (M×N) of 64 × 64; the copy
@@ -78,6 +82,9 @@
 #ifndef BBOX
 #define BBOX 64
 #endif
+#ifndef OVERLAP
+#define OVERLAP 0
+#endif
 
 
 #if defined(LAYOUT_TN)
@@ -100,6 +107,7 @@ constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
 constexpr int C_STAGE = 2 * BOX;                 // a consumer warpgroup's staging: 64 rows × 128 columns of C
 constexpr int C_BOXES = BN / 64;                 // C's boxes of 64 columns per tile, staged two at a time
+constexpr int ROUNDS = (C_BOXES + 1) / 2;        // ... in this many rounds through a warpgroup's staging
 // setmaxnreg hands the producer warpgroup's registers to the consumers at run time, as gemm/09_tf32_tma.cu does.
 // ptxas reports __launch_bounds__(384, 1)'s 168 registers a thread (what the launch allocates), but gives the code
 // after setmaxnreg.inc up to CONSUMER_REGS (nvcc 13.0: x2's consumers use up to R228 in the SASS, no spills; without
@@ -117,6 +125,7 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
+static_assert(OVERLAP == 0 || (OVERLAP == 1 && SETS == 1), "OVERLAP: 0, or 1 with one accumulator set");
 // The accumulators a consumer thread holds: BN/2 for the tensor cores, as much again in float32 where promoted,
 // BN/2 more for a second fp8 set. ptxas allocates up to setmaxnreg's CONSUMER_REGS (232) to the code after it.
 static_assert(BN / 2 * (PROMOTE > 0 ? SETS + 1 : 1) <= 192, "the accumulators must leave ~40 of 232 registers free");
@@ -271,6 +280,37 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into, da + j * A_KSTEP, db + j * B_KSTEP, !(fresh && j == 0));
             wgmma_commit();
         };
+        // A tile's C, scaled and rounded: accumulators v and v + 1 as one register of two 16-bit outputs, out[v/2],
+        // with the tile's origin (out_m0 < 0: none waits to be stored).
+        uint32_t out[BN / 4];
+        int out_m0 = -1, out_n0 = 0;
+        // Round r of out's stores: C's boxes 2r and 2r + 1 (one in a last round of an odd count), rows 64·wg.. ×
+        // columns 128r.., through this warpgroup's 16 KB of staging, once the round before has been read from it.
+        // r must be a constant where this is inlined (out is registers).
+        const uint32_t stage = sC + wg * C_STAGE;
+        uint8_t* const staged = stage_base + wg * C_STAGE;
+        const int row = 16 * w + lane / 4;  // +8 for odd register pairs
+        auto store_round = [&](int r) {
+            const int boxes = C_BOXES - 2 * r < 2 ? 1 : 2;
+            if (leader) bulk_wait<true>();  // the previous stores have read the staging area
+            named_sync(2 + wg, 128);
+#pragma unroll
+            for (int i = 0; i < 16 * boxes; ++i) {  // register pairs of columns 128r..128r+127
+                const int v = 64 * r + 2 * i;
+                // Accumulators v, v + 1: row `row` (+8), columns 8·(v>>2) + 2·(lane%4) + {0, 1}, of box v/32;
+                // 16-byte chunk (v>>2)%8 of the row, swizzled as TMA reads it: chunk ^ (row % 8).
+                const int r8 = row + 8 * ((v >> 1) & 1), box = (v / 32) % 2, chunk = (v >> 2) % 8;
+                *reinterpret_cast<uint32_t*>(staged + box * BOX + r8 * 128 + ((chunk ^ (r8 & 7)) << 4) +
+                                             (lane % 4) * 4) = out[v / 2];
+            }
+            fence_proxy_async();  // our stores, before the copy engine reads them
+            named_sync(2 + wg, 128);
+            if (leader) {
+                tma_store_2d(map_c, stage, out_n0 + 128 * r, out_m0 + 64 * wg);
+                if (boxes == 2) tma_store_2d(map_c, stage + BOX, out_n0 + 128 * r + 64, out_m0 + 64 * wg);
+                bulk_commit();
+            }
+        };
         for (uint32_t it = 0; walk.more(); walk.next()) {
             int m0, n0;
             walk.origin(m0, n0);
@@ -302,8 +342,8 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             while (window(acc, acc2) && window(acc2, acc)) {
             }
 #else
-#pragma unroll 1
-            for (int t = 0; t < ktiles; ++t, ++it) {
+            // Slot `it`, the tile's t-th.
+            auto slot = [&](int t) {
                 const int s = it % STAGES;
                 // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
                 issue(acc, it, t % WINDOW == 0);
@@ -319,41 +359,40 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                     wgmma_wait<1>();
                     if (t > 0 && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);
                 }
+            };
+            int t = 0;
+#if OVERLAP
+            // The previous tile's C leaves one round after each of this tile's first slots is issued, while the
+            // tensor cores multiply it (the round's wait for the copy engine included).
+#pragma unroll
+            for (int r = 0; r < ROUNDS; ++r) {
+                if (t < ktiles) slot(t++), ++it;
+                if (out_m0 >= 0) store_round(r);
             }
+#endif
+#pragma unroll 1
+            for (; t < ktiles; ++t, ++it) slot(t);
 #if PROMOTE == 0
             wgmma_hold<0>(acc);
             release((it - 1) % STAGES);
 #endif
 #endif
-            // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded, leave by TMA stores in rounds of
-            // two 64 × 64 boxes (one in a last round of an odd count) through this warpgroup's 16 KB of staging,
-            // while the producer already fills the ring with the next tile's first slots.
-            const uint32_t stage = sC + wg * C_STAGE;
-            uint8_t* const staged = stage_base + wg * C_STAGE;
-            const int row = 16 * w + lane / 4;  // +8 for odd register pairs
+            // ---- epilogue: rows 64·wg.. × BN columns of C, scaled and rounded into `out`, then stored (OVERLAP: once
+            // the next tile's first slots are issued, or after the last tile)
 #pragma unroll
-            for (int r = 0; r < (C_BOXES + 1) / 2; ++r) {
-                const int boxes = C_BOXES - 2 * r < 2 ? 1 : 2;
-                if (leader) bulk_wait<true>();  // the previous stores have read the staging area
-                named_sync(2 + wg, 128);
+            for (int v = 0; v < BN / 2; v += 2)  // (16-bit types have no scale: no multiply between drain and issue)
+                out[v / 2] = FP8 ? pack_out(scale * total[v], scale * total[v + 1]) : pack_out(total[v], total[v + 1]);
+            out_m0 = m0, out_n0 = n0;
+#if !OVERLAP
 #pragma unroll
-                for (int i = 0; i < 16 * boxes; ++i) {  // register pairs of columns 128r..128r+127
-                    const int v = 64 * r + 2 * i;
-                    // Accumulators v, v + 1: row `row` (+8), columns 8·(v>>2) + 2·(lane%4) + {0, 1}, of box v/32;
-                    // 16-byte chunk (v>>2)%8 of the row, swizzled as TMA reads it: chunk ^ (row % 8).
-                    const int r8 = row + 8 * ((v >> 1) & 1), box = (v / 32) % 2, chunk = (v >> 2) % 8;
-                    *reinterpret_cast<uint32_t*>(staged + box * BOX + r8 * 128 + ((chunk ^ (r8 & 7)) << 4) +
-                                                 (lane % 4) * 4) = pack_out(scale * total[v], scale * total[v + 1]);
-                }
-                fence_proxy_async();  // our stores, before the copy engine reads them
-                named_sync(2 + wg, 128);
-                if (leader) {
-                    tma_store_2d(map_c, stage, n0 + 128 * r, m0 + 64 * wg);
-                    if (boxes == 2) tma_store_2d(map_c, stage + BOX, n0 + 128 * r + 64, m0 + 64 * wg);
-                    bulk_commit();
-                }
-            }
+            for (int r = 0; r < ROUNDS; ++r) store_round(r);
+#endif
         }
+#if OVERLAP
+#pragma unroll
+        for (int r = 0; r < ROUNDS; ++r)
+            if (out_m0 >= 0) store_round(r);
+#endif
         if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
