@@ -472,7 +472,7 @@ def test_a_tensor_map_without_swizzle_may_have_rows_of_up_to_256_floats(tmp_path
      "box 128 × 512 of 4-byte elements: rows must be 1 to 256 and cols a multiple of 4 up to 256 \\(TMA's limit "
      "without a swizzle"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "pad": 4}}},
-     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle\\)"),
+     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle, im2col\\)"),
     ({"args": ["A", "B", "C", "M", "N", "K"]}, "tensor map\\(s\\) map_a passed to no kernel"),
     ({"args": ["map_a", "C", "M", "N", "K"]}, "args of the steps: missing B"),
 ])
