@@ -19,16 +19,22 @@
 //    half of the filter box and multicasts it into both, so the pair reads BM·2 + BN rows a slice from L2 instead
 //    of (BM + BN)·2. A slot is refilled only when the consumers of both blocks have released it (the "empty"
 //    barrier counts the cluster's consumer warps).
+//  * Persistent blocks (PERSISTENT = 1: as many blocks as SMs, each walking the tiles gridDim apart). The ring runs
+//    on from one tile to the next, so while the consumers write a tile out the producer already fills the ring
+//    with the next tile's first slices: at these layers a tile is only 18-72 slices long, and one tile per block
+//    paid the pipeline's fill and the output's store once per tile, with the tensor cores idle (PERSISTENT = 0:
+//    one block per tile, what the first measurement ran, with the output staged in the ring).
 // The rest is 13's: warpgroups 0 and 1 consume (BM/2 pixels × BN filters each, m64nBNk16 wgmmas straight from
 // shared memory, one slice's wgmmas in flight), warpgroup 2 produces (setmaxnreg hands its registers over), an
-// mbarrier ring of STAGES slots, the output staged in the ring and stored as whole 16-byte chunks of rows.
-// Not persistent: one output tile per block.
+// mbarrier ring of STAGES slots. The output leaves straight from the accumulators (a quad of threads writes 16
+// contiguous bytes of a row): no staging, so the ring need not be drained first.
 //
 // Tiles (-DNAME=value): BM pixels (128 or 256), BN filters (64, 128 or 256; BM·BN ≤ 32768: a consumer thread holds
 // BM/2·BN/128 accumulators), STAGES, CLUSTER (1 or 2). Maps: map_x, im2col boxes of BM pixels × 64 channels;
-// map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: grid cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN),
-// filter tiles fastest (a cluster's CLUSTER blocks share one); 384 threads; max(ring, staged output) + 1024 +
-// 16·STAGES bytes of dynamic shared memory.
+// map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: a 1-D grid of whole clusters, at most one block per tile
+// (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN), filter tiles fastest, a cluster's CLUSTER blocks
+// sharing one), with PERSISTENT at most one per SM; 384 threads; STAGES·(BM + BN)·128 + 1024 + 16·STAGES bytes of
+// dynamic shared memory.
 
 #include "../include/hopper.cuh"  // wgmma_ss, smem_desc, mbarriers, ring_init, tma_load_2d, tma_load_im2col_4d
 #include "implicit_tiles.cuh"     // store_staged_tile
@@ -51,14 +57,16 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef PERSISTENT
+#define PERSISTENT 1  // (only the spec's grid reads it: the kernel walks whatever tiles its grid leaves it)
+#endif
 
 constexpr int BK = 64;                        // one 128-byte swizzle row of 16-bit channels
 constexpr int THREADS = 384;                  // two consumer warpgroups, then the producer
 constexpr int WG_M = BM / 2, MI = WG_M / 64;  // a consumer's pixels, and its m64 wgmmas per k step
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int B_ROWS = BN / CLUSTER;          // the filter rows one block's TMA loads (for the whole cluster)
-constexpr int CLD = BN + 8;                   // the staged output's row stride (conflict-free pair stores)
-constexpr int RING_BYTES = STAGES * STAGE_BYTES > BM * CLD * 2 ? STAGES * STAGE_BYTES : BM * CLD * 2;
+constexpr int RING_BYTES = STAGES * STAGE_BYTES;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // 128·40 + 256·232 ≤ 64K
 
 static_assert(BM == 128 || BM == 256, "BM: 64 or 128 pixels per consumer warpgroup");
@@ -67,6 +75,7 @@ static_assert(MI * BN <= 256, "a consumer thread holds MI · BN / 2 ≤ 128 accu
 static_assert(STAGES >= 2, "a ring of at least two slices");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 blocks sharing the filter tile");
 static_assert(B_ROWS % 8 == 0, "each block's share of the filter box is whole 8-row swizzle atoms");
+static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT: one block per tile (0) or per SM (1)");
 
 #if CLUSTER > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
@@ -86,34 +95,45 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer warp of the cluster is done"
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int P = OH * OW, M = N * P;
-    // Blocks in cluster-sized groups; a group takes one filter tile (filter tiles fastest, as in 12 and 13) and
-    // CLUSTER neighbouring pixel tiles, one per block.
-    const int tiles_n = (K + BN - 1) / BN, group = blockIdx.x / CLUSTER;
+    // Tiles in cluster-sized groups; a group is one filter tile (filter tiles fastest, as in 12 and 13) and CLUSTER
+    // neighbouring pixel tiles, one per block of the cluster. Clusters walk the groups gridDim / CLUSTER apart.
+    const int tiles_n = (K + BN - 1) / BN;
+    const int groups = (((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER) * tiles_n;
+    const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
     const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
-    const int m0 = ((group / tiles_n) * CLUSTER + rank) * BM, n0 = (group % tiles_n) * BN;
+    auto origin = [&](int g, int& m0, int& n0) {
+        m0 = ((g / tiles_n) * CLUSTER + rank) * BM;
+        n0 = (g % tiles_n) * BN;
+    };
     const int cslices = (C + BK - 1) / BK, slices = R * S * cslices;
 
     ring_init<STAGES, CLUSTER>(bars, 8 * CLUSTER);  // full: the local producer's arrive (+ bytes); empty: warps
 
+    // Both roles count slices with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
     if (warp >= 8) {  // ---- the producer: one thread issues two TMA copies a slice -------------------------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         if (warp == 8 && lane == 0) {
             tma_acquire(map_x);
             tma_acquire(map_w);
-            // The input pixel under the tile's first output pixel (tap (0, 0)); the map walks on from there. A
-            // tile wholly past M (the second of a cluster at the end) loads no pixels, only its share of filters.
-            const int img = m0 / P, p = m0 % P;
-            const int w0 = (p % OW) * stride - pad, h0 = (p / OW) * stride - pad;
-            const bool pixels = m0 < M;
             const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
-            for (int t = 0; t < slices; ++t) {
-                const int s = t % STAGES, tap = t / cslices, c0 = (t - tap * cslices) * BK, r = tap / S;
-                mbar_wait(empty(s), ((t / STAGES) & 1) ^ 1);  // slice t − STAGES released (a fresh barrier passes)
-                mbar_expect_bytes(full(s), (pixels ? A_BYTES : 0) + B_BYTES);  // all of B, half from the peer
-                const uint32_t a = ring_addr + s * STAGE_BYTES;
-                if (pixels) tma_load_im2col_4d(a, map_x, c0, w0, h0, img, tap - r * S, r, full(s));
-                tma_load_2d(a + A_BYTES + rank * B_ROWS * BK * 2, map_w, tap * C + c0, n0 + rank * B_ROWS, full(s),
-                            mask);
+            uint32_t it = 0;
+            for (int g = first; g < groups; g += step) {
+                int m0, n0;
+                origin(g, m0, n0);
+                // The input pixel under the tile's first output pixel (tap (0, 0)); the map walks on from there. A
+                // tile wholly past M (the second of a cluster at the end) loads no pixels, only its share of filters.
+                const int img = m0 / P, p = m0 % P;
+                const int w0 = (p % OW) * stride - pad, h0 = (p / OW) * stride - pad;
+                const bool pixels = m0 < M;
+                for (int t = 0; t < slices; ++t, ++it) {
+                    const int s = it % STAGES, tap = t / cslices, c0 = (t - tap * cslices) * BK, r = tap / S;
+                    mbar_wait(empty(s), ((it / STAGES) & 1) ^ 1);  // slot released (a fresh barrier passes)
+                    mbar_expect_bytes(full(s), (pixels ? A_BYTES : 0) + B_BYTES);  // all of B, half from the peer
+                    const uint32_t a = ring_addr + s * STAGE_BYTES;
+                    if (pixels) tma_load_im2col_4d(a, map_x, c0, w0, h0, img, tap - r * S, r, full(s));
+                    tma_load_2d(a + A_BYTES + rank * B_ROWS * BK * 2, map_w, tap * C + c0, n0 + rank * B_ROWS,
+                                full(s), mask);
+                }
             }
         }
     } else {  // ---- the consumers -------------------------------------------------------------------------------
@@ -131,50 +151,60 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 }
             }
         };
-        float acc[MI][BN / 2];
+        const bool pairs = K % 2 == 0;  // a row's column pair is one aligned 4-byte store
+        uint32_t it = 0;
+        for (int g = first; g < groups; g += step) {
+            int m0, n0;
+            origin(g, m0, n0);
+            float acc[MI][BN / 2];
 #pragma unroll
-        for (int i = 0; i < MI; ++i)
+            for (int i = 0; i < MI; ++i)
 #pragma unroll
-            for (int v = 0; v < BN / 2; ++v) acc[i][v] = 0.f;
+                for (int v = 0; v < BN / 2; ++v) acc[i][v] = 0.f;
 
-        for (int t = 0; t < slices; ++t) {
-            const int s = t % STAGES;
-            mbar_wait(full(s), (t / STAGES) & 1);
-            const uint32_t a = ring_addr + s * STAGE_BYTES + wg * WG_M * BK * 2, b = ring_addr + s * STAGE_BYTES +
-                               A_BYTES;
-            wgmma_fence();
+            for (int t = 0; t < slices; ++t, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(full(s), (it / STAGES) & 1);
+                const uint32_t a = ring_addr + s * STAGE_BYTES + wg * WG_M * BK * 2, b = ring_addr +
+                                   s * STAGE_BYTES + A_BYTES;
+                wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the swizzled rows
+                for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the swizzled rows
 #pragma unroll
-                for (int i = 0; i < MI; ++i)
-                    wgmma_ss<ELEM, BN>(acc[i], smem_desc(a + i * 64 * BK * 2 + 32 * kk), smem_desc(b + 32 * kk), 1);
-            wgmma_commit();
-            wgmma_wait<1>();                  // slice t − 1's wgmmas are done ...
-            if (t > 0) release((t - 1) % STAGES);  // ... so its slot may be refilled
-        }
-        wgmma_wait<0>();
+                    for (int i = 0; i < MI; ++i)
+                        wgmma_ss<ELEM, BN>(acc[i], smem_desc(a + i * 64 * BK * 2 + 32 * kk), smem_desc(b + 32 * kk),
+                                           1);
+                wgmma_commit();
+                wgmma_wait<1>();                             // the slice before's wgmmas are done ...
+                if (t > 0) release((it - 1) % STAGES);  // ... so its slot may be refilled
+            }
+            wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < MI; ++i)
+            for (int i = 0; i < MI; ++i)
 #pragma unroll
-            for (int v = 0; v < BN / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // read after the wait
+                for (int v = 0; v < BN / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
+            release((it - 1) % STAGES);
 
-        // ---- epilogue: round, stage the BM×BN tile in the ring, write whole 16-byte chunks of output rows -------
-        // Every slice has been consumed here, so no copy (ours or the peer's multicast) still writes the ring.
-        named_sync(1, 256);
-        ELEM_OUT* Cs = reinterpret_cast<ELEM_OUT*>(ring);
-        const int col = 2 * (lane % 4);
+            // ---- epilogue: round and store straight from the accumulators, while the producer fills the ring ----
+            // Accumulators v, v + 1 of m64 block i: row 16·w + lane/4 (+8 for v % 4 ≥ 2), columns 8·(v/4) +
+            // 2·(lane%4) + {0, 1}.
 #pragma unroll
-        for (int i = 0; i < MI; ++i) {
-            const int row = wg * WG_M + i * 64 + w * 16 + lane / 4;
+            for (int i = 0; i < MI; ++i) {
 #pragma unroll
-            for (int v = 0; v < BN / 2; v += 4) {
-                ELEM_OUT* c = Cs + row * CLD + 8 * (v / 4) + col;
-                *reinterpret_cast<uint32_t*>(c) = pack2(acc[i][v], acc[i][v + 1], c);
-                *reinterpret_cast<uint32_t*>(c + 8 * CLD) = pack2(acc[i][v + 2], acc[i][v + 3], c);
+                for (int v = 0; v < BN / 2; v += 2) {
+                    const int m = m0 + wg * WG_M + i * 64 + w * 16 + lane / 4 + 8 * ((v / 2) % 2);
+                    const int k = n0 + 8 * (v / 4) + 2 * (lane % 4);
+                    if (m >= M || k >= K) continue;
+                    ELEM_OUT* out = y + (size_t)m * K + k;
+                    if (pairs && k + 1 < K) {
+                        *reinterpret_cast<uint32_t*>(out) = pack2(acc[i][v], acc[i][v + 1], out);
+                    } else {
+                        out[0] = static_cast<ELEM_OUT>(acc[i][v]);
+                        if (k + 1 < K) out[1] = static_cast<ELEM_OUT>(acc[i][v + 1]);
+                    }
+                }
             }
         }
-        named_sync(1, 256);
-        store_staged_tile<ELEM_OUT, BM, BN, CLD, 256>(Cs, y, m0, n0, M, K, tid);
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
     if (CLUSTER > 1) cluster_sync();
