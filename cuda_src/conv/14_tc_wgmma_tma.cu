@@ -19,25 +19,24 @@
 //    half of the filter box and multicasts it into both, so the pair reads BM·2 + BN rows a slice from L2 instead
 //    of (BM + BN)·2. A slot is refilled only when the consumers of both blocks have released it (the "empty"
 //    barrier counts the cluster's consumer warps).
-//  * Persistent blocks (PERSISTENT = 1: as many blocks as SMs, each walking the tiles gridDim apart). The ring runs
-//    on from one tile to the next, so while the consumers write a tile out the producer already fills the ring
-//    with the next tile's first slices: at these layers a tile is only 18-72 slices long, and one tile per block
-//    paid the pipeline's fill and the output's store once per tile, with the tensor cores idle (PERSISTENT = 0:
-//    one block per tile, what the first measurement ran, with the output staged in the ring).
+//  * Persistent blocks (PERSISTENT = 1: at most one block per SM, each walking the tiles gridDim apart). The ring
+//    runs on from one tile to the next, so while the consumers write a tile out the producer already fills the
+//    ring with the next tile's first slices (at these layers a tile is only 18-72 slices long). PERSISTENT = 0:
+//    one block per tile, what the first measurement ran (with the output staged in the ring then).
 // The rest is 13's: warpgroups 0 and 1 consume (BM/2 pixels × BN filters each, m64nBNk16 wgmmas straight from
 // shared memory, one slice's wgmmas in flight), warpgroup 2 produces (setmaxnreg hands its registers over), an
-// mbarrier ring of STAGES slots. The output leaves straight from the accumulators (a quad of threads writes 16
-// contiguous bytes of a row): no staging, so the ring need not be drained first.
+// mbarrier ring of STAGES slots. Each consumer warpgroup writes its rows out 64 at a time through a staging area
+// of its own beside the ring (so the ring need not drain first), as whole 16-byte chunks of output rows.
 //
 // Tiles (-DNAME=value): BM pixels (128 or 256), BN filters (64, 128 or 256; BM·BN ≤ 32768: a consumer thread holds
-// BM/2·BN/128 accumulators), STAGES, CLUSTER (1 or 2). Maps: map_x, im2col boxes of BM pixels × 64 channels;
-// map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: a 1-D grid of whole clusters, at most one block per tile
-// (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN), filter tiles fastest, a cluster's CLUSTER blocks
-// sharing one), with PERSISTENT at most one per SM; 384 threads; STAGES·(BM + BN)·128 + 1024 + 16·STAGES bytes of
-// dynamic shared memory.
+// BM/2·BN/128 accumulators), STAGES, CLUSTER (1 or 2), PERSISTENT. Maps: map_x, im2col boxes of BM pixels × 64
+// channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: a 1-D grid of whole clusters, at most one block
+// per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN), filter tiles fastest, a cluster's CLUSTER
+// blocks sharing one), with PERSISTENT at most one per SM; 384 threads; STAGES·(BM + BN)·128 (the ring) +
+// 256·BN (staging) + 1024 (alignment) + 16·STAGES (mbarriers) bytes of dynamic shared memory.
 
-#include "../include/hopper.cuh"  // wgmma_ss, smem_desc, mbarriers, ring_init, tma_load_2d, tma_load_im2col_4d
-#include "implicit_tiles.cuh"     // store_staged_tile
+#include "../include/hopper.cuh"    // wgmma_ss, smem_desc, mbarriers, ring_init, tma_load_2d, tma_load_im2col_4d
+#include "../include/mma_sync.cuh"  // smem_addr, pack2
 
 #ifndef ELEM
 #define ELEM __half
@@ -67,6 +66,7 @@ constexpr int WG_M = BM / 2, MI = WG_M / 64;  // a consumer's pixels, and its m6
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int B_ROWS = BN / CLUSTER;          // the filter rows one block's TMA loads (for the whole cluster)
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+constexpr int STAGING_BYTES = 64 * BN * 2;  // a consumer warpgroup's m64 block of output rows, rounded
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // 128·40 + 256·232 ≤ 64K
 
 static_assert(BM == 128 || BM == 256, "BM: 64 or 128 pixels per consumer warpgroup");
@@ -90,7 +90,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* ring = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);  // 128B swizzle: 1024-aligned
-    const uint32_t ring_addr = smem_addr(ring), bars = ring_addr + RING_BYTES;
+    const uint32_t ring_addr = smem_addr(ring), bars = ring_addr + RING_BYTES + 2 * STAGING_BYTES;
     auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its slice"
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer warp of the cluster is done"
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -151,7 +151,9 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 }
             }
         };
-        const bool pairs = K % 2 == 0;  // a row's column pair is one aligned 4-byte store
+        // This warpgroup's staging: 64 rows × BN, 16-byte chunks XOR-swizzled by row % 8 (conflict-free both ways)
+        ELEM_OUT* staging = reinterpret_cast<ELEM_OUT*>(ring + RING_BYTES + wg * STAGING_BYTES);
+        const bool whole_chunks = K % 8 == 0;  // output rows start on 16-byte boundaries
         uint32_t it = 0;
         for (int g = first; g < groups; g += step) {
             int m0, n0;
@@ -185,22 +187,32 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 for (int v = 0; v < BN / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
             release((it - 1) % STAGES);
 
-            // ---- epilogue: round and store straight from the accumulators, while the producer fills the ring ----
-            // Accumulators v, v + 1 of m64 block i: row 16·w + lane/4 (+8 for v % 4 ≥ 2), columns 8·(v/4) +
-            // 2·(lane%4) + {0, 1}.
+            // ---- epilogue: each m64 block of rows is rounded into this warpgroup's staging area, then written as
+            // whole 16-byte chunks of output rows, while the producer already fills the ring with the next tile.
+            // (Stored straight from the accumulators, a quad of threads writes 16 bytes of a row, half a sector:
+            // the 28² layer took 77 µs instead of 63.)
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
+                named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
 #pragma unroll
                 for (int v = 0; v < BN / 2; v += 2) {
-                    const int m = m0 + wg * WG_M + i * 64 + w * 16 + lane / 4 + 8 * ((v / 2) % 2);
-                    const int k = n0 + 8 * (v / 4) + 2 * (lane % 4);
+                    // Accumulators v, v + 1: row 16·w + lane/4 (+8 where v % 4 = 2), columns 8·(v/4) + 2·(lane%4)
+                    // + {0, 1}: bytes 4·(lane%4) of 16-byte chunk v/4 of the row, stored at chunk (v/4) ^ (row % 8)
+                    const int row = w * 16 + lane / 4 + 8 * ((v / 2) % 2), chunk = (v / 4) ^ (row % 8);
+                    ELEM_OUT* c = staging + row * BN + chunk * 8 + 2 * (lane % 4);
+                    *reinterpret_cast<uint32_t*>(c) = pack2(acc[i][v], acc[i][v + 1], c);
+                }
+                named_sync(2 + wg, 128);
+                const int r0 = m0 + wg * WG_M + i * 64;
+                for (int e = tid % 128; e < 64 * (BN / 8); e += 128) {  // consecutive threads, consecutive chunks
+                    const int row = e / (BN / 8), chunk = e % (BN / 8), m = r0 + row, k = n0 + chunk * 8;
                     if (m >= M || k >= K) continue;
-                    ELEM_OUT* out = y + (size_t)m * K + k;
-                    if (pairs && k + 1 < K) {
-                        *reinterpret_cast<uint32_t*>(out) = pack2(acc[i][v], acc[i][v + 1], out);
+                    const ELEM_OUT* src = staging + row * BN + (chunk ^ (row % 8)) * 8;
+                    ELEM_OUT* dst = y + (size_t)m * K + k;
+                    if (whole_chunks && k + 8 <= K) {
+                        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
                     } else {
-                        out[0] = static_cast<ELEM_OUT>(acc[i][v]);
-                        if (k + 1 < K) out[1] = static_cast<ELEM_OUT>(acc[i][v + 1]);
+                        for (int j = 0; j < 8 && k + j < K; ++j) dst[j] = src[j];
                     }
                 }
             }
