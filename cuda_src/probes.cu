@@ -13,6 +13,22 @@ extern "C" __global__ void spin(long long nanoseconds)
     }
 }
 
+// How far a buffer's lines are from the SM that reads them: one thread follows `lines` loads `step` bytes apart,
+// each address depending on the value before it (times a `zero` the compiler cannot see), so no load starts
+// before the last returns. Timed after a flush, every load is a miss, and on Hopper a tiny buffer whose lines sit
+// in the far L2 partition takes ~0.1 µs longer a miss (placement.py): a 7 µs convolution moves by 5-15%.
+extern "C" __global__ void line_chain(const unsigned char* buffer, int lines, int step, int zero, int* sink)
+{
+    long long offset = 0;
+    int sum = 0;
+    for (int i = 0; i < lines; ++i) {
+        int value = buffer[offset];
+        sum += value;
+        offset = (long long)(i + 1) * step + (long long)value * zero;
+    }
+    *sink = sum;
+}
+
 // Does nothing: timed like any point, it is the floor under every measurement (launch, events, scheduling).
 extern "C" __global__ void empty() {}
 

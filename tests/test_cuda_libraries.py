@@ -28,7 +28,7 @@ class Clock:
 class Graph:
     def __init__(self, ms):
         self.ms = ms
-        self.plans = [SimpleNamespace(index=i) for i in range(len(ms))]
+        self.plans = [SimpleNamespace(index=i, engine=f"eng{i}") for i in range(len(ms))]
         self.calls = [0] * len(ms)
         self.last = None
 
@@ -40,12 +40,28 @@ class Graph:
         pass
 
 
-def search(ms):
+def search(ms, shape=None, backend=None):
     graph = Graph(ms)
-    backend = SimpleNamespace(clock=Clock(graph), cp=SimpleNamespace(
-        cuda=SimpleNamespace(memory=SimpleNamespace(OutOfMemoryError=MemoryError))))
+    backend = backend or SimpleNamespace(_far_slow={})
+    backend.clock, backend.cp = Clock(graph), SimpleNamespace(
+        cuda=SimpleNamespace(memory=SimpleNamespace(OutOfMemoryError=MemoryError)))
     backend._screened_out = lambda run, fastest: Libraries._screened_out(backend, run, fastest)
-    return Libraries._fastest_plan(backend, graph, None, None, None), graph
+    return Libraries._fastest_plan(backend, graph, None, None, None, shape), graph
+
+
+def test_a_plan_far_too_slow_on_a_smaller_layer_is_not_tried_on_larger_ones_of_its_kind():
+    """eng4 on the H100 lab: 300 times the fastest at 512², 1.3 s a call at 8192²."""
+    from gpubench.problems import conv_shape
+
+    backend = SimpleNamespace(_far_slow={})
+    _, small = search([0.02, 0.05, 6.0, 0.1], conv_shape(512, 2), backend)  # eng2: 300x, eng3: 5x
+    assert small.calls[2] == 1  # screened by its first call
+    _, large = search([0.2, 0.5, 1300.0, 1.0], conv_shape(8192, 2), backend)
+    assert large.calls[2] == 0 and large.calls[3] > 0  # 5x was not far: tried again
+    _, other = search([0.2, 0.5, 1300.0, 1.0], conv_shape(8192, 1), backend)
+    assert other.calls[2] == 1  # another stride is another kind: learnt there afresh
+    _, smaller = search([0.01, 0.05, 0.02, 0.1], conv_shape(256, 2), backend)
+    assert smaller.calls[2] > 1  # a smaller layer than where it was far: timed in full (and fastest here)
 
 
 def test_plans_far_slower_than_the_fastest_so_far_get_one_or_two_calls_not_a_full_timing():
@@ -109,3 +125,41 @@ def test_the_first_ranked_plan_timed_cold_is_judged_on_its_second_timing():
     chosen, graph = search([lambda n: 0.0092 if n <= first else 0.0078, 0.0070, 0.03])
     assert chosen.index == 0
     assert graph.calls[0] == 2 * first and graph.calls[2] == 2 + first  # 30 µs is no contender: timed once
+
+
+def test_a_second_run_reuses_the_first_runs_choice_without_searching(tmp_path):
+    """prepare_cudnn keeps the search's choice in the plan cache; a later backend (another run) reads it and
+    runs that plan untimed, naming the file in details.engine_kept."""
+    from gpubench.backends.cuda.plan_cache import PlanCache
+    from gpubench.problems import conv_shape
+    from gpubench.runners import CudnnRunner, PlanPolicy
+
+    shape = conv_shape(32, 2)
+    variant = SimpleNamespace(runner=CudnnRunner(plans=PlanPolicy.BEST))
+    cache_path = tmp_path / "plans.json"
+
+    def backend_with(ms):
+        graph = Graph(ms)
+        for plan in graph.plans:
+            plan.engine, plan.tensor_cores, plan.workspace_bytes = f"eng{plan.index}", False, 0
+        graph.heuristic = graph.plans[0]
+        backend = SimpleNamespace(clock=Clock(graph), _cudnn={shape: graph}, plan_cache=PlanCache(cache_path),
+                                  _far_slow={},
+                                  cp=SimpleNamespace(cuda=SimpleNamespace(memory=SimpleNamespace(
+                                      OutOfMemoryError=MemoryError))))
+        backend._screened_out = lambda run, fastest: Libraries._screened_out(backend, run, fastest)
+        backend._fastest_plan = lambda *a: Libraries._fastest_plan(backend, *a)
+        return backend, graph
+
+    first, searched = backend_with([0.5, 0.2, 0.4])
+    prepared = Libraries.prepare_cudnn(first, variant, None, shape, {"x": None, "w": None}, None)
+    assert prepared.details.engine == "eng1" and prepared.details.engine_kept is None and sum(searched.calls) > 3
+
+    second, kept = backend_with([0.5, 0.2, 0.4])
+    prepared = Libraries.prepare_cudnn(second, variant, None, shape, {"x": None, "w": None}, None)
+    assert prepared.details.engine == "eng1" and prepared.details.engine_kept == str(cache_path)
+    assert sum(kept.calls) == 0  # nothing timed: the choice came from the first run
+
+    cache_path.unlink()  # the way to a fresh search
+    third, again = backend_with([0.1, 0.2, 0.4])
+    assert Libraries.prepare_cudnn(third, variant, None, shape, {"x": None, "w": None}, None).details.engine == "eng0"

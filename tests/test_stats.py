@@ -1,5 +1,6 @@
 """The shared statistics: summaries, the comparison interval, and when a point's samples are decidable."""
 
+import itertools
 import random
 
 import pytest
@@ -26,6 +27,49 @@ def test_long_samples_are_thinned_not_refused():
     base = [1.0 + rng.gauss(0, 0.02) for _ in range(5000)]
     est, low, high = stats.ratio_interval(base, base, 0.001)
     assert low < 1 < high and high - low < 0.01
+
+
+def _brute_u_counts(n, m):
+    """U's null distribution by listing every rank order: which n of the n + m ranks the first set holds."""
+    counts = [0] * (n * m + 1)
+    for first in itertools.combinations(range(n + m), n):
+        second = sorted(set(range(n + m)) - set(first))
+        counts[sum(1 for x in first for y in second if x > y)] += 1
+    return tuple(counts)
+
+
+@pytest.mark.parametrize("n,m", [(1, 1), (2, 5), (4, 4), (5, 3), (6, 7)])
+def test_exact_u_distribution_matches_listing_every_rank_order(n, m):
+    assert stats._u_counts(n, m) == _brute_u_counts(n, m)
+
+
+def test_rank_count_is_exact_in_the_far_tail():
+    """Among 352 points at 5%, each tail may have 7.1e-5: 9 samples a side reach it (P(U = 0) = 1/48620,
+    P(U ≤ 1) = 2/48620, P(U ≤ 2) = 4/48620 is past it), 8 do not (P(U = 0) = 1/12870); the normal
+    approximation used before asked for 11."""
+    alpha = 0.05 / 352
+    assert stats.rank_count(9, 9, alpha) == 2
+    assert stats.rank_count(8, 8, alpha) == 0
+    assert stats.rank_count(11, 11, alpha) > 2
+    assert stats.decidable([1.0 + 0.001 * i for i in range(9)], 0.05, family=352)
+    assert not stats.decidable([1.0 + 0.001 * i for i in range(8)], 0.05, family=352)
+
+
+def test_rank_count_joins_the_normal_approximation_smoothly():
+    exact, normal = stats.rank_count(50, 50, 0.05), stats.rank_count(51, 51, 0.05)
+    assert 0 < exact < normal < exact * 1.1
+
+
+def test_interval_covers_no_change_at_its_level():
+    """Two sets from one distribution: the interval leaves out 1 in at most alpha of trials (exact k)."""
+    rng = random.Random(7)
+    missed = 0
+    for _ in range(2000):
+        a = [rng.lognormvariate(0, 0.02) for _ in range(9)]
+        b = [rng.lognormvariate(0, 0.02) for _ in range(9)]
+        _, low, high = stats.ratio_interval(a, b, 0.1)
+        missed += not (low <= 1 <= high)
+    assert missed / 2000 <= 0.1 + 0.02
 
 
 def test_decidable_depends_on_spread_samples_and_family():

@@ -69,6 +69,7 @@ class Details:
     scales: Mapping[str, float] = field(default_factory=dict)  # fp8: each input's dequantisation scale
     engine: str | None = None  # the library's plan (cuDNN's engine name) ...
     plans: int | None = None  # ... among how many it could run
+    engine_kept: str | None = None  # the plan an earlier run's search chose, kept in this file (plan_cache.py)
     tensor_cores: bool | None = None  # the plan's numerical notes say it uses tensor cores
     workspace_bytes: int | None = None
     stop: Stop | None = None  # why sampling ended
@@ -117,7 +118,7 @@ class Details:
         return Details(**{**mine, **{k: v for k, v in theirs.items() if v not in (None, {})}})
 
 
-FIELD_KINDS = {"tf32": bool, "accumulator": str, "engine": str, "plans": int, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
+FIELD_KINDS = {"tf32": bool, "accumulator": str, "engine": str, "plans": int, "engine_kept": str, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
                "batch": int, "flushed": bool, "pace": Pace, "settled_s": float, "tuned": bool, "tuned_from": str,
                "tuned_exact": bool, "first_call_ms": float}
 

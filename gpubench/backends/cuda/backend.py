@@ -14,13 +14,14 @@ import numpy as np
 
 from gpubench import telemetry
 from gpubench.backends import ArrayBackend, Prepared
-from gpubench.backends.cuda import storage
+from gpubench.backends.cuda import placement, storage
 from gpubench.backends.cuda.clock import CudaClock
 from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
 from gpubench.backends.cuda.python_calls import PythonCalls
 from gpubench.errors import GpubenchError, NoDevice
+from gpubench.phases import phase
 from gpubench.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
 
 
@@ -76,6 +77,33 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         self._cudnn: dict = {}
         spin = self.probe("spin")
         self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
+        self._chain_sink = self.cp.zeros(1, dtype=self.cp.int32)  # where the placement probe's chain ends
+
+    def inputs(self, shape, seed: int) -> dict:
+        """The shape's inputs, each small one at the place whose lines answer soonest (placement.py)."""
+        made = super().inputs(shape, seed)
+        with phase("placement"):
+            return {name: self.placed(array) for name, array in made.items()}
+
+    def output(self, shape):
+        """A point's output, placed like a small input: a tiny kernel's stores wait on their line's half of L2 too
+        (the lab's 64² stride-2 outputs, 3.8 KiB, moved `sliding` by 6-10% between two runs at 74ef567)."""
+        return self.placed(super().output(shape))
+
+    def placed(self, array):
+        return placement.place(self.cp, array, self._line_latency_us)[0]
+
+    def _line_latency_us(self, array) -> float:
+        """Median µs of a chain of dependent loads through `array`'s lines, flushed and timed as points are."""
+        chain = self.probe("line_chain")
+        lines, step = placement.chain_shape(array.nbytes)
+        args = (np.uintp(array.data.ptr), np.int32(lines), np.int32(step), np.int32(0),
+                np.uintp(self._chain_sink.data.ptr))
+        samples = []
+        for _ in range(placement.PROBE_SAMPLES):
+            self.clock.flush()
+            samples.append(self.clock.time_ms(lambda: chain(*args, block=(1, 1, 1), grid=(1, 1))))
+        return placement.median_us(samples)
 
     def upload(self, host: np.ndarray):
         """A host array on the device, as raw storage where CuPy lacks its element type."""

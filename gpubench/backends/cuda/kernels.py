@@ -62,9 +62,9 @@ class KernelLaunches:
         """The launches of a variant's call, in order (its `before` steps, then its main kernel if it has one), and
         the workspace arrays and TMA descriptors they share, by name."""
         dims = shape.dims()
-        scratch = {name: self.fits(lambda n=n: self.cp.empty(n, dtype=self.cp.float32),
-                                   f"workspace {name} ({4 * n / 2**30:.2f} GiB)")
-                   for name, n in variant.workspace_sizes(dims, config).items()}
+        scratch = {name: self.placed(self.fits(lambda n=n: self.cp.empty(n, dtype=self.cp.float32),
+                                               f"workspace {name} ({4 * n / 2**30:.2f} GiB)"))
+                   for name, n in variant.workspace_sizes(dims, config).items()}  # im2col's columns: placed too
         # TMA descriptors travel like arrays: 128 bytes each in device memory, passed by pointer.
         arrays = call_arrays(shape, inputs, out, scratch)
         for m in variant.tensor_maps:

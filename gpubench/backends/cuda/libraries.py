@@ -8,9 +8,13 @@ A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
 
 from __future__ import annotations
 
+import math
+from functools import cached_property
+
 from gpubench.backends import Prepared
 from gpubench.backends.cuda import blas, storage
-from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable
+from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable, cudnn_version
+from gpubench.backends.cuda.plan_cache import PlanCache
 from gpubench.dtypes import ConvLayout, DType
 from gpubench.errors import GpubenchError, Skip
 from gpubench.phases import phase
@@ -38,6 +42,17 @@ FLOOR_MS, FLOOR_TIE = 0.02, 0.15
 # work, with the GPU idle a moment before (on the H100 lab cuDNN's first-ranked eng28 read more than 15% slow in one
 # process of two, so the ties above went another way).
 CONTEND = 0.5
+# A plan that ran over FAR times the fastest on a layer is not tried on larger layers of the same kind (the same
+# problem but its height and width) in this process. On the H100 lab cuDNN's eng4 (an engine neither heuristic
+# lists) took 300 times the fastest at 512² and 1.3 s a call at 8192² (2,000 times eng0): its single screening
+# calls were 4-5 s of the lab's 8 s search. A plan's speed relative to the others moves with size, but not by
+# a factor of FAR between two sizes of one sweep.
+FAR = 30.0
+
+
+def _kind(shape: ConvShape) -> str:
+    """A layer's kind: its problem but its height and width (FAR)."""
+    return str(sorted((k, v) for k, v in shape.record().items() if k not in ("height", "width")))
 
 
 def contenders(timed: list) -> list:
@@ -56,6 +71,17 @@ def pick_plan(timed: list):
 
 class Libraries:
     """cuBLAS, cuBLASLt and cuDNN calls (methods of the CUDA backend)."""
+
+    @cached_property
+    def _far_slow(self) -> dict[str, dict[str, float]]:
+        """By layer kind: each plan left out as over FAR times the fastest, with the FLOPs of the smallest layer
+        where it was (it is not tried on layers at least that large)."""
+        return {}
+
+    @cached_property
+    def plan_cache(self) -> PlanCache:
+        """cuDNN's plan choices kept between runs, for this device and cuDNN (made at the first convolution)."""
+        return PlanCache.for_device(self.device_name, cudnn_version())
 
     def _cublas_gemm(self, m, n, k, a, stride_a, b, stride_b, c, stride_c, batch, tf32: bool):
         """Row-major float32 C[m,n] = A[m,k]·B[k,n] (batched by strides; TF32 tensor cores if `tf32`)."""
@@ -111,24 +137,42 @@ class Libraries:
             raise Skip(str(e)) from None
         graph = self._cudnn[key]
         x, w = inputs["x"], inputs["w"]
+        kept = None
         if variant.runner.plans == PlanPolicy.HEURISTIC:
             plan = graph.heuristic
         else:
-            with phase("cudnn plans"):
-                plan = self._fastest_plan(graph, x, w, out)
+            problem = shape.record()
+            engine = self.plan_cache.get(problem)
+            plan = kept = next((p for p in graph.plans if p.engine == engine), None) if engine else None
+            if plan is None:
+                with phase("cudnn plans"):
+                    plan = self._fastest_plan(graph, x, w, out, shape)
+                self.plan_cache.put(problem, plan.engine)
         details = Details(engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
-                          workspace_bytes=plan.workspace_bytes)
+                          workspace_bytes=plan.workspace_bytes,
+                          engine_kept=str(self.plan_cache.path) if kept else None)
         return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
 
-    def _fastest_plan(self, graph, x, w, out):
+    def _fastest_plan(self, graph, x, w, out, shape=None):
+        """The plan of least median (pick_plan), every plan timed as points are but those screened out; `shape`,
+        where given, lets plans far too slow on a smaller layer of its kind be left out here (FAR)."""
+        kind, size = (_kind(shape), shape.flops) if shape is not None else (None, 0)
+        far = self._far_slow.setdefault(kind, {}) if kind is not None else {}
         timed = []
         for plan in graph.plans:
             def run(plan=plan):
                 graph.run(plan, x, w, out)
 
+            if far.get(plan.engine, math.inf) <= size:
+                continue
             try:
-                if timed and self._screened_out(run, min(ms for ms, _ in timed)):
-                    continue
+                if timed:
+                    fastest = min(ms for ms, _ in timed)
+                    slow_ms = self._screened_out(run, fastest)
+                    if slow_ms is not None:
+                        if slow_ms > FAR * fastest:
+                            far[plan.engine] = min(far.get(plan.engine, math.inf), size)
+                        continue
                 samples = measure(run, self.clock, PLAN_SEARCH).samples_ms
             except self.cp.cuda.memory.OutOfMemoryError:
                 continue  # its workspace does not fit: not a candidate
@@ -147,13 +191,14 @@ class Libraries:
         graph.release_workspaces()
         return pick_plan(timed)
 
-    def _screened_out(self, run, fastest_ms: float) -> bool:
+    def _screened_out(self, run, fastest_ms: float) -> float | None:
         """One call (workspace, any first-use work), then, unless it was clearly slow (CLEAR), one more, both timed
-        as the search times them (flushed): whether the plan is too slow to be worth timing in full (SCREEN)."""
+        as the search times them (flushed): the milliseconds that leave the plan out as too slow to be worth timing
+        in full (SCREEN), or None where it is worth it."""
         self.clock.flush()
         first = self.clock.time_ms(run)
         if first >= SCREEN_MS and first > CLEAR * fastest_ms + FIRST_USE_MS:
-            return True
+            return first
         self.clock.flush()
         again = self.clock.time_ms(run)
-        return again >= SCREEN_MS and again > SCREEN * fastest_ms
+        return again if again >= SCREEN_MS and again > SCREEN * fastest_ms else None

@@ -1,0 +1,55 @@
+"""Where a small input lies on the GPU, chosen the same way in every process.
+
+On an H100 a kernel of a few microseconds waits for each of its loads from DRAM in turn, and each takes about
+0.1 µs longer where the line's home is, most likely, the far half of L2 (its address decides it, in blocks of
+at least 4 KiB; docs/evidence/placement-h100.md).
+A 4 KiB image lies wholly in one half, so the lab's 32² convolutions ran 5-15% apart from one process to the next,
+every variant of a shape together (they share the shape's inputs): `tools/gpu/shift_probe.py` timed one warp's
+chain of nine misses at 6.0 or 6.9 µs depending only on where its buffer was allocated, and three processes of
+the lab's conv-small section compared with up to 6 points "slower" and 22 inconclusive. Two runs could not agree
+on kernels that had not changed.
+
+So each input, output and workspace of at most SMALL_BYTES is copied to CANDIDATES places and the one whose lines answer soonest is
+kept (a chain of dependent loads through it, timed flushed, as points are): the near half, in every run. Larger
+inputs spread over both halves whatever their address, and are left where they are.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+SMALL_BYTES = 64 << 10  # inputs up to this size are placed
+CANDIDATES = 4  # places tried: all four in the far half happens once in 16
+PROBE_SAMPLES = 9  # flushed timings of the chain at each place (a median; the halves differ by 5-15%)
+MAX_LINES = 16  # the chain visits at most this many lines, spread over the buffer
+SPACING = 4096  # candidates lie at least this far apart, so each sits in another block of the address hash
+
+
+def chain_shape(nbytes: int) -> tuple[int, int]:
+    """(lines, step in bytes) of the chain through a buffer of `nbytes`: up to MAX_LINES lines, evenly spread,
+    each in a different 128-byte line, never past the end."""
+    lines = max(1, min(MAX_LINES, nbytes // 128))
+    step = max(128, (nbytes // lines) // 128 * 128) if lines > 1 else 0
+    return lines, step
+
+
+def place(cp, array, latency_us):
+    """`array` itself, or a copy of it at the place (of CANDIDATES) whose lines `latency_us(candidate)` finds
+    soonest. Returns (array, microseconds of each place tried)."""
+    if array.nbytes > SMALL_BYTES or array.nbytes == 0:
+        return array, []
+    padded = math.ceil(max(array.nbytes, SPACING) / SPACING) * SPACING + SPACING
+    held, tried = [array], [latency_us(array)]
+    for _ in range(CANDIDATES - 1):
+        block = cp.empty(padded, dtype=cp.uint8)  # a fresh allocation: the pool hands out new addresses while
+        candidate = block[:array.nbytes].view(array.dtype).reshape(array.shape)  # the others are held
+        candidate[...] = array
+        held.append(candidate)
+        tried.append(latency_us(candidate))
+    best = min(range(len(held)), key=tried.__getitem__)
+    return held[best], tried
+
+
+def median_us(samples_ms) -> float:
+    return statistics.median(samples_ms) * 1000
