@@ -12,17 +12,18 @@
 //    per-pixel offsets, no tap masks, no registers in the producer.
 //  * B (BN filters × the same 64 channels) is one box of a plain 2-D map of w seen as K × (R·S·C), at column
 //    tap·C + c. Where C is not a multiple of 64 the box runs into the next tap's channels (or past the row's end,
-//    zeros): A is zero there (channels past C), so those products add exactly 0.
+//    zeros): A is zero there (channels past C), so those products add exactly 0 (for finite filter values).
 //  * Both land 128B-swizzled, as wgmma's K-major descriptors read them: no proxy fence, the copy engine and the
 //    tensor cores are both the async proxy.
 //  * CLUSTER = 2: two blocks with neighbouring pixel tiles and the same filter tile form a cluster; each loads
 //    half of the filter box and multicasts it into both, so the pair reads BM·2 + BN rows a slice from L2 instead
 //    of (BM + BN)·2. A slot is refilled only when the consumers of both blocks have released it (the "empty"
-//    barrier counts the cluster's consumer warps).
+//    barrier counts the cluster's consumer warps). Measured slower than single blocks in most configurations
+//    (docs/perf-notes.md): an option, not the default.
 //  * Persistent blocks (PERSISTENT = 1: at most one block per SM, each walking the tiles gridDim apart). The ring
 //    runs on from one tile to the next, so while the consumers write a tile out the producer already fills the
 //    ring with the next tile's first slices (at these layers a tile is only 18-72 slices long). PERSISTENT = 0:
-//    one block per tile, what the first measurement ran (with the output staged in the ring then).
+//    one block per tile (the first measured version; it staged the output in the drained ring).
 // The rest is 13's: warpgroups 0 and 1 consume (BM/2 pixels × BN filters each, m64nBNk16 wgmmas straight from
 // shared memory, one slice's wgmmas in flight), warpgroup 2 produces (setmaxnreg hands its registers over), an
 // mbarrier ring of STAGES slots. Each consumer warpgroup writes its rows out 64 at a time through a staging area
