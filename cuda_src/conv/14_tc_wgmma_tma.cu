@@ -24,17 +24,22 @@
 //    runs on from one tile to the next, so while the consumers write a tile out the producer already fills the
 //    ring with the next tile's first slices (at these layers a tile is only 18-72 slices long). PERSISTENT = 0:
 //    one block per tile (the first measured version; it staged the output in the drained ring).
-// The rest is 13's: warpgroups 0 and 1 consume (BM/2 pixels × BN filters each, m64nBNk16 wgmmas straight from
-// shared memory, one slice's wgmmas in flight), warpgroup 2 produces (setmaxnreg hands its registers over), an
-// mbarrier ring of STAGES slots. Each consumer warpgroup writes its rows out 64 at a time through a staging area
+//  * Three consumer warpgroups (CONSUMERS = 3, BM = 192): the tile count, not the tile, limited the small layers.
+//    6272 output pixels (the 7² layer) make 25 tiles of 256 × 4 filter tiles = 100 tiles for 132 SMs, so a
+//    quarter of the SMs idled through the call (ncu); in tiles of 192 they make 33 × 4 = 132, and the 14² layer
+//    131 × 2 = 262 (two a SM). 512 threads leave a thread 128 registers, so such a consumer holds 64 × BN ≤ 128.
+// The rest is 13's: the consumer warpgroups (BM/CONSUMERS pixels × BN filters each, m64nBNk16 wgmmas straight from
+// shared memory, one slice's wgmmas in flight), then one producer warpgroup (setmaxnreg hands its registers over),
+// an mbarrier ring of STAGES slots. Each consumer warpgroup writes its rows out 64 at a time through a staging area
 // of its own beside the ring (so the ring need not drain first), as whole 16-byte chunks of output rows.
 //
-// Tiles (-DNAME=value): BM pixels (128 or 256), BN filters (64, 128 or 256; BM·BN ≤ 32768: a consumer thread holds
-// BM/2·BN/128 accumulators), STAGES, CLUSTER (1 or 2), PERSISTENT. Maps: map_x, im2col boxes of BM pixels × 64
-// channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: a 1-D grid of whole clusters, at most one block
-// per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN), filter tiles fastest, a cluster's CLUSTER
-// blocks sharing one), with PERSISTENT at most one per SM; 384 threads; STAGES·(BM + BN)·128 (the ring) +
-// 256·BN (staging) + 1024 (alignment) + 16·STAGES (mbarriers) bytes of dynamic shared memory.
+// Tiles (-DNAME=value): BM pixels (64 or 128 per consumer warpgroup), BN filters (64, 128 or 256; a consumer thread
+// holds BM/CONSUMERS·BN/128 ≤ 128 accumulators), STAGES, CLUSTER (1 or 2), CONSUMERS (2 or 3), PERSISTENT. Maps:
+// map_x, im2col boxes of BM pixels × 64 channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: a 1-D grid
+// of whole clusters, at most one block per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN),
+// filter tiles fastest, a cluster's CLUSTER blocks sharing one), with PERSISTENT at most one per SM;
+// 128·(CONSUMERS + 1) threads; STAGES·(BM + BN)·128 (the ring) + CONSUMERS·128·BN (staging) + 1024 (alignment) +
+// 16·STAGES (mbarriers) bytes of dynamic shared memory.
 
 #include "../include/hopper.cuh"    // wgmma_ss, smem_desc, mbarriers, ring_init, tma_load_2d, tma_load_im2col_4d
 #include "../include/mma_sync.cuh"  // smem_addr, pack2
@@ -57,20 +62,29 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
 #ifndef PERSISTENT
 #define PERSISTENT 1  // (only the spec's grid reads it: the kernel walks whatever tiles its grid leaves it)
 #endif
 
 constexpr int BK = 64;                        // one 128-byte swizzle row of 16-bit channels
-constexpr int THREADS = 384;                  // two consumer warpgroups, then the producer
-constexpr int WG_M = BM / 2, MI = WG_M / 64;  // a consumer's pixels, and its m64 wgmmas per k step
+constexpr int THREADS = 128 * (CONSUMERS + 1);         // the consumer warpgroups, then the producer
+constexpr int WG_M = BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, and its m64 wgmmas per k step
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int B_ROWS = BN / CLUSTER;          // the filter rows one block's TMA loads (for the whole cluster)
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;
 constexpr int STAGING_BYTES = 64 * BN * 2;  // a consumer warpgroup's m64 block of output rows, rounded
-constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // 128·40 + 256·232 ≤ 64K
+// setmaxnreg: the producer keeps 40 registers a thread, the consumers share the rest of 64K (at most 232)
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 232
+                                  ? 232 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
 
-static_assert(BM == 128 || BM == 256, "BM: 64 or 128 pixels per consumer warpgroup");
+static_assert(CONSUMERS == 2 || CONSUMERS == 3, "CONSUMERS: two or three consumer warpgroups");
+static_assert(BM == 64 * CONSUMERS || BM == 128 * CONSUMERS, "BM: 64 or 128 pixels per consumer warpgroup");
+static_assert(CONSUMERS == 2 || MI * BN <= 128, "512 threads leave a thread 128 registers: MI · BN / 2 ≤ 64 "
+                                                "accumulators with three consumers");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: one wgmma's N, 64, 128 or 256");
 static_assert(MI * BN <= 256, "a consumer thread holds MI · BN / 2 ≤ 128 accumulators");
 static_assert(STAGES >= 2, "a ring of at least two slices");
@@ -91,7 +105,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* ring = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);  // 128B swizzle: 1024-aligned
-    const uint32_t ring_addr = smem_addr(ring), bars = ring_addr + RING_BYTES + 2 * STAGING_BYTES;
+    const uint32_t ring_addr = smem_addr(ring), bars = ring_addr + RING_BYTES + CONSUMERS * STAGING_BYTES;
     auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its slice"
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer warp of the cluster is done"
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -108,12 +122,13 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
     };
     const int cslices = (C + BK - 1) / BK, slices = R * S * cslices;
 
-    ring_init<STAGES, CLUSTER>(bars, 8 * CLUSTER);  // full: the local producer's arrive (+ bytes); empty: warps
+    // full: the local producer's arrive (+ bytes); empty: every consumer warp of the cluster
+    ring_init<STAGES, CLUSTER>(bars, 4 * CONSUMERS * CLUSTER);
 
     // Both roles count slices with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
-    if (warp >= 8) {  // ---- the producer: one thread issues two TMA copies a slice -------------------------------
+    if (warp >= 4 * CONSUMERS) {  // ---- the producer: one thread issues two TMA copies a slice -------------------------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        if (warp == 8 && lane == 0) {
+        if (warp == 4 * CONSUMERS && lane == 0) {
             tma_acquire(map_x);
             tma_acquire(map_w);
             const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
