@@ -20,7 +20,7 @@ LAB_BLOCK_SIZES = (8, 16, 24, 32)
 SAMPLE_SHAPES = {Op.GEMM: GemmShape(1000, 1500, 777),
                  Op.CONV: conv_shape(1000, 2, batch=2, in_channels=3, out_channels=4, kernel=3)}
 MAP_KEYS = {"array", "box"}
-MAP_OPTIONAL = {"shape", "swizzle"}
+MAP_OPTIONAL = {"shape", "swizzle", "im2col"}
 SWIZZLES = (0, 128)  # bytes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 
@@ -54,7 +54,9 @@ def workspace_of(entry: Entry, op: str, params: set[str]) -> tuple[tuple[str, ex
 
 
 def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, ...]) -> tuple[TensorMap, ...]:
-    """tensor_maps = { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }: TMA descriptors."""
+    """tensor_maps = { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }: TMA descriptors; a
+    convolution's map_x = { array = "x", im2col = true, box = ["BM", "64"] } reads x in the copy engine's im2col
+    mode (boxes of output pixels × channels of one filter tap; its shape follows from the problem)."""
     table = entry.get("tensor_maps", dict, default={},
                       what='a table such as { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }')
     taken = set(ARRAYS[op]) | set(DIMS[op]) | set(LAB_NAMES[op]) | params | set(scratch)
@@ -65,14 +67,21 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
             entry.fail(f"{where}: the name must be an identifier other than the problem's names, parameters and "
                        "workspace")
         if not isinstance(t, dict) or not MAP_KEYS <= set(t) <= MAP_KEYS | MAP_OPTIONAL:
-            entry.fail(f"{where} must be a table with {', '.join(sorted(MAP_KEYS))} (and optionally shape, swizzle)")
+            entry.fail(f"{where} must be a table with {', '.join(sorted(MAP_KEYS))} (and optionally shape, swizzle, "
+                       "im2col)")
         swizzle = t.get("swizzle", 128)
         if type(swizzle) is not int or swizzle not in SWIZZLES:
             entry.fail(f"{where}.swizzle must be 128 (bytes; the default) or 0 (rows as they are), got {swizzle!r}")
         arrays = ARRAYS[op] + scratch
         if t["array"] not in arrays:
             entry.fail(f"{where}.array must be one of {', '.join(arrays)}, got {t['array']!r}")
-        if "shape" not in t and (op != Op.GEMM or t["array"] not in ARRAYS[op]):
+        im2col = t.get("im2col", False)
+        if type(im2col) is not bool:
+            entry.fail(f"{where}.im2col must be true or false, got {im2col!r}")
+        if im2col and (op != Op.CONV or t["array"] != ARRAYS[Op.CONV][0] or "shape" in t):
+            entry.fail(f"{where}.im2col is for a convolution's input {ARRAYS[Op.CONV][0]}, without a shape (the "
+                       "problem gives it)")
+        if "shape" not in t and not im2col and (op != Op.GEMM or t["array"] not in ARRAYS[op]):
             entry.fail(f"{where}.shape may be left out (the array as it lies in the problem's layout) only for a "
                        f"GEMM's {', '.join(ARRAYS[Op.GEMM])}; give rows and columns for {t['array']}")
         pair = {"shape": None}
@@ -82,7 +91,7 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
             if not isinstance(t[key], list) or len(t[key]) != 2:
                 entry.fail(f"{where}.{key} must be two expressions: rows, then columns (contiguous)")
             pair[key] = tuple(entry.expression(f"{where}.{key}", e, allowed) for e in t[key])
-        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle))
+        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle, im2col))
     return tuple(maps)
 
 

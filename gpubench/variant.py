@@ -106,7 +106,11 @@ class TensorMap:
     """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major array of
     rows × cols seen as boxes of box_rows × box_cols, copied into shared memory in 128-byte-swizzled rows
     (swizzle = 128) or as they are (swizzle = 0). Its elements are the array's own (an input's storage type in the
-    problem's precision, the output's type, float32 for a workspace array)."""
+    problem's precision, the output's type, float32 for a workspace array).
+
+    With im2col, the map is of a convolution's NHWC input as the copy engine's im2col mode reads it: for one filter
+    tap, the N·OH·OW × C matrix of the input pixels under every output pixel (zeros in the padding), in boxes of
+    box_rows output pixels × box_cols channels; the kernel names the tap when it copies."""
 
     name: str
     array: str  # an input, the output or a workspace array
@@ -114,6 +118,7 @@ class TensorMap:
     # as it lies in the problem's layout (A is K×M in tn, ...), which is how one spec serves every layout
     box: tuple[Expr, Expr]  # box rows, box cols, over the dims and the configuration
     swizzle: int = 128  # bytes: 128, or 0 for plain rows
+    im2col: bool = False  # a convolution's NHWC input, one filter tap's pixels at a time (rows: output pixels)
 
     def element(self, problem=None):
         """The host element type of the mapped array (float32 for a workspace array, or without a problem)."""
@@ -123,6 +128,8 @@ class TensorMap:
 
     def resolve(self, values: Mapping[str, int], problem=None) -> tuple[tuple[int, int], tuple[int, int]]:
         box = (self.box[0](values), self.box[1](values))
+        if self.im2col:
+            return (values["N"] * values["OH"] * values["OW"], values["C"]), box
         if self.shape is not None:
             return (self.shape[0](values), self.shape[1](values)), box
         rows, cols = laid_out_arrays(problem)[self.array][0]
@@ -133,12 +140,15 @@ class TensorMap:
         (rows, cols), (box_rows, box_cols) = self.resolve(values, problem)
         if rows < 1 or cols < 1:
             return f"tensor map {self.name}: {rows} × {cols} is empty"
+        if self.im2col and problem is not None and problem.layout != dtypes.ConvLayout.NHWC:
+            return f"tensor map {self.name}: the im2col mode reads NHWC inputs, not {problem.layout}"
         size = np.dtype(self.element(problem)).itemsize
         widest = 128 // size if self.swizzle else 256  # the swizzle's 128 bytes, or TMA's 256 elements
-        if not (1 <= box_rows <= 256 and 1 <= box_cols <= widest and box_cols * size % 16 == 0):
+        tallest = 1024 if self.im2col else 256  # im2col's pixels per box, or a tiled box's rows
+        if not (1 <= box_rows <= tallest and 1 <= box_cols <= widest and box_cols * size % 16 == 0):
             why = "at most 128 bytes, the swizzle's width" if self.swizzle else "TMA's limit without a swizzle"
             return (f"tensor map {self.name}: box {box_rows} × {box_cols} of {size}-byte elements: rows must be 1 to "
-                    f"256 and cols a multiple of {max(1, 16 // size)} up to {widest} ({why})")
+                    f"{tallest} and cols a multiple of {max(1, 16 // size)} up to {widest} ({why})")
         return None
 
 

@@ -8,7 +8,7 @@ import ml_dtypes
 import pytest
 
 from gpubench import nvcc, catalog, spec_files, specs
-from gpubench.dtypes import DType, GemmLayout
+from gpubench.dtypes import ConvLayout, DType, GemmLayout
 from gpubench.errors import GpubenchError
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.catalog import Catalog
@@ -472,7 +472,7 @@ def test_a_tensor_map_without_swizzle_may_have_rows_of_up_to_256_floats(tmp_path
      "box 128 × 512 of 4-byte elements: rows must be 1 to 256 and cols a multiple of 4 up to 256 \\(TMA's limit "
      "without a swizzle"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "pad": 4}}},
-     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle\\)"),
+     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle, im2col\\)"),
     ({"args": ["A", "B", "C", "M", "N", "K"]}, "tensor map\\(s\\) map_a passed to no kernel"),
     ({"args": ["map_a", "C", "M", "N", "K"]}, "args of the steps: missing B"),
 ])
@@ -550,6 +550,63 @@ def test_a_tensor_map_may_leave_out_its_shape_only_for_a_gemm_array(tmp_path, ar
                 "tensor_maps": {"map_a": {"array": "W", "box": ["8", "8"]}}, "args": ["map_a", "A", "B", "C", "M", "N", "K"]}
     with pytest.raises(SpecError, match="shape may be left out .* only for a GEMM's A, B, C"):
         parse_specs({"variant": [spec]}, "gpubench.toml", tmp_path)
+
+
+CONV_TMA = {"name": "c", "op": "conv", "source": "k.cu", "kernel": "k", "args": ["map_x", "w", "y", "N"],
+            "tensor_maps": {"map_x": {"array": "x", "im2col": True, "box": ["BM", "64"]}}, "configs": [{"BM": 256}],
+            "grid": ["1"], "block": ["32"], "dtypes": ["fp16"], "layouts": ["nhwc"]}
+
+
+def _conv_tma_spec(tmp_path, **changes):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+    return parse_specs({"variant": [{**CONV_TMA, **changes}]}, "gpubench.toml", tmp_path)
+
+
+def test_an_im2col_map_reads_a_conv_input_as_output_pixels_by_channels(tmp_path):
+    """One filter tap's im2col matrix: N·OH·OW output pixels × C channels, in boxes of up to 1024 pixels."""
+    (v,) = _conv_tma_spec(tmp_path)
+    (m,) = v.tensor_maps
+    assert m.im2col and m.array == "x"
+    shape = conv_shape(28, 2, batch=4, in_channels=128, out_channels=8, padding=1, dtype=DType.FP16,
+                       layout=ConvLayout.NHWC)
+    values = {**shape.dims(), "BM": 256}
+    assert m.resolve(values, shape) == ((4 * 14 * 14, 128), (256, 64))
+    assert m.unfit(values, shape) is None
+    assert "rows must be 1 to 1024" in m.unfit({**values, "BM": 2048}, shape)
+    assert "the im2col mode reads NHWC inputs, not nchw" in m.unfit(values, replace(shape, layout=ConvLayout.NCHW))
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"op": "gemm", "args": ["map_x", "B", "C", "M"], "dtypes": ["fp32"], "layouts": ["nn"],
+      "tensor_maps": {"map_x": {"array": "A", "im2col": True, "box": ["BM", "32"]}}},
+     "tensor_maps.map_x.im2col is for a convolution's input x, without a shape"),
+    ({"tensor_maps": {"map_x": {"array": "w", "im2col": True, "box": ["BM", "64"]}}, "args": ["x", "map_x", "y"]},
+     "tensor_maps.map_x.im2col is for a convolution's input x"),
+    ({"tensor_maps": {"map_x": {"array": "x", "im2col": True, "shape": ["N", "C"], "box": ["BM", "64"]}}},
+     "im2col is for a convolution's input x, without a shape \\(the problem gives it\\)"),
+    ({"tensor_maps": {"map_x": {"array": "x", "im2col": 1, "box": ["BM", "64"]}}},
+     "tensor_maps.map_x.im2col must be true or false, got 1"),
+    ({"layouts": ["nchw"]}, "the im2col mode reads NHWC inputs, not nchw"),
+])
+def test_bad_im2col_maps_are_refused_in_one_line(tmp_path, changes, message):
+    with pytest.raises(SpecError, match=message):
+        _conv_tma_spec(tmp_path, **changes)
+
+
+def test_builtin_tma_conv_reads_nhwc_through_an_im2col_map_and_the_filters_as_krsc_rows():
+    """tc-wgmma-tma: no tap mask (any filter size), but the copy engine's limits on the box corners and the stride;
+    its filter map is K × R·S·C, each block of a cluster loading its share of the tile's rows."""
+    v = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
+    maps = {m.name: m for m in v.tensor_maps}
+    assert maps["map_x"].im2col and not maps["map_w"].im2col
+    shape = conv_shape(23, 2, batch=3, in_channels=24, out_channels=70, kernel=7, padding=3, dtype=DType.FP16,
+                       layout=ConvLayout.NHWC)
+    assert v.unfit(shape.dims()) is None  # 7×7: R·S = 49 taps, past tc-wgmma-ws's 32-bit mask
+    assert v.unfit(conv_shape(23, 9, in_channels=8).dims()) == "tc-wgmma-tma requires stride <= 8"
+    for c in v.configs:
+        values = {**shape.dims(), **c.values}
+        assert maps["map_w"].resolve(values, shape) == ((70, 7 * 7 * 24), (c.values["BN"] // c.values["CLUSTER"], 64))
+        assert maps["map_x"].resolve(values, shape)[1] == (c.values["BM"], 64)
 
 
 def test_tensor_core_gemms_skip_rows_tma_cannot_read_saying_why():

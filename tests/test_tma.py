@@ -36,3 +36,66 @@ def test_every_precision_s_arrays_have_a_tensor_map_element_type():
     for p in PRECISIONS.values():
         for host in (p.storage, p.output):
             assert sizes[tma.DATA_TYPES[np.dtype(host)]] == np.dtype(host).itemsize, host
+
+
+# --- im2col maps (a convolution's NHWC input, one filter tap at a time) ----------------------------------------
+
+def _conv_dims(size=28, kernel=3, stride=1, pad=1, channels=128):
+    return {"N": 4, "C": channels, "H": size, "W": size, "R": kernel, "S": kernel, "stride": stride, "pad": pad}
+
+
+@pytest.mark.parametrize("kernel,stride,pad,lower,upper", [
+    (3, 1, 1, (-1, -1), (-1, -1)),   # 3×3 SAME: the first tap stands at -1 .. W - 2
+    (3, 2, 1, (-1, -1), (-1, -1)),   # stride 2 walks the same box two pixels at a time
+    (1, 1, 0, (0, 0), (0, 0)),       # 1×1: every pixel, no padding
+    (5, 2, 2, (-2, -2), (-2, -2)),
+    (3, 1, 0, (0, 0), (-2, -2)),     # VALID: the box stops two pixels short of the far edge
+])
+def test_im2col_box_corners_are_where_the_first_tap_stands(kernel, stride, pad, lower, upper):
+    """Output pixel (oh, ow) reads input pixel (oh·stride - pad + r, ow·stride - pad + s) at tap (r, s): the box
+    the copy engine walks is that of the first tap, from -pad to W - 1 + pad - (S - 1), stride pixels a step."""
+    got_lower, got_upper, steps = tma.im2col_geometry("map_x", _conv_dims(kernel=kernel, stride=stride, pad=pad))
+    assert (got_lower, got_upper, steps) == (lower, upper, (1, stride, stride, 1))
+    size = 28
+    for corner_lo, corner_hi in zip(got_lower, got_upper):  # its positions, one a step: one per output pixel
+        positions = range(corner_lo, size - 1 + corner_hi + 1, stride)
+        assert len(positions) == (size + 2 * pad - kernel) // stride + 1
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"pad": 129}, "box corners .* lie in -128..127; pad 129 with a 3×3 filter"),
+    ({"pad": 0, "kernel": 131}, "pad 0 with a 131×131 filter"),
+    ({"stride": 9}, "steps at most 8 pixels, and the stride is 9"),
+])
+def test_im2col_limits_of_the_copy_engine_are_a_skip_saying_why(changes, message):
+    with pytest.raises(Skip, match=message):
+        tma.im2col_geometry("map_x", _conv_dims(**changes))
+
+
+def test_im2col_encoding_hands_the_driver_the_nhwc_geometry(monkeypatch):
+    """What cuTensorMapEncodeIm2col receives (the call itself needs a GPU): dims innermost first (C, W, H, N),
+    byte pitches of a pixel, a row and an image, the corners W first, channels and pixels per box, the strides."""
+    seen = {}
+
+    def fake(desc, dtype, rank, pointer, dims, pitches, lower, upper, channels, pixels, steps, interleave, swizzle,
+             promotion, fill):
+        seen.update(dtype=dtype, rank=rank, dims=list(dims[:4]), pitches=list(pitches[:3]), lower=list(lower[:2]),
+                    upper=list(upper[:2]), box=(pixels, channels), steps=list(steps[:4]), swizzle=swizzle)
+        return 0
+
+    monkeypatch.setattr(tma, "_driver_encode", lambda im2col=False: fake)
+    dims = {"N": 3, "C": 40, "H": 25, "W": 27, "R": 3, "S": 3, "stride": 2, "pad": 1}
+    assert len(tma.encode_im2col("map_x", 1 << 20, dims, (256, 64), np.float16)) == tma.DESCRIPTOR_BYTES
+    assert seen == {"dtype": 6, "rank": 4, "dims": [40, 27, 25, 3], "pitches": [80, 80 * 27, 80 * 27 * 25],
+                    "lower": [-1, -1], "upper": [-1, -1], "box": (256, 64), "steps": [1, 2, 2, 1], "swizzle": 3}
+
+
+def test_im2col_refusal_by_the_driver_is_a_skip_naming_the_map(monkeypatch):
+    monkeypatch.setattr(tma, "_driver_encode", lambda im2col=False: lambda *args: 1)
+    with pytest.raises(Skip, match="tensor map map_x: the driver refused an im2col map of a 4×28×28×128 NHWC"):
+        tma.encode_im2col("map_x", 1 << 20, _conv_dims(), (256, 64), np.float16)
+
+
+def test_im2col_channels_must_make_16_byte_pixels():
+    with pytest.raises(Skip, match="rows of 12 elements of 2 bytes"):
+        tma.encode_im2col("map_x", 1 << 20, _conv_dims(channels=12), (256, 64), np.float16)

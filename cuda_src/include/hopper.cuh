@@ -1,6 +1,6 @@
 // Hopper (sm_90a) building blocks shared by the tensor-core GEMMs (gemm/08_tf32.cu, gemm/09_tf32_tma.cu,
-// gemm/10_wgmma_tma.cu): warpgroup MMA (wgmma), its shared-memory descriptors, and the TMA + mbarrier pieces of an
-// async pipeline.
+// gemm/10_wgmma_tma.cu) and convolutions (conv/12-14): warpgroup MMA (wgmma), its shared-memory descriptors, and the
+// TMA + mbarrier pieces of an async pipeline.
 #pragma once
 #include <cstdint>
 #include <cuda_bf16.h>
@@ -343,4 +343,19 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, 
             "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
             " [%0], [%1, {%2, %3}], [%4], %5;"
             ::"r"(dst), "l"(m), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
+}
+
+// Copy one im2col box of a 4-D NHWC map (cuTensorMapEncodeIm2col; conv/14_tc_wgmma_tma.cu) into `dst`: the
+// pixels-per-column pixels that start at input pixel (w, h) of image n, walked as the map's bounding box and
+// traversal stride say (one output pixel after another, across rows and images), each seen through the filter tap
+// (offset_w, offset_h), channels c .. c + channels-per-pixel. Whatever falls outside the tensor (padding, channels
+// past C, images past N) arrives as zeros; the box's full byte count goes to `bar`.
+__device__ __forceinline__ void tma_load_im2col_4d(uint32_t dst, const TensorMap* map, int c, int w, int h, int n,
+                                                   uint16_t offset_w, uint16_t offset_h, uint32_t bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};"
+        ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(offset_w),
+        "h"(offset_h) : "memory");
 }

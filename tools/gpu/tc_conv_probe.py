@@ -6,7 +6,7 @@ launch is the kernel's).
     python3 tools/gpu/tc_conv_probe.py 56x64 14x256 56x128s2          # the spec's configurations, fp16
     EXTRA="tc-wgmma:BM=128,BN=256,STAGES=4;tc-implicit:BM=128,BN=128,BK=64,WM=64,WN=64,STAGES=3" DTYPE=bf16 \
         python3 tools/gpu/tc_conv_probe.py 28x128
-    VARIANTS=tc-wgmma python3 tools/gpu/tc_conv_probe.py 7x512    # one variant (default: all three)
+    VARIANTS=tc-wgmma python3 tools/gpu/tc_conv_probe.py 7x512    # one variant (default: all four)
 Prints one line per layer × configuration: median µs and TFLOP/s. Outputs are not verified here (the gpu tests and
 the sweep do that).
 """
@@ -33,7 +33,7 @@ def layer(text: str):
 
 def main(layers):
     known = catalog.Catalog(catalog.builtin())
-    names = os.environ.get("VARIANTS", "tc-implicit,tc-wgmma,tc-wgmma-ws").split(",")
+    names = os.environ.get("VARIANTS", "tc-implicit,tc-wgmma,tc-wgmma-ws,tc-wgmma-tma").split(",")
     variants = [known.get("conv", "cuda", n) for n in names]
     extras = [e.partition(":") for e in os.environ.get("EXTRA", "").split(";") if e]
     backend = CudaBackend()

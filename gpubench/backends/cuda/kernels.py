@@ -68,8 +68,12 @@ class KernelLaunches:
         # TMA descriptors travel like arrays: 128 bytes each in device memory, passed by pointer.
         arrays = call_arrays(shape, inputs, out, scratch)
         for m in variant.tensor_maps:
-            encoded = tma.encode(m.name, int(arrays[m.array].data.ptr), *m.resolve({**dims, **config.values}, shape),
-                                 m.element(shape), m.swizzle)
+            pointer, values = int(arrays[m.array].data.ptr), {**dims, **config.values}
+            if m.im2col:
+                encoded = tma.encode_im2col(m.name, pointer, dims, m.resolve(values, shape)[1], m.element(shape),
+                                            m.swizzle)
+            else:
+                encoded = tma.encode(m.name, pointer, *m.resolve(values, shape), m.element(shape), m.swizzle)
             scratch[m.name] = self.cp.asarray(np.frombuffer(encoded, dtype=np.uint8))
         launches = []
         for step in variant.steps():

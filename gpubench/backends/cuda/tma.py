@@ -1,7 +1,8 @@
 """TMA descriptors (the driver's CUtensorMap) for kernels that copy tiles with Hopper's tensor memory accelerator.
 
 A kernel spec's `tensor_maps` names an array and how it is tiled; the CUDA backend asks the driver to encode the
-128-byte descriptor (cuTensorMapEncodeTiled), copies it to device memory and passes its address. Neither PyCUDA
+128-byte descriptor (cuTensorMapEncodeTiled; cuTensorMapEncodeIm2col for a convolution's input read in im2col
+mode), copies it to device memory and passes its address. Neither PyCUDA
 nor CuPy wraps that call, so it goes through ctypes to libcuda, which the process has loaded already.
 
 Why not by value, as a __grid_constant__ parameter? Through a packed parameter buffer (PyCUDA's prepared calls)
@@ -30,19 +31,31 @@ L2_PROMOTION_256B = 3
 OOB_FILL_ZERO = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the array arrive as zeros
 DESCRIPTOR_BYTES = 128
 
-_encode = None
+# im2col maps of a 4-D (NHWC) tensor: the bounding box's corners are signed 8-bit, the traversal stride 1 to 8
+# (cuTensorMapEncodeIm2col's limits for rank 4)
+CORNER_RANGE = (-128, 127)
+MAX_TRAVERSAL_STRIDE = 8
+
+_encoders = {}
 
 
-def _driver_encode():
-    global _encode
-    if _encode is None:
-        fn = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled
-        u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
-                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+def _driver_encode(im2col: bool = False):
+    """The driver's cuTensorMapEncodeTiled, or cuTensorMapEncodeIm2col, typed for ctypes (looked up once)."""
+    if im2col not in _encoders:
+        u32p, u64p, ip = (ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64),
+                          ctypes.POINTER(ctypes.c_int))
+        if im2col:
+            fn = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeIm2col
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, ip, ip,
+                           ctypes.c_uint32, ctypes.c_uint32, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                           ctypes.c_int]
+        else:
+            fn = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
+                           ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
         fn.restype = ctypes.c_int
-        _encode = fn
-    return _encode
+        _encoders[im2col] = fn
+    return _encoders[im2col]
 
 
 def check_tiling(name: str, pointer: int, cols: int, size: int = 4) -> None:
@@ -73,4 +86,46 @@ def encode(name: str, pointer: int, shape: tuple[int, int], box: tuple[int, int]
     if rc != 0:
         raise Skip(f"tensor map {name}: the driver refused a {rows} × {cols} array of {element} in {box_rows} × "
                    f"{box_cols} boxes (cuTensorMapEncodeTiled error {rc})")
+    return bytes(descriptor)
+
+
+def im2col_geometry(name: str, dims) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]]:
+    """The bounding box and traversal strides of an im2col map of a convolution's NHWC input (dims: the problem's
+    N, C, H, W, R, S, stride, pad): the corners (W first, then H) are where the filter's first tap stands for the
+    first and the last output pixel of a row or column, -pad and pad - (R - 1); the copy engine steps from one
+    output pixel to the next by the stride. Skip, saying why, where the copy engine's limits do not reach."""
+    lower = (-dims["pad"], -dims["pad"])
+    upper = (dims["pad"] - (dims["S"] - 1), dims["pad"] - (dims["R"] - 1))
+    low, high = CORNER_RANGE
+    if not all(low <= c <= high for c in lower + upper):
+        raise Skip(f"tensor map {name}: TMA's im2col mode takes padding and filter sizes whose box corners (-pad and "
+                   f"pad - (R - 1)) lie in {low}..{high}; pad {dims['pad']} with a {dims['R']}×{dims['S']} filter "
+                   "does not")
+    if not 1 <= dims["stride"] <= MAX_TRAVERSAL_STRIDE:
+        raise Skip(f"tensor map {name}: TMA's im2col mode steps at most {MAX_TRAVERSAL_STRIDE} pixels, and the stride "
+                   f"is {dims['stride']}")
+    return lower, upper, (1, dims["stride"], dims["stride"], 1)
+
+
+def encode_im2col(name: str, pointer: int, dims, box: tuple[int, int], element=np.float16,
+                  swizzle: int = 128) -> bytes:
+    """The im2col descriptor of a convolution's NHWC input at device address `pointer` (dims: the problem's N, C,
+    H, W, R, S, stride, pad), copied in boxes of box = (output pixels, channels) of one filter tap, 128-byte-swizzled
+    (swizzle = 128) or as they are (0). Padding, channels past C and pixels past the last image arrive as zeros."""
+    element = np.dtype(element)
+    n, c, h, w = dims["N"], dims["C"], dims["H"], dims["W"]
+    check_tiling(name, pointer, c, element.itemsize)
+    lower, upper, steps = im2col_geometry(name, dims)
+    pixels, channels = box
+    descriptor = (ctypes.c_uint64 * (DESCRIPTOR_BYTES // 8))()
+    sizes = (ctypes.c_uint64 * 4)(c, w, h, n)  # innermost first
+    row = c * element.itemsize
+    pitches = (ctypes.c_uint64 * 3)(row, row * w, row * w * h)  # bytes from one pixel, row, image to the next
+    rc = _driver_encode(im2col=True)(
+        ctypes.byref(descriptor), DATA_TYPES[element], 4, ctypes.c_void_p(pointer), sizes, pitches,
+        (ctypes.c_int * 2)(*lower), (ctypes.c_int * 2)(*upper), channels, pixels, (ctypes.c_uint32 * 4)(*steps),
+        INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
+    if rc != 0:
+        raise Skip(f"tensor map {name}: the driver refused an im2col map of a {n}×{h}×{w}×{c} NHWC {element} input in "
+                   f"boxes of {pixels} pixels × {channels} channels (cuTensorMapEncodeIm2col error {rc})")
     return bytes(descriptor)

@@ -1,0 +1,239 @@
+// Tensor-core implicit-GEMM convolution fed by TMA (sm_90a): fp16 or bf16 NHWC, fp32 accumulate.
+//
+// 13_tc_wgmma_ws.cu measured where its time goes: the producer's copies alone took 84-93% of the kernel, because one
+// warpgroup issues a 16-byte cp.async per thread and tile row, with its own address arithmetic, and reaches only
+// 3-5 TB/s from L2 (docs/perf-notes.md). Here the copy engine does the im2col itself, so one thread issues a whole
+// slice in two instructions:
+//  * A (BM output pixels × 64 channels of one filter tap) is one box of an im2col tensor map of x
+//    (cuTensorMapEncodeIm2col, backends/cuda/tma.py): the map knows N, H, W, C, the padding (its bounding box,
+//    whose corners are −pad and pad − (R − 1)) and the stride (its traversal stride). Given the input pixel under
+//    the tile's first output pixel and the tap (s, r) as offsets, the engine walks BM output pixels in order,
+//    across output rows and images, and zero-fills what lies in the padding, past C or past the last image. No
+//    per-pixel offsets, no tap masks, no registers in the producer.
+//  * B (BN filters × the same 64 channels) is one box of a plain 2-D map of w seen as K × (R·S·C), at column
+//    tap·C + c. Where C is not a multiple of 64 the box runs into the next tap's channels (or past the row's end,
+//    zeros): A is zero there (channels past C), so those products add exactly 0 (for finite filter values).
+//  * Both land 128B-swizzled, as wgmma's K-major descriptors read them: no proxy fence, the copy engine and the
+//    tensor cores are both the async proxy.
+//  * CLUSTER = 2: two blocks with neighbouring pixel tiles and the same filter tile form a cluster; each loads
+//    half of the filter box and multicasts it into both, so the pair reads BM·2 + BN rows a slice from L2 instead
+//    of (BM + BN)·2. A slot is refilled only when the consumers of both blocks have released it (the "empty"
+//    barrier counts the cluster's consumer warps). Measured slower than single blocks in most configurations
+//    (docs/perf-notes.md): an option, not the default.
+//  * Persistent blocks (PERSISTENT = 1: at most one block per SM, each walking the tiles gridDim apart). The ring
+//    runs on from one tile to the next, so while the consumers write a tile out the producer already fills the
+//    ring with the next tile's first slices (at these layers a tile is only 18-72 slices long). PERSISTENT = 0:
+//    one block per tile (the first measured version; it staged the output in the drained ring).
+//  * Three consumer warpgroups (CONSUMERS = 3, BM = 192): the tile count, not the tile, limited the small layers.
+//    6272 output pixels (the 7² layer) make 25 tiles of 256 × 4 filter tiles = 100 tiles for 132 SMs, so a
+//    quarter of the SMs idled through the call (ncu); in tiles of 192 they make 33 × 4 = 132, and the 14² layer
+//    131 × 2 = 262 (two a SM). 512 threads leave a thread 128 registers, so such a consumer holds 64 × BN ≤ 128.
+// The rest is 13's: the consumer warpgroups (BM/CONSUMERS pixels × BN filters each, m64nBNk16 wgmmas straight from
+// shared memory, one slice's wgmmas in flight), then one producer warpgroup (setmaxnreg hands its registers over),
+// an mbarrier ring of STAGES slots. Each consumer warpgroup writes its rows out 64 at a time through a staging area
+// of its own beside the ring (so the ring need not drain first), as whole 16-byte chunks of output rows.
+//
+// Tiles (-DNAME=value): BM pixels (64 or 128 per consumer warpgroup), BN filters (64, 128 or 256; a consumer thread
+// holds BM/CONSUMERS·BN/128 ≤ 128 accumulators), STAGES, CLUSTER (1 or 2), CONSUMERS (2 or 3), PERSISTENT. Maps:
+// map_x, im2col boxes of BM pixels × 64 channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: a 1-D grid
+// of whole clusters, at most one block per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN),
+// filter tiles fastest, a cluster's CLUSTER blocks sharing one), with PERSISTENT at most one per SM;
+// 128·(CONSUMERS + 1) threads; STAGES·(BM + BN)·128 (the ring) + CONSUMERS·128·BN (staging) + 1024 (alignment) +
+// 16·STAGES (mbarriers) bytes of dynamic shared memory.
+
+#include "../include/hopper.cuh"    // wgmma_ss, smem_desc, mbarriers, ring_init, tma_load_2d, tma_load_im2col_4d
+#include "../include/mma_sync.cuh"  // smem_addr, pack2
+
+#ifndef ELEM
+#define ELEM __half
+#endif
+#ifndef ELEM_OUT
+#define ELEM_OUT __half
+#endif
+#ifndef BM
+#define BM 256
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 1  // (only the spec's grid reads it: the kernel walks whatever tiles its grid leaves it)
+#endif
+
+constexpr int BK = 64;                        // one 128-byte swizzle row of 16-bit channels
+constexpr int THREADS = 128 * (CONSUMERS + 1);         // the consumer warpgroups, then the producer
+constexpr int WG_M = BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, and its m64 wgmmas per k step
+constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int B_ROWS = BN / CLUSTER;          // the filter rows one block's TMA loads (for the whole cluster)
+constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+constexpr int STAGING_BYTES = 64 * BN * 2;  // a consumer warpgroup's m64 block of output rows, rounded
+// setmaxnreg: the producer keeps 40 registers a thread, the consumers share the rest of 64K (at most 232)
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 232
+                                  ? 232 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
+
+static_assert(CONSUMERS == 2 || CONSUMERS == 3, "CONSUMERS: two or three consumer warpgroups");
+static_assert(BM == 64 * CONSUMERS || BM == 128 * CONSUMERS, "BM: 64 or 128 pixels per consumer warpgroup");
+static_assert(CONSUMERS == 2 || MI * BN <= 128, "512 threads leave a thread 128 registers: MI · BN / 2 ≤ 64 "
+                                                "accumulators with three consumers");
+static_assert(BN == 64 || BN == 128 || BN == 256, "BN: one wgmma's N, 64, 128 or 256");
+static_assert(MI * BN <= 256, "a consumer thread holds MI · BN / 2 ≤ 128 accumulators");
+static_assert(STAGES >= 2, "a ring of at least two slices");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 blocks sharing the filter tile");
+static_assert(B_ROWS % 8 == 0, "each block's share of the filter box is whole 8-row swizzle atoms");
+static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT: one block per tile (0) or per SM (1)");
+
+#if CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
+conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
+                  ELEM_OUT* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad,
+                  int OH, int OW)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned char* ring = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);  // 128B swizzle: 1024-aligned
+    const uint32_t ring_addr = smem_addr(ring), bars = ring_addr + RING_BYTES + CONSUMERS * STAGING_BYTES;
+    auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its slice"
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer warp of the cluster is done"
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int P = OH * OW, M = N * P;
+    // Tiles in cluster-sized groups; a group is one filter tile (filter tiles fastest, as in 12 and 13) and CLUSTER
+    // neighbouring pixel tiles, one per block of the cluster. Clusters walk the groups gridDim / CLUSTER apart.
+    const int tiles_n = (K + BN - 1) / BN;
+    const int groups = (((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER) * tiles_n;
+    const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
+    const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
+    auto origin = [&](int g, int& m0, int& n0) {
+        m0 = ((g / tiles_n) * CLUSTER + rank) * BM;
+        n0 = (g % tiles_n) * BN;
+    };
+    const int cslices = (C + BK - 1) / BK, slices = R * S * cslices;
+
+    // full: the local producer's arrive (+ bytes); empty: every consumer warp of the cluster
+    ring_init<STAGES, CLUSTER>(bars, 4 * CONSUMERS * CLUSTER);
+
+    // Both roles count slices with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
+    if (warp >= 4 * CONSUMERS) {  // ---- the producer: one thread issues two TMA copies a slice -------------------------------
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        if (warp == 4 * CONSUMERS && lane == 0) {
+            tma_acquire(map_x);
+            tma_acquire(map_w);
+            const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
+            uint32_t it = 0;
+            for (int g = first; g < groups; g += step) {
+                int m0, n0;
+                origin(g, m0, n0);
+                // The input pixel under the tile's first output pixel (tap (0, 0)); the map walks on from there. A
+                // tile wholly past M (the second of a cluster at the end) loads no pixels, only its share of filters.
+                const int img = m0 / P, p = m0 % P;
+                const int w0 = (p % OW) * stride - pad, h0 = (p / OW) * stride - pad;
+                const bool pixels = m0 < M;
+                for (int t = 0; t < slices; ++t, ++it) {
+                    const int s = it % STAGES, tap = t / cslices, c0 = (t - tap * cslices) * BK, r = tap / S;
+                    mbar_wait(empty(s), ((it / STAGES) & 1) ^ 1);  // slot released (a fresh barrier passes)
+                    mbar_expect_bytes(full(s), (pixels ? A_BYTES : 0) + B_BYTES);  // all of B, half from the peer
+                    const uint32_t a = ring_addr + s * STAGE_BYTES;
+                    if (pixels) tma_load_im2col_4d(a, map_x, c0, w0, h0, img, tap - r * S, r, full(s));
+                    tma_load_2d(a + A_BYTES + rank * B_ROWS * BK * 2, map_w, tap * C + c0, n0 + rank * B_ROWS,
+                                full(s), mask);
+                }
+            }
+        }
+    } else {  // ---- the consumers -------------------------------------------------------------------------------
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+        const int wg = warp / 4, w = warp % 4;
+        // Slot s may be refilled (by our producer, and by the peer's multicast) once this warp's wgmmas have read
+        // it: one arrive per warp on the slot's "empty" barrier of every block in the cluster.
+        auto release = [&](int s) {
+            if (lane == 0) {
+                if (CLUSTER == 1) {
+                    mbar_arrive(empty(s));
+                } else {
+                    mbar_arrive_cluster(empty(s), 0);
+                    mbar_arrive_cluster(empty(s), 1);
+                }
+            }
+        };
+        // This warpgroup's staging: 64 rows × BN, 16-byte chunks XOR-swizzled by row % 8 (conflict-free both ways)
+        ELEM_OUT* staging = reinterpret_cast<ELEM_OUT*>(ring + RING_BYTES + wg * STAGING_BYTES);
+        const bool whole_chunks = K % 8 == 0;  // output rows start on 16-byte boundaries
+        uint32_t it = 0;
+        for (int g = first; g < groups; g += step) {
+            int m0, n0;
+            origin(g, m0, n0);
+            float acc[MI][BN / 2];
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) acc[i][v] = 0.f;
+
+            for (int t = 0; t < slices; ++t, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(full(s), (it / STAGES) & 1);
+                const uint32_t a = ring_addr + s * STAGE_BYTES + wg * WG_M * BK * 2, b = ring_addr +
+                                   s * STAGE_BYTES + A_BYTES;
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the swizzled rows
+#pragma unroll
+                    for (int i = 0; i < MI; ++i)
+                        wgmma_ss<ELEM, BN>(acc[i], smem_desc(a + i * 64 * BK * 2 + 32 * kk), smem_desc(b + 32 * kk),
+                                           1);
+                wgmma_commit();
+                wgmma_wait<1>();                             // the slice before's wgmmas are done ...
+                if (t > 0) release((it - 1) % STAGES);  // ... so its slot may be refilled
+            }
+            wgmma_wait<0>();
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
+            release((it - 1) % STAGES);
+
+            // ---- epilogue: each m64 block of rows is rounded into this warpgroup's staging area, then written as
+            // whole 16-byte chunks of output rows, while the producer already fills the ring with the next tile.
+            // (Stored straight from the accumulators, a quad of threads writes 16 bytes of a row, half a sector:
+            // the 28² layer took 77 µs instead of 63.)
+#pragma unroll
+            for (int i = 0; i < MI; ++i) {
+                named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
+#pragma unroll
+                for (int v = 0; v < BN / 2; v += 2) {
+                    // Accumulators v, v + 1: row 16·w + lane/4 (+8 where v % 4 = 2), columns 8·(v/4) + 2·(lane%4)
+                    // + {0, 1}: bytes 4·(lane%4) of 16-byte chunk v/4 of the row, stored at chunk (v/4) ^ (row % 8)
+                    const int row = w * 16 + lane / 4 + 8 * ((v / 2) % 2), chunk = (v / 4) ^ (row % 8);
+                    ELEM_OUT* c = staging + row * BN + chunk * 8 + 2 * (lane % 4);
+                    *reinterpret_cast<uint32_t*>(c) = pack2(acc[i][v], acc[i][v + 1], c);
+                }
+                named_sync(2 + wg, 128);
+                const int r0 = m0 + wg * WG_M + i * 64;
+                for (int e = tid % 128; e < 64 * (BN / 8); e += 128) {  // consecutive threads, consecutive chunks
+                    const int row = e / (BN / 8), chunk = e % (BN / 8), m = r0 + row, k = n0 + chunk * 8;
+                    if (m >= M || k >= K) continue;
+                    const ELEM_OUT* src = staging + row * BN + (chunk ^ (row % 8)) * 8;
+                    ELEM_OUT* dst = y + (size_t)m * K + k;
+                    if (whole_chunks && k + 8 <= K) {
+                        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+                    } else {
+                        for (int j = 0; j < 8 && k + j < K; ++j) dst[j] = src[j];
+                    }
+                }
+            }
+        }
+    }
+    // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
+    if (CLUSTER > 1) cluster_sync();
+}
