@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import click
 
-from gpubench.errors import GpubenchError, Terminated
+from gpubench.errors import GpubenchError, Terminated, one_line
 from gpubench.exit_codes import Exit
 
 # Signals that stop a command as Ctrl-C does: `kill`, a CI job's timeout and the end of a Slurm job send SIGTERM;
@@ -80,12 +80,12 @@ class OneLineErrors(click.Group):
             with stop_signals_as_interrupts():
                 rc = super().main(args=args, prog_name=prog_name or "gpubench", standalone_mode=False, **extra)
         except GpubenchError as e:
-            _say(f"gpubench: error: {_one_line(str(e))}", Exit.USAGE)
+            _say(f"gpubench: error: {one_line(str(e))}", Exit.USAGE)
         except click.exceptions.NoArgsIsHelpError as e:  # bare `gpubench`: help, not an error
             click.echo(e.ctx.get_help())
             sys.exit(Exit.OK)
         except click.ClickException as e:
-            _say(f"gpubench: error: {_one_line(e.format_message())}", Exit.USAGE)
+            _say(f"gpubench: error: {one_line(e.format_message())}", Exit.USAGE)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
         except OSError as e:  # a path or directory the OS refuses (too long, read-only, unwritable cache...)
@@ -93,7 +93,7 @@ class OneLineErrors(click.Group):
             what = e.strerror or str(e) or type(e).__name__
             if not where and isinstance(e, FileNotFoundError) and _cwd_gone():
                 what = "the current directory no longer exists (deleted?): cd into one that does"
-            _say(f"gpubench: error: {_one_line(where + what)}", Exit.USAGE)
+            _say(f"gpubench: error: {one_line(where + what)}", Exit.USAGE)
         except UnicodeEncodeError as e:  # an output that cannot take the tables' · and × (PYTHONIOENCODING=ascii)
             _say(f"gpubench: error: the output takes only {e.encoding}, and gpubench's tables need more "
                  "(set PYTHONIOENCODING=utf-8)", Exit.USAGE)
@@ -162,9 +162,3 @@ def _quiet_stdout() -> None:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):
             pass
-
-
-def _one_line(text: str) -> str:
-    """One line of printable text: whitespace runs become a space, and any other control character (an escape
-    sequence in a file name or a corrupt file) is written out as Python would, never sent to the terminal."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(text.split()))

@@ -42,6 +42,12 @@ class Terminated(KeyboardInterrupt):
         super().__init__(f"terminated by {signal.Signals(signum).name}")
 
 
+def one_line(text: str) -> str:
+    """One line of printable text: whitespace runs become a space, and any other character a terminal or a UTF-8
+    writer would not take as it is (an escape sequence, a NUL, a lone surrogate) is written out as Python would."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(text.split()))
+
+
 def parser_complaint(e: ValueError) -> str:
     """What a JSON or TOML parser's ValueError says, for a one-line error: Python's limit on an integer's digits
     (4300) advises calling a Python function, which is no advice about a file."""

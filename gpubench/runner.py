@@ -56,7 +56,12 @@ def unmeasured(shape: Shape, point: PointTask, status: Status, reason: str) -> P
 
 
 def describe_error(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
+    """What a point's error says, by its type and its message's first line (a user's exception may even fail to
+    say anything: its __str__ raising is no reason to lose the worker)."""
+    try:
+        text = str(err).strip().splitlines()
+    except Exception:  # noqa: BLE001 - whatever a user's __str__ raises
+        text = ["(its message could not be read)"]
     return f"{type(err).__name__}: {text[0] if text else ''}"
 
 
@@ -175,7 +180,9 @@ def first_call(backend, task: ShapeTask) -> Iterator[tuple]:
     except CompileError as e:
         yield ("rejected", str(e))
         return
-    except Exception as e:  # noqa: BLE001 - a fault, a refusal: see above
+    except (SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - a fault, a refusal, a user's KeyboardInterrupt: see above
         if not backend.healthy():
             yield ("point", point.index, unmeasured(task.shape, point, Status.ERROR, describe_error(e)))
             yield ("broken", describe_error(e))
@@ -242,8 +249,11 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
                                                                   f"({describe_error(e)})")
             except CompileError as e:
                 point = unmeasured(task.shape, p, Status.ERROR, str(e))
-            except (Exception, KeyboardInterrupt) as e:  # a failing point is recorded; the sweep goes on (a user's
-                point = unmeasured(task.shape, p, Status.ERROR, describe_error(e))  # function may raise anything)
+            except (SystemExit, GeneratorExit):  # a user's sys.exit ends the worker: its exit code is the reason
+                raise
+            except BaseException as e:  # a failing point is recorded; the sweep goes on (a user's function may
+                point = unmeasured(task.shape, p, Status.ERROR, describe_error(e))  # raise anything: the worker
+                # takes no signal itself, the coordinator ends it by killing its process group)
                 if not backend.healthy():
                     yield from queue.give_up()
                     yield ("point", p.index, point)

@@ -22,9 +22,10 @@ def task(shape, names=("numpy",), op="gemm", seed=0):
 class Flaky(CpuBackend):
     """The CPU backend, except where told otherwise."""
 
-    def __init__(self, skip_inputs=False, raise_in=None, sick=False):
+    def __init__(self, skip_inputs=False, raise_in=None, sick=False, error=None):
         super().__init__()
         self.skip_inputs, self.raise_in, self.sick = skip_inputs, raise_in, sick
+        self.error = error or RuntimeError("illegal memory access\nsecond line")
 
     def inputs(self, shape, seed):
         if self.skip_inputs:
@@ -33,7 +34,7 @@ class Flaky(CpuBackend):
 
     def prepare(self, variant, config, shape, inputs):
         if self.raise_in == variant.name:
-            raise RuntimeError("illegal memory access\nsecond line")
+            raise self.error
         return super().prepare(variant, config, shape, inputs)
 
     def healthy(self):
@@ -61,6 +62,35 @@ def test_an_error_is_recorded_and_the_next_point_runs():
     points = [e[2] for e in events if e[0] == "point"]
     assert [(p.variant, p.status) for p in points] == [("sliding", "error"), ("im2col", "ok")]
     assert points[0].reason == "RuntimeError: illegal memory access"
+
+
+class Unsayable(Exception):
+    def __str__(self):
+        raise ValueError("a user's __str__ that raises")
+
+
+@pytest.mark.parametrize("error, reason", [
+    (KeyboardInterrupt(), "KeyboardInterrupt: "),  # a user's function raising what Ctrl-C raises (the worker
+    (BaseException("bare"), "BaseException: bare"),  # takes no signal of its own), or a bare BaseException
+    (Unsayable(), "Unsayable: (its message could not be read)"),
+    (RuntimeError("\x1b[31mred\x00\ud800"), "RuntimeError: \\x1b[31mred\\x00\\ud800"),  # printable, UTF-8
+])
+def test_whatever_a_users_function_raises_is_the_points_error_and_the_next_point_runs(error, reason):
+    from gpubench.runner import first_call
+
+    shapes = task(conv_shape(20, 2), ("sliding", "im2col"), op="conv")
+    assert [e[0] for e in first_call(Flaky(raise_in="sliding", error=error), shapes)] == ["begin", "begin"]
+    points = [e[2] for e in run_task(Flaky(raise_in="sliding", error=error), shapes) if e[0] == "point"]
+    assert [(p.variant, p.status) for p in points] == [("sliding", "error"), ("im2col", "ok")]
+    assert points[0].reason == reason and points[0].reason.encode()
+
+
+def test_a_reason_is_one_printable_line_of_bounded_length():
+    from gpubench.results.model import MAX_REASON, Point, Status
+
+    point = Point(GemmShape(2, 2, 2), "v", "-", Status.ERROR, reason="RuntimeError: " + "x" * 10**6)
+    assert len(point.reason) == MAX_REASON and point.reason.endswith("…")
+    assert Point(GemmShape(2, 2, 2), "v", "-", Status.ERROR, reason="a\nb\x00").reason == "a b\\x00"
 
 
 def test_an_unhealthy_backend_stops_after_recording_the_point():

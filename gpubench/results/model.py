@@ -17,12 +17,14 @@ from functools import cached_property
 from typing import Mapping
 
 from gpubench import __version__
+from gpubench.errors import one_line
 from gpubench.dtypes import DType
 from gpubench.problems import Op, Shape
 from gpubench.timing import Pace, Stats, Stop, summarize
 
 SCHEMA = "gpubench-run"
 SCHEMA_VERSION = 4
+MAX_REASON = 2000  # characters of why a point did not measure: a user's exception may carry megabytes
 SAMPLE_RANGE = (1e-9, 1e12)  # milliseconds: a femtosecond to thirty years; anything else is corruption
 
 
@@ -146,6 +148,9 @@ class Point:
         for name, text in names.items():  # names go into tables on a terminal: no escapes, no newlines
             if not text or not text.isprintable():
                 raise ValueError(f"{name} must be non-empty printable text, got {text!r:.40}")
+        if not self.reason.isprintable() or len(self.reason) > MAX_REASON:  # it is printed after the point's name
+            text = one_line(self.reason)
+            object.__setattr__(self, "reason", text if len(text) <= MAX_REASON else text[:MAX_REASON - 1] + "…")
         object.__setattr__(self, "samples_ms", tuple(float(s) for s in self.samples_ms))
         if not all(SAMPLE_RANGE[0] <= s <= SAMPLE_RANGE[1] for s in self.samples_ms):  # NaN fails both
             raise ValueError(f"samples_ms must be finite positive numbers of milliseconds ({SAMPLE_RANGE[0]:g} to "
