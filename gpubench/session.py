@@ -47,6 +47,9 @@ def check_output(output: str | Path, force: bool, what: str = "results file", su
     if not text.isprintable():
         raise GpubenchError(f"{flag} {text!r}: a file path of printable characters, ending in {allowed}")
     path = Path(output)
+    if text.rstrip().endswith(("/", "/.", os.sep)):  # Path() drops the slash that makes it a directory's name
+        raise GpubenchError(f"{flag} {output}: ends in a slash, as a directory does: give a file path ending in "
+                            f"{allowed}")
     if path.name.lower() in suffixes:
         raise GpubenchError(f"{flag} {output}: give a name before {path.name}, e.g. run{path.name}")
     if path.suffix.lower() not in suffixes:

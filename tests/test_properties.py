@@ -230,6 +230,29 @@ def test_a_blank_path_anywhere_is_refused(tmp_path, monkeypatch, place, blank, f
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+# Where each command writes a file, with the suffix it takes.
+OUTPUT_PLACES = [(place, suffix) for place in PATH_PLACES if "{}" == place[-1] and place[-2] in ("-o", "--html")
+                 for suffix in [{"plot": ".png", "report": ".html", "history": ".html"}.get(place[0], ".json")]]
+
+
+@settings(max_examples=60, suppress_health_check=SUPPRESS, **SETTINGS)
+@given(place=st.sampled_from(OUTPUT_PLACES), stem=st.text(alphabet="ab_-", min_size=1, max_size=5),
+       tail=st.sampled_from(["/", "//", "/.", "/ "]), force=st.booleans())
+def test_an_output_named_as_a_directory_is_refused(tmp_path, monkeypatch, place, stem, tail, force):
+    """`-o x.json/` names a directory (the shell's `> x.json/` refuses it): pathlib drops the slash, and the run was
+    saved as x.json."""
+    stand_in(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    setup_files(tmp_path)
+    (place, suffix) = place
+    args = [a.format(stem + suffix + tail) for a in place] + (["--force"] if force else [])
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = invoke(args)
+    assert_answered_well(r, args[0])
+    assert r.exit_code == 2 and "slash" in r.output, (args, r.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 ENVIRONMENT = ["GPUBENCH_CACHE", "GPUBENCH_TUNED", "GPUBENCH_COMMIT", "GPUBENCH_PHASES", "GPUBENCH_CONFIG", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HOME",
                "COLUMNS", "LINES", "NO_COLOR", "TERM"]
 
