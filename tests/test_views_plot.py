@@ -60,3 +60,23 @@ def test_roofline_needs_ceilings(make_run, tmp_path):
 
     with pytest.raises(GpubenchError, match="no roofline ceilings"):
         plot.roofline_plot(make_run(), tmp_path / "roof.png")
+
+
+def test_neither_mplbackend_nor_a_glyph_the_font_lacks_troubles_a_plot(make_run, run_file, tmp_path):
+    """matplotlib's import raised on an MPLBACKEND it does not know (gpubench draws with Agg anyway), and a variant
+    named with an emoji got four lines of warnings on stderr (a traceback under PYTHONWARNINGS=error)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("matplotlib")
+    path = Path(run_file(make_run(clocks=1980)))
+    path.write_text(path.read_text(encoding="utf-8").replace('"variant": "tiled"', '"variant": "\\ud83d\\udd25"'),
+                    encoding="utf-8")
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, MPLBACKEND="garbage", PYTHONWARNINGS="error::UserWarning", PYTHONPATH=str(root))
+    for roofline in ([], ["--roofline"]):
+        r = subprocess.run([sys.executable, "-m", "gpubench", "plot", str(path), *roofline, "-o",
+                            str(tmp_path / f"p{len(roofline)}.png")], env=env, capture_output=True, text=True)
+        assert r.returncode == 0 and r.stderr == "", r.stderr

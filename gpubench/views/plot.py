@@ -5,6 +5,8 @@ spread of the samples (the rate at the first and third quartiles of the time).""
 from __future__ import annotations
 
 import os
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 from gpubench.errors import GpubenchError
@@ -40,6 +42,8 @@ def _rate(p, ms: float, op: Op) -> float:
 
 
 def _pyplot():
+    # gpubench draws files with Agg whatever MPLBACKEND says (matplotlib's import raises on a value it does not know)
+    backend = os.environ.pop("MPLBACKEND", None)
     try:
         import matplotlib
 
@@ -47,7 +51,19 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError:
         raise GpubenchError("matplotlib is not installed: pip install 'gpubench[plot]'") from None
+    finally:
+        if backend is not None:
+            os.environ["MPLBACKEND"] = backend
     return plt
+
+
+@contextmanager
+def _without_glyph_warnings():
+    """A name the font has no glyph for (an emoji in a variant's name) is drawn as a box, not warned about on
+    stderr (four lines; a traceback under PYTHONWARNINGS=error)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
+        yield
 
 
 def _save(fig, plt, output) -> Path:
@@ -67,6 +83,11 @@ def _save(fig, plt, output) -> Path:
 
 
 def roofline_plot(run: Run, output: str | Path) -> Path:
+    with _without_glyph_warnings():
+        return _roofline_plot(run, output)
+
+
+def _roofline_plot(run: Run, output: str | Path) -> Path:
     """Every ok point at its arithmetic intensity (FLOPs per minimum byte) and GFLOPS, under the roofs measured
     on the run's GPU: DRAM and L2 bandwidth slopes, the compute peak of each precision it measured."""
     from gpubench import roofline
@@ -102,6 +123,11 @@ def roofline_plot(run: Run, output: str | Path) -> Path:
 
 
 def plot(run: Run, output: str | Path) -> Path:
+    with _without_glyph_warnings():
+        return _plot(run, output)
+
+
+def _plot(run: Run, output: str | Path) -> Path:
     plt = _pyplot()
     panels = [(op, s) for op in Op for s in sorted({_panel(p) for p in run.points if p.op == op} - {None})]
     panels = [(op, s) for op, s in panels if _series(run, op, s)]
