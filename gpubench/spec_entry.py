@@ -14,6 +14,7 @@ from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, SCALES, Op
 # \Z, not $: "$" also matches before a final newline, which would let "name\n" through. ASCII: \w and \d
 # take any script's letters and digits, which no C compiler or file name here expects.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+NAME_RULE = "letters, digits and . _ + -, starting with a letter or digit"  # what NAME takes, for messages
 IDENT = re.compile(r"[A-Za-z_]\w*\Z", re.ASCII)
 ARCH = re.compile(r"sm_\d{2,3}[af]?\Z", re.ASCII)
 

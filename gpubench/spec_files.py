@@ -15,7 +15,7 @@ from pathlib import Path
 from gpubench.errors import parser_complaint
 from gpubench.problems import ARRAYS, DIMS, Op
 from gpubench.runners import PythonRunner
-from gpubench.specs import IDENT, KEYS, NAME, Entry, SpecError, variant_from
+from gpubench.specs import IDENT, KEYS, NAME, NAME_RULE, Entry, SpecError, variant_from
 from gpubench.variant import Variant
 
 # A family's tables merge into each variant's own, key by key, so that a variant may add defaults or options.
@@ -32,7 +32,7 @@ def _families(data: dict, where: str) -> dict[str, dict]:
         name = t.get("name")
         label = f"family {name!r}" if isinstance(name, str) else f"family #{i + 1}"
         if not isinstance(name, str) or not NAME.match(name):
-            raise SpecError(f"{where}: {label}: name is required: letters, digits and . _ + -")
+            raise SpecError(f"{where}: {label}: name is required: {NAME_RULE}")
         if name in families:
             raise SpecError(f"{where}: {label}: declared twice")
         unknown = sorted(set(t) - (KEYS - {"family"}))
@@ -103,16 +103,19 @@ def lab_kernel(op: str, text: str, args: str | None, dtypes=("fp32",)) -> Varian
     """
     name, eq, target = text.partition("=")
     if not eq or ":" in name or "/" in name:
-        name, target = "", text
+        name, eq, target = "", "", text
+    if eq and not name.strip():
+        raise SpecError(f"--kernel {text!r}: NAME before = is empty (an unset variable?): give NAME=FILE:SYMBOL, "
+                        "or FILE:SYMBOL to name the variant after SYMBOL")
     file, sep, symbol = target.rpartition(":")
     if not sep or not file or not symbol:
         raise SpecError(f"--kernel {text!r}: give FILE:SYMBOL, e.g. --kernel my_lab.cu:gpu_matrix_mult_sm")
     if not IDENT.match(symbol):
         raise SpecError(f"--kernel {text!r}: SYMBOL {symbol!r} is not a function's name (letters, digits and _, not "
                         "starting with a digit), e.g. --kernel my_lab.cu:gpu_matrix_mult_sm")
-    if name and not NAME.match(name):
-        raise SpecError(f"--kernel {text!r}: NAME {name!r} may hold letters, digits and . _ + - (e.g. "
-                        "mine=my_lab.cu:gpu_matrix_mult_sm)")
+    if not NAME.match(name or symbol):
+        raise SpecError(f"--kernel {text!r}: {f'NAME {name!r}' if name else f'SYMBOL {symbol!r}, the variant name,'} "
+                        f"must be {NAME_RULE} (e.g. mine=my_lab.cu:gpu_matrix_mult_sm)")
     default_args = "a,b,c,m,n,k" if op == Op.GEMM else ",".join(ARRAYS[op] + DIMS[op])
     order = [a.strip() for a in (default_args if args is None else args).split(",") if a.strip()]
     if not order:

@@ -17,7 +17,7 @@ from pathlib import Path
 from gpubench import paths, runners, spec_precision
 from gpubench.problems import DIMS, LAB_NAMES, Op
 # SpecError, ARCH, LAB_BLOCK_SIZES and sample_problems are read from here by the rest of the package
-from gpubench.spec_entry import ARCH, IDENT, NAME, Entry, SpecError, args_of, require_args  # noqa: F401
+from gpubench.spec_entry import ARCH, IDENT, NAME, NAME_RULE, Entry, SpecError, args_of, require_args  # noqa: F401
 from gpubench.spec_launch import (LAB_BLOCK_SIZES, before_of, check_launches, launch_of,  # noqa: F401
                                   sample_problems, symbol_defined, tensor_maps_of, workspace_of)
 from gpubench.variant import SMS, Axis, Config, Variant, config_label
@@ -67,7 +67,7 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
         entry.fail(f"{', '.join(sorted(set(t) & BUILTIN_ONLY))} is for built-in variants only")
     name = entry.get("name", str)
     if not name or not NAME.match(name):
-        entry.fail("name is required: letters, digits and . _ + - (e.g. \"my-shared\")")
+        entry.fail(f"name {'must be' if name else 'is required:'} {NAME_RULE} (e.g. \"my-shared\")")
     op = entry.get("op", str)
     if op not in OPS:
         entry.fail(f"op must be one of {', '.join(OPS)}, got {op!r}")

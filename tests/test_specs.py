@@ -200,7 +200,8 @@ def test_a_gpu_function_takes_no_launch(project):
 @pytest.mark.parametrize("changes,match", [
     ({"colour": "red"}, "unknown field\\(s\\) colour; allowed are"),
     ({"name": None}, "name is required"),
-    ({"name": "has space"}, "name is required: letters"),
+    ({"name": "has space"}, "name must be letters"),
+    ({"name": "_private"}, r"name must be letters, digits and \. _ \+ -, starting with a letter or digit"),
     ({"op": "fft"}, "op must be one of gemm, conv"),
     ({"source": "missing.cu"}, "source missing.cu does not exist"),
     ({"source": None}, "source is missing"),
@@ -219,9 +220,9 @@ def test_a_gpu_function_takes_no_launch(project):
     ({"grid": ["2147483648"]}, "a grid of \\(2147483648, 1, 1\\) blocks is past CUDA's limits"),
     ({"grid": ["1", "65536"]}, "a grid of \\(1, 65536, 1\\) blocks is past CUDA's limits"),
     ({"grid": ["1", "1", "65536"]}, "a grid of \\(1, 1, 65536\\) blocks is past"),
-    ({"name": "k\n"}, "name is required: letters"),
-    ({"name": "k\t"}, "name is required: letters"),
-    ({"name": "ké"}, "name is required: letters"),
+    ({"name": "k\n"}, "name must be letters"),
+    ({"name": "k\t"}, "name must be letters"),
+    ({"name": "ké"}, "name must be letters"),
     ({"kernel": "k\n"}, "kernel is missing or not an identifier"),
     ({"arch": "sm_90\n"}, "arch must look like sm_80"),
     ({"axis": None, "configs": [{"BLOCK": 16, "label": "a\nb"}]}, "a label printable text"),
@@ -301,8 +302,12 @@ def test_lab_kernel_flag(tmp_path, monkeypatch):
     ("lab.cu:gpu_matrix_mult_sm\n", "SYMBOL 'gpu_matrix_mult_sm\\\\n' is not a function's name"),
     ("lab.cu:1st", "SYMBOL '1st' is not a function's name"),
     ("lab.cu:ké", "is not a function's name"),
-    ("bad name=lab.cu:gpu_matrix_mult_sm", "NAME 'bad name' may hold letters, digits"),
-    ("mine\t=lab.cu:gpu_matrix_mult_sm", "NAME 'mine\\\\t' may hold"),
+    ("bad name=lab.cu:gpu_matrix_mult_sm", "NAME 'bad name' must be letters, digits"),
+    ("mine\t=lab.cu:gpu_matrix_mult_sm", "NAME 'mine\\\\t' must be"),
+    ("=lab.cu:gpu_matrix_mult_sm", "NAME before = is empty"),  # was named after SYMBOL, as if no = were there
+    (" =lab.cu:gpu_matrix_mult_sm", "NAME before = is empty"),
+    ("lab.cu:__builtins__", r"SYMBOL '__builtins__', the variant name, must be letters, digits and \. _ \+ -, "
+                            "starting with a letter or digit"),  # was "name is required"
     ("here:gpu_matrix_mult_sm", "source here is a directory"),
 ])
 def test_lab_kernel_flag_names_what_is_wrong(tmp_path, monkeypatch, text, match):
