@@ -247,11 +247,11 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
               dtypes: str | None = None, layouts: str | None = None, reps: int = 50, warmup: int = 3,
               budget: float = 1.0,
               timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
-              pace: str = plan.DEFAULTS.timing.pace, settle: float = plan.DEFAULTS.timing.settle_s,
+              pace: str = plan.DEFAULTS.timing.pace, settle: float | None = None,
               cooldown: float = plan.DEFAULTS.timing.cooldown_s, display=None) -> RunOutcome:
     """`gpubench gemm|conv` as a function: the sweep run in isolated workers, saved, and returned (outcome.run).
     dtypes and layouts are --dtype's and --layout's ("fp32,bf16"); pace, settle and cooldown are --pace's,
-    --settle's and --cooldown's."""
+    --settle's (None: its default; only with pace sustained) and --cooldown's."""
     from gpubench import app
     from gpubench.problems import Op
 
@@ -270,7 +270,7 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
                       no_flush=False, decide=None, discard_throttled=False,
                       output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
                       tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
-                      slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet(), dtype=dtypes,
+                      slow_threshold=None, display=display or Quiet(), dtype=dtypes,
                       layout=layouts, pace=pace, settle=settle, cooldown=cooldown)
 
 
@@ -283,7 +283,7 @@ def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = 
     return app.run_suite(suite, output=str(output) if output is not None else None, force=force, backend=backend,
                          seed=seed, tf32=tf32, timeout=timeout, config=config, max_noise=None, max_time=None,
                          decide=None, discard_throttled=False, gpus=gpus, scheduler=None, replicate=False,
-                         slow_threshold=plan.DEFAULTS.slow_threshold, display=display or Quiet(), pace=pace)
+                         slow_threshold=None, display=display or Quiet(), pace=pace)
 
 
 def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float = plan.DEFAULTS.threshold,

@@ -59,8 +59,9 @@ MANY_GPUS = [
                  help="Run on an existing Dask cluster (e.g. tcp://host:8786), one GPU per worker."),
     click.option("--replicate", is_flag=True,
                  help="Every GPU runs every point; a GPU slower than the others is flagged (exit 4)."),
-    click.option("--slow-threshold", default=DEFAULTS.slow_threshold, show_default=True, type=float,
-                 help="With --replicate: how much slower than the node's median a GPU may be."),
+    click.option("--slow-threshold", default=None, type=float,
+                 help=f"With --replicate: how much slower than the node's median a GPU may be "
+                      f"[default: {DEFAULTS.slow_threshold:g}]."),
 ]
 RUNNING = [
     click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,

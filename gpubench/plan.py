@@ -236,10 +236,15 @@ class Spread:
 
     @classmethod
     def from_options(cls, gpus: str | None, scheduler: str | None, replicate: bool = False,
-                     slow_threshold: float = DEFAULTS.slow_threshold) -> Spread:
+                     slow_threshold: float | None = None) -> Spread:
+        """slow_threshold None: not given (the default); given without --replicate it is refused, not ignored."""
+        if slow_threshold is not None and not replicate:
+            raise GpubenchError(f"--slow-threshold {slow_threshold:g} is how much slower than the node's median a GPU "
+                                "may be under --replicate: give --replicate too, or leave it out")
         return cls(GpuSelection.parse(gpus) if gpus is not None else None,
                    check_scheduler(scheduler) if scheduler is not None else None, replicate,
-                   check_fraction(slow_threshold, "--slow-threshold"))
+                   check_fraction(DEFAULTS.slow_threshold if slow_threshold is None else slow_threshold,
+                                  "--slow-threshold"))
 
 
 SCHEDULER_PROTOCOLS = ("tcp", "tls", "ucx", "ws", "wss")  # what Dask's comms speak across processes
@@ -366,6 +371,13 @@ def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | No
                   discard_throttled=discard_throttled or p.discard_throttled,
                   pace=pace if pace is not None else p.pace, settle=settle if settle is not None else p.settle_s,
                   cooldown=cooldown if cooldown is not None else p.cooldown_s)
+
+
+def check_settle(settle: float | None, policies: list[TimingPolicy]) -> None:
+    """--settle given where no sweep runs at pace sustained is refused, not ignored (an idle pace never settles)."""
+    if settle is not None and not any(p.pace == Pace.SUSTAINED for p in policies):
+        raise GpubenchError(f"--settle is how long pace {Pace.SUSTAINED} runs the calls back to back before sampling, "
+                            f"and no sweep here has it: give --pace {Pace.SUSTAINED} too, or leave --settle out")
 
 
 def compare_settings(threshold: float, alpha: float = DEFAULTS.alpha) -> tuple[float, float]:

@@ -123,6 +123,24 @@ def test_block_sizes_where_no_variant_takes_them(tmp_path):
                    "--block-sizes applies to the block-size variants", "none of tiled, cublas takes it")
 
 
+@pytest.mark.parametrize("args, words", [
+    (["gemm", "--backend", "cpu", "--sizes", "16", "--slow-threshold", "0.1"], ["give --replicate too"]),
+    (["run", "quick", "--backend", "cpu", "--slow-threshold", "0.1"], ["give --replicate too"]),
+    (["gemm", "--backend", "cpu", "--sizes", "16", "--settle", "2"], ["--settle", "give --pace sustained too"]),
+    (["gemm", "--backend", "cpu", "--sizes", "16", "--pace", "idle", "--settle", "0"], ["give --pace sustained"]),
+    (["run", "quick", "--backend", "cpu", "--settle", "2"], ["no sweep here has it"]),
+])
+def test_an_option_that_would_change_nothing_is_refused_not_ignored(tmp_path, monkeypatch, args, words):
+    """As --block-sizes where no variant takes it: --slow-threshold without --replicate and --settle where no sweep
+    runs at pace sustained were taken and ignored (exit 0)."""
+    monkeypatch.chdir(tmp_path)
+    one_line_error(invoke(*args), *words)
+    assert not (tmp_path / "results").exists()
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "--pace", "sustained", "--settle", "0.01",
+               "-o", str(tmp_path / "s.json"))
+    assert r.exit_code == 0, r.output
+
+
 def test_an_existing_output_needs_force(tmp_path):
     out = tmp_path / "r.json"
     out.write_text("keep me")
