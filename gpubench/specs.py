@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gpubench import paths, runners, spec_precision
+from gpubench.errors import one_line
 from gpubench.problems import DIMS, LAB_NAMES, Op
 # SpecError, ARCH, LAB_BLOCK_SIZES and sample_problems are read from here by the rest of the package
 from gpubench.spec_entry import ARCH, IDENT, NAME, NAME_RULE, Entry, SpecError, args_of, require_args  # noqa: F401
@@ -185,7 +186,7 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
             entry.fail(f"includes: {inc} is not a directory (looked for {path})")
         includes.append(path)
     variant = Variant(
-        name=name, op=op, backend=backend, runner=runner, summary=entry.get("summary", str, default=""),
+        name=name, op=op, backend=backend, runner=runner, summary=one_line(entry.get("summary", str, default="")),
         source=source, kernel=kernel, args=args, launch=launch, axis=axis, define=define,
         defaults=tuple(defaults.items()), label=label, constraints=constraints,
         search=tuple((k, tuple(v)) for k, v in search.items()), tolerance=tolerance, arch=arch,

@@ -64,7 +64,7 @@ def test_no_project_is_fine(tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [
-    ("colour = 1\n", "unknown key\\(s\\) colour; allowed are sets, tuned, variant"),
+    ("colour = 1\n", "unknown key\\(s\\) colour; allowed are family, sets, tuned, variant"),
     ("tuned = 3\n", "tuned must be a directory path"),
     ("[[variant]\n", "not valid TOML"),
     ("variant = 3\n", "declared as \\[\\[variant\\]\\] tables"),
@@ -117,3 +117,18 @@ def test_an_empty_config_says_so(blank, monkeypatch):
 def test_a_project_file_with_a_byte_order_mark_loads(tree):
     (tree / "gpubench.toml").write_bytes(b"\xef\xbb\xbf" + SPEC.encode())
     assert [v.name for v in project.load(start=tree).variants] == ["mine"]
+
+
+def test_a_project_declares_families_as_the_readme_shows(tree):
+    """[[family]] in a project file was refused ("unknown key(s) family; allowed are sets, tuned, variant"), though
+    the README's project example and this module's docstring declare one."""
+    (tree / "gpubench.toml").write_text('[[family]]\nname = "fam"\nop = "gemm"\nsource = "kernels/k.py"\n'
+                                        'kernel = "k"\nargs = ["A", "B", "C", "M", "N", "K"]\n'
+                                        '[[variant]]\nname = "mine"\nfamily = "fam"\n')
+    assert [(v.name, v.kernel) for v in project.load(start=tree).variants] == [("mine", "k")]
+
+
+def test_a_summary_reaches_the_terminal_as_one_printable_line(tree):
+    """`gpubench list` printed a project's summary as it was: an escape sequence went to the terminal."""
+    (tree / "gpubench.toml").write_text(SPEC + 'summary = """red \\u001b[31m\nand two lines"""\n')
+    assert project.load(start=tree).variants[0].summary == "red \\x1b[31m and two lines"
