@@ -14,12 +14,12 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from gpubench import paths, runners, spec_precision
+from gpubench import expr, paths, runners, spec_precision
 from gpubench.errors import one_line
 from gpubench.problems import DIMS, LAB_NAMES, Op
 # SpecError, ARCH, LAB_BLOCK_SIZES and sample_problems are read from here by the rest of the package
 from gpubench.spec_entry import ARCH, IDENT, NAME, NAME_RULE, Entry, SpecError, args_of, require_args  # noqa: F401
-from gpubench.spec_launch import (LAB_BLOCK_SIZES, before_of, check_launches, launch_of,  # noqa: F401
+from gpubench.spec_launch import (LAB_BLOCK_SIZES, SAMPLE_SHAPES, before_of, check_launches, launch_of,  # noqa: F401
                                   sample_problems, symbol_defined, tensor_maps_of, workspace_of)
 from gpubench.variant import SMS, Axis, Config, Variant, config_label
 
@@ -199,6 +199,10 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
         variant = replace(variant, configs=tuple(_config(variant, c) for c in config_tables))
     if launch is not None:
         check_launches(entry, variant)
+    try:  # on the ragged sample problem: a condition that cannot be evaluated is the spec's error, not a point's
+        variant.unfit(SAMPLE_SHAPES[op].dims())
+    except expr.ExprError as err:
+        entry.fail(f"requires: {err} (on a {SAMPLE_SHAPES[op].label} problem)")
     for c in variant.configs if variant.axis != Axis.BLOCK else ():
         broken = variant.satisfies(c)
         if broken:

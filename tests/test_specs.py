@@ -249,6 +249,8 @@ def test_a_gpu_function_takes_no_launch(project):
     ({"grid": ["-" * 500 + "1"]}, "at most 400 are allowed"),
     ({"requires": ["stride = 1"]}, "requires: 'stride = 1' does not parse"),
     ({"requires": ["BLOCK == 16"]}, "requires: .*unknown symbol\\(s\\) BLOCK"),
+    ({"requires": ["K % (M - M) == 0"]}, "requires: 'K % \\(M - M\\) == 0' divides by zero \\(on a "),  # was
+    # each point's error, exit 1, where a launch expression that cannot be evaluated is the spec's, exit 2
     ({"workspace": {"A": "M"}}, "workspace: 'A' must be an identifier other than"),
     ({"workspace": {"T": "M * N"}}, "workspace T is passed to no kernel"),
     ({"workspace": {"T": "M - 1000"}, "args": ["A", "B", "C", "T", "M", "N", "K"]}, "workspace .* is empty"),
