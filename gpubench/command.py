@@ -76,6 +76,9 @@ class OneLineErrors(click.Group):
             return Exit.OK
 
     def main(self, args=None, prog_name=None, **extra):
+        if sys.stdout is None:  # started with stdout closed (>&-): what it shows would be lost without a word
+            _say("gpubench: error: the standard output is closed (>&-): give it somewhere to write, e.g. >/dev/null",
+                 Exit.USAGE)
         try:
             with stop_signals_as_interrupts():
                 rc = super().main(args=args, prog_name=prog_name or "gpubench", standalone_mode=False, **extra)
@@ -113,8 +116,8 @@ def _say(line: str, code: int | None):
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
-    except (OSError, ValueError, UnicodeEncodeError):  # ValueError: a closed file
-        pass
+    except (OSError, ValueError, UnicodeEncodeError, AttributeError):  # a closed file; AttributeError: None,
+        pass  # the stream of a process started with it closed (2>&-)
     if code is None:
         return
     _quiet_stdout()
@@ -157,6 +160,8 @@ def _quiet_stdout() -> None:
 
     try:
         sys.stdout.flush()
+    except AttributeError:  # no stdout: a process started with it closed
+        pass
     except (OSError, ValueError):
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

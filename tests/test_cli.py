@@ -571,3 +571,22 @@ def test_show_tells_a_run_still_written_from_one_that_was_ended(make_run, tmp_pa
         assert held.acquire()
         first = invoke("show", str(path)).output.splitlines()[0]
         assert ", running, " in first and "no gpubench run" not in first
+
+
+@pytest.mark.parametrize("args", [["show", "missing.json"], ["show", "run.json"], ["list"]])
+def test_a_closed_stdout_or_stderr_is_one_line_and_exit_2(tmp_path, make_run, args):
+    """Started with stdout closed (>&-) every command exited 0 having shown nothing, and an error ended in a
+    traceback (exit 1: None has no flush); with stderr closed too (2>&-) the exit code was 1."""
+    import os
+    import subprocess
+    import sys
+
+    results.save(make_run(), tmp_path / "run.json")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    for closing in (">&-", ">&- 2>&-", "2>&- >/dev/full"):
+        r = subprocess.run(["bash", "-c", f'"$0" -m gpubench "$@" {closing}', sys.executable, *args], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (closing, r.stderr)
+        if closing == ">&-":
+            assert r.stderr == "gpubench: error: the standard output is closed (>&-): give it somewhere to write, " \
+                               "e.g. >/dev/null\n"
