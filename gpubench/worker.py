@@ -236,8 +236,9 @@ class Worker:
                 self.conn.send(("stop",))
             except (OSError, BrokenPipeError):
                 pass
-        self._exitcode()
-        self._reap()
+        if self._exitcode() is not None:  # ended and reaped: a process a user's kernel forked and left running
+            _end_group(self.process.pid)  # keeps the group (and its number) alive; it would outlive the run,
+        self._reap()  # holding the run's stdout (`gpubench gemm ... | tee log` waited for it)
 
     def _reap(self) -> None:
         """Make sure the process is gone (killing it if need be), with any process a kernel forked, and forget it."""

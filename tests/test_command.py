@@ -123,6 +123,22 @@ def test_what_a_kernel_forks_ends_with_the_run(slow_project):
     assert left == []
 
 
+def test_what_a_kernel_forks_ends_with_a_run_that_finishes_too(slow_project):
+    """The same process, left running by a run that was not stopped: it outlived the run, holding its stdout (a
+    pipe's reader, `gpubench gemm ... | tee log`, waited for it)."""
+    (slow_project / "k.py").write_text(
+        "import os, time\nimport numpy as np\n\ndef slow(A, B, C, M, N, K):\n    pid = os.fork()\n"
+        "    if pid == 0:\n        time.sleep(600)\n        os._exit(0)\n"
+        "    with open('forked.txt', 'a') as f:\n        f.write(f'{pid}\\n')\n    np.matmul(A, B, out=C)\n")
+    proc = start_sweep(slow_project)
+    assert proc.wait(timeout=120) == Exit.OK, proc.stderr.read()
+    pids = (slow_project / "forked.txt").read_text().split()
+    left = survivors([psutil.Process(int(pid)) for pid in pids if psutil.pid_exists(int(pid))])
+    for p in left:
+        p.kill()
+    assert pids and left == []
+
+
 @pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_after_the_first_stop_every_stop_signal_is_ignored(first):
     """The clean-up a stop starts (the last save, the file marked interrupted, the workers ended) must not be cut
