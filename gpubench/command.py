@@ -61,8 +61,42 @@ class _Stopped(BaseException):
         self.stop = stop
 
 
+class OneValueEach(click.Command):
+    """An option that takes one value and is given twice (`--sizes 16 --sizes 17`, `-o a.json -o b.json`) is
+    refused: click kept the last value and dropped the others without a word. Flags and repeatable options
+    (--mnk, --kernel) may repeat."""
+
+    def parse_args(self, ctx, args):
+        single = {name: o for o in self.params if isinstance(o, click.Option) and not (o.multiple or o.is_flag or o.count)
+                  for name in o.opts + o.secondary_opts}
+        seen: dict[str, list[str]] = {}  # by the option's first name: -o and --output are one option
+        tokens = iter(args)
+        for token in tokens:
+            if token == "--":
+                break
+            name, eq, value = token.partition("=") if token.startswith("--") else (token[:2], "", token[2:])
+            option = single.get(name if token.startswith("-") else "")
+            if option is None:
+                continue
+            if not eq and not value:  # the value is the next word
+                value = next(tokens, "")
+            seen.setdefault(option.opts[-1], []).append(value)
+        for name, values in seen.items():
+            if len(values) > 1:
+                raise click.UsageError(f"{name} is given {len(values)} times ({', then '.join(map(repr, values))}): it "
+                                       "takes one value (a list is comma-separated), so give it once", ctx)
+        return super().parse_args(ctx, args)
+
+
+class _Commands(click.Group):
+    command_class = OneValueEach  # a group's commands (tune gemm)
+
+
 class OneLineErrors(click.Group):
     """Every user error becomes one line on stderr and exit code 2; commands return their own exit code."""
+
+    command_class = OneValueEach
+    group_class = _Commands
 
     def invoke(self, ctx):
         try:

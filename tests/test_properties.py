@@ -230,6 +230,30 @@ def test_a_blank_path_anywhere_is_refused(tmp_path, monkeypatch, place, blank, f
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+# Every option that takes one value, with the command that has it.
+SINGLE = [(words, o) for words, c in COMMANDS.items() for o in c.params
+          if isinstance(o, click.Option) and not (o.multiple or o.is_flag or o.count)]
+
+
+@settings(max_examples=80, suppress_health_check=SUPPRESS, **SETTINGS)
+@given(single=st.sampled_from(SINGLE), first=HOSTILE, second=HOSTILE, long=st.booleans(), joined=st.booleans())
+def test_an_option_that_takes_one_value_given_twice_is_refused(tmp_path, monkeypatch, single, first, second, long,
+                                                               joined):
+    """click kept the last value and dropped the others without a word (`--sizes 16 --sizes 17` measured 17)."""
+    stand_in(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    setup_files(tmp_path)
+    words, option = single
+    name = option.opts[-1] if long or not option.secondary_opts and len(option.opts) == 1 else option.opts[0]
+    given = [f"{name}={first}"] if joined and name.startswith("--") else [name, first]
+    args = [*words.split(), *given, option.opts[-1], second, *ARGUMENTS.get(words, [])[:1]]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = invoke(args)
+    assert_answered_well(r, words.split()[0])
+    assert r.exit_code == 2 and f"{option.opts[-1]} is given 2 times" in r.output, (args, r.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 # Where each command writes a file, with the suffix it takes.
 OUTPUT_PLACES = [(place, suffix) for place in PATH_PLACES if "{}" == place[-1] and place[-2] in ("-o", "--html")
                  for suffix in [{"plot": ".png", "report": ".html", "history": ".html"}.get(place[0], ".json")]]
