@@ -1,21 +1,35 @@
 #!/bin/bash
 # The GPU runs behind the FP32 Winograd of issue 20 (docs/perf-notes.md, results/<gpu>/winograd.json).
+#   bash tools/gpu/winograd.sh build   # compile every Winograd configuration at once, in parallel (the cache)
 #   bash tools/gpu/winograd.sh check   # the gpu tests of every Winograd variant (every configuration, ragged
 #                                      # shapes) and winograd-tf32x3's error against the FFMA products'
 #   bash tools/gpu/winograd.sh sweep   # tools/gpu/winograd.toml: the four stride-1 ResNet layers at N = 32, every
 #                                      # Winograd configuration against cuDNN's best FP32 plan in the same run
-#   bash tools/gpu/winograd.sh all     # check, then sweep
+#   bash tools/gpu/winograd.sh all     # build, check, sweep
 # OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, the cuDNN frontend).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-/tmp/gpubench-cache}
 step() {
   case "$1" in
+  build)
+    python3 - <<'PY'
+from gpubench import catalog, nvcc, specs
+known = catalog.Catalog(catalog.builtin())
+jobs = []
+for name in ("winograd-2x2", "winograd-4x4", "winograd-gemm", "winograd-tf32x3"):
+    v = known.get("conv", "cuda", name)
+    configs = list(v.configs) + ([v.config({**v.configs[0].values, "PARTS": 1})] if name.endswith("x3") else [])
+    jobs += [j for c in configs for p in specs.sample_problems(v) for j in v.builds(c, v.arch or "sm_90", p)]
+failures = nvcc.compile_all(jobs)
+print(f"{len(set(jobs))} builds, {len(failures)} failed", *(str(e) for _, e in failures), sep="\n")
+PY
+    ;;
   check)
-    timeout 300 python3 -m pytest -q -m gpu tests/test_gpu.py -k "winograd" -p no:cacheprovider -rf -s 2>&1 \
+    timeout 220 python3 -m pytest -q -m gpu tests/test_gpu.py -k "winograd" -p no:cacheprovider -rf -s 2>&1 \
       | tee "$OUT/gpu-tests-winograd.txt" | grep -E "winograd-gemm .*tf32x3|passed|failed|Error" | tail -6 ;;
   sweep)
-    timeout 420 python3 -m gpubench run tools/gpu/winograd.toml -o "$OUT/winograd.json" > "$OUT/winograd.log" 2>&1
+    timeout 300 python3 -m gpubench run tools/gpu/winograd.toml -o "$OUT/winograd.json" > "$OUT/winograd.log" 2>&1
     echo "sweep exit $?"; grep -E "winograd|cudnn" "$OUT/winograd.log" | grep -v "compute" | head -60 ;;
   esac
 }
-if [ "$1" = all ]; then for s in check sweep; do echo "== $s"; step $s; done; else step "$1"; fi
+if [ "$1" = all ]; then for s in build check sweep; do echo "== $s"; step $s; done; else step "$1"; fi
