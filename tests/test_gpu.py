@@ -129,7 +129,7 @@ def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype,
                        [{**base, "OVERLAP": overlap} for overlap in (0, 1)])
 
 
-def test_tf32x3_products_keep_the_error_of_the_fp32_products(cuda, data):
+def test_winograd_tf32x3_keeps_the_error_of_the_fp32_products(cuda, data):
     """winograd-tf32x3 takes each product as three TF32 products of split operands: on a 14² layer with 256
     channels (a 2,304-long sum per output) its rel_err stays within 1.5× of winograd-gemm's (the same transforms,
     the products on FFMA), in every configuration; the same kernel with one TF32 product (PARTS = 1, plain TF32)

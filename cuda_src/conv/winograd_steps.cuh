@@ -30,11 +30,10 @@ __device__ __forceinline__ ChannelSlice channel_slice(int Cp, int s, int step)
 
 // ---- U[e][k][c]: one thread per (filter, channel), channels fastest so the E stores are coalesced ----------
 
-extern "C" __global__ void __launch_bounds__(256)
-winograd_filter_t(const float* __restrict__ w, float* __restrict__ U, int K, int C)
+__device__ __forceinline__ void filter_transform_at(long long idx, const float* __restrict__ w, float* __restrict__ U,
+                                                    int K, int C)
 {
     const int Cp = pad4(C);
-    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long long)K * Cp) return;
     const int c = idx % Cp, k = idx / Cp;
     float u[ALPHA][ALPHA] = {};
@@ -48,15 +47,19 @@ winograd_filter_t(const float* __restrict__ w, float* __restrict__ U, int K, int
         for (int j = 0; j < ALPHA; ++j) U[(i * ALPHA + j) * plane + idx] = u[i][j];
 }
 
+extern "C" __global__ void __launch_bounds__(256)
+winograd_filter_t(const float* __restrict__ w, float* __restrict__ U, int K, int C)
+{
+    filter_transform_at((long long)blockIdx.x * blockDim.x + threadIdx.x, w, U, K, C);
+}
+
 // ---- V[e][c][p]: one thread per (channel, tile), tiles fastest ----------------------------------------------
 
-extern "C" __global__ void __launch_bounds__(256)
-winograd_input_t(const float* __restrict__ x, float* __restrict__ V, int N, int C, int H, int W, int pad, int OH,
-                 int OW)
+__device__ __forceinline__ void input_transform_at(long long idx, const float* __restrict__ x, float* __restrict__ V,
+                                                   int N, int C, int H, int W, int pad, int OH, int OW)
 {
     const int TH = (OH + TILE - 1) / TILE, TW = (OW + TILE - 1) / TILE, P = N * TH * TW;
     const int Cp = pad4(C), Pp = pad4(P);
-    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long long)Cp * Pp) return;
     const int p = idx % Pp, c = idx / Pp;
     float d[ALPHA][ALPHA] = {};
@@ -88,6 +91,29 @@ winograd_input_t(const float* __restrict__ x, float* __restrict__ V, int N, int 
     for (int i = 0; i < ALPHA; ++i)
 #pragma unroll
         for (int j = 0; j < ALPHA; ++j) V[(i * ALPHA + j) * plane + idx] = d[i][j];
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+winograd_input_t(const float* __restrict__ x, float* __restrict__ V, int N, int C, int H, int W, int pad, int OH,
+                 int OW)
+{
+    input_transform_at((long long)blockIdx.x * blockDim.x + threadIdx.x, x, V, N, C, H, W, pad, OH, OW);
+}
+
+// ---- both transforms in one launch: the first blocks transform filters, the rest input tiles ----------------
+// Both are bound by memory (at 7², 37.7 MB of U, 0.021 ms, against 9.4 MB of V, 0.011 ms), and one after the
+// other each ends in a partly empty last wave and a launch gap; side by side their traffic overlaps.
+
+extern "C" __global__ void __launch_bounds__(256)
+winograd_transforms_t(const float* __restrict__ w, float* __restrict__ U, const float* __restrict__ x,
+                      float* __restrict__ V, int N, int C, int H, int W, int K, int pad, int OH, int OW)
+{
+    const int filter_blocks = (K * pad4(C) + 255) / 256;  // the spec's grid: these plus the input's blocks
+    if ((int)blockIdx.x < filter_blocks)
+        filter_transform_at((long long)blockIdx.x * 256 + threadIdx.x, w, U, K, C);
+    else
+        input_transform_at((long long)(blockIdx.x - filter_blocks) * 256 + threadIdx.x, x, V, N, C, H, W, pad, OH,
+                           OW);
 }
 
 // ---- y from M: one thread per (filter, tile), tiles fastest so the E loads are coalesced -------------------
