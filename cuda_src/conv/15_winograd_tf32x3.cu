@@ -1,6 +1,6 @@
 // Winograd F(4×4, 3×3), stride 1, in four kernels as conv/10_winograd_gemm.cu, with the E = 36 products over
 // channels on the tensor cores at FP32's accuracy: each operand x is split into two TF32 numbers, big = x rounded
-// to TF32 (10 mantissa bits) and small = x − big rounded again, and a·b is taken as
+// to TF32 (10 mantissa bits) and small = x − big, and a·b is taken as
 //   a_small·b_big + a_big·b_small + a_big·b_big
 // (three mma.sync m16n8k8 TF32 instructions, fp32 accumulate; the dropped a_small·b_small is below 2⁻²² of a·b).
 // Plain TF32 would leave ~2⁻¹¹ of each product; the three parts leave what FP32's own rounding does, so the
@@ -56,18 +56,15 @@ constexpr int A_FLOATS = BM * A_LD, SLOT_FLOATS = A_FLOATS + BK * B_LD;
 static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 8 == 0, "warp tiles of whole mma tiles");
 static_assert((BK == 16 || BK == 32) && STAGES >= 2, "BK of 16 or 32 (the conflict-free padding), 2+ slots");
 
-__device__ __forceinline__ uint32_t to_tf32(float x)  // round to nearest, ties away: cvt.rna
-{
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-    return r;
-}
-
-// x = big + small (+ what is below small's 11 bits), both TF32 bit patterns.
+// x = big + small: big is x rounded to TF32's 10 mantissa bits (half an ulp up in magnitude, then the 13 low bits
+// cleared: two integer operations), small = x − big exactly (|small| ≤ 2⁻¹¹|x|), handed to the tensor cores as it
+// is: they read its top 19 bits, so it loses at most 2⁻²¹|x|. (The first version rounded both with
+// cvt.rna.tf32.f32; ncu had the integer pipe 48% busy at 7².) Inputs are finite here; an infinite one would give
+// small = NaN, a NaN stays NaN.
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small)
 {
-    big = to_tf32(x);
-    small = to_tf32(x - __uint_as_float(big));  // exact in fp32: x and big share the exponent
+    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(x - __uint_as_float(big));
 }
 
 // d += a · b, m16n8k8, TF32 inputs, fp32 accumulate.

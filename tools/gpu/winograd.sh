@@ -6,7 +6,8 @@
 #   bash tools/gpu/winograd.sh sweep   # tools/gpu/winograd.toml: the four stride-1 ResNet layers at N = 32, every
 #                                      # Winograd configuration against cuDNN's best FP32 plan in the same run
 #   bash tools/gpu/winograd.sh ncu     # ncu of winograd-tf32x3's products on the 7² layer (CONFIG: its parameters)
-#   bash tools/gpu/winograd.sh all     # build, check, sweep, ncu
+#   bash tools/gpu/winograd.sh sass    # the products' instruction mix (7²'s configuration): counts by opcode
+#   bash tools/gpu/winograd.sh all     # build, check, sweep, ncu, sass
 # OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, the cuDNN frontend).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-/tmp/gpubench-cache}
@@ -46,6 +47,11 @@ PY
       --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active \
       python3 tools/gpu/winograd_probe.py 7x512 > "$OUT/ncu-winograd-tf32x3-7.txt" 2>&1
     grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|Eligible Warps|No Eligible|Warp Cycles Per Issued|hmma|pipe_xu|Compute \(SM\) Thr|Memory Thr|Stall|stall" "$OUT/ncu-winograd-tf32x3-7.txt" | head -30 ;;
+  sass)
+    nvcc -arch=sm_90 -cubin -o /tmp/products_tc.cubin -DBM=64 -DBN=128 -DBK=32 -DWM=32 -DWN=64 -DSTAGES=3 \
+      -DMIN_BLOCKS=2 -DSPLIT=2 cuda_src/conv/15_winograd_tf32x3.cu && \
+    cuobjdump -sass -fun winograd_products_tc /tmp/products_tc.cubin | grep -oE "/\*[0-9a-f]{4,}\*/\s+(@!?U?P[0-9T]+\s+)?[A-Z0-9.]+" \
+      | awk '{print $NF}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -20 | tee "$OUT/sass-products-tc.txt" ;;
   esac
 }
-if [ "$1" = all ]; then for s in build check sweep ncu; do echo "== $s"; step $s; done; else step "$1"; fi
+if [ "$1" = all ]; then for s in build check sweep ncu sass; do echo "== $s"; step $s; done; else step "$1"; fi

@@ -1,7 +1,7 @@
 """One Winograd configuration on one ResNet layer at N = 32, launched back to back: the program ncu profiles
 (tools/gpu/winograd.sh ncu), outside gpubench's harness (no wait kernels, no flush; outputs not verified here).
 
-    CONFIG="BM=64,BN=64,BK=16,WM=32,WN=32,STAGES=4,MIN_BLOCKS=3,SPLIT=2" python3 tools/gpu/winograd_probe.py 7x512
+    CONFIG="BM=64,BN=128,BK=32,WM=32,WN=64,STAGES=3,MIN_BLOCKS=2,SPLIT=2" python3 tools/gpu/winograd_probe.py 7x512
 """
 
 import os
@@ -16,7 +16,7 @@ def main(layer: str):
     size, channels = (int(t) for t in layer.split("x"))
     shape = conv_shape(size, 1, batch=32, in_channels=channels, out_channels=channels, padding=1)
     v = catalog.Catalog(catalog.builtin()).get("conv", "cuda", os.environ.get("VARIANT", "winograd-tf32x3"))
-    config = os.environ.get("CONFIG", "BM=64,BN=64,BK=16,WM=32,WN=32,STAGES=4,MIN_BLOCKS=3,SPLIT=2")
+    config = os.environ.get("CONFIG", "BM=64,BN=128,BK=32,WM=32,WN=64,STAGES=3,MIN_BLOCKS=2,SPLIT=2")
     params = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in config.split(","))
     backend = CudaBackend()
     prepared = backend.prepare(v, v.config(params), shape, backend.inputs(shape, seed=1))
