@@ -58,9 +58,10 @@ static_assert((BK == 16 || BK == 32) && STAGES >= 2, "BK of 16 or 32 (the confli
 
 // x = big + small: big is x rounded to TF32's 10 mantissa bits (half an ulp up in magnitude, then the 13 low bits
 // cleared: two integer operations), small = x − big exactly (|small| ≤ 2⁻¹¹|x|), handed to the tensor cores as it
-// is: they read its top 19 bits, so it loses at most 2⁻²¹|x|. (The first version rounded both with
-// cvt.rna.tf32.f32; ncu had the integer pipe 48% busy at 7².) Inputs are finite here; an infinite one would give
-// small = NaN, a NaN stays NaN.
+// is: they read its top 19 bits, so it loses at most 2⁻²¹|x|. The first version rounded both with cvt.rna.tf32.f32,
+// which compiles to a compare, a select and integer work per value: ncu had the integer pipe 48% busy at 7², and
+// this split made the products 8-15% faster with rel_err 2-4% higher (docs/perf-notes.md). Inputs are finite here;
+// an infinite one would give small = NaN, a NaN stays NaN.
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small)
 {
     big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
