@@ -60,7 +60,7 @@ static_assert((BK == 16 || BK == 32) && STAGES >= 2, "BK of 16 or 32 (the confli
 // cleared: two integer operations), small = x − big exactly (|small| ≤ 2⁻¹¹|x|), handed to the tensor cores as it
 // is: they read its top 19 bits, so it loses at most 2⁻²¹|x|. The first version rounded both with cvt.rna.tf32.f32,
 // which compiles to a compare, a select and integer work per value: ncu had the integer pipe 48% busy at 7², and
-// this split made the products 8-15% faster with rel_err 2-4% higher (docs/perf-notes.md). Inputs are finite here;
+// this split made the products 4-14% faster with rel_err 3-6% higher (docs/perf-notes.md). Inputs are finite here;
 // an infinite one would give small = NaN, a NaN stays NaN.
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small)
 {
