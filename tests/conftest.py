@@ -146,14 +146,14 @@ def slow_project(tmp_path):
     return tmp_path
 
 
-def start_sweep(project: Path, *extra: str, hang_from: int | None = None) -> subprocess.Popen:
+def start_sweep(project: Path, *extra: str, hang_from: int | None = None, sizes=SIZES) -> subprocess.Popen:
     """`gpubench gemm` in a process group of its own, as a shell starts a job (its points from size `hang_from`
     on never end)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     if hang_from is not None:
         env["HANG_FROM"] = str(hang_from)
     return subprocess.Popen([sys.executable, "-m", "gpubench", "gemm", "--backend", "cpu", "--variants", "slow",
-                             "--sizes", ",".join(map(str, SIZES)), "--warmup", "0", "--reps", "5", "-o", "r.json",
+                             "--sizes", ",".join(map(str, sizes)), "--warmup", "0", "--reps", "5", "-o", "r.json",
                              *extra], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
 

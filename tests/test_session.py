@@ -145,7 +145,7 @@ def test_a_second_run_on_the_same_output_is_refused_naming_the_first(slow_projec
     run = results.load(slow_project / "r.json")
     assert run.status == "complete" and [p.problem.m for p in run.points] == SIZES
     assert not (slow_project / ".r.json.lock").exists()  # released at the end
-    third = start_sweep(slow_project, "--force", "--sizes", "16")  # and so a later run may take the path
+    third = start_sweep(slow_project, "--force", sizes=[16])  # and so a later run may take the path
     assert third.wait(timeout=60) == Exit.OK
 
 
