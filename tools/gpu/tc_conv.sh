@@ -4,7 +4,7 @@
 #                                     # fp16 and bf16, ragged shapes
 #   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: the three against cuDNN's best plan, ResNet-50 layers
 #   bash tools/gpu/tc_conv.sh sweep-ws # tools/gpu/tc-conv-ws.toml: tc-wgmma-ws (one and two producers) against cuDNN
-#   bash tools/gpu/tc_conv.sh check-tma # the gpu tests of tc-wgmma-tma alone
+#   bash tools/gpu/tc_conv.sh check-tma # the gpu tests of tc-wgmma-tma alone (its split1 test included)
 #   bash tools/gpu/tc_conv.sh sweep-tma # tools/gpu/tc-conv-tma.toml: tc-wgmma-tma against tc-wgmma-ws and cuDNN
 #   bash tools/gpu/tc_conv.sh ncu-tma   # ncu (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers (or LAYERS="14x256 7x512"):
 #                                       # tensor pipe, SM busy
@@ -34,7 +34,7 @@ step() {
     python3 -m gpubench run tools/gpu/tc-conv-ws.toml -o "$OUT/tc-conv-ws.json" > "$OUT/tc-conv-ws.log" 2>&1
     echo "sweep-ws exit $?" ;;
   check-tma)
-    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-tma" -p no:cacheprovider -rf 2>&1 \
+    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-tma or split_last_wave" -p no:cacheprovider -rfs 2>&1 \
       | tee "$OUT/gpu-tests-tc-tma.txt" | tail -4 ;;
   sweep-tma)  # tools/gpu/tc-conv-tma.toml: tc-wgmma-tma against tc-wgmma-ws and cuDNN
     python3 -m gpubench run tools/gpu/tc-conv-tma.toml -o "$OUT/tc-conv-tma.json" > "$OUT/tc-conv-tma.log" 2>&1
