@@ -35,7 +35,8 @@
 //    float32 sums to `partials` and raises the tile's flag (release); the first half's block waits for the flag
 //    (acquire), clears it for the next call (the workspace is not zeroed between calls), adds the sums and stores
 //    the tile. Both halves run at the same time, in the blocks' last round, so neither waits long and no block
-//    waits for one that waits.
+//    waits for one that waits. Measured (docs/perf-notes.md): 14% fewer cycles at 14², but the power limiter took
+//    the clock down as far, so no faster there; 192-pixel tiles are the faster way to fill the SMs.
 // The rest is 13's: the consumer warpgroups (BM/CONSUMERS pixels × BN filters each, m64nBNk16 wgmmas straight from
 // shared memory, one slice's wgmmas in flight), then one producer warpgroup (setmaxnreg hands its registers over),
 // an mbarrier ring of STAGES slots. Each consumer warpgroup writes its rows out 64 at a time through a staging area
@@ -116,8 +117,8 @@ constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes:
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                  ELEM_OUT* __restrict__ y, float* __restrict__ partials, int N, int C, int H, int W, int K, int R, int S, int stride, int pad,
-                  int OH, int OW)
+                  ELEM_OUT* __restrict__ y, float* __restrict__ partials, int N, int C, int H, int W, int K, int R,
+                  int S, int stride, int pad, int OH, int OW)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* ring = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);  // 128B swizzle: 1024-aligned
