@@ -137,8 +137,10 @@ def test_split_last_wave_adds_the_second_half_in_every_call(cuda, data, shape, d
     """tc-wgmma-tma split1 shares each tile past the last full wave between two blocks by slices, where those
     tiles are at most half the blocks. On 132 SMs, 256x128 tiles: 76 × 2 = 152 tiles (20 halved, 18 slices: 9 and 9;
     200 filters, the second filter tile ragged) and 81 × 2 = 162 at stride 2 (30 halved, 9 slices: 4 and 5; 130
-    filters, not a multiple of 8). A halved tile's flag must be cleared in the call that set it (the workspace is
-    not zeroed between calls): the third call in a row is the one verified."""
+    filters, not a multiple of 8). The second halves' sums missing, misplaced or added to the wrong tile fail the
+    check; the flags live in a workspace that is not zeroed between calls, so the third call in a row is the one
+    verified (with the same inputs each call, a flag left set would be read with the last call's equal sums: this
+    shows calls in a row finish and add, not that each flag is cleared)."""
     shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
     ours = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
     split = [c for c in ours.configs if c.values.get("SPLIT")]
