@@ -161,6 +161,31 @@ def test_split_last_wave_adds_the_second_half_in_every_call(cuda, data, shape, d
         assert err <= cuda.tolerance(ours, shape), (c.label, err)
 
 
+def test_winograd_tf32x3_keeps_the_error_of_the_fp32_products(cuda, data):
+    """winograd-tf32x3 takes each product as three TF32 products of split operands: on a 14² layer with 256
+    channels (a 2,304-long sum per output) its rel_err stays within 1.5× of winograd-gemm's (the same transforms,
+    the products on FFMA), in every configuration; the same kernel with one TF32 product (PARTS = 1, plain TF32)
+    is more than 10× over, so the comparison tells FP32's accuracy from TF32's."""
+    shape = conv_shape(14, 1, batch=4, in_channels=256, out_channels=256, padding=1)
+    inputs, ref = data(shape)
+
+    def errors(name, configs):
+        v = CATALOG.get("conv", "cuda", name)
+        out = []
+        for c in configs(v):
+            prepared = cuda.prepare(v, c, shape, inputs)
+            out.append(verify(cuda, prepared, ref, shape))
+            prepared.release()
+        return out
+
+    ffma = max(errors("winograd-gemm", lambda v: v.configs))
+    split = errors("winograd-tf32x3", lambda v: v.configs)
+    plain = errors("winograd-tf32x3", lambda v: [v.config({**v.configs[0].values, "PARTS": 1})])[0]
+    print(f"winograd-gemm {ffma:.2e}, winograd-tf32x3 {max(split):.2e}, plain TF32 {plain:.2e}")
+    assert max(split) <= 1.5 * ffma, (ffma, split)
+    assert plain > 10 * ffma, (ffma, plain)
+
+
 def assert_same_output(cuda, data, name, shape, configs):
     """Each configuration of the variant passes the check on the shape, and all write the same bytes."""
     import cupy as cp

@@ -1,5 +1,6 @@
 // Winograd convolution F(TILE×TILE, 3×3), stride 1, as four kernels: the transforms run on their own and the
-// E = ALPHA² products over channels are one batched GEMM (Lavin and Gray's formulation, 2016).
+// E = ALPHA² products over channels are one batched GEMM (Lavin and Gray's formulation, 2016). The transform
+// kernels live in winograd_steps.cuh (conv/15_winograd_tf32x3.cu shares them); this file adds the products.
 //
 // conv/09_winograd.cu fuses everything into one kernel, and there the products run at 36-49% of FFMA peak: the
 // input transform needs ALPHA² registers per patch next to the accumulators, so blocks of 9·2ⁿ warps hit the
@@ -15,7 +16,9 @@
 // boundary and the copies are always 16 bytes: the padding adds nothing to the sums.
 //
 // Compile-time parameters: TILE (2 or 4), and the GEMM's BM×BN×BK block tile, WM×WN warp tile, TM×TN thread
-// tile and STAGES ring slots (as for gemm/06_async.cu). Layout: NCHW input, KCRS filters, NKHW output (float32).
+// tile and STAGES ring slots (as for gemm/06_async.cu); SPLIT partial sums over the channels (grid.y = E·SPLIT,
+// winograd_steps.cuh), for layers whose E GEMMs make too few blocks to fill the SMs evenly.
+// Layout: NCHW input, KCRS filters, NKHW output (float32).
 
 #include "../include/async_tile.cuh"
 
@@ -35,73 +38,9 @@
 #define TN 8
 #define STAGES 3
 #endif
-#include "winograd_transforms.cuh"  // ALPHA, E and the 1-D transforms
+#include "winograd_steps.cuh"  // ALPHA, E, the transform kernels, SPLIT
 
-__device__ __forceinline__ int pad4(int n) { return (n + 3) / 4 * 4; }
-
-// ---- U[e][k][c]: one thread per (filter, channel), channels fastest so the E stores are coalesced ----------
-
-extern "C" __global__ void __launch_bounds__(256)
-winograd_filter_t(const float* __restrict__ w, float* __restrict__ U, int K, int C)
-{
-    const int Cp = pad4(C);
-    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long long)K * Cp) return;
-    const int c = idx % Cp, k = idx / Cp;
-    float u[ALPHA][ALPHA] = {};
-    if (c < C) {
-        filter_tile(w + ((size_t)k * C + c) * 9, u);
-    }
-    const size_t plane = (size_t)K * Cp;
-#pragma unroll
-    for (int i = 0; i < ALPHA; ++i)
-#pragma unroll
-        for (int j = 0; j < ALPHA; ++j) U[(i * ALPHA + j) * plane + idx] = u[i][j];
-}
-
-// ---- V[e][c][p]: one thread per (channel, tile), tiles fastest ----------------------------------------------
-
-extern "C" __global__ void __launch_bounds__(256)
-winograd_input_t(const float* __restrict__ x, float* __restrict__ V, int N, int C, int H, int W, int pad, int OH,
-                 int OW)
-{
-    const int TH = (OH + TILE - 1) / TILE, TW = (OW + TILE - 1) / TILE, P = N * TH * TW;
-    const int Cp = pad4(C), Pp = pad4(P);
-    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long long)Cp * Pp) return;
-    const int p = idx % Pp, c = idx / Pp;
-    float d[ALPHA][ALPHA] = {};
-    if (c < C && p < P) {
-        const int n = p / (TH * TW), r = p % (TH * TW);
-        const int h0 = (r / TW) * TILE - pad, w0 = (r % TW) * TILE - pad;
-        const float* src = x + ((size_t)n * C + c) * H * W;
-#pragma unroll
-        for (int i = 0; i < ALPHA; ++i)
-#pragma unroll
-            for (int j = 0; j < ALPHA; ++j) {
-                const int h = h0 + i, ww = w0 + j;
-                d[i][j] = (h >= 0 && h < H && ww >= 0 && ww < W) ? src[(size_t)h * W + ww] : 0.0f;
-            }
-#pragma unroll
-        for (int j = 0; j < ALPHA; ++j) {  // Bᵀ d: each column
-            float col[ALPHA];
-#pragma unroll
-            for (int i = 0; i < ALPHA; ++i) col[i] = d[i][j];
-            input_line(col);
-#pragma unroll
-            for (int i = 0; i < ALPHA; ++i) d[i][j] = col[i];
-        }
-#pragma unroll
-        for (int i = 0; i < ALPHA; ++i) input_line(d[i]);  // (Bᵀ d) B: each row
-    }
-    const size_t plane = (size_t)Cp * Pp;
-#pragma unroll
-    for (int i = 0; i < ALPHA; ++i)
-#pragma unroll
-        for (int j = 0; j < ALPHA; ++j) V[(i * ALPHA + j) * plane + idx] = d[i][j];
-}
-
-// ---- M[e] = U[e] · V[e]: grid.x the BM×BN tiles of one product, grid.y the element e ----------------------
+// ---- M[e] = U[e] · V[e]: grid.x the BM×BN tiles of one product, grid.y the element e (and partial sum) ------
 
 using Tile = AsyncTile<BM, BN, BK, WM, WN, TM, TN, STAGES>;
 
@@ -111,50 +50,20 @@ winograd_products(const float* __restrict__ U, const float* __restrict__ V, floa
 {
     extern __shared__ __align__(16) float smem[];
     const int P = N * ((OH + TILE - 1) / TILE) * ((OW + TILE - 1) / TILE), Cp = pad4(C), Pp = pad4(P);
-    const int e = blockIdx.y;
-    const float* A = U + (size_t)e * K * Cp;   // K × Cp
-    const float* B = V + (size_t)e * Cp * Pp;  // Cp × Pp
-    float* Out = Mw + (size_t)e * K * Pp;      // K × Pp
+    const int e = blockIdx.y % E, split = blockIdx.y / E;
+    const ChannelSlice cs = channel_slice(Cp, split, BK);
+    const float* A = U + (size_t)e * K * Cp + cs.begin;           // K × (its channels), rows Cp apart
+    const float* B = V + ((size_t)e * Cp + cs.begin) * Pp;        // (its channels) × Pp
+    float* Out = Mw + ((size_t)split * E + e) * K * Pp;           // K × Pp, in this partial sum's copy of M
     const int tiles_n = (Pp + BN - 1) / BN;
     const int row0 = blockIdx.x / tiles_n * BM, col0 = blockIdx.x % tiles_n * BN;
 
     Tile tile;
-    tile.run(smem, Cp, [&](float* As, float* Bs, int k0) {
-        copy_window<BM, BK, Tile::THREADS>(As, Tile::A_LD, A + (size_t)row0 * Cp + k0, Cp, K - row0, Cp - k0, true);
-        copy_window<BK, BN, Tile::THREADS>(Bs, BN, B + (size_t)k0 * Pp + col0, Pp, Cp - k0, Pp - col0, true);
+    const int depth = cs.end - cs.begin;
+    tile.run(smem, depth, [&](float* As, float* Bs, int k0) {
+        copy_window<BM, BK, Tile::THREADS>(As, Tile::A_LD, A + (size_t)row0 * Cp + k0, Cp, K - row0, depth - k0, true);
+        copy_window<BK, BN, Tile::THREADS>(Bs, BN, B + (size_t)k0 * Pp + col0, Pp, depth - k0, Pp - col0, true);
     });
     tile.store(Out, Pp, K, row0, col0, true);
 }
 
-// ---- y from M: one thread per (filter, tile), tiles fastest so the E loads are coalesced -------------------
-
-extern "C" __global__ void __launch_bounds__(256)
-winograd_output_t(const float* __restrict__ Mw, float* __restrict__ y, int N, int K, int OH, int OW)
-{
-    const int TH = (OH + TILE - 1) / TILE, TW = (OW + TILE - 1) / TILE, P = N * TH * TW, Pp = pad4(P);
-    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long long)K * P) return;
-    const int p = idx % P, k = idx / P;
-    const size_t plane = (size_t)K * Pp;
-    const float* m = Mw + (size_t)k * Pp + p;
-    float t[TILE][ALPHA];  // Aᵀ M: each column
-#pragma unroll
-    for (int j = 0; j < ALPHA; ++j) {
-        float col[ALPHA], out[TILE];
-#pragma unroll
-        for (int i = 0; i < ALPHA; ++i) col[i] = m[(i * ALPHA + j) * plane];
-        output_line(col, out);
-#pragma unroll
-        for (int i = 0; i < TILE; ++i) t[i][j] = out[i];
-    }
-    const int n = p / (TH * TW), r = p % (TH * TW), oh0 = (r / TW) * TILE, ow0 = (r % TW) * TILE;
-    float* dst = y + (((size_t)n * K + k) * OH + oh0) * OW + ow0;
-#pragma unroll
-    for (int i = 0; i < TILE; ++i) {  // (Aᵀ M) A: each row, clipped to the image
-        float o[TILE];
-        output_line(t[i], o);
-#pragma unroll
-        for (int j = 0; j < TILE; ++j)
-            if (oh0 + i < OH && ow0 + j < OW) dst[i * OW + j] = o[j];
-    }
-}
