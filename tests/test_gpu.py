@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpubench import project, catalog, spec_files, specs
-from gpubench.dtypes import DType, GemmLayout
+from gpubench.dtypes import ConvLayout, DType, GemmLayout
 from gpubench.problems import GemmShape, conv_shape
 from gpubench.runner import PointTask, ShapeTask, verify
 from gpubench.timing import TimingPolicy
@@ -127,6 +127,38 @@ def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype,
     base = {"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "SWIZZLE": 8}
     assert_same_output(cuda, data, "wgmma-tma", GemmShape(*shape, dtype, layout),
                        [{**base, "OVERLAP": overlap} for overlap in (0, 1)])
+
+
+@pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])
+@pytest.mark.parametrize("shape", [
+    conv_shape(29, 1, batch=23, in_channels=72, out_channels=200, padding=1),
+    conv_shape(95, 2, batch=9, in_channels=40, out_channels=130, padding=1)])
+def test_split_last_wave_adds_the_second_half_in_every_call(cuda, data, shape, dtype):
+    """tc-wgmma-tma split1 shares each tile past the last full wave between two blocks by slices, where those
+    tiles are at most half the blocks. On 132 SMs, 256x128 tiles: 76 × 2 = 152 tiles (20 halved, 18 slices: 9 and 9;
+    200 filters, the second filter tile ragged) and 81 × 2 = 162 at stride 2 (30 halved, 9 slices: 4 and 5; 130
+    filters, not a multiple of 8). The second halves' sums missing, misplaced or added to the wrong tile fail the
+    check; the flags live in a workspace that is not zeroed between calls, so the third call in a row is the one
+    verified (with the same inputs each call, a flag left set would be read with the last call's equal sums: this
+    shows calls in a row finish and add, not that each flag is cleared)."""
+    shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
+    ours = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
+    split = [c for c in ours.configs if c.values.get("SPLIT")]
+    dims = shape.dims()
+    for c in split:
+        bm, bn = c.values["BM"], c.values["BN"]
+        tiles = -(-dims["N"] * dims["OH"] * dims["OW"] // bm) * -(-dims["K"] // bn)
+        past = tiles % cuda.sms
+        if not (tiles > cuda.sms and 0 < 2 * past <= cuda.sms):
+            pytest.skip(f"{tiles} tiles of {bm}x{bn} halve none on {cuda.sms} SMs")
+    inputs, ref = data(shape)
+    for c in split:
+        prepared = cuda.prepare(ours, c, shape, inputs)
+        prepared.run()
+        prepared.run()
+        err = verify(cuda, prepared, ref, shape)
+        prepared.release()
+        assert err <= cuda.tolerance(ours, shape), (c.label, err)
 
 
 def test_winograd_tf32x3_keeps_the_error_of_the_fp32_products(cuda, data):

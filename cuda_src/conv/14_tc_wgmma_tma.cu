@@ -28,13 +28,23 @@
 //    6272 output pixels (the 7² layer) make 25 tiles of 256 × 4 filter tiles = 100 tiles for 132 SMs, so a
 //    quarter of the SMs idled through the call (ncu); in tiles of 192 they make 33 × 4 = 132, and the 14² layer
 //    131 × 2 = 262 (two a SM). 512 threads leave a thread 128 registers, so such a consumer holds 64 × BN ≤ 128.
+//  * The last wave split in two (SPLIT = 1, persistent single blocks): where the tiles past the last full wave
+//    are at most half the blocks (the 14² layer: 196 tiles of 256x128 for 132 blocks, 64 past the first wave), each
+//    of those tiles is shared by two blocks, one taking the first half of its slices and one the rest, so every
+//    block does 1.5 tiles' slices instead of 64 blocks doing 2 while 68 do 1. The second half's block writes its
+//    float32 sums to `partials` and raises the tile's flag (release); the first half's block waits for the flag
+//    (acquire), clears it for the next call (the workspace is not zeroed between calls), adds the sums and stores
+//    the tile. Both halves run at the same time, in the blocks' last round, so neither waits long and no block
+//    waits for one that waits. Measured (docs/perf-notes.md): 14% fewer cycles at 14², but the power limiter took
+//    the clock down as far, so no faster there; 192-pixel tiles are the faster way to fill the SMs.
 // The rest is 13's: the consumer warpgroups (BM/CONSUMERS pixels × BN filters each, m64nBNk16 wgmmas straight from
 // shared memory, one slice's wgmmas in flight), then one producer warpgroup (setmaxnreg hands its registers over),
 // an mbarrier ring of STAGES slots. Each consumer warpgroup writes its rows out 64 at a time through a staging area
 // of its own beside the ring (so the ring need not drain first), as whole 16-byte chunks of output rows.
 //
 // Tiles (-DNAME=value): BM pixels (64 or 128 per consumer warpgroup), BN filters (64, 128 or 256; a consumer thread
-// holds BM/CONSUMERS·BN/128 ≤ 128 accumulators), STAGES, CLUSTER (1 or 2), CONSUMERS (2 or 3), PERSISTENT. Maps:
+// holds BM/CONSUMERS·BN/128 ≤ 128 accumulators), STAGES, CLUSTER (1 or 2), CONSUMERS (2 or 3), PERSISTENT, SPLIT
+// (0 or 1; partials: MAX_SPLIT·BM·BN floats, then MAX_SPLIT flags, where SPLIT = 1; unread otherwise). Maps:
 // map_x, im2col boxes of BM pixels × 64 channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: a 1-D grid
 // of whole clusters, at most one block per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN),
 // filter tiles fastest, a cluster's CLUSTER blocks sharing one), with PERSISTENT at most one per SM;
@@ -68,6 +78,9 @@
 #ifndef PERSISTENT
 #define PERSISTENT 1  // (only the spec's grid reads it: the kernel walks whatever tiles its grid leaves it)
 #endif
+#ifndef SPLIT
+#define SPLIT 0
+#endif
 
 constexpr int BK = 64;                        // one 128-byte swizzle row of 16-bit channels
 constexpr int THREADS = 128 * (CONSUMERS + 1);         // the consumer warpgroups, then the producer
@@ -91,6 +104,10 @@ static_assert(STAGES >= 2, "a ring of at least two slices");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 blocks sharing the filter tile");
 static_assert(B_ROWS % 8 == 0, "each block's share of the filter box is whole 8-row swizzle atoms");
 static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT: one block per tile (0) or per SM (1)");
+static_assert(SPLIT == 0 || (SPLIT == 1 && CLUSTER == 1 && PERSISTENT == 1),
+              "SPLIT: 0, or 1 (the last wave's tiles in two halves) with persistent single blocks");
+constexpr int MAX_SPLIT = 128;                    // tiles split at most (the spec sizes `partials` so)
+constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes: unlikely in uninitialised memory
 
 #if CLUSTER > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
@@ -100,8 +117,8 @@ static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT: one block per til
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                  ELEM_OUT* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad,
-                  int OH, int OW)
+                  ELEM_OUT* __restrict__ y, float* __restrict__ partials, int N, int C, int H, int W, int K, int R,
+                  int S, int stride, int pad, int OH, int OW)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* ring = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);  // 128B swizzle: 1024-aligned
@@ -121,6 +138,22 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
         n0 = (g % tiles_n) * BN;
     };
     const int cslices = (C + BK - 1) / BK, slices = R * S * cslices;
+    // The units a block walks, `step` apart: groups [0, whole) whole, then (SPLIT) each of the `halved` groups after
+    // them as two units, its slices [0, slices / 2) and [slices / 2, slices). Halving needs the groups past the
+    // last full round to be at most half the blocks, so that both halves fall in the blocks' last round.
+    const int past = groups % step;
+    const int halved = SPLIT && groups > step && past > 0 && 2 * past <= step && past <= MAX_SPLIT && slices >= 2
+                           ? past : 0;
+    const int whole = groups - halved, units = groups + halved;
+    // unit u: its group g, slices [t0, t1), and half (0: whole or the first half, which stores; 1: the second)
+    auto unit = [&](int u, int& g, int& t0, int& t1, int& half) {
+        if (u < whole) {
+            g = u, t0 = 0, t1 = slices, half = 0;
+        } else {
+            g = whole + (u - whole) / 2, half = (u - whole) % 2;
+            t0 = half ? slices / 2 : 0, t1 = half ? slices : slices / 2;
+        }
+    };
 
     // full: the local producer's arrive (+ bytes); empty: every consumer warp of the cluster
     ring_init<STAGES, CLUSTER>(bars, 4 * CONSUMERS * CLUSTER);
@@ -133,15 +166,17 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
             tma_acquire(map_w);
             const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
             uint32_t it = 0;
-            for (int g = first; g < groups; g += step) {
-                int m0, n0;
+            for (int u = first; u < units; u += step) {
+                int g, t0, t1, half, m0, n0;
+                unit(u, g, t0, t1, half);
+                (void)half;
                 origin(g, m0, n0);
                 // The input pixel under the tile's first output pixel (tap (0, 0)); the map walks on from there. A
                 // tile wholly past M (the second of a cluster at the end) loads no pixels, only its share of filters.
                 const int img = m0 / P, p = m0 % P;
                 const int w0 = (p % OW) * stride - pad, h0 = (p / OW) * stride - pad;
                 const bool pixels = m0 < M;
-                for (int t = 0; t < slices; ++t, ++it) {
+                for (int t = t0; t < t1; ++t, ++it) {
                     const int s = it % STAGES, tap = t / cslices, c0 = (t - tap * cslices) * BK, r = tap / S;
                     mbar_wait(empty(s), ((it / STAGES) & 1) ^ 1);  // slot released (a fresh barrier passes)
                     mbar_expect_bytes(full(s), (pixels ? A_BYTES : 0) + B_BYTES);  // all of B, half from the peer
@@ -170,9 +205,14 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
         // This warpgroup's staging: 64 rows × BN, 16-byte chunks XOR-swizzled by row % 8 (conflict-free both ways)
         ELEM_OUT* staging = reinterpret_cast<ELEM_OUT*>(ring + RING_BYTES + wg * STAGING_BYTES);
         const bool whole_chunks = K % 8 == 0;  // output rows start on 16-byte boundaries
+        // SPLIT: a tile's partial sums, accumulators v, v+1 of row block i of consumer thread tid at float2
+        // (i·BN/2 + v)/2 · 128·CONSUMERS + tid (a warp's stores fill 256 contiguous bytes); the flags after them.
+        constexpr int CT = 128 * CONSUMERS;
+        uint32_t* const flags = reinterpret_cast<uint32_t*>(partials + (size_t)MAX_SPLIT * BM * BN);
         uint32_t it = 0;
-        for (int g = first; g < groups; g += step) {
-            int m0, n0;
+        for (int u = first; u < units; u += step) {
+            int g, t0, t1, half, m0, n0;
+            unit(u, g, t0, t1, half);
             origin(g, m0, n0);
             float acc[MI][BN / 2];
 #pragma unroll
@@ -180,7 +220,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) acc[i][v] = 0.f;
 
-            for (int t = 0; t < slices; ++t, ++it) {
+            for (int t = t0; t < t1; ++t, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(full(s), (it / STAGES) & 1);
                 const uint32_t a = ring_addr + s * STAGE_BYTES + wg * WG_M * BK * 2, b = ring_addr +
@@ -194,7 +234,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                                            1);
                 wgmma_commit();
                 wgmma_wait<1>();                             // the slice before's wgmmas are done ...
-                if (t > 0) release((it - 1) % STAGES);  // ... so its slot may be refilled
+                if (t > t0) release((it - 1) % STAGES);  // ... so its slot may be refilled
             }
             wgmma_wait<0>();
 #pragma unroll
@@ -202,6 +242,31 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
             release((it - 1) % STAGES);
+
+            // A halved tile: the second half hands its sums to the first, which adds them as it rounds its own.
+            const bool add_partial = SPLIT && u >= whole && !half;
+            float2* const sums = reinterpret_cast<float2*>(partials + (size_t)(g - whole) * BM * BN);
+            if (SPLIT && u >= whole) {
+                if (half) {
+#pragma unroll
+                    for (int i = 0; i < MI; ++i)
+#pragma unroll
+                        for (int v = 0; v < BN / 2; v += 2)
+                            __stcg(sums + (i * BN / 2 + v) / 2 * CT + tid, make_float2(acc[i][v], acc[i][v + 1]));
+                    __threadfence();
+                    named_sync(1, CT);  // every consumer thread's sums are out
+                    if (tid == 0) flag_release(flags + (g - whole), PARTIAL_READY);
+                    continue;
+                }
+                if (tid == 0) {
+                    // Both halves run in the blocks' last round, at the same time: a short wait. (A grid whose
+                    // blocks were not all resident at once could wait here for ever; a counter to give up after
+                    // seconds costs the 128-accumulator tiles ~20 registers of spills: gpubench's watchdog ends it.)
+                    while (flag_acquire(flags + (g - whole)) != PARTIAL_READY) __nanosleep(64);
+                    flags[g - whole] = 0;  // not ready, for the next call
+                }
+                named_sync(1, CT);
+            }
 
             // ---- epilogue: each m64 block of rows is rounded into this warpgroup's staging area, then written as
             // whole 16-byte chunks of output rows, while the producer already fills the ring with the next tile.
@@ -216,7 +281,12 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                     // + {0, 1}: bytes 4·(lane%4) of 16-byte chunk v/4 of the row, stored at chunk (v/4) ^ (row % 8)
                     const int row = w * 16 + lane / 4 + 8 * ((v / 2) % 2), chunk = (v / 4) ^ (row % 8);
                     ELEM_OUT* c = staging + row * BN + chunk * 8 + 2 * (lane % 4);
-                    *reinterpret_cast<uint32_t*>(c) = pack2(acc[i][v], acc[i][v + 1], c);
+                    float lo = acc[i][v], hi = acc[i][v + 1];
+                    if (add_partial) {  // the second half's sums of the same accumulators (read as they are used)
+                        const float2 p = __ldcg(sums + (i * BN / 2 + v) / 2 * CT + tid);
+                        lo += p.x, hi += p.y;
+                    }
+                    *reinterpret_cast<uint32_t*>(c) = pack2(lo, hi, c);
                 }
                 named_sync(2 + wg, 128);
                 const int r0 = m0 + wg * WG_M + i * 64;

@@ -254,6 +254,19 @@ __device__ __forceinline__ void mbar_arrive_cluster_release(uint32_t bar, uint32
         "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar), "r"(rank) : "memory");
 }
 
+// A flag in global memory between blocks of one grid: the writer's earlier stores (each thread's, fenced, then
+// gathered by a barrier) are visible to whoever acquires the value it releases (conv/14_tc_wgmma_tma.cu's SPLIT).
+__device__ __forceinline__ void flag_release(uint32_t* flag, uint32_t value)
+{
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ __forceinline__ uint32_t flag_acquire(const uint32_t* flag)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+    return v;
+}
+
 // ---- clusters ---------------------------------------------------------------------------------------------
 
 __device__ __forceinline__ uint32_t cluster_rank()

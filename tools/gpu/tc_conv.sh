@@ -4,9 +4,10 @@
 #                                     # fp16 and bf16, ragged shapes
 #   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: the three against cuDNN's best plan, ResNet-50 layers
 #   bash tools/gpu/tc_conv.sh sweep-ws # tools/gpu/tc-conv-ws.toml: tc-wgmma-ws (one and two producers) against cuDNN
-#   bash tools/gpu/tc_conv.sh check-tma # the gpu tests of tc-wgmma-tma alone
+#   bash tools/gpu/tc_conv.sh check-tma # the gpu tests of tc-wgmma-tma alone (its split1 test included)
 #   bash tools/gpu/tc_conv.sh sweep-tma # tools/gpu/tc-conv-tma.toml: tc-wgmma-tma against tc-wgmma-ws and cuDNN
-#   bash tools/gpu/tc_conv.sh ncu-tma   # ncu (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers: tensor pipe, SM busy
+#   bash tools/gpu/tc_conv.sh ncu-tma   # ncu (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers (or LAYERS="14x256 7x512"):
+#                                       # tensor pipe, SM busy
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
 #   bash tools/gpu/tc_conv.sh where   # tc-wgmma-ws with parts switched off: copies only, products only, no proxy fence
 #   bash tools/gpu/tc_conv.sh ncu     # ncu (fp16) on the 56² and 14² layers, each configuration
@@ -33,14 +34,14 @@ step() {
     python3 -m gpubench run tools/gpu/tc-conv-ws.toml -o "$OUT/tc-conv-ws.json" > "$OUT/tc-conv-ws.log" 2>&1
     echo "sweep-ws exit $?" ;;
   check-tma)
-    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-tma" -p no:cacheprovider -rf 2>&1 \
+    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-tma or split_last_wave" -p no:cacheprovider -rfs 2>&1 \
       | tee "$OUT/gpu-tests-tc-tma.txt" | tail -4 ;;
   sweep-tma)  # tools/gpu/tc-conv-tma.toml: tc-wgmma-tma against tc-wgmma-ws and cuDNN
     python3 -m gpubench run tools/gpu/tc-conv-tma.toml -o "$OUT/tc-conv-tma.json" > "$OUT/tc-conv-tma.log" 2>&1
     echo "sweep-tma exit $?" ;;
   ncu-tma)  # sm__cycles_active against gpc__cycles_elapsed: how much of the call an SM had a tile to work on
     VARIANTS=tc-wgmma-tma REPS=1 ncu --metrics "$METRICS,sm__cycles_active.avg,gpc__cycles_elapsed.max,\
-lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py 28x128 14x256 7x512 \
+lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-28x128 14x256 7x512} \
       > "$OUT/ncu-tma.csv" 2> "$OUT/ncu-tma.err"
     echo "ncu-tma: exit $?, $(grep -c conv_tc "$OUT/ncu-tma.csv") rows" ;;
   probe)  # every configuration back to back, L2 not flushed (tools/gpu/tc_conv_probe.py; EXTRA adds configurations)
