@@ -21,26 +21,33 @@ def installed(tmp_path_factory):
     root = tmp_path_factory.mktemp("wheel")
     src = root / "src"  # a copy, so the build leaves nothing behind in the checkout
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", ".ci-venv", "build", "dist", "*.egg-info",
-                                                             "__pycache__", ".pytest_cache", ".devwheels", ".whl"))
+                                                             "__pycache__", ".pytest_cache", ".devwheels", ".stage", ".whl"))
     subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(root / "dist"), str(src)], check=True,
                    capture_output=True)
     (wheel,) = (root / "dist").glob("gpubench-*.whl")
     venv.create(root / "venv", with_pip=True)
     bin_dir = root / "venv" / "bin"
-    subprocess.run([bin_dir / "python", "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
+    subprocess.run([bin_dir / "python", "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True,
+                   env=own_environment())  # a PYTHONPATH naming the checkout made pip see gpubench installed
     return bin_dir
 
 
 def gpubench(bin_dir, cwd, *args, timeout=300):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUBENCH_", "PYTHON", "VIRTUAL_ENV"))}
+    env = own_environment()
     env["XDG_CACHE_HOME"] = str(cwd / ".cache")
     return subprocess.run([bin_dir / "gpubench", *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
+def own_environment() -> dict:
+    """This process's environment without what would make the venv's Python import anything but its own copy (a
+    PYTHONPATH naming a checkout shadows the installed wheel) or read gpubench's settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("GPUBENCH_", "PYTHON", "VIRTUAL_ENV"))}
+
+
 def test_the_wheel_carries_kernels_suites_and_specs(installed, tmp_path):
     site = subprocess.run([installed / "python", "-c", "import gpubench, os; print(os.path.dirname(gpubench.__file__))"],
-                          capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
+                          capture_output=True, text=True, check=True, cwd=tmp_path, env=own_environment()).stdout.strip()
     assert REPO not in Path(site).parents  # the installed copy, not the checkout
     # Every file of the top-level cuda_src/ and configs/ travels, under the same relative path inside the package.
     for folder in ("cuda_src", "configs"):
@@ -83,5 +90,6 @@ def test_a_project_outside_the_repository(installed, tmp_path):
 def test_the_wheel_registers_the_pytest_plugin(installed, tmp_path):
     code = ("from importlib.metadata import entry_points; "
             "print([e.value for e in entry_points(group='pytest11') if e.name == 'gpubench'])")
-    out = subprocess.run([installed / "python", "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    out = subprocess.run([installed / "python", "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path,
+                         env=own_environment())
     assert out.stdout.strip() == "['gpubench.pytest_plugin']"
