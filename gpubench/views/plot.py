@@ -82,12 +82,8 @@ def _save(fig, plt, output) -> Path:
     return output
 
 
+@_without_glyph_warnings()
 def roofline_plot(run: Run, output: str | Path) -> Path:
-    with _without_glyph_warnings():
-        return _roofline_plot(run, output)
-
-
-def _roofline_plot(run: Run, output: str | Path) -> Path:
     """Every ok point at its arithmetic intensity (FLOPs per minimum byte) and GFLOPS, under the roofs measured
     on the run's GPU: DRAM and L2 bandwidth slopes, the compute peak of each precision it measured."""
     from gpubench import roofline
@@ -122,12 +118,8 @@ def _roofline_plot(run: Run, output: str | Path) -> Path:
     return _save(fig, plt, output)
 
 
+@_without_glyph_warnings()
 def plot(run: Run, output: str | Path) -> Path:
-    with _without_glyph_warnings():
-        return _plot(run, output)
-
-
-def _plot(run: Run, output: str | Path) -> Path:
     plt = _pyplot()
     panels = [(op, s) for op in Op for s in sorted({_panel(p) for p in run.points if p.op == op} - {None})]
     panels = [(op, s) for op, s in panels if _series(run, op, s)]
