@@ -11,27 +11,15 @@ it, once per process. If that is what differs, copies of one module differ here 
 """
 
 import json
-import statistics
 import sys
 
 import cupy as cp
 import numpy as np
 
+from short_calls import flushed_median_us
+
 SAMPLES = 300
 COPIES = 6
-
-
-def median_us(call, scratch) -> float:
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    out = []
-    for i in range(SAMPLES):
-        cp.cuda.runtime.memsetAsync(scratch.data.ptr, i & 0xFF, scratch.nbytes, 0)  # covers the launch too
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        out.append(cp.cuda.get_elapsed_time(start, end))
-    return round(statistics.median(out) * 1000, 3)
 
 
 def main(label: str, cubin: str) -> None:
@@ -48,18 +36,19 @@ def main(label: str, cubin: str) -> None:
         m = cp.cuda.function.Module()
         m.load_file(cubin)
         modules.append(m)
+    def timed(call) -> float:
+        return flushed_median_us(cp, lambda i: call(), scratch, SAMPLES)
+
     for copy, m in enumerate(modules + modules[:1]):
         conv, empty = m.get_function("conv_sliding"), m.get_function("empty_probe")
         print(json.dumps({"label": label, "what": "code copy", "copy": copy % COPIES,
-                          "conv": median_us(lambda: conv((2, 2, 1), (16, 16, 1), args(x, w, y)), scratch),
-                          "empty": median_us(lambda: empty((1,), (1,), ()), scratch)}), flush=True)
+                          "conv": timed(lambda: conv((2, 2, 1), (16, 16, 1), args(x, w, y))),
+                          "empty": timed(lambda: empty((1,), (1,), ()))}), flush=True)
     conv = modules[0].get_function("conv_sliding")
     for copy in range(4):
         x2, w2, y2 = x.copy(), w.copy(), y.copy()
         print(json.dumps({"label": label, "what": "data copy", "copy": copy,
-                          "conv": median_us(lambda: conv((2, 2, 1), (16, 16, 1), args(x2, w2, y2)), scratch)}),
-              flush=True)
-
+                          "conv": timed(lambda: conv((2, 2, 1), (16, 16, 1), args(x2, w2, y2)))}), flush=True)
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2])

@@ -11,12 +11,11 @@ chain ran on over SAMPLES flushed calls, and their medians.
 
 import collections
 import json
-import statistics
 import sys
 
 import cupy as cp
 
-from short_calls import chain_input
+from short_calls import chain_input, flushed_median_us
 
 SOURCE = r"""
 __device__ __forceinline__ unsigned sm_id() { unsigned s; asm volatile("mov.u32 %0, %%smid;" : "=r"(s)); return s; }
@@ -38,21 +37,12 @@ def main(label: str) -> None:
     scratch = cp.empty(128 << 20, dtype=cp.uint8)
     x, y = chain_input(cp), cp.empty(32, dtype=cp.int32)
     where = cp.zeros(SAMPLES, dtype=cp.uint32)
-    start, end = cp.cuda.Event(), cp.cuda.Event()
     line = {"label": label}
     for name, call in (("empty", lambda i: empty((1,), (1,), (where, cp.int32(i)))),
                        ("chain", lambda i: chain((1,), (32,), (x, y, where, cp.int32(i))))):
-        times = []
-        for i in range(SAMPLES):
-            cp.cuda.runtime.memsetAsync(scratch.data.ptr, i & 0xFF, scratch.nbytes, 0)
-            start.record()
-            call(i)
-            end.record()
-            end.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, end))
+        median = flushed_median_us(cp, call, scratch, SAMPLES)
         sms = collections.Counter(int(s) for s in where.get())
-        line[name] = {"median_us": round(statistics.median(times) * 1000, 3), "sms": dict(sms.most_common(6)),
-                      "distinct_sms": len(sms)}
+        line[name] = {"median_us": median, "sms": dict(sms.most_common(6)), "distinct_sms": len(sms)}
     print(json.dumps(line), flush=True)
 
 

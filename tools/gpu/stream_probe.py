@@ -10,27 +10,13 @@ that is what differs between processes, the floor here differs between streams o
 """
 
 import json
-import statistics
 import sys
 
 import cupy as cp
 
-from short_calls import SOURCE, chain_input
+from short_calls import SOURCE, chain_input, flushed_median_us
 
 SAMPLES = 400
-
-
-def median_us(stream, call, scratch) -> float:
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    out = []
-    for i in range(SAMPLES):
-        cp.cuda.runtime.memsetAsync(scratch.data.ptr, i & 0xFF, scratch.nbytes, stream.ptr)  # covers the launch too
-        start.record(stream)
-        call(stream)
-        end.record(stream)
-        end.synchronize()
-        out.append(cp.cuda.get_elapsed_time(start, end))
-    return round(statistics.median(out) * 1000, 3)
 
 
 def main(label: str) -> None:
@@ -42,8 +28,10 @@ def main(label: str) -> None:
     streams = [("default", cp.cuda.Stream.null)] + [(f"s{i}", cp.cuda.Stream(non_blocking=True)) for i in range(8)]
     for name, stream in streams:
         line = {"label": label, "stream": name,
-                "empty": median_us(stream, lambda s: empty((1,), (1,), (), stream=s), scratch),
-                "chain": median_us(stream, lambda s: chain((1,), (32,), (x, y), stream=s), scratch)}
+                "empty": flushed_median_us(cp, lambda i: empty((1,), (1,), (), stream=stream), scratch, SAMPLES,
+                                           stream),
+                "chain": flushed_median_us(cp, lambda i: chain((1,), (32,), (x, y), stream=stream), scratch, SAMPLES,
+                                           stream)}
         print(json.dumps(line), flush=True)
 
 
