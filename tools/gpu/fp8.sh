@@ -6,6 +6,8 @@
 #   bash tools/gpu/fp8.sh error   # rel_err against the promotion interval p (tools/gpu/fp8_promotion.py)
 #   bash tools/gpu/fp8.sh sweep   # tools/gpu/tc-gemm-fp8.toml: every fp8-tma configuration against cuBLASLt
 #   bash tools/gpu/fp8.sh ncu     # ncu of one launch each at 8192: cuBLASLt and the fp8-tma configurations in $CONFIGS
+#   bash tools/gpu/fp8.sh stalls  # ncu's warp-state sampling per SASS instruction of one launch each at ${SIZES:-4096}:
+#                                 # cuBLASLt and the configurations in $CONFIGS (details page, source page as CSV, SASS)
 #   bash tools/gpu/fp8.sh all     # build, check, error, sweep, ncu
 # OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, nvmath for cuBLASLt).
 set -u -o pipefail
@@ -45,6 +47,19 @@ PY
         python3 tools/gpu/tc_profile.py $n fp8:nt > "$OUT/ncu-fp8-$n.txt" 2>&1
       echo "ncu $n exit $?"
       grep -E "^\s+(nvjet|gemm)|Elapsed Cycles|Duration|SM Frequency|tensor_op|dram__bytes|hit_rate|inst_executed|TFLOP|Stall|Warp Cycles Per Issued" "$OUT/ncu-fp8-$n.txt" | grep -v "^==" | head -80
+    done ;;
+  stalls)  # where each kernel's warps wait: the source page's samples per SASS instruction, beside the totals
+    for n in ${SIZES:-4096}; do
+      CONFIGS=${CONFIGS:-0} ncu --profile-from-start off --clock-control none --section SpeedOfLight \
+        --section WarpStateStats --section SourceCounters --section MemoryWorkloadAnalysis --section LaunchStats \
+        --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum,smsp__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum \
+        -f -o "$OUT/stalls-$n" python3 tools/gpu/tc_profile.py $n fp8:nt > "$OUT/stalls-$n.log" 2>&1
+      echo "ncu $n exit $?"; tail -5 "$OUT/stalls-$n.log"
+      ncu -i "$OUT/stalls-$n.ncu-rep" --page details > "$OUT/stalls-$n-details.txt" 2>&1
+      ncu -i "$OUT/stalls-$n.ncu-rep" --page source --csv --print-source sass > "$OUT/stalls-$n-sass.csv" 2>&1
+      echo "source page exit $? $(wc -c < "$OUT/stalls-$n-sass.csv") bytes"; head -c 600 "$OUT/stalls-$n-sass.csv"; echo
+      grep -E "^  [a-z]|Elapsed Cycles|SM Frequency|Shared|L2 Cache Throughput|Warp Cycles Per Issued|Stall|tensor_op|lts__t_bytes|wavefronts" "$OUT/stalls-$n-details.txt" | head -90
+      rm -f "$OUT/stalls-$n.ncu-rep"
     done ;;
   esac
 }
