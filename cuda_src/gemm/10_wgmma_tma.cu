@@ -85,6 +85,12 @@
 #ifndef OVERLAP
 #define OVERLAP 0
 #endif
+#ifndef CN
+#define CN 1
+#endif
+#ifndef EARLY
+#define EARLY 0
+#endif
 
 
 #if defined(LAYOUT_TN)
@@ -101,6 +107,7 @@ constexpr int B_MN_MAJOR = 1;
 constexpr bool FP8 = sizeof(ELEM) == 1;
 constexpr int BM = 128;                          // two consumer warpgroups of 64 rows
 constexpr int CONSUMERS = 2;
+constexpr int CLUSTER_BLOCKS = CLUSTER * CN;     // CLUSTER blocks along M (sharing B) times CN along N (sharing A)
 constexpr int THREADS = 128 * (CONSUMERS + 1);
 constexpr int KSTEPS = 4;                        // wgmmas per slot: 32 bytes of k each
 constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 bytes
@@ -122,6 +129,9 @@ static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX %
               "BBOX: rows of B per TMA box, 64 (MN-major: 64 k rows), or whole 8-row atoms that split BN over the cluster");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
+static_assert(CN == 1 || (CN == 2 && CLUSTER == 2 && BM / 64 == CN), "CN: 1, or 2 with CLUSTER = 2 (a 2 x 2 cluster)");
+static_assert(EARLY == 0 || (EARLY == 1 && (PROMOTE == 0 || SETS == 2) && !OVERLAP),
+              "EARLY: 0, or 1 where the slots run one behind the other (unpromoted or x2; not with OVERLAP)");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
@@ -131,26 +141,30 @@ static_assert(OVERLAP == 0 || (OVERLAP == 1 && SETS == 1), "OVERLAP: 0, or 1 wit
 static_assert(BN / 2 * (PROMOTE > 0 ? SETS + 1 : 1) <= 192, "the accumulators must leave ~40 of 232 registers free");
 static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per register");
 
-#if CLUSTER > 1
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#if CLUSTER * CN > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER * CN, 1, 1)
 #else
 #define CLUSTER_DIMS
 #endif
 
-// The tiles of one block, in order. A cluster takes groups of CLUSTER tiles stacked in M (same columns, so the
-// same B tile); cluster c takes groups c, c + clusters, ...; this block the tile at its rank in each.
+// The tiles of one block, in order. A cluster takes groups of CLUSTER × CN tiles: CLUSTER stacked in M (same
+// columns, so the same B tile) by CN side by side in N (same rows, the same A tile); cluster c takes groups c,
+// c + clusters, ...; this block the tile at its rank in each (rank % CLUSTER along M, rank / CLUSTER along N).
 struct TileWalk {
-    int groups_m, tiles_n, groups, group, stride, rank;
+    int groups_m, groups_n, groups, group, stride, rank;
     __device__ TileWalk(int M, int N)
-        : groups_m(((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER), tiles_n((N + BN - 1) / BN), groups(groups_m * tiles_n),
-          group(blockIdx.x / CLUSTER), stride(gridDim.x / CLUSTER), rank(CLUSTER > 1 ? cluster_rank() : 0) {}
+        : groups_m(((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER), groups_n(((N + BN - 1) / BN + CN - 1) / CN),
+          groups(groups_m * groups_n), group(blockIdx.x / CLUSTER_BLOCKS), stride(gridDim.x / CLUSTER_BLOCKS),
+          rank(CLUSTER_BLOCKS > 1 ? cluster_rank() : 0) {}
     __device__ bool more() const { return group < groups; }
     __device__ void next() { group += stride; }
+    __device__ int rank_m() const { return rank % CLUSTER; }
+    __device__ int rank_n() const { return rank / CLUSTER; }
     __device__ void origin(int& m0, int& n0) const {
-        int group_m, tile_n;
-        tile_coords<SWIZZLE>(group, groups_m, tiles_n, group_m, tile_n);
-        m0 = (group_m * CLUSTER + rank) * BM;
-        n0 = tile_n * BN;
+        int group_m, group_n;
+        tile_coords<SWIZZLE>(group, groups_m, groups_n, group_m, group_n);
+        m0 = (group_m * CLUSTER + rank_m()) * BM;
+        n0 = (group_n * CN + rank_n()) * BN;
     }
 };
 
@@ -202,7 +216,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
     const int ktiles = (K + BK - 1) / BK;
     TileWalk walk(M, N);
 
-    ring_init<STAGES, CLUSTER>(bars, CONSUMERS * CLUSTER);  // full(s), then empty(s)
+    ring_init<STAGES, CLUSTER_BLOCKS>(bars, CONSUMERS * CLUSTER_BLOCKS);  // full(s), then empty(s)
 
     // Both roles count slots with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
     if (warp >= 4 * CONSUMERS) {
@@ -211,8 +225,11 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         if (warp == 4 * CONSUMERS && lane == 0) {
             tma_acquire(map_a);
             tma_acquire(map_b);
-            const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
+            // B goes to the CLUSTER blocks of this block's cluster column, A (CN = 2) to the CN blocks of its row.
+            const uint16_t mask = CLUSTER > 1 ? ((1u << CLUSTER) - 1) << (CLUSTER * walk.rank_n()) : 0;
+            const uint16_t mask_a = CN > 1 ? (1u << walk.rank_m()) | (1u << (walk.rank_m() + CLUSTER)) : 0;
             constexpr int B_BOXES = BN / BBOX / CLUSTER;  // the boxes of B this block loads (for its whole cluster)
+            constexpr int A_BOXES = BM / 64 / CN;         // ... and of A
             for (uint32_t it = 0; walk.more(); walk.next()) {
                 int m0, n0;
                 walk.origin(m0, n0);
@@ -221,10 +238,10 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                     mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
                     mbar_expect_bytes(full(s), A_STAGE + B_STAGE);  // all of B arrives, half of it from the peer
 #pragma unroll
-                    for (int b = 0; b < BM / 64; ++b)
-                        load_box<A_MN_MAJOR>(sA + s * A_STAGE, map_a, m0, k0, b, full(s));
+                    for (int b = walk.rank_n() * A_BOXES; b < (walk.rank_n() + 1) * A_BOXES; ++b)
+                        load_box<A_MN_MAJOR>(sA + s * A_STAGE, map_a, m0, k0, b, full(s), mask_a);
 #pragma unroll
-                    for (int b = walk.rank * B_BOXES; b < (walk.rank + 1) * B_BOXES; ++b)
+                    for (int b = walk.rank_m() * B_BOXES; b < (walk.rank_m() + 1) * B_BOXES; ++b)
                         load_box<B_MN_MAJOR, BBOX>(sB + s * B_STAGE, map_b, n0, k0, b, full(s), mask);
                 }
             }
@@ -239,11 +256,15 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // this warpgroup's wgmmas have read it: one arrive per warpgroup on every cluster block's "empty".
         auto release = [&](int s) {
             if (leader) {  // (written out, not looped: a loop here made ptxas serialise 09's wgmmas)
-                if (CLUSTER == 1) {
+                if (CLUSTER_BLOCKS == 1) {
                     mbar_arrive(empty(s));
                 } else {
                     mbar_arrive_cluster(empty(s), 0);
                     mbar_arrive_cluster(empty(s), 1);
+                    if (CLUSTER_BLOCKS == 4) {
+                        mbar_arrive_cluster(empty(s), 2);
+                        mbar_arrive_cluster(empty(s), 3);
+                    }
                 }
             }
         };
@@ -323,10 +344,20 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             auto window = [&](float (&cur)[BN / 2], float (&prev)[BN / 2]) {
 #pragma unroll 1
                 for (int j = 0; j < WINDOW && t < ktiles; ++j, ++t, ++it) {
+                    // EARLY: where this slot's data is not there yet, the slot before is waited for and released
+                    // now, not once this slot is issued (its refill would otherwise wait on this slot's arrival).
+                    bool released = false;
+                    if (EARLY && t > 0 && !mbar_test(full(it % STAGES), (it / STAGES) & 1)) {
+                        if (j == 0) wgmma_hold<0>(prev); else wgmma_hold<0>(cur);
+                        release((it - 1) % STAGES);
+                        released = true;
+                    }
                     issue(cur, it, j == 0);
                     if (t == 0) continue;
-                    wgmma_hold<1>(prev);  // every slot but this one is done (and prev with them)
-                    release((it - 1) % STAGES);
+                    if (!released) {
+                        wgmma_hold<1>(prev);  // every slot but this one is done (and prev with them)
+                        release((it - 1) % STAGES);
+                    }
                     if (j == 0) {
 #pragma unroll
                         for (int v = 0; v < BN / 2; ++v) total[v] += prev[v];
@@ -345,6 +376,13 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             // Slot `it`, the tile's t-th.
             auto slot = [&](int t) {
                 const int s = it % STAGES;
+                // EARLY (unpromoted): the slot before released as soon as it is done where this one's data is late.
+                bool released = false;
+                if (EARLY && t > 0 && !mbar_test(full(s), (it / STAGES) & 1)) {
+                    wgmma_hold<0>(acc);
+                    release((it - 1) % STAGES);
+                    released = true;
+                }
                 // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
                 issue(acc, it, t % WINDOW == 0);
                 if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
@@ -354,7 +392,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                     release(s);
 #pragma unroll
                     for (int v = 0; v < BN / 2; ++v) total[v] = t < WINDOW ? acc[v] : total[v] + acc[v];
-                } else {
+                } else if (!released) {
                     // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
                     wgmma_wait<1>();
                     if (t > 0 && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);
@@ -396,5 +434,5 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
-    if (CLUSTER > 1) cluster_sync();
+    if (CLUSTER_BLOCKS > 1) cluster_sync();
 }
