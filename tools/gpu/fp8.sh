@@ -46,7 +46,7 @@ PY
         sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum,lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum,sm__cycles_active.avg \
         python3 tools/gpu/tc_profile.py $n fp8:nt > "$OUT/ncu-fp8-$n.txt" 2>&1
       echo "ncu $n exit $?"
-      grep -E "^\s+(nvjet|gemm)|Elapsed Cycles|Duration|SM Frequency|tensor_op|dram__bytes|hit_rate|inst_executed|TFLOP|Warp Cycles Per Issued|lts__t_|cycles_active" "$OUT/ncu-fp8-$n.txt" | grep -v "^==" | head -80
+      grep -E "^\s+(nvjet|gemm)|Elapsed Cycles|Duration|SM Frequency|tensor_op|dram__bytes|hit_rate|inst_executed|TFLOP|Warp Cycles Per Issued|lts__t_|cycles_active" "$OUT/ncu-fp8-$n.txt" | grep -v "^==" | head -150
     done ;;
   stalls)  # where each kernel's warps wait: the source page's samples per SASS instruction, beside the totals
     for n in ${SIZES:-4096}; do
