@@ -91,6 +91,9 @@
 #ifndef EARLY
 #define EARLY 0
 #endif
+#ifndef ALIGN
+#define ALIGN 0
+#endif
 
 
 #if defined(LAYOUT_TN)
@@ -293,6 +296,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
         auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
             const int s = it % STAGES;
+            if (ALIGN) named_sync(2 + wg, 128);  // ALIGN: the warpgroup's four warps meet before each slot
             mbar_sleep(full(s), (it / STAGES) & 1);
             const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
             wgmma_fence();
@@ -373,6 +377,12 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             while (window(acc, acc2) && window(acc2, acc)) {
             }
 #else
+#if PROMOTE > 0
+            // The window's sums are added to zeros, not selected in for the first window: one add a value per
+            // window instead of an add and a select (x1's loop had 64 FSEL beside its 64 FADD a slot).
+#pragma unroll
+            for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+#endif
             // Slot `it`, the tile's t-th.
             auto slot = [&](int t) {
                 const int s = it % STAGES;
@@ -391,7 +401,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                     if (t > 0 && t % WINDOW != 0) release((it - 1) % STAGES);  // (a window's end was released)
                     release(s);
 #pragma unroll
-                    for (int v = 0; v < BN / 2; ++v) total[v] = t < WINDOW ? acc[v] : total[v] + acc[v];
+                    for (int v = 0; v < BN / 2; ++v) total[v] += acc[v];
                 } else if (!released) {
                     // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
                     wgmma_wait<1>();

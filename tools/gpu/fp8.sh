@@ -42,11 +42,11 @@ PY
   ncu)  # the tensor pipe, stalls, L2 and DRAM of one launch each (clocks as they come), cuBLASLt's kernel and launch
     for n in ${SIZES:-4096 8192}; do
       CONFIGS=${CONFIGS:-0} ncu --profile-from-start off --clock-control none --section SpeedOfLight \
-        --section LaunchStats --section WarpStateStats --metrics \
+        --section LaunchStats --section Occupancy --section WarpStateStats --metrics \
         sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum,lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum,sm__cycles_active.avg \
         python3 tools/gpu/tc_profile.py $n fp8:nt > "$OUT/ncu-fp8-$n.txt" 2>&1
       echo "ncu $n exit $?"
-      grep -E "^\s+(nvjet|gemm)|Elapsed Cycles|Duration|SM Frequency|tensor_op|dram__bytes|hit_rate|inst_executed|TFLOP|Warp Cycles Per Issued|lts__t_|cycles_active" "$OUT/ncu-fp8-$n.txt" | grep -v "^==" | head -150
+      grep -E "^\s+(nvjet|gemm)|Elapsed Cycles|Duration|SM Frequency|tensor_op|dram__bytes|hit_rate|inst_executed|TFLOP|Warp Cycles Per Issued|lts__t_|cycles_active|Max Active Clusters|promotion" "$OUT/ncu-fp8-$n.txt" | grep -v "^==" | head -150
     done ;;
   stalls)  # where each kernel's warps wait: the source page's samples per SASS instruction, beside the totals
     for n in ${SIZES:-4096}; do

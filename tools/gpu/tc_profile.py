@@ -22,6 +22,10 @@ OURS = {DType.FP16: ("cublas", "wgmma-tma"), DType.BF16: ("cublas", "wgmma-tma")
 
 
 def main(n: int, points: list[str]):
+    if "TMA_L2_PROMOTION" in os.environ:  # a probe: the tensor maps' L2 promotion (CUtensorMapL2promotion, 0-3)
+        from gpubench.backends.cuda import tma
+        tma.L2_PROMOTION_256B = int(os.environ["TMA_L2_PROMOTION"])
+        print(f"tensor maps with L2 promotion {tma.L2_PROMOTION_256B}", flush=True)
     backend = CudaBackend()
     known = catalog.Catalog(catalog.builtin())
     picked = os.environ.get("CONFIGS")
