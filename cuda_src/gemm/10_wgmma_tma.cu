@@ -94,6 +94,9 @@
 #ifndef ALIGN
 #define ALIGN 0
 #endif
+#ifndef UWG
+#define UWG 0
+#endif
 
 
 #if defined(LAYOUT_TN)
@@ -252,7 +255,9 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
     } else {
         // ---- consumers: warpgroup wg multiplies rows 64·wg.. of the tile by all BN columns ----
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-        const int wg = warp / 4, w = warp % 4;
+        // UWG: the warpgroup index broadcast from lane 0, which the compiler then knows to be the same in every
+        // lane: the descriptors built from it can live in uniform registers (fewer R2UR moves before each wgmma).
+        const int wg = UWG ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4, w = warp % 4;
         const bool leader = tid % 128 == 0;
         const float scale = (A_scale ? *A_scale : 1.f) * (B_scale ? *B_scale : 1.f);
         // Slot s is free for the producers (ours and, in a cluster, the peer's, which multicasts into it) once
