@@ -118,16 +118,16 @@ def test_fp8_alternating_sets_add_what_the_drained_set_adds(cuda, data, promote)
                        [{**base, "SETS": sets} for sets in (1, 2)])
 
 
-@pytest.mark.parametrize("promote,sets", [(1, 2), (0, 1)])
-def test_fp8_square_clusters_and_early_release_add_what_the_pair_adds(cuda, data, promote, sets):
-    """n2 (2 x 2 clusters: A multicast along N as B is along M) changes where a slot's bytes come from, e1 (a slot
-    released before the next one's data is there) when the producer may refill it: neither changes a product or
-    its order, so the output is bit for bit that of the 2-block cluster, promoted (p1 x2) and not. 17 x 23 ragged
-    tiles (odd counts both ways: a 2 x 2 cluster's last row and column hang over the edges, and persistent blocks
-    walk up to 4 of them) and 17 k slots."""
+@pytest.mark.parametrize("promote,sets", [(1, 2), (1, 1), (0, 1)])
+def test_fp8_square_clusters_and_uniform_descriptors_add_what_the_pair_adds(cuda, data, promote, sets):
+    """n2 (2 x 2 clusters: A multicast along N as B is along M) changes where a slot's bytes come from, u1 (the
+    warpgroup index broadcast, descriptors in uniform registers) how the descriptors are computed: neither changes
+    a product or its order, so the output is bit for bit that of the 2-block cluster, promoted (p1 x2 and x1) and
+    not. 17 x 23 ragged tiles (odd counts both ways: a 2 x 2 cluster's last row and column hang over the edges,
+    and persistent blocks walk up to 4 of them) and 17 k slots."""
     base = {"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2, "SWIZZLE": 8, "PROMOTE": promote, "SETS": sets}
     assert_same_output(cuda, data, "fp8-tma", GemmShape(2056, 2888, 2080, DType.FP8, GemmLayout.NT),
-                       [base, {**base, "EARLY": 1}, {**base, "CN": 2}, {**base, "CN": 2, "EARLY": 1}])
+                       [base, {**base, "CN": 2}, {**base, "UWG": 1}, {**base, "CN": 2, "UWG": 1}])
 
 
 @pytest.mark.parametrize("dtype,layout,shape", [

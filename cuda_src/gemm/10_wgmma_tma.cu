@@ -23,12 +23,16 @@
 //    (128 + 256)·128 bytes per slot for 128·256·64 products (16-bit), twice the TF32 kernel's reuse per byte.
 //  * Clusters of 2 along M (CLUSTER = 2): the two blocks take tiles (m, n) and (m + 1, n), which need the same
 //    B tile (the larger operand); each one's TMA loads half of B's boxes and multicasts them into both blocks.
+//    CN = 2 makes it a 2 x 2 cluster: blocks (m, n), (m + 1, n), (m, n + 1), (m + 1, n + 1), A's two boxes loaded
+//    one by each block of a row and multicast along it as B is along a column (a third fewer bytes from L2 per
+//    product; on the H100 only 30 such clusters fit at once, docs/perf-notes.md).
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
 //    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
 //    from zero (scale-d = 0) and then added into a float32 set of its own, BN/2 more registers a thread. SETS = 1:
 //    the window's end waits for this warpgroup's wgmmas before adding (the tensor cores idle unless the other
 //    consumer warpgroup's wgmmas fill the gap). SETS = 2: windows alternate between two fp8 sets, and a window is
-//    added in while the next window's first slot runs (3·BN/2 registers: BN = 128 only). PROMOTE = 0 accumulates
+//    added in while the next window's first slot runs (3·BN/2 registers: BN = 128 only). Each window is added to
+//    float32 sums zeroed at the tile's start (one add a value, no select for the first window). PROMOTE = 0 accumulates
 //    in the tensor cores throughout. The per-tensor scales multiply the sums in the epilogue (a null pointer
 //    stands for 1: 16-bit types).
 //
@@ -36,7 +40,8 @@
 // 128-byte swizzle row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands
 // of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
 // BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8),
-// OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
+// UWG (1: the warpgroup index is broadcast from lane 0, so the compiler keeps the descriptors in uniform registers
+// and the slot loop has no R2UR moves; 0: computed per thread), OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
 // registers of 16-bit pairs, the next tile's first slot is issued, and C leaves one round per slot while the
 // tensor cores multiply: the staging stores, barriers and the wait between rounds come off the tensor cores' path.
 // With SETS = 1 only: x2's 3·BN/2 accumulators leave no room for BN/4 more).
@@ -88,12 +93,6 @@
 #ifndef CN
 #define CN 1
 #endif
-#ifndef EARLY
-#define EARLY 0
-#endif
-#ifndef ALIGN
-#define ALIGN 0
-#endif
 #ifndef UWG
 #define UWG 0
 #endif
@@ -136,8 +135,7 @@ static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX %
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
 static_assert(CN == 1 || (CN == 2 && CLUSTER == 2 && BM / 64 == CN), "CN: 1, or 2 with CLUSTER = 2 (a 2 x 2 cluster)");
-static_assert(EARLY == 0 || (EARLY == 1 && (PROMOTE == 0 || SETS == 2) && !OVERLAP),
-              "EARLY: 0, or 1 where the slots run one behind the other (unpromoted or x2; not with OVERLAP)");
+static_assert(UWG == 0 || UWG == 1, "UWG: 0 or 1");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
@@ -301,7 +299,6 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
         auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
             const int s = it % STAGES;
-            if (ALIGN) named_sync(2 + wg, 128);  // ALIGN: the warpgroup's four warps meet before each slot
             mbar_sleep(full(s), (it / STAGES) & 1);
             const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
             wgmma_fence();
@@ -353,20 +350,10 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             auto window = [&](float (&cur)[BN / 2], float (&prev)[BN / 2]) {
 #pragma unroll 1
                 for (int j = 0; j < WINDOW && t < ktiles; ++j, ++t, ++it) {
-                    // EARLY: where this slot's data is not there yet, the slot before is waited for and released
-                    // now, not once this slot is issued (its refill would otherwise wait on this slot's arrival).
-                    bool released = false;
-                    if (EARLY && t > 0 && !mbar_test(full(it % STAGES), (it / STAGES) & 1)) {
-                        if (j == 0) wgmma_hold<0>(prev); else wgmma_hold<0>(cur);
-                        release((it - 1) % STAGES);
-                        released = true;
-                    }
                     issue(cur, it, j == 0);
                     if (t == 0) continue;
-                    if (!released) {
-                        wgmma_hold<1>(prev);  // every slot but this one is done (and prev with them)
-                        release((it - 1) % STAGES);
-                    }
+                    wgmma_hold<1>(prev);  // every slot but this one is done (and prev with them)
+                    release((it - 1) % STAGES);
                     if (j == 0) {
 #pragma unroll
                         for (int v = 0; v < BN / 2; ++v) total[v] += prev[v];
@@ -391,13 +378,6 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             // Slot `it`, the tile's t-th.
             auto slot = [&](int t) {
                 const int s = it % STAGES;
-                // EARLY (unpromoted): the slot before released as soon as it is done where this one's data is late.
-                bool released = false;
-                if (EARLY && t > 0 && !mbar_test(full(s), (it / STAGES) & 1)) {
-                    wgmma_hold<0>(acc);
-                    release((it - 1) % STAGES);
-                    released = true;
-                }
                 // The slot's 4 wgmmas; the first overwrites acc (scale-d = 0) where a tile or a window starts.
                 issue(acc, it, t % WINDOW == 0);
                 if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
@@ -407,7 +387,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                     release(s);
 #pragma unroll
                     for (int v = 0; v < BN / 2; ++v) total[v] += acc[v];
-                } else if (!released) {
+                } else {
                     // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
                     wgmma_wait<1>();
                     if (t > 0 && (PROMOTE == 0 || t % WINDOW != 0)) release((it - 1) % STAGES);

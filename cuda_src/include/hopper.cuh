@@ -232,17 +232,6 @@ __device__ __forceinline__ void mbar_sleep(uint32_t bar, uint32_t parity)
     } while (!done);
 }
 
-// Whether the phase of parity `parity` has completed, without waiting (test_wait never suspends the thread).
-__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity)
-{
-    uint32_t done;
-    asm volatile(
-        "{\n.reg .pred p;\n"
-        "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    return done != 0;
-}
-
 // Arrive on the barrier at the same shared-memory offset in cluster block `rank` (this block included). Release
 // semantics at CTA scope, the default, as for a local arrive: the arrive only says "done reading this slot", and
 // the reads (wgmmas) have completed before it. (.release.cluster, which orders this thread's memory operations
