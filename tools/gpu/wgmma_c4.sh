@@ -15,7 +15,6 @@ tail -2 "$OUT/gpu-tests.txt"
 if grep -q " failed\| error" "$OUT/gpu-tests.txt"; then grep "FAILED\|Error" "$OUT/gpu-tests.txt" | head -20; fi
 echo "== A/B ($(date -u +%T))"
 bash tools/gpu/gemm_ab.sh "${1:-5}" > "$OUT/ab.log" 2>&1; grep "==\|exit" "$OUT/ab.log"
-(cd "$OUT" && tar czf ab-rounds.tgz tc-gemm-ab-r*.json tc-gemm-ab-r*.log && rm -f tc-gemm-ab-r*)  # 8 files come back at most
 echo "== ncu ($(date -u +%T))"
 if command -v ncu > /dev/null; then
     CONFIGS=3,4 timeout 100 ncu --profile-from-start off --clock-control none --section SpeedOfLight \
