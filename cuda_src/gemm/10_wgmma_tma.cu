@@ -25,7 +25,8 @@
 //    same B tile (the larger operand); each one's TMA loads its share of B's boxes and multicasts them into every
 //    block of the cluster. A block then reads 128 + BN/CLUSTER rows of operands from L2 a slot (c2: 256, c4: 192).
 //    Whole clusters must be resident at once for the persistent walk: a 132-SM Hopper (66 TPCs in 8 GPCs of at
-//    most 9) holds at most 32 clusters of 4, so the spec caps c4's grid at 128 blocks (BLOCKS).
+//    most 9) holds at most 32 clusters of 4, the lent H100s 30 (tools/gpu/cluster_occupancy.cu), so c4 needs the
+//    spec's BLOCKS (120 there); the clusters past those run after the others (0.53 of cuBLAS at 128 blocks).
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
 //    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
 //    from zero (scale-d = 0) and then added into a float32 set of its own, BN/2 more registers a thread. SETS = 1:
