@@ -119,15 +119,17 @@ def test_fp8_alternating_sets_add_what_the_drained_set_adds(cuda, data, promote)
 
 
 @pytest.mark.parametrize("promote,sets", [(1, 2), (1, 1), (0, 1)])
-def test_fp8_square_clusters_and_uniform_descriptors_add_what_the_pair_adds(cuda, data, promote, sets):
-    """n2 (2 x 2 clusters: A multicast along N as B is along M) changes where a slot's bytes come from, u1 (the
-    warpgroup index broadcast, descriptors in uniform registers) how the descriptors are computed: neither changes
-    a product or its order, so the output is bit for bit that of the 2-block cluster, promoted (p1 x2 and x1) and
-    not. 17 x 23 ragged tiles (odd counts both ways: a 2 x 2 cluster's last row and column hang over the edges,
-    and persistent blocks walk up to 4 of them) and 17 k slots."""
+def test_fp8_uniform_descriptors_add_what_the_plain_ones_add(cuda, data, promote, sets):
+    """u1 (the warpgroup index broadcast, so the descriptors live in uniform registers) changes how each slot's
+    descriptors are computed, not a product or its order: the output is bit for bit that of u0, promoted (p1 x2,
+    p1 with one set) and not, at 128 x 128 and, promoted with one set, at 128 x 192. 17 x 23 ragged 128 x 128 tiles
+    (odd counts both ways; persistent blocks walk up to 4 of them) and 17 k slots."""
     base = {"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2, "SWIZZLE": 8, "PROMOTE": promote, "SETS": sets}
-    assert_same_output(cuda, data, "fp8-tma", GemmShape(2056, 2888, 2080, DType.FP8, GemmLayout.NT),
-                       [base, {**base, "CN": 2}, {**base, "UWG": 1}, {**base, "CN": 2, "UWG": 1}])
+    shape = GemmShape(2056, 2888, 2080, DType.FP8, GemmLayout.NT)
+    assert_same_output(cuda, data, "fp8-tma", shape, [base, {**base, "UWG": 1}])
+    if promote and sets == 1:
+        wide = {**base, "BN": 192, "STAGES": 4, "BBOX": 96}
+        assert_same_output(cuda, data, "fp8-tma", shape, [wide, {**wide, "UWG": 1}])
 
 
 @pytest.mark.parametrize("dtype,layout,shape", [
@@ -139,6 +141,19 @@ def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype,
     base = {"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "SWIZZLE": 8}
     assert_same_output(cuda, data, "wgmma-tma", GemmShape(*shape, dtype, layout),
                        [{**base, "OVERLAP": overlap} for overlap in (0, 1)])
+
+
+@pytest.mark.parametrize("dtype,layout,shape", [
+    (DType.BF16, GemmLayout.NN, (2056, 3000, 1040)), (DType.FP16, GemmLayout.NT, (4104, 2056, 64)),
+    (DType.BF16, GemmLayout.TN, (4104, 2056, 136))])
+def test_four_block_clusters_store_what_one_block_stores(cuda, data, dtype, layout, shape):
+    """c4 (four blocks along M, each loading a quarter of the B tile and multicasting it into all four) changes
+    who loads B, not what is multiplied: its output is bit for bit that of c1 and c2, where the tile rows leave a
+    cluster with blocks past M (17 rows: the last cluster has one row of four; 33 rows), persistent clusters walk
+    up to 3 groups (33 × 9 tiles over at most 32 clusters), with 17 k slots, one, and three."""
+    base = {"BN": 256, "BK": 64, "STAGES": 4, "SWIZZLE": 8, "OVERLAP": 1}
+    assert_same_output(cuda, data, "wgmma-tma", GemmShape(*shape, dtype, layout),
+                       [{**base, "CLUSTER": 1}, {**base, "CLUSTER": 2}, {**base, "CLUSTER": 4, "BLOCKS": 128}])
 
 
 @pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])

@@ -21,11 +21,12 @@
 //  * A 128 × BN tile per block: consumer warpgroup wg owns rows 64·wg.. and issues m64nBNk16 (k32 for fp8)
 //    wgmmas, BK·bytes = 128 bytes of k per slot. With BN = 256 a thread holds 128 accumulators; each SM receives
 //    (128 + 256)·128 bytes per slot for 128·256·64 products (16-bit), twice the TF32 kernel's reuse per byte.
-//  * Clusters of 2 along M (CLUSTER = 2): the two blocks take tiles (m, n) and (m + 1, n), which need the same
-//    B tile (the larger operand); each one's TMA loads half of B's boxes and multicasts them into both blocks.
-//    CN = 2 makes it a 2 x 2 cluster: blocks (m, n), (m + 1, n), (m, n + 1), (m + 1, n + 1), A's two boxes loaded
-//    one by each block of a row and multicast along it as B is along a column (a third fewer bytes from L2 per
-//    product; on the H100 only 30 such clusters fit at once, docs/perf-notes.md).
+//  * Clusters of 2 or 4 along M (CLUSTER = 2, 4): the blocks take tiles (m, n), (m + 1, n), ..., which need the
+//    same B tile (the larger operand); each one's TMA loads its share of B's boxes and multicasts them into every
+//    block of the cluster. A block then reads 128 + BN/CLUSTER rows of operands from L2 a slot (c2: 256, c4: 192).
+//    Whole clusters must be resident at once for the persistent walk: a 132-SM Hopper (66 TPCs in 8 GPCs of at
+//    most 9) holds at most 32 clusters of 4, the lent H100s 30 (tools/gpu/cluster_occupancy.cu), so c4 needs the
+//    spec's BLOCKS (120 there); the clusters past those run after the others (0.53 of cuBLAS at 128 blocks).
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
 //    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
 //    from zero (scale-d = 0) and then added into a float32 set of its own, BN/2 more registers a thread. SETS = 1:
@@ -37,7 +38,7 @@
 //    stands for 1: 16-bit types).
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256; 192 for fp8), BK (64 for 16-bit types, 128 for fp8: one
-// 128-byte swizzle row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands
+// 128-byte swizzle row), STAGES (ring slots), CLUSTER (1, 2 or 4 along M), SWIZZLE (0: row-major tile order; G: bands
 // of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
 // BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8),
 // UWG (1: the warpgroup index is broadcast from lane 0, so the compiler keeps the descriptors in uniform registers
@@ -90,9 +91,6 @@
 #ifndef OVERLAP
 #define OVERLAP 0
 #endif
-#ifndef CN
-#define CN 1
-#endif
 #ifndef UWG
 #define UWG 0
 #endif
@@ -112,7 +110,6 @@ constexpr int B_MN_MAJOR = 1;
 constexpr bool FP8 = sizeof(ELEM) == 1;
 constexpr int BM = 128;                          // two consumer warpgroups of 64 rows
 constexpr int CONSUMERS = 2;
-constexpr int CLUSTER_BLOCKS = CLUSTER * CN;     // CLUSTER blocks along M (sharing B) times CN along N (sharing A)
 constexpr int THREADS = 128 * (CONSUMERS + 1);
 constexpr int KSTEPS = 4;                        // wgmmas per slot: 32 bytes of k each
 constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 bytes
@@ -133,8 +130,7 @@ static_assert(BN == 128 || BN == 256 || (FP8 && BN == 192), "BN: 128 or 256 (or 
 static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX % 8 == 0 && BBOX <= 256),
               "BBOX: rows of B per TMA box, 64 (MN-major: 64 k rows), or whole 8-row atoms that split BN over the cluster");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
-static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
-static_assert(CN == 1 || (CN == 2 && CLUSTER == 2 && BM / 64 == CN), "CN: 1, or 2 with CLUSTER = 2 (a 2 x 2 cluster)");
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER: 1, 2 or 4");
 static_assert(UWG == 0 || UWG == 1, "UWG: 0 or 1");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
@@ -145,30 +141,26 @@ static_assert(OVERLAP == 0 || (OVERLAP == 1 && SETS == 1), "OVERLAP: 0, or 1 wit
 static_assert(BN / 2 * (PROMOTE > 0 ? SETS + 1 : 1) <= 192, "the accumulators must leave ~40 of 232 registers free");
 static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per register");
 
-#if CLUSTER * CN > 1
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER * CN, 1, 1)
+#if CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
 #else
 #define CLUSTER_DIMS
 #endif
 
-// The tiles of one block, in order. A cluster takes groups of CLUSTER × CN tiles: CLUSTER stacked in M (same
-// columns, so the same B tile) by CN side by side in N (same rows, the same A tile); cluster c takes groups c,
-// c + clusters, ...; this block the tile at its rank in each (rank % CLUSTER along M, rank / CLUSTER along N).
+// The tiles of one block, in order. A cluster takes groups of CLUSTER tiles stacked in M (same columns, so the
+// same B tile); cluster c takes groups c, c + clusters, ...; this block the tile at its rank in each.
 struct TileWalk {
-    int groups_m, groups_n, groups, group, stride, rank;
+    int groups_m, tiles_n, groups, group, stride, rank;
     __device__ TileWalk(int M, int N)
-        : groups_m(((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER), groups_n(((N + BN - 1) / BN + CN - 1) / CN),
-          groups(groups_m * groups_n), group(blockIdx.x / CLUSTER_BLOCKS), stride(gridDim.x / CLUSTER_BLOCKS),
-          rank(CLUSTER_BLOCKS > 1 ? cluster_rank() : 0) {}
+        : groups_m(((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER), tiles_n((N + BN - 1) / BN), groups(groups_m * tiles_n),
+          group(blockIdx.x / CLUSTER), stride(gridDim.x / CLUSTER), rank(CLUSTER > 1 ? cluster_rank() : 0) {}
     __device__ bool more() const { return group < groups; }
     __device__ void next() { group += stride; }
-    __device__ int rank_m() const { return rank % CLUSTER; }
-    __device__ int rank_n() const { return rank / CLUSTER; }
     __device__ void origin(int& m0, int& n0) const {
-        int group_m, group_n;
-        tile_coords<SWIZZLE>(group, groups_m, groups_n, group_m, group_n);
-        m0 = (group_m * CLUSTER + rank_m()) * BM;
-        n0 = (group_n * CN + rank_n()) * BN;
+        int group_m, tile_n;
+        tile_coords<SWIZZLE>(group, groups_m, tiles_n, group_m, tile_n);
+        m0 = (group_m * CLUSTER + rank) * BM;
+        n0 = tile_n * BN;
     }
 };
 
@@ -220,7 +212,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
     const int ktiles = (K + BK - 1) / BK;
     TileWalk walk(M, N);
 
-    ring_init<STAGES, CLUSTER_BLOCKS>(bars, CONSUMERS * CLUSTER_BLOCKS);  // full(s), then empty(s)
+    ring_init<STAGES, CLUSTER>(bars, CONSUMERS * CLUSTER);  // full(s), then empty(s)
 
     // Both roles count slots with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
     if (warp >= 4 * CONSUMERS) {
@@ -229,11 +221,8 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         if (warp == 4 * CONSUMERS && lane == 0) {
             tma_acquire(map_a);
             tma_acquire(map_b);
-            // B goes to the CLUSTER blocks of this block's cluster column, A (CN = 2) to the CN blocks of its row.
-            const uint16_t mask = CLUSTER > 1 ? ((1u << CLUSTER) - 1) << (CLUSTER * walk.rank_n()) : 0;
-            const uint16_t mask_a = CN > 1 ? (1u << walk.rank_m()) | (1u << (walk.rank_m() + CLUSTER)) : 0;
+            const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
             constexpr int B_BOXES = BN / BBOX / CLUSTER;  // the boxes of B this block loads (for its whole cluster)
-            constexpr int A_BOXES = BM / 64 / CN;         // ... and of A
             for (uint32_t it = 0; walk.more(); walk.next()) {
                 int m0, n0;
                 walk.origin(m0, n0);
@@ -242,10 +231,10 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                     mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
                     mbar_expect_bytes(full(s), A_STAGE + B_STAGE);  // all of B arrives, half of it from the peer
 #pragma unroll
-                    for (int b = walk.rank_n() * A_BOXES; b < (walk.rank_n() + 1) * A_BOXES; ++b)
-                        load_box<A_MN_MAJOR>(sA + s * A_STAGE, map_a, m0, k0, b, full(s), mask_a);
+                    for (int b = 0; b < BM / 64; ++b)
+                        load_box<A_MN_MAJOR>(sA + s * A_STAGE, map_a, m0, k0, b, full(s));
 #pragma unroll
-                    for (int b = walk.rank_m() * B_BOXES; b < (walk.rank_m() + 1) * B_BOXES; ++b)
+                    for (int b = walk.rank * B_BOXES; b < (walk.rank + 1) * B_BOXES; ++b)
                         load_box<B_MN_MAJOR, BBOX>(sB + s * B_STAGE, map_b, n0, k0, b, full(s), mask);
                 }
             }
@@ -262,12 +251,12 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // this warpgroup's wgmmas have read it: one arrive per warpgroup on every cluster block's "empty".
         auto release = [&](int s) {
             if (leader) {  // (written out, not looped: a loop here made ptxas serialise 09's wgmmas)
-                if (CLUSTER_BLOCKS == 1) {
+                if (CLUSTER == 1) {
                     mbar_arrive(empty(s));
                 } else {
                     mbar_arrive_cluster(empty(s), 0);
                     mbar_arrive_cluster(empty(s), 1);
-                    if (CLUSTER_BLOCKS == 4) {
+                    if (CLUSTER == 4) {
                         mbar_arrive_cluster(empty(s), 2);
                         mbar_arrive_cluster(empty(s), 3);
                     }
@@ -429,5 +418,5 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
-    if (CLUSTER_BLOCKS > 1) cluster_sync();
+    if (CLUSTER > 1) cluster_sync();
 }
