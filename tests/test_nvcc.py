@@ -97,7 +97,7 @@ def test_tiled_spills_no_registers(config, arch):
 
 @pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async", "sliding-tiled",
                                   "sliding-rows", "sliding-vec", "tc-implicit", "tc-wgmma",
-                                  "tc-wgmma-ws", "tc-wgmma-tma"])
+                                  "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"])
 def test_faster_kernels_spill_nothing(name):
     v = next(v for v in BUILTIN if v.name == name and v.backend == "cuda")
     for c in v.configs:
@@ -118,7 +118,7 @@ def test_tensor_core_gemms_spill_nothing(name):
 
 
 @pytest.mark.parametrize("source", ["conv/11_tc_implicit.cu", "conv/12_tc_wgmma.cu", "conv/13_tc_wgmma_ws.cu",
-                                    "conv/14_tc_wgmma_tma.cu"])
+                                    "conv/14_tc_wgmma_tma.cu", "conv/16_tc_wgmma_halo.cu"])
 def test_a_kernel_of_several_precisions_is_built_in_each(source):
     """The tensor-core convolutions take fp16 and bf16 through -DELEM: CI compiles both element types, not only the
     kernel's default."""
