@@ -21,8 +21,11 @@
 //    the PTX ISA's "matrix base offset" (bits 49-51) = (start address >> 7) % 8, the row of the 1024-byte pattern
 //    it starts in; DESC_BASE = 0 leaves it 0. Which one the tensor cores read correctly was measured on the GPU
 //    (docs/perf-notes.md, "tc-wgmma-halo"); the spec builds the right one.
-//  * Tiles of BM padded pixels within one image (a box holds one image's rows), `tiles_img` a image; the last one
-//    of an image may hold fewer: an m64 block of rows wholly past the image's last padded pixel issues no wgmmas.
+//  * Tiles of BM padded pixels within one image (a box holds one image's rows), `tiles_img` an image; the last one
+//    of an image may hold fewer. Its blocks of rows past the image are computed all the same (from halo rows that
+//    lie inside the box) and not stored: skipping their wgmmas behind a branch made ptxas serialize every wgmma
+//    of the kernel ("wgmma.mma_async instructions are serialized due to ... divergent path", C7520), which ran
+//    the 56² layer at 122 µs instead of (measured next) ... µs.
 //  * Filters (B): one BN × 64 box of the plain map of w seen as K × R·S·C a (tap, channel chunk) slice, in a ring
 //    of STAGES slots beside the halo ring (HSTAGES slots of one halo box each). Where the ring holds a tile's whole
 //    reduction (STAGES = R·S·⌈C/64⌉: at 56², C = 64, nine 8 KB boxes at BN = 64) the filters stay resident: a block
@@ -191,10 +194,9 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the rows
 #pragma unroll
-                        for (int i = 0; i < MI; ++i)
-                            if (wg * WG_M + i * 64 < rows)  // (uniform in the warpgroup)
-                                wgmma_ss<ELEM, BN>(acc[i], halo_desc(a + i * 64 * BK * 2 + 32 * kk),
-                                                   smem_desc(b + 32 * kk), 1);
+                        for (int i = 0; i < MI; ++i)  // (every block, also one past the image: see above)
+                            wgmma_ss<ELEM, BN>(acc[i], halo_desc(a + i * 64 * BK * 2 + 32 * kk),
+                                               smem_desc(b + 32 * kk), 1);
                     wgmma_commit();
                     wgmma_wait<1>();  // the slice before's wgmmas are done: its slots may be refilled
                     if (lane == 0) {
