@@ -25,19 +25,25 @@
 //    of an image may hold fewer. Its blocks of rows past the image are computed all the same (from halo rows that
 //    lie inside the box) and not stored: skipping their wgmmas behind a branch made ptxas serialize every wgmma
 //    of the kernel ("wgmma.mma_async instructions are serialized due to ... divergent path", C7520), which ran
-//    the 56² layer at 122 µs instead of (measured next) ... µs.
+//    the 56² layer at 122 µs instead of 82 (H100, fp16, the sweeps at e6e4e8c and cadba7d).
 //  * Filters (B): one BN × 64 box of the plain map of w seen as K × R·S·C a (tap, channel chunk) slice, in a ring
 //    of STAGES slots beside the halo ring (HSTAGES slots of one halo box each). Where the ring holds a tile's whole
 //    reduction (STAGES = R·S·⌈C/64⌉: at 56², C = 64, nine 8 KB boxes at BN = 64) the filters stay resident: a block
 //    whose next tile has the same filter tile (filter tiles fastest, blocks gridDim apart) reloads nothing, and the
 //    producer completes the slot's phase with a plain arrive.
+//  * SWAP = 1 computes the transposed product (y^T = w · x^T): the filters are wgmma's M (BN / 64 m64 blocks, the
+//    filter box as the A operand) and a warpgroup's BM / 2 pixels its N (the shifted halo descriptor as B, K-major:
+//    pixel rows of channels, as the halo lies). At C = K = 64 (56²) the filters allow only n64 wgmmas the other
+//    way round, whose rate 14's products-only probe put at 444 TFLOP/s against 603 for n128 (docs/perf-notes.md);
+//    swapped, the same tile runs m64n128 (or m64n256 at BM = 512). The epilogue stages each thread's accumulators
+//    (pairs of neighbouring pixels of one filter) one 16-bit value at a time, transposed into pixel rows.
 // The rest is 14's: persistent blocks (at most one per SM, walking the tiles gridDim apart), two consumer
 // warpgroups (BM/2 pixels × BN filters each, m64nBNk16 wgmmas straight from shared memory, one slice in flight),
 // one producer thread (setmaxnreg hands its warpgroup's registers over), each consumer's output staged 64 rows at a
 // time and written as whole 16-byte chunks of output rows, the padded columns skipped.
 //
-// Tiles (-DNAME=value): BM padded pixels (128 or 256), BN filters (64, 128 or 256; BM/2·BN ≤ 16384), STAGES filter
-// slots, HSTAGES halo slots, DESC_BASE. Maps: map_x, the 4-D tiled map of x in boxes of 64 × Wp × HR × 1; map_w,
+// Tiles (-DNAME=value): BM padded pixels (128 or 256; 512 with SWAP), BN filters (64, 128 or 256; 64 or 128 with
+// SWAP; BM/2·BN ≤ 16384), STAGES filter slots, HSTAGES halo slots, DESC_BASE, SWAP. Maps: map_x, the 4-D tiled map of x in boxes of 64 × Wp × HR × 1; map_w,
 // K × R·S·C in boxes of BN × 64. Launch: min(tiles, SMs) blocks, tiles = N·⌈OH·Wp / BM⌉·⌈K / BN⌉; 384 threads;
 // 1024 (alignment) + HSTAGES·⌈HR·Wp·128 / 1024⌉·1024 + STAGES·BN·128 + 2·128·BN (staging) + 16·(HSTAGES + STAGES)
 // bytes of dynamic shared memory (the kernel traps if given less).
@@ -66,19 +72,28 @@
 #ifndef DESC_BASE
 #define DESC_BASE 0
 #endif
+#ifndef SWAP
+#define SWAP 0
+#endif
 
 constexpr int CONSUMERS = 2;
 constexpr int BK = 64;                         // channels a slice: one 128-byte swizzle row of 16-bit values
 constexpr int THREADS = 128 * (CONSUMERS + 1);
-constexpr int WG_M = BM / CONSUMERS, MI = WG_M / 64;
+constexpr int WG_M = BM / CONSUMERS;  // a consumer warpgroup's padded pixels
+// SWAP = 0: wgmma's M is pixels (MI m64 blocks of the warpgroup's pixels), N the BN filters. SWAP = 1: M is the
+// filters (MI = BN / 64 blocks), N the warpgroup's pixels, the product transposed (y^T = w · x^T).
+constexpr int MI = SWAP ? BN / 64 : WG_M / 64, NW = SWAP ? WG_M : BN;
 constexpr int B_BYTES = BN * BK * 2;
 constexpr int STAGING_BYTES = 64 * BN * 2;
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
 
-static_assert(BM == 128 || BM == 256, "BM: 64 or 128 padded pixels per consumer warpgroup");
-static_assert(BN == 64 || BN == 128 || BN == 256, "BN: one wgmma's N, 64, 128 or 256");
-static_assert(MI * BN <= 256, "a consumer thread holds MI · BN / 2 ≤ 128 accumulators");
+static_assert(BM == 128 || BM == 256 || (SWAP && BM == 512),
+              "BM: 64 or 128 padded pixels per consumer warpgroup (256 with SWAP: one wgmma's N)");
+static_assert(SWAP ? BN == 64 || BN == 128 : BN == 64 || BN == 128 || BN == 256,
+              "BN: one wgmma's N, 64, 128 or 256; with SWAP one or two m64 blocks of filters");
+static_assert(MI * NW <= 256, "a consumer thread holds MI · NW / 2 ≤ 128 accumulators");
+static_assert(SWAP == 0 || SWAP == 1, "SWAP: pixels as wgmma's M (0) or N (1)");
 static_assert(STAGES >= 2 && HSTAGES >= 1, "a filter ring of at least two slots, at least one halo slot");
 static_assert(DESC_BASE == 0 || DESC_BASE == 1, "DESC_BASE: the descriptor's base offset 0, or (addr >> 7) % 8");
 
@@ -175,11 +190,11 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             const int rows = min(BM, PI - q0);  // padded pixels of the tile inside its image
             // This warpgroup's first pixel, as a row of the halo box for tap (0, 0)
             const int row0 = q0 - hp0 * Wp + wg * WG_M;
-            float acc[MI][BN / 2];
+            float acc[MI][NW / 2];
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int v = 0; v < BN / 2; ++v) acc[i][v] = 0.f;
+                for (int v = 0; v < NW / 2; ++v) acc[i][v] = 0.f;
 
             int held_b = -1, held_h = -1;  // the slots the slice in flight reads, released once it is done
             for (int cc = 0; cc < cslices; ++cc, ++hit) {
@@ -194,9 +209,14 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the rows
 #pragma unroll
-                        for (int i = 0; i < MI; ++i)  // (every block, also one past the image: see above)
-                            wgmma_ss<ELEM, BN>(acc[i], halo_desc(a + i * 64 * BK * 2 + 32 * kk),
-                                               smem_desc(b + 32 * kk), 1);
+                        for (int i = 0; i < MI; ++i) {  // (every block, also one past the image: see above)
+                            if constexpr (SWAP)  // filters i·64 .. i·64 + 63 × the warpgroup's WG_M pixels
+                                wgmma_ss<ELEM, NW>(acc[i], smem_desc(b + i * 64 * BK * 2 + 32 * kk),
+                                                   halo_desc(a + 32 * kk), 1);
+                            else       // pixels i·64 .. i·64 + 63 × the BN filters
+                                wgmma_ss<ELEM, NW>(acc[i], halo_desc(a + i * 64 * BK * 2 + 32 * kk),
+                                                   smem_desc(b + 32 * kk), 1);
+                        }
                     wgmma_commit();
                     wgmma_wait<1>();  // the slice before's wgmmas are done: its slots may be refilled
                     if (lane == 0) {
@@ -210,26 +230,44 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int v = 0; v < BN / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
+                for (int v = 0; v < NW / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
             if (lane == 0) {
                 mbar_arrive(bempty(held_b));
                 mbar_arrive(hempty(held_h));
             }
 
-            // ---- epilogue (14's): each m64 block of rows rounded into the staging area, then written as whole
-            // 16-byte chunks of output rows; padded columns and pixels past the image are skipped.
+            // ---- epilogue (14's): each block of 64 pixels rounded into the staging area (64 pixel rows × BN
+            // filters, 16-byte chunks XOR-swizzled by row % 8), then written as whole 16-byte chunks of output rows;
+            // padded columns and pixels past the image are skipped.
 #pragma unroll
-            for (int i = 0; i < MI; ++i) {
-                if (wg * WG_M + i * 64 >= rows) continue;  // no pixel of this image (uniform in the warpgroup)
+            for (int pb = 0; pb < WG_M / 64; ++pb) {
+                if (wg * WG_M + pb * 64 >= rows) continue;  // no pixel of this image (uniform in the warpgroup)
                 named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
+                if constexpr (SWAP) {
+                    // Accumulator v of filter block i: filter i·64 + 16·w + lane/4 (+8 where v % 4 ≥ 2), pixel
+                    // 8·(v/4) + 2·(lane%4) + v%2; pixels pb·64 .. pb·64 + 63 are v in [32·pb, 32·pb + 32). One
+                    // 16-bit store each: the 8 lanes of a lane%4 fill one 16-byte chunk, the four lane%4 groups
+                    // land in four chunks (rows 2 apart, XOR-swizzled): no bank conflicts.
 #pragma unroll
-                for (int v = 0; v < BN / 2; v += 2) {
-                    const int row = w * 16 + lane / 4 + 8 * ((v / 2) % 2), chunk = (v / 4) ^ (row % 8);
-                    ELEM_OUT* c = staging + row * BN + chunk * 8 + 2 * (lane % 4);
-                    *reinterpret_cast<uint32_t*>(c) = pack2(acc[i][v], acc[i][v + 1], c);
+                    for (int i = 0; i < MI; ++i)
+#pragma unroll
+                        for (int v = 32 * pb; v < 32 * pb + 32; ++v) {
+                            const int row = 8 * (v / 4 - 8 * pb) + 2 * (lane % 4) + v % 2;
+                            const int f = i * 64 + w * 16 + lane / 4 + 8 * ((v / 2) % 2);
+                            store1(staging + row * BN + ((f / 8) ^ (row % 8)) * 8 + f % 8, acc[i][v]);
+                        }
+                } else {
+#pragma unroll
+                    for (int v = 0; v < BN / 2; v += 2) {
+                        // Accumulators v, v + 1: row 16·w + lane/4 (+8 where v % 4 = 2), columns 8·(v/4) +
+                        // 2·(lane%4) + {0, 1}: stored at chunk (v/4) ^ (row % 8) of the row
+                        const int row = w * 16 + lane / 4 + 8 * ((v / 2) % 2), chunk = (v / 4) ^ (row % 8);
+                        ELEM_OUT* c = staging + row * BN + chunk * 8 + 2 * (lane % 4);
+                        *reinterpret_cast<uint32_t*>(c) = pack2(acc[pb][v], acc[pb][v + 1], c);
+                    }
                 }
                 named_sync(2 + wg, 128);
-                const int qb = q0 + wg * WG_M + i * 64;
+                const int qb = q0 + wg * WG_M + pb * 64;
                 for (int e = tid % 128; e < 64 * (BN / 8); e += 128) {
                     const int row = e / (BN / 8), chunk = e % (BN / 8), q = qb + row, k = n0 + chunk * 8;
                     const int oh = q / Wp, ow = q - oh * Wp;

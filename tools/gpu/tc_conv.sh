@@ -12,7 +12,8 @@
 #                                      # descriptors' base offset)
 #   bash tools/gpu/tc_conv.sh sweep-halo # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN
 #   bash tools/gpu/tc_conv.sh ncu-halo   # ncu (fp16) of tc-wgmma-halo and tc-wgmma-tma on the 56² and 28² layers
-#                                        # (or LAYERS=...): L2 read sectors, tensor pipe, DRAM
+#                                        # (or LAYERS=...; ONLY="label,label" to profile only those configurations:
+#                                        # ~20 s a launch): L2 read sectors, tensor pipe, DRAM
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
 #   bash tools/gpu/tc_conv.sh where   # tc-wgmma-ws with parts switched off: copies only, products only, no proxy fence
 #   bash tools/gpu/tc_conv.sh ncu     # ncu (fp16) on the 56² and 14² layers, each configuration
@@ -56,7 +57,7 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
     python3 -m gpubench run tools/gpu/tc-conv-halo.toml -o "$OUT/tc-conv-halo.json" > "$OUT/tc-conv-halo.log" 2>&1
     echo "sweep-halo exit $?" ;;
   ncu-halo)  # one launch a configuration (REPS=1: a warm-up, then the profiled call), halo and tma side by side
-    VARIANTS=tc-wgmma-halo,tc-wgmma-tma REPS=1 ncu --metrics "$METRICS,sm__cycles_active.avg,gpc__cycles_elapsed.max,\
+    VARIANTS=tc-wgmma-halo,tc-wgmma-tma REPS=1 ONLY="${ONLY:-}" ncu --metrics "$METRICS,sm__cycles_active.avg,gpc__cycles_elapsed.max,\
 lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-56x64 28x128} \
       > "$OUT/ncu-halo.csv" 2> "$OUT/ncu-halo.err"
     echo "ncu-halo: exit $?, $(grep -c conv_tc "$OUT/ncu-halo.csv") rows" ;;
