@@ -225,13 +225,24 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                     }
                     held_b = bs, held_h = tap == taps - 1 ? hs : -1;
                 }
+                if (HSTAGES == 1 && cc + 1 < cslices) {
+                    // One halo slot: the next chunk's box can only land in it once this chunk's wgmmas are done,
+                    // and the release above waits for the next slice, which waits for that box: release it now.
+                    // (Left out, C = 136 on a 1×1 filter hung the GPU: docs/perf-notes.md.)
+                    wgmma_wait<0>();
+                    if (lane == 0) {
+                        mbar_arrive(bempty(held_b));
+                        mbar_arrive(hempty(held_h));
+                    }
+                    held_b = held_h = -1;
+                }
             }
             wgmma_wait<0>();
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
                 for (int v = 0; v < NW / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
-            if (lane == 0) {
+            if (lane == 0 && held_b >= 0) {
                 mbar_arrive(bempty(held_b));
                 mbar_arrive(hempty(held_h));
             }

@@ -51,7 +51,9 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
       > "$OUT/ncu-tma.csv" 2> "$OUT/ncu-tma.err"
     echo "ncu-tma: exit $?, $(grep -c conv_tc "$OUT/ncu-tma.csv") rows" ;;
   check-halo)
-    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-halo or halo_" -p no:cacheprovider -rfs -s 2>&1 \
+    # (a bounded wait: a kernel that hangs ends the step, not the device call)
+    timeout ${CHECK_SECONDS:-240} python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-halo or halo_" \
+      -p no:cacheprovider -rfs -s 2>&1 \
       | tee "$OUT/gpu-tests-tc-halo.txt" | tail -4 ;;
   sweep-halo)  # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN, the stride-1 layers
     python3 -m gpubench run tools/gpu/tc-conv-halo.toml -o "$OUT/tc-conv-halo.json" > "$OUT/tc-conv-halo.log" 2>&1
