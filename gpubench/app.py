@@ -121,12 +121,21 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     return run_sweeps(request, display)
 
 
-def load_run(file: str, threshold: float = plan.DEFAULTS.threshold) -> Run:
+@dataclass(frozen=True)
+class SavedRun:
+    """A saved run as `gpubench show` presents it: the run, and whether it was left marked running by a run that
+    ended outright (no live gpubench holds its claim), which the view says beside its status."""
+    run: Run
+    abandoned: bool
+
+
+def load_run(file: str, threshold: float = plan.DEFAULTS.threshold) -> SavedRun:
     """`gpubench show`: the saved run (any schema version), for a view to show."""
     from gpubench import results
 
     plan.compare_settings(threshold)
-    return results.load(file)
+    run = results.load(file)
+    return SavedRun(run, run.status == results.RunStatus.RUNNING and not results.being_written(file))
 
 
 @dataclass(frozen=True)

@@ -122,9 +122,9 @@ def show(file, fmt, threshold):
       gpubench show results/nvidia-h200/lab.json
       gpubench show run.json --format csv > run.csv
     """
-    run = app.load_run(file, threshold)
+    saved = app.load_run(file, threshold)
     with terminal.reader_may_leave():
-        terminal.saved_run(run, file, fmt, threshold, click.echo)
+        terminal.saved_run(saved, file, fmt, threshold, click.echo)
     return Exit.OK
 
 

@@ -132,3 +132,34 @@ def decidable(samples, threshold: float, family: int = 1, alpha: float = 0.05) -
     limit = math.log(1 + DECIDE_SHARE * threshold)
     above = n * n - int(np.searchsorted(x, x + limit, side="right").sum())  # pairs with x_i - x_j > limit
     return above < k
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    """The median of a few values (one per repeat of a measurement) and a distribution-free interval for it."""
+
+    n: int
+    median: float
+    low: float
+    high: float
+    level: float  # the interval's exact coverage, at least the level asked for (or the best n allows)
+
+
+def median_interval(values, level: float = 0.9) -> MedianInterval:
+    """The median of `values` and the order-statistic interval [x_(k), x_(n+1-k)] for it (the sign test's):
+    it misses the true median only when k or fewer values fall on one side, probability 2·P(Bin(n, ½) < k). The
+    widest k whose coverage is still at least `level` is taken; with too few values for that (n < 5 at 0.9),
+    k = 1, the whole range, whose coverage is then below `level` and says so. Repeats, not samples: each value is
+    one independent round (one process, one run), so the interval holds what changes from round to round."""
+    x = sorted(float(v) for v in values)
+    n = len(x)
+    if n == 0:
+        raise ValueError("median_interval needs at least one value")
+
+    def coverage(k: int) -> float:
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+
+    k = 1
+    while k + 1 <= (n + 1) // 2 and coverage(k + 1) >= level:
+        k += 1
+    return MedianInterval(n, statistics.median(x), x[k - 1], x[n - k], coverage(k))

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from gpubench import paths, plan
 from gpubench.errors import GpubenchError, parser_complaint
-from gpubench.plan import DEFAULTS, Sweep
+from gpubench.plan import DEFAULTS
 from gpubench.problems import Op
 from gpubench.specs import LAB_BLOCK_SIZES, OPS
 from gpubench.catalog import Catalog

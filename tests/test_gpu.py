@@ -129,6 +129,19 @@ def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype,
                        [{**base, "OVERLAP": overlap} for overlap in (0, 1)])
 
 
+@pytest.mark.parametrize("dtype,layout,shape", [
+    (DType.BF16, GemmLayout.NN, (2056, 3000, 1040)), (DType.FP16, GemmLayout.NT, (4104, 2056, 64)),
+    (DType.BF16, GemmLayout.TN, (4104, 2056, 136))])
+def test_four_block_clusters_store_what_one_block_stores(cuda, data, dtype, layout, shape):
+    """c4 (four blocks along M, each loading a quarter of the B tile and multicasting it into all four) changes
+    who loads B, not what is multiplied: its output is bit for bit that of c1 and c2, where the tile rows leave a
+    cluster with blocks past M (17 rows: the last cluster has one row of four; 33 rows), persistent clusters walk
+    up to 3 groups (33 × 9 tiles over at most 32 clusters), with 17 k slots, one, and three."""
+    base = {"BN": 256, "BK": 64, "STAGES": 4, "SWIZZLE": 8, "OVERLAP": 1}
+    assert_same_output(cuda, data, "wgmma-tma", GemmShape(*shape, dtype, layout),
+                       [{**base, "CLUSTER": 1}, {**base, "CLUSTER": 2}, {**base, "CLUSTER": 4, "BLOCKS": 128}])
+
+
 @pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])
 @pytest.mark.parametrize("shape", [
     conv_shape(29, 1, batch=23, in_channels=72, out_channels=200, padding=1),

@@ -146,3 +146,28 @@ def test_short_calls_are_timed_in_queued_batches():
     long = measure(lambda: None, type("C", (BatchingClock,), {"time_ms": lambda self, run: 1.0})(),
                    TimingPolicy(warmup=0, reps=10, min_reps=5, budget_s=100))
     assert long.batch == 1
+
+
+def test_median_interval_is_the_sign_tests_order_statistics():
+    from gpubench.stats import median_interval
+
+    five = median_interval([1.02, 0.98, 1.00, 0.99, 1.01])  # five rounds: only the whole range reaches 90%
+    assert (five.median, five.low, five.high) == (1.00, 0.98, 1.02)
+    assert five.level == pytest.approx(1 - 2 / 32)
+    ten = median_interval(range(10), level=0.9)  # k = 2: 1 - 2·(1 + 10)/1024 = 97.9%; k = 3: 89.1% < 90%
+    assert (ten.low, ten.high, ten.median) == (1, 8, 4.5)
+    assert ten.level == pytest.approx(1 - 2 * 11 / 1024)
+    three = median_interval([3, 1, 2])  # too few for 90%: the range, at the 75% it has
+    assert (three.low, three.high, three.level) == (1, 3, 0.75)
+    with pytest.raises(ValueError):
+        median_interval([])
+
+
+def test_median_interval_covers_the_median_at_its_level():
+    import numpy as np
+
+    from gpubench.stats import median_interval
+
+    rng = np.random.default_rng(3)
+    hits = sum(r.low <= 0 <= r.high for r in (median_interval(rng.normal(size=7)) for _ in range(4000)))
+    assert hits / 4000 == pytest.approx(median_interval(range(7)).level, abs=0.02)

@@ -21,8 +21,12 @@
 //  * A 128 × BN tile per block: consumer warpgroup wg owns rows 64·wg.. and issues m64nBNk16 (k32 for fp8)
 //    wgmmas, BK·bytes = 128 bytes of k per slot. With BN = 256 a thread holds 128 accumulators; each SM receives
 //    (128 + 256)·128 bytes per slot for 128·256·64 products (16-bit), twice the TF32 kernel's reuse per byte.
-//  * Clusters of 2 along M (CLUSTER = 2): the two blocks take tiles (m, n) and (m + 1, n), which need the same
-//    B tile (the larger operand); each one's TMA loads half of B's boxes and multicasts them into both blocks.
+//  * Clusters of 2 or 4 along M (CLUSTER = 2, 4): the blocks take tiles (m, n), (m + 1, n), ..., which need the
+//    same B tile (the larger operand); each one's TMA loads its share of B's boxes and multicasts them into every
+//    block of the cluster. A block then reads 128 + BN/CLUSTER rows of operands from L2 a slot (c2: 256, c4: 192).
+//    Whole clusters must be resident at once for the persistent walk: a 132-SM Hopper (66 TPCs in 8 GPCs of at
+//    most 9) holds at most 32 clusters of 4, the lent H100s 30 (tools/gpu/cluster_occupancy.cu), so c4 needs the
+//    spec's BLOCKS (120 there); the clusters past those run after the others (0.53 of cuBLAS at 128 blocks).
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
 //    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores
 //    from zero (scale-d = 0) and then added into a float32 set of its own, BN/2 more registers a thread. SETS = 1:
@@ -33,7 +37,7 @@
 //    stands for 1: 16-bit types).
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256; 192 for fp8), BK (64 for 16-bit types, 128 for fp8: one
-// 128-byte swizzle row), STAGES (ring slots), CLUSTER (1 or 2 along M), SWIZZLE (0: row-major tile order; G: bands
+// 128-byte swizzle row), STAGES (ring slots), CLUSTER (1, 2 or 4 along M), SWIZZLE (0: row-major tile order; G: bands
 // of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
 // BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8),
 // OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
@@ -121,7 +125,7 @@ static_assert(BN == 128 || BN == 256 || (FP8 && BN == 192), "BN: 128 or 256 (or 
 static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX % 8 == 0 && BBOX <= 256),
               "BBOX: rows of B per TMA box, 64 (MN-major: 64 k rows), or whole 8-row atoms that split BN over the cluster");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
-static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2");
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER: 1, 2 or 4");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
@@ -244,6 +248,10 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 } else {
                     mbar_arrive_cluster(empty(s), 0);
                     mbar_arrive_cluster(empty(s), 1);
+                    if (CLUSTER == 4) {
+                        mbar_arrive_cluster(empty(s), 2);
+                        mbar_arrive_cluster(empty(s), 3);
+                    }
                 }
             }
         };

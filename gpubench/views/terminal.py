@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from gpubench.paths import shown_path
-from gpubench.results import RunStatus, being_written
+from gpubench.results import RunStatus
 from gpubench.variant import Axis
 from gpubench.views import compare as compare_view
 from gpubench.views import run as run_view
@@ -45,8 +45,9 @@ def print_run(run, out: Console, threshold: float = run_view.NOISE_THRESHOLD) ->
         out.print()
 
 
-def saved_run(run, name: str, fmt: str, threshold: float, echo) -> None:
-    """`gpubench show`: a saved run as tables, Markdown, CSV or its JSON."""
+def saved_run(saved, name: str, fmt: str, threshold: float, echo) -> None:
+    """`gpubench show`: a saved run (app.SavedRun) as tables, Markdown, CSV or its JSON."""
+    run = saved.run
     if fmt == "json":
         echo(run.to_json())
     elif fmt == "csv":
@@ -56,7 +57,7 @@ def saved_run(run, name: str, fmt: str, threshold: float, echo) -> None:
     else:
         out = console()
         status = str(run.status)
-        if run.status == RunStatus.RUNNING and not being_written(name):
+        if saved.abandoned:
             status += " (but no gpubench run is writing it: ended outright?)"
         points = plural(len(run.points), "point")
         out.print(escape(f"{shown_path(name)}: {run.device}, {points}, {status}, {run.created}"), style="bold")

@@ -10,8 +10,6 @@ design; probes 4 (clusters without multicast) and 5 (cluster-scope release arriv
 import os
 import sys
 
-import cupy as cp
-
 from gpubench.backends.cuda import CudaBackend
 from gpubench.problems import GemmShape
 from gpubench import catalog

@@ -1,0 +1,76 @@
+"""tools/ab_rounds.py: a kernel's ratio to the baseline over rounds, clean pairs only, on synthetic runs."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpubench.dtypes import DType, GemmLayout
+from gpubench.problems import GemmShape
+from gpubench.results import Point, Run, RunStatus
+
+REPO = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("ab_rounds", REPO / "tools" / "ab_rounds.py")
+ab_rounds = importlib.util.module_from_spec(spec)
+sys.modules["ab_rounds"] = ab_rounds  # (its dataclass looks its module up while the class is made)
+spec.loader.exec_module(ab_rounds)
+
+SHAPE = GemmShape(4096, 4096, 4096, DType.BF16, GemmLayout.TN)
+
+
+def point(variant, config, ms, mhz=1980.0, capped=0, shape=SHAPE):
+    return Point.measured(shape, variant, config, samples_ms=[ms] * 5, rel_err=1e-3, tolerance=3e-3,
+                          telemetry={"sm_mhz": mhz, "throttled": capped})
+
+
+def run(*points):
+    return Run("cuda", {}, {}, points=list(points), status=RunStatus.COMPLETE)
+
+
+def test_each_round_pairs_the_kernel_with_the_baseline_of_its_own_run():
+    rounds = [run(point("cublas", "-", 0.175), point("wgmma-tma", "o1", ms)) for ms in (0.176, 0.174, 0.175, 0.1745,
+                                                                                         0.1755)]
+    [row] = ab_rounds.rows(rounds, "cublas")
+    assert row.problem == "bf16 tn 4096" and row.kernel == "wgmma-tma o1"
+    assert row.ratios == pytest.approx([0.175 / ms for ms in (0.176, 0.174, 0.175, 0.1745, 0.1755)])
+    m = row.interval(0.9)
+    assert (m.n, m.median, m.low, m.high) == (5, 1.0, pytest.approx(0.175 / 0.176), pytest.approx(0.175 / 0.174))
+    assert ab_rounds.verdict(m, 0.9) == "within the interval of 1.00"
+
+
+def test_capped_or_unequal_clocks_leave_the_round_out_and_say_why():
+    rounds = [run(point("cublas", "-", 0.175, capped=22, mhz=1515), point("wgmma-tma", "o1", 0.170)),
+              run(point("cublas", "-", 0.175), point("wgmma-tma", "o1", 0.170, mhz=1965)),
+              run(point("cublas", "-", 0.175), point("wgmma-tma", "o1", 0.180))]
+    [row] = ab_rounds.rows(rounds, "cublas")
+    assert row.ratios[:2] == (None, None) and row.ratios[2] == pytest.approx(0.175 / 0.180)
+    assert row.why_not[0] == "cublas 1515 MHz, 22 capped" and row.why_not[1] == "clocks 1980 / 1965 MHz"
+    assert row.baseline_tflops == pytest.approx(SHAPE.flops / 0.175 / 1e9)  # the capped round's is not counted
+    assert "too few" in ab_rounds.verdict(row.interval(0.9), 0.9)
+
+
+def test_a_kernel_slower_in_every_round_is_below_one_with_its_margin():
+    rounds = [run(point("cublas", "-", 0.175), point("wgmma-tma", "o1", 0.175 / r)) for r in
+              (0.990, 0.992, 0.994, 0.991, 0.993)]
+    [row] = ab_rounds.rows(rounds, "cublas")
+    assert ab_rounds.verdict(row.interval(0.9), 0.9) == "below 1.00 by 0.8% (at most 0.6%)"
+
+
+def test_the_table_marks_the_baselines_fastest_layout_and_the_command_reads_files(tmp_path, capsys):
+    from gpubench import results
+
+    nn = GemmShape(4096, 4096, 4096, DType.BF16, GemmLayout.NN)
+    paths = []
+    for i in range(5):
+        r = run(point("cublas", "-", 0.176, shape=nn), point("wgmma-tma", "o1", 0.175, shape=nn),
+                point("cublas", "-", 0.174), point("wgmma-tma", "o1", 0.1735))
+        paths.append(str(results.save(r, tmp_path / f"r{i}.json")))
+    assert ab_rounds.main([*paths, "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| bf16 tn 4096 (baseline's fastest) | wgmma-tma o1 |" in out
+    assert "| bf16 nn 4096 | wgmma-tma o1 |" in out
+    assert "5/5" in out and "at or past 1.00" in out
+    assert ab_rounds.main([*paths, "--baseline", "wgmma-tma", "--level", "0.9"]) == 0  # any variant as baseline
+    assert ab_rounds.main([paths[0], "--baseline", "nothing"]) == 2
+    assert "--baseline must name one of them" in capsys.readouterr().err
