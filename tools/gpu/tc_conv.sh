@@ -11,6 +11,7 @@
 #   bash tools/gpu/tc_conv.sh check-halo # the gpu tests of tc-wgmma-halo alone (ragged shapes, walked tiles, the
 #                                      # descriptors' base offset)
 #   bash tools/gpu/tc_conv.sh sweep-halo # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN
+#   bash tools/gpu/tc_conv.sh halo       # check-halo, then sweep-halo if the tests passed (one device call, ~2 min)
 #   bash tools/gpu/tc_conv.sh ncu-halo   # ncu (fp16) of tc-wgmma-halo and tc-wgmma-tma on the 56² and 28² layers
 #                                        # (or LAYERS=...; ONLY="label,label" to profile only those configurations:
 #                                        # ~20 s a launch): L2 read sectors, tensor pipe, DRAM
@@ -76,4 +77,6 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
     echo "ncu: exit $?, $(grep -c conv_tc "$OUT/ncu.csv") launches" ;;
   esac
 }
-if [ "$1" = all ]; then for s in check probe sweep ncu; do step $s; done; else step "$1"; fi
+if [ "$1" = all ]; then for s in check probe sweep ncu; do step $s; done
+elif [ "$1" = halo ]; then step check-halo && step sweep-halo  # the sweep only where the tests passed
+else step "$1"; fi
