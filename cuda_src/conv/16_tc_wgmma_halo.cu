@@ -2,8 +2,10 @@
 //
 // 14_tc_wgmma_tma.cu copies one im2col box per filter tap, so every input pixel crosses from L2 into shared memory
 // once per tap: 9 times for a 3×3 filter (at 56², 256×64 tiles: ~370 KB a tile, ~580 MB a call, docs/perf-notes.md),
-// and at the layers with the least reuse those bytes, not the tensor cores, set the pace and the power draw. Here a
-// tile loads each input pixel once, and the taps are read out of shared memory by shifted wgmma descriptors:
+// and issue 20 took those bytes to set the pace and the power draw at the layers with the least reuse. Here a tile
+// loads each input pixel once, and the taps are read out of shared memory by shifted wgmma descriptors. (Measured on
+// the H100, docs/perf-notes.md: at 56² the same 256×64 tile ran at about 14's rate per row with ~5× fewer bytes;
+// what made it faster than cuDNN there is SWAP, below.)
 //  * The output is computed on a width padded to Wp = W + 2·pad (= OW + S − 1 at stride 1): padded pixel
 //    q = oh·Wp + ow' with ow' in 0 .. Wp − 1; the columns ow' ≥ OW are computed and thrown away (3.4% of the
 //    work at 56², 6.7% at 28²). Input pixel (oh + r − pad, ow' + s − pad), what tap (r, s) multiplies, is then row
@@ -19,18 +21,18 @@
 //  * Swizzle: the box lands 128B-swizzled (16-byte chunk c of pixel row j at chunk c ^ (j % 8)) in a 1024-byte
 //    aligned slot. A shifted operand starts at a row that is no multiple of 8: DESC_BASE = 1 gives its descriptor
 //    the PTX ISA's "matrix base offset" (bits 49-51) = (start address >> 7) % 8, the row of the 1024-byte pattern
-//    it starts in; DESC_BASE = 0 leaves it 0. Which one the tensor cores read correctly was measured on the GPU
-//    (docs/perf-notes.md, "tc-wgmma-halo"); the spec builds the right one.
+//    it starts in; DESC_BASE = 0 leaves it 0. Measured (a GPU test computes both): 0 reads the operands right
+//    (rel_err 2.1e-4 fp16), the formula wrong (1.3): the spec builds DESC_BASE = 0.
 //  * Tiles of BM padded pixels within one image (a box holds one image's rows), `tiles_img` an image; the last one
 //    of an image may hold fewer. Its blocks of rows past the image are computed all the same (from halo rows that
 //    lie inside the box) and not stored: skipping their wgmmas behind a branch made ptxas serialize every wgmma
 //    of the kernel ("wgmma.mma_async instructions are serialized due to ... divergent path", C7520), which ran
 //    the 56² layer at 122 µs instead of 82 (H100, fp16, the sweeps at e6e4e8c and cadba7d).
-//  * Filters (B): one BN × 64 box of the plain map of w seen as K × R·S·C a (tap, channel chunk) slice, in a ring
-//    of STAGES slots beside the halo ring (HSTAGES slots of one halo box each). Where the ring holds a tile's whole
-//    reduction (STAGES = R·S·⌈C/64⌉: at 56², C = 64, nine 8 KB boxes at BN = 64) the filters stay resident: a block
-//    whose next tile has the same filter tile (filter tiles fastest, blocks gridDim apart) reloads nothing, and the
-//    producer completes the slot's phase with a plain arrive.
+//  * Filters (wgmma's B; A with SWAP): one BN × 64 box of the plain map of w seen as K × R·S·C a (tap, channel
+//    chunk) slice, in a ring of STAGES slots beside the halo ring (HSTAGES slots of one halo box each). Where the
+//    ring holds a tile's whole reduction (STAGES = R·S·⌈C/64⌉: at 56², C = 64, nine 8 KB boxes at BN = 64) the
+//    filters stay resident: a block whose next tile has the same filter tile (filter tiles fastest, blocks gridDim
+//    apart) reloads nothing, and the producer completes the slot's phase with a plain arrive.
 //  * SWAP = 1 computes the transposed product (y^T = w · x^T): the filters are wgmma's M (BN / 64 m64 blocks, the
 //    filter box as the A operand) and a warpgroup's BM / 2 pixels its N (the shifted halo descriptor as B, K-major:
 //    pixel rows of channels, as the halo lies). At C = K = 64 (56²) the filters allow only n64 wgmmas the other
@@ -43,9 +45,10 @@
 // time and written as whole 16-byte chunks of output rows, the padded columns skipped.
 //
 // Tiles (-DNAME=value): BM padded pixels (128 or 256; 512 with SWAP), BN filters (64, 128 or 256; 64 or 128 with
-// SWAP; BM/2·BN ≤ 16384), STAGES filter slots, HSTAGES halo slots, DESC_BASE, SWAP. Maps: map_x, the 4-D tiled map of x in boxes of 64 × Wp × HR × 1; map_w,
-// K × R·S·C in boxes of BN × 64. Launch: min(tiles, SMs) blocks, tiles = N·⌈OH·Wp / BM⌉·⌈K / BN⌉; 384 threads;
-// 1024 (alignment) + HSTAGES·⌈HR·Wp·128 / 1024⌉·1024 + STAGES·BN·128 + 2·128·BN (staging) + 16·(HSTAGES + STAGES)
+// SWAP; BM/2·BN ≤ 16384), STAGES filter slots, HSTAGES halo slots, DESC_BASE, SWAP. Maps: map_x, the 4-D tiled map
+// of x in boxes of 64 × Wp × HR × 1; map_w, K × R·S·C in boxes of BN × 64. Launch: min(tiles, SMs) blocks,
+// tiles = N·⌈OH·Wp / BM⌉·⌈K / BN⌉; 384 threads; 1024 (alignment) + HSTAGES·⌈HR·Wp·128 / 1024⌉·1024 + STAGES·BN·128
+// + 2·128·BN (staging) + 16·(HSTAGES + STAGES)
 // bytes of dynamic shared memory (the kernel traps if given less).
 
 #include "../include/hopper.cuh"    // wgmma_ss, smem_desc, mbarriers, tma_load_2d, tma_load_4d
