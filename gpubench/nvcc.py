@@ -209,11 +209,14 @@ class Resources:
     stack_bytes: int
     spill_stores: int
     spill_loads: int
+    wgmma_serialized: bool = False  # ptxas made every wgmma wait for the one before (C7520: "Potential Performance
+    # Loss: wgmma.mma_async instructions are serialized"), e.g. for a wgmma issued behind a branch
 
 
 _FUNC = re.compile(r"Compiling entry function '(\w+)'")
 _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+_SERIALIZED = re.compile(r"wgmma\.mma_async instructions are serialized.*function '(\w+)'")
 
 
 def resource_usage(source: str | Path, arch: str, defines: dict | None = None) -> list[Resources]:
@@ -227,12 +230,13 @@ def resource_usage(source: str | Path, arch: str, defines: dict | None = None) -
     if proc.returncode != 0:
         raise _failed(source, arch, defines, proc.stderr.strip())
     found, current, spill = [], None, (0, 0, 0)
+    serialized = set(_SERIALIZED.findall(proc.stderr))
     for line in proc.stderr.splitlines():
         if m := _FUNC.search(line):
             current = m.group(1)
         elif m := _SPILL.search(line):
             spill = tuple(int(g) for g in m.groups())
         elif (m := _USED.search(line)) and current:
-            found.append(Resources(current, int(m.group(1)), int(m.group(2) or 0), *spill))
+            found.append(Resources(current, int(m.group(1)), int(m.group(2) or 0), *spill, current in serialized))
             current = None
     return found

@@ -22,6 +22,7 @@ SAMPLE_SHAPES = {Op.GEMM: GemmShape(1000, 1500, 777),
 MAP_KEYS = {"array", "box"}
 MAP_OPTIONAL = {"shape", "swizzle", "im2col"}
 SWIZZLES = (0, 128)  # bytes
+MAX_MAP_DIMS = 5  # what cuTensorMapEncodeTiled takes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 
 
@@ -88,9 +89,14 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
         for key, allowed in (("shape", set(DIMS[op])), ("box", set(DIMS[op]) | params)):
             if key not in t:
                 continue
-            if not isinstance(t[key], list) or len(t[key]) != 2:
-                entry.fail(f"{where}.{key} must be two expressions: rows, then columns (contiguous)")
+            if not isinstance(t[key], list) or not 2 <= len(t[key]) <= MAX_MAP_DIMS:
+                entry.fail(f"{where}.{key} must be two expressions, rows then columns (contiguous), or up to "
+                           f"{MAX_MAP_DIMS}, outermost first")
             pair[key] = tuple(entry.expression(f"{where}.{key}", e, allowed) for e in t[key])
+        dims_given = len(pair["shape"]) if pair["shape"] else 2  # im2col's and a GEMM's own arrays: matrices
+        if len(pair["box"]) != dims_given:
+            entry.fail(f"{where}.box must have one expression per dimension of the array ({dims_given}), got "
+                       f"{len(pair['box'])}")
         maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle, im2col))
     return tuple(maps)
 
@@ -157,7 +163,8 @@ def check_launches(entry: Entry, v: Variant) -> None:
             entry.fail(f"configuration {c.label}: workspace: {err}")
         if any(n < 1 for n in sizes.values()):
             entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {SAMPLE_SHAPES[v.op].label} problem")
-        for m, problem in ((m, p) for m in v.tensor_maps for p in sample_problems(v)):
+        # (a variant whose `requires` turns the sample problem away has no map to check on it)
+        for m, problem in ((m, p) for m in v.tensor_maps for p in sample_problems(v) if not v.unfit(dims)):
             try:
                 bad = m.unfit({**dims, **c.values}, problem)
             except expr.ExprError as err:

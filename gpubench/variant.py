@@ -104,7 +104,8 @@ class Step:
 @dataclass(frozen=True)
 class TensorMap:
     """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major array of
-    rows × cols seen as boxes of box_rows × box_cols, copied into shared memory in 128-byte-swizzled rows
+    rows × cols seen as boxes of box_rows × box_cols (or of up to 5 dimensions, outermost first, the last one
+    contiguous: an NHWC input as N × H × W × C in boxes of images × rows × columns × channels), copied into shared memory in 128-byte-swizzled rows
     (swizzle = 128) or as they are (swizzle = 0). Its elements are the array's own (an input's storage type in the
     problem's precision, the output's type, float32 for a workspace array).
 
@@ -114,9 +115,9 @@ class TensorMap:
 
     name: str
     array: str  # an input, the output or a workspace array
-    shape: tuple[Expr, Expr] | None  # rows, cols (cols contiguous), over the problem's dims; None: the GEMM array
+    shape: tuple[Expr, ...] | None  # rows, cols (cols contiguous; or 3 to 5 dims), over the problem's dims; None: the GEMM array
     # as it lies in the problem's layout (A is K×M in tn, ...), which is how one spec serves every layout
-    box: tuple[Expr, Expr]  # box rows, box cols, over the dims and the configuration
+    box: tuple[Expr, ...]  # box rows, box cols (or one a dimension of shape), over the dims and the configuration
     swizzle: int = 128  # bytes: 128, or 0 for plain rows
     im2col: bool = False  # a convolution's NHWC input, one filter tap's pixels at a time (rows: output pixels)
 
@@ -126,29 +127,31 @@ class TensorMap:
             return np.float32
         return laid_out_arrays(problem).get(self.array, ((), np.float32))[1]
 
-    def resolve(self, values: Mapping[str, int], problem=None) -> tuple[tuple[int, int], tuple[int, int]]:
-        box = (self.box[0](values), self.box[1](values))
+    def resolve(self, values: Mapping[str, int], problem=None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        box = tuple(b(values) for b in self.box)
         if self.im2col:
             return (values["N"] * values["OH"] * values["OW"], values["C"]), box
         if self.shape is not None:
-            return (self.shape[0](values), self.shape[1](values)), box
+            return tuple(d(values) for d in self.shape), box
         rows, cols = laid_out_arrays(problem)[self.array][0]
         return (rows, cols), box
 
     def unfit(self, values: Mapping[str, int], problem=None) -> str | None:
         """What the copy engine would refuse in this map (the first rule broken), or None."""
-        (rows, cols), (box_rows, box_cols) = self.resolve(values, problem)
-        if rows < 1 or cols < 1:
-            return f"tensor map {self.name}: {rows} × {cols} is empty"
+        shape, box = self.resolve(values, problem)
+        if min(shape) < 1:
+            return f"tensor map {self.name}: {' × '.join(map(str, shape))} is empty"
         if self.im2col and problem is not None and problem.layout != dtypes.ConvLayout.NHWC:
             return f"tensor map {self.name}: the im2col mode reads NHWC inputs, not {problem.layout}"
         size = np.dtype(self.element(problem)).itemsize
         widest = 128 // size if self.swizzle else 256  # the swizzle's 128 bytes, or TMA's 256 elements
-        tallest = 1024 if self.im2col else 256  # im2col's pixels per box, or a tiled box's rows
-        if not (1 <= box_rows <= tallest and 1 <= box_cols <= widest and box_cols * size % 16 == 0):
+        tallest = 1024 if self.im2col else 256  # im2col's pixels per box, or a tiled box's rows (each outer dim)
+        *outer, box_cols = box
+        if not (all(1 <= b <= tallest for b in outer) and 1 <= box_cols <= widest and box_cols * size % 16 == 0):
             why = "at most 128 bytes, the swizzle's width" if self.swizzle else "TMA's limit without a swizzle"
-            return (f"tensor map {self.name}: box {box_rows} × {box_cols} of {size}-byte elements: rows must be 1 to "
-                    f"{tallest} and cols a multiple of {max(1, 16 // size)} up to {widest} ({why})")
+            what = "rows" if len(box) == 2 else "its outer dimensions"
+            return (f"tensor map {self.name}: box {' × '.join(map(str, box))} of {size}-byte elements: {what} must be "
+                    f"1 to {tallest} and cols a multiple of {max(1, 16 // size)} up to {widest} ({why})")
         return None
 
 

@@ -188,6 +188,50 @@ def test_split_last_wave_adds_the_second_half_in_every_call(cuda, data, shape, d
         assert err <= cuda.tolerance(ours, shape), (c.label, err)
 
 
+@pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])
+@pytest.mark.parametrize("shape", [
+    conv_shape(61, 1, batch=9, in_channels=64, out_channels=40, padding=1),
+    conv_shape(29, 1, batch=7, in_channels=136, out_channels=200, padding=1),
+    conv_shape(18, 1, batch=5, in_channels=64, out_channels=72, kernel=5, padding=2)])
+def test_halo_tiles_walked_with_resident_or_streamed_filters(cuda, data, shape, dtype):
+    """tc-wgmma-halo on shapes that make persistent blocks walk several tiles: 61² × 9 images (Wp = 63, 61 padded
+    rows of pixels an image: 16 tiles of 256, the last one 3 rows short, 144 tiles for 132 SMs; C = 64 and 9
+    slots, so the filter taps stay resident and the blocks' second tiles reload none of them); 29² × 7 with
+    C = 136 (three 64-channel chunks, the last one mostly past C: zero-filled by the copy engine) and K = 200 (a
+    ragged filter tile); a 5×5 filter with pad 2 (shifts up to 4·Wp + 4 rows). Every configuration, output poisoned
+    with NaN, against float64."""
+    shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
+    ours = CATALOG.get("conv", "cuda", "tc-wgmma-halo")
+    inputs, ref = data(shape)
+    for c in ours.configs:
+        prepared = cuda.prepare(ours, c, shape, inputs)
+        prepared.run()  # a second call reuses nothing from the first
+        err = verify(cuda, prepared, ref, shape)
+        prepared.release()
+        assert math.isfinite(err) and err <= cuda.tolerance(ours, shape), (c.label, err)
+
+
+def test_halo_descriptors_need_the_base_offset_the_spec_gives_them(cuda, data):
+    """The shifted wgmma descriptors start at pixel rows that are no multiple of 8 inside the 1024-byte swizzle
+    pattern. The spec's DESC_BASE is the one that reads them right; the other one must read them wrong (else the
+    field would not matter and the test would show nothing)."""
+    shape = conv_shape(33, 1, batch=2, in_channels=64, out_channels=64, padding=1, dtype=DType.FP16,
+                       layout=ConvLayout.NHWC)
+    ours = CATALOG.get("conv", "cuda", "tc-wgmma-halo")
+    inputs, ref = data(shape)
+    c = ours.configs[0]
+    errs = {}
+    for base in (0, 1):
+        config = replace(c, params=tuple((k, base if k == "DESC_BASE" else v) for k, v in c.params))
+        prepared = cuda.prepare(ours, config, shape, inputs)
+        errs[base] = verify(cuda, prepared, ref, shape)
+        prepared.release()
+    print("rel_err by DESC_BASE:", errs)
+    chosen = c.values["DESC_BASE"]
+    assert errs[chosen] <= cuda.tolerance(ours, shape), errs
+    assert not errs[1 - chosen] <= cuda.tolerance(ours, shape), errs
+
+
 def test_winograd_tf32x3_keeps_the_error_of_the_fp32_products(cuda, data):
     """winograd-tf32x3 takes each product as three TF32 products of split operands: on a 14² layer with 256
     channels (a 2,304-long sum per output) its rel_err stays within 1.5× of winograd-gemm's (the same transforms,

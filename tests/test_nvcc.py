@@ -97,7 +97,7 @@ def test_tiled_spills_no_registers(config, arch):
 
 @pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async", "sliding-tiled",
                                   "sliding-rows", "sliding-vec", "tc-implicit", "tc-wgmma",
-                                  "tc-wgmma-ws", "tc-wgmma-tma"])
+                                  "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"])
 def test_faster_kernels_spill_nothing(name):
     v = next(v for v in BUILTIN if v.name == name and v.backend == "cuda")
     for c in v.configs:
@@ -118,7 +118,7 @@ def test_tensor_core_gemms_spill_nothing(name):
 
 
 @pytest.mark.parametrize("source", ["conv/11_tc_implicit.cu", "conv/12_tc_wgmma.cu", "conv/13_tc_wgmma_ws.cu",
-                                    "conv/14_tc_wgmma_tma.cu"])
+                                    "conv/14_tc_wgmma_tma.cu", "conv/16_tc_wgmma_halo.cu"])
 def test_a_kernel_of_several_precisions_is_built_in_each(source):
     """The tensor-core convolutions take fp16 and bf16 through -DELEM: CI compiles both element types, not only the
     kernel's default."""
@@ -214,3 +214,30 @@ def test_configurations_meeting_every_constraint_compile(variant):
     assert valid
     for config in random.Random(0).sample(valid, min(4, len(valid))):
         nvcc.compile_cubin(variant.source, "sm_90", config.values, includes=variant.includes)
+
+
+@pytest.mark.parametrize("name", ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"])
+def test_tensor_core_convolutions_keep_their_wgmmas_in_flight(name):
+    """ptxas serializes every wgmma of a kernel (each waits for the one before) where one is issued behind a
+    branch it cannot prove uniform (C7520): tc-wgmma-halo's first version skipped the m64 blocks past an image that
+    way and ran the 56² layer 1.5× slower than the same work unskipped. Every configuration, both precisions."""
+    v = CATALOG.get("conv", "cuda", name)
+    for c in v.configs:
+        for source, defines, arch, _ in v.builds(c, "sm_90"):
+            for u in nvcc.resource_usage(source, arch, dict(defines)):
+                assert not u.wgmma_serialized, (c.label, defines, u)
+
+
+def test_a_wgmma_behind_a_branch_is_reported_serialized(tmp_path):
+    """The check above can fail: a wgmma issued only where a runtime value allows is what ptxas serializes."""
+    include = (Path(nvcc.__file__).resolve().parent.parent / "cuda_src" / "include" / "hopper.cuh").as_posix()
+    (tmp_path / "k.cu").write_text(
+        f'#include "{include}"\n'
+        'extern "C" __global__ void k(float* out, int rows) {\n'
+        '    float acc[32] = {};\n'
+        '    wgmma_fence();\n'
+        '    if (threadIdx.x / 128 * 64 < rows) wgmma_ss<__half, 64>(acc, smem_desc(0), smem_desc(4096), 1);\n'
+        '    wgmma_commit();\n    wgmma_wait<0>();\n'
+        '    for (int v = 0; v < 32; ++v) out[threadIdx.x * 32 + v] = acc[v];\n}\n')
+    (usage,) = nvcc.resource_usage(tmp_path / "k.cu", "sm_90a", {})
+    assert usage.wgmma_serialized

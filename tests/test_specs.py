@@ -721,3 +721,64 @@ def test_a_python_kernel_that_is_not_there_is_one_line(tmp_path, monkeypatch, so
     with pytest.raises(SpecError, match=words) as e:
         lab_kernel("gemm", "m.py:f", "A,B,C,M,N,K")
     assert "\n" not in str(e.value)
+
+
+# --- tiled maps of more than two dimensions (tc-wgmma-halo's NHWC halo boxes) ---------------------------------
+
+HALO_MAP = {"array": "x", "shape": ["N", "H", "W", "C"], "box": ["1", "R + 1 + (BM + S - 3) / (W + 2 * pad)",
+                                                                  "W + 2 * pad", "64"]}
+
+
+def test_a_4d_tiled_map_resolves_its_shape_and_box_outermost_first(tmp_path):
+    (v,) = _conv_tma_spec(tmp_path, tensor_maps={"map_x": HALO_MAP}, requires=["W + 2 * pad <= 256"])
+    (m,) = v.tensor_maps
+    shape = conv_shape(56, 1, batch=3, in_channels=64, out_channels=8, padding=1, dtype=DType.FP16,
+                       layout=ConvLayout.NHWC)
+    values = {**shape.dims(), "BM": 256}
+    assert m.resolve(values, shape) == ((3, 56, 56, 64), (1, 8, 58, 64))  # 3 + 1 + 256 / 58 rows of 58 columns
+    assert m.unfit(values, shape) is None
+    wide = conv_shape(300, 1, batch=1, in_channels=64, out_channels=8, padding=1, dtype=DType.FP16,
+                      layout=ConvLayout.NHWC)
+    assert "box 1 × 4 × 302 × 64 of 2-byte elements: its outer dimensions must be 1 to 256" in m.unfit(
+        {**wide.dims(), "BM": 256}, wide)
+
+
+def test_a_map_is_checked_on_the_sample_problem_only_where_the_variant_takes_it(tmp_path):
+    """The spec check evaluates every map on a ragged sample problem (1000 wide): a halo box of 1002 columns is
+    refused there, unless the variant's `requires` turns that problem away (it would never be asked to run it)."""
+    with pytest.raises(SpecError, match="box 1 × 4 × 1000 × 64 of 2-byte elements: its outer dimensions must be 1 "
+                                        "to 256"):
+        _conv_tma_spec(tmp_path, tensor_maps={"map_x": HALO_MAP})
+    _conv_tma_spec(tmp_path, tensor_maps={"map_x": HALO_MAP}, requires=["W + 2 * pad <= 256"])
+
+
+@pytest.mark.parametrize("map_x,message", [
+    ({**HALO_MAP, "box": ["1", "8", "64"]}, "tensor_maps.map_x.box must have one expression per dimension of the "
+                                            "array \\(4\\), got 3"),
+    ({**HALO_MAP, "shape": ["N", "H", "W", "C", "1", "1"], "box": ["1"] * 6}, "shape must be two expressions, rows "
+                                                                             "then columns \\(contiguous\\), or up to 5"),
+    ({"array": "x", "im2col": True, "box": ["1", "BM", "64"]}, "box must have one expression per dimension of the "
+                                                               "array \\(2\\), got 3"),
+])
+def test_bad_nd_maps_are_refused_in_one_line(tmp_path, map_x, message):
+    with pytest.raises(SpecError, match=message):
+        _conv_tma_spec(tmp_path, tensor_maps={"map_x": map_x})
+
+
+def test_builtin_halo_conv_takes_stride_1_only_and_boxes_one_image_s_rows():
+    """tc-wgmma-halo: pixel q + r·Wp + s is tap (r, s)'s only at stride 1; its halo box is one image's rows of
+    Wp = W + 2·pad columns from -pad (at most 256, a box dimension's limit). The spec's sample problem (1000 wide,
+    stride 2) is one it turns away, so the spec check does not hold its map against it."""
+    v = CATALOG.get("conv", "cuda", "tc-wgmma-halo")
+    assert v.unfit(conv_shape(56, 2, in_channels=64).dims()) == "tc-wgmma-halo requires stride == 1"
+    assert v.unfit(conv_shape(255, 1, in_channels=64).dims()) == "tc-wgmma-halo requires W + 2 * pad <= 256"
+    maps = {m.name: m for m in v.tensor_maps}
+    shape = conv_shape(28, 1, batch=128, in_channels=128, out_channels=128, padding=1, dtype=DType.BF16,
+                       layout=ConvLayout.NHWC)
+    assert v.unfit(shape.dims()) is None
+    for c in v.configs:
+        values = {**shape.dims(), **c.values}
+        rows = 3 + 1 + (c.values["BM"] + 3 - 3) // 30
+        assert maps["map_x"].resolve(values, shape) == ((128, 28, 28, 128), (1, rows, 30, 64))
+        assert maps["map_w"].resolve(values, shape) == ((128, 9 * 128), (c.values["BN"], 64))
+        assert maps["map_x"].unfit(values, shape) is None

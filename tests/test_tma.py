@@ -99,3 +99,40 @@ def test_im2col_refusal_by_the_driver_is_a_skip_naming_the_map(monkeypatch):
 def test_im2col_channels_must_make_16_byte_pixels():
     with pytest.raises(Skip, match="rows of 12 elements of 2 bytes"):
         tma.encode_im2col("map_x", 1 << 20, _conv_dims(channels=12), (256, 64), np.float16)
+
+
+# --- tiled maps of more than two dimensions (conv/16_tc_wgmma_halo.cu's halo tiles of an NHWC input) ----------
+
+def test_a_4d_tiled_map_hands_the_driver_dims_pitches_and_box_innermost_first(monkeypatch):
+    """An NHWC tensor N × H × W × C in boxes of 1 image × HR rows × Wp columns × 64 channels: the driver takes the
+    dimensions and the box innermost first (C, W, H, N) and the byte pitches of a pixel, a row and an image."""
+    seen = {}
+
+    def fake(desc, dtype, rank, pointer, dims, pitches, box, steps, interleave, swizzle, promotion, fill):
+        seen.update(dtype=dtype, rank=rank, dims=list(dims[:rank]), pitches=list(pitches[:rank - 1]),
+                    box=list(box[:rank]), steps=list(steps[:rank]), swizzle=swizzle)
+        return 0
+
+    monkeypatch.setattr(tma, "_driver_encode", lambda im2col=False: fake)
+    encoded = tma.encode("map_x", 1 << 20, (3, 25, 27, 40), (1, 8, 29, 64), np.float16)
+    assert len(encoded) == tma.DESCRIPTOR_BYTES
+    assert seen == {"dtype": 6, "rank": 4, "dims": [40, 27, 25, 3], "pitches": [80, 80 * 27, 80 * 27 * 25],
+                    "box": [64, 29, 8, 1], "steps": [1, 1, 1, 1], "swizzle": 3}
+
+
+def test_a_2d_tiled_map_is_rows_by_cols_as_before(monkeypatch):
+    seen = {}
+
+    def fake(desc, dtype, rank, pointer, dims, pitches, box, *rest):
+        seen.update(rank=rank, dims=list(dims[:2]), pitches=list(pitches[:1]), box=list(box[:2]))
+        return 0
+
+    monkeypatch.setattr(tma, "_driver_encode", lambda im2col=False: fake)
+    tma.encode("map_a", 1 << 20, (1000, 776), (128, 32))
+    assert seen == {"rank": 2, "dims": [776, 1000], "pitches": [776 * 4], "box": [32, 128]}
+
+
+def test_a_tiled_map_refused_by_the_driver_is_a_skip_naming_its_dimensions(monkeypatch):
+    monkeypatch.setattr(tma, "_driver_encode", lambda im2col=False: lambda *args: 1)
+    with pytest.raises(Skip, match=r"map_x: the driver refused a 3 × 25 × 27 × 40 array .* in 1 × 8 × 29 × 64 boxes"):
+        tma.encode("map_x", 1 << 20, (3, 25, 27, 40), (1, 8, 29, 64), np.float16)

@@ -372,3 +372,16 @@ __device__ __forceinline__ void tma_load_im2col_4d(uint32_t dst, const TensorMap
         ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(offset_w),
         "h"(offset_h) : "memory");
 }
+
+// Copy the box at (c, w, h, n) of a tiled 4-D map of an NHWC tensor (innermost first, as cuTensorMapEncodeTiled
+// takes them) into `dst`: box[0] channels × box[1] columns × box[2] rows × box[3] images, dense in that order
+// (conv/16_tc_wgmma_halo.cu: one halo tile). Coordinates may be negative or run past the tensor: those elements
+// arrive as zeros, and the box's full byte count still goes to `bar`.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const TensorMap* map, int c, int w, int h, int n,
+                                            uint32_t bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6];"
+        ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar) : "memory");
+}

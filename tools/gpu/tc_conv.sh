@@ -8,6 +8,13 @@
 #   bash tools/gpu/tc_conv.sh sweep-tma # tools/gpu/tc-conv-tma.toml: tc-wgmma-tma against tc-wgmma-ws and cuDNN
 #   bash tools/gpu/tc_conv.sh ncu-tma   # ncu (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers (or LAYERS="14x256 7x512"):
 #                                       # tensor pipe, SM busy
+#   bash tools/gpu/tc_conv.sh check-halo # the gpu tests of tc-wgmma-halo alone (ragged shapes, walked tiles, the
+#                                      # descriptors' base offset)
+#   bash tools/gpu/tc_conv.sh sweep-halo # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN
+#   bash tools/gpu/tc_conv.sh halo       # check-halo, then sweep-halo if the tests passed (one device call, ~2 min)
+#   bash tools/gpu/tc_conv.sh ncu-halo   # ncu (fp16) of tc-wgmma-halo and tc-wgmma-tma on the 56² and 28² layers
+#                                        # (or LAYERS=...; ONLY="label,label" to profile only those configurations:
+#                                        # ~20 s a launch): L2 read sectors, tensor pipe, DRAM
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
 #   bash tools/gpu/tc_conv.sh where   # tc-wgmma-ws with parts switched off: copies only, products only, no proxy fence
 #   bash tools/gpu/tc_conv.sh ncu     # ncu (fp16) on the 56² and 14² layers, each configuration
@@ -44,6 +51,19 @@ step() {
 lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-28x128 14x256 7x512} \
       > "$OUT/ncu-tma.csv" 2> "$OUT/ncu-tma.err"
     echo "ncu-tma: exit $?, $(grep -c conv_tc "$OUT/ncu-tma.csv") rows" ;;
+  check-halo)
+    # (a bounded wait: a kernel that hangs ends the step, not the device call)
+    timeout ${CHECK_SECONDS:-240} python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-halo or halo_" \
+      -p no:cacheprovider -rfs -s 2>&1 \
+      | tee "$OUT/gpu-tests-tc-halo.txt" | tail -4 ;;
+  sweep-halo)  # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN, the stride-1 layers
+    python3 -m gpubench run tools/gpu/tc-conv-halo.toml -o "$OUT/tc-conv-halo.json" > "$OUT/tc-conv-halo.log" 2>&1
+    echo "sweep-halo exit $?" ;;
+  ncu-halo)  # one launch a configuration (REPS=1: a warm-up, then the profiled call), halo and tma side by side
+    VARIANTS=tc-wgmma-halo,tc-wgmma-tma REPS=1 ONLY="${ONLY:-}" ncu --metrics "$METRICS,sm__cycles_active.avg,gpc__cycles_elapsed.max,\
+lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-56x64 28x128} \
+      > "$OUT/ncu-halo.csv" 2> "$OUT/ncu-halo.err"
+    echo "ncu-halo: exit $?, $(grep -c conv_tc "$OUT/ncu-halo.csv") rows" ;;
   probe)  # every configuration back to back, L2 not flushed (tools/gpu/tc_conv_probe.py; EXTRA adds configurations)
     python3 tools/gpu/tc_conv_probe.py 56x64 28x128 14x256 7x512 56x128s2 2>&1 | tee "$OUT/probe.txt" ;;
   where)  # where tc-wgmma-ws's time goes: its best configurations with parts switched off (PROBE in 13_tc_wgmma_ws.cu)
@@ -57,4 +77,6 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
     echo "ncu: exit $?, $(grep -c conv_tc "$OUT/ncu.csv") launches" ;;
   esac
 }
-if [ "$1" = all ]; then for s in check probe sweep ncu; do step $s; done; else step "$1"; fi
+if [ "$1" = all ]; then for s in check probe sweep ncu; do step $s; done
+elif [ "$1" = halo ]; then step check-halo && step sweep-halo  # the sweep only where the tests passed
+else step "$1"; fi

@@ -7,6 +7,8 @@ launch is the kernel's).
     EXTRA="tc-wgmma:BM=128,BN=256,STAGES=4;tc-implicit:BM=128,BN=128,BK=64,WM=64,WN=64,STAGES=3" DTYPE=bf16 \
         python3 tools/gpu/tc_conv_probe.py 28x128
     VARIANTS=tc-wgmma python3 tools/gpu/tc_conv_probe.py 7x512    # one variant (default: all four)
+    ONLY="256x64x64 s9 swap1,256x64x64 s5 c1" VARIANTS=tc-wgmma-halo,tc-wgmma-tma python3 tools/gpu/tc_conv_probe.py 56x64
+                                                                   # only the configurations of these labels
 Prints one line per layer × configuration: median µs and TFLOP/s. Outputs are not verified here (the gpu tests and
 the sweep do that).
 """
@@ -43,7 +45,8 @@ def main(layers):
         for v in variants:
             mine = [v.config(dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in params.split(",")))
                     for name, _, params in extras if name == v.name]
-            for c in list(v.configs) + mine:
+            only = [label for label in os.environ.get("ONLY", "").split(",") if label]
+            for c in [c for c in list(v.configs) + mine if not only or c.label in only]:
                 prepared = backend.prepare(v, c, shape, inputs)
                 reps = int(os.environ.get("REPS", 20))
                 ms = median_ms(prepared.run, reps=reps, warmup=min(reps, 3))

@@ -30,6 +30,7 @@ SWIZZLE = {0: 0, 128: 3}  # bytes → CUtensorMapSwizzle: none, or 128-byte rows
 L2_PROMOTION_256B = 3
 OOB_FILL_ZERO = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the array arrive as zeros
 DESCRIPTOR_BYTES = 128
+MAX_RANK = 5  # cuTensorMapEncodeTiled's dimensions at most
 
 # im2col maps of a 4-D (NHWC) tensor: the bounding box's corners are signed 8-bit, the traversal stride 1 to 8
 # (cuTensorMapEncodeIm2col's limits for rank 4)
@@ -68,24 +69,29 @@ def check_tiling(name: str, pointer: int, cols: int, size: int = 4) -> None:
         raise Skip(f"tensor map {name}: TMA needs 16-byte aligned rows, and the array starts at {pointer:#x}")
 
 
-def encode(name: str, pointer: int, shape: tuple[int, int], box: tuple[int, int], element=np.float32,
+def encode(name: str, pointer: int, shape: tuple[int, ...], box: tuple[int, ...], element=np.float32,
            swizzle: int = 128) -> bytes:
-    """The descriptor of a row-major array of shape (rows, cols) of the host element type `element` at device
-    address `pointer`, copied in boxes of box = (rows, cols) into shared memory, 128-byte-swizzled (swizzle = 128)
-    or as they are (0)."""
-    (rows, cols), (box_rows, box_cols) = shape, box
+    """The descriptor of a row-major array of `shape` (outermost first, the last dimension contiguous: (rows, cols)
+    for a matrix, (N, H, W, C) for an NHWC tensor; 2 to 5 dimensions) of the host element type `element` at device
+    address `pointer`, copied in boxes of `box` (the same order) into shared memory, 128-byte-swizzled
+    (swizzle = 128) or as they are (0)."""
+    if len(shape) != len(box) or not 2 <= len(shape) <= MAX_RANK:
+        raise ValueError(f"tensor map {name}: shape {shape} and box {box} must have the same 2 to {MAX_RANK} dimensions")
     element = np.dtype(element)
-    check_tiling(name, pointer, cols, element.itemsize)
+    check_tiling(name, pointer, shape[-1], element.itemsize)
+    rank = len(shape)
     descriptor = (ctypes.c_uint64 * (DESCRIPTOR_BYTES // 8))()
-    dims = (ctypes.c_uint64 * 2)(cols, rows)  # innermost first
-    pitch = (ctypes.c_uint64 * 1)(cols * element.itemsize)  # bytes between rows (the innermost stride is the element)
-    box_dims = (ctypes.c_uint32 * 2)(box_cols, box_rows)
-    steps = (ctypes.c_uint32 * 2)(1, 1)
-    rc = _driver_encode()(ctypes.byref(descriptor), DATA_TYPES[element], 2, ctypes.c_void_p(pointer), dims, pitch,
+    dims = (ctypes.c_uint64 * rank)(*reversed(shape))  # innermost first
+    # bytes from one index of each outer dimension to the next (the innermost stride is the element's own)
+    pitches = [element.itemsize * int(np.prod(shape[i:], dtype=np.int64)) for i in range(rank - 1, 0, -1)]
+    pitch = (ctypes.c_uint64 * (rank - 1))(*pitches)
+    box_dims = (ctypes.c_uint32 * rank)(*reversed(box))
+    steps = (ctypes.c_uint32 * rank)(*([1] * rank))
+    rc = _driver_encode()(ctypes.byref(descriptor), DATA_TYPES[element], rank, ctypes.c_void_p(pointer), dims, pitch,
                           box_dims, steps, INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
     if rc != 0:
-        raise Skip(f"tensor map {name}: the driver refused a {rows} × {cols} array of {element} in {box_rows} × "
-                   f"{box_cols} boxes (cuTensorMapEncodeTiled error {rc})")
+        raise Skip(f"tensor map {name}: the driver refused a {' × '.join(map(str, shape))} array of {element} in "
+                   f"{' × '.join(map(str, box))} boxes (cuTensorMapEncodeTiled error {rc})")
     return bytes(descriptor)
 
 
