@@ -1,8 +1,10 @@
 """Compile every kernel configuration the built-in specs (and optionally a project's, and the tuner) can ask for.
 
-    GPUBENCH_CACHE=.kcache python tools/precompile.py sm_90 [--project DIR/gpubench.toml] [--tuner N]
+    GPUBENCH_CACHE=.kcache python tools/precompile.py sm_90 [--project DIR/gpubench.toml] [--tuner N] [--only A,B]
 
-Used to carry compiled kernels to a GPU machine whose nvcc has the same version (the cache key includes it).
+Used to carry compiled kernels to a GPU machine whose nvcc has the same version (the cache key includes it), or on
+the GPU machine before a sweep, so that its builds run in parallel rather than one at a time as points need them.
+--only compiles just the named variants (e.g. --only wgmma-tma,fp8-tma: what one device call is about to sweep).
 """
 
 import os
@@ -16,7 +18,8 @@ arch = sys.argv[1] if len(sys.argv) > 1 else "sm_90"
 mine = project.load(sys.argv[sys.argv.index("--project") + 1]).variants if "--project" in sys.argv else []
 known = catalog.Catalog.with_user(mine)
 jobs = [(catalog.kernels_dir() / "probes.cu", (), arch, ())]
-for v in known.all:
+only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
+for v in known.all if only is None else [v for v in known.all if v.name in only]:
     for c in v.configs_for(specs.LAB_BLOCK_SIZES):
         for problem in specs.sample_problems(v):  # a kernel told its precision or layout is built in each
             jobs += v.builds(c, v.arch or arch, problem)
