@@ -1,6 +1,6 @@
 """The pytest plugin in a user's own test project (run by a pytest of its own, in a subprocess): the fixture measures
 with verification, --gpubench-save keeps the session as a run, and --gpubench-compare fails the session on a planted
-2× slowdown and passes an unchanged one, with `gpubench compare`'s statistics and exit codes."""
+4× slowdown and passes an unchanged one, with `gpubench compare`'s statistics and exit codes."""
 
 import os
 import subprocess
@@ -18,7 +18,7 @@ TESTS = '''
 import os
 import numpy as np
 
-CALLS = int(os.environ.get("CALLS", "1"))  # 2: the planted slowdown
+CALLS = int(os.environ.get("CALLS", "1"))  # 4: the planted slowdown
 
 
 def matmul(A, B, C, M, N, K):
@@ -71,16 +71,17 @@ def test_a_planted_slowdown_fails_the_session_and_an_unchanged_one_passes(projec
     assert base.status == "complete" and base.backend == "cpu" and base.environment["device"]["kind"] == "cpu"
     assert {v["origin"] for v in base.variants} == {"test_perf.py::test_matmul", "test_perf.py::test_conv"}
 
-    # Host timings on a shared CI machine wander by more than 5%: a threshold of 30% still calls 2× slower.
-    same = pytest_session(project, "--gpubench-compare", "base.json", "--gpubench-threshold", "0.3")
+    # Host timings of these sub-millisecond calls on a shared 2-core CI machine wander by up to ~1.5× between two
+    # sessions (a CI run saw the unchanged conv ×1.47): a threshold of 100% passes that and still calls 4× slower.
+    same = pytest_session(project, "--gpubench-compare", "base.json", "--gpubench-threshold", "1.0")
     assert same.returncode == 0, same.stdout + same.stderr
     assert "compared with base.json: no significant regression" in same.stdout
 
-    slow = pytest_session(project, "--gpubench-compare", "base.json", "--gpubench-threshold", "0.3", calls=2)
+    slow = pytest_session(project, "--gpubench-compare", "base.json", "--gpubench-threshold", "1.0", calls=4)
     assert slow.returncode == 1, slow.stdout + slow.stderr
     assert "2 passed" in slow.stdout  # every test passed: the session fails on the comparison alone
     assert "slower gemm matmul 192x160x224: ×" in slow.stdout
-    assert "compared with base.json: regression: 1 point(s) slower by more than 30%" in slow.stdout
+    assert "compared with base.json: regression: 1 point(s) slower by more than 100%" in slow.stdout
 
 
 def test_a_point_that_fails_verification_fails_its_test(project):
