@@ -13,7 +13,7 @@ from pathlib import Path
 from gpubench import expr, paths
 from gpubench.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, Op, conv_shape
 from gpubench.spec_entry import IDENT, Entry, args_of
-from gpubench.variant import SAMPLE_SMS, SMS, Config, LaunchSpec, Step, TensorMap, Variant
+from gpubench.variant import SAMPLE_SMS, SMS, TENSOR_MAP_MAX_DIMS, Config, LaunchSpec, Step, TensorMap, Variant
 
 LAB_BLOCK_SIZES = (8, 16, 24, 32)
 # Problems every launch is evaluated on when a spec loads: ragged, so that a formula's slips show early.
@@ -22,7 +22,6 @@ SAMPLE_SHAPES = {Op.GEMM: GemmShape(1000, 1500, 777),
 MAP_KEYS = {"array", "box"}
 MAP_OPTIONAL = {"shape", "swizzle", "im2col"}
 SWIZZLES = (0, 128)  # bytes
-MAX_MAP_DIMS = 5  # what cuTensorMapEncodeTiled takes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 
 
@@ -89,9 +88,9 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
         for key, allowed in (("shape", set(DIMS[op])), ("box", set(DIMS[op]) | params)):
             if key not in t:
                 continue
-            if not isinstance(t[key], list) or not 2 <= len(t[key]) <= MAX_MAP_DIMS:
+            if not isinstance(t[key], list) or not 2 <= len(t[key]) <= TENSOR_MAP_MAX_DIMS:
                 entry.fail(f"{where}.{key} must be two expressions, rows then columns (contiguous), or up to "
-                           f"{MAX_MAP_DIMS}, outermost first")
+                           f"{TENSOR_MAP_MAX_DIMS}, outermost first")
             pair[key] = tuple(entry.expression(f"{where}.{key}", e, allowed) for e in t[key])
         dims_given = len(pair["shape"]) if pair["shape"] else 2  # im2col's and a GEMM's own arrays: matrices
         if len(pair["box"]) != dims_given:

@@ -101,13 +101,17 @@ class Step:
         return self.launch.resolve({**dims, **config.values})
 
 
+TENSOR_MAP_MAX_DIMS = 5  # the most dimensions cuTensorMapEncodeTiled takes: specs are checked against it
+
+
 @dataclass(frozen=True)
 class TensorMap:
     """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major array of
-    rows × cols seen as boxes of box_rows × box_cols (or of up to 5 dimensions, outermost first, the last one
-    contiguous: an NHWC input as N × H × W × C in boxes of images × rows × columns × channels), copied into shared memory in 128-byte-swizzled rows
-    (swizzle = 128) or as they are (swizzle = 0). Its elements are the array's own (an input's storage type in the
-    problem's precision, the output's type, float32 for a workspace array).
+    rows × cols seen as boxes of box_rows × box_cols (or of up to TENSOR_MAP_MAX_DIMS dimensions, outermost first,
+    the last one contiguous: an NHWC input as N × H × W × C in boxes of images × rows × columns × channels), copied
+    into shared memory in 128-byte-swizzled rows (swizzle = 128) or as they are (swizzle = 0). Its elements are the
+    array's own (an input's storage type in the problem's precision, the output's type, float32 for a workspace
+    array).
 
     With im2col, the map is of a convolution's NHWC input as the copy engine's im2col mode reads it: for one filter
     tap, the N·OH·OW × C matrix of the input pixels under every output pixel (zeros in the padding), in boxes of
@@ -115,8 +119,9 @@ class TensorMap:
 
     name: str
     array: str  # an input, the output or a workspace array
-    shape: tuple[Expr, ...] | None  # rows, cols (cols contiguous; or 3 to 5 dims), over the problem's dims; None: the GEMM array
+    # rows, cols (cols contiguous; or up to TENSOR_MAP_MAX_DIMS dims), over the problem's dims; None: the GEMM array
     # as it lies in the problem's layout (A is K×M in tn, ...), which is how one spec serves every layout
+    shape: tuple[Expr, ...] | None
     box: tuple[Expr, ...]  # box rows, box cols (or one a dimension of shape), over the dims and the configuration
     swizzle: int = 128  # bytes: 128, or 0 for plain rows
     im2col: bool = False  # a convolution's NHWC input, one filter tap's pixels at a time (rows: output pixels)

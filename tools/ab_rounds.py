@@ -3,8 +3,8 @@
     python3 tools/ab_rounds.py results/<gpu>/tc-gemm-ab-r*.json [--baseline cublas] [--level 0.9] [--markdown]
 
 Each file is one round: one process (`gpubench gemm ...` or `gpubench run tools/gpu/tc-gemm-ab.toml`,
-tools/gpu/gemm_ab.sh makes several, the variants' order reversed every other round) that measured the baseline
-and the kernels on the same problems. In each round every kernel point is paired with the baseline's point of
+tools/gpu/gemm_ab.sh makes several, back to back, the baseline first on each problem in every round) that
+measured the baseline and the kernels on the same problems. In each round every kernel point is paired with the baseline's point of
 the same problem and its ratio taken, baseline median time / kernel median time (above 1: the kernel is
 faster). A pair counts only where both points passed and ran clock-unclamped: no sample flagged by NVML as
 power- or thermally-capped, and their median SM clocks equal (a capped point compares power limits, not

@@ -18,6 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from gpubench.errors import Skip
+from gpubench.variant import TENSOR_MAP_MAX_DIMS
 
 # CUtensorMapDataType per host element type (gpubench/dtypes.py's storage and output types). The copy engine
 # only moves bytes and zero-fills, so e4m3 and int8 travel as bytes (CUTLASS does the same).
@@ -30,7 +31,6 @@ SWIZZLE = {0: 0, 128: 3}  # bytes → CUtensorMapSwizzle: none, or 128-byte rows
 L2_PROMOTION_256B = 3
 OOB_FILL_ZERO = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the array arrive as zeros
 DESCRIPTOR_BYTES = 128
-MAX_RANK = 5  # cuTensorMapEncodeTiled's dimensions at most
 
 # im2col maps of a 4-D (NHWC) tensor: the bounding box's corners are signed 8-bit, the traversal stride 1 to 8
 # (cuTensorMapEncodeIm2col's limits for rank 4)
@@ -75,8 +75,9 @@ def encode(name: str, pointer: int, shape: tuple[int, ...], box: tuple[int, ...]
     for a matrix, (N, H, W, C) for an NHWC tensor; 2 to 5 dimensions) of the host element type `element` at device
     address `pointer`, copied in boxes of `box` (the same order) into shared memory, 128-byte-swizzled
     (swizzle = 128) or as they are (0)."""
-    if len(shape) != len(box) or not 2 <= len(shape) <= MAX_RANK:
-        raise ValueError(f"tensor map {name}: shape {shape} and box {box} must have the same 2 to {MAX_RANK} dimensions")
+    if len(shape) != len(box) or not 2 <= len(shape) <= TENSOR_MAP_MAX_DIMS:
+        raise ValueError(f"tensor map {name}: shape {shape} and box {box} must have the same 2 to "
+                         f"{TENSOR_MAP_MAX_DIMS} dimensions")
     element = np.dtype(element)
     check_tiling(name, pointer, shape[-1], element.itemsize)
     rank = len(shape)
