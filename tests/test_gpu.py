@@ -132,20 +132,6 @@ def test_fp8_uniform_descriptors_add_what_the_plain_ones_add(cuda, data, promote
         assert_same_output(cuda, data, "fp8-tma", shape, [wide, {**wide, "UWG": 1}])
 
 
-@pytest.mark.parametrize("promote,sets,bn", [(1, 1, 128), (1, 2, 128), (0, 1, 128), (1, 1, 192)])
-def test_fp8_wgmmas_issued_in_turns_add_what_free_issue_adds(cuda, data, promote, sets, bn):
-    """t1 (the consumer warpgroups issue their slots' wgmmas in turns, through two named barriers) changes when a
-    warpgroup issues, not a product, a window or an order of adds: bit for bit the output of t0, promoted (one set,
-    two sets, 128 x 192) and not. 17 x 23 ragged tiles walked by persistent blocks (the turns run on from one tile
-    to the next, and a block's last slot leaves one arrive that the exit's wait answers), 17 k slots; and a problem
-    of one k slot and fewer tiles than blocks (blocks that take no tile skip the turns altogether)."""
-    base = {"BN": bn, "BK": 128, "STAGES": 6 if bn == 128 else 4, "CLUSTER": 2, "SWIZZLE": 8, "PROMOTE": promote,
-            "SETS": sets, "UWG": 1, **({"BBOX": 96} if bn == 192 else {})}
-    for shape in (GemmShape(2056, 2888, 2080, DType.FP8, GemmLayout.NT), GemmShape(200, 136, 48, DType.FP8,
-                                                                                  GemmLayout.NT)):
-        assert_same_output(cuda, data, "fp8-tma", shape, [base, {**base, "TURNS": 1}])
-
-
 @pytest.mark.parametrize("dtype,layout,shape", [
     (DType.BF16, GemmLayout.NN, (2056, 3000, 1040)), (DType.FP16, GemmLayout.TN, (4104, 2056, 64))])
 def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype, layout, shape):

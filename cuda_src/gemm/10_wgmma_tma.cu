@@ -42,9 +42,7 @@
 // of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
 // BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8),
 // UWG (1: the warpgroup index is broadcast from lane 0, so the compiler keeps the descriptors in uniform registers
-// and the slot loop has no R2UR moves; 0: computed per thread), TURNS (1: the consumer warpgroups issue their slots'
-// wgmmas in turns, 0, 1, 0, 1, ..., so that the tensor cores run one warpgroup's slot after the other's and one
-// warpgroup's wait and float32 adds fall while the other's wgmmas run; 0: each issues as soon as its data is in), OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
+// and the slot loop has no R2UR moves; 0: computed per thread), OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
 // registers of 16-bit pairs, the next tile's first slot is issued, and C leaves one round per slot while the
 // tensor cores multiply: the staging stores, barriers and the wait between rounds come off the tensor cores' path.
 // With SETS = 1 only: x2's 3·BN/2 accumulators leave no room for BN/4 more).
@@ -96,9 +94,6 @@
 #ifndef UWG
 #define UWG 0
 #endif
-#ifndef TURNS
-#define TURNS 0
-#endif
 
 
 #if defined(LAYOUT_TN)
@@ -137,7 +132,6 @@ static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX %
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER: 1, 2 or 4");
 static_assert(UWG == 0 || UWG == 1, "UWG: 0 or 1");
-static_assert(TURNS == 0 || TURNS == 1, "TURNS: 0 or 1");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
@@ -291,17 +285,9 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // each descriptor (ncu: this kernel issued 0.74 instructions a cycle to cuBLAS's 0.46 before).
         const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + wg * BOX, 0), desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
         constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
-        // TURNS: named barrier TURN + w is "warpgroup w may issue": warpgroup 0 issues slot `it` once warpgroup 1
-        // has issued slot it - 1, warpgroup 1 once warpgroup 0 has issued slot it (256 threads: one side arrives,
-        // the other waits). The tensor cores take wgmmas in the order they are issued, so the warpgroups' slots
-        // run one after the other instead of side by side, and neither's drain and adds leave the tensor cores idle.
-        // Without it, two warpgroups that wait on the same full barrier issue together, finish together and
-        // drain together (docs/perf-notes.md, FP8 round 3).
-        constexpr int TURN = 4;  // (2 and 3: the warpgroups' staging barriers)
         // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
         auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
             const int s = it % STAGES;
-            if (TURNS && (wg == 1 || it > 0)) named_sync(TURN + wg, 256);
             mbar_sleep(full(s), (it / STAGES) & 1);
             const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
             wgmma_fence();
@@ -309,7 +295,6 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             for (int j = 0; j < KSTEPS; ++j)
                 wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into, da + j * A_KSTEP, db + j * B_KSTEP, !(fresh && j == 0));
             wgmma_commit();
-            if (TURNS) named_arrive(TURN + 1 - wg, 256);
         };
         // A tile's C, scaled and rounded: accumulators v and v + 1 as one register of two 16-bit outputs, out[v/2],
         // with the tile's origin (out_m0 < 0: none waits to be stored).
@@ -342,8 +327,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                 bulk_commit();
             }
         };
-        uint32_t it = 0;  // (after the walk: the slots this block took, for TURNS' last wait)
-        for (; walk.more(); walk.next()) {
+        for (uint32_t it = 0; walk.more(); walk.next()) {
             int m0, n0;
             walk.origin(m0, n0);
 #if PROMOTE > 0 && SETS == 2
@@ -431,8 +415,6 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         for (int r = 0; r < ROUNDS; ++r)
             if (out_m0 >= 0) store_round(r);
 #endif
-        // TURNS: warpgroup 1's arrive after its last slot, which no slot of warpgroup 0 waited for
-        if (TURNS && wg == 0 && it > 0) named_sync(TURN, 256);
         if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.

@@ -341,13 +341,6 @@ __device__ __forceinline__ void named_sync(int id, int threads)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Arrive on named barrier `id` of `threads` threads without waiting: the other side of a named_sync (the
-// threads that sync there wait until these have arrived).
-__device__ __forceinline__ void named_arrive(int id, int threads)
-{
-    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 // Copy the box at (x = inner coordinate, y) into `dst`; its bytes count towards `bar`'s phase. With `mask` != 0
 // the same bytes land at the same offsets in every cluster block of the mask (and count on each one's barrier).
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, int x, int y, uint32_t bar,
