@@ -132,6 +132,23 @@ def test_fp8_uniform_descriptors_add_what_the_plain_ones_add(cuda, data, promote
         assert_same_output(cuda, data, "fp8-tma", shape, [wide, {**wide, "UWG": 1}])
 
 
+@pytest.mark.parametrize("promote,sets,bn", [(1, 1, 128), (1, 2, 128), (0, 1, 128), (1, 1, 192)])
+def test_fp8_carried_ring_and_peek_add_what_the_plain_loop_adds(cuda, data, promote, sets, bn):
+    """d1 (the ring's index, phase and descriptors carried from slot to slot) and q1 (the next slot's full barrier
+    asked about while this slot runs, its wait skipped where the data had come) change how a slot finds its data,
+    not a product or an add: bit for bit the output of d0, promoted (one set, two sets, 128 x 192; one set with the
+    overlapped epilogue too) and not. 17 x 23 ragged tiles walked by persistent blocks (the carried ring runs on
+    from tile to tile and wraps 2080 / 128 = 17 slots over a ring of 6 or 4), and a problem of one k slot."""
+    base = {"BN": bn, "BK": 128, "STAGES": 6 if bn == 128 else 4, "CLUSTER": 2, "SWIZZLE": 8, "PROMOTE": promote,
+            "SETS": sets, "UWG": 1, **({"BBOX": 96} if bn == 192 else {})}
+    configs = [base, {**base, "CARRY": 1}, {**base, "CARRY": 1, "PEEK": 1}]
+    if promote and sets == 1 and bn == 128:
+        configs.append({**base, "CARRY": 1, "PEEK": 1, "OVERLAP": 1})
+    for shape in (GemmShape(2056, 2888, 2080, DType.FP8, GemmLayout.NT),
+                  GemmShape(200, 136, 48, DType.FP8, GemmLayout.NT)):
+        assert_same_output(cuda, data, "fp8-tma", shape, configs)
+
+
 @pytest.mark.parametrize("dtype,layout,shape", [
     (DType.BF16, GemmLayout.NN, (2056, 3000, 1040)), (DType.FP16, GemmLayout.TN, (4104, 2056, 64))])
 def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype, layout, shape):

@@ -42,7 +42,11 @@
 // of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
 // BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8),
 // UWG (1: the warpgroup index is broadcast from lane 0, so the compiler keeps the descriptors in uniform registers
-// and the slot loop has no R2UR moves; 0: computed per thread), OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
+// and the slot loop has no R2UR moves; 0: computed per thread), CARRY (1: the consumers carry the next slot's ring
+// index, phase and descriptors from one slot to the next, a few adds, where 0 derives them from the slot count: a
+// division by STAGES and each descriptor rebuilt from its address between the full barrier's answer and the first
+// wgmma), PEEK (1, with CARRY: a consumer asks whether its next slot's data has come right after issuing this
+// slot's wgmmas, while they run, and skips the wait there if it has, as cuBLASLt's loop does), OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
 // registers of 16-bit pairs, the next tile's first slot is issued, and C leaves one round per slot while the
 // tensor cores multiply: the staging stores, barriers and the wait between rounds come off the tensor cores' path.
 // With SETS = 1 only: x2's 3·BN/2 accumulators leave no room for BN/4 more).
@@ -94,6 +98,12 @@
 #ifndef UWG
 #define UWG 0
 #endif
+#ifndef CARRY
+#define CARRY 0
+#endif
+#ifndef PEEK
+#define PEEK 0
+#endif
 
 
 #if defined(LAYOUT_TN)
@@ -132,6 +142,8 @@ static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX %
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER: 1, 2 or 4");
 static_assert(UWG == 0 || UWG == 1, "UWG: 0 or 1");
+static_assert(CARRY == 0 || CARRY == 1, "CARRY: 0 or 1");
+static_assert(PEEK == 0 || (PEEK == 1 && CARRY == 1), "PEEK: 0, or 1 with CARRY");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
@@ -285,16 +297,31 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // each descriptor (ncu: this kernel issued 0.74 instructions a cycle to cuBLAS's 0.46 before).
         const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + wg * BOX, 0), desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
         constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
+        // CARRY: slot `it`'s ring index, phase and descriptors, carried (advanced once per slot issued); PEEK:
+        // whether its data was seen to have come (asked while the slot before ran).
+        int ring_s = 0;
+        uint32_t ring_phase = 0;
+        uint64_t ring_da = desc_a, ring_db = desc_b;
+        bool ready = false;
         // Wait for slot `it`, then issue its 4 wgmmas into `into` (the first overwriting it where `fresh`).
         auto issue = [&](float (&into)[BN / 2], uint32_t it, bool fresh) {
-            const int s = it % STAGES;
-            mbar_sleep(full(s), (it / STAGES) & 1);
-            const uint64_t da = desc_a + s * (A_STAGE >> 4), db = desc_b + s * (B_STAGE >> 4);
+            const int s = CARRY ? ring_s : it % STAGES;
+            const uint64_t da = CARRY ? ring_da : desc_a + s * (A_STAGE >> 4);
+            const uint64_t db = CARRY ? ring_db : desc_b + s * (B_STAGE >> 4);
+            if (!(PEEK && ready)) mbar_sleep(full(s), CARRY ? ring_phase : (it / STAGES) & 1);
+            if (CARRY) {
+                const bool wrap = ring_s == STAGES - 1;
+                ring_s = wrap ? 0 : ring_s + 1;
+                ring_phase ^= wrap;
+                ring_da = wrap ? desc_a : ring_da + (A_STAGE >> 4);
+                ring_db = wrap ? desc_b : ring_db + (B_STAGE >> 4);
+            }
             wgmma_fence();
 #pragma unroll
             for (int j = 0; j < KSTEPS; ++j)
                 wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into, da + j * A_KSTEP, db + j * B_KSTEP, !(fresh && j == 0));
             wgmma_commit();
+            if (PEEK) ready = mbar_test(full(ring_s), ring_phase);
         };
         // A tile's C, scaled and rounded: accumulators v and v + 1 as one register of two 16-bit outputs, out[v/2],
         // with the tile's origin (out_m0 < 0: none waits to be stored).

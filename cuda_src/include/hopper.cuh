@@ -219,6 +219,18 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
     } while (!done);
 }
 
+// Whether the phase of parity `parity` has completed, without waiting (acquire semantics where it has, as a
+// wait's): a consumer asks about its next slot before it waits for its own wgmmas, as cuBLASLt's loop does.
+__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done;
+}
+
 // The same wait with a suspend-time hint (10 ms, as CUTLASS's barriers give): the thread sleeps until the phase
 // completes (or the hint runs out) instead of asking again, so waiting warps issue fewer instructions.
 __device__ __forceinline__ void mbar_sleep(uint32_t bar, uint32_t parity)
