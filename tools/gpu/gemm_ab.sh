@@ -5,6 +5,7 @@
 # only). Inside a round every shape runs cuBLAS, then each configuration, each from a 1 s rest.
 # Usage (repository root, on the GPU machine; OUT and GPUBENCH_COMMIT set by the caller):
 #   bash tools/gpu/gemm_ab.sh [ROUNDS] [SUITE]     # default 5 rounds of tools/gpu/tc-gemm-ab.toml
+#   BASELINE=cublaslt bash tools/gpu/gemm_ab.sh 3 tools/gpu/tc-gemm-fp8-ab.toml   # fp8 against cuBLASLt
 # It leaves $OUT/tc-gemm-ab.md (the table) and $OUT/ab-rounds.tgz (tc-gemm-ab-r1.json ... and each round's log,
 # for results/<gpu>/); a round that fails is reported and the others still run. The H200's run, for the lead:
 #   bash tools/gpu/gemm_ab.sh 5      (then: tar xzf ab-rounds.tgz; cp tc-gemm-ab-r*.json results/nvidia-h200/)
@@ -19,6 +20,6 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "   exit $? ($(date -u +%T)): $(tail -1 "$OUT/tc-gemm-ab-r$r.log")"
     [ -s "$OUT/tc-gemm-ab-r$r.json" ] && runs+=("$OUT/tc-gemm-ab-r$r.json")
 done
-python3 tools/ab_rounds.py "${runs[@]}" --markdown | tee "$OUT/tc-gemm-ab.md"
+python3 tools/ab_rounds.py "${runs[@]}" --baseline "${BASELINE:-cublas}" --markdown | tee "$OUT/tc-gemm-ab.md"
 # The device tool brings back 8 files at most: the rounds and their logs travel as one archive.
 (cd "$OUT" && tar czf ab-rounds.tgz tc-gemm-ab-r*.json tc-gemm-ab-r*.log && rm -f tc-gemm-ab-r*)
