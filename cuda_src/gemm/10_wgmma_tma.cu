@@ -41,9 +41,10 @@
 //    in the tensor cores throughout. The per-tensor scales multiply the sums in the epilogue (a null pointer
 //    stands for 1: 16-bit types).
 //
-// Tiles (compile-time, -DNAME=value): BM (128, or 256 with BN = 128), BN (128 or 256; 192 for fp8), BK (64 for 16-bit types, 128 for fp8: one
-// 128-byte swizzle row), STAGES (ring slots), CLUSTER (1, 2 or 4 along M), SWIZZLE (0: row-major tile order; G: bands
-// of G tile rows, gemm_common.cuh's tile_coords, so the blocks resident together share panels of A and B in L2),
+// Tiles (compile-time, -DNAME=value): BM (128, or 256 with BN = 128), BN (128 or 256; 192 for fp8), BK (64 for
+// 16-bit types, 128 for fp8: one 128-byte swizzle row), STAGES (ring slots), CLUSTER (1, 2 or 4, along M or N as
+// above), SWIZZLE (0: row-major order of the cluster groups; G: bands of G group rows, gemm_common.cuh's tile_coords,
+// so the blocks resident together share panels of A and B in L2),
 // BBOX (rows of a K-major B per TMA box, 64 unless a cluster splits BN = 192: 96), PROMOTE and SETS (fp8),
 // UWG (1: the warpgroup index is broadcast from lane 0, so the compiler keeps the descriptors in uniform registers
 // and the slot loop has no R2UR moves; 0: computed per thread), OVERLAP (0: a tile's C is staged and stored before the next tile's first wgmma; 1: C is rounded into BN/4
@@ -150,7 +151,8 @@ static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");
 static_assert(OVERLAP == 0 || (OVERLAP == 1 && SETS == 1), "OVERLAP: 0, or 1 with one accumulator set");
 // The accumulators a consumer thread holds: BN/2 for the tensor cores, as much again in float32 where promoted,
-// BN/2 more for a second fp8 set (each MI times over). ptxas allocates up to setmaxnreg's CONSUMER_REGS (232) to the code after it.
+// BN/2 more for a second fp8 set (each MI times over). ptxas allocates up to setmaxnreg's CONSUMER_REGS (232) to
+// the code after it.
 static_assert(MI * BN / 2 * (PROMOTE > 0 ? SETS + 1 : 1) <= 192,
               "the accumulators must leave ~40 of 232 registers free");
 static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per register");
@@ -316,7 +318,8 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         // address (bits 0-13, in 16-byte units), so they are sums: fewer instructions per slot than rebuilding
         // each descriptor (ncu: this kernel issued 0.74 instructions a cycle to cuBLAS's 0.46 before).
         // Block i of 64 rows is A's box MI·wg + i (64 rows of M, K-major or MN-major alike): BOX bytes further.
-        const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + MI * wg * BOX, 0), desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
+        const uint64_t desc_a = operand_desc<A_MN_MAJOR>(sA + MI * wg * BOX, 0);
+        const uint64_t desc_b = operand_desc<B_MN_MAJOR>(sB, 0);
         constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
         // Wait for slot `it`, then issue its 4·MI wgmmas into `into` (the first of each block overwriting it where
         // `fresh`).
@@ -400,7 +403,8 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
             // Slot `it`, the tile's t-th.
             auto slot = [&](int t) {
                 const int s = it % STAGES;
-                // The slot's wgmmas; the first of each block overwrites acc (scale-d = 0) where a tile or a window starts.
+                // The slot's wgmmas; the first of each block overwrites acc (scale-d = 0) where a tile or a window
+                // starts.
                 issue(acc, it, t % WINDOW == 0);
                 if (PROMOTE > 0 && (t % WINDOW == WINDOW - 1 || t == ktiles - 1)) {
                     // The window's last slot: wait for all of it, then add it in.
@@ -436,7 +440,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int v = 0; v < BN / 2; v += 2)  // (16-bit types have no scale: no multiply between drain and issue)
+                for (int v = 0; v < BN / 2; v += 2)  // (16-bit types: no scale, no multiply between drain and issue)
                     out[i][v / 2] = FP8 ? pack_out(scale * total[i][v], scale * total[i][v + 1])
                                         : pack_out(total[i][v], total[i][v + 1]);
             out_m0 = m0, out_n0 = n0;
