@@ -78,6 +78,9 @@
 #ifndef SWAP
 #define SWAP 0
 #endif
+#ifndef PROBE
+#define PROBE 0  // 1: no epilogue (nothing stored; tools/gpu/tc_conv_probe.py only)
+#endif
 
 constexpr int CONSUMERS = 2;
 constexpr int BK = 64;                         // channels a slice: one 128-byte swizzle row of 16-bit values
@@ -91,8 +94,8 @@ constexpr int STAGING_BYTES = 64 * BN * 2;
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
 
-static_assert(BM == 128 || BM == 256 || (SWAP && BM == 512),
-              "BM: 64 or 128 padded pixels per consumer warpgroup (256 with SWAP: one wgmma's N)");
+static_assert(BM == 128 || BM == 256 || (SWAP && (BM == 384 || BM == 464 || BM == 512)),
+              "BM: 64 or 128 padded pixels per consumer warpgroup (with SWAP also 192, 232 or 256: one wgmma's N)");
 static_assert(SWAP ? BN == 64 || BN == 128 : BN == 64 || BN == 128 || BN == 256,
               "BN: one wgmma's N, 64, 128 or 256; with SWAP one or two m64 blocks of filters");
 static_assert(MI * NW <= 256, "a consumer thread holds MI · NW / 2 ≤ 128 accumulators");
@@ -185,6 +188,7 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
         const int wg = warp / 4, w = warp % 4;
         ELEM_OUT* staging = reinterpret_cast<ELEM_OUT*>(halo_ptr + HSTAGES * halo_slot + STAGES * B_BYTES +
                                                         wg * STAGING_BYTES);
+        const uint32_t staging_addr = smem_addr(staging);
         const bool whole_chunks = K % 8 == 0;
         uint32_t hit = 0, bit = 0;
         for (int g = blockIdx.x; g < tiles; g += gridDim.x) {
@@ -249,26 +253,39 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 mbar_arrive(bempty(held_b));
                 mbar_arrive(hempty(held_h));
             }
+            if constexpr (PROBE == 1) continue;  // tools/gpu/tc_conv_probe.py: the tile's time without its epilogue
 
             // ---- epilogue (14's): each block of 64 pixels rounded into the staging area (64 pixel rows × BN
             // filters, 16-byte chunks XOR-swizzled by row % 8), then written as whole 16-byte chunks of output rows;
             // padded columns and pixels past the image are skipped.
 #pragma unroll
-            for (int pb = 0; pb < WG_M / 64; ++pb) {
+            for (int pb = 0; pb < (WG_M + 63) / 64; ++pb) {
+                constexpr int CH = BN / 8, RSTEP = 128 / CH;  // 16-byte chunks a row; rows a pass of 128 threads
+                const int nrows = min(64, WG_M - pb * 64);       // 40 in the last block of a 232-pixel warpgroup
                 if (wg * WG_M + pb * 64 >= rows) continue;  // no pixel of this image (uniform in the warpgroup)
                 named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
                 if constexpr (SWAP) {
-                    // Accumulator v of filter block i: filter i·64 + 16·w + lane/4 (+8 where v % 4 ≥ 2), pixel
-                    // 8·(v/4) + 2·(lane%4) + v%2; pixels pb·64 .. pb·64 + 63 are v in [32·pb, 32·pb + 32). One
-                    // 16-bit store each: the 8 lanes of a lane%4 fill one 16-byte chunk, the four lane%4 groups
-                    // land in four chunks (rows 2 apart, XOR-swizzled): no bank conflicts.
+                    // Accumulators 4j .. 4j + 3 of filter block i: filters i·64 + 16·w + lane/4 (+8 for 4j + 2,
+                    // 4j + 3) × pixels 8j + 2·(lane%4) (+1): two 8×8 matrices (h = 0, 1) in stmatrix's fragment, one
+                    // register each. stmatrix .trans writes each transposed: pixel 8j + c's 8 filters as one 16-byte
+                    // chunk (8i + 2w + h) of that pixel's staging row, the address given by lane 8·matrix + c. Four
+                    // matrices (n blocks j, j + 1) an instruction; the 8 rows of a matrix land in 8 distinct chunks
+                    // (XOR row % 8 = c): no bank conflicts.
+                    const int c = lane % 8;
 #pragma unroll
                     for (int i = 0; i < MI; ++i)
 #pragma unroll
-                        for (int v = 32 * pb; v < 32 * pb + 32; ++v) {
-                            const int row = 8 * (v / 4 - 8 * pb) + 2 * (lane % 4) + v % 2;
-                            const int f = i * 64 + w * 16 + lane / 4 + 8 * ((v / 2) % 2);
-                            store1(staging + row * BN + ((f / 8) ^ (row % 8)) * 8 + f % 8, acc[i][v]);
+                        for (int j = 8 * pb; j < 8 * pb + 8 && j < NW / 8; j += 2) {
+                            const int mi = j + 1 < NW / 8 ? lane / 8 : lane / 8 % 2;  // x2: lanes 0-15 count
+                            const int row = 8 * (j + mi / 2 - 8 * pb) + c, chunk = 8 * i + 2 * w + mi % 2;
+                            const uint32_t at = staging_addr + row * BN * 2 + ((chunk ^ c) * 16);
+                            const uint32_t lo0 = pack2(acc[i][4 * j], acc[i][4 * j + 1], staging),
+                                           hi0 = pack2(acc[i][4 * j + 2], acc[i][4 * j + 3], staging);
+                            if (j + 1 < NW / 8)
+                                stmatrix_x4_trans(at, lo0, hi0, pack2(acc[i][4 * j + 4], acc[i][4 * j + 5], staging),
+                                                  pack2(acc[i][4 * j + 6], acc[i][4 * j + 7], staging));
+                            else
+                                stmatrix_x2_trans(at, lo0, hi0);
                         }
                 } else {
 #pragma unroll
@@ -281,11 +298,16 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                     }
                 }
                 named_sync(2 + wg, 128);
-                const int qb = q0 + wg * WG_M + pb * 64;
-                for (int e = tid % 128; e < 64 * (BN / 8); e += 128) {
-                    const int row = e / (BN / 8), chunk = e % (BN / 8), q = qb + row, k = n0 + chunk * 8;
-                    const int oh = q / Wp, ow = q - oh * Wp;
-                    if (q >= PI || ow >= OW || k >= K) continue;
+                // Each thread copies one chunk column (filters k .. k + 7) of every RSTEP-th row: its first row's
+                // (oh, ow) by one division, the next ones by stepping (a division per row cost more than the
+                // stores)
+                const int chunk = tid % CH, k = n0 + chunk * 8, qb = q0 + wg * WG_M + pb * 64;
+                if (k >= K) continue;
+                int row = (tid % 128) / CH, oh = (qb + row) / Wp, ow = qb + row - oh * Wp;
+                for (; row < nrows; row += RSTEP, ow += RSTEP) {
+                    while (ow >= Wp) ow -= Wp, ++oh;
+                    if (oh >= OH) break;  // past the image's last padded pixel
+                    if (ow >= OW) continue;
                     const ELEM_OUT* src = staging + row * BN + (chunk ^ (row % 8)) * 8;
                     ELEM_OUT* dst = y + ((size_t)(img * OH + oh) * OW + ow) * K + k;
                     if (whole_chunks && k + 8 <= K) {
