@@ -79,7 +79,7 @@
 #define SWAP 0
 #endif
 #ifndef PROBE
-#define PROBE 0  // 1: no epilogue (nothing stored; tools/gpu/tc_conv_probe.py only)
+#define PROBE 0  // tools/gpu/tc_conv_probe.py only, results wrong: 1 no epilogue, 2 no tap shifts, 3 both
 #endif
 
 constexpr int CONSUMERS = 2;
@@ -211,7 +211,8 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 for (int tap = 0; tap < taps; ++tap, ++bit) {
                     const int bs = bit % STAGES, r = tap / S, s = tap - r * S;
                     mbar_wait(bfull(bs), (bit / STAGES) & 1);
-                    const uint32_t a = halo + (row0 + r * Wp + s) * (BK * 2), b = b_addr + bs * B_BYTES;
+                    const int shift = PROBE & 2 ? 0 : r * Wp + s;  // probe 2: every tap at the unshifted rows
+                    const uint32_t a = halo + (row0 + shift) * (BK * 2), b = b_addr + bs * B_BYTES;
                     wgmma_fence();
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the rows
@@ -253,7 +254,10 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 mbar_arrive(bempty(held_b));
                 mbar_arrive(hempty(held_h));
             }
-            if constexpr (PROBE == 1) continue;  // tools/gpu/tc_conv_probe.py: the tile's time without its epilogue
+            if constexpr (PROBE & 1) {  // tools/gpu/tc_conv_probe.py: the tile without its epilogue; one value
+                if (acc[0][0] == 1.2345f && N < 0) y[0] = acc[0][0];  // kept, so ptxas keeps every wgmma
+                continue;
+            }
 
             // ---- epilogue (14's): each block of 64 pixels rounded into the staging area (64 pixel rows × BN
             // filters, 16-byte chunks XOR-swizzled by row % 8), then written as whole 16-byte chunks of output rows;
