@@ -78,6 +78,9 @@
 #ifndef SWAP
 #define SWAP 0
 #endif
+#ifndef PING
+#define PING 0
+#endif
 #ifndef PROBE
 #define PROBE 0  // tools/gpu/tc_conv_probe.py only, results wrong: 1 no epilogue, 2 no tap shifts, 3 both
 #endif
@@ -85,7 +88,10 @@
 constexpr int CONSUMERS = 2;
 constexpr int BK = 64;                         // channels a slice: one 128-byte swizzle row of 16-bit values
 constexpr int THREADS = 128 * (CONSUMERS + 1);
-constexpr int WG_M = BM / CONSUMERS;  // a consumer warpgroup's padded pixels
+// PING = 0: both consumer warpgroups share each tile (BM / 2 pixels each); PING = 1: each takes every other tile
+// of BM pixels whole, the two alternating on the tensor pipe (one's epilogue under the other's wgmmas)
+constexpr int WG_M = PING ? BM : BM / CONSUMERS;  // a consumer warpgroup's padded pixels of a tile
+constexpr int TILE_WGS = PING ? 1 : CONSUMERS;    // consumer warpgroups that read a tile's slots
 // SWAP = 0: wgmma's M is pixels (MI m64 blocks of the warpgroup's pixels), N the BN filters. SWAP = 1: M is the
 // filters (MI = BN / 64 blocks), N the warpgroup's pixels, the product transposed (y^T = w · x^T).
 constexpr int MI = SWAP ? BN / 64 : WG_M / 64, NW = SWAP ? WG_M : BN;
@@ -94,8 +100,9 @@ constexpr int STAGING_BYTES = 64 * BN * 2;
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
 
-static_assert(BM == 128 || BM == 256 || (SWAP && (BM == 384 || BM == 464 || BM == 512)),
+static_assert(WG_M == 64 || WG_M == 128 || (SWAP && (WG_M == 192 || WG_M == 232 || WG_M == 256)),
               "BM: 64 or 128 padded pixels per consumer warpgroup (with SWAP also 192, 232 or 256: one wgmma's N)");
+static_assert(PING == 0 || PING == 1, "PING: warpgroups sharing each tile (0) or taking turns with whole tiles (1)");
 static_assert(SWAP ? BN == 64 || BN == 128 : BN == 64 || BN == 128 || BN == 256,
               "BN: one wgmma's N, 64, 128 or 256; with SWAP one or two m64 blocks of filters");
 static_assert(MI * NW <= 256, "a consumer thread holds MI · NW / 2 ≤ 128 accumulators");
@@ -145,8 +152,8 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     if (tid == 0) {  // full: the producer's arrive (+ bytes); empty: one arrive per consumer warp
-        for (int s = 0; s < HSTAGES; ++s) mbar_init(hfull(s), 1), mbar_init(hempty(s), 4 * CONSUMERS);
-        for (int s = 0; s < STAGES; ++s) mbar_init(bfull(s), 1), mbar_init(bempty(s), 4 * CONSUMERS);
+        for (int s = 0; s < HSTAGES; ++s) mbar_init(hfull(s), 1), mbar_init(hempty(s), 4 * TILE_WGS);
+        for (int s = 0; s < STAGES; ++s) mbar_init(bfull(s), 1), mbar_init(bempty(s), 4 * TILE_WGS);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -190,13 +197,18 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                                                         wg * STAGING_BYTES);
         const uint32_t staging_addr = smem_addr(staging);
         const bool whole_chunks = K % 8 == 0;
-        uint32_t hit = 0, bit = 0;
-        for (int g = blockIdx.x; g < tiles; g += gridDim.x) {
+        const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
+        // t: the block's t-th tile (g = blockIdx.x + t·gridDim.x), all of them (PING = 0) or every other one
+        for (int t = PING ? wg : 0; blockIdx.x + t * gridDim.x < tiles; t += PING ? 2 : 1) {
             int img, q0, hp0, n0;
-            tile(g, img, q0, hp0, n0);
+            tile(blockIdx.x + t * gridDim.x, img, q0, hp0, n0);
             const int rows = min(BM, PI - q0);  // padded pixels of the tile inside its image
             // This warpgroup's first pixel, as a row of the halo box for tap (0, 0)
-            const int row0 = q0 - hp0 * Wp + wg * WG_M;
+            const int row0 = q0 - hp0 * Wp + wg_off;
+            // the tile's first halo box and filter slice, counted over the block's tiles as the producer does
+            uint32_t hit = t * cslices, bit = t * slices;
+            // PING: tile t's wgmmas go after tile t − 1's (the other warpgroup's) are issued
+            if (PING && t > 0) named_sync(4 + wg, 256);
             float acc[MI][NW / 2];
 #pragma unroll
             for (int i = 0; i < MI; ++i)
@@ -245,6 +257,7 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                     held_b = held_h = -1;
                 }
             }
+            if (PING && blockIdx.x + (t + 1) * gridDim.x < tiles) named_arrive(5 - wg, 256);  // the other's turn
             wgmma_wait<0>();
 #pragma unroll
             for (int i = 0; i < MI; ++i)
@@ -266,7 +279,7 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             for (int pb = 0; pb < (WG_M + 63) / 64; ++pb) {
                 constexpr int CH = BN / 8, RSTEP = 128 / CH;  // 16-byte chunks a row; rows a pass of 128 threads
                 const int nrows = min(64, WG_M - pb * 64);       // 40 in the last block of a 232-pixel warpgroup
-                if (wg * WG_M + pb * 64 >= rows) continue;  // no pixel of this image (uniform in the warpgroup)
+                if (wg_off + pb * 64 >= rows) continue;  // no pixel of this image (uniform in the warpgroup)
                 named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
                 if constexpr (SWAP) {
                     // Accumulators 4j .. 4j + 3 of filter block i: filters i·64 + 16·w + lane/4 (+8 for 4j + 2,
@@ -305,7 +318,7 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 // Each thread copies one chunk column (filters k .. k + 7) of every RSTEP-th row: its first row's
                 // (oh, ow) by one division, the next ones by stepping (a division per row cost more than the
                 // stores)
-                const int chunk = tid % CH, k = n0 + chunk * 8, qb = q0 + wg * WG_M + pb * 64;
+                const int chunk = tid % CH, k = n0 + chunk * 8, qb = q0 + wg_off + pb * 64;
                 if (k >= K) continue;
                 int row = (tid % 128) / CH, oh = (qb + row) / Wp, ow = qb + row - oh * Wp;
                 for (; row < nrows; row += RSTEP, ow += RSTEP) {

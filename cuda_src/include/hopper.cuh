@@ -373,6 +373,12 @@ __device__ __forceinline__ void named_sync(int id, int threads)
 {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// Arrive at named barrier `id` without waiting: with named_sync(id, threads) on the other side, a signal from one
+// group of warps to another (here `threads` counts both groups).
+__device__ __forceinline__ void named_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 // Copy the box at (x = inner coordinate, y) into `dst`; its bytes count towards `bar`'s phase. With `mask` != 0
 // the same bytes land at the same offsets in every cluster block of the mask (and count on each one's barrier).
