@@ -82,7 +82,8 @@
 #define PING 0
 #endif
 #ifndef PROBE
-#define PROBE 0  // tools/gpu/tc_conv_probe.py only, results wrong: 1 no epilogue, 2 no tap shifts, 3 both
+#define PROBE 0  // tools/gpu/tc_conv_probe.py only, results wrong: bits 1 no epilogue, 2 no tap shifts,
+                 // 4 no copy-out (staged, not stored), 8 nothing staged (copied out all the same)
 #endif
 
 constexpr int CONSUMERS = 2;
@@ -281,7 +282,8 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 const int nrows = min(64, WG_M - pb * 64);       // 40 in the last block of a 232-pixel warpgroup
                 if (wg_off + pb * 64 >= rows) continue;  // no pixel of this image (uniform in the warpgroup)
                 named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
-                if constexpr (SWAP) {
+                if constexpr (PROBE & 8) {
+                } else if constexpr (SWAP) {
                     // Accumulators 4j .. 4j + 3 of filter block i: filters i·64 + 16·w + lane/4 (+8 for 4j + 2,
                     // 4j + 3) × pixels 8j + 2·(lane%4) (+1): two 8×8 matrices (h = 0, 1) in stmatrix's fragment, one
                     // register each. stmatrix .trans writes each transposed: pixel 8j + c's 8 filters as one 16-byte
@@ -319,7 +321,7 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 // (oh, ow) by one division, the next ones by stepping (a division per row cost more than the
                 // stores)
                 const int chunk = tid % CH, k = n0 + chunk * 8, qb = q0 + wg_off + pb * 64;
-                if (k >= K) continue;
+                if (k >= K || (PROBE & 4)) continue;
                 int row = (tid % 128) / CH, oh = (qb + row) / Wp, ow = qb + row - oh * Wp;
                 for (; row < nrows; row += RSTEP, ow += RSTEP) {
                     while (ow >= Wp) ow -= Wp, ++oh;
