@@ -119,7 +119,7 @@ __device__ __forceinline__ uint64_t halo_desc(uint32_t addr)
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                   ELEM_OUT* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int pad, int OH,
+                   const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int pad, int OH,
                    int OW)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -198,6 +198,12 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                                                         wg * STAGING_BYTES);
         const uint32_t staging_addr = smem_addr(staging);
         const bool whole_chunks = K % 8 == 0;
+        // PING's tiles of whole padded rows (BM a multiple of Wp: 4 rows of 58 at 56²) leave as one TMA box of
+        // map_y (64 filters × Wp columns × BM / Wp rows, the columns past OW and rows past OH clipped), staged in
+        // the tile's own halo slot once its wgmmas are done: one instruction instead of a copy loop whose index
+        // arithmetic took longer than the other warpgroup's wgmmas (docs/perf-notes.md)
+        const bool rows_out = PING && SWAP && BN == 64 && BM % Wp == 0 && whole_chunks;
+        if (rows_out && tid % 128 == 0) tma_acquire(map_y);
         const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
         // t: the block's t-th tile (g = blockIdx.x + t·gridDim.x), all of them (PING = 0) or every other one
         for (int t = PING ? wg : 0; blockIdx.x + t * gridDim.x < tiles; t += PING ? 2 : 1) {
@@ -266,10 +272,38 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 for (int v = 0; v < NW / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
             if (lane == 0 && held_b >= 0) {
                 mbar_arrive(bempty(held_b));
-                mbar_arrive(hempty(held_h));
+                if (!rows_out) mbar_arrive(hempty(held_h));
             }
             if constexpr (PROBE & 1) {  // tools/gpu/tc_conv_probe.py: the tile without its epilogue; one value
                 if (acc[0][0] == 1.2345f && N < 0) y[0] = acc[0][0];  // kept, so ptxas keeps every wgmma
+                continue;
+            }
+
+            if (rows_out) {  // (held_h is this tile's last halo slot: its wgmmas are done, its release waits)
+                const uint32_t out = halo_addr + (t * cslices + cslices - 1) % HSTAGES * halo_slot;
+                // pixel 8j + c's 8 filters (2w + h) as chunk (2w + h) ^ (pixel % 8) of its 128-byte row: the
+                // box's 128B swizzle, as stmatrix .trans writes it (see the staged epilogue below)
+                const int c = lane % 8;
+#pragma unroll
+                for (int j = 0; j < NW / 8; j += 2) {
+                    const int mi = j + 1 < NW / 8 ? lane / 8 : lane / 8 % 2, px = 8 * (j + mi / 2) + c;
+                    const uint32_t at = out + px * 128 + (((2 * w + mi % 2) ^ c) * 16);
+                    const uint32_t lo0 = pack2(acc[0][4 * j], acc[0][4 * j + 1], staging),
+                                   hi0 = pack2(acc[0][4 * j + 2], acc[0][4 * j + 3], staging);
+                    if (j + 1 < NW / 8)
+                        stmatrix_x4_trans(at, lo0, hi0, pack2(acc[0][4 * j + 4], acc[0][4 * j + 5], staging),
+                                          pack2(acc[0][4 * j + 6], acc[0][4 * j + 7], staging));
+                    else
+                        stmatrix_x2_trans(at, lo0, hi0);
+                }
+                fence_proxy_async();  // the staged rows, visible to the copy engine
+                named_sync(2 + wg, 128);
+                if (tid % 128 == 0) {
+                    tma_store_4d(map_y, out, n0, 0, hp0, img);
+                    bulk_commit();
+                    bulk_wait<true>();  // the box has been read out of the slot: the producer may refill it
+                    mbar_arrive_n(hempty(held_h), 4);
+                }
                 continue;
             }
 
@@ -337,5 +371,6 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 }
             }
         }
+        if (rows_out && tid % 128 == 0) bulk_wait<false>();  // the last boxes written before the block ends
     }
 }

@@ -239,6 +239,12 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
+// Arrive `count` times at once (the releases of several warps, made by one thread after a wait they share).
+__device__ __forceinline__ void mbar_arrive_n(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
 // Block until the phase of parity `parity` has completed. A fresh barrier counts its (imaginary) previous phase,
 // parity 1, as complete: a producer waiting on "slot free" with parity 1 passes the first time round.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
@@ -356,6 +362,12 @@ __device__ __forceinline__ void tma_store_2d(const TensorMap* map, uint32_t src,
 {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                  ::"l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(src) : "memory");
+}
+// The same for a 4-D box at (c, w, h, n), innermost first (conv/16's output rows: channels × columns × rows × 1)
+__device__ __forceinline__ void tma_store_4d(const TensorMap* map, uint32_t src, int c, int w, int h, int n)
+{
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];"
+                 ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(src) : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Wait until this thread's bulk stores have read their shared memory (READ = true) or finished altogether.
