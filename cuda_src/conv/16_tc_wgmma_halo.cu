@@ -37,18 +37,27 @@
 //    filter box as the A operand) and a warpgroup's BM / 2 pixels its N (the shifted halo descriptor as B, K-major:
 //    pixel rows of channels, as the halo lies). At C = K = 64 (56²) the filters allow only n64 wgmmas the other
 //    way round, whose rate 14's products-only probe put at 444 TFLOP/s against 603 for n128 (docs/perf-notes.md);
-//    swapped, the same tile runs m64n128 (or m64n256 at BM = 512). The epilogue stages each thread's accumulators
-//    (pairs of neighbouring pixels of one filter) one 16-bit value at a time, transposed into pixel rows.
+//    swapped, the same tile runs m64n128 (or m64n256 at BM = 512; m64n232 at BM = 464, 8 whole padded rows at 56²).
+//    The epilogue stages each thread's accumulators with stmatrix .trans: 8×8 blocks of filters × pixels written
+//    transposed, as 16-byte chunks of pixel rows (128 16-bit stores a thread at BM = 512 before; docs/perf-notes.md).
+//  * PING = 1: the two consumer warpgroups take whole tiles of BM pixels in turn instead of sharing each one; tile
+//    t's wgmmas are issued after tile t − 1's (named barriers 4 and 5), so one warpgroup's epilogue runs while the
+//    other's wgmmas keep the tensor pipe busy (sharing, both were in their epilogues at once: the pipe was busy
+//    51% of the cycles at 56²). Where a tile is whole padded rows (BM a multiple of Wp: 232 = 4 · 58 at 56²), it
+//    leaves as one TMA box of map_y (64 filters × Wp columns × BM / Wp rows; the columns past OW and rows past OH
+//    clipped by the copy engine), staged in the tile's own halo slot, which is released once the box has been read:
+//    the copy loop it replaces took longer than the other warpgroup's wgmmas.
 // The rest is 14's: persistent blocks (at most one per SM, walking the tiles gridDim apart), two consumer
 // warpgroups (BM/2 pixels × BN filters each, m64nBNk16 wgmmas straight from shared memory, one slice in flight),
 // one producer thread (setmaxnreg hands its warpgroup's registers over), each consumer's output staged 64 rows at a
 // time and written as whole 16-byte chunks of output rows, the padded columns skipped.
 //
-// Tiles (-DNAME=value): BM padded pixels (128 or 256; 512 with SWAP), BN filters (64, 128 or 256; 64 or 128 with
-// SWAP; BM/2·BN ≤ 16384), STAGES filter slots, HSTAGES halo slots, DESC_BASE, SWAP. Maps: map_x, the 4-D tiled map
-// of x in boxes of 64 × Wp × HR × 1; map_w, K × R·S·C in boxes of BN × 64. Launch: min(tiles, SMs) blocks,
-// tiles = N·⌈OH·Wp / BM⌉·⌈K / BN⌉; 384 threads; 1024 (alignment) + HSTAGES·⌈HR·Wp·128 / 1024⌉·1024 + STAGES·BN·128
-// + 2·128·BN (staging) + 16·(HSTAGES + STAGES)
+// Tiles (-DNAME=value): BM padded pixels (128 or 256; with SWAP also 384, 464, 512; with PING, a warpgroup's whole
+// tile, 128, 192, 232 or 256), BN filters (64, 128 or 256; 64 or 128 with SWAP; a warpgroup's pixels · BN ≤ 16384),
+// STAGES filter slots, HSTAGES halo slots, DESC_BASE, SWAP, PING, PROBE (the probe's parts switched off). Maps:
+// map_x, the 4-D tiled map of x in boxes of 64 × Wp × HR × 1; map_w, K × R·S·C in boxes of BN × 64; map_y, y in boxes
+// of 64 × Wp × BM / Wp × 1. Launch: min(tiles, SMs) blocks, tiles = N·⌈OH·Wp / BM⌉·⌈K / BN⌉; 384 threads; 1024
+// (alignment) + HSTAGES·⌈HR·Wp·128 / 1024⌉·1024 + STAGES·BN·128 + 2·128·BN (staging) + 16·(HSTAGES + STAGES)
 // bytes of dynamic shared memory (the kernel traps if given less).
 
 #include "../include/hopper.cuh"    // wgmma_ss, smem_desc, mbarriers, tma_load_2d, tma_load_4d
