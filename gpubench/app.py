@@ -225,21 +225,21 @@ def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed:
 
 
 def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
-    """Saved runs named by files or directories (every *.json below a directory, in name order), each loaded and
-    checked. A file named on its own that is not a gpubench run is one line naming it; one met inside a directory
+    """Saved runs named by files or directories (every *.json and *.json.gz below a directory, in name order),
+    each loaded and checked. A file named on its own that is not a gpubench run is one line naming it; one met inside a directory
     (a package.json, a half-written file) is passed over, and returned second as "path: why", so that one stray file
     does not hide a directory's history."""
     from gpubench import compare
-    from gpubench.results import load, results_path
+    from gpubench.results import load, results_path, saved_under
 
     named: list[Path] = []
     inside: list[Path] = []
     for given in paths:
         path = results_path(given)
         if path.is_dir():
-            found = sorted(path.rglob("*.json"))
+            found = saved_under(path, "**/*")
             if not found:
-                raise GpubenchError(f"{given} is a directory with no results files (*.json) in it")
+                raise GpubenchError(f"{given} is a directory with no results files (*.json, *.json.gz) in it")
             inside += found
         else:
             named.append(path)
@@ -255,7 +255,7 @@ def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
             passed_over.append(f"{shown_path(f)}: {e.args[0]}")
     if not runs:
         raise GpubenchError(f"no gpubench results among {', '.join(paths)} ({len(passed_over)} other *.json "
-                            "passed over)")
+                            "or *.json.gz passed over)")
     return runs, passed_over
 
 
@@ -285,7 +285,7 @@ def _write_page(path: Path, html: str, what: str) -> Path:
 class History:
     series: list
     threshold: float
-    passed_over: list[str]  # *.json files met in a directory that are not gpubench runs, "path: why"
+    passed_over: list[str]  # *.json(.gz) files met in a directory that are not gpubench runs, "path: why"
 
     @property
     def regressed(self) -> list:

@@ -34,7 +34,7 @@ from gpubench.worker import DEFAULT_TIMEOUT_S
 # --- output files ---------------------------------------------------------------------------------------------
 
 
-def check_output(output: str | Path, force: bool, what: str = "results file", suffixes=(".json",),
+def check_output(output: str | Path, force: bool, what: str = "results file", suffixes=results.SUFFIXES,
                  flag: str = "-o") -> Path:
     """Refuse an output path before any work starts: empty, wrong suffix, a directory, an existing file without
     --force, a parent that is a file, a name too long for the temporary file it is written through, or a place
@@ -52,7 +52,7 @@ def check_output(output: str | Path, force: bool, what: str = "results file", su
                             f"{allowed}")
     if path.name.lower() in suffixes:
         raise GpubenchError(f"{flag} {output}: give a name before {path.name}, e.g. run{path.name}")
-    if path.suffix.lower() not in suffixes:
+    if not path.name.lower().endswith(tuple(suffixes)):
         raise GpubenchError(f"{flag} {output}: a {what} ends in {allowed}")
     try:
         longest = len(os.fsencode(paths.temporary(path).name))

@@ -45,6 +45,18 @@ def test_cpu_gemm_end_to_end(tmp_path):
     assert run.baseline("gemm") == "numpy"
 
 
+def test_a_run_saved_compressed_is_shown_and_compared_like_a_plain_one(tmp_path):
+    packed, plain = tmp_path / "g.json.gz", tmp_path / "g.json"
+    for out in (packed, plain):
+        r = invoke("gemm", "--backend", "cpu", "--sizes", "40", "--reps", "5", "-o", str(out))
+        assert r.exit_code == 0, r.output
+    assert packed.read_bytes()[:2] == b"\x1f\x8b" and results.load(packed).points[0].status == "ok"
+    shown = invoke("show", str(packed))
+    assert shown.exit_code == 0 and "gemm · numpy" in shown.output, shown.output
+    compared = invoke("compare", str(plain), str(packed))
+    assert compared.exit_code in (0, 1) and "Traceback" not in compared.output, compared.output
+
+
 def test_cpu_conv_end_to_end(tmp_path):
     out = tmp_path / "c.json"
     r = invoke("conv", "--backend", "cpu", "--sizes", "64,100", "--stride", "1,2,3", "--reps", "5", "-o", str(out))

@@ -81,6 +81,19 @@ def test_the_gate_fails_when_the_latest_change_is_a_slowdown(tmp_path):
     assert app.run_history([str(tmp_path)], 0.15, 0.05, None, False).exit_code == Exit.OK  # a 10% step under 15%
 
 
+def test_a_directory_s_compressed_runs_are_in_its_history(tmp_path):
+    """Runs saved as .json.gz beside plain ones are found in a directory and read as the same series."""
+    from gpubench import app
+    from gpubench.results import save
+
+    for i in range(4):
+        name = f"r{i}.json.gz" if i % 2 else f"r{i}.json"
+        save(run_of("H100", "580", f"c{i}", T0 + timedelta(hours=i), 1.0, seed=i), tmp_path / name)
+    (tmp_path / "notes.gz").write_bytes(b"not a run")  # a .gz that is not .json.gz is not searched
+    outcome = app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+    assert [e.commit for e in outcome.series[0].entries] == ["c0", "c1", "c2", "c3"] and not outcome.passed_over
+
+
 def test_history_of_a_directory_without_runs_is_one_line(tmp_path):
     from gpubench import app
     from gpubench.errors import GpubenchError

@@ -134,7 +134,12 @@ def write(data: dict) -> Path:
     return path
 
 
-SAVED = sorted((REPO / "results").glob("*/*.json"))
+SAVED = results.saved_under(REPO / "results")
+
+
+def raw_json(path: Path) -> dict:
+    """A saved file as written, before any migration (plain or compressed)."""
+    return json.loads(results.decompressed(path.read_bytes()))
 
 
 @pytest.mark.parametrize("version", sorted(results.schema.MIGRATIONS))
@@ -142,15 +147,15 @@ def test_every_older_version_under_results_migrates(version):
     """Each migration has files of its version under results/ to prove it on (and they all load). No run was
     saved at version 3 (the redesign's runs were compared, not kept): its migration is proven on the saved
     version-2 files as the version-2 migration leaves them, which is exactly what a version-3 file holds."""
-    files = [f for f in SAVED if json.loads(f.read_text())["schema_version"] == version]
-    lifted = [f for f in SAVED if json.loads(f.read_text())["schema_version"] == version - 1] if version == 3 else []
+    files = [f for f in SAVED if raw_json(f)["schema_version"] == version]
+    lifted = [f for f in SAVED if raw_json(f)["schema_version"] == version - 1] if version == 3 else []
     assert files or lifted, f"no file of schema version {version} under results/ to test its migration on"
     for f in files:
         run = results.load(f)
         assert run.schema_version == results.SCHEMA_VERSION and run.points
         assert all(p.problem.record() == p.to_dict()["problem"] for p in run.points)
     for f in lifted:
-        data = results.schema.MIGRATIONS[version - 1](json.loads(f.read_text()))
+        data = results.schema.MIGRATIONS[version - 1](raw_json(f))
         assert data["schema_version"] == version
         data = results.schema.MIGRATIONS[version](data)
         assert data["schema_version"] == version + 1
@@ -378,3 +383,51 @@ def test_a_results_file_with_a_byte_order_mark_loads(make_run, tmp_path):
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + make_run().to_json().encode())
     assert results.load(path).points
+
+
+# --- compressed runs: a name ending in .gz is written with gzip; reading goes by the file's first bytes -----------
+
+
+def test_a_run_saved_as_json_gz_is_compressed_and_reads_back_equal(make_run, tmp_path):
+    run = make_run()
+    plain = results.save(run, tmp_path / "r.json")
+    packed = results.save(run, tmp_path / "r.json.gz")
+    assert packed.read_bytes()[:2] == b"\x1f\x8b" and plain.read_bytes()[:1] == b"{"
+    assert packed.stat().st_size < plain.stat().st_size
+    assert results.load(packed) == run == results.load(plain)
+
+
+def test_a_compressed_save_gives_the_same_bytes_each_time(make_run, tmp_path):
+    """No time stamp in the gzip header: saving a run again changes nothing in a repository's diff."""
+    run = make_run()
+    first = results.save(run, tmp_path / "a.json.gz").read_bytes()
+    second = results.save(run, tmp_path / "b.json.gz").read_bytes()
+    assert first == second
+
+
+def test_a_compressed_run_loads_whatever_its_name(make_run, tmp_path):
+    run = make_run()
+    renamed = tmp_path / "renamed.json"
+    renamed.write_bytes(results.save(run, tmp_path / "r.json.gz").read_bytes())
+    assert results.load(renamed) == run
+
+
+def test_a_truncated_compressed_run_is_one_line(make_run, tmp_path):
+    path = results.save(make_run(), tmp_path / "r.json.gz")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(GpubenchError, match="gzip-compressed but cannot be decompressed") as e:
+        results.load(path)
+    assert "\n" not in str(e.value)
+
+
+def test_the_writer_keeps_a_compressed_run_valid_after_every_point(make_run, tmp_path):
+    full = make_run()
+    run = make_run()
+    run.points, run.status = [], RunStatus.RUNNING
+    writer = RunWriter(run, tmp_path / "w.json.gz")
+    for i, p in enumerate(full.points):
+        writer.add(p)
+        assert len(results.load(tmp_path / "w.json.gz").points) == i + 1
+    writer.finish(RunStatus.COMPLETE)
+    assert results.load(tmp_path / "w.json.gz").points == full.points

@@ -14,12 +14,12 @@ from gpubench.views.tables import to_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 SNAPSHOTS = REPO / "tests" / "snapshots" / "results"
-SAVED = sorted((REPO / "results").glob("*/*.json"))
+SAVED = results.saved_under(REPO / "results")
 CSV_SHA256 = json.loads((SNAPSHOTS / "csv-sha256.json").read_text())
 
 
 def snapshot_name(path: Path) -> str:
-    return f"{path.parent.name}__{path.stem}"
+    return f"{path.parent.name}__{results.run_name(path)}"  # lab-a.json and lab-a.json.gz: one snapshot
 
 
 def test_every_saved_run_has_a_snapshot():

@@ -50,6 +50,8 @@ def test_a_block_larger_than_the_device_allows_is_one_line_naming_the_variant():
     ("", "-o is empty (an unset variable?)"),
     ("  ", "-o is empty"),
     (".json", "-o .json: give a name before .json, e.g. run.json"),
+    (".json.gz", "-o .json.gz: give a name before .json.gz, e.g. run.json.gz"),
+    ("run.gz", "a results file ends in .json or .json.gz"),
     ("sub/.JSON", "give a name before .JSON"),
     ("run.txt", "a results file ends in .json"),
     ("a-file/run.json", "a-file is a file, not a directory"),

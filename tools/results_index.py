@@ -15,12 +15,16 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gpubench.results import decompressed, saved_under  # noqa: E402
+
 RESULTS = REPO / "results"
 BEGIN, END = "<!-- index: begin -->", "<!-- index: end -->"
 
 
 def row(path: Path) -> str:
-    run = json.loads(path.read_text())
+    run = json.loads(decompressed(path.read_bytes()))
     env = run.get("environment", {})
     software = env.get("software", {})
     command = " ".join(run.get("command", [])[1:]) or "-"
@@ -36,7 +40,7 @@ def row(path: Path) -> str:
 
 
 def table() -> str:
-    rows = [row(p) for p in sorted(RESULTS.glob("*/*.json"))]
+    rows = [row(p) for p in saved_under(RESULTS)]
     head = ("| file | GPU | command | commit | gpubench | schema | status | points | started (UTC) |\n"
             "|---|---|---|---|---|---|---|---|---|")
     return "\n".join([head, *rows])

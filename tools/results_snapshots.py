@@ -27,8 +27,8 @@ SNAPSHOTS = REPO / "tests" / "snapshots" / "results"
 def main(force: bool = False) -> None:
     hashes_file = SNAPSHOTS / "csv-sha256.json"
     hashes = json.loads(hashes_file.read_text()) if hashes_file.exists() else {}
-    for path in sorted((REPO / "results").glob("*/*.json")):
-        name = f"{path.parent.name}__{path.stem}"
+    for path in results.saved_under(REPO / "results"):
+        name = f"{path.parent.name}__{results.run_name(path)}"
         if name in hashes and not force:
             continue
         run = results.load(path)

@@ -1,14 +1,20 @@
 """Results files: reading (every way a file can be wrong becomes one line), atomic saving, and the writer that
-rewrites a run's file after every point so that an interrupted sweep keeps what it measured."""
+rewrites a run's file after every point so that an interrupted sweep keeps what it measured.
+
+A run is JSON, or JSON compressed with gzip where its name ends in .json.gz: a lab run's 2.5 MB of raw samples
+take ~0.3 MB so, which is what keeps a repository of many saved runs (and a CI checkout of it) small. Reading
+goes by the file's first bytes, not its name, so a compressed run renamed to .json still loads."""
 
 from __future__ import annotations
 
 import fcntl
 import gc
+import gzip
 import json
 import os
 import socket
 import time
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,14 +24,52 @@ from gpubench.results.model import SCHEMA, Point, Run, RunStatus
 from gpubench.results.schema import migrate, run_from
 
 
+SUFFIXES = (".json", ".json.gz")  # what a results file's name ends in: plain, or compressed
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def compressed(path: str | Path) -> bool:
+    """Whether a run saved at `path` is written compressed: its name ends in .gz."""
+    return Path(path).name.lower().endswith(".gz")
+
+
+def is_results_name(path: str | Path) -> bool:
+    """Whether a file's name is one a saved run may have (what a directory of runs is searched for)."""
+    return Path(path).name.lower().endswith(SUFFIXES)
+
+
+def run_name(path: str | Path) -> str:
+    """A results file's name without .json or .json.gz: lab-a.json and lab-a.json.gz are both run "lab-a"."""
+    name = Path(path).name
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def saved_under(directory: str | Path, pattern: str = "*/*") -> list[Path]:
+    """The results files under a directory matching a glob (default: one level down, as results/<gpu>/), plain
+    or compressed, in name order."""
+    return sorted(p for p in Path(directory).glob(pattern) if is_results_name(p) and p.is_file())
+
+
+def decompressed(raw: bytes) -> bytes:
+    """A file's bytes as JSON text: gzip's are decompressed (they start with its magic), others are as they are."""
+    return gzip.decompress(raw) if raw.startswith(_GZIP_MAGIC) else raw
+
+
 def save(run: Run, path: str | Path) -> Path:
-    """Write atomically: readers (and a crash or a full disk mid-write) never see half a file."""
+    """Write atomically: readers (and a crash or a full disk mid-write) never see half a file. A name ending in .gz
+    is written compressed, with no time stamp in the gzip header, so the same run gives the same bytes."""
     path = Path(path)
     tmp = temporary(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(run.to_json())
+        data = run.to_json().encode("utf-8")
+        if compressed(path):
+            data = gzip.compress(data, compresslevel=6, mtime=0)
+        with open(tmp, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -164,7 +208,8 @@ def results_path(path: str | Path) -> Path:
     """A results file or directory as given on the command line: an empty or blank one (an unset variable) is
     refused, where Path('') would quietly be the current directory."""
     if not str(path).strip():
-        raise GpubenchError(f"a results file is given as {str(path)!r} (an unset variable?): give a .json file")
+        raise GpubenchError(f"a results file is given as {str(path)!r} (an unset variable?): give a .json or "
+                            ".json.gz file")
     return Path(path)
 
 
@@ -176,8 +221,17 @@ def load(path: str | Path) -> Run:
         raise GpubenchError(f"results file {path} does not exist" if not path.exists() else
                             f"results file {path} is not a file")
     try:
-        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark an editor added is no error
-    except (OSError, UnicodeDecodeError) as e:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise GpubenchError(f"results file {path} cannot be read ({e})") from None
+    try:
+        raw = decompressed(raw)
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; a cut file is an EOFError
+        raise GpubenchError(f"results file {path} is gzip-compressed but cannot be decompressed (truncated or "
+                            f"corrupt?): {e or 'it ends early'}") from None
+    try:
+        text = raw.decode("utf-8-sig")  # -sig: a byte-order mark an editor added is no error
+    except UnicodeDecodeError as e:
         raise GpubenchError(f"results file {path} cannot be read ({e})") from None
     if not text.strip():
         raise GpubenchError(f"results file {path} is empty")
