@@ -126,6 +126,29 @@ __device__ __forceinline__ uint64_t halo_desc(uint32_t addr)
     return smem_desc(addr) | (DESC_BASE ? (uint64_t)((addr >> 7) & 7) << 49 : 0ull);
 }
 
+// Stage one filter block's accumulators of the swapped product (filters × pixels) as pixel rows: n blocks j0 ..
+// j1 − 1 (8 pixels each) go to rows 8·(j − j0) .. of `row_bytes` bytes at `base`, filter chunk chunk0 (+1 for the
+// block's filters 8-15) at chunk ^ (row % 8). stmatrix .trans writes each 8×8 matrix (accumulators 4j, 4j + 1: row
+// lane/4, pixels 2·(lane%4), +1) transposed, the address of row c given by lane 8·matrix + c; four matrices (n blocks
+// j, j + 1) an instruction, two for an odd last one. A matrix's 8 rows land in 8 distinct chunks: no bank conflicts.
+template <int N_PIXELS, typename T>
+__device__ __forceinline__ void stage_pixel_rows(const float (&a)[N_PIXELS / 2], uint32_t base, int row_bytes,
+                                                 int chunk0, int j0, int j1, T* as)
+{
+    const int lane = threadIdx.x % 32, c = lane % 8;
+#pragma unroll
+    for (int j = j0; j < j1; j += 2) {
+        const int mi = j + 1 < j1 ? lane / 8 : lane / 8 % 2;  // x2: lanes 0-15 count
+        const int row = 8 * (j + mi / 2 - j0) + c;
+        const uint32_t at = base + row * row_bytes + (((chunk0 + mi % 2) ^ c) * 16);
+        const uint32_t lo = pack2(a[4 * j], a[4 * j + 1], as), hi = pack2(a[4 * j + 2], a[4 * j + 3], as);
+        if (j + 1 < j1)
+            stmatrix_x4_trans(at, lo, hi, pack2(a[4 * j + 4], a[4 * j + 5], as), pack2(a[4 * j + 6], a[4 * j + 7], as));
+        else
+            stmatrix_x2_trans(at, lo, hi);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
                    const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int pad, int OH,
@@ -291,21 +314,9 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 
             if (rows_out) {  // (held_h is this tile's last halo slot: its wgmmas are done, its release waits)
                 const uint32_t out = halo_addr + (t * cslices + cslices - 1) % HSTAGES * halo_slot;
-                // pixel 8j + c's 8 filters (2w + h) as chunk (2w + h) ^ (pixel % 8) of its 128-byte row: the
-                // box's 128B swizzle, as stmatrix .trans writes it (see the staged epilogue below)
-                const int c = lane % 8;
-#pragma unroll
-                for (int j = 0; j < NW / 8; j += 2) {
-                    const int mi = j + 1 < NW / 8 ? lane / 8 : lane / 8 % 2, px = 8 * (j + mi / 2) + c;
-                    const uint32_t at = out + px * 128 + (((2 * w + mi % 2) ^ c) * 16);
-                    const uint32_t lo0 = pack2(acc[0][4 * j], acc[0][4 * j + 1], staging),
-                                   hi0 = pack2(acc[0][4 * j + 2], acc[0][4 * j + 3], staging);
-                    if (j + 1 < NW / 8)
-                        stmatrix_x4_trans(at, lo0, hi0, pack2(acc[0][4 * j + 4], acc[0][4 * j + 5], staging),
-                                          pack2(acc[0][4 * j + 6], acc[0][4 * j + 7], staging));
-                    else
-                        stmatrix_x2_trans(at, lo0, hi0);
-                }
+                // pixel p's 8 filters 16w + 8h .. as chunk (2w + h) ^ (p % 8) of its 128-byte row: the box's 128B
+                // swizzle (the slot is 1024-aligned)
+                stage_pixel_rows<NW>(acc[0], out, 128, 2 * w, 0, NW / 8, staging);
                 fence_proxy_async();  // the staged rows, visible to the copy engine
                 named_sync(2 + wg, 128);
                 if (tid % 128 == 0) {
@@ -328,28 +339,11 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
                 if constexpr (PROBE & 8) {
                 } else if constexpr (SWAP) {
-                    // Accumulators 4j .. 4j + 3 of filter block i: filters i·64 + 16·w + lane/4 (+8 for 4j + 2,
-                    // 4j + 3) × pixels 8j + 2·(lane%4) (+1): two 8×8 matrices (h = 0, 1) in stmatrix's fragment, one
-                    // register each. stmatrix .trans writes each transposed: pixel 8j + c's 8 filters as one 16-byte
-                    // chunk (8i + 2w + h) of that pixel's staging row, the address given by lane 8·matrix + c. Four
-                    // matrices (n blocks j, j + 1) an instruction; the 8 rows of a matrix land in 8 distinct chunks
-                    // (XOR row % 8 = c): no bank conflicts.
-                    const int c = lane % 8;
+                    // filter block i: filters i·64 + 16·w + lane/4 (+8) at chunk 8i + 2w (+1) of the pixel rows
 #pragma unroll
                     for (int i = 0; i < MI; ++i)
-#pragma unroll
-                        for (int j = 8 * pb; j < 8 * pb + 8 && j < NW / 8; j += 2) {
-                            const int mi = j + 1 < NW / 8 ? lane / 8 : lane / 8 % 2;  // x2: lanes 0-15 count
-                            const int row = 8 * (j + mi / 2 - 8 * pb) + c, chunk = 8 * i + 2 * w + mi % 2;
-                            const uint32_t at = staging_addr + row * BN * 2 + ((chunk ^ c) * 16);
-                            const uint32_t lo0 = pack2(acc[i][4 * j], acc[i][4 * j + 1], staging),
-                                           hi0 = pack2(acc[i][4 * j + 2], acc[i][4 * j + 3], staging);
-                            if (j + 1 < NW / 8)
-                                stmatrix_x4_trans(at, lo0, hi0, pack2(acc[i][4 * j + 4], acc[i][4 * j + 5], staging),
-                                                  pack2(acc[i][4 * j + 6], acc[i][4 * j + 7], staging));
-                            else
-                                stmatrix_x2_trans(at, lo0, hi0);
-                        }
+                        stage_pixel_rows<NW>(acc[i], staging_addr, BN * 2, 8 * i + 2 * w, 8 * pb,
+                                             min(8 * pb + 8, NW / 8), staging);
                 } else {
 #pragma unroll
                     for (int v = 0; v < BN / 2; v += 2) {
