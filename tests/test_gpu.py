@@ -156,6 +156,21 @@ def test_four_block_clusters_store_what_one_block_stores(cuda, data, dtype, layo
                        [{**base, "CLUSTER": 1}, {**base, "CLUSTER": 2}, {**base, "CLUSTER": 4, "BLOCKS": 128}])
 
 
+@pytest.mark.parametrize("dtype,layout,shape", [
+    (DType.BF16, GemmLayout.NN, (2056, 2888, 1040)), (DType.FP16, GemmLayout.NT, (4104, 2056, 64)),
+    (DType.BF16, GemmLayout.TN, (4104, 2056, 136))])
+def test_tall_tiles_in_clusters_along_n_store_what_wide_tiles_store(cuda, data, dtype, layout, shape):
+    """256 x 128 tiles (two m64 blocks a consumer warpgroup, clusters along N sharing the A tile by multicast)
+    change the tile's shape and who loads what, not a product or its order along k: the output is bit for bit
+    that of 128 x 256 (clusters along M sharing B), with and without clusters and uniform descriptors, where the
+    tile columns leave a cluster with a block past N (23 and 17 columns of 128), persistent clusters walk up to 3
+    groups (17 x 9 over 66), with 17 k slots, one, and three."""
+    wide = {"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "SWIZZLE": 8, "OVERLAP": 1}
+    tall = {**wide, "BM": 256, "BN": 128}
+    assert_same_output(cuda, data, "wgmma-tma", GemmShape(*shape, dtype, layout),
+                       [wide, tall, {**tall, "UWG": 1}, {**tall, "CLUSTER": 1, "SWIZZLE": 0, "OVERLAP": 0}])
+
+
 @pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])
 @pytest.mark.parametrize("shape", [
     conv_shape(29, 1, batch=23, in_channels=72, out_channels=200, padding=1),

@@ -157,14 +157,16 @@ __device__ __forceinline__ void wgmma_drain(float (&acc)[MI][64])
         for (int v = 0; v < 64; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");
 }
 
-// The same for one warpgroup's accumulators of N/2 registers (gemm/10_wgmma_tma.cu), after a wait that leaves
-// `PENDING` commit groups in flight.
-template <int PENDING, int R>
-__device__ __forceinline__ void wgmma_hold(float (&acc)[R])
+// The same for one warpgroup's accumulators, MI blocks of N/2 registers (gemm/10_wgmma_tma.cu: MI = 2 at 256 ×
+// 128), after a wait that leaves `PENDING` commit groups in flight.
+template <int PENDING, int MI, int R>
+__device__ __forceinline__ void wgmma_hold(float (&acc)[MI][R])
 {
     wgmma_wait<PENDING>();
 #pragma unroll
-    for (int v = 0; v < R; ++v) asm volatile("" : "+f"(acc[v])::"memory");
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int v = 0; v < R; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");
 }
 
 // stmatrix (sm_90): a warp stores 8×8 matrices of 16-bit values, each thread holding two neighbouring values of
