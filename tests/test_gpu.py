@@ -243,6 +243,30 @@ def test_halo_tiles_walked_with_resident_or_streamed_filters(cuda, data, shape, 
         assert math.isfinite(err) and err <= cuda.tolerance(ours, shape), (c.label, err)
 
 
+@pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])
+@pytest.mark.parametrize("shape", [
+    conv_shape(27, 1, batch=5, in_channels=64, out_channels=72, padding=1),
+    conv_shape(56, 1, batch=3, in_channels=64, out_channels=64, padding=1)])
+def test_halo_whole_row_tiles_leave_as_tma_boxes(cuda, data, shape, dtype):
+    """tc-wgmma-halo's PING configurations with 64 filters a tile store tiles of whole padded rows (BM a multiple
+    of Wp = W + 2) as TMA boxes staged in the tile's halo slot, not through the copy loop the other shapes take:
+    27² (Wp = 29: 8 rows a 232-pixel tile, the 4th tile of an image 3 rows deep, the rows past OH clipped by the
+    copy engine; 72 filters: the second filter tile's box clipped to 8 channels) and the 56² layer's own geometry
+    (Wp = 58: 4 rows a tile, 14 tiles an image). Output poisoned with NaN, against float64."""
+    shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
+    ours = CATALOG.get("conv", "cuda", "tc-wgmma-halo")
+    wp = shape.dims()["W"] + 2 * shape.dims()["pad"]
+    boxed = [c for c in ours.configs if c.values.get("PING") and c.values["BN"] == 64 and c.values["BM"] % wp == 0]
+    assert boxed, f"no configuration stores whole rows of {wp} padded pixels"
+    inputs, ref = data(shape)
+    for c in boxed:
+        prepared = cuda.prepare(ours, c, shape, inputs)
+        prepared.run()
+        err = verify(cuda, prepared, ref, shape)
+        prepared.release()
+        assert math.isfinite(err) and err <= cuda.tolerance(ours, shape), (c.label, err)
+
+
 def test_halo_descriptors_need_the_base_offset_the_spec_gives_them(cuda, data):
     """The shifted wgmma descriptors start at pixel rows that are no multiple of 8 inside the 1024-byte swizzle
     pattern. The spec's DESC_BASE is the one that reads them right; the other one must read them wrong (else the

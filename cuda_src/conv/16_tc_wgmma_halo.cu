@@ -37,18 +37,27 @@
 //    filter box as the A operand) and a warpgroup's BM / 2 pixels its N (the shifted halo descriptor as B, K-major:
 //    pixel rows of channels, as the halo lies). At C = K = 64 (56²) the filters allow only n64 wgmmas the other
 //    way round, whose rate 14's products-only probe put at 444 TFLOP/s against 603 for n128 (docs/perf-notes.md);
-//    swapped, the same tile runs m64n128 (or m64n256 at BM = 512). The epilogue stages each thread's accumulators
-//    (pairs of neighbouring pixels of one filter) one 16-bit value at a time, transposed into pixel rows.
+//    swapped, the same tile runs m64n128 (or m64n256 at BM = 512; m64n232 at BM = 464, 8 whole padded rows at 56²).
+//    The epilogue stages each thread's accumulators with stmatrix .trans: 8×8 blocks of filters × pixels written
+//    transposed, as 16-byte chunks of pixel rows (128 16-bit stores a thread at BM = 512 before; docs/perf-notes.md).
+//  * PING = 1: the two consumer warpgroups take whole tiles of BM pixels in turn instead of sharing each one; tile
+//    t's wgmmas are issued after tile t − 1's (named barriers 4 and 5), so one warpgroup's epilogue runs while the
+//    other's wgmmas keep the tensor pipe busy (sharing, both were in their epilogues at once: the pipe was busy
+//    51% of the cycles at 56²). Where a tile is whole padded rows (BM a multiple of Wp: 232 = 4 · 58 at 56²), it
+//    leaves as one TMA box of map_y (64 filters × Wp columns × BM / Wp rows; the columns past OW and rows past OH
+//    clipped by the copy engine), staged in the tile's own halo slot, which is released once the box has been read:
+//    the copy loop it replaces took longer than the other warpgroup's wgmmas.
 // The rest is 14's: persistent blocks (at most one per SM, walking the tiles gridDim apart), two consumer
 // warpgroups (BM/2 pixels × BN filters each, m64nBNk16 wgmmas straight from shared memory, one slice in flight),
 // one producer thread (setmaxnreg hands its warpgroup's registers over), each consumer's output staged 64 rows at a
 // time and written as whole 16-byte chunks of output rows, the padded columns skipped.
 //
-// Tiles (-DNAME=value): BM padded pixels (128 or 256; 512 with SWAP), BN filters (64, 128 or 256; 64 or 128 with
-// SWAP; BM/2·BN ≤ 16384), STAGES filter slots, HSTAGES halo slots, DESC_BASE, SWAP. Maps: map_x, the 4-D tiled map
-// of x in boxes of 64 × Wp × HR × 1; map_w, K × R·S·C in boxes of BN × 64. Launch: min(tiles, SMs) blocks,
-// tiles = N·⌈OH·Wp / BM⌉·⌈K / BN⌉; 384 threads; 1024 (alignment) + HSTAGES·⌈HR·Wp·128 / 1024⌉·1024 + STAGES·BN·128
-// + 2·128·BN (staging) + 16·(HSTAGES + STAGES)
+// Tiles (-DNAME=value): BM padded pixels (128 or 256; with SWAP also 384, 464, 512; with PING, a warpgroup's whole
+// tile, 128, 192, 232 or 256), BN filters (64, 128 or 256; 64 or 128 with SWAP; a warpgroup's pixels · BN ≤ 16384),
+// STAGES filter slots, HSTAGES halo slots, DESC_BASE, SWAP, PING, PROBE (the probe's parts switched off). Maps:
+// map_x, the 4-D tiled map of x in boxes of 64 × Wp × HR × 1; map_w, K × R·S·C in boxes of BN × 64; map_y, y in boxes
+// of 64 × Wp × BM / Wp × 1. Launch: min(tiles, SMs) blocks, tiles = N·⌈OH·Wp / BM⌉·⌈K / BN⌉; 384 threads; 1024
+// (alignment) + HSTAGES·⌈HR·Wp·128 / 1024⌉·1024 + STAGES·BN·128 + 2·128·BN (staging) + 16·(HSTAGES + STAGES)
 // bytes of dynamic shared memory (the kernel traps if given less).
 
 #include "../include/hopper.cuh"    // wgmma_ss, smem_desc, mbarriers, tma_load_2d, tma_load_4d
@@ -78,11 +87,21 @@
 #ifndef SWAP
 #define SWAP 0
 #endif
+#ifndef PING
+#define PING 0
+#endif
+#ifndef PROBE
+#define PROBE 0  // tools/gpu/tc_conv_probe.py only, results wrong: bits 1 no epilogue, 2 no tap shifts,
+                 // 4 no copy-out (staged, not stored), 8 nothing staged (copied out all the same)
+#endif
 
 constexpr int CONSUMERS = 2;
 constexpr int BK = 64;                         // channels a slice: one 128-byte swizzle row of 16-bit values
 constexpr int THREADS = 128 * (CONSUMERS + 1);
-constexpr int WG_M = BM / CONSUMERS;  // a consumer warpgroup's padded pixels
+// PING = 0: both consumer warpgroups share each tile (BM / 2 pixels each); PING = 1: each takes every other tile
+// of BM pixels whole, the two alternating on the tensor pipe (one's epilogue under the other's wgmmas)
+constexpr int WG_M = PING ? BM : BM / CONSUMERS;  // a consumer warpgroup's padded pixels of a tile
+constexpr int TILE_WGS = PING ? 1 : CONSUMERS;    // consumer warpgroups that read a tile's slots
 // SWAP = 0: wgmma's M is pixels (MI m64 blocks of the warpgroup's pixels), N the BN filters. SWAP = 1: M is the
 // filters (MI = BN / 64 blocks), N the warpgroup's pixels, the product transposed (y^T = w · x^T).
 constexpr int MI = SWAP ? BN / 64 : WG_M / 64, NW = SWAP ? WG_M : BN;
@@ -91,8 +110,9 @@ constexpr int STAGING_BYTES = 64 * BN * 2;
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
 
-static_assert(BM == 128 || BM == 256 || (SWAP && BM == 512),
-              "BM: 64 or 128 padded pixels per consumer warpgroup (256 with SWAP: one wgmma's N)");
+static_assert(WG_M == 64 || WG_M == 128 || (SWAP && (WG_M == 192 || WG_M == 232 || WG_M == 256)),
+              "BM: 64 or 128 padded pixels per consumer warpgroup (with SWAP also 192, 232 or 256: one wgmma's N)");
+static_assert(PING == 0 || PING == 1, "PING: warpgroups sharing each tile (0) or taking turns with whole tiles (1)");
 static_assert(SWAP ? BN == 64 || BN == 128 : BN == 64 || BN == 128 || BN == 256,
               "BN: one wgmma's N, 64, 128 or 256; with SWAP one or two m64 blocks of filters");
 static_assert(MI * NW <= 256, "a consumer thread holds MI · NW / 2 ≤ 128 accumulators");
@@ -106,9 +126,32 @@ __device__ __forceinline__ uint64_t halo_desc(uint32_t addr)
     return smem_desc(addr) | (DESC_BASE ? (uint64_t)((addr >> 7) & 7) << 49 : 0ull);
 }
 
+// Stage one filter block's accumulators of the swapped product (filters × pixels) as pixel rows: n blocks j0 ..
+// j1 − 1 (8 pixels each) go to rows 8·(j − j0) .. of `row_bytes` bytes at `base`, filter chunk chunk0 (+1 for the
+// block's filters 8-15) at chunk ^ (row % 8). stmatrix .trans writes each 8×8 matrix (accumulators 4j, 4j + 1: row
+// lane/4, pixels 2·(lane%4), +1) transposed, the address of row c given by lane 8·matrix + c; four matrices (n blocks
+// j, j + 1) an instruction, two for an odd last one. A matrix's 8 rows land in 8 distinct chunks: no bank conflicts.
+template <int N_PIXELS, typename T>
+__device__ __forceinline__ void stage_pixel_rows(const float (&a)[N_PIXELS / 2], uint32_t base, int row_bytes,
+                                                 int chunk0, int j0, int j1, T* as)
+{
+    const int lane = threadIdx.x % 32, c = lane % 8;
+#pragma unroll
+    for (int j = j0; j < j1; j += 2) {
+        const int mi = j + 1 < j1 ? lane / 8 : lane / 8 % 2;  // x2: lanes 0-15 count
+        const int row = 8 * (j + mi / 2 - j0) + c;
+        const uint32_t at = base + row * row_bytes + (((chunk0 + mi % 2) ^ c) * 16);
+        const uint32_t lo = pack2(a[4 * j], a[4 * j + 1], as), hi = pack2(a[4 * j + 2], a[4 * j + 3], as);
+        if (j + 1 < j1)
+            stmatrix_x4_trans(at, lo, hi, pack2(a[4 * j + 4], a[4 * j + 5], as), pack2(a[4 * j + 6], a[4 * j + 7], as));
+        else
+            stmatrix_x2_trans(at, lo, hi);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                   ELEM_OUT* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int pad, int OH,
+                   const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int pad, int OH,
                    int OW)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -142,8 +185,8 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     if (tid == 0) {  // full: the producer's arrive (+ bytes); empty: one arrive per consumer warp
-        for (int s = 0; s < HSTAGES; ++s) mbar_init(hfull(s), 1), mbar_init(hempty(s), 4 * CONSUMERS);
-        for (int s = 0; s < STAGES; ++s) mbar_init(bfull(s), 1), mbar_init(bempty(s), 4 * CONSUMERS);
+        for (int s = 0; s < HSTAGES; ++s) mbar_init(hfull(s), 1), mbar_init(hempty(s), 4 * TILE_WGS);
+        for (int s = 0; s < STAGES; ++s) mbar_init(bfull(s), 1), mbar_init(bempty(s), 4 * TILE_WGS);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -185,14 +228,26 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
         const int wg = warp / 4, w = warp % 4;
         ELEM_OUT* staging = reinterpret_cast<ELEM_OUT*>(halo_ptr + HSTAGES * halo_slot + STAGES * B_BYTES +
                                                         wg * STAGING_BYTES);
+        const uint32_t staging_addr = smem_addr(staging);
         const bool whole_chunks = K % 8 == 0;
-        uint32_t hit = 0, bit = 0;
-        for (int g = blockIdx.x; g < tiles; g += gridDim.x) {
+        // PING's tiles of whole padded rows (BM a multiple of Wp: 4 rows of 58 at 56²) leave as one TMA box of
+        // map_y (64 filters × Wp columns × BM / Wp rows, the columns past OW and rows past OH clipped), staged in
+        // the tile's own halo slot once its wgmmas are done: one instruction instead of a copy loop whose index
+        // arithmetic took longer than the other warpgroup's wgmmas (docs/perf-notes.md)
+        const bool rows_out = PING && SWAP && BN == 64 && BM % Wp == 0 && whole_chunks;
+        if (rows_out && tid % 128 == 0) tma_acquire(map_y);
+        const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
+        // t: the block's t-th tile (g = blockIdx.x + t·gridDim.x), all of them (PING = 0) or every other one
+        for (int t = PING ? wg : 0; blockIdx.x + t * gridDim.x < tiles; t += PING ? 2 : 1) {
             int img, q0, hp0, n0;
-            tile(g, img, q0, hp0, n0);
+            tile(blockIdx.x + t * gridDim.x, img, q0, hp0, n0);
             const int rows = min(BM, PI - q0);  // padded pixels of the tile inside its image
             // This warpgroup's first pixel, as a row of the halo box for tap (0, 0)
-            const int row0 = q0 - hp0 * Wp + wg * WG_M;
+            const int row0 = q0 - hp0 * Wp + wg_off;
+            // the tile's first halo box and filter slice, counted over the block's tiles as the producer does
+            uint32_t hit = t * cslices, bit = t * slices;
+            // PING: tile t's wgmmas go after tile t − 1's (the other warpgroup's) are issued
+            if (PING && t > 0) named_sync(4 + wg, 256);
             float acc[MI][NW / 2];
 #pragma unroll
             for (int i = 0; i < MI; ++i)
@@ -207,7 +262,8 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 for (int tap = 0; tap < taps; ++tap, ++bit) {
                     const int bs = bit % STAGES, r = tap / S, s = tap - r * S;
                     mbar_wait(bfull(bs), (bit / STAGES) & 1);
-                    const uint32_t a = halo + (row0 + r * Wp + s) * (BK * 2), b = b_addr + bs * B_BYTES;
+                    const int shift = PROBE & 2 ? 0 : r * Wp + s;  // probe 2: every tap at the unshifted rows
+                    const uint32_t a = halo + (row0 + shift) * (BK * 2), b = b_addr + bs * B_BYTES;
                     wgmma_fence();
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the rows
@@ -240,6 +296,7 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                     held_b = held_h = -1;
                 }
             }
+            if (PING && blockIdx.x + (t + 1) * gridDim.x < tiles) named_arrive(5 - wg, 256);  // the other's turn
             wgmma_wait<0>();
 #pragma unroll
             for (int i = 0; i < MI; ++i)
@@ -247,29 +304,46 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 for (int v = 0; v < NW / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
             if (lane == 0 && held_b >= 0) {
                 mbar_arrive(bempty(held_b));
-                mbar_arrive(hempty(held_h));
+                if (!rows_out) mbar_arrive(hempty(held_h));
+            }
+            if constexpr (PROBE & 1) {  // tools/gpu/tc_conv_probe.py: the tile without its epilogue; one value
+                if (acc[0][0] == 1.2345f && N < 0) y[0] = acc[0][0];  // kept, so ptxas keeps every wgmma
+                if (rows_out && lane == 0) mbar_arrive(hempty(held_h));  // (else the next box never comes)
+                continue;
+            }
+
+            if (rows_out) {  // (held_h is this tile's last halo slot: its wgmmas are done, its release waits)
+                const uint32_t out = halo_addr + (t * cslices + cslices - 1) % HSTAGES * halo_slot;
+                // pixel p's 8 filters 16w + 8h .. as chunk (2w + h) ^ (p % 8) of its 128-byte row: the box's 128B
+                // swizzle (the slot is 1024-aligned)
+                stage_pixel_rows<NW>(acc[0], out, 128, 2 * w, 0, NW / 8, staging);
+                fence_proxy_async();  // the staged rows, visible to the copy engine
+                named_sync(2 + wg, 128);
+                if (tid % 128 == 0) {
+                    tma_store_4d(map_y, out, n0, 0, hp0, img);
+                    bulk_commit();
+                    bulk_wait<true>();  // the box has been read out of the slot: the producer may refill it
+                    mbar_arrive_n(hempty(held_h), 4);
+                }
+                continue;
             }
 
             // ---- epilogue (14's): each block of 64 pixels rounded into the staging area (64 pixel rows × BN
             // filters, 16-byte chunks XOR-swizzled by row % 8), then written as whole 16-byte chunks of output rows;
             // padded columns and pixels past the image are skipped.
 #pragma unroll
-            for (int pb = 0; pb < WG_M / 64; ++pb) {
-                if (wg * WG_M + pb * 64 >= rows) continue;  // no pixel of this image (uniform in the warpgroup)
+            for (int pb = 0; pb < (WG_M + 63) / 64; ++pb) {
+                constexpr int CH = BN / 8, RSTEP = 128 / CH;  // 16-byte chunks a row; rows a pass of 128 threads
+                const int nrows = min(64, WG_M - pb * 64);       // 40 in the last block of a 232-pixel warpgroup
+                if (wg_off + pb * 64 >= rows) continue;  // no pixel of this image (uniform in the warpgroup)
                 named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
-                if constexpr (SWAP) {
-                    // Accumulator v of filter block i: filter i·64 + 16·w + lane/4 (+8 where v % 4 ≥ 2), pixel
-                    // 8·(v/4) + 2·(lane%4) + v%2; pixels pb·64 .. pb·64 + 63 are v in [32·pb, 32·pb + 32). One
-                    // 16-bit store each: the 8 lanes of a lane%4 fill one 16-byte chunk, the four lane%4 groups
-                    // land in four chunks (rows 2 apart, XOR-swizzled): no bank conflicts.
+                if constexpr (PROBE & 8) {
+                } else if constexpr (SWAP) {
+                    // filter block i: filters i·64 + 16·w + lane/4 (+8) at chunk 8i + 2w (+1) of the pixel rows
 #pragma unroll
                     for (int i = 0; i < MI; ++i)
-#pragma unroll
-                        for (int v = 32 * pb; v < 32 * pb + 32; ++v) {
-                            const int row = 8 * (v / 4 - 8 * pb) + 2 * (lane % 4) + v % 2;
-                            const int f = i * 64 + w * 16 + lane / 4 + 8 * ((v / 2) % 2);
-                            store1(staging + row * BN + ((f / 8) ^ (row % 8)) * 8 + f % 8, acc[i][v]);
-                        }
+                        stage_pixel_rows<NW>(acc[i], staging_addr, BN * 2, 8 * i + 2 * w, 8 * pb,
+                                             min(8 * pb + 8, NW / 8), staging);
                 } else {
 #pragma unroll
                     for (int v = 0; v < BN / 2; v += 2) {
@@ -281,11 +355,16 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                     }
                 }
                 named_sync(2 + wg, 128);
-                const int qb = q0 + wg * WG_M + pb * 64;
-                for (int e = tid % 128; e < 64 * (BN / 8); e += 128) {
-                    const int row = e / (BN / 8), chunk = e % (BN / 8), q = qb + row, k = n0 + chunk * 8;
-                    const int oh = q / Wp, ow = q - oh * Wp;
-                    if (q >= PI || ow >= OW || k >= K) continue;
+                // Each thread copies one chunk column (filters k .. k + 7) of every RSTEP-th row: its first row's
+                // (oh, ow) by one division, the next ones by stepping (a division per row cost more than the
+                // stores)
+                const int chunk = tid % CH, k = n0 + chunk * 8, qb = q0 + wg_off + pb * 64;
+                if (k >= K || (PROBE & 4)) continue;
+                int row = (tid % 128) / CH, oh = (qb + row) / Wp, ow = qb + row - oh * Wp;
+                for (; row < nrows; row += RSTEP, ow += RSTEP) {
+                    while (ow >= Wp) ow -= Wp, ++oh;
+                    if (oh >= OH) break;  // past the image's last padded pixel
+                    if (ow >= OW) continue;
                     const ELEM_OUT* src = staging + row * BN + (chunk ^ (row % 8)) * 8;
                     ELEM_OUT* dst = y + ((size_t)(img * OH + oh) * OW + ow) * K + k;
                     if (whole_chunks && k + 8 <= K) {
@@ -296,5 +375,6 @@ conv_tc_wgmma_halo(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 }
             }
         }
+        if (rows_out && tid % 128 == 0) bulk_wait<false>();  // the last boxes written before the block ends
     }
 }

@@ -69,10 +69,13 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
 #define ACC_N64 ACC32(0)              // the outputs of an n64 wgmma, as one macro argument
 #define ACC_N128 ACC64(0)             // ... of an n128 one
 #define ACC_N256 ACC64(0), ACC64(64)  // ... of an n256 one
-#define ACC_N192 ACC64(0), ACC32(64)          // ... of an n192 one (fp8 only, here)
+#define ACC_N192 ACC64(0), ACC32(64)          // ... of an n192 one
+#define ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define ACC_N232 ACC64(0), ACC32(64), ACC8(96), ACC8(104), ACC4(112)  // ... of an n232 one (4 rows of 58 pixels)
 #define WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define WGMMA_D96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
 #define WGMMA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define WGMMA_D116 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115}"
 #define WGMMA_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 // One wgmma: INSTR's accumulators DREGS, then the two descriptors (operands IA, IB), scale-d from operand IP
 // (0: d = a·b, 1: d += a·b), scale-a/-b 1, and for 16-bit types the transpose immediates (TRANS).
@@ -89,12 +92,26 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
 template <typename T, int N, int TA = 0, int TB = 0>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, uint32_t accumulate)
 {
-    static_assert(N == 64 || N == 128 || N == 256 || (sizeof(T) == 1 && N == 192),
-                  "wgmma_ss: N 64, 128 or 256 (and 192 for fp8)");
+    static_assert(N == 64 || N == 128 || N == 192 || N == 256 || (sizeof(T) == 2 && N == 232),
+                  "wgmma_ss: N 64, 128, 192 or 256 (and 232 for 16-bit types: conv/16's whole rows of 58 pixels)");
     static_assert(sizeof(T) == 2 || (TA == 0 && TB == 0), "fp8 wgmma reads K-major operands only");
     if constexpr (N == 192) {
-        WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3", WGMMA_D96, "96", "97", "98", "",
-                     ACC_N192);
+        if constexpr (sizeof(T) == 1)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3", WGMMA_D96, "96", "97", "98", "",
+                         ACC_N192);
+        else if constexpr (std::is_same_v<T, __half>)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", WGMMA_D96, "96", "97", "98",
+                         ", %99, %100", ACC_N192, "n"(TA), "n"(TB));
+        else
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", WGMMA_D96, "96", "97", "98",
+                         ", %99, %100", ACC_N192, "n"(TA), "n"(TB));
+    } else if constexpr (N == 232) {
+        if constexpr (std::is_same_v<T, __half>)
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n232k16.f32.f16.f16", WGMMA_D116, "116", "117", "118",
+                         ", %119, %120", ACC_N232, "n"(TA), "n"(TB));
+        else
+            WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n232k16.f32.bf16.bf16", WGMMA_D116, "116", "117", "118",
+                         ", %119, %120", ACC_N232, "n"(TA), "n"(TB));
     } else if constexpr (N == 256) {
         if constexpr (sizeof(T) == 1)
             WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", WGMMA_D128, "128", "129", "130", "",
@@ -152,6 +169,22 @@ __device__ __forceinline__ void wgmma_hold(float (&acc)[MI][R])
         for (int v = 0; v < R; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");
 }
 
+// stmatrix (sm_90): a warp stores 8×8 matrices of 16-bit values, each thread holding two neighbouring values of
+// row lane/4 of each (columns 2·(lane%4), +1: the accumulator fragment of an m64nNk16 wgmma, 8 columns at a time),
+// packed in one register a matrix. .trans stores each matrix transposed: fragment column c becomes the 16-byte row
+// whose address lane 8·i + c gives (i: the matrix). x4: four matrices (lanes 0-31 give rows), x2: two (lanes 0-15).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0),
+                 "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+}
+__device__ __forceinline__ void stmatrix_x2_trans(uint32_t addr, uint32_t r0, uint32_t r1)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r0), "r"(r1)
+                 : "memory");
+}
+
 // Store a warpgroup's accumulators of the transposed product (C^T = B^T · A^T, as both TF32 kernels compute it):
 // accumulator (row r, column c) of tile i is C(m0 + 128i + c, n0 + r), with n0 the warpgroup's first column. For
 // one register the warp writes 4 rows of C × 8 consecutive columns: four full 32-byte sectors.
@@ -206,6 +239,12 @@ __device__ __forceinline__ void mbar_expect_bytes(uint32_t bar, int bytes)
 __device__ __forceinline__ void mbar_arrive(uint32_t bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+// Arrive `count` times at once (the releases of several warps, made by one thread after a wait they share).
+__device__ __forceinline__ void mbar_arrive_n(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
 
 // Block until the phase of parity `parity` has completed. A fresh barrier counts its (imaginary) previous phase,
@@ -338,6 +377,12 @@ __device__ __forceinline__ void tma_store_2d(const TensorMap* map, uint32_t src,
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                  ::"l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(src) : "memory");
 }
+// The same for a 4-D box at (c, w, h, n), innermost first (conv/16's output rows: channels × columns × rows × 1)
+__device__ __forceinline__ void tma_store_4d(const TensorMap* map, uint32_t src, int c, int w, int h, int n)
+{
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];"
+                 ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(src) : "memory");
+}
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Wait until this thread's bulk stores have read their shared memory (READ = true) or finished altogether.
 template <bool READ>
@@ -353,6 +398,12 @@ __device__ __forceinline__ void bulk_wait()
 __device__ __forceinline__ void named_sync(int id, int threads)
 {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+// Arrive at named barrier `id` without waiting: with named_sync(id, threads) on the other side, a signal from one
+// group of warps to another (here `threads` counts both groups).
+__device__ __forceinline__ void named_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Copy the box at (x = inner coordinate, y) into `dst`; its bytes count towards `bar`'s phase. With `mask` != 0

@@ -12,6 +12,8 @@
 #                                      # descriptors' base offset)
 #   bash tools/gpu/tc_conv.sh sweep-halo # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN
 #   bash tools/gpu/tc_conv.sh halo       # check-halo, then sweep-halo if the tests passed (one device call, ~2 min)
+#   bash tools/gpu/tc_conv.sh halo56     # check-halo, then tools/gpu/tc-conv-halo-56.toml: the 56² layer alone
+#                                        # (~1 min): cuDNN, tc-wgmma-tma and tc-wgmma-halo, fp16 and bf16
 #   bash tools/gpu/tc_conv.sh ncu-halo   # ncu (fp16) of tc-wgmma-halo and tc-wgmma-tma on the 56² and 28² layers
 #                                        # (or LAYERS=...; ONLY="label,label" to profile only those configurations:
 #                                        # ~20 s a launch): L2 read sectors, tensor pipe, DRAM
@@ -59,6 +61,9 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
   sweep-halo)  # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN, the stride-1 layers
     python3 -m gpubench run tools/gpu/tc-conv-halo.toml -o "$OUT/tc-conv-halo.json" > "$OUT/tc-conv-halo.log" 2>&1
     echo "sweep-halo exit $?" ;;
+  sweep-halo56)  # tools/gpu/tc-conv-halo-56.toml: the 56² layer alone
+    python3 -m gpubench run tools/gpu/tc-conv-halo-56.toml -o "$OUT/tc-conv-halo-56.json" > "$OUT/tc-conv-halo-56.log" 2>&1
+    echo "sweep-halo56 exit $?" ;;
   ncu-halo)  # one launch a configuration (REPS=1: a warm-up, then the profiled call), halo and tma side by side
     VARIANTS=tc-wgmma-halo,tc-wgmma-tma REPS=1 ONLY="${ONLY:-}" ncu --metrics "$METRICS,sm__cycles_active.avg,gpc__cycles_elapsed.max,\
 lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-56x64 28x128} \
@@ -79,4 +84,5 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
 }
 if [ "$1" = all ]; then for s in check probe sweep ncu; do step $s; done
 elif [ "$1" = halo ]; then step check-halo && step sweep-halo  # the sweep only where the tests passed
+elif [ "$1" = halo56 ]; then step check-halo && step sweep-halo56
 else step "$1"; fi
