@@ -226,9 +226,9 @@ def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed:
 
 def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
     """Saved runs named by files or directories (every *.json and *.json.gz below a directory, in name order),
-    each loaded and checked. A file named on its own that is not a gpubench run is one line naming it; one met inside a directory
-    (a package.json, a half-written file) is passed over, and returned second as "path: why", so that one stray file
-    does not hide a directory's history."""
+    each loaded and checked. A file named on its own that is not a gpubench run is one line naming it; one met
+    inside a directory (a package.json, a half-written file) is passed over, and returned second as "path: why", so
+    that one stray file does not hide a directory's history."""
     from gpubench import compare
     from gpubench.results import load, results_path, saved_under
 

@@ -26,7 +26,8 @@ CONFIG = click.option("--config", "config", default=None, metavar="FILE",
                       help="Your project's gpubench.toml (default: found from here upwards, as pytest does).")
 OUTPUT = [
     click.option("-o", "--output", default=None,
-                 help="Results file, .json, or .json.gz to save it compressed (default: results/<device>/<name>-<time>.json)."),
+                 help="Results file, .json, or .json.gz to save it compressed "
+                      "(default: results/<device>/<name>-<time>.json)."),
     click.option("--force", is_flag=True, help="Replace the -o file if it exists."),
 ]
 DECIDING = [

@@ -59,7 +59,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("gpubench", "gpubench: measure callables in tests, save and compare runs")
     group.addoption("--gpubench-backend", default="cuda", choices=("cuda", "cpu"),
                     help="where the gpubench fixture measures (default: cuda)")
-    group.addoption("--gpubench-save", metavar="PATH", help="save the session's points as a gpubench run (.json or .json.gz)")
+    group.addoption("--gpubench-save", metavar="PATH",
+                    help="save the session's points as a gpubench run (.json or .json.gz)")
     group.addoption("--gpubench-compare", metavar="PATH",
                     help="compare the session's points with this saved run; a significant slowdown fails the session")
     group.addoption("--gpubench-threshold", type=float, default=0.05,

@@ -28,20 +28,20 @@ SUFFIXES = (".json", ".json.gz")  # what a results file's name ends in: plain, o
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def compressed(path: str | Path) -> bool:
+def _compressed(path: Path) -> bool:
     """Whether a run saved at `path` is written compressed: its name ends in .gz."""
     return Path(path).name.lower().endswith(".gz")
 
 
-def is_results_name(path: str | Path) -> bool:
+def _is_results_name(path: Path) -> bool:
     """Whether a file's name is one a saved run may have (what a directory of runs is searched for)."""
-    return Path(path).name.lower().endswith(SUFFIXES)
+    return path.name.lower().endswith(SUFFIXES)
 
 
 def run_name(path: str | Path) -> str:
     """A results file's name without .json or .json.gz: lab-a.json and lab-a.json.gz are both run "lab-a"."""
     name = Path(path).name
-    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+    for suffix in SUFFIXES:  # a .json.gz name does not end in .json, so the order does not matter
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]
     return name
@@ -50,7 +50,7 @@ def run_name(path: str | Path) -> str:
 def saved_under(directory: str | Path, pattern: str = "*/*") -> list[Path]:
     """The results files under a directory matching a glob (default: one level down, as results/<gpu>/), plain
     or compressed, in name order."""
-    return sorted(p for p in Path(directory).glob(pattern) if is_results_name(p) and p.is_file())
+    return sorted(p for p in Path(directory).glob(pattern) if _is_results_name(p) and p.is_file())
 
 
 def decompressed(raw: bytes) -> bytes:
@@ -66,7 +66,7 @@ def save(run: Run, path: str | Path) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = run.to_json().encode("utf-8")
-        if compressed(path):
+        if _compressed(path):
             data = gzip.compress(data, compresslevel=6, mtime=0)
         with open(tmp, "wb") as f:
             f.write(data)
