@@ -20,7 +20,7 @@ LAB_BLOCK_SIZES = (8, 16, 24, 32)
 SAMPLE_SHAPES = {Op.GEMM: GemmShape(1000, 1500, 777),
                  Op.CONV: conv_shape(1000, 2, batch=2, in_channels=3, out_channels=4, kernel=3)}
 MAP_KEYS = {"array", "box"}
-MAP_OPTIONAL = {"shape", "swizzle", "im2col"}
+MAP_OPTIONAL = {"shape", "swizzle", "im2col", "when"}
 SWIZZLES = (0, 128)  # bytes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 
@@ -56,7 +56,9 @@ def workspace_of(entry: Entry, op: str, params: set[str]) -> tuple[tuple[str, ex
 def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, ...]) -> tuple[TensorMap, ...]:
     """tensor_maps = { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }: TMA descriptors; a
     convolution's map_x = { array = "x", im2col = true, box = ["BM", "64"] } reads x in the copy engine's im2col
-    mode (boxes of output pixels × channels of one filter tap; its shape follows from the problem)."""
+    mode (boxes of output pixels × channels of one filter tap; its shape follows from the problem). `when` (a
+    condition on the problem and the configuration, e.g. "K % 8 == 0") builds the map only where it holds: elsewhere
+    the kernel gets 128 bytes of zeros in its place and must take another path."""
     table = entry.get("tensor_maps", dict, default={},
                       what='a table such as { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }')
     taken = set(ARRAYS[op]) | set(DIMS[op]) | set(LAB_NAMES[op]) | params | set(scratch)
@@ -68,7 +70,7 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
                        "workspace")
         if not isinstance(t, dict) or not MAP_KEYS <= set(t) <= MAP_KEYS | MAP_OPTIONAL:
             entry.fail(f"{where} must be a table with {', '.join(sorted(MAP_KEYS))} (and optionally shape, swizzle, "
-                       "im2col)")
+                       "im2col, when)")
         swizzle = t.get("swizzle", 128)
         if type(swizzle) is not int or swizzle not in SWIZZLES:
             entry.fail(f"{where}.swizzle must be 128 (bytes; the default) or 0 (rows as they are), got {swizzle!r}")
@@ -96,7 +98,9 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
         if len(pair["box"]) != dims_given:
             entry.fail(f"{where}.box must have one expression per dimension of the array ({dims_given}), got "
                        f"{len(pair['box'])}")
-        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle, im2col))
+        when = entry.expression(f"{where}.when", t["when"], set(DIMS[op]) | params, boolean=True) if "when" in t \
+            else None
+        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle, im2col, when))
     return tuple(maps)
 
 

@@ -115,7 +115,11 @@ class TensorMap:
 
     With im2col, the map is of a convolution's NHWC input as the copy engine's im2col mode reads it: for one filter
     tap, the N·OH·OW × C matrix of the input pixels under every output pixel (zeros in the padding), in boxes of
-    box_rows output pixels × box_cols channels; the kernel names the tap when it copies."""
+    box_rows output pixels × box_cols channels; the kernel names the tap when it copies.
+
+    With a condition `when`, the map exists only for the problems (and configurations) where it holds: a TMA box
+    of y needs rows of whole 16-byte chunks, so a kernel that stores through map_y where K % 8 == 0 keeps a copy
+    loop for the other problems, and gets no map there (the backend passes zeros in its place)."""
 
     name: str
     array: str  # an input, the output or a workspace array
@@ -125,6 +129,11 @@ class TensorMap:
     box: tuple[Expr, ...]  # box rows, box cols (or one a dimension of shape), over the dims and the configuration
     swizzle: int = 128  # bytes: 128, or 0 for plain rows
     im2col: bool = False  # a convolution's NHWC input, one filter tap's pixels at a time (rows: output pixels)
+    when: Expr | None = None  # a condition over the dims and the configuration: the map is built only where it holds
+
+    def applies(self, values: Mapping[str, int]) -> bool:
+        """Whether the map is built for this problem and configuration (its `when` holds, or it has none)."""
+        return self.when is None or bool(self.when(values))
 
     def element(self, problem=None):
         """The host element type of the mapped array (float32 for a workspace array, or without a problem)."""
@@ -142,7 +151,10 @@ class TensorMap:
         return (rows, cols), box
 
     def unfit(self, values: Mapping[str, int], problem=None) -> str | None:
-        """What the copy engine would refuse in this map (the first rule broken), or None."""
+        """What the copy engine would refuse in this map (the first rule broken), or None (also where the map is not
+        built at all: its `when` does not hold)."""
+        if not self.applies(values):
+            return None
         shape, box = self.resolve(values, problem)
         if min(shape) < 1:
             return f"tensor map {self.name}: {' × '.join(map(str, shape))} is empty"

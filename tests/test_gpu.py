@@ -222,6 +222,31 @@ def test_split_last_wave_adds_the_second_half_in_every_call(cuda, data, shape, d
 
 @pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])
 @pytest.mark.parametrize("shape", [
+    conv_shape(29, 1, batch=23, in_channels=72, out_channels=200, padding=1),
+    conv_shape(95, 2, batch=9, in_channels=40, out_channels=130, padding=1)])
+def test_tma_ping_tiles_in_turn_and_tma_stores_clip(cuda, data, shape, dtype):
+    """tc-wgmma-tma's PING configurations (the two consumer warpgroups taking whole tiles in turn) and its output
+    through TMA boxes of map_y, on shapes whose tiles persistent blocks walk several at a time: 29² × 23 images
+    (19,343 pixels: 152 tiles of 128 × 2 filter tiles = 304 tiles on 132 SMs, so blocks take 3 tiles (an odd
+    count: the first warpgroup takes two) or 2; K = 200, a multiple of 8: TMA boxes, the last one of each tile
+    clipped to 8 filters, the last tile's rows clipped to 15), and stride 2 with K = 130 (no map_y: the copy loop).
+    The automatic checks' shapes give a block one tile at most. Every configuration, PING or not, with and
+    without the TMA store; the third call in a row is verified, output poisoned with NaN."""
+    shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
+    ours = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
+    assert any(c.values.get("PING") for c in ours.configs), "no PING configuration in the spec"
+    inputs, ref = data(shape)
+    for c in ours.configs:
+        prepared = cuda.prepare(ours, c, shape, inputs)
+        prepared.run()
+        prepared.run()
+        err = verify(cuda, prepared, ref, shape)
+        prepared.release()
+        assert math.isfinite(err) and err <= cuda.tolerance(ours, shape), (c.label, err)
+
+
+@pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])
+@pytest.mark.parametrize("shape", [
     conv_shape(61, 1, batch=9, in_channels=64, out_channels=40, padding=1),
     conv_shape(29, 1, batch=7, in_channels=136, out_channels=200, padding=1),
     conv_shape(18, 1, batch=5, in_channels=64, out_channels=72, kernel=5, padding=2)])

@@ -464,6 +464,27 @@ def test_a_tensor_map_without_swizzle_may_have_rows_of_up_to_256_floats(tmp_path
     assert m.swizzle == 0 and m.unfit({"M": 1000, "K": 776, "BM": 128}) is None
 
 
+def test_a_tensor_map_with_a_condition_is_built_only_where_it_holds(tmp_path):
+    only = {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "when": "K % 4 == 0 and BM >= 64"}}
+    (v,) = _tma_spec(tmp_path, tensor_maps=only)
+    (m,) = v.tensor_maps
+    assert m.applies({"M": 1000, "K": 776, "BM": 128})
+    assert not m.applies({"M": 1000, "K": 777, "BM": 128}) and not m.applies({"M": 1000, "K": 776, "BM": 32})
+    # where it is not built, nothing about it can be unfit (a box too wide for the swizzle is not checked)
+    assert m.unfit({"M": 1000, "K": 777, "BM": 128}) is None
+    (always,) = _tma_spec(tmp_path)[0].tensor_maps
+    assert always.when is None and always.applies({"M": 1, "K": 1, "BM": 1})
+
+
+def test_builtin_tma_conv_stores_through_map_y_only_where_rows_are_whole_16_byte_chunks():
+    for name in ("tc-wgmma-tma", "tc-wgmma-halo"):
+        maps = {m.name: m for m in CATALOG.get("conv", "cuda", name).tensor_maps}
+        ragged = conv_shape(33, 1, batch=2, in_channels=8, out_channels=33, kernel=3).dims()
+        whole = conv_shape(28, 1, batch=2, in_channels=128, out_channels=128, kernel=3).dims()
+        assert not maps["map_y"].applies(ragged) and maps["map_y"].applies(whole)
+        assert all(maps[m].applies(ragged) for m in ("map_x", "map_w"))
+
+
 @pytest.mark.parametrize("changes,message", [
     ({"tensor_maps": {"map_a": {"array": "Q", "shape": ["M", "K"], "box": ["BM", "32"]}}},
      "tensor_maps.map_a.array must be one of A, B, C"),
@@ -479,7 +500,9 @@ def test_a_tensor_map_without_swizzle_may_have_rows_of_up_to_256_floats(tmp_path
      "box 128 × 512 of 4-byte elements: rows must be 1 to 256 and cols a multiple of 4 up to 256 \\(TMA's limit "
      "without a swizzle"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "pad": 4}}},
-     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle, im2col\\)"),
+     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle, im2col, when\\)"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "when": "K % 4 == Q"}}},
+     "tensor_maps.map_a.when"),
     ({"args": ["A", "B", "C", "M", "N", "K"]}, "tensor map\\(s\\) map_a passed to no kernel"),
     ({"args": ["map_a", "C", "M", "N", "K"]}, "args of the steps: missing B"),
 ])

@@ -81,21 +81,35 @@
 #ifndef SPLIT
 #define SPLIT 0
 #endif
+#ifndef PING
+#define PING 0
+#endif
+#ifndef TMA_STORE
+#define TMA_STORE 1
+#endif
 
 constexpr int BK = 64;                        // one 128-byte swizzle row of 16-bit channels
 constexpr int THREADS = 128 * (CONSUMERS + 1);         // the consumer warpgroups, then the producer
-constexpr int WG_M = BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, and its m64 wgmmas per k step
+// PING = 0: the consumer warpgroups share each tile (BM / CONSUMERS pixels each); PING = 1: each takes every other
+// tile of BM pixels whole, the two taking turns on the tensor pipe (one's epilogue under the other's wgmmas)
+constexpr int WG_M = PING ? BM : BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, its m64 wgmmas a k step
+constexpr int TILE_WGS = PING ? 1 : CONSUMERS;  // consumer warpgroups that read a tile's slots
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int B_ROWS = BN / CLUSTER;          // the filter rows one block's TMA loads (for the whole cluster)
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;
-constexpr int STAGING_BYTES = 64 * BN * 2;  // a consumer warpgroup's m64 block of output rows, rounded
+// A consumer warpgroup's m64 block of output rows, rounded: BN / 64 boxes of 64 rows × 64 filters (128 bytes), each
+// 128B-swizzled as the copy engine reads a box of map_y (16-byte chunk c of row r at chunk c ^ (r % 8))
+constexpr int BOX_BYTES = 64 * 64 * 2, STAGING_BYTES = BN / 64 * BOX_BYTES;
 // setmaxnreg: the producer keeps 40 registers a thread, the consumers share the rest of 64K (at most 232)
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 232
                                   ? 232 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
 
 static_assert(CONSUMERS == 2 || CONSUMERS == 3, "CONSUMERS: two or three consumer warpgroups");
-static_assert(BM == 64 * CONSUMERS || BM == 128 * CONSUMERS, "BM: 64 or 128 pixels per consumer warpgroup");
+static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warpgroup (with PING, a tile)");
+static_assert(PING == 0 || (PING == 1 && CONSUMERS == 2 && CLUSTER == 1 && SPLIT == 0 && PERSISTENT == 1),
+              "PING: 0, or 1 (two consumer warpgroups taking whole tiles in turn) with persistent single blocks");
+static_assert(TMA_STORE == 0 || TMA_STORE == 1, "TMA_STORE: the output through a copy loop (0) or TMA boxes (1)");
 static_assert(CONSUMERS == 2 || MI * BN <= 128, "512 threads leave a thread 128 registers: MI · BN / 2 ≤ 64 "
                                                 "accumulators with three consumers");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: one wgmma's N, 64, 128 or 256");
@@ -106,6 +120,7 @@ static_assert(B_ROWS % 8 == 0, "each block's share of the filter box is whole 8-
 static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT: one block per tile (0) or per SM (1)");
 static_assert(SPLIT == 0 || (SPLIT == 1 && CLUSTER == 1 && PERSISTENT == 1),
               "SPLIT: 0, or 1 (the last wave's tiles in two halves) with persistent single blocks");
+constexpr int PING_BARRIER = 8;  // PING's named barriers 8 and 9: "your turn" to warpgroup 0 and 1
 constexpr int MAX_SPLIT = 128;                    // tiles split at most (the spec sizes `partials` so)
 constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes: unlikely in uninitialised memory
 
@@ -117,7 +132,7 @@ constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes:
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                  ELEM_OUT* __restrict__ y, float* __restrict__ partials, int N, int C, int H, int W, int K, int R,
+                  const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, float* __restrict__ partials, int N, int C, int H, int W, int K, int R,
                   int S, int stride, int pad, int OH, int OW)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -156,7 +171,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
     };
 
     // full: the local producer's arrive (+ bytes); empty: every consumer warp of the cluster
-    ring_init<STAGES, CLUSTER>(bars, 4 * CONSUMERS * CLUSTER);
+    ring_init<STAGES, CLUSTER>(bars, 4 * TILE_WGS * CLUSTER);
 
     // Both roles count slices with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
     if (warp >= 4 * CONSUMERS) {  // ---- the producer: one thread issues two TMA copies a slice -------------------------------
@@ -202,28 +217,40 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 }
             }
         };
-        // This warpgroup's staging: 64 rows × BN, 16-byte chunks XOR-swizzled by row % 8 (conflict-free both ways)
+        // This warpgroup's staging: 64 rows × BN as BN / 64 swizzled boxes of 64 filters (see STAGING_BYTES)
         ELEM_OUT* staging = reinterpret_cast<ELEM_OUT*>(ring + RING_BYTES + wg * STAGING_BYTES);
+        const uint32_t staging_addr = smem_addr(staging);
         const bool whole_chunks = K % 8 == 0;  // output rows start on 16-byte boundaries
+        // TMA boxes of map_y need rows of whole 16-byte chunks: elsewhere (K % 8 != 0) the copy loop, and the spec
+        // builds no map_y (a descriptor of zeros this kernel never reads)
+        const bool tma_out = TMA_STORE && whole_chunks;
+        const bool leader = tid % 128 == 0;  // the warpgroup's thread that issues its TMA stores
+        if (tma_out && leader) tma_acquire(map_y);
         // SPLIT: a tile's partial sums, accumulators v, v+1 of row block i of consumer thread tid at float2
         // (i·BN/2 + v)/2 · 128·CONSUMERS + tid (a warp's stores fill 256 contiguous bytes); the flags after them.
         constexpr int CT = 128 * CONSUMERS;
         uint32_t* const flags = reinterpret_cast<uint32_t*>(partials + (size_t)MAX_SPLIT * BM * BN);
+        const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
         uint32_t it = 0;
-        for (int u = first; u < units; u += step) {
+        // t: the block's t-th unit (u = first + t·step), all of them (PING = 0) or every other one (PING = 1)
+        for (int t = PING ? wg : 0; first + t * step < units; t += PING ? 2 : 1) {
+            const int u = first + t * step;
             int g, t0, t1, half, m0, n0;
             unit(u, g, t0, t1, half);
             origin(g, m0, n0);
+            if (PING) it = t * slices;  // (whole tiles only) the tile's first slice, counted as the producer does
+            // PING: tile t's wgmmas go after tile t − 1's (the other warpgroup's) are issued
+            if (PING && t > 0) named_sync(PING_BARRIER + wg, 256);
             float acc[MI][BN / 2];
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) acc[i][v] = 0.f;
 
-            for (int t = t0; t < t1; ++t, ++it) {
+            for (int tt = t0; tt < t1; ++tt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(full(s), (it / STAGES) & 1);
-                const uint32_t a = ring_addr + s * STAGE_BYTES + wg * WG_M * BK * 2, b = ring_addr +
+                const uint32_t a = ring_addr + s * STAGE_BYTES + wg_off * BK * 2, b = ring_addr +
                                    s * STAGE_BYTES + A_BYTES;
                 wgmma_fence();
 #pragma unroll
@@ -234,8 +261,9 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                                            1);
                 wgmma_commit();
                 wgmma_wait<1>();                             // the slice before's wgmmas are done ...
-                if (t > t0) release((it - 1) % STAGES);  // ... so its slot may be refilled
+                if (tt > t0) release((it - 1) % STAGES);  // ... so its slot may be refilled
             }
+            if (PING && first + (t + 1) * step < units) named_arrive(PING_BARRIER + 1 - wg, 256);  // the other's turn
             wgmma_wait<0>();
 #pragma unroll
             for (int i = 0; i < MI; ++i)
@@ -267,33 +295,51 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 }
                 named_sync(1, CT);
             }
+            // Accumulators v, v + 1 of block i rounded into one register (with the second half's sums, read as they
+            // are used, where the tile was halved)
+            auto rounded = [&](int i, int v) {
+                float lo = acc[i][v], hi = acc[i][v + 1];
+                if (add_partial) {
+                    const float2 p = __ldcg(sums + (i * BN / 2 + v) / 2 * CT + tid);
+                    lo += p.x, hi += p.y;
+                }
+                return pack2(lo, hi, staging);
+            };
 
-            // ---- epilogue: each m64 block of rows is rounded into this warpgroup's staging area, then written as
-            // whole 16-byte chunks of output rows, while the producer already fills the ring with the next tile.
-            // (Stored straight from the accumulators, a quad of threads writes 16 bytes of a row, half a sector:
-            // the 28² layer took 77 µs instead of 63.)
+            // ---- epilogue: each m64 block of rows is rounded into this warpgroup's staging area by stmatrix, then
+            // leaves as BN / 64 TMA boxes of map_y issued by one thread (the warpgroup goes straight on to its next
+            // tile; the copy engine clips rows past M and filters past K), or where K % 8 != 0 through a copy loop of
+            // 16-byte chunks. (Stored straight from the accumulators, a quad of threads writes 16 bytes of a row,
+            // half a sector: the 28² layer took 77 µs instead of 63.)
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
-                named_sync(2 + wg, 128);  // the warpgroup's last copy-out has read the staging area
+                const int r0 = m0 + wg_off + i * 64;
+                if (tma_out && leader) bulk_wait<true>();  // the boxes before have been read out of the staging area
+                named_sync(2 + wg, 128);  // ... and the warpgroup's last copy-out has read it
 #pragma unroll
-                for (int v = 0; v < BN / 2; v += 2) {
-                    // Accumulators v, v + 1: row 16·w + lane/4 (+8 where v % 4 = 2), columns 8·(v/4) + 2·(lane%4)
-                    // + {0, 1}: bytes 4·(lane%4) of 16-byte chunk v/4 of the row, stored at chunk (v/4) ^ (row % 8)
-                    const int row = w * 16 + lane / 4 + 8 * ((v / 2) % 2), chunk = (v / 4) ^ (row % 8);
-                    ELEM_OUT* c = staging + row * BN + chunk * 8 + 2 * (lane % 4);
-                    float lo = acc[i][v], hi = acc[i][v + 1];
-                    if (add_partial) {  // the second half's sums of the same accumulators (read as they are used)
-                        const float2 p = __ldcg(sums + (i * BN / 2 + v) / 2 * CT + tid);
-                        lo += p.x, hi += p.y;
-                    }
-                    *reinterpret_cast<uint32_t*>(c) = pack2(lo, hi, c);
+                for (int j = 0; j < BN / 16; ++j) {
+                    // Four 8×8 matrices: accumulators 8j .. 8j + 7 are rows R and R + 8 (R = 16·w + lane/4) of
+                    // 16-byte chunks 2j and 2j + 1; lane 8·m + c gives row 16·w + c + 8·(m % 2) of chunk 2j + m / 2,
+                    // at chunk (chunk % 8) ^ c of its box's 128-byte row: eight rows, eight distinct bank groups
+                    const int m = lane / 8, c = lane % 8, row = 16 * w + c + 8 * (m % 2), chunk = 2 * j + m / 2;
+                    stmatrix_x4(staging_addr + (chunk / 8) * BOX_BYTES + row * 128 + (((chunk % 8) ^ c) << 4),
+                                rounded(i, 8 * j), rounded(i, 8 * j + 2), rounded(i, 8 * j + 4), rounded(i, 8 * j + 6));
                 }
+                if (tma_out) fence_proxy_async();  // the staged rows, visible to the copy engine
                 named_sync(2 + wg, 128);
-                const int r0 = m0 + wg * WG_M + i * 64;
+                if (tma_out) {
+                    if (leader && r0 < M) {
+#pragma unroll
+                        for (int b = 0; b < BN / 64; ++b)
+                            if (n0 + 64 * b < K) tma_store_2d(map_y, staging_addr + b * BOX_BYTES, n0 + 64 * b, r0);
+                        bulk_commit();
+                    }
+                    continue;
+                }
                 for (int e = tid % 128; e < 64 * (BN / 8); e += 128) {  // consecutive threads, consecutive chunks
                     const int row = e / (BN / 8), chunk = e % (BN / 8), m = r0 + row, k = n0 + chunk * 8;
                     if (m >= M || k >= K) continue;
-                    const ELEM_OUT* src = staging + row * BN + (chunk ^ (row % 8)) * 8;
+                    const ELEM_OUT* src = staging + (chunk / 8) * (BOX_BYTES / 2) + row * 64 + ((chunk % 8) ^ (row % 8)) * 8;
                     ELEM_OUT* dst = y + (size_t)m * K + k;
                     if (whole_chunks && k + 8 <= K) {
                         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
@@ -303,6 +349,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 }
             }
         }
+        if (tma_out && leader) bulk_wait<false>();  // the last boxes written before the block ends
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
     if (CLUSTER > 1) cluster_sync();

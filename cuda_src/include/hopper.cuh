@@ -184,6 +184,14 @@ __device__ __forceinline__ void stmatrix_x2_trans(uint32_t addr, uint32_t r0, ui
     asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r0), "r"(r1)
                  : "memory");
 }
+// The same without .trans, four matrices: each lands as the fragment holds it, row lane/4 of matrix i at the
+// address lane 8·i + lane/4 gives (conv/14's epilogue: accumulator rows into 16-byte chunks of output rows).
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
+                 : "memory");
+}
 
 // Store a warpgroup's accumulators of the transposed product (C^T = B^T · A^T, as both TF32 kernels compute it):
 // accumulator (row r, column c) of tile i is C(m0 + 128i + c, n0 + r), with n0 the warpgroup's first column. For

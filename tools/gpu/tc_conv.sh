@@ -4,10 +4,11 @@
 #                                     # fp16 and bf16, ragged shapes
 #   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: the three against cuDNN's best plan, ResNet-50 layers
 #   bash tools/gpu/tc_conv.sh sweep-ws # tools/gpu/tc-conv-ws.toml: tc-wgmma-ws (one and two producers) against cuDNN
-#   bash tools/gpu/tc_conv.sh check-tma # the gpu tests of tc-wgmma-tma alone (its split1 test included)
+#   bash tools/gpu/tc_conv.sh check-tma # the gpu tests of tc-wgmma-tma alone (its split1 and PING tests included)
 #   bash tools/gpu/tc_conv.sh sweep-tma # tools/gpu/tc-conv-tma.toml: tc-wgmma-tma against tc-wgmma-ws and cuDNN
-#   bash tools/gpu/tc_conv.sh ncu-tma   # ncu (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers (or LAYERS="14x256 7x512"):
-#                                       # tensor pipe, SM busy
+#   bash tools/gpu/tc_conv.sh sweep-tma-28-14 # tools/gpu/tc-conv-tma-28-14.toml: cuDNN and tc-wgmma-tma, 28² and 14²
+#   bash tools/gpu/tc_conv.sh ncu-tma   # ncu (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers (or LAYERS="14x256 7x512";
+#                                       # ONLY="label,label": those configurations): tensor pipe, SM busy
 #   bash tools/gpu/tc_conv.sh check-halo # the gpu tests of tc-wgmma-halo alone (ragged shapes, walked tiles, the
 #                                      # descriptors' base offset)
 #   bash tools/gpu/tc_conv.sh sweep-halo # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN
@@ -42,14 +43,19 @@ step() {
   sweep-ws)  # tools/gpu/tc-conv-ws.toml: tc-wgmma-ws alone (with two producer warpgroups too) against cuDNN
     python3 -m gpubench run tools/gpu/tc-conv-ws.toml -o "$OUT/tc-conv-ws.json" > "$OUT/tc-conv-ws.log" 2>&1
     echo "sweep-ws exit $?" ;;
-  check-tma)
-    python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-tma or split_last_wave" -p no:cacheprovider -rfs 2>&1 \
+  check-tma)  # (a bounded wait: a kernel that hangs ends the step, not the device call)
+    timeout ${CHECK_SECONDS:-300} python3 -m pytest -q -m gpu tests/test_gpu.py \
+      -k "tc-wgmma-tma or split_last_wave or tma_ping" -p no:cacheprovider -rfs 2>&1 \
       | tee "$OUT/gpu-tests-tc-tma.txt" | tail -4 ;;
   sweep-tma)  # tools/gpu/tc-conv-tma.toml: tc-wgmma-tma against tc-wgmma-ws and cuDNN
     python3 -m gpubench run tools/gpu/tc-conv-tma.toml -o "$OUT/tc-conv-tma.json" > "$OUT/tc-conv-tma.log" 2>&1
     echo "sweep-tma exit $?" ;;
+  sweep-tma-28-14)  # tools/gpu/tc-conv-tma-28-14.toml: the two layers tc-wgmma-tma's PING and TMA store are for
+    python3 -m gpubench run tools/gpu/tc-conv-tma-28-14.toml -o "$OUT/tc-conv-tma-28-14.json" \
+      > "$OUT/tc-conv-tma-28-14.log" 2>&1
+    echo "sweep-tma-28-14 exit $?" ;;
   ncu-tma)  # sm__cycles_active against gpc__cycles_elapsed: how much of the call an SM had a tile to work on
-    VARIANTS=tc-wgmma-tma REPS=1 ncu --metrics "$METRICS,sm__cycles_active.avg,gpc__cycles_elapsed.max,\
+    VARIANTS=tc-wgmma-tma REPS=1 ONLY="${ONLY:-}" ncu --metrics "$METRICS,sm__cycles_active.avg,gpc__cycles_elapsed.max,\
 lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-28x128 14x256 7x512} \
       > "$OUT/ncu-tma.csv" 2> "$OUT/ncu-tma.err"
     echo "ncu-tma: exit $?, $(grep -c conv_tc "$OUT/ncu-tma.csv") rows" ;;

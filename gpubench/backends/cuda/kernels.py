@@ -69,6 +69,9 @@ class KernelLaunches:
         arrays = call_arrays(shape, inputs, out, scratch)
         for m in variant.tensor_maps:
             pointer, values = int(arrays[m.array].data.ptr), {**dims, **config.values}
+            if not m.applies(values):  # no map for this problem: zeros in its place, which the kernel never reads
+                scratch[m.name] = self.cp.zeros(tma.DESCRIPTOR_BYTES, dtype=self.cp.uint8)
+                continue
             if m.im2col:
                 encoded = tma.encode_im2col(m.name, pointer, dims, m.resolve(values, shape)[1], m.element(shape),
                                             m.swizzle)
