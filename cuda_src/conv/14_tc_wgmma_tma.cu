@@ -37,15 +37,26 @@
 //    the tile. Both halves run at the same time, in the blocks' last round, so neither waits long and no block
 //    waits for one that waits. Measured (docs/perf-notes.md): 14% fewer cycles at 14², but the power limiter took
 //    the clock down as far, so no faster there; 192-pixel tiles are the faster way to fill the SMs.
+//  * The output through TMA (TMA_STORE = 1, where K % 8 == 0): each consumer warpgroup rounds its rows 64 at a time
+//    into a staging area of its own beside the ring (stmatrix, BN / 64 boxes of 64 × 64 in the 128B swizzle) and
+//    one of its threads issues the boxes of map_y (y as N·OH·OW × K; the copy engine clips rows past M and filters
+//    past K); the warpgroup goes straight on, and waits for the copy engine only before it overwrites the staging
+//    area. Where K % 8 != 0 (TMA rows are whole 16-byte chunks; the spec builds no map_y then) and with
+//    TMA_STORE = 0, a copy loop of whole 16-byte chunks of output rows reads the same staging area.
+//  * PING = 1 (two consumer warpgroups, persistent single blocks): the warpgroups take whole tiles of BM pixels in
+//    turn instead of sharing each one; tile t's wgmmas are issued after tile t − 1's (named barriers 8 and 9), so
+//    one warpgroup's epilogue runs while the other's wgmmas keep the tensor pipe busy (conv/16's PING; CUTLASS's
+//    "pingpong" schedule). A warpgroup's tile is BM ≤ 128 pixels, BN / 2 · BM / 64 ≤ 128 accumulators a thread.
 // The rest is 13's: the consumer warpgroups (BM/CONSUMERS pixels × BN filters each, m64nBNk16 wgmmas straight from
 // shared memory, one slice's wgmmas in flight), then one producer warpgroup (setmaxnreg hands its registers over),
-// an mbarrier ring of STAGES slots. Each consumer warpgroup writes its rows out 64 at a time through a staging area
-// of its own beside the ring (so the ring need not drain first), as whole 16-byte chunks of output rows.
+// an mbarrier ring of STAGES slots.
 //
-// Tiles (-DNAME=value): BM pixels (64 or 128 per consumer warpgroup), BN filters (64, 128 or 256; a consumer thread
-// holds BM/CONSUMERS·BN/128 ≤ 128 accumulators), STAGES, CLUSTER (1 or 2), CONSUMERS (2 or 3), PERSISTENT, SPLIT
-// (0 or 1; partials: MAX_SPLIT·BM·BN floats, then MAX_SPLIT flags, where SPLIT = 1; unread otherwise). Maps:
-// map_x, im2col boxes of BM pixels × 64 channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64. Launch: a 1-D grid
+// Tiles (-DNAME=value): BM pixels (64 or 128 per consumer warpgroup; with PING a warpgroup's whole tile), BN
+// filters (64, 128 or 256; a consumer thread holds BM/CONSUMERS·BN/128 ≤ 128 accumulators), STAGES, CLUSTER (1 or
+// 2), CONSUMERS (2 or 3), PERSISTENT, SPLIT (0 or 1; partials: MAX_SPLIT·BM·BN floats, then MAX_SPLIT flags, where
+// SPLIT = 1; unread otherwise), PING (0 or 1), TMA_STORE (0 or 1). Maps: map_x, im2col boxes of BM pixels × 64
+// channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64; map_y, N·OH·OW × K in boxes of 64 × 64 (read only where
+// K % 8 == 0). Launch: a 1-D grid
 // of whole clusters, at most one block per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN),
 // filter tiles fastest, a cluster's CLUSTER blocks sharing one), with PERSISTENT at most one per SM;
 // 128·(CONSUMERS + 1) threads; STAGES·(BM + BN)·128 (the ring) + CONSUMERS·128·BN (staging) + 1024 (alignment) +
@@ -132,8 +143,8 @@ constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes:
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                  const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, float* __restrict__ partials, int N, int C, int H, int W, int K, int R,
-                  int S, int stride, int pad, int OH, int OW)
+                  const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, float* __restrict__ partials, int N,
+                  int C, int H, int W, int K, int R, int S, int stride, int pad, int OH, int OW)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* ring = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);  // 128B swizzle: 1024-aligned
@@ -339,7 +350,8 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 for (int e = tid % 128; e < 64 * (BN / 8); e += 128) {  // consecutive threads, consecutive chunks
                     const int row = e / (BN / 8), chunk = e % (BN / 8), m = r0 + row, k = n0 + chunk * 8;
                     if (m >= M || k >= K) continue;
-                    const ELEM_OUT* src = staging + (chunk / 8) * (BOX_BYTES / 2) + row * 64 + ((chunk % 8) ^ (row % 8)) * 8;
+                    const ELEM_OUT* src = staging + (chunk / 8) * (BOX_BYTES / 2) + row * 64 +
+                                          ((chunk % 8) ^ (row % 8)) * 8;
                     ELEM_OUT* dst = y + (size_t)m * K + k;
                     if (whole_chunks && k + 8 <= K) {
                         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
