@@ -37,8 +37,7 @@ if keep:
     assert len(v.configs) == len(tables), "the list is not SCREEN's"
     tables = [t for t, c in zip(tables, v.configs) if f"wgmma-tma {c.label}" in keep]
 path.write_text(text[:a] + "configs = [" + ",\n           ".join(tables) + "]\n" + text[b:])
-from gpubench import catalog
-print("wgmma-tma list:", [c.label for c in catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "wgmma-tma").configs])
+print("wgmma-tma list:", *tables, sep="\n  ")
 PY
 }
 
