@@ -33,11 +33,12 @@ a = text.index("configs = [", text.index('family = "wgmma-tma"\nsummary = "FP16/
 b = text.index("}]\n", a) + 3
 tables = sys.argv[1:]
 keep = {k.strip() for k in os.environ["KEEP"].split(";") if k.strip()}
-if keep:
+if keep:  # each table's own label (at 1bfb3bb the labels were read from the file's list, which `follow` had not
+    # replaced: its rounds ran c1 g8 u1 d1 q1 alone, without u1)
+    import tomllib
     from gpubench import catalog
     v = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "wgmma-tma")
-    assert len(v.configs) == len(tables), "the list is not SCREEN's"
-    tables = [t for t, c in zip(tables, v.configs) if f"wgmma-tma {c.label}" in keep]
+    tables = [t for t in tables if f"wgmma-tma {v.config(tomllib.loads('t = ' + t)['t']).label}" in keep]
 path.write_text(text[:a] + "configs = [" + ",\n           ".join(tables) + "]\n" + text[b:])
 print("wgmma-tma list:", *tables, sep="\n  ")
 PY
@@ -92,7 +93,7 @@ ab)
     OUT=/tmp/rounds bash tools/gpu/gemm_ab.sh 5 > "$OUT/rounds.log" 2>&1; grep "==\|exit" "$OUT/rounds.log"
     cp /tmp/rounds/ab-rounds.tgz "$OUT/rounds.tgz"; cp /tmp/rounds/tc-gemm-ab.md "$OUT/rounds.md"
     head -30 "$OUT/rounds.md" ;;
-follow)  # 5 rounds of cuBLAS, u1 and c1 g8 u1 d1 q1 in cuBLAS's fastest layouts only (outside the screening rule)
+follow)  # 5 rounds of cuBLAS, u1 and c1 g8 u1 d1 q1 in nn only (outside the screening rule)
     KEEP="$REFERENCE;wgmma-tma 128x256x64 s4 c1 g8 u1 d1 q1" set_list "${SCREEN[@]}"
     OUT=/tmp/follow bash tools/gpu/gemm_ab.sh 5 tools/gpu/tc-gemm-ab-fastest.toml > "$OUT/follow.log" 2>&1
     grep "==\|exit" "$OUT/follow.log"; cp /tmp/follow/ab-rounds.tgz "$OUT/follow.tgz"; cp /tmp/follow/tc-gemm-ab.md "$OUT/follow.md"
