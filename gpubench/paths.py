@@ -18,6 +18,7 @@ something unusable is refused in one line, when it is first needed.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import platformdirs
@@ -99,6 +100,13 @@ def name_max(directory: Path) -> int:
             except (OSError, ValueError):
                 break
     return 255
+
+
+def slug(text: str, fallback: str, keep: str = "") -> str:
+    """`text` as part of a file name gpubench makes (a device's tuned file, a cuDNN plan cache): lower case, each run
+    of characters other than a-z, 0-9 and those in `keep` one hyphen, none at either end; `fallback` where nothing
+    is left."""
+    return re.sub(f"[^a-z0-9{re.escape(keep)}]+", "-", text.lower()).strip("-") or fallback
 
 
 def shown_path(path: str | Path) -> str:

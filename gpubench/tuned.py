@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from pathlib import Path
 
 from gpubench import paths
@@ -25,7 +24,8 @@ from gpubench.variant import Axis, Config, Variant
 
 
 def slug(device: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "device"
+    """The stem of a device's tuned file: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3"."""
+    return paths.slug(device, fallback="device")
 
 
 def shipped_dir() -> Path:

@@ -27,6 +27,9 @@ def test_the_file_is_per_device_and_cudnn_under_the_cache_directory(tmp_path, mo
     b = PlanCache.for_device("NVIDIA H200", "frontend 1.32.0 / backend 9.15.0")
     c = PlanCache.for_device("NVIDIA H100 80GB HBM3", "frontend 1.32.0 / backend 9.16.0")
     assert len({a.path, b.path, c.path}) == 3 and all(p.parent == tmp_path / "cudnn-plans" for p in (a.path, b.path, c.path))
+    # the name earlier versions gave it, so that a kept plan is still found after an upgrade
+    assert a.path.name == "nvidia-h100-80gb-hbm3--cudnn-frontend-1.32.0-backend-9.15.0.json"
+    assert PlanCache.for_device("", None).path.name == "unknown--cudnn-unknown.json"
 
 
 def test_a_damaged_file_reads_as_empty_and_is_rewritten(tmp_path):

@@ -1,6 +1,7 @@
 """The results model: versioned JSON with raw samples, checked on every load, migrated from version 1, written
 atomically; a file is claimed by one run at a time."""
 
+import gzip
 import json
 import math
 import os
@@ -429,5 +430,11 @@ def test_the_writer_keeps_a_compressed_run_valid_after_every_point(make_run, tmp
     for i, p in enumerate(full.points):
         writer.add(p)
         assert len(results.load(tmp_path / "w.json.gz").points) == i + 1
+    interim = (tmp_path / "w.json.gz").read_bytes()
     writer.finish(RunStatus.COMPLETE)
     assert results.load(tmp_path / "w.json.gz").points == full.points
+    # the interim saves are compressed faster (gzip's level 1), the finished file as save() compresses it
+    finished = results.save(run, tmp_path / "saved.json.gz").read_bytes()
+    assert (tmp_path / "w.json.gz").read_bytes() == finished
+    assert gzip.decompress(interim) != gzip.decompress(finished)  # (the status differs: running, then complete)
+    assert interim[8] == 4 and finished[8] == 0  # gzip's XFL byte: 4 for the fastest level, 0 for the default

@@ -16,14 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 from gpubench import paths
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-") or "unknown"
 
 
 class PlanCache:
@@ -35,7 +30,8 @@ class PlanCache:
 
     @classmethod
     def for_device(cls, device_name: str, cudnn_version: str | None) -> PlanCache:
-        name = f"{_slug(device_name)}--cudnn-{_slug(cudnn_version or 'unknown')}.json"
+        device = paths.slug(device_name, fallback="unknown")
+        name = f"{device}--cudnn-{paths.slug(cudnn_version or '', keep='.', fallback='unknown')}.json"
         return cls(paths.cache_dir() / "cudnn-plans" / name)
 
     @staticmethod
