@@ -74,3 +74,32 @@ def test_the_table_marks_the_baselines_fastest_layout_and_the_command_reads_file
     assert ab_rounds.main([*paths, "--baseline", "wgmma-tma", "--level", "0.9"]) == 0  # any variant as baseline
     assert ab_rounds.main([paths[0], "--baseline", "nothing"]) == 2
     assert "--baseline must name one of them" in capsys.readouterr().err
+
+
+def test_the_screen_passes_the_kernels_at_or_above_the_reference_at_most_keep(tmp_path, capsys):
+    from gpubench import results
+
+    nn = GemmShape(4096, 4096, 4096, DType.BF16, GemmLayout.NN)
+    paths = []
+    for i, capped in enumerate((0, 22)):
+        # tn: a +0.4% and a +0.1% kernel, one at -0.2%, one equal; nn: the +0.1% one capped in round 2 and, in
+        # round 1, 1% behind: its mean over the two problems is below the reference's
+        r = run(point("cublas", "-", 0.175), point("wgmma-tma", "u1", 0.176), point("wgmma-tma", "d1", 0.176 / 1.004),
+                point("wgmma-tma", "q1", 0.176 / 1.001), point("wgmma-tma", "c1", 0.176 * 1.002),
+                point("wgmma-tma", "o1", 0.176),
+                point("cublas", "-", 0.175, shape=nn), point("wgmma-tma", "u1", 0.176, shape=nn),
+                point("wgmma-tma", "d1", 0.176 / 1.004, shape=nn), point("wgmma-tma", "o1", 0.176, shape=nn),
+                point("wgmma-tma", "q1", 0.176 * 1.01, shape=nn, capped=capped),
+                point("wgmma-tma", "c1", 0.176 * 1.002, shape=nn))
+        paths.append(str(results.save(r, tmp_path / f"s{i}.json")))
+    table = ab_rounds.rows([results.load(p) for p in paths], "cublas")
+    scores, passing = ab_rounds.screen(table, "wgmma-tma u1", keep=2)
+    assert [k for k, _, _ in scores] == ["wgmma-tma d1", "wgmma-tma o1", "wgmma-tma c1", "wgmma-tma q1"]
+    assert scores[0][1] == pytest.approx(0.175 / 0.176 * 0.004) and scores[0][2] == 2
+    assert scores[1][1] == pytest.approx(0)
+    assert passing == ["wgmma-tma d1", "wgmma-tma o1"]  # c1 behind (-0.2%), q1 further (-1% in nn)
+    assert ab_rounds.screen(table, "wgmma-tma u1", keep=1)[1] == ["wgmma-tma d1"]
+    assert ab_rounds.main([*paths, "--screen", "wgmma-tma u1"]) == 0
+    assert "PASSING: wgmma-tma d1; wgmma-tma o1" in capsys.readouterr().out
+    assert ab_rounds.main([*paths, "--screen", "wgmma-tma x9"]) == 2
+    assert "--screen 'wgmma-tma x9' is none of the runs' kernels" in capsys.readouterr().err

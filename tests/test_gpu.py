@@ -150,6 +150,24 @@ def test_fp8_carried_ring_and_peek_add_what_the_plain_loop_adds(cuda, data, prom
 
 
 @pytest.mark.parametrize("dtype,layout,shape", [
+    (DType.BF16, GemmLayout.NN, (2056, 3000, 1040)), (DType.FP16, GemmLayout.NN, (200, 136, 48)),
+    (DType.FP16, GemmLayout.NT, (4104, 2056, 64)), (DType.BF16, GemmLayout.TN, (4104, 2056, 136))])
+def test_16bit_carried_ring_and_peek_store_what_the_plain_loop_stores(cuda, data, dtype, layout, shape):
+    """d1 and q1 on the 16-bit loop (made for fp8: the ring's index, phase and descriptors carried from slot to
+    slot; the next slot's full barrier asked about while this slot runs) change how a slot finds its data, not a
+    product or its order: bit for bit the output of c2 g8 u1, with and without the overlapped epilogue and
+    without the cluster (c1), in every layout (K-major and MN-major descriptors both carried). 17 x 12 ragged
+    tiles (17 k slots: the carried ring wraps 4 times, and on from tile to tile), 33 x 9 tiles with one k slot
+    and with 3 (blocks walk up to 3 tiles, the ring's phase carried across them), and 2 x 1 ragged tiles with
+    less than one k slot."""
+    base = {"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "SWIZZLE": 8, "UWG": 1}
+    carried = {**base, "CARRY": 1}
+    assert_same_output(cuda, data, "wgmma-tma", GemmShape(*shape, dtype, layout),
+                       [base, carried, {**carried, "PEEK": 1}, {**carried, "PEEK": 1, "OVERLAP": 1},
+                        {**carried, "PEEK": 1, "CLUSTER": 1}, {**base, "CLUSTER": 1}])
+
+
+@pytest.mark.parametrize("dtype,layout,shape", [
     (DType.BF16, GemmLayout.NN, (2056, 3000, 1040)), (DType.FP16, GemmLayout.TN, (4104, 2056, 64))])
 def test_overlapped_epilogue_stores_what_the_plain_one_stores(cuda, data, dtype, layout, shape):
     """o1 (a tile's C kept in registers and stored, one round per slot, while the next tile's first slots multiply)

@@ -11,6 +11,10 @@ power- or thermally-capped, and their median SM clocks equal (a capped point com
 kernels). Over the rounds each ratio gets its median and the sign test's interval for it
 (gpubench.stats.median_interval): the spread from process to process, not the samples' within one, is what a
 0.5% difference has to stand out of. Without --markdown: a plain table; the per-round ratios are listed too.
+
+--screen KERNEL applies the screening rule of the 16-bit rounds (fixed before the rounds it picks for): each other
+kernel's mean over the problems of its median ratio (clean pairs), less KERNEL's over the same problems; those at
+or above it go on, at most --keep of them (2), the best first. It prints one line a kernel, then `PASSING: ...`.
 """
 
 from __future__ import annotations
@@ -146,12 +150,28 @@ def render(table: list[Row], level: float, markdown: bool) -> str:
     return "\n".join(out)
 
 
+def screen(table: list[Row], reference: str, keep: int) -> tuple[list[tuple[str, float, int]], list[str]]:
+    """Each kernel's mean median ratio less the reference's, over the problems where both have a clean pair (kernel,
+    difference, problems; best first), and the kernels that pass: at or above the reference, the `keep` best."""
+    medians = {(r.problem, r.kernel): statistics.median(r.clean) for r in table if r.clean}
+    ours = {p: m for (p, k), m in medians.items() if k == reference}
+    scores = []
+    for kernel in dict.fromkeys(r.kernel for r in table if r.kernel != reference):
+        both = [p for (p, k) in medians if k == kernel and p in ours]
+        if both:
+            scores.append((kernel, statistics.fmean(medians[p, kernel] - ours[p] for p in both), len(both)))
+    scores.sort(key=lambda s: -s[1])
+    return scores, [k for k, diff, _ in scores if diff >= 0][:keep]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="results files, one per round")
     parser.add_argument("--baseline", default="cublas", help="the variant every other is divided by [cublas]")
     parser.add_argument("--level", type=float, default=0.9, help="the median interval's coverage [0.9]")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+    parser.add_argument("--screen", metavar="KERNEL", help="the screening rule against this kernel (variant config)")
+    parser.add_argument("--keep", type=int, default=2, help="with --screen: how many may pass at most [2]")
     args = parser.parse_args(argv)
     if not 0 < args.level < 1:
         parser.error(f"--level {args.level}: give a coverage between 0 and 1, e.g. 0.9")
@@ -167,6 +187,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     table = rows(runs, args.baseline)
     print(render(table, args.level, args.markdown))
+    if args.screen:
+        if args.screen not in {r.kernel for r in table}:
+            print(f"error: --screen {args.screen!r} is none of the runs' kernels", file=sys.stderr)
+            return 2
+        scores, passing = screen(table, args.screen, args.keep)
+        print(f"\nScreening against {args.screen}: mean median ratio less the reference's, best first")
+        print("\n".join(f"{k}: {diff:+.4f} over {n} problems" for k, diff, n in scores))
+        print("PASSING: " + "; ".join(passing))
     return 0
 
 
