@@ -98,6 +98,15 @@
 #ifndef TMA_STORE
 #define TMA_STORE 1
 #endif
+#ifndef UWG
+#define UWG 0
+#endif
+#ifndef CARRY
+#define CARRY 0
+#endif
+#ifndef PEEK
+#define PEEK 0
+#endif
 
 constexpr int BK = 64;                        // one 128-byte swizzle row of 16-bit channels
 constexpr int THREADS = 128 * (CONSUMERS + 1);         // the consumer warpgroups, then the producer
@@ -121,6 +130,9 @@ static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warp
 static_assert(PING == 0 || (PING == 1 && CONSUMERS == 2 && CLUSTER == 1 && SPLIT == 0 && PERSISTENT == 1),
               "PING: 0, or 1 (two consumer warpgroups taking whole tiles in turn) with persistent single blocks");
 static_assert(TMA_STORE == 0 || TMA_STORE == 1, "TMA_STORE: the output through a copy loop (0) or TMA boxes (1)");
+static_assert(UWG == 0 || UWG == 1, "UWG: 0 or 1");
+static_assert(CARRY == 0 || CARRY == 1, "CARRY: 0 or 1");
+static_assert(PEEK == 0 || (PEEK == 1 && CARRY == 1), "PEEK: 0, or 1 with CARRY");
 static_assert(CONSUMERS == 2 || MI * BN <= 128, "512 threads leave a thread 128 registers: MI · BN / 2 ≤ 64 "
                                                 "accumulators with three consumers");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: one wgmma's N, 64, 128 or 256");
@@ -192,6 +204,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
             tma_acquire(map_w);
             const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
             uint32_t it = 0;
+            RingSlot<STAGES> ring;  // CARRY: slot `it` and its phase, carried
             for (int u = first; u < units; u += step) {
                 int g, t0, t1, half, m0, n0;
                 unit(u, g, t0, t1, half);
@@ -202,20 +215,39 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 const int img = m0 / P, p = m0 % P;
                 const int w0 = (p % OW) * stride - pad, h0 = (p / OW) * stride - pad;
                 const bool pixels = m0 < M;
+                // Slice t: channels c0.. of filter tap `tap` (row r, column tap - r·S), tap = t / cslices. CARRY:
+                // found by division for the unit's first slice only, then walked (channel chunks, then the taps of
+                // a row, then rows) where the plain loop divides twice a slice.
+#if CARRY
+                int next_tap = t0 / cslices, next_c0 = (t0 - next_tap * cslices) * BK, next_r = next_tap / S,
+                    next_col = next_tap - next_r * S;
+#endif
                 for (int t = t0; t < t1; ++t, ++it) {
+#if CARRY
+                    const int s = ring.slot, tap = next_tap, c0 = next_c0, r = next_r;
+#else
                     const int s = it % STAGES, tap = t / cslices, c0 = (t - tap * cslices) * BK, r = tap / S;
-                    mbar_wait(empty(s), ((it / STAGES) & 1) ^ 1);  // slot released (a fresh barrier passes)
+#endif
+                    mbar_wait(empty(s), (CARRY ? ring.phase : (it / STAGES) & 1) ^ 1);  // released (a fresh one passes)
                     mbar_expect_bytes(full(s), (pixels ? A_BYTES : 0) + B_BYTES);  // all of B, half from the peer
                     const uint32_t a = ring_addr + s * STAGE_BYTES;
                     if (pixels) tma_load_im2col_4d(a, map_x, c0, w0, h0, img, tap - r * S, r, full(s));
                     tma_load_2d(a + A_BYTES + rank * B_ROWS * BK * 2, map_w, tap * C + c0, n0 + rank * B_ROWS,
                                 full(s), mask);
+#if CARRY
+                    ring.advance();
+                    next_c0 += BK;
+                    if (next_c0 >= C) {
+                        next_c0 = 0, ++next_tap;
+                        if (++next_col == S) next_col = 0, ++next_r;
+                    }
+#endif
                 }
             }
         }
     } else {  // ---- the consumers -------------------------------------------------------------------------------
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
-        const int wg = warp / 4, w = warp % 4;
+        const int wg = warpgroup_of<UWG>(warp), w = warp % 4;
         // Slot s may be refilled (by our producer, and by the peer's multicast) once this warp's wgmmas have read
         // it: one arrive per warp on the slot's "empty" barrier of every block in the cluster.
         auto release = [&](int s) {
@@ -243,6 +275,14 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
         uint32_t* const flags = reinterpret_cast<uint32_t*>(partials + (size_t)MAX_SPLIT * BM * BN);
         const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
         uint32_t it = 0;
+        // CARRY: slot `it`'s ring index, phase and descriptors (its m64 block 0 and the filters, at k step 0),
+        // carried from slice to slice, and the slot before's (released once its wgmmas are done); PEEK: whether
+        // slot `it`'s data was seen to have come (asked while the slice before ran).
+        constexpr uint32_t A_BLOCK = 64 * BK * 2 >> 4, KSTEP = 32 >> 4;  // descriptor steps: an m64 block, k16
+        RingCursor<STAGES, (STAGE_BYTES >> 4), (STAGE_BYTES >> 4)> ring(smem_desc(ring_addr + wg_off * BK * 2),
+                                                                        smem_desc(ring_addr + A_BYTES));
+        int held = 0;
+        bool ready = false;
         // t: the block's t-th unit (u = first + t·step), all of them (PING = 0) or every other one (PING = 1)
         for (int t = PING ? wg : 0; first + t * step < units; t += PING ? 2 : 1) {
             const int u = first + t * step;
@@ -250,6 +290,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
             unit(u, g, t0, t1, half);
             origin(g, m0, n0);
             if (PING) it = t * slices;  // (whole tiles only) the tile's first slice, counted as the producer does
+            if (PING && CARRY) ring.seek(it), ready = false;
             // PING: tile t's wgmmas go after tile t − 1's (the other warpgroup's) are issued
             if (PING && t > 0) named_sync(PING_BARRIER + wg, 256);
             float acc[MI][BN / 2];
@@ -259,20 +300,31 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 for (int v = 0; v < BN / 2; ++v) acc[i][v] = 0.f;
 
             for (int tt = t0; tt < t1; ++tt, ++it) {
+#if CARRY
+                const int s = ring.slot;
+                const uint64_t da = ring.desc_a, db = ring.desc_b;
+                if (!(PEEK && ready)) mbar_wait(full(s), ring.phase);
+                ring.advance();
+                auto desc_a = [&](int i, int kk) { return da + i * A_BLOCK + kk * KSTEP; };
+                auto desc_b = [&](int kk) { return db + kk * KSTEP; };
+#else
                 const int s = it % STAGES;
                 mbar_wait(full(s), (it / STAGES) & 1);
                 const uint32_t a = ring_addr + s * STAGE_BYTES + wg_off * BK * 2, b = ring_addr +
                                    s * STAGE_BYTES + A_BYTES;
+                auto desc_a = [&](int i, int kk) { return smem_desc(a + i * 64 * BK * 2 + 32 * kk); };
+                auto desc_b = [&](int kk) { return smem_desc(b + 32 * kk); };
+#endif
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)  // 16 channels = 32 bytes further along the swizzled rows
 #pragma unroll
-                    for (int i = 0; i < MI; ++i)
-                        wgmma_ss<ELEM, BN>(acc[i], smem_desc(a + i * 64 * BK * 2 + 32 * kk), smem_desc(b + 32 * kk),
-                                           1);
+                    for (int i = 0; i < MI; ++i) wgmma_ss<ELEM, BN>(acc[i], desc_a(i, kk), desc_b(kk), 1);
                 wgmma_commit();
-                wgmma_wait<1>();                             // the slice before's wgmmas are done ...
-                if (tt > t0) release((it - 1) % STAGES);  // ... so its slot may be refilled
+                if (PEEK) ready = mbar_test(full(ring.slot), ring.phase);
+                wgmma_wait<1>();                                              // the slice before's wgmmas are done ...
+                if (tt > t0) release(CARRY ? held : (int)((it - 1) % STAGES));  // ... so its slot may be refilled
+                held = s;
             }
             if (PING && first + (t + 1) * step < units) named_arrive(PING_BARRIER + 1 - wg, 256);  // the other's turn
             wgmma_wait<0>();
@@ -280,7 +332,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
             for (int i = 0; i < MI; ++i)
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) asm volatile("" : "+f"(acc[i][v])::"memory");  // after the wait
-            release((it - 1) % STAGES);
+            release(CARRY ? held : (int)((it - 1) % STAGES));
 
             // A halved tile: the second half hands its sums to the first, which adds them as it rounds its own.
             const bool add_partial = SPLIT && u >= whole && !half;

@@ -278,7 +278,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
         // UWG: the warpgroup index broadcast from lane 0, which the compiler then knows to be the same in every
         // lane: the descriptors built from it can live in uniform registers (fewer R2UR moves before each wgmma).
-        const int wg = UWG ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4, w = warp % 4;
+        const int wg = warpgroup_of<UWG>(warp), w = warp % 4;
         const bool leader = tid % 128 == 0;
         const float scale = (A_scale ? *A_scale : 1.f) * (B_scale ? *B_scale : 1.f);
         // Slot s is free for the producers (ours and, in a cluster, the peer's, which multicasts into it) once
@@ -335,24 +335,17 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
         constexpr uint32_t A_KSTEP = (A_MN_MAJOR ? 2048 : 32) >> 4, B_KSTEP = (B_MN_MAJOR ? 2048 : 32) >> 4;
         // CARRY: slot `it`'s ring index, phase and descriptors, carried (advanced once per slot issued); PEEK:
         // whether its data was seen to have come (asked while the slot before ran).
-        int ring_s = 0;
-        uint32_t ring_phase = 0;
-        uint64_t ring_da = desc_a, ring_db = desc_b;
+        RingCursor<STAGES, (A_STAGE >> 4), (B_STAGE >> 4)> ring(desc_a, desc_b);
         bool ready = false;
         // Wait for slot `it`, then issue its 4·MI wgmmas into `into` (the first of each block overwriting it where
         // `fresh`).
         auto issue = [&](Acc& into, uint32_t it, bool fresh) {
 #if CARRY
             // The carried slot (its descriptors read before the wait), then the next one's.
-            const int s = ring_s;
-            const uint64_t da = ring_da;
-            const uint64_t db = ring_db;
-            if (!(PEEK && ready)) mbar_sleep(full(s), ring_phase);
-            const bool wrap = ring_s == STAGES - 1;
-            ring_s = wrap ? 0 : ring_s + 1;
-            ring_phase ^= wrap;
-            ring_da = wrap ? desc_a : ring_da + (A_STAGE >> 4);
-            ring_db = wrap ? desc_b : ring_db + (B_STAGE >> 4);
+            const int s = ring.slot;
+            const uint64_t da = ring.desc_a, db = ring.desc_b;
+            if (!(PEEK && ready)) mbar_sleep(full(s), ring.phase);
+            ring.advance();
 #else
             const int s = it % STAGES;
             mbar_sleep(full(s), (it / STAGES) & 1);
@@ -366,7 +359,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
                     wgmma_ss<ELEM, BN, A_MN_MAJOR, B_MN_MAJOR>(into[i], da + i * (BOX >> 4) + j * A_KSTEP,
                                                                db + j * B_KSTEP, !(fresh && j == 0));
             wgmma_commit();
-            if (PEEK) ready = mbar_test(full(ring_s), ring_phase);
+            if (PEEK) ready = mbar_test(full(ring.slot), ring.phase);
         };
         // A tile's C, scaled and rounded: accumulators v and v + 1 of block i as one register of two 16-bit
         // outputs, out[i][v/2], with the tile's origin (out_m0 < 0: none waits to be stored).

@@ -230,6 +230,15 @@ __device__ __forceinline__ void stage_transposed(const float (&acc)[MI][64], int
     }
 }
 
+// A thread's warpgroup, from its warp. UNIFORM: broadcast from lane 0, which the compiler then knows to be the same in
+// every lane of the warp, so what is built from it (the wgmma descriptors) can live in uniform registers: no R2UR
+// move before each wgmma (gemm/10's and conv/14's UWG).
+template <bool UNIFORM>
+__device__ __forceinline__ int warpgroup_of(int warp)
+{
+    return UNIFORM ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4;
+}
+
 // ---- mbarriers (PTX ISA "mbarrier"): a phase completes when its arrivals are in and its byte count is met ----
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, int arrivals)
@@ -292,6 +301,52 @@ __device__ __forceinline__ void mbar_sleep(uint32_t bar, uint32_t parity)
             "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity), "r"(10000000) : "memory");
     } while (!done);
 }
+
+// A place in an mbarrier ring of RING_SLOTS slots, carried from one slot to the next (gemm/10's and conv/14's
+// CARRY): the slot and the parity of its phase, a compare and two selects a slot where `it % RING_SLOTS` and
+// `(it / RING_SLOTS) & 1` would be computed from a count (a multiply-high where RING_SLOTS is not a power of two).
+template <int RING_SLOTS>
+struct RingSlot {
+    int slot = 0;
+    uint32_t phase = 0;
+    // On to the next slot; true where the ring wrapped to slot 0 (a new phase).
+    __device__ __forceinline__ bool advance()
+    {
+        const bool wrap = slot == RING_SLOTS - 1;
+        slot = wrap ? 0 : slot + 1;
+        phase ^= wrap;
+        return wrap;
+    }
+    // Straight to the it-th slot of the ring's life (a consumer that skips the slots of others' tiles).
+    __device__ __forceinline__ void seek(uint32_t it)
+    {
+        slot = it % RING_SLOTS;
+        phase = (it / RING_SLOTS) & 1;
+    }
+};
+
+// The same with the wgmma descriptors of the slot's operands at their first k step, which move A_STEP and B_STEP
+// (16-byte units: the bytes from one slot to the next) a slot and go back to slot 0's at the wrap: a consumer's
+// descriptors, sums ready before the full barrier answers, where rebuilding them from the slot's address would come
+// between that answer and the first wgmma.
+template <int RING_SLOTS, uint32_t A_STEP, uint32_t B_STEP>
+struct RingCursor : RingSlot<RING_SLOTS> {
+    uint64_t first_a, first_b;  // slot 0's
+    uint64_t desc_a, desc_b;
+    __device__ __forceinline__ RingCursor(uint64_t a, uint64_t b) : first_a(a), first_b(b), desc_a(a), desc_b(b) {}
+    __device__ __forceinline__ void advance()
+    {
+        const bool wrap = RingSlot<RING_SLOTS>::advance();
+        desc_a = wrap ? first_a : desc_a + A_STEP;
+        desc_b = wrap ? first_b : desc_b + B_STEP;
+    }
+    __device__ __forceinline__ void seek(uint32_t it)
+    {
+        RingSlot<RING_SLOTS>::seek(it);
+        desc_a = first_a + this->slot * A_STEP;
+        desc_b = first_b + this->slot * B_STEP;
+    }
+};
 
 // Arrive on the barrier at the same shared-memory offset in cluster block `rank` (this block included). Release
 // semantics at CTA scope, the default, as for a local arrive: the arrive only says "done reading this slot", and
