@@ -265,6 +265,38 @@ def test_tma_ping_tiles_in_turn_and_tma_stores_clip(cuda, data, shape, dtype):
         assert math.isfinite(err) and err <= cuda.tolerance(ours, shape), (c.label, err)
 
 
+@pytest.mark.parametrize("dtype,shape", [
+    (DType.FP16, conv_shape(29, 1, batch=47, in_channels=136, out_channels=200, padding=1)),
+    (DType.BF16, conv_shape(95, 2, batch=9, in_channels=40, out_channels=130, padding=1))])
+def test_tc_conv_carried_ring_and_peek_store_what_the_plain_loop_stores(cuda, data, dtype, shape):
+    """tc-wgmma-tma's u1 (the warpgroup index uniform), d1 (the consumers' ring slot, phase and descriptors carried
+    from slice to slice, the producer's filter tap and channel chunk walked instead of divided) and q1 (the next
+    slice's full barrier asked about while this slice's wgmmas run) change how a slice finds its data, not a product
+    or its order: bit for bit the output of the plain loop, for 256x128 (u1, u1 d1, u1 d1 q1) and with u1 d1 q1 for
+    192x128 on three consumer warpgroups with the copy loop, 128x128 s6, 128x128 ping1 (a warpgroup's ring jumps
+    over the other's tiles), split1 (units of half a tile's slices: 13 and 14) and 128x128 c2 (the slot released in
+    both blocks of the cluster). 29² × 47 images with C = 136 and K = 200: 27 slices a tile (3 channel chunks, the
+    last one mostly zeros), so a ring of 4 or 6 wraps in the middle of every tile, and 310 to 618 tiles on 132 SMs
+    (blocks walk 2 to 5 tiles, the ring running on from one to the next); stride 2 with C = 40 and K = 130: 9
+    slices a tile, 162 to 324 tiles, no map_y (the copy loop). The third call in a row is the one verified, output
+    poisoned with NaN."""
+    shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
+    dims = shape.dims()
+    slices = dims["R"] * dims["S"] * -(-dims["C"] // 64)
+    carried = {"UWG": 1, "CARRY": 1, "PEEK": 1}
+    tall = {"BM": 256, "BN": 128, "STAGES": 4, "CLUSTER": 1}
+    square = {"BM": 128, "BN": 128, "STAGES": 6, "CLUSTER": 1}
+    three = {"BM": 192, "BN": 128, "STAGES": 4, "CLUSTER": 1, "CONSUMERS": 3, "TMA_STORE": 0}
+    groups = [[tall, {**tall, "UWG": 1}, {**tall, "UWG": 1, "CARRY": 1}, {**tall, **carried}]]
+    groups += [[base, {**base, **carried}]
+               for base in (three, square, {**square, "PING": 1}, {**tall, "SPLIT": 1}, {**square, "CLUSTER": 2})]
+    for configs in groups:
+        base = configs[0]
+        tiles = -(-dims["N"] * dims["OH"] * dims["OW"] // base["BM"]) * -(-dims["K"] // base["BN"])
+        assert slices % base["STAGES"] and tiles > cuda.sms, (base, slices, tiles)  # what the docstring says
+        assert_same_output(cuda, data, "tc-wgmma-tma", shape, configs, calls_before=2)
+
+
 @pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16])
 @pytest.mark.parametrize("shape", [
     conv_shape(61, 1, batch=9, in_channels=64, out_channels=40, padding=1),
@@ -358,16 +390,19 @@ def test_winograd_tf32x3_keeps_the_error_of_the_fp32_products(cuda, data):
     assert plain > 10 * ffma, (ffma, plain)
 
 
-def assert_same_output(cuda, data, name, shape, configs):
-    """Each configuration of the variant passes the check on the shape, and all write the same bytes."""
+def assert_same_output(cuda, data, name, shape, configs, calls_before=0):
+    """Each configuration of the variant passes the check on the shape, and all write the same bytes. The call
+    verified (output poisoned first) follows `calls_before` calls of the same configuration."""
     import cupy as cp
 
     inputs, ref = data(shape)
-    ours = CATALOG.get("gemm", "cuda", name)
+    ours = CATALOG.get(shape.op, "cuda", name)
     outs = []
     for values in configs:
         config = ours.config(values)
         prepared = cuda.prepare(ours, config, shape, inputs)
+        for _ in range(calls_before):
+            prepared.run()
         err = verify(cuda, prepared, ref, shape)
         assert err <= cuda.tolerance(ours, shape), (config.label, err)
         outs.append(cp.asnumpy(prepared.output).copy())

@@ -9,6 +9,13 @@
 #   bash tools/gpu/tc_conv.sh sweep-tma-28-14 # tools/gpu/tc-conv-tma-28-14.toml: cuDNN and tc-wgmma-tma, 28² and 14²
 #   bash tools/gpu/tc_conv.sh ncu-tma   # ncu (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers (or LAYERS="14x256 7x512";
 #                                       # ONLY="label,label": those configurations): tensor pipe, SM busy
+#   bash tools/gpu/tc_conv.sh carry     # u1 d1 q1 on the conv loop (docs/perf-notes.md, "fp8's u1, d1 and q1 on the
+#                                       # conv loop"), one device call of ~6-8 min: precompile, the variant's gpu
+#                                       # tests (the new bit-for-bit test among them), that test on a kernel broken on
+#                                       # purpose (must fail), then sweep-tma-28-14 (the three u1 d1 q1 configurations
+#                                       # beside their plain twins, cuDNN, fp16 and bf16)
+#   bash tools/gpu/tc_conv.sh ncu-carry # ncu-tma of the three u1 d1 q1 configurations and their plain twins at 28² and
+#                                       # 14² (12 profiles, ~5 min): cycles, tensor pipe, L2
 #   bash tools/gpu/tc_conv.sh check-halo # the gpu tests of tc-wgmma-halo alone (ragged shapes, walked tiles, the
 #                                      # descriptors' base offset)
 #   bash tools/gpu/tc_conv.sh sweep-halo # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN
@@ -59,6 +66,31 @@ step() {
 lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-28x128 14x256 7x512} \
       > "$OUT/ncu-tma.csv" 2> "$OUT/ncu-tma.err"
     echo "ncu-tma: exit $?, $(grep -c conv_tc "$OUT/ncu-tma.csv") rows" ;;
+  carry)
+    nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu \
+      --format=csv | tee "$OUT/smi.txt"
+    echo "== precompile ($(date -u +%T))"; python3 tools/precompile.py sm_90 --only tc-wgmma-tma | tail -1
+    echo "== gpu tests ($(date -u +%T))"
+    timeout ${CHECK_SECONDS:-300} python3 -m pytest -q -m gpu tests/test_gpu.py \
+      -k "tc-wgmma-tma or split_last_wave or tma_ping or tc_conv_carried" -p no:cacheprovider -rfs 2>&1 \
+      | tee "$OUT/gpu-tests-tc-carry.txt" | tail -4
+    echo "== the bit-for-bit test on a broken kernel ($(date -u +%T))"
+    # d1 issuing a slice's four k steps last to first: the same products summed in another order (within the
+    # tolerance, not bit for bit), so the test must fail for every configuration with CARRY
+    rm -rf /tmp/broken && mkdir /tmp/broken && tar cf - --exclude=./results --exclude=./docs . | tar xf - -C /tmp/broken
+    sed -i 's/return da + i \* A_BLOCK + kk \* KSTEP;/return da + i * A_BLOCK + (BK \/ 16 - 1 - kk) * KSTEP;/; s/return db + kk \* KSTEP;/return db + (BK \/ 16 - 1 - kk) * KSTEP;/' \
+      /tmp/broken/cuda_src/conv/14_tc_wgmma_tma.cu
+    { echo "# tc_conv_carried on 14_tc_wgmma_tma.cu with d1's k steps issued last to first (sed in a copy):"
+      (cd /tmp/broken && diff "$OLDPWD/cuda_src/conv/14_tc_wgmma_tma.cu" cuda_src/conv/14_tc_wgmma_tma.cu
+       PYTHONPATH=/tmp/site:/tmp/broken timeout 150 python3 -m pytest tests/test_gpu.py -k tc_conv_carried -q \
+         -p no:cacheprovider 2>&1 | grep -v "^  \|^$" | tail -12); } > "$OUT/broken-kernel-test.txt"
+    tail -3 "$OUT/broken-kernel-test.txt"
+    echo "== sweep ($(date -u +%T))"; step sweep-tma-28-14
+    grep -E "u1 d1 q1|s4 c1 |s6 c1 |tmastore0 |cudnn" "$OUT/tc-conv-tma-28-14.log" | grep -v "ping\|split\|p0" | head -40
+    echo "== done ($(date -u +%T))" ;;
+  ncu-carry)  # the three u1 d1 q1 configurations and their plain twins, 28² and 14² (fp16, one launch each)
+    ONLY="256x128x64 s4 c1,256x128x64 s4 c1 u1 d1 q1,192x128x64 s4 c1 tmastore0,192x128x64 s4 c1 tmastore0 u1 d1 q1,\
+128x128x64 s6 c1,128x128x64 s6 c1 u1 d1 q1" LAYERS="${LAYERS:-28x128 14x256}" step ncu-tma ;;
   check-halo)
     # (a bounded wait: a kernel that hangs ends the step, not the device call)
     timeout ${CHECK_SECONDS:-240} python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-halo or halo_" \
