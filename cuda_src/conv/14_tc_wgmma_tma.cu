@@ -62,8 +62,9 @@
 // 128·(CONSUMERS + 1) threads; STAGES·(BM + BN)·128 (the ring) + CONSUMERS·128·BN (staging) + 1024 (alignment) +
 // 16·STAGES (mbarriers) bytes of dynamic shared memory.
 
-#include "../include/hopper.cuh"    // wgmma_ss, smem_desc, mbarriers, ring_init, tma_load_2d, tma_load_im2col_4d
-#include "../include/mma_sync.cuh"  // smem_addr, pack2
+#include "../include/hopper.cuh"         // wgmma_ss, smem_desc, mbarriers, ring_init, RingCursor, TMA loads
+#include "../include/mma_sync.cuh"       // smem_addr, pack2
+#include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
 
 #ifndef ELEM
 #define ELEM __half
@@ -98,15 +99,6 @@
 #ifndef TMA_STORE
 #define TMA_STORE 1
 #endif
-#ifndef UWG
-#define UWG 0
-#endif
-#ifndef CARRY
-#define CARRY 0
-#endif
-#ifndef PEEK
-#define PEEK 0
-#endif
 
 constexpr int BK = 64;                        // one 128-byte swizzle row of 16-bit channels
 constexpr int THREADS = 128 * (CONSUMERS + 1);         // the consumer warpgroups, then the producer
@@ -130,9 +122,6 @@ static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warp
 static_assert(PING == 0 || (PING == 1 && CONSUMERS == 2 && CLUSTER == 1 && SPLIT == 0 && PERSISTENT == 1),
               "PING: 0, or 1 (two consumer warpgroups taking whole tiles in turn) with persistent single blocks");
 static_assert(TMA_STORE == 0 || TMA_STORE == 1, "TMA_STORE: the output through a copy loop (0) or TMA boxes (1)");
-static_assert(UWG == 0 || UWG == 1, "UWG: 0 or 1");
-static_assert(CARRY == 0 || CARRY == 1, "CARRY: 0 or 1");
-static_assert(PEEK == 0 || (PEEK == 1 && CARRY == 1), "PEEK: 0, or 1 with CARRY");
 static_assert(CONSUMERS == 2 || MI * BN <= 128, "512 threads leave a thread 128 registers: MI · BN / 2 ≤ 64 "
                                                 "accumulators with three consumers");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: one wgmma's N, 64, 128 or 256");

@@ -63,6 +63,7 @@
 
 #include "../include/gemm_common.cuh"  // tile_coords
 #include "../include/hopper.cuh"
+#include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
 
 #ifndef ELEM
 #define ELEM __nv_bfloat16
@@ -103,16 +104,6 @@
 #ifndef OVERLAP
 #define OVERLAP 0
 #endif
-#ifndef UWG
-#define UWG 0
-#endif
-#ifndef CARRY
-#define CARRY 0
-#endif
-#ifndef PEEK
-#define PEEK 0
-#endif
-
 
 #if defined(LAYOUT_TN)
 constexpr int A_MN_MAJOR = 1;  // A stored K×M
@@ -155,9 +146,6 @@ static_assert(BBOX == 64 || (!B_MN_MAJOR && BN % (BBOX * CLUSTER) == 0 && BBOX %
               "BBOX: rows of B per TMA box, 64 (MN-major: 64 k rows), or whole 8-row atoms that split BN over the cluster");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER: 1, 2 or 4");
-static_assert(UWG == 0 || UWG == 1, "UWG: 0 or 1");
-static_assert(CARRY == 0 || CARRY == 1, "CARRY: 0 or 1");
-static_assert(PEEK == 0 || (PEEK == 1 && CARRY == 1), "PEEK: 0, or 1 with CARRY");
 static_assert(!FP8 || (!A_MN_MAJOR && !B_MN_MAJOR), "fp8 wgmma reads K-major operands only: layout nt");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || FP8), "PROMOTE: fp8 only");
 static_assert(SETS == 1 || (SETS == 2 && PROMOTE > 0), "SETS: 1, or 2 (alternating fp8 sets) with PROMOTE");

@@ -77,13 +77,9 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
     echo "== the bit-for-bit test on a broken kernel ($(date -u +%T))"
     # d1 issuing a slice's four k steps last to first: the same products summed in another order (within the
     # tolerance, not bit for bit), so the test must fail for every configuration with CARRY
-    rm -rf /tmp/broken && mkdir /tmp/broken && tar cf - --exclude=./results --exclude=./docs . | tar xf - -C /tmp/broken
-    sed -i 's/return da + i \* A_BLOCK + kk \* KSTEP;/return da + i * A_BLOCK + (BK \/ 16 - 1 - kk) * KSTEP;/; s/return db + kk \* KSTEP;/return db + (BK \/ 16 - 1 - kk) * KSTEP;/' \
-      /tmp/broken/cuda_src/conv/14_tc_wgmma_tma.cu
-    { echo "# tc_conv_carried on 14_tc_wgmma_tma.cu with d1's k steps issued last to first (sed in a copy):"
-      (cd /tmp/broken && diff "$OLDPWD/cuda_src/conv/14_tc_wgmma_tma.cu" cuda_src/conv/14_tc_wgmma_tma.cu
-       PYTHONPATH=/tmp/site:/tmp/broken timeout 150 python3 -m pytest tests/test_gpu.py -k tc_conv_carried -q \
-         -p no:cacheprovider 2>&1 | grep -v "^  \|^$" | tail -12); } > "$OUT/broken-kernel-test.txt"
+    bash tools/gpu/broken_kernel.sh cuda_src/conv/14_tc_wgmma_tma.cu \
+      's/return da + i \* A_BLOCK + kk \* KSTEP;/return da + i * A_BLOCK + (BK \/ 16 - 1 - kk) * KSTEP;/; s/return db + kk \* KSTEP;/return db + (BK \/ 16 - 1 - kk) * KSTEP;/' \
+      tc_conv_carried "d1's k steps issued last to first" > "$OUT/broken-kernel-test.txt"
     tail -3 "$OUT/broken-kernel-test.txt"
     echo "== sweep ($(date -u +%T))"; step sweep-tma-28-14
     grep -E "u1 d1 q1|s4 c1 |s6 c1 |tmastore0 |cudnn" "$OUT/tc-conv-tma-28-14.log" | grep -v "ping\|split\|p0" | head -40

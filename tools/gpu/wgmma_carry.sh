@@ -57,13 +57,9 @@ check)
     echo "== the d1/q1 test on a broken kernel ($(date -u +%T))"
     # d1 issuing a slot's four k steps last to first: the same products, summed in another order (within the
     # tolerance, not bit for bit): the test must fail for every configuration with CARRY.
-    rm -rf /tmp/broken && mkdir /tmp/broken && tar cf - --exclude=./results --exclude=./docs . | tar xf - -C /tmp/broken
-    sed -i 's/j \* A_KSTEP,/(CARRY ? KSTEPS - 1 - j : j) * A_KSTEP,/; s/db + j \* B_KSTEP,/db + (CARRY ? KSTEPS - 1 - j : j) * B_KSTEP,/' \
-        /tmp/broken/cuda_src/gemm/10_wgmma_tma.cu
-    { echo "# the same test on 10_wgmma_tma.cu with d1's k steps issued last to first (sed in a copy):"
-      (cd /tmp/broken && diff "$OLDPWD/cuda_src/gemm/10_wgmma_tma.cu" cuda_src/gemm/10_wgmma_tma.cu
-       PYTHONPATH=/tmp/site:/tmp/broken timeout 150 python3 -m pytest tests/test_gpu.py -k 16bit_carried -q \
-         -p no:cacheprovider 2>&1 | grep -v "^  \|^$" | tail -25); } > "$OUT/broken-kernel-test.txt"
+    bash tools/gpu/broken_kernel.sh cuda_src/gemm/10_wgmma_tma.cu \
+        's/j \* A_KSTEP,/(CARRY ? KSTEPS - 1 - j : j) * A_KSTEP,/; s/db + j \* B_KSTEP,/db + (CARRY ? KSTEPS - 1 - j : j) * B_KSTEP,/' \
+        16bit_carried "d1's k steps issued last to first" > "$OUT/broken-kernel-test.txt"
     tail -3 "$OUT/broken-kernel-test.txt"
     echo "== stalls ($(date -u +%T))"
     set_list "${SCREEN[@]}"
