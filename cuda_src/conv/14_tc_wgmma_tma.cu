@@ -54,7 +54,11 @@
 // Tiles (-DNAME=value): BM pixels (64 or 128 per consumer warpgroup; with PING a warpgroup's whole tile), BN
 // filters (64, 128 or 256; a consumer thread holds BM/CONSUMERS·BN/128 ≤ 128 accumulators), STAGES, CLUSTER (1 or
 // 2), CONSUMERS (2 or 3), PERSISTENT, SPLIT (0 or 1; partials: MAX_SPLIT·BM·BN floats, then MAX_SPLIT flags, where
-// SPLIT = 1; unread otherwise), PING (0 or 1), TMA_STORE (0 or 1). Maps: map_x, im2col boxes of BM pixels × 64
+// SPLIT = 1; unread otherwise), PING (0 or 1), TMA_STORE (0 or 1), and UWG, CARRY, PEEK (loop_switches.cuh; 0 or 1
+// each, PEEK with CARRY): the slice loop of gemm/10_wgmma_tma.cu's fp8 configurations, the warpgroup index uniform
+// (the descriptors in uniform registers, no R2UR), the ring's slot, phase and descriptors carried from slice to slice
+// (the producer's tap and channel chunk walked, not divided), the next slot's full barrier asked about while this
+// slice's wgmmas run. Maps: map_x, im2col boxes of BM pixels × 64
 // channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64; map_y, N·OH·OW × K in boxes of 64 × 64 (read only where
 // K % 8 == 0). Launch: a 1-D grid
 // of whole clusters, at most one block per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN),
