@@ -189,7 +189,8 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
     // full: the local producer's arrive (+ bytes); empty: every consumer warp of the cluster
     ring_init<STAGES, CLUSTER>(bars, 4 * TILE_WGS * CLUSTER);
 
-    // Both roles count slices with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
+    // Both roles count slices with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1 (CARRY:
+    // both carried from slice to slice).
     if (warp >= 4 * CONSUMERS) {  // ---- the producer: one thread issues two TMA copies a slice -------------------------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         if (warp == 4 * CONSUMERS && lane == 0) {

@@ -10,5 +10,5 @@ rm -rf /tmp/broken && mkdir /tmp/broken && tar cf - --exclude=./results --exclud
 sed -i "$expression" "/tmp/broken/$kernel"
 echo "# $tests on $(basename "$kernel") with $what (sed in a copy):"
 diff "$kernel" "/tmp/broken/$kernel"
-cd /tmp/broken && PYTHONPATH=/tmp/site:/tmp/broken timeout "${BROKEN_SECONDS:-150}" python3 -m pytest tests/test_gpu.py \
-  -k "$tests" -q -p no:cacheprovider 2>&1 | grep -v "^  \|^$" | tail -25
+cd /tmp/broken && PYTHONPATH=/tmp/site:/tmp/broken timeout "${BROKEN_SECONDS:-150}" python3 -m pytest \
+  tests/test_gpu.py -k "$tests" -q -p no:cacheprovider 2>&1 | grep -v "^  \|^$" | tail -25
