@@ -50,8 +50,9 @@ def loops(listing: str):
     bodies = []
     for address, op, args in found:
         target = TARGET.search(args) if op.startswith("BRA") else None
-        if target and labels[target.group(1)] <= address:
-            body = [i for i in found if labels[target.group(1)] <= i[0] <= address]
+        start = labels.get(target.group(1), address + 1) if target else address + 1
+        if start <= address:
+            body = [i for i in found if start <= i[0] <= address]
             if not any(op == "EXIT" for _, op, _ in body):
                 bodies.append(body)
     return sorted(bodies, key=len)
