@@ -10,6 +10,7 @@
 #                                          # what passed
 #   bash tools/gpu/wgmma_carry.sh follow   # 5 rounds of cuBLAS, u1 and c1 g8 u1 d1 q1, bf16 and fp16 nn only
 #                                          # (tools/gpu/tc-gemm-ab-fastest.toml): a follow-up outside the rule
+#   SUITE=tools/gpu/tc-gemm-ab-nn-tn.toml bash tools/gpu/wgmma_carry.sh follow   # the same in nn and tn (~2.5 min)
 # The stage's spec list of wgmma-tma is replaced by SCREEN (this copy's cuda_src/gemm/variants.toml is rewritten:
 # run it on a copy). OUT, GPUBENCH_COMMIT and PYTHONPATH (with the wheels) come from the caller.
 set -u -o pipefail
@@ -91,7 +92,7 @@ ab)
     head -30 "$OUT/rounds.md" ;;
 follow)  # 5 rounds of cuBLAS, u1 and c1 g8 u1 d1 q1 in nn only (outside the screening rule)
     KEEP="$REFERENCE;wgmma-tma 128x256x64 s4 c1 g8 u1 d1 q1" set_list "${SCREEN[@]}"
-    OUT=/tmp/follow bash tools/gpu/gemm_ab.sh 5 tools/gpu/tc-gemm-ab-fastest.toml > "$OUT/follow.log" 2>&1
+    OUT=/tmp/follow bash tools/gpu/gemm_ab.sh 5 "${SUITE:-tools/gpu/tc-gemm-ab-fastest.toml}" > "$OUT/follow.log" 2>&1
     grep "==\|exit" "$OUT/follow.log"; cp /tmp/follow/ab-rounds.tgz "$OUT/follow.tgz"; cp /tmp/follow/tc-gemm-ab.md "$OUT/follow.md"
     head -12 "$OUT/follow.md" ;;
 *)
