@@ -73,9 +73,10 @@ class Modes:
         """How much slower the slow mode is than the fast one (0.18: 18%)."""
         return self.slow_ms / self.fast_ms - 1
 
-    def describe(self, unit: float = 1e3, suffix: str = "µs") -> str:
-        """"two modes: 45.6 and 53.8 µs (38%/62%)" (times in µs unless told)."""
-        return (f"two modes: {self.fast_ms * unit:.4g} and {self.slow_ms * unit:.4g} {suffix} "
+    def describe(self) -> str:
+        """"two modes: 45.54 and 53.7 µs (38%/62%)", in µs under a millisecond, else in ms."""
+        unit, name = (1, "ms") if self.fast_ms >= 1 else (1e3, "µs")
+        return (f"two modes: {self.fast_ms * unit:.4g} and {self.slow_ms * unit:.4g} {name} "
                 f"({self.fast_share:.0%}/{self.slow_share:.0%})")
 
 
@@ -123,8 +124,8 @@ def two_modes(samples) -> Modes | None:
     fast_ms, slow_ms = float(np.median(fast)), float(np.median(slow))
     if slow_ms < fast_ms * (1 + MIN_GAP):
         return None
-    spread = float(fast.var() + slow.var())
-    separation = math.sqrt(2) * (float(slow.mean()) - float(fast.mean())) / math.sqrt(spread) if spread > 0 else math.inf
+    spread, apart = float(fast.var() + slow.var()), float(slow.mean() - fast.mean())
+    separation = math.sqrt(2) * apart / math.sqrt(spread) if spread > 0 else math.inf
     if separation <= MIN_SEPARATION:
         return None
     amplitude, p = _valley(x, fast_ms, slow_ms)

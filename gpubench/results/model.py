@@ -18,6 +18,7 @@ from typing import Mapping
 
 from gpubench import __version__
 from gpubench.errors import one_line
+from gpubench.modes import Modes, two_modes
 from gpubench.dtypes import DType
 from gpubench.problems import Op, Shape
 from gpubench.timing import Pace, Stats, Stop, summarize
@@ -192,6 +193,11 @@ class Point:
     @cached_property
     def timing(self) -> Stats | None:
         return summarize(list(self.samples_ms)) if self.samples_ms else None
+
+    @cached_property
+    def modes(self) -> Modes | None:
+        """Its samples' two modes where they have two (gpubench/modes.py), else None."""
+        return two_modes(self.samples_ms) if self.samples_ms else None
 
     @property
     def median_ms(self) -> float | None:

@@ -15,6 +15,7 @@ from gpubench import roofline
 from gpubench.problems import SHAPES, ConvShape, GemmShape, Op
 from gpubench.results import Point, Run, Status
 from gpubench.timing import Pace
+from gpubench.views import modes
 from gpubench.views.tables import Cell, Table
 
 
@@ -84,12 +85,16 @@ def _noisy(p: Point, threshold: float = NOISE_THRESHOLD) -> bool:
     return t is not None and t.rel_iqr > threshold
 
 
+def _flag(p: Point, threshold: float) -> str:
+    """The mark beside a point's time: two modes (views/modes.py), else "~" for a spread over the threshold."""
+    return modes.MARK if p.modes is not None else "~" if _noisy(p, threshold) else ""
+
+
 def _ms_gflops(p: Point, threshold: float) -> Cell:
     if p.status != Status.OK:
         return _status_cell(p)
-    if _noisy(p, threshold):
-        return Cell(f"~{p.median_ms:.3f} / {p.gflops:,.0f}", "noisy")
-    return Cell(f"{p.median_ms:.3f} / {p.gflops:,.0f}")
+    flag = _flag(p, threshold)
+    return Cell(f"{flag}{p.median_ms:.3f} / {p.gflops:,.0f}", "noisy" if flag else "")
 
 
 def _baselines(best: dict, run: Run, op: str) -> dict[tuple, Point]:
@@ -158,9 +163,9 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
         if p.status != Status.OK:
             line += [_status_cell(p), Cell(""), Cell(""), Cell(""), Cell(_err(p)), Cell(p.reason)]
         else:
-            share = ""
-            if _noisy(p, threshold):
-                line[-1] = Cell(p.config + " ~", "noisy")
+            share, flag = "", _flag(p, threshold)
+            if flag:
+                line[-1] = Cell(f"{p.config} {flag}", "noisy")
             if base is not None:
                 ratio = base.median_ms / p.median_ms
                 share = layout.share(ratio)
@@ -207,9 +212,9 @@ def comparison_table(run: Run, op: Op = Op.CONV, threshold: float = NOISE_THRESH
             elif p.status != Status.OK:
                 line.append(_status_cell(p))
             else:
-                noisy = _noisy(p, threshold)
-                text = f"{'~' if noisy else ''}{p.median_ms:.3f}"
-                line.append(Cell(text, "best" if p.median_ms == fastest else "noisy" if noisy else ""))
+                flag = _flag(p, threshold)
+                style = "best" if p.median_ms == fastest else "noisy" if flag else ""
+                line.append(Cell(f"{flag}{p.median_ms:.3f}", style))
         table.rows.append(line)
     return table
 
@@ -336,9 +341,12 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
         hardware = hardware_table(run, op)
         if hardware is not None:
             tables.append(hardware)
-    if any(_noisy(p, threshold) for p in run.points if p.status == Status.OK):
+    if any(_noisy(p, threshold) and p.modes is None for p in run.points if p.status == Status.OK):
         tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {threshold:.0%}, too wide to support a "
                                f"{threshold:.0%} comparison")
+    two = modes.caption(run.points)
+    if two:
+        tables[-1].caption += ("\n" if tables[-1].caption else "") + two
     return tables
 
 
@@ -346,7 +354,8 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
 
 CSV_COLUMNS = list(dict.fromkeys([
     "op", "variant", *GemmShape.KEYS, *ConvShape.KEYS, "block", "tf32", "median_ms", "min_ms", "iqr_ms", "reps",
-    "gflops", "gbps", "rel_err", "tolerance", "status", "reason", "device",
+    "fast_mode_ms", "slow_mode_ms", "fast_mode_share", "gflops", "gbps", "rel_err", "tolerance", "status", "reason",
+    "device",
 ]))
 
 
@@ -355,12 +364,14 @@ def to_csv(run: Run) -> str:
     writer = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for p in run.points:
-        t = p.timing
+        t, m = p.timing, p.modes
         writer.writerow({
             "op": p.op, "variant": p.variant, **p.problem.record(),
             "block": p.config, "tf32": int(p.tf32),
             "median_ms": _num(t.median if t else None), "min_ms": _num(t.min if t else None),
             "iqr_ms": _num(t.iqr if t else None), "reps": t.n if t else 0,
+            "fast_mode_ms": _num(m and m.fast_ms), "slow_mode_ms": _num(m and m.slow_ms),
+            "fast_mode_share": _num(m and m.fast_share),
             "gflops": _num(p.gflops), "gbps": _num(p.gbps), "rel_err": _num(p.rel_err), "tolerance": _num(p.tolerance),
             "status": p.status, "reason": p.reason, "device": run.device,
         })
