@@ -139,6 +139,11 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
       1  at least one point significantly slower by more than --threshold
       2  usage error, unreadable or incompatible files, a run not complete (without --allow-partial)
       3  only inconclusive results, with --fail-on-inconclusive
+
+    A point whose samples sit in two modes, in either run, is inconclusive rather than slower or faster where the
+    two runs share a mode: its median moved because the modes' shares changed, which a rerun can undo. Such a
+    point fails CI (3) only with --fail-on-inconclusive; the notes name it and its modes.
+
     \b
     Examples:
       gpubench compare results/baseline.json new.json

@@ -35,6 +35,8 @@ def changes_table(report: Report, include_same: bool = True) -> Table:
             label += f" (engine {c.engine_change[0]} → {c.engine_change[1]})"
         if c.clock_change and c.verdict != Verdict.SAME:
             label += f" (SM clock {c.clock_change[0]:,.0f} → {c.clock_change[1]:,.0f} MHz)"
+        if c.base.modes or c.new.modes:
+            label += " (two modes: a mode flip)" if c.mode_flip else " (two modes)"
         table.rows.append([Cell(c.verdict, VERDICT_STYLE[c.verdict]), Cell(label), Cell(f"{c.base.median_ms:.4g}"),
                            Cell(f"{c.new.median_ms:.4g}"), Cell(_pct(c.ratio)), Cell(_interval(c))])
     return table
@@ -50,8 +52,30 @@ def geomean_table(report: Report) -> Table:
     return table
 
 
-def notes(report: Report) -> list[str]:
+def _two_modes(c: Change) -> str:
+    """Which run's samples sit in two modes, and where: "base: two modes: 45.54 and 53.7 µs (38%/62%)"."""
+    sides = [f"{name}: {p.modes.describe()}" for name, p in (("base", c.base), ("new", c.new)) if p.modes]
+    return "; ".join(sides)
+
+
+def mode_notes(report: Report) -> list[str]:
+    """Why a point with two modes got its verdict: inconclusive where the runs share a mode (a flip of the modes'
+    shares can move its median that far), standing where they share none."""
     lines = []
+    for c in report.changes:
+        if c.mode_flip:
+            was = Verdict.SLOWER if c.ratio > 1 else Verdict.FASTER
+            lines.append(f"inconclusive, not {was}: {c.label}: {_two_modes(c)}; the runs share a time within "
+                         f"{report.threshold:.0%}, so the medians differ by how many samples each mode held, which "
+                         "another run of the same code can change")
+        elif c.verdict in (Verdict.SLOWER, Verdict.FASTER) and (c.base.modes or c.new.modes):
+            lines.append(f"{c.verdict} with two modes: {c.label}: {_two_modes(c)}; the runs share no mode, so "
+                         "the change is more than the modes' shares")
+    return lines
+
+
+def notes(report: Report) -> list[str]:
+    lines = mode_notes(report)
     for c in report.source_changes:
         where = c.new_source if c.new_source == c.base_source else f"{c.base_source} → {c.new_source}"
         lines.append(f"source changed: {c.op} {c.name} ({where}): sha256 {c.base_sha[:12]} → {c.new_sha[:12]}")
@@ -107,12 +131,19 @@ def to_markdown_report(report: Report, base_name: str, new_name: str) -> str:
     return "\n".join(out)
 
 
+def _modes_record(p) -> dict | None:
+    m = p.modes
+    return None if m is None else {"fast_ms": m.fast_ms, "slow_ms": m.slow_ms, "fast_share": m.fast_share,
+                                   "separation": m.separation}
+
+
 def to_json_report(report: Report, exit_code: int) -> str:
     def point(c: Change) -> dict:
         return {"op": c.new.op, "variant": c.new.variant, "config": c.new.config, "problem": c.new.problem.record(),
                 "tf32": c.new.tf32, "dtype": str(c.new.dtype), "layout": str(c.new.problem.layout), "base_ms": c.base.median_ms, "new_ms": c.new.median_ms, "ratio": c.ratio,
                 "low": c.low, "high": c.high if math.isfinite(c.high) else None, "verdict": c.verdict,
-                "sm_mhz": list(c.clock_change) if c.clock_change else None}
+                "sm_mhz": list(c.clock_change) if c.clock_change else None, "mode_flip": c.mode_flip,
+                "modes": {side: _modes_record(p) for side, p in (("base", c.base), ("new", c.new))}}
 
     return json.dumps({
         "outcome": report.outcome, "exit_code": exit_code, "threshold": report.threshold, "alpha": report.alpha,
