@@ -3,6 +3,7 @@ point's sorted samples to judge by eye. What docs/evidence/two-modes.md reports 
 
     python3 tools/two_modes.py              # the counts, and every flagged point in one line each
     python3 tools/two_modes.py --samples    # ... with each flagged point's sorted samples (µs)
+    python3 tools/two_modes.py --simulate   # how often seeded synthetic samples of known shape are flagged
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
 
 from gpubench.compare import point_label  # noqa: E402
 from gpubench.modes import MIN_SAMPLES, two_modes  # noqa: E402
@@ -33,6 +36,34 @@ def survey(root: Path = REPO / "results"):
     return len(files), points, long_enough, flagged
 
 
+SHAPES = {  # name: draw(rng, n), times around 10 (units do not matter: the rule is scale-free)
+    "normal, 1%": lambda rng, n: rng.normal(10, 0.1, n),
+    "lognormal, 5%": lambda rng, n: 10 * np.exp(rng.normal(0, 0.05, n)),
+    "10 + exponential(1)": lambda rng, n: 10 + rng.exponential(1, n),
+    "uniform 10-11": lambda rng, n: rng.uniform(10, 11, n),
+    "Student t3, 1%": lambda rng, n: 10 + 0.1 * rng.standard_t(3, n),
+    "normal 1% + 5% at +30%": lambda rng, n: np.where(rng.random(n) < 0.05, rng.normal(13, 0.1, n),
+                                                      rng.normal(10, 0.1, n)),
+    "two normals 1%, D 2, 50/50": lambda rng, n: _mixture(rng, n, 0.5, 0.2),
+    "two normals 1%, D 3, 50/50": lambda rng, n: _mixture(rng, n, 0.5, 0.3),
+    "two normals 1%, D 4, 30/70": lambda rng, n: _mixture(rng, n, 0.3, 0.4),
+    "two normals 1%, D 6, 20/80": lambda rng, n: _mixture(rng, n, 0.2, 0.6),
+}
+
+
+def _mixture(rng, n, fast_share, apart):
+    """Two normals of standard deviation 0.1 (1%) with centres `apart` around 10: Ashman's D is apart / 0.1."""
+    return np.where(rng.random(n) < fast_share, rng.normal(10 - apart / 2, 0.1, n), rng.normal(10 + apart / 2, 0.1, n))
+
+
+def simulate(repeats: int = 400, sizes=(20, 40, 100, 400)) -> None:
+    rng = np.random.default_rng(7)
+    print("| samples | " + " | ".join(f"n = {n}" for n in sizes) + " |\n|---|" + "---:|" * len(sizes))
+    for name, draw in SHAPES.items():
+        rates = [sum(two_modes(draw(rng, n)) is not None for _ in range(repeats)) / repeats for n in sizes]
+        print(f"| {name} | " + " | ".join(f"{r:.1%}" for r in rates) + " |")
+
+
 def main(show_samples: bool) -> None:
     files, points, long_enough, flagged = survey()
     print(f"{files} files, {points} ok points, {long_enough} with at least {MIN_SAMPLES} samples, "
@@ -45,4 +76,4 @@ def main(show_samples: bool) -> None:
 
 
 if __name__ == "__main__":
-    main("--samples" in sys.argv[1:])
+    simulate() if "--simulate" in sys.argv[1:] else main("--samples" in sys.argv[1:])
