@@ -295,3 +295,75 @@ def test_a_moved_empty_kernel_floor_is_noted(make_run, base_us, new_us, noted):
     without = make_run(seed=1)
     without.environment.get("device", {}).pop("floor_ms", None)
     assert compare.compare(base, without).floor_moved is None  # a run that did not measure it: no note
+
+
+def with_cudnn_samples(run, samples):
+    """The run with its cuDNN conv point's samples replaced."""
+    run.points = [replace(p, samples_ms=samples) if p.variant == "cudnn" else p for p in run.points]
+    return run
+
+
+def two_clusters(fast, slow, n_fast=10, n_slow=30):
+    return [fast * (1 + 0.002 * (j % 5 - 2)) for j in range(n_fast)] + [slow * (1 + 0.002 * (j % 7 - 3))
+                                                                         for j in range(n_slow)]
+
+
+def test_a_median_moved_by_a_mode_flip_is_inconclusive_not_slower(make_run, run_file):
+    """The H100's cuDNN 14x14 case in small: one mode (3.0 ms) in the base, the same mode in 25% of the new run's
+    samples and a second 18% slower in the rest. The interval alone says slower; the modes' shares say why."""
+    base = make_run(seed=1)
+    new = with_cudnn_samples(make_run(seed=2), two_clusters(3.0, 3.54))
+    report = compare.compare(base, new)
+    (c,) = [c for c in report.changes if c.new.variant == "cudnn"]
+    assert compare.verdict(c.low, c.high, report.threshold) == compare.Verdict.SLOWER  # what the interval says
+    assert c.verdict == compare.Verdict.INCONCLUSIVE and c.mode_flip and c.new.modes.fast_share == 0.25
+    assert [c.verdict for c in report.changes].count(compare.Verdict.SLOWER) == 0
+    paths = run_file(base, "base.json"), run_file(new, "new.json")
+    r = invoke("compare", *paths)
+    assert r.exit_code == 0, r.output
+    assert "(two modes: a mode flip)" in r.output and "inconclusive, not slower: conv cudnn" in r.output
+    assert "1 point(s) inconclusive (1 of them with two modes)" in r.output
+    assert invoke("compare", *paths, "--fail-on-inconclusive").exit_code == 3
+    data = json.loads(invoke("compare", *paths, "--format", "json").output)
+    point = next(p for p in data["changes"] if p["variant"] == "cudnn")
+    assert point["mode_flip"] and point["modes"]["base"] is None and point["modes"]["new"]["fast_share"] == 0.25
+
+
+def test_a_flip_back_to_the_fast_mode_is_inconclusive_not_faster(make_run):
+    base = with_cudnn_samples(make_run(seed=1), two_clusters(3.0, 3.54))
+    new = make_run(seed=2)
+    (c,) = [c for c in compare.compare(base, new).changes if c.new.variant == "cudnn"]
+    assert compare.verdict(c.low, c.high, 0.05) == compare.Verdict.FASTER
+    assert c.verdict == compare.Verdict.INCONCLUSIVE and c.mode_flip
+
+
+def test_both_modes_slower_is_still_a_regression(make_run, run_file):
+    """Where the runs share no mode (both moved by 30%), the shares cannot explain the change: slower stands."""
+    base = with_cudnn_samples(make_run(seed=1), two_clusters(3.0, 3.54))
+    new = with_cudnn_samples(make_run(seed=2), two_clusters(3.9, 4.6))
+    (c,) = [c for c in compare.compare(base, new).changes if c.new.variant == "cudnn"]
+    assert c.verdict == compare.Verdict.SLOWER and not c.mode_flip
+    r = invoke("compare", run_file(base, "base.json"), run_file(new, "new.json"))
+    assert r.exit_code == 1 and "slower with two modes: conv cudnn" in r.output and "share no mode" in r.output
+
+
+def test_shares_a_mode_needs_two_modes_on_one_side(make_run):
+    run = make_run()
+    p = next(p for p in run.points if p.variant == "cudnn")
+    slower = replace(p, samples_ms=[x * 1.2 for x in p.samples_ms])
+    assert not compare.shares_a_mode(p, slower, 0.05)  # one mode each: the interval decides alone
+    flipped = replace(p, samples_ms=two_clusters(p.median_ms, 1.2 * p.median_ms))
+    assert compare.shares_a_mode(p, flipped, 0.05) and compare.shares_a_mode(flipped, slower, 0.05)
+    assert not compare.shares_a_mode(flipped, replace(p, samples_ms=[x * 1.5 for x in p.samples_ms]), 0.05)
+
+
+def test_the_saved_h100_pair_turns_a_flip_into_inconclusive():
+    """tc-conv-tma.json → tc-conv-tma-s32.json on the H100 (docs/evidence/two-modes.md): the base's 128x128x56 s2
+    fp16 point took 84.5 µs in 73% of its samples and 90.3 µs in the rest; the new run's 91.5 µs is that slower
+    mode, which the interval alone calls +7.7% slower."""
+    root = Path(__file__).resolve().parent.parent / "results" / "nvidia-h100-80gb-hbm3"
+    report = compare.compare(results.load(root / "tc-conv-tma.json"), results.load(root / "tc-conv-tma-s32.json"))
+    flips = {c.label: c for c in report.mode_flips}
+    c = flips["conv tc-wgmma-tma 128x64x64 s8 c1 128x128x56 k128 3x3 s2 FP16 NHWC"]
+    assert c.verdict == compare.Verdict.INCONCLUSIVE and compare.verdict(c.low, c.high, 0.05) == compare.Verdict.SLOWER
+    assert len(flips) == 2 and report.count(compare.Verdict.SLOWER) == 14

@@ -124,3 +124,62 @@ def test_a_point_at_the_floor_says_so(make_run):
     run.environment["device"]["floor_ms"] = p.median_ms / 1.5
     assert roofline.near_floor(p, run)
     assert "≤2× the floor" in cells(view.hardware_table(run, "gemm"))[0][-1]
+
+
+def _two_modes_run(make_run):
+    """The synthetic run with its 2048 tiled GEMM's samples in two clusters: 16 at 7.6 ms, 24 at 9.0 ms."""
+    run = make_run()
+    i = next(i for i, p in enumerate(run.points) if p.variant == "tiled" and p.problem.m == 2048)
+    fast, slow = [d for d in range(-4, 5) if d] * 2, [d for d in range(-6, 7) if d] * 2  # symmetric about 0
+    samples = [7.6 * (1 + 0.002 * d) for d in fast] + [9.0 * (1 + 0.002 * d) for d in slow]
+    run.points[i] = replace(run.points[i], samples_ms=samples)
+    return run, run.points[i]
+
+
+def test_a_point_with_two_modes_is_marked_and_named_in_the_caption(make_run):
+    run, p = _two_modes_run(make_run)
+    assert p.timing.rel_iqr > view.NOISE_THRESHOLD  # wide enough for "~": the two modes' mark takes its place
+    tables = view.run_tables(run)
+    marked = [c for t in tables for row in t.rows for c in row if "‡" in c.text]
+    assert marked and all("~" not in c.text and c.style == "noisy" for c in marked)
+    assert cells(view.config_tables(run, "gemm")[0])[1][1].startswith("‡")
+    caption = tables[-1].caption
+    assert "‡ marks a point whose samples sit in two modes" in caption and "~ marks" not in caption
+    assert "‡ gemm tiled 128x128x8/8x8 2048: two modes: 7.6 and 9 ms (40%/60%)" in caption.splitlines()
+    assert "‡ gemm tiled 128x128x8/8x8 2048" in to_markdown(tables[-1])
+
+
+def test_a_run_without_two_modes_says_nothing_of_them(make_run):
+    tables = view.run_tables(make_run(noise=0.2))
+    assert not any("‡" in c.text for t in tables for row in t.rows for c in row)
+    assert "‡" not in tables[-1].caption and "~ marks" in tables[-1].caption
+
+
+def test_the_caption_lists_a_few_and_counts_the_rest(make_run, monkeypatch):
+    run, _ = _two_modes_run(make_run)
+    both = [replace(p, samples_ms=run.points[1].samples_ms) if p.op == "gemm" else p for p in run.points]
+    run.points = both
+    monkeypatch.setattr(view.modes, "LISTED", 2)
+    lines = view.run_tables(run)[-1].caption.splitlines()
+    assert len([line for line in lines if ": two modes:" in line]) == 2
+    assert lines[-1] == "‡ and 2 more (the CSV view gives every point's modes)"
+
+
+def test_csv_gives_each_points_modes(make_run):
+    run, p = _two_modes_run(make_run)
+    rows = list(__import__("csv").DictReader(view.to_csv(run).splitlines()))
+    row = next(r for r in rows if r["variant"] == "tiled" and r["m"] == "2048")
+    assert (row["fast_mode_ms"], row["slow_mode_ms"], row["fast_mode_share"]) == ("7.6", "9", "0.4")
+    assert all(r["fast_mode_ms"] == "" for r in rows if r is not row)
+
+
+def test_show_marks_the_saved_cudnn_point_with_two_modes():
+    from pathlib import Path
+
+    from gpubench.results import load
+
+    run = load(Path(__file__).resolve().parent.parent / "results/nvidia-h100-80gb-hbm3/tc-conv-tma-s32.json")
+    summary = {(r[0], r[2]): r for r in cells(view.summary_table(run, "conv"))}
+    assert summary[("128x256x14 k256 3x3", "cudnn [BF16 NHWC]")][3] == "- ‡"
+    caption = view.run_tables(run)[-1].caption
+    assert "‡ conv cudnn 128x256x14 k256 3x3 s1 BF16 NHWC: two modes: 45.54 and 53.7 µs (38%/62%)" in caption
