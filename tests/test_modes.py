@@ -39,9 +39,10 @@ def test_a_mode_above_a_millisecond_is_told_in_ms():
 
 def test_one_mode_with_a_few_outliers_is_not_two():
     rng = np.random.default_rng(1)
-    x = list(0.05 * (1 + 0.003 * rng.standard_normal(100))) + [0.07, 0.071, 0.072]  # 3%: a tail, not a mode
-    assert two_modes(x) is None
-    assert two_modes(x + [0.0705] * 9) is not None  # 12 of 112 there: a mode
+    x = list(0.05 * (1 + 0.003 * rng.standard_normal(100))) + [0.07 + 0.0002 * i for i in range(9)]
+    assert two_modes(x) is None  # 9 of 109 far off (8%): a tail, not a mode
+    assert two_modes(x + [0.0705] * 6) is not None  # 15 of 115 there: a mode
+    assert two_modes(x[:100] + [0.07, 0.071]) is None  # a mode of 2 samples is not one
 
 
 @pytest.mark.parametrize("name, draw", [
