@@ -7,6 +7,7 @@ the GPU machine before a sweep, so that its builds run in parallel rather than o
 --only compiles just the named variants (e.g. --only wgmma-tma,fp8-tma: what one device call is about to sweep).
 """
 
+import argparse
 import os
 import sys
 
@@ -14,17 +15,23 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from gpubench import autotune, catalog, nvcc, project, specs  # noqa: E402
 
-arch = sys.argv[1] if len(sys.argv) > 1 else "sm_90"
-mine = project.load(sys.argv[sys.argv.index("--project") + 1]).variants if "--project" in sys.argv else []
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("arch", nargs="?", default="sm_90", help="the architecture to build for, e.g. sm_90")
+parser.add_argument("--project", help="a project's gpubench.toml: its kernels too")
+parser.add_argument("--tuner", type=int, help="the tuner's first N candidates too")
+parser.add_argument("--only", help="comma-separated variant names: just these")
+args = parser.parse_args()
+arch = args.arch
+mine = project.load(args.project).variants if args.project else []
 known = catalog.Catalog.with_user(mine)
 jobs = [(catalog.kernels_dir() / "probes.cu", (), arch, ())]
-only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
+only = set(args.only.split(",")) if args.only else None
 for v in known.all if only is None else [v for v in known.all if v.name in only]:
     for c in v.configs_for(specs.LAB_BLOCK_SIZES):
         for problem in specs.sample_problems(v):  # a kernel told its precision or layout is built in each
             jobs += v.builds(c, v.arch or arch, problem)
-if "--tuner" in sys.argv:
+if args.tuner:
     tuned = known.get("gemm", "cuda", "tuned")
-    jobs += [j for c in autotune.candidates(tuned, int(sys.argv[sys.argv.index("--tuner") + 1])) for j in tuned.builds(c, arch)]
+    jobs += [j for c in autotune.candidates(tuned, args.tuner) for j in tuned.builds(c, arch)]
 failures = nvcc.compile_all(jobs)
 print(f"{len(set(jobs))} builds, {len(failures)} failed", *(str(e) for _, e in failures), sep="\n")
