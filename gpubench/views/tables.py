@@ -105,6 +105,6 @@ def to_markdown(table: Table) -> str:
     lines = [f"**{table.title}**", "", "| " + " | ".join(table.columns) + " |",
              "|" + "|".join(["---" if i < table.left else "---:" for i in range(len(table.columns))]) + "|"]
     lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in table.rows]
-    if table.caption:
-        lines += ["", f"_{table.caption}_"]
+    for line in table.caption.splitlines():  # a paragraph a line: Markdown would run them into one
+        lines += ["", f"_{line}_"]
     return "\n".join(lines) + "\n"
