@@ -139,3 +139,12 @@ def test_a_run_whose_file_name_is_not_utf8_is_reported(make_run, tmp_path):
     save(make_run(), odd)
     page = app.write_report([str(odd)], str(tmp_path / "r.html"), False, 0.05, False)
     assert "\ufffd.json" in page.read_text(encoding="utf-8")
+
+
+def test_a_caption_of_several_lines_keeps_its_lines():
+    """The run's two-mode caption names a point a line (views/modes.py); the page keeps them apart."""
+    from gpubench.views.report import table_html
+    from gpubench.views.tables import Table
+
+    html = table_html(Table("t", ["a"], caption="‡ marks two modes\n‡ gemm tiled 2048: two modes: 7.6 and 9 ms"))
+    assert "‡ marks two modes<br>‡ gemm tiled 2048" in html

@@ -41,7 +41,7 @@ def table_html(table: Table, cls: str = "lab") -> str:
                         for i, c in enumerate(row))
         rows.append(f"<tr>{cells}</tr>")
     caption = f"<caption>{escape(table.title)}</caption>" if table.title else ""
-    note = f'<p class="note">{escape(table.caption)}</p>' if table.caption else ""
+    note = f'<p class="note">{escape(table.caption).replace(chr(10), "<br>")}</p>' if table.caption else ""
     return f'<table class="{cls}">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>{note}'
 
 
