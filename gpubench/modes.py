@@ -43,13 +43,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MIN_SAMPLES = 20  # fewer samples cannot show two groups of MIN_MODE_SAMPLES with a valley between them
+# Set on the 9,147 saved points with 20 samples or more (docs/evidence/two-modes.md: 776 flagged, and what each
+# threshold changes): the valley's two tests decide nearly everything; the rest guard the edges.
+MIN_SAMPLES = 20  # fewer cannot show two groups of MIN_MODE_SAMPLES with a valley (a band of 2-3 samples) between
 MIN_SHARE = 0.10  # the smaller mode holds at least this share: a few slow samples are a tail, not a mode
 MIN_MODE_SAMPLES = 5  # ... and at least this many samples, whatever the share
-MIN_SEPARATION = 2.0  # Ashman's D of the two groups (2: Ashman et al.'s line for a clean separation)
-MIN_AMPLITUDE = 0.5  # the valley holds at most half of the lower peak's samples
-MIN_GAP = 0.02  # the slower mode's centre at least 2% above the faster one's
-VALLEY_P = 0.01  # the valley's sign test: a valley this empty by chance, were the density level, at most this often
+MIN_SEPARATION = 2.0  # Ashman's D of the two groups (2: Ashman et al.'s line for a clean separation; 3 drops 78
+#                       of the 776, spikes beside a wide mode such as the H200's cuDNN 256 s3 at 8.2 and 8.6 µs)
+MIN_AMPLITUDE = 0.5  # the valley holds at most half of the lower peak's samples (0.7 drops 263, most with a dip)
+MIN_GAP = 0.02  # the slower mode's centre at least 2% above the faster one's (0% would add 100, each under 2%)
+VALLEY_P = 0.01  # the sign test's level: without it 1,876 are flagged, the extra mostly 4-6 slow samples off a
+#                  mode of 30-40 (a band then holds 2 or 3, and an empty one is luck); 0.001 drops 229 that read as
+#                  two humps with a dip
 VALLEY_PLACES = 9  # where the antimode is looked for between the two centres
 
 
