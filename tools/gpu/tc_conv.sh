@@ -16,6 +16,9 @@
 #                                       # beside their plain twins, cuDNN, fp16 and bf16)
 #   bash tools/gpu/tc_conv.sh ncu-carry # ncu-tma of the three u1 d1 q1 configurations and their plain twins at 28² and
 #                                       # 14² (12 profiles, ~5 min): cycles, tensor pipe, L2
+#   bash tools/gpu/tc_conv.sh issue20   # every conv row of issue 20's targets (four stride-1 layers, stride 2) in one
+#                                       # saved run, $OUT/tc-conv-issue20$RUN.json (the log stays in /tmp: the device
+#                                       # tool returns 8 files a call)
 #   bash tools/gpu/tc_conv.sh ncu-power # 14² fp16 and bf16, cuDNN's best plan beside 14²'s best of ours, one bracketed
 #                                       # call each under ncu: the counters a unit's energy follows (~2 min)
 #   bash tools/gpu/tc_conv.sh check-halo # the gpu tests of tc-wgmma-halo alone (ragged shapes, walked tiles, the
@@ -109,6 +112,10 @@ dram__bytes_read.sum,dram__bytes_write.sum" --csv python3 tools/gpu/tc_conv_prob
   sweep-halo)  # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN, the stride-1 layers
     python3 -m gpubench run tools/gpu/tc-conv-halo.toml -o "$OUT/tc-conv-halo.json" > "$OUT/tc-conv-halo.log" 2>&1
     echo "sweep-halo exit $?" ;;
+  issue20)  # tools/gpu/tc-conv-issue20.toml: every conv row of issue 20's targets in one saved run (~1.5 min)
+    python3 -m gpubench run tools/gpu/tc-conv-issue20.toml -o "$OUT/tc-conv-issue20${RUN:-}.json" \
+      > "/tmp/tc-conv-issue20${RUN:-}.log" 2>&1
+    echo "issue20 exit $?"; grep -A14 "best configuration per variant" "/tmp/tc-conv-issue20${RUN:-}.log" | cut -c1-150 ;;
   sweep-halo56)  # tools/gpu/tc-conv-halo-56.toml: the 56² layer alone
     python3 -m gpubench run tools/gpu/tc-conv-halo-56.toml -o "$OUT/tc-conv-halo-56.json" > "$OUT/tc-conv-halo-56.log" 2>&1
     echo "sweep-halo56 exit $?" ;;
