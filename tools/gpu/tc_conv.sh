@@ -16,6 +16,11 @@
 #                                       # beside their plain twins, cuDNN, fp16 and bf16)
 #   bash tools/gpu/tc_conv.sh ncu-carry # ncu-tma of the three u1 d1 q1 configurations and their plain twins at 28² and
 #                                       # 14² (12 profiles, ~5 min): cycles, tensor pipe, L2
+#   bash tools/gpu/tc_conv.sh issue20   # every conv row of issue 20's targets (four stride-1 layers, stride 2) in one
+#                                       # saved run, $OUT/tc-conv-issue20$RUN.json (the log stays in /tmp: the device
+#                                       # tool returns 8 files a call)
+#   bash tools/gpu/tc_conv.sh ncu-power # 14² fp16 and bf16, cuDNN's best plan beside 14²'s best of ours, one bracketed
+#                                       # call each under ncu: the counters a unit's energy follows (~2 min)
 #   bash tools/gpu/tc_conv.sh check-halo # the gpu tests of tc-wgmma-halo alone (ragged shapes, walked tiles, the
 #                                      # descriptors' base offset)
 #   bash tools/gpu/tc_conv.sh sweep-halo # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN
@@ -87,6 +92,18 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
   ncu-carry)  # the three u1 d1 q1 configurations and their plain twins, 28² and 14² (fp16, one launch each)
     ONLY="256x128x64 s4 c1,256x128x64 s4 c1 u1 d1 q1,192x128x64 s4 c1 tmastore0,192x128x64 s4 c1 tmastore0 u1 d1 q1,\
 128x128x64 s6 c1,128x128x64 s6 c1 u1 d1 q1" LAYERS="${LAYERS:-28x128 14x256}" step ncu-tma ;;
+  ncu-power)  # 14² fp16 and bf16: cuDNN's best plan beside ours, one bracketed call each, the counters a unit's
+    # energy follows (instructions issued, shared-memory wavefronts, L2 sectors and bytes to the SMs, DRAM bytes)
+    for dt in fp16 bf16; do
+      BRACKET=1 REPS=3 DTYPE=$dt VARIANTS=cudnn,tc-wgmma-tma ONLY="${ONLY:-192x128x64 s4 c1 tmastore0 u1 d1 q1,\
+192x128x64 s4 c1 tmastore0,192x128x64 s4 c1 u1 d1 q1,128x128x64 s6 c1 u1 d1 q1}" ncu --profile-from-start off \
+        --metrics "gpu__time_duration.sum,sm__cycles_active.avg,gpc__cycles_elapsed.max,smsp__inst_executed.sum,\
+sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,\
+lts__t_sectors.sum,lts__t_sectors_op_read.sum,l1tex__m_xbar2l1tex_read_bytes.sum,lts__t_sector_hit_rate.pct,\
+dram__bytes_read.sum,dram__bytes_write.sum" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-14x256} \
+        > "$OUT/ncu-power-$dt.csv" 2> "$OUT/ncu-power-$dt.err"
+      echo "ncu-power $dt: exit $?, $(grep -c '"gpu__time_duration.sum"' "$OUT/ncu-power-$dt.csv") kernels"
+    done ;;
   check-halo)
     # (a bounded wait: a kernel that hangs ends the step, not the device call)
     timeout ${CHECK_SECONDS:-240} python3 -m pytest -q -m gpu tests/test_gpu.py -k "tc-wgmma-halo or halo_" \
@@ -95,6 +112,10 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
   sweep-halo)  # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN, the stride-1 layers
     python3 -m gpubench run tools/gpu/tc-conv-halo.toml -o "$OUT/tc-conv-halo.json" > "$OUT/tc-conv-halo.log" 2>&1
     echo "sweep-halo exit $?" ;;
+  issue20)  # tools/gpu/tc-conv-issue20.toml: every conv row of issue 20's targets in one saved run (~1.5 min)
+    python3 -m gpubench run tools/gpu/tc-conv-issue20.toml -o "$OUT/tc-conv-issue20${RUN:-}.json" \
+      > "/tmp/tc-conv-issue20${RUN:-}.log" 2>&1
+    echo "issue20 exit $?"; grep -A14 "best configuration per variant" "/tmp/tc-conv-issue20${RUN:-}.log" | cut -c1-150 ;;
   sweep-halo56)  # tools/gpu/tc-conv-halo-56.toml: the 56² layer alone
     python3 -m gpubench run tools/gpu/tc-conv-halo-56.toml -o "$OUT/tc-conv-halo-56.json" > "$OUT/tc-conv-halo-56.log" 2>&1
     echo "sweep-halo56 exit $?" ;;

@@ -9,12 +9,17 @@ launch is the kernel's).
     VARIANTS=tc-wgmma python3 tools/gpu/tc_conv_probe.py 7x512    # one variant (default: all four)
     ONLY="256x64x64 s9 swap1,256x64x64 s5 c1" VARIANTS=tc-wgmma-halo,tc-wgmma-tma python3 tools/gpu/tc_conv_probe.py 56x64
                                                                    # only the configurations of these labels
+    BRACKET=1 VARIANTS=cudnn,tc-wgmma-tma ncu --profile-from-start off ... python3 tools/gpu/tc_conv_probe.py 14x256
+        # cuDNN's best plan beside ours (ONLY leaves the library in); each configuration's one call after three
+        # warm-ups is bracketed for a profiler, so its plan search and compilation are not profiled
 Prints one line per layer × configuration: median µs and TFLOP/s. Outputs are not verified here (the gpu tests and
 the sweep do that).
 """
 
 import os
 import sys
+
+import cupy as cp
 
 from gpubench import catalog
 from gpubench.backends.cuda import CudaBackend
@@ -46,8 +51,16 @@ def main(layers):
             mine = [v.config(dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in params.split(",")))
                     for name, _, params in extras if name == v.name]
             only = [label for label in os.environ.get("ONLY", "").split(",") if label]
-            for c in [c for c in list(v.configs) + mine if not only or c.label in only]:
+            for c in [c for c in list(v.configs) + mine if not only or v.baseline or c.label in only]:
                 prepared = backend.prepare(v, c, shape, inputs)
+                if os.environ.get("BRACKET"):
+                    for _ in range(3):  # compiled (or the plan found), loaded, warm
+                        prepared.run()
+                    cp.cuda.runtime.deviceSynchronize()
+                    cp.cuda.profiler.start()
+                    prepared.run()
+                    cp.cuda.runtime.deviceSynchronize()
+                    cp.cuda.profiler.stop()
                 reps = int(os.environ.get("REPS", 20))
                 ms = median_ms(prepared.run, reps=reps, warmup=min(reps, 3))
                 print(f"{text:>10} {shape.dtype} {v.name:<12} {c.label:<28} {ms * 1e3:8.1f} us "
