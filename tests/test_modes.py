@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 
 from gpubench import modes
 from gpubench.modes import two_modes
-from gpubench.results import load
+from gpubench.results import Status, load
 
-RESULTS = Path(__file__).resolve().parent.parent / "results" / "nvidia-h100-80gb-hbm3"
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results" / "nvidia-h100-80gb-hbm3"
+EVIDENCE = ROOT / "docs" / "evidence" / "two-modes.md"
 
 
 def two_clusters(n_fast=40, n_slow=60, fast=0.0457, slow=0.0539, spread=0.003, seed=0):
@@ -127,16 +129,22 @@ def test_shifting_the_samples_down_keeps_two_modes(x, share):
         assert shifted.slow_ms - shifted.fast_ms == pytest.approx(m.slow_ms - m.fast_ms, rel=1e-6)
 
 
-def test_the_calibration_figures_in_the_docs_are_what_the_rule_gives_today():
-    """docs/evidence/two-modes.md quotes tools/two_modes.py's count line over results/: a change of a threshold
-    (or a run added to results/) that does not update it fails here."""
-    import importlib.util
+CALIBRATION = {  # docs/evidence/two-modes.md: file → (points with two modes, ok points with MIN_SAMPLES or more)
+    "nvidia-h100-80gb-hbm3/lab-r5-c8eda63-b.json.gz": (53, 216),
+    "nvidia-h100-80gb-hbm3/lab-small-placed-a.json.gz": (37, 132),
+    "nvidia-h100-80gb-hbm3/tc-gemm-first-8192.json": (13, 30),
+    "nvidia-h100-80gb-hbm3/tc-gemm-cooldown.json": (19, 48),
+    "nvidia-h100-80gb-hbm3/tc-conv-tma-s32.json": (3, 220),
+    "nvidia-h200/tc-gemm-cooldown.json": (16, 48),
+    "nvidia-h200/lab.json": (22, 376),
+}
 
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("two_modes_tool", root / "tools" / "two_modes.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    files, points, long_enough, flagged = tool.survey()
-    line = (f"{files} files, {points} ok points, {long_enough} with at least {modes.MIN_SAMPLES} samples, "
-            f"{len(flagged)} with two modes")
-    assert line in (root / "docs" / "evidence" / "two-modes.md").read_text()
+
+@pytest.mark.parametrize("name", CALIBRATION)
+def test_the_saved_runs_flag_what_the_calibration_says(name):
+    """The evidence's per-file counts, from saved runs that never change: a change of a threshold that does not
+    update the evidence fails here."""
+    run = load(RESULTS.parent / name)
+    long_enough = [p for p in run.points if p.status == Status.OK and len(p.samples_ms) >= modes.MIN_SAMPLES]
+    assert (sum(p.modes is not None for p in long_enough), len(long_enough)) == CALIBRATION[name]
+    assert f"`{name.split('/')[1]}` | {CALIBRATION[name][0]} of {CALIBRATION[name][1]} |" in EVIDENCE.read_text()
