@@ -183,3 +183,21 @@ def test_show_marks_the_saved_cudnn_point_with_two_modes():
     assert summary[("128x256x14 k256 3x3", "cudnn [BF16 NHWC]")][3] == "- ‡"
     caption = view.run_tables(run)[-1].caption
     assert "‡ conv cudnn 128x256x14 k256 3x3 s1 BF16 NHWC: two modes: 45.54 and 53.7 µs (38%/62%)" in caption
+
+
+def test_a_ratio_between_two_power_states_is_marked_and_given_per_clock(make_run):
+    run = make_run(clocks=1980)
+    i = next(i for i, p in enumerate(run.points) if p.variant == "tiled" and p.problem.m == 2048)
+    run.points[i] = replace(run.points[i], telemetry={**run.points[i].telemetry, "sm_mhz": 1800, "throttled": 40})
+    table = view.summary_table(run, "gemm")
+    row = next(r for r in cells(table) if r[0] == "2048" and r[1] == "tiled")
+    assert row[6].endswith("⚡")
+    assert sum(c.endswith("⚡") for r in cells(table) for c in r) == 1  # the other ratios are one state
+    lines = table.caption.splitlines()
+    assert lines[1].startswith("⚡ marks a ratio between points in different power states")
+    assert lines[2].startswith("⚡ gemm tiled 128x128x8/8x8 2048: ") and "1,800 MHz (capped) against 1,980 MHz" in lines[2]
+
+
+def test_one_power_state_adds_no_mark(make_run):
+    table = view.summary_table(make_run(clocks=1980), "gemm")
+    assert "⚡" not in table.caption and not any("⚡" in c for r in cells(table) for c in r)

@@ -11,11 +11,12 @@ import io
 from dataclasses import dataclass
 from typing import Callable
 
-from gpubench import roofline
+from gpubench import power_state, roofline
+from gpubench.compare import point_label
 from gpubench.problems import SHAPES, ConvShape, GemmShape, Op
 from gpubench.results import Point, Run, Status
 from gpubench.timing import Pace
-from gpubench.views import modes
+from gpubench.views import modes, power
 from gpubench.views.tables import Cell, Table
 
 
@@ -157,6 +158,7 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
     table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
                   caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same precision and layout")
     baselines = _baselines(best, run, op)
+    marked = []  # ratios between two power states: (point, ratio, states)
     for (row, name), p in best.items():
         base = baselines.get((row, p.tag))
         line = [Cell(x) for x in row] + [Cell(name), Cell(p.config)]
@@ -169,9 +171,15 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
             if base is not None:
                 ratio = base.median_ms / p.median_ms
                 share = layout.share(ratio)
+                states = power_state.apart(p, base) if p is not base else None
+                if states is not None:
+                    share += f" {power.MARK}"
+                    marked.append((point_label(p), ratio, states))
             line += [Cell(f"{p.median_ms:.3f}"), Cell(f"{p.gflops:,.0f}"), Cell(f"{p.gbps:,.0f}"), Cell(share),
                      Cell(_err(p)), Cell(details(p))]
         table.rows.append(line)
+    if marked:
+        table.caption += "\n" + power.caption(marked)
     return table
 
 
