@@ -21,3 +21,15 @@ def median_ms(run, reps: int = 30, warmup: int = 5) -> float:
         stop.synchronize()
         times.append(cp.cuda.get_elapsed_time(start, stop))
     return float(np.median(times))
+
+
+def bracketed(run, warmup: int = 3) -> None:
+    """One call of `run` bracketed for a profiler (ncu --profile-from-start off), after `warmup` calls that
+    compile, load and warm it (and find a library's plan), so that only the steady call is profiled."""
+    for _ in range(warmup):
+        run()
+    cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.profiler.start()
+    run()
+    cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.profiler.stop()

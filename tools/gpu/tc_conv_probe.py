@@ -19,14 +19,12 @@ the sweep do that).
 import os
 import sys
 
-import cupy as cp
-
 from gpubench import catalog
 from gpubench.backends.cuda import CudaBackend
 from gpubench.dtypes import ConvLayout, DType
 from gpubench.problems import conv_shape
 
-from events import median_ms  # tools/gpu/events.py
+from events import bracketed, median_ms  # tools/gpu/events.py
 
 
 def layer(text: str):
@@ -54,13 +52,7 @@ def main(layers):
             for c in [c for c in list(v.configs) + mine if not only or v.baseline or c.label in only]:
                 prepared = backend.prepare(v, c, shape, inputs)
                 if os.environ.get("BRACKET"):
-                    for _ in range(3):  # compiled (or the plan found), loaded, warm
-                        prepared.run()
-                    cp.cuda.runtime.deviceSynchronize()
-                    cp.cuda.profiler.start()
-                    prepared.run()
-                    cp.cuda.runtime.deviceSynchronize()
-                    cp.cuda.profiler.stop()
+                    bracketed(prepared.run)
                 reps = int(os.environ.get("REPS", 20))
                 ms = median_ms(prepared.run, reps=reps, warmup=min(reps, 3))
                 print(f"{text:>10} {shape.dtype} {v.name:<12} {c.label:<28} {ms * 1e3:8.1f} us "

@@ -10,13 +10,11 @@ first calls (compilation, warm-up) and the timing loop are left out.
 import os
 import sys
 
-import cupy as cp
-
 from gpubench import catalog
 from gpubench.backends.cuda import CudaBackend
 from gpubench.dtypes import DType, GemmLayout
 from gpubench.problems import GemmShape
-from events import median_ms  # tools/gpu/events.py
+from events import bracketed, median_ms  # tools/gpu/events.py
 
 OURS = {DType.FP16: ("cublas", "wgmma-tma"), DType.BF16: ("cublas", "wgmma-tma"), DType.FP8: ("cublaslt", "fp8-tma")}
 
@@ -38,13 +36,7 @@ def main(n: int, points: list[str]):
             configs = v.configs if v.baseline or not picked else [v.configs[int(i)] for i in picked.split(",")]
             for c in configs:
                 p = backend.prepare(v, c, shape, inputs)
-                for _ in range(3):  # compiled, loaded, warm
-                    p.run()
-                cp.cuda.runtime.deviceSynchronize()
-                cp.cuda.profiler.start()
-                p.run()
-                cp.cuda.runtime.deviceSynchronize()
-                cp.cuda.profiler.stop()
+                bracketed(p.run)
                 ms = median_ms(p.run)
                 print(f"{n} {dtype} {layout} {name:10} {c.label:24} {ms:.4f} ms {2 * n**3 / ms / 1e9:7.1f} TFLOP/s",
                       flush=True)
