@@ -50,6 +50,19 @@ def test_capped_or_unequal_clocks_leave_the_round_out_and_say_why():
     assert "too few" in ab_rounds.verdict(row.interval(0.9), 0.9)
 
 
+def test_any_power_state_counts_capped_pairs_but_not_failed_points():
+    rounds = [run(point("cudnn", "-", 0.0467), point("tc-wgmma-tma", "ping1", 0.0454, mhz=1890, capped=46)),
+              run(point("cudnn", "-", 0.0467), point("tc-wgmma-tma", "ping1", 0.0476, mhz=1860, capped=43)),
+              run(point("cudnn", "-", 0.0467),  # over its tolerance: a failed point pairs in no state
+                  Point.measured(SHAPE, "tc-wgmma-tma", "ping1", samples_ms=[0.0450] * 5, rel_err=1.0,
+                                 tolerance=3e-3, telemetry={"sm_mhz": 1890, "throttled": 40}))]
+    [row] = ab_rounds.rows(rounds, "cudnn", any_state=True)
+    assert row.ratios[:2] == pytest.approx([0.0467 / 0.0454, 0.0467 / 0.0476]) and row.ratios[2] is None
+    assert row.why_not[2].startswith("tc-wgmma-tma")
+    [strict] = ab_rounds.rows(rounds, "cudnn")
+    assert strict.ratios == (None, None, None)  # without it, a capped side leaves every round out
+
+
 def test_a_kernel_slower_in_every_round_is_below_one_with_its_margin():
     rounds = [run(point("cublas", "-", 0.175), point("wgmma-tma", "o1", 0.175 / r)) for r in
               (0.990, 0.992, 0.994, 0.991, 0.993)]

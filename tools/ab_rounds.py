@@ -62,8 +62,16 @@ def unclamped(p: Point) -> str:
     return ""
 
 
-def pair(base: Point, ours: Point) -> str:
-    """Why the pair does not count ("" when it does)."""
+def measured(p: Point) -> str:
+    """Why this point cannot be paired in any power state ("" when it can): not ok, or no samples."""
+    return "" if p.status == Status.OK and p.samples_ms else f"{p.variant} {p.status}"
+
+
+def pair(base: Point, ours: Point, any_state: bool = False) -> str:
+    """Why the pair does not count ("" when it does). any_state: pairs count whatever the two points' clocks,
+    for a layer where one side is always the limiter's (the ratio is then the power-capped race itself)."""
+    if any_state:
+        return measured(base) or measured(ours)
     why = unclamped(base) or unclamped(ours)
     if not why and base.telemetry["sm_mhz"] != ours.telemetry["sm_mhz"]:
         why = f"clocks {base.telemetry['sm_mhz']:.0f} / {ours.telemetry['sm_mhz']:.0f} MHz"
@@ -75,7 +83,7 @@ def problem_of(p: Point) -> str:
     return " ".join(str(x) for x in (getattr(shape, "dtype", ""), getattr(shape, "layout", ""), shape.label) if str(x))
 
 
-def rows(runs: list[Run], baseline: str) -> list[Row]:
+def rows(runs: list[Run], baseline: str, any_state: bool = False) -> list[Row]:
     """Every (problem, kernel) of the runs against the baseline's point of the same problem in the same run."""
     keys: dict[tuple[str, str], None] = {}
     per_run = []
@@ -90,7 +98,7 @@ def rows(runs: list[Run], baseline: str) -> list[Row]:
         ratios, why_not, base_tflops = [], [], []
         for base, ours in per_run:
             b, o = base.get(problem), ours.get((problem, kernel))
-            why = "not in this round" if b is None or o is None else pair(b, o)
+            why = "not in this round" if b is None or o is None else pair(b, o, any_state)
             ratios.append(None if why else b.median_ms / o.median_ms)
             why_not.append(why)
             if b is not None and not unclamped(b):
@@ -172,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
     parser.add_argument("--screen", metavar="KERNEL", help="the screening rule against this kernel (variant config)")
     parser.add_argument("--keep", type=int, default=2, help="with --screen: how many may pass at most [2]")
+    parser.add_argument("--any-power-state", action="store_true",
+                        help="count every pair whatever its clocks (a layer where one side is always power-capped)")
     args = parser.parse_args(argv)
     if not 0 < args.level < 1:
         parser.error(f"--level {args.level}: give a coverage between 0 and 1, e.g. 0.9")
@@ -185,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the runs hold {', '.join(sorted(names)) or 'no points'}: --baseline must name one of them, "
               "and another variant must be there to compare", file=sys.stderr)
         return 2
-    table = rows(runs, args.baseline)
+    table = rows(runs, args.baseline, args.any_power_state)
     print(render(table, args.level, args.markdown))
     if args.screen:
         if args.screen not in {r.kernel for r in table}:
