@@ -2,6 +2,7 @@ from dataclasses import replace
 
 from gpubench.dtypes import DType
 from gpubench.views import run as view
+from gpubench.views import tables
 from gpubench.views.tables import to_markdown
 from gpubench.results import Details, Point, Status
 
@@ -159,7 +160,7 @@ def test_the_caption_lists_a_few_and_counts_the_rest(make_run, monkeypatch):
     run, _ = _two_modes_run(make_run)
     both = [replace(p, samples_ms=run.points[1].samples_ms) if p.op == "gemm" else p for p in run.points]
     run.points = both
-    monkeypatch.setattr(view.modes, "LISTED", 2)
+    monkeypatch.setattr(tables, "LISTED", 2)
     lines = view.run_tables(run)[-1].caption.splitlines()
     assert len([line for line in lines if ": two modes:" in line]) == 2
     assert lines[-1] == "‡ and 2 more (the CSV view gives every point's modes)"

@@ -50,21 +50,21 @@ class Row:
         return median_interval(self.clean, level) if self.clean else None
 
 
+def measured(p: Point) -> str:
+    """Why this point cannot be paired in any power state ("" when it can): not ok, or no samples."""
+    return "" if p.status == Status.OK and p.samples_ms else f"{p.variant} {p.status}"
+
+
 def unclamped(p: Point) -> str:
     """Why this point cannot be paired ("" when it can): not ok, no telemetry, or capped samples."""
-    if p.status != Status.OK or not p.samples_ms:
-        return f"{p.variant} {p.status}"
+    if why := measured(p):
+        return why
     t = p.telemetry or {}
     if "throttled" not in t or "sm_mhz" not in t:
         return f"{p.variant}: no clock telemetry"
     if t["throttled"]:
         return f"{p.variant} {t['sm_mhz']:.0f} MHz, {t['throttled']} capped"
     return ""
-
-
-def measured(p: Point) -> str:
-    """Why this point cannot be paired in any power state ("" when it can): not ok, or no samples."""
-    return "" if p.status == Status.OK and p.samples_ms else f"{p.variant} {p.status}"
 
 
 def pair(base: Point, ours: Point, any_state: bool = False) -> str:

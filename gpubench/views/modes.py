@@ -6,9 +6,9 @@ from __future__ import annotations
 from gpubench.compare import point_label
 from gpubench.modes import MIN_GAP
 from gpubench.results import Point, Status
+from gpubench.views.tables import marked_caption
 
 MARK = "‡"  # beside the time of a point with two modes (it takes the place of "~": two modes explain the spread)
-LISTED = 12  # points named in the caption; the rest are counted (the CSV gives every point's modes)
 
 
 def two_mode_points(points) -> list[Point]:
@@ -17,12 +17,8 @@ def two_mode_points(points) -> list[Point]:
 
 def caption(points) -> str:
     """What the mark means, and each marked point's two modes (the first LISTED of them); "" when none has two."""
-    flagged = two_mode_points(points)
-    if not flagged:
-        return ""
-    lines = [f"{MARK} marks a point whose samples sit in two modes at least {MIN_GAP:.0%} apart: its median is the "
-             "mode that held more of them, so it and every ratio from it can move by the gap in another run"]
-    lines += [f"{MARK} {point_label(p)}: {p.modes.describe()}" for p in flagged[:LISTED]]
-    if len(flagged) > LISTED:
-        lines.append(f"{MARK} and {len(flagged) - LISTED} more (the CSV view gives every point's modes)")
-    return "\n".join(lines)
+    return marked_caption(
+        MARK, f"marks a point whose samples sit in two modes at least {MIN_GAP:.0%} apart: its median is the mode that "
+        "held more of them, so it and every ratio from it can move by the gap in another run",
+        [f"{point_label(p)}: {p.modes.describe()}" for p in two_mode_points(points)],
+        "the CSV view gives every point's modes")

@@ -4,19 +4,16 @@ the ratio, and the caption's lines that give each such ratio with both clocks an
 from __future__ import annotations
 
 from gpubench import power_state
+from gpubench.views.tables import marked_caption
 
 MARK = "⚡"  # beside a speed ratio whose two points ran in different power states
-LISTED = 12  # ratios named in the caption; the rest are counted
 
 
 def caption(marked: list[tuple[str, float, power_state.PowerStates]]) -> str:
     """What the mark means, and each marked ratio (label, ratio, states) with its clocks; "" when none is."""
-    if not marked:
-        return ""
-    lines = [f"{MARK} marks a ratio between points in different power states (one capped by the limiter and the other "
-             f"not, or median SM clocks {power_state.CLOCKS_APART:.0%} or more apart): partly the limiter's, so each "
-             "is given per clock too (NVML's sampled clocks: an estimate; ncu counts cycles)"]
-    lines += [f"{MARK} {label}: {states.describe(ratio)}" for label, ratio, states in marked[:LISTED]]
-    if len(marked) > LISTED:
-        lines.append(f"{MARK} and {len(marked) - LISTED} more (the hardware table gives every point's clock)")
-    return "\n".join(lines)
+    return marked_caption(
+        MARK, "marks a ratio between points in different power states (one capped by the limiter and the other not, "
+        f"or median SM clocks {power_state.CLOCKS_APART:.0%} or more apart): partly the limiter's, so each is given "
+        "per clock too (NVML's sampled clocks: an estimate; ncu counts cycles)",
+        [f"{label}: {states.describe(ratio)}" for label, ratio, states in marked],
+        "the hardware table gives every point's clock")

@@ -171,7 +171,7 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
             if base is not None:
                 ratio = base.median_ms / p.median_ms
                 share = layout.share(ratio)
-                states = power_state.apart(p, base) if p is not base else None
+                states = power_state.apart(p, base)
                 if states is not None:
                     share += f" {power.MARK}"
                     marked.append((point_label(p), ratio, states))

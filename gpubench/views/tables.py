@@ -22,6 +22,20 @@ class Table:
     left: int = 1  # how many leading (label) columns are left-aligned; the rest are numbers
 
 
+LISTED = 12  # entries a mark's caption names one a line; the rest are counted
+
+
+def marked_caption(mark: str, meaning: str, entries: list[str], rest: str) -> str:
+    """A mark's caption: what it means, then the first LISTED marked entries a line each, then how many more and
+    where to find them (`rest`); "" when nothing is marked."""
+    if not entries:
+        return ""
+    lines = [f"{mark} {meaning}"] + [f"{mark} {e}" for e in entries[:LISTED]]
+    if len(entries) > LISTED:
+        lines.append(f"{mark} and {len(entries) - LISTED} more ({rest})")
+    return "\n".join(lines)
+
+
 RICH_STYLES = {"best": "bold green", "fail": "bold red", "error": "red", "skip": "dim", "noisy": "yellow"}
 
 
