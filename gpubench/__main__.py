@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 
-from gpubench.exit_codes import Exit
+from gpubench.core.exit_codes import Exit
 
 STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
               if hasattr(signal, name))

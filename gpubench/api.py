@@ -15,7 +15,7 @@ is timed exactly as a sweep times a variant (warm-up, L2 flush, events on the ti
 short calls, telemetry and energy on a GPU). It runs in the caller's process, so that any callable can be measured
 (and other timers run beside it); a kernel that faults there faults the caller. Sweeps and suites run in gpubench's
 isolated workers, as `gpubench gemm|conv|run` do: those functions call the same use cases as the command line
-(gpubench/app.py) and return its RunOutcome (`.run`, `.path`, `.exit_code`).
+(gpubench/usecases/commands.py) and return its RunOutcome (`.run`, `.path`, `.exit_code`).
 """
 
 from __future__ import annotations
@@ -25,18 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from gpubench import plan, user_code
-from gpubench.compare import Report
-from gpubench.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
-from gpubench.errors import GpubenchError, Skip
-from gpubench.problems import ARRAYS, DIMS, ConvShape, GemmShape, conv_shape
+from gpubench.planning import plan
+from gpubench.specs import user_code
+from gpubench.analysis.compare import Report
+from gpubench.core.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
+from gpubench.core.errors import GpubenchError, Skip
+from gpubench.ops.problems import ARRAYS, DIMS, ConvShape, GemmShape, conv_shape
 from gpubench.results import Point, Run, Status, load, save
-from gpubench.runner import PointTask, run_point, unmeasured
-from gpubench.runners import Arrays, PythonGpuRunner, PythonRunner
-from gpubench.session import RunOutcome
-from gpubench.specs import BACKENDS
-from gpubench.stats import Stats
-from gpubench.variant import Config, Variant, config_label
+from gpubench.execution.tasks import PointTask, run_point, unmeasured
+from gpubench.specs.runners import Arrays, PythonGpuRunner, PythonRunner
+from gpubench.usecases.session import RunOutcome
+from gpubench.specs.parse import BACKENDS
+from gpubench.measure.stats import Stats
+from gpubench.specs.variant import Config, Variant, config_label
 
 __all__ = ["Measurement", "measure", "gemm", "conv", "run_sweep", "run_suite", "compare", "load", "save",
            "GemmShape", "ConvShape", "Run", "Point", "RunOutcome", "Report"]
@@ -252,8 +253,8 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
     """`gpubench gemm|conv` as a function: the sweep run in isolated workers, saved, and returned (outcome.run).
     dtypes and layouts are --dtype's and --layout's ("fp32,bf16"); pace, settle and cooldown are --pace's,
     --settle's (None: its default; only with pace sustained) and --cooldown's."""
-    from gpubench import app
-    from gpubench.problems import Op
+    from gpubench.usecases import commands as app
+    from gpubench.ops.problems import Op
 
     op = Op(op)
     if op == Op.GEMM:
@@ -278,7 +279,7 @@ def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = 
               seed: int = 0, tf32: bool = False, timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None,
               gpus: str | None = None, pace: str | None = None, display=None) -> RunOutcome:
     """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file); `pace` overrides the suite's."""
-    from gpubench import app
+    from gpubench.usecases import commands as app
 
     return app.run_suite(suite, output=str(output) if output is not None else None, force=force, backend=backend,
                          seed=seed, tf32=tf32, timeout=timeout, config=config, max_noise=None, max_time=None,
@@ -290,7 +291,7 @@ def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float =
             alpha: float = plan.DEFAULTS.alpha, allow_partial: bool = False) -> Report:
     """`gpubench compare` as a function: the per-point verdicts; report.exit_code() is the command's exit code.
     Runs may be given as Run objects or as files."""
-    from gpubench import compare as comparing
+    from gpubench.analysis import compare as comparing
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
     runs = [r if isinstance(r, Run) else load(r) for r in (base, new)]

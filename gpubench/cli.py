@@ -1,17 +1,18 @@
 """The command line, click only: each command parses its options (gpubench/options.py), calls one use case
-(gpubench/app.py), chooses a view (gpubench/views/terminal.py) and returns an exit code (gpubench/exit_codes.py).
+(gpubench/usecases/commands.py), chooses a view (gpubench/views/terminal.py) and returns an exit code (gpubench/core/exit_codes.py).
 Rules live in the plan and compare layers, defaults in plan.DEFAULTS; errors end as one line (command.py)."""
 
 from __future__ import annotations
 
 import click
 
-from gpubench import __version__, app, options
+from gpubench import __version__, options
+from gpubench.usecases import commands as app
 from gpubench.command import OneLineErrors
-from gpubench.exit_codes import Exit
+from gpubench.core.exit_codes import Exit
 from gpubench.options import CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, RUNNING, group, sweep_options
-from gpubench.plan import DEFAULTS
-from gpubench.problems import Op
+from gpubench.planning.plan import DEFAULTS
+from gpubench.ops.problems import Op
 from gpubench.views import terminal
 
 LAB_SIZES = DEFAULTS.text(DEFAULTS.sizes)
@@ -58,7 +59,7 @@ def gemm(ctx, sizes, mnk, **kw):
       gpubench gemm --kernel my_lab.cu:gpu_matrix_mult_sm --sizes 1024,2048
       gpubench gemm --backend cpu --sizes 256
     """
-    from gpubench import plan
+    from gpubench.planning import plan
 
     sizes = sizes if sizes is not None else ("" if mnk else LAB_SIZES)
     shapes = plan.gemm_shapes(list(options.sizes(sizes)) if sizes or not mnk else [], [options.mnk(t) for t in mnk])
@@ -79,7 +80,7 @@ def conv(ctx, sizes, stride, batch, in_channels, out_channels, kernel_size, padd
       gpubench conv --kernel my_conv.cu:conv_lab --args x,w,y,H,W,C,R,stride,pad,OH,OW --sizes 1024
       gpubench conv --backend cpu --sizes 64,100 --stride 1,2,3
     """
-    from gpubench import plan
+    from gpubench.planning import plan
 
     shapes, _ = plan.conv_shapes(options.sizes(sizes if sizes is not None else LAB_SIZES), options.strides(stride),
                                  batch=batch, in_channels=in_channels, out_channels=out_channels, kernel=kernel_size,
@@ -304,7 +305,7 @@ def tune_gemm(variant, sizes, mnk, **kw):
       gpubench tune gemm --sizes 4096 --candidates 200 --gpus all
       gpubench gemm --variants tuned,cublas --sizes 4096,8192
     """
-    from gpubench import plan
+    from gpubench.planning import plan
     from gpubench.views.tables import escape
 
     shapes = plan.gemm_shapes(list(options.sizes(sizes)), [options.mnk(t) for t in mnk])

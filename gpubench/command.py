@@ -1,5 +1,5 @@
 """The click group every gpubench command belongs to: whatever ends a command becomes one line on stderr and the
-exit code gpubench/exit_codes.py gives it (a GpubenchError or a bad option: 2; Ctrl-C: 130; SIGTERM: 143; SIGHUP:
+exit code gpubench/core/exit_codes.py gives it (a GpubenchError or a bad option: 2; Ctrl-C: 130; SIGTERM: 143; SIGHUP:
 129), never a traceback."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from contextlib import contextmanager
 
 import click
 
-from gpubench.errors import GpubenchError, Terminated, one_line
-from gpubench.exit_codes import Exit
+from gpubench.core.errors import GpubenchError, Terminated, one_line
+from gpubench.core.exit_codes import Exit
 
 # Signals that stop a command as Ctrl-C does: `kill`, a CI job's timeout and the end of a Slurm job send SIGTERM;
 # a closed terminal sends SIGHUP; batch systems warn of a job's end with SIGUSR1 or SIGUSR2 (whose default action

@@ -1,16 +1,16 @@
 """The command line's options: click declarations shared by the commands (their defaults read from
-gpubench/plan.py's DEFAULTS, the one home of defaults), and the parsers of their comma-separated values (each bad
+gpubench/planning/plan.py's DEFAULTS, the one home of defaults), and the parsers of their comma-separated values (each bad
 value becomes one line saying what is allowed)."""
 
 from __future__ import annotations
 
 import click
 
-from gpubench.errors import GpubenchError
-from gpubench.plan import DEFAULTS
-from gpubench.problems import ARRAYS, DIMS, Op
-from gpubench.specs import MAX_BLOCK_SIZE
-from gpubench.timing import Pace
+from gpubench.core.errors import GpubenchError
+from gpubench.planning.plan import DEFAULTS
+from gpubench.ops.problems import ARRAYS, DIMS, Op
+from gpubench.specs.parse import MAX_BLOCK_SIZE
+from gpubench.measure.timing import Pace
 
 
 def group(opts):

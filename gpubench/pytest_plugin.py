@@ -74,9 +74,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     save, baseline = config.getoption("--gpubench-save"), config.getoption("--gpubench-compare")
     if baseline is not None or save is not None:
-        from gpubench import plan, results
-        from gpubench.errors import GpubenchError
-        from gpubench.session import check_output
+        from gpubench import results
+        from gpubench.planning import plan
+        from gpubench.core.errors import GpubenchError
+        from gpubench.usecases.session import check_output
 
         try:
             plan.compare_settings(config.getoption("--gpubench-threshold"), config.getoption("--gpubench-alpha"))
@@ -103,8 +104,8 @@ class Bench:
         self.gemm, self.conv = api.gemm, api.conv
 
     def __call__(self, fn, problem, **options):
-        from gpubench.compare import point_label
-        from gpubench.errors import GpubenchError
+        from gpubench.analysis.compare import point_label
+        from gpubench.core.errors import GpubenchError
         from gpubench.results import Status
 
         if "backend" in options:
@@ -142,9 +143,9 @@ def pytest_sessionfinish(session, exitstatus):
     if state is None or not state.points or (state.save is None and state.baseline is None):
         return
     from gpubench import api, results
-    from gpubench.compare import Verdict
-    from gpubench.errors import GpubenchError
-    from gpubench.exit_codes import Exit
+    from gpubench.analysis.compare import Verdict
+    from gpubench.core.errors import GpubenchError
+    from gpubench.core.exit_codes import Exit
 
     run = state.run(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
     if state.save is not None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.errors import GpubenchError
+from gpubench.core.errors import GpubenchError
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +67,7 @@ def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=No
     """
     import random
 
-    from gpubench.problems import GemmShape, conv_shape
+    from gpubench.ops.problems import GemmShape, conv_shape
     from dataclasses import replace
 
     from gpubench.results import Details, Point, Run

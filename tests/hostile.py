@@ -12,11 +12,11 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from gpubench.cli import cli
-from gpubench.exit_codes import Exit
+from gpubench.core.exit_codes import Exit
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None)
 
-# The exit codes each command may give for any input (gpubench/exit_codes.py; nothing really runs here, so a
+# The exit codes each command may give for any input (gpubench/core/exit_codes.py; nothing really runs here, so a
 # sweep never fails a point or finds a slow GPU).
 ALLOWED = {
     "gemm": {Exit.OK, Exit.USAGE}, "conv": {Exit.OK, Exit.USAGE}, "run": {Exit.OK, Exit.USAGE},
@@ -36,7 +36,7 @@ class StandInWorker:
 
     def start(self):
         if self.options.backend == "cuda":
-            from gpubench.errors import NoDevice
+            from gpubench.core.errors import NoDevice
 
             raise NoDevice("PyCUDA is not installed: pip install 'gpubench[gpu]'")
         return {"device": "CPU: stand-in", "arch": None, "max_threads": None, "libraries": {}}
@@ -65,7 +65,9 @@ class StandInWorker:
 
 def stand_in(monkeypatch) -> None:
     """Replace what would run points (a worker process, a Dask cluster, nvcc) for the rest of a test."""
-    from gpubench import cluster, executors, nvcc
+    from gpubench.execution import cluster
+    from gpubench.execution import executors
+    from gpubench.execution import nvcc
 
     monkeypatch.setattr(executors, "Worker", StandInWorker)  # every executor comes from the one factory
     monkeypatch.setattr(cluster, "Cluster", StandInWorker)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.dtypes import DType, GemmLayout
-from gpubench.problems import GemmShape
+from gpubench.core.dtypes import DType, GemmLayout
+from gpubench.ops.problems import GemmShape
 from gpubench.results import Point, Run, RunStatus
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from gpubench import api, results
-from gpubench.errors import GpubenchError
-from gpubench.exit_codes import Exit
+from gpubench.core.errors import GpubenchError
+from gpubench.core.exit_codes import Exit
 from gpubench.results import Status
-from gpubench.timing import Stop
+from gpubench.measure.timing import Stop
 
 
 def matmul(A, B, C, M, N, K, T=1):
@@ -90,7 +90,7 @@ def test_a_suite_and_a_sweep_return_the_run_show_and_compare_read(tmp_path):
 
 
 def test_the_sustained_pace_is_measured_saved_shown_and_never_compared_with_the_idle_one(tmp_path):
-    from gpubench.timing import Pace
+    from gpubench.measure.timing import Pace
     from gpubench.views import run as run_view
 
     m = api.measure(matmul, api.gemm(32), backend="cpu", reps=5, pace="sustained", settle=0.05)

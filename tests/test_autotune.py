@@ -5,10 +5,11 @@ import json
 
 import pytest
 
-from gpubench import autotune as tune
-from gpubench import catalog, spec_files
-from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape
+from gpubench.usecases import autotune as tune
+from gpubench.specs import catalog
+from gpubench.specs import files
+from gpubench.core.errors import GpubenchError
+from gpubench.ops.problems import GemmShape
 
 TUNED = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tuned")
 
@@ -47,7 +48,7 @@ def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
         "    time.sleep(0.0005 * TILE)\n"
         "    np.matmul(A, B, out=C)\n"
         "    if TILE == 3:\n        C *= 2  # a wrong answer: must never win\n")
-    (variant,) = spec_files.parse_specs({"variant": [{
+    (variant,) = files.parse_specs({"variant": [{
         "name": "blocked", "op": "gemm", "source": "k.py", "kernel": "blocked", "args": ["A", "B", "C", "M", "N", "K"],
         "configs": [{"TILE": 4, "EXTRA": 0}], "label": "t{TILE} e{EXTRA}",
         "search": {"TILE": [1, 2, 3, 4], "EXTRA": [0, 1]}, "constraints": ["TILE != 2 or EXTRA == 0"]}]},

@@ -241,9 +241,9 @@ def test_a_crash_and_a_hang_are_recorded_and_every_other_point_completes(my_proj
 
 def test_the_lab_kernel_flag_needs_no_file(tmp_path):
     (tmp_path / "mine.py").write_text("import numpy as np\ndef mm(a, b, c, m, n, k):\n    np.matmul(a, b, out=c)\n")
-    from gpubench import spec_files
+    from gpubench.specs import files
 
-    v = spec_files.lab_kernel("gemm", str(tmp_path / "mine.py") + ":mm", None)
+    v = files.lab_kernel("gemm", str(tmp_path / "mine.py") + ":mm", None)
     assert v.backend == "cpu" and v.args == ("A", "B", "C", "M", "K", "N")
 
 
@@ -431,8 +431,8 @@ def test_helps_say_each_commands_own_defaults_and_examples():
 
 
 def test_tune_without_a_gpu_does_not_suggest_the_cpu_backend(monkeypatch):
-    from gpubench import autotune
-    from gpubench.errors import NoDevice
+    from gpubench.usecases import autotune
+    from gpubench.core.errors import NoDevice
 
     def no_gpu(*args, **kw):
         raise NoDevice("no CUDA device found")

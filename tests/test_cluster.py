@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from gpubench import results
 from gpubench.cli import cli
-from gpubench.gpus import GpuSelection
-from gpubench.errors import GpubenchError
+from gpubench.core.gpus import GpuSelection
+from gpubench.core.errors import GpubenchError
 
 pytest.importorskip("distributed")
 
@@ -95,8 +95,8 @@ def test_gpu_selections(text, want, visible):
 
 
 def test_one_gpu_other_than_the_first_runs_without_dask():
-    from gpubench.executors import open_executor
-    from gpubench.worker import Worker
+    from gpubench.execution.executors import open_executor
+    from gpubench.execution.worker import Worker
 
     executor = open_executor("cpu", gpus=GpuSelection.parse("id:1"))
     assert isinstance(executor, Worker) and executor.options.device == "1"
@@ -126,7 +126,7 @@ def test_bad_scheduler_addresses_are_one_line_before_dask_starts(address, words)
 @pytest.mark.parametrize("address", ["tcp://10.0.0.5:8786", "10.0.0.5:8786", "tls://node-1.example:8786",
                                      "[::1]:8786"])
 def test_good_scheduler_addresses_pass(address):
-    from gpubench.plan import check_scheduler
+    from gpubench.planning.plan import check_scheduler
 
     assert check_scheduler(f" {address} ") == address
 
@@ -152,15 +152,15 @@ def test_without_dask_the_options_say_what_to_install(monkeypatch):
 
 
 def test_tune_spreads_its_candidates_over_the_workers(tmp_path):
-    from gpubench import autotune as tune
-    from gpubench import spec_files
-    from gpubench.problems import GemmShape
+    from gpubench.usecases import autotune as tune
+    from gpubench.specs import files
+    from gpubench.ops.problems import GemmShape
 
     (tmp_path / "k.py").write_text("import os, numpy as np\n"
                                    "def blocked(A, B, C, M, N, K, TILE):\n"
                                    "    open(os.environ['SEEN'] + os.environ['GPUBENCH_WORKER'], 'a').write('x')\n"
                                    "    np.matmul(A, B, out=C)\n")
-    (variant,) = spec_files.parse_specs({"variant": [{
+    (variant,) = files.parse_specs({"variant": [{
         "name": "blocked", "op": "gemm", "source": "k.py", "kernel": "blocked", "args": ["A", "B", "C", "M", "N", "K"],
         "configs": [{"TILE": 1}], "label": "t{TILE}", "search": {"TILE": [1, 2, 3, 4, 5, 6]}}]}, "gpubench.toml", tmp_path)
     import os

@@ -13,8 +13,8 @@ import pytest
 from conftest import SIZES, saved_points, start_sweep, survivors
 
 from gpubench import results
-from gpubench.cluster import _deaf_to_ctrl_c
-from gpubench.exit_codes import Exit
+from gpubench.execution.cluster import _deaf_to_ctrl_c
+from gpubench.core.exit_codes import Exit
 
 
 def stop_mid_sweep(proc: subprocess.Popen, project: Path, signum: int, roots=()) -> tuple[int, list, str]:
@@ -95,7 +95,7 @@ def test_a_ctrl_c_while_dask_workers_start_is_kept_for_after(tmp_path):
     coordinator, and interrupts it once they are up, rather than being discarded (the run went on to the end)."""
     import sys
 
-    code = ("import signal, threading, time\nfrom gpubench.cluster import _deaf_to_ctrl_c\ntry:\n"
+    code = ("import signal, threading, time\nfrom gpubench.execution.cluster import _deaf_to_ctrl_c\ntry:\n"
             "    with _deaf_to_ctrl_c():\n        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)\n"
             "        time.sleep(0.2)\n    time.sleep(0.2)\n    print('lost')\nexcept KeyboardInterrupt:\n"
             "    print('kept')\n")
@@ -183,9 +183,9 @@ def test_a_stop_while_reading_is_one_line_on_stderr(monkeypatch, signum):
     before gpubench's own (its answer to a terminal's ^C), so the error was two lines."""
     from click.testing import CliRunner
 
-    from gpubench import app
+    from gpubench.usecases import commands
     from gpubench.cli import cli
-    from gpubench.errors import Terminated
+    from gpubench.core.errors import Terminated
 
     def stopped(*a, **k):
         raise Terminated(signum)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gpubench import compare, results
+from gpubench import results
+from gpubench.analysis import compare
 from gpubench.cli import cli
 from gpubench.results import Point, Status
 
@@ -188,8 +189,8 @@ def test_a_point_that_passed_and_now_fails_is_a_regression(make_run, run_file):
 
 
 def test_an_incomplete_run_is_refused_unless_partial_comparison_is_asked_for(make_run, run_file, tmp_path):
-    from gpubench import app
-    from gpubench.errors import GpubenchError
+    from gpubench.usecases import commands
+    from gpubench.core.errors import GpubenchError
     from gpubench.results import RunStatus
 
     base = run_file(make_run(), "base.json")
@@ -197,8 +198,8 @@ def test_an_incomplete_run_is_refused_unless_partial_comparison_is_asked_for(mak
     cut.points, cut.status = cut.points[:3], RunStatus.INTERRUPTED
     new = run_file(cut, "new.json")
     with pytest.raises(GpubenchError, match=r"new.json is interrupted with 3 point\(s\) saved.*--allow-partial"):
-        app.compare_runs(base, new, 0.05, 0.05, False)
-    c = app.compare_runs(base, new, 0.05, 0.05, False, allow_partial=True)
+        commands.compare_runs(base, new, 0.05, 0.05, False)
+    c = commands.compare_runs(base, new, 0.05, 0.05, False, allow_partial=True)
     assert len(c.report.changes) == 3 and len(c.report.only_base) == 3
     from gpubench.views.compare import notes
 
@@ -210,8 +211,8 @@ def test_an_incomplete_run_is_refused_unless_partial_comparison_is_asked_for(mak
 def test_a_run_marked_running_that_no_run_writes_is_called_ended_not_to_be_finished(make_run, run_file):
     """A run ended outright (SIGKILL, SIGQUIT, the OOM killer) leaves its file marked running, with no claim held
     on it: "finish it" is no advice for it. One still being written (its claim held) keeps that advice."""
-    from gpubench import app
-    from gpubench.errors import GpubenchError
+    from gpubench.usecases import commands
+    from gpubench.core.errors import GpubenchError
     from gpubench.results import Claim, RunStatus
 
     base = run_file(make_run(), "base.json")
@@ -220,30 +221,30 @@ def test_a_run_marked_running_that_no_run_writes_is_called_ended_not_to_be_finis
     new = run_file(cut, "new.json")
     with pytest.raises(GpubenchError, match=r"new.json is marked running, but no gpubench run is writing it .*its 3 "
                                             r"point\(s\) are all it will have: run it again, or pass --allow-partial"):
-        app.compare_runs(base, new, 0.05, 0.05, False)
+        commands.compare_runs(base, new, 0.05, 0.05, False)
     with Claim(new) as held:
         assert held.acquire()
         with pytest.raises(GpubenchError, match=r"new.json is running with 3 point\(s\) saved.*finish it"):
-            app.compare_runs(base, new, 0.05, 0.05, False)
-    assert len(app.compare_runs(base, new, 0.05, 0.05, False, allow_partial=True).report.changes) == 3
+            commands.compare_runs(base, new, 0.05, 0.05, False)
+    assert len(commands.compare_runs(base, new, 0.05, 0.05, False, allow_partial=True).report.changes) == 3
 
 
 def test_a_point_held_twice_is_an_error_naming_it(make_run, run_file):
-    from gpubench import app
-    from gpubench.errors import GpubenchError
+    from gpubench.usecases import commands
+    from gpubench.core.errors import GpubenchError
 
     run = make_run()
     run.points.append(run.points[0])
     twice = run_file(run, "twice.json")
     with pytest.raises(GpubenchError, match=r"twice.json holds 1 point\(s\) twice, the first gemm tiled "
                                             r"128x128x8/8x8 1024"):
-        app.compare_runs(run_file(make_run(), "base.json"), twice, 0.05, 0.05, False)
+        commands.compare_runs(run_file(make_run(), "base.json"), twice, 0.05, 0.05, False)
 
 
 def sustained(run, variants=("tiled", "cublas", "sliding", "cudnn")):
     """The run with those variants' points marked as timed at the sustained pace."""
     from gpubench.results import Details
-    from gpubench.timing import Pace
+    from gpubench.measure.timing import Pace
 
     run.points = [replace(p, details=p.details.merged(Details(pace=Pace.SUSTAINED, settled_s=1.2)))
                   if p.variant in variants else p for p in run.points]
@@ -265,7 +266,7 @@ def test_points_timed_at_different_paces_are_refused_and_shown_side_by_side_on_r
 
 
 def test_a_saved_pace_reads_back_and_a_file_from_before_paces_is_idle(make_run, run_file, tmp_path):
-    from gpubench.timing import Pace
+    from gpubench.measure.timing import Pace
 
     path = run_file(sustained(make_run(), ["cublas"]), "hot.json")
     run = results.load(path)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpubench.backends.cuda import blas, storage
-from gpubench.dtypes import DType, GemmLayout
+from gpubench.core.dtypes import DType, GemmLayout
 
 
 def column_major(buffer, rows, cols, ld):

@@ -6,7 +6,7 @@ launcher takes tens of µs; the flush's memset covers about 35)."""
 import pytest
 
 from gpubench.backends.cuda.clock import STARVED_LIMIT, CudaClock
-from gpubench.errors import Skip
+from gpubench.core.errors import Skip
 
 
 class Gpu:

@@ -4,11 +4,11 @@ those of the precisions its plan holds, and how that choice reaches the worker. 
 import pytest
 from click.testing import CliRunner
 
-from gpubench import executors
+from gpubench.execution import executors
 from gpubench.backends.cuda import device
 from gpubench.backends.cuda.storage import dtypes_for
 from gpubench.cli import cli
-from gpubench.dtypes import DType
+from gpubench.core.dtypes import DType
 from hostile import StandInWorker
 
 HOPPER = dtypes_for((9, 0))

@@ -8,13 +8,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from gpubench import dtypes, spec_files
+from gpubench.core import dtypes
+from gpubench.specs import files
 from gpubench.backends.cpu import CpuBackend
-from gpubench.dtypes import PRECISIONS, ConvLayout, DType, GemmLayout
-from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape
-from gpubench.runner import verify
-from gpubench.variant import NO_CONFIG
+from gpubench.core.dtypes import PRECISIONS, ConvLayout, DType, GemmLayout
+from gpubench.core.errors import GpubenchError
+from gpubench.ops.problems import GemmShape
+from gpubench.execution.tasks import verify
+from gpubench.specs.variant import NO_CONFIG
 
 
 def test_tolerance_grows_with_the_reduction_and_is_exact_for_integers():
@@ -100,7 +101,7 @@ def drops_a_k_slice(A, B, C, M, N, K):
 def planted(tmp_path, name: str, dtype: DType):
     path = tmp_path / "planted.py"
     path.write_text(KERNELS)
-    (variant,) = spec_files.parse_specs({"variant": [{
+    (variant,) = files.parse_specs({"variant": [{
         "name": name.replace("_", "-"), "op": "gemm", "source": "planted.py", "kernel": name,
         "args": ["A", "B", "C", "M", "N", "K"], "dtypes": [str(dtype)]}]}, "gpubench.toml", tmp_path)
     return variant

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from gpubench.backends.cuda import device
-from gpubench.telemetry import LEAD_S, PIN_S, SETTLE_S, TIMED_SPAN_S, FOLD_MS, Refreshes, aligned, wants_window
-from gpubench.timing import Timing, TimingPolicy, measure
+from gpubench.measure.telemetry import LEAD_S, PIN_S, SETTLE_S, TIMED_SPAN_S, FOLD_MS, Refreshes, aligned, wants_window
+from gpubench.measure.timing import Timing, TimingPolicy, measure
 from test_telemetry import Clock
 
 PERIOD, PHASE = 0.1, 0.0371

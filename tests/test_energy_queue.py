@@ -1,16 +1,16 @@
-"""Energy windows that wait for a refresh while the next points run (gpubench/energy_queue.py): the points still
+"""Energy windows that wait for a refresh while the next points run (gpubench/measure/energy_queue.py): the points still
 go out once each, in the task's order, each with its own energy; a point held back is sent as provisional first,
 and the coordinator keeps it, as it is, when the process is lost. No GPU: a CPU backend that pretends to read
 power, and the simulated GPU of test_energy_alignment."""
 
 import pytest
 
-from gpubench.energy_queue import MAX_WAITING, EnergyQueue, Held
-from gpubench.problems import GemmShape, conv_shape
+from gpubench.measure.energy_queue import MAX_WAITING, EnergyQueue, Held
+from gpubench.ops.problems import GemmShape, conv_shape
 from gpubench.results import Point, Status
-from gpubench.runner import run_task
-from gpubench.telemetry import Sample
-from gpubench.timing import Timing, TimingPolicy
+from gpubench.execution.tasks import run_task
+from gpubench.measure.telemetry import Sample
+from gpubench.measure.timing import Timing, TimingPolicy
 from test_energy_alignment import PERIOD, Facts, Sim
 from test_runner import Flaky, task
 from test_worker import Scripted, shape_task, variants  # noqa: F401 - the fixture

@@ -1,9 +1,9 @@
-"""The README's exit-code table is the one in gpubench/exit_codes.py, row for row."""
+"""The README's exit-code table is the one in gpubench/core/exit_codes.py, row for row."""
 
 import re
 from pathlib import Path
 
-from gpubench.exit_codes import MEANING, Exit
+from gpubench.core.exit_codes import MEANING, Exit
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

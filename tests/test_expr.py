@@ -4,8 +4,8 @@ import pickle
 
 import pytest
 
-from gpubench import expr
-from gpubench.expr import ExprError
+from gpubench.core import expr
+from gpubench.core.expr import ExprError
 
 
 @pytest.mark.parametrize("text,values,want", [

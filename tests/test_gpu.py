@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from gpubench import project, catalog, spec_files, specs
-from gpubench.dtypes import ConvLayout, DType, GemmLayout
-from gpubench.problems import GemmShape, conv_shape
-from gpubench.runner import PointTask, ShapeTask, verify
-from gpubench.timing import TimingPolicy
-from gpubench.worker import Worker, WorkerOptions
+from gpubench.specs import project
+from gpubench.specs import catalog
+from gpubench.specs import files
+from gpubench.specs import parse
+from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
+from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.execution.tasks import PointTask, ShapeTask, verify
+from gpubench.measure.timing import TimingPolicy
+from gpubench.execution.worker import Worker, WorkerOptions
 
 pytestmark = pytest.mark.gpu
 
@@ -61,7 +64,7 @@ def precisions(v) -> list[tuple]:
 def cases(op, shapes):
     for v in CATALOG.variants(op, "cuda"):
         for dtype, layout in precisions(v):
-            for c in v.configs_for(specs.LAB_BLOCK_SIZES):
+            for c in v.configs_for(parse.LAB_BLOCK_SIZES):
                 for s in shapes:
                     s = replace(s, dtype=dtype, layout=layout)
                     if v.unfit(s.dims()):  # e.g. Winograd at stride 2: skipped by the runner, nothing to check
@@ -452,7 +455,7 @@ def test_faulting_kernels_cost_one_point_each(cuda, tmp_path):
     (tmp_path / "faults.cu").write_text(FAULTS)
     tables = [{"name": n, "op": "gemm", "source": "faults.cu", "kernel": n, "args": ["A", "B", "C", "M", "N", "K"],
                "grid": ["1"], "block": ["32"]} for n in ("out_of_bounds", "forever")]
-    mine = {v.name: v for v in spec_files.parse_specs({"variant": tables}, "gpubench.toml", tmp_path)}
+    mine = {v.name: v for v in files.parse_specs({"variant": tables}, "gpubench.toml", tmp_path)}
     good = CATALOG.get("gemm", "cuda", "cublas")
     order = [good, mine["out_of_bounds"], good, mine["forever"], good]
     policy = TimingPolicy(warmup=1, reps=5, min_reps=5, budget_s=0.0)

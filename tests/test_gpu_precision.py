@@ -13,11 +13,11 @@ import math
 
 import pytest
 
-from gpubench import catalog
-from gpubench.dtypes import DType, GemmLayout
-from gpubench.errors import Skip
-from gpubench.problems import GemmShape, conv_shape
-from gpubench.runner import verify
+from gpubench.specs import catalog
+from gpubench.core.dtypes import DType, GemmLayout
+from gpubench.core.errors import Skip
+from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.execution.tasks import verify
 
 pytestmark = pytest.mark.gpu
 

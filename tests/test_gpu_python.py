@@ -12,14 +12,16 @@ import pytest
 
 from dataclasses import replace
 
-from gpubench import api, project, spec_files
+from gpubench import api
+from gpubench.specs import project
+from gpubench.specs import files
 from gpubench.backends.cuda.python_calls import UnseenWork
-from gpubench.dtypes import DType
-from gpubench.problems import GemmShape, conv_shape
-from gpubench.runner import PointTask, ShapeTask, verify
-from gpubench.errors import Skip
-from gpubench.timing import Pace, TimingPolicy, measure
-from gpubench.worker import Worker, WorkerOptions
+from gpubench.core.dtypes import DType
+from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.execution.tasks import PointTask, ShapeTask, verify
+from gpubench.core.errors import Skip
+from gpubench.measure.timing import Pace, TimingPolicy, measure
+from gpubench.execution.worker import Worker, WorkerOptions
 
 pytestmark = pytest.mark.gpu
 
@@ -99,7 +101,7 @@ def variants(tmp_path, source: str, text: str, names, arrays=None):
     tables = [{"name": n, "op": "gemm", "backend": "cuda", "source": source, "kernel": n,
                "args": ["A", "B", "C", "M", "N", "K"], **({"options": {"arrays": arrays[n]}} if arrays else {})}
               for n in names]
-    return {v.name: v for v in spec_files.parse_specs({"variant": tables}, "gpubench.toml", tmp_path)}
+    return {v.name: v for v in files.parse_specs({"variant": tables}, "gpubench.toml", tmp_path)}
 
 
 def test_work_on_another_stream_is_refused_not_timed_as_zero(cuda, tmp_path):

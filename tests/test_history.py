@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from gpubench import history as h
-from gpubench.exit_codes import Exit
-from gpubench.problems import GemmShape
+from gpubench.analysis import history as h
+from gpubench.core.exit_codes import Exit
+from gpubench.ops.problems import GemmShape
 from gpubench.results import Point, Run, RunStatus
 
 T0 = datetime(2026, 1, 1)
@@ -68,61 +68,61 @@ def test_series_never_mix_gpus_or_drivers_and_follow_commit_time():
 
 
 def test_the_gate_fails_when_the_latest_change_is_a_slowdown(tmp_path):
-    from gpubench import app
+    from gpubench.usecases import commands
     from gpubench.results import save
 
     for i in range(12):
         ms = 1.0 if i < 8 else 1.10
         save(run_of("H100", "580", f"c{i}", T0 + timedelta(hours=i), ms, seed=i), tmp_path / f"r{i:02d}.json")
-    outcome = app.run_history([str(tmp_path)], 0.05, 0.05, str(tmp_path / "h.html"), False)
+    outcome = commands.run_history([str(tmp_path)], 0.05, 0.05, str(tmp_path / "h.html"), False)
     (s,) = outcome.series
     assert s.latest.at == 8 and outcome.exit_code == Exit.FAILED
     assert "c7..c8" in (tmp_path / "h.html").read_text()
-    assert app.run_history([str(tmp_path)], 0.15, 0.05, None, False).exit_code == Exit.OK  # a 10% step under 15%
+    assert commands.run_history([str(tmp_path)], 0.15, 0.05, None, False).exit_code == Exit.OK  # a 10% step under 15%
 
 
 def test_a_directory_s_compressed_runs_are_in_its_history(tmp_path):
     """Runs saved as .json.gz beside plain ones are found in a directory and read as the same series."""
-    from gpubench import app
+    from gpubench.usecases import commands
     from gpubench.results import save
 
     for i in range(4):
         name = f"r{i}.json.gz" if i % 2 else f"r{i}.json"
         save(run_of("H100", "580", f"c{i}", T0 + timedelta(hours=i), 1.0, seed=i), tmp_path / name)
     (tmp_path / "notes.gz").write_bytes(b"not a run")  # a .gz that is not .json.gz is not searched
-    outcome = app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+    outcome = commands.run_history([str(tmp_path)], 0.05, 0.05, None, False)
     assert [e.commit for e in outcome.series[0].entries] == ["c0", "c1", "c2", "c3"] and not outcome.passed_over
 
 
 def test_history_of_a_directory_without_runs_is_one_line(tmp_path):
-    from gpubench import app
-    from gpubench.errors import GpubenchError
+    from gpubench.usecases import commands
+    from gpubench.core.errors import GpubenchError
 
     with pytest.raises(GpubenchError, match="no results files"):
-        app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+        commands.run_history([str(tmp_path)], 0.05, 0.05, None, False)
 
 
 def test_a_stray_file_in_a_directory_is_passed_over_but_one_named_is_an_error(tmp_path):
     """A package.json or a half-written file beside the runs must not hide a directory's history; the same file
     named on its own is still refused with one line."""
-    from gpubench import app
-    from gpubench.errors import GpubenchError
+    from gpubench.usecases import commands
+    from gpubench.core.errors import GpubenchError
     from gpubench.results import save
 
     for i in range(3):
         save(run_of("H100", "580", f"c{i}", T0 + timedelta(hours=i), 1.0, seed=i), tmp_path / f"r{i}.json")
     (tmp_path / "package.json").write_text('{"name": "x"}')
     (tmp_path / "torn.json").write_bytes(b"\xff\xfe{")
-    outcome = app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+    outcome = commands.run_history([str(tmp_path)], 0.05, 0.05, None, False)
     assert len(outcome.series) == 1 and len(outcome.series[0].entries) == 3
     assert sorted(p.split(":")[0] for p in outcome.passed_over) == [str(tmp_path / "package.json"),
                                                                   str(tmp_path / "torn.json")]
     with pytest.raises(GpubenchError, match="torn.json"):
-        app.run_history([str(tmp_path / "r0.json"), str(tmp_path / "torn.json")], 0.05, 0.05, None, False)
+        commands.run_history([str(tmp_path / "r0.json"), str(tmp_path / "torn.json")], 0.05, 0.05, None, False)
     (tmp_path / "only").mkdir()
     (tmp_path / "only" / "package.json").write_text("{}")
     with pytest.raises(GpubenchError, match="no gpubench results"):
-        app.run_history([str(tmp_path / "only")], 0.05, 0.05, None, False)
+        commands.run_history([str(tmp_path / "only")], 0.05, 0.05, None, False)
 
 
 def test_history_grows_linearly_with_the_points(make_run):
@@ -167,7 +167,7 @@ def test_a_runs_commit_is_never_handed_to_git_as_an_option(tmp_path, monkeypatch
 
 
 def test_runs_without_a_zone_or_a_time_are_placed_or_refused_in_one_line():
-    from gpubench.errors import GpubenchError
+    from gpubench.core.errors import GpubenchError
 
     naive = run_of("H100", "580", "x", T0, 1.0)
     naive.created = "2026-11-20T00:00:00"  # no zone: taken as UTC beside the others
@@ -184,8 +184,8 @@ def test_runs_without_a_zone_or_a_time_are_placed_or_refused_in_one_line():
 def test_the_history_page_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
     """--html --force over an earlier page, and the write fails (a full disk, a stopped run): the earlier page
     stays as it was (the page used to be written in place) and the failure is one line."""
-    from gpubench import app
-    from gpubench.errors import GpubenchError
+    from gpubench.usecases import commands
+    from gpubench.core.errors import GpubenchError
     from gpubench.results import save
 
     save(run_of("H100", "580", "c0", T0, 1.0), tmp_path / "r.json")
@@ -195,9 +195,9 @@ def test_the_history_page_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch)
     def full_disk(*a):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(app.os, "replace", full_disk)
+    monkeypatch.setattr(commands.os, "replace", full_disk)
     with pytest.raises(GpubenchError, match="cannot write the history page to .*No space left on device"):
-        app.run_history([str(tmp_path / "r.json")], 0.05, 0.05, str(page), True)
+        commands.run_history([str(tmp_path / "r.json")], 0.05, 0.05, str(page), True)
     assert page.read_text() == "the earlier page"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.html", "r.json"]  # no temporary file left
 
@@ -205,8 +205,8 @@ def test_the_history_page_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch)
 def test_a_run_holding_a_point_twice_is_refused_or_passed_over(tmp_path):
     """A point given twice in one file (merged or edited by hand) was counted as two runs of it in the series
     ("runs 3" from two files), as compare refuses it; named, it is one line; met in a directory, passed over."""
-    from gpubench import app
-    from gpubench.errors import GpubenchError
+    from gpubench.usecases import commands
+    from gpubench.core.errors import GpubenchError
     from gpubench.results import save
 
     save(run_of("H100", "580", "c0", T0, 1.0), tmp_path / "a.json")
@@ -214,6 +214,6 @@ def test_a_run_holding_a_point_twice_is_refused_or_passed_over(tmp_path):
     twice.points = twice.points * 2
     save(twice, tmp_path / "b.json")
     with pytest.raises(GpubenchError, match="b.json holds 1 point\\(s\\) twice, the first "):
-        app.run_history([str(tmp_path / "a.json"), str(tmp_path / "b.json")], 0.05, 0.05, None, False)
-    outcome = app.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+        commands.run_history([str(tmp_path / "a.json"), str(tmp_path / "b.json")], 0.05, 0.05, None, False)
+    outcome = commands.run_history([str(tmp_path)], 0.05, 0.05, None, False)
     assert [len(s.entries) for s in outcome.series] == [1] and "holds 1 point(s) twice" in outcome.passed_over[0]

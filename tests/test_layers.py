@@ -30,6 +30,6 @@ def test_a_broken_layer_is_reported(tmp_path):
     config = tmp_path / "contracts.toml"
     config.write_text('[tool.importlinter]\nroot_package = "gpubench"\n\n[[tool.importlinter.contracts]]\n'
                       'name = "the CLI may not use the use cases"\ntype = "forbidden"\n'
-                      'source_modules = ["gpubench.cli"]\nforbidden_modules = ["gpubench.app"]\n')
+                      'source_modules = ["gpubench.cli"]\nforbidden_modules = ["gpubench.usecases.commands"]\n')
     r = lint_imports(config)
-    assert r.returncode != 0 and "BROKEN" in r.stdout and "gpubench.cli -> gpubench.app" in r.stdout
+    assert r.returncode != 0 and "BROKEN" in r.stdout and "gpubench.cli -> gpubench.usecases.commands" in r.stdout

@@ -1,4 +1,4 @@
-"""gpubench/modes.py: the two-mode rule on synthetic samples of known shape, and on the saved H100 point that made
+"""gpubench/measure/modes.py: the two-mode rule on synthetic samples of known shape, and on the saved H100 point that made
 the case for it."""
 
 from pathlib import Path
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpubench import modes
-from gpubench.modes import two_modes
+from gpubench.measure import modes
+from gpubench.measure.modes import two_modes
 from gpubench.results import Status, load
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpubench import nvcc, catalog, specs
-from gpubench.errors import CompileError
+from gpubench.execution import nvcc
+from gpubench.specs import catalog
+from gpubench.specs import parse
+from gpubench.core.errors import CompileError
 
 pytestmark = pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
 
@@ -33,9 +35,9 @@ def spec_builds():
     """
     seen = {}
     for v in BUILTIN:
-        for c in v.configs_for(specs.LAB_BLOCK_SIZES + (1,)):
+        for c in v.configs_for(parse.LAB_BLOCK_SIZES + (1,)):
             for arch in (v.arch,) if v.arch else ARCHS:
-                for problem in specs.sample_problems(v):
+                for problem in parse.sample_problems(v):
                     for source, defines, a, _ in v.builds(c, arch, problem):
                         seen[(rel(source), defines, a)] = None
     return sorted(seen)
@@ -128,10 +130,10 @@ def test_a_kernel_of_several_precisions_is_built_in_each(source):
 
 def test_gpubench_check_builds_each_precision(monkeypatch):
     """`gpubench check` compiles what CI compiles: tc-implicit once per element type, not only its default."""
-    from gpubench import app
+    from gpubench.usecases import commands
     seen = []
     monkeypatch.setattr(nvcc, "compile_all", lambda jobs: seen.extend(jobs) or [])
-    app.check_kernels([CATALOG.get("conv", "cuda", "tc-implicit")], ["sm_90"], specs.LAB_BLOCK_SIZES)
+    commands.check_kernels([CATALOG.get("conv", "cuda", "tc-implicit")], ["sm_90"], parse.LAB_BLOCK_SIZES)
     assert {dict(defines).get("ELEM") for _, defines, _, _ in seen} == {"__half", "__nv_bfloat16"}
 
 

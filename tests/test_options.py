@@ -1,7 +1,7 @@
 import pytest
 
 from gpubench import options
-from gpubench.errors import GpubenchError
+from gpubench.core.errors import GpubenchError
 
 
 def test_lists_parse_and_deduplicate():
@@ -24,7 +24,7 @@ def test_bad_values(call, text):
 
 
 def test_padding_takes_ascii_digits_only():
-    from gpubench.problems import resolve_padding
+    from gpubench.ops.problems import resolve_padding
 
     assert resolve_padding("3", 8, 3, 1) == 3
     with pytest.raises(GpubenchError, match="padding '٣' is not allowed"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubench import nvcc
+from gpubench.execution import nvcc
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """paths: the names gpubench gives the files it makes."""
 
-from gpubench.paths import slug
+from gpubench.core.paths import slug
 
 
 def test_a_slug_is_lower_case_with_one_hyphen_for_each_run_of_other_characters():

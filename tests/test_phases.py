@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from gpubench import phases
+from gpubench.core import phases
 
 
 @pytest.fixture

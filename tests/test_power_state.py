@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from gpubench import power_state
-from gpubench.dtypes import DType
+from gpubench.measure import power_state
+from gpubench.core.dtypes import DType
 from gpubench.results import Status, io
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"

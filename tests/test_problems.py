@@ -1,7 +1,7 @@
 import pytest
 
-from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape, conv_shape, resolve_padding, same_padding
+from gpubench.core.errors import GpubenchError
+from gpubench.ops.problems import GemmShape, conv_shape, resolve_padding, same_padding
 
 
 def test_gemm_counts():
@@ -64,7 +64,7 @@ def test_kernel_larger_than_padded_input():
 
 
 def test_a_shape_comes_back_from_its_record_with_its_label_row_and_axis():
-    from gpubench.problems import ConvShape, Op, shape_from
+    from gpubench.ops.problems import ConvShape, Op, shape_from
 
     gemm, conv = GemmShape(1000, 1500, 777), conv_shape(96, 2, batch=4, in_channels=8, out_channels=16, padding=1)
     for s in (gemm, conv, conv_shape(512, 3)):
@@ -79,14 +79,14 @@ def test_shapes_check_themselves():
     with pytest.raises(GpubenchError, match="n must be a positive integer"):
         GemmShape(4, 0, 4)
     with pytest.raises(GpubenchError, match="op 'fft'"):
-        from gpubench.problems import shape_from
+        from gpubench.ops.problems import shape_from
 
         shape_from("fft", {})
 
 
 def test_a_problem_has_a_precision_and_a_layout():
-    from gpubench.dtypes import ConvLayout, DType, GemmLayout
-    from gpubench.problems import shape_from
+    from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
+    from gpubench.ops.problems import shape_from
 
     fp32, bf16 = GemmShape(64, 32, 16), GemmShape(64, 32, 16, DType.BF16, GemmLayout.NT)
     assert fp32 != bf16 and (fp32.tag, bf16.tag) == ("", "BF16 NT")
@@ -108,7 +108,7 @@ def test_a_problem_has_a_precision_and_a_layout():
 def test_the_canonical_views_undo_the_layout():
     import numpy as np
 
-    from gpubench.dtypes import ConvLayout
+    from gpubench.core.dtypes import ConvLayout
 
     s = conv_shape(6, 1, batch=2, in_channels=3, out_channels=4, layout=ConvLayout.NHWC)
     x, w = (np.arange(np.prod(d)).reshape(d) for d in s.stored_dims().values())

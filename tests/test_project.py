@@ -2,9 +2,9 @@
 
 import pytest
 
-from gpubench import project
-from gpubench.errors import GpubenchError
-from gpubench.specs import SpecError
+from gpubench.specs import project
+from gpubench.core.errors import GpubenchError
+from gpubench.specs.parse import SpecError
 
 SPEC = """
 tuned = "tuned"
@@ -37,7 +37,7 @@ def test_pyproject_counts_only_with_a_tool_gpubench_table(tree):
     (tree / "pyproject.toml").write_text('[project]\nname = "x"\n')
     assert project.load(start=tree).path is None
     (tree / "pyproject.toml").write_text(SPEC.replace("tuned = ", "[tool.gpubench]\ntuned = ")
-                                         .replace("[[variant]]", "[[tool.gpubench.variant]]"))
+                                         .replace("[[variant]]", "[[tool.gpubench.specs.variant]]"))
     p = project.load(start=tree / "deep")
     assert p.path == tree / "pyproject.toml" and [v.name for v in p.variants] == ["mine"]
 
@@ -84,7 +84,7 @@ def test_somebody_elses_odd_pyproject_is_ignored(tmp_path, text):
 def test_the_python_example_projects_declare_gpu_functions():
     from pathlib import Path
 
-    from gpubench.runners import Arrays, PythonGpuRunner
+    from gpubench.specs.runners import Arrays, PythonGpuRunner
 
     examples = Path(__file__).resolve().parent.parent / "examples"
     triton = {v.name: v for v in project.load(examples / "triton" / "gpubench.toml").variants}

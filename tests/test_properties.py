@@ -411,7 +411,7 @@ def test_a_signal_while_gpubench_imports_is_one_line(tmp_path, signum):
     import subprocess
     import sys
 
-    from gpubench.exit_codes import Exit
+    from gpubench.core.exit_codes import Exit
 
     arrives = (f"import builtins, os, runpy, sys\nreal = builtins.__import__\n"
                f"def hook(name, *a, **k):\n    if name == 'gpubench.cli':\n        os.kill(os.getpid(), {int(signum)})\n"

@@ -292,7 +292,7 @@ TABLES = (st.dictionaries(st.sampled_from(["BM", "BN", "BLOCK", "label", "N", "x
 
 @st.composite
 def spec_text(draw):
-    from gpubench.specs import KEYS
+    from gpubench.specs.parse import KEYS
 
     tables = []
     for _ in range(draw(st.integers(1, 2))):
@@ -367,7 +367,9 @@ def edited(draw, raw: bytes) -> bytes:
 def test_an_editors_saving_changes_nothing(tmp_path, monkeypatch, valid_run_text, data):
     """A results file, a suite and a project file, each saved by an editor as above, read as they were (a
     byte-order mark made every one of them "not valid")."""
-    from gpubench import project, results, suites
+    from gpubench import results
+    from gpubench.specs import project
+    from gpubench.planning import suites
 
     monkeypatch.chdir(tmp_path)
     clean, run = tmp_path / "clean.json", tmp_path / "run.json"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from gpubench import reference
+from gpubench.ops import reference
 
 
 def naive_conv(x, w, stride, pad):

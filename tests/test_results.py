@@ -13,13 +13,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gpubench.dtypes import ConvLayout, DType, GemmLayout
+from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
 
 from gpubench import results
-from gpubench.errors import GpubenchError
-from gpubench.problems import ConvShape, GemmShape, conv_shape
+from gpubench.core.errors import GpubenchError
+from gpubench.ops.problems import ConvShape, GemmShape, conv_shape
 from gpubench.results import Details, Point, Run, RunStatus, RunWriter, Status
-from gpubench.timing import Stop
+from gpubench.measure.timing import Stop
 
 REPO = Path(__file__).resolve().parent.parent
 DEEP: object = 1

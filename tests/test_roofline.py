@@ -3,9 +3,9 @@
 
 import pytest
 
-from gpubench import roofline
-from gpubench.dtypes import DType, GemmLayout
-from gpubench.problems import GemmShape
+from gpubench.measure import roofline
+from gpubench.core.dtypes import DType, GemmLayout
+from gpubench.ops.problems import GemmShape
 from gpubench.results import Point
 
 CEILINGS = {"ffma_gflops": 60_000, "tf32_gflops": 400_000, "fp16_gflops": 700_000, "bf16_gflops": 780_000,

@@ -2,13 +2,14 @@
 
 import pytest
 
-from gpubench import catalog, spec_files
+from gpubench.specs import catalog
+from gpubench.specs import files
 from gpubench.backends.cpu import CpuBackend
-from gpubench.errors import Skip
-from gpubench.problems import GemmShape, conv_shape
-from gpubench.runner import SETUP, PointTask, ShapeTask, run_task, verify
-from gpubench.timing import Stop, TimingPolicy
-from gpubench.variant import NO_CONFIG
+from gpubench.core.errors import Skip
+from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.execution.tasks import SETUP, PointTask, ShapeTask, run_task, verify
+from gpubench.measure.timing import Stop, TimingPolicy
+from gpubench.specs.variant import NO_CONFIG
 
 FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
 CATALOG = catalog.Catalog(catalog.builtin())
@@ -76,7 +77,7 @@ class Unsayable(Exception):
     (RuntimeError("\x1b[31mred\x00\ud800"), "RuntimeError: \\x1b[31mred\\x00\\ud800"),  # printable, UTF-8
 ])
 def test_whatever_a_users_function_raises_is_the_points_error_and_the_next_point_runs(error, reason):
-    from gpubench.runner import first_call
+    from gpubench.execution.tasks import first_call
 
     shapes = task(conv_shape(20, 2), ("sliding", "im2col"), op="conv")
     assert [e[0] for e in first_call(Flaky(raise_in="sliding", error=error), shapes)] == ["begin", "begin"]
@@ -132,7 +133,7 @@ def test_a_problem_outside_a_variants_requires_is_skipped_saying_why(tmp_path):
     (tmp_path / "f.py").write_text("def f(x, w, y, N, C, H, W, K, R, S, stride, pad, OH, OW):\n    y[...] = 0\n")
     table = {"name": "s1-only", "op": "conv", "source": "f.py", "kernel": "f", "requires": ["stride == 1"],
              "args": ["x", "w", "y", "N", "C", "H", "W", "K", "R", "S", "stride", "pad", "OH", "OW"]}
-    (mine,) = spec_files.parse_specs({"variant": [table]}, "gpubench.toml", tmp_path)
+    (mine,) = files.parse_specs({"variant": [table]}, "gpubench.toml", tmp_path)
     shape = conv_shape(20, 2)
     events = list(run_task(CpuBackend(), ShapeTask("t", shape, 0, (PointTask(0, mine, NO_CONFIG, FAST),))))
     (point,) = [e[2] for e in events if e[0] == "point"]
@@ -159,7 +160,7 @@ class WithPart(CpuBackend):
 def test_a_part_is_timed_with_its_few_repetitions_even_when_the_point_samples_until_decidable():
     from dataclasses import replace
 
-    from gpubench.runner import PART_POLICY_REPS
+    from gpubench.execution.tasks import PART_POLICY_REPS
 
     backend = WithPart()
     policy = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0, decide=0.0001, family=1000, max_time_s=0.3)
@@ -171,10 +172,10 @@ def test_a_part_is_timed_with_its_few_repetitions_even_when_the_point_samples_un
 
 
 def test_the_first_call_of_each_python_variant_configuration_precision_and_layout_is_made_before_the_sweep():
-    from gpubench.dtypes import DType, GemmLayout
-    from gpubench.runner import first_call_key, first_calls, with_first_calls
-    from gpubench.runners import PythonRunner
-    from gpubench.variant import Config, Variant
+    from gpubench.core.dtypes import DType, GemmLayout
+    from gpubench.execution.tasks import first_call_key, first_calls, with_first_calls
+    from gpubench.specs.runners import PythonRunner
+    from gpubench.specs.variant import Config, Variant
 
     mine = Variant(name="mine", op="gemm", backend="cpu", runner=PythonRunner(), source=None, kernel="f",
                    args=("A", "B", "C", "M", "N", "K"))

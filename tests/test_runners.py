@@ -3,9 +3,11 @@ it needs (a source, launches, a library) so that nothing else branches on its na
 
 import pytest
 
-from gpubench import catalog, runners, session
-from gpubench.errors import GpubenchError
-from gpubench.runners import (Arrays, CudnnRunner, Im2colRunner, KernelRunner, PlanPolicy, PythonGpuRunner,
+from gpubench.specs import catalog
+from gpubench.specs import runners
+from gpubench.usecases import session
+from gpubench.core.errors import GpubenchError
+from gpubench.specs.runners import (Arrays, CudnnRunner, Im2colRunner, KernelRunner, PlanPolicy, PythonGpuRunner,
                               PythonRunner, runner_from)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubench import nvcc
+from gpubench.execution import nvcc
 
 REPO = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("sass_loops", REPO / "tools" / "sass_loops.py")

@@ -10,14 +10,16 @@ import pytest
 from click.testing import CliRunner
 from conftest import SIZES, saved_points, start_sweep
 
-from gpubench import catalog, results, session
+from gpubench import results
+from gpubench.specs import catalog
+from gpubench.usecases import session
 from gpubench.cli import cli
-from gpubench.exit_codes import Exit
-from gpubench.session import check_device, device_launches
-from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape
-from gpubench.runner import PointTask, ShapeTask
-from gpubench.timing import TimingPolicy
+from gpubench.core.exit_codes import Exit
+from gpubench.usecases.session import check_device, device_launches
+from gpubench.core.errors import GpubenchError
+from gpubench.ops.problems import GemmShape
+from gpubench.execution.tasks import PointTask, ShapeTask
+from gpubench.measure.timing import TimingPolicy
 
 FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
 TMA = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tf32-tma")  # a persistent grid: min(tiles, SMS)
@@ -64,7 +66,7 @@ def test_a_block_larger_than_the_device_allows_is_one_line_naming_the_variant():
     ("a-dir.json", "is a directory"),
 ])
 def test_bad_output_paths_are_one_line_naming_the_option(tmp_path, monkeypatch, given, words):
-    from gpubench.session import check_output
+    from gpubench.usecases.session import check_output
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a-file").write_text("")
@@ -77,8 +79,8 @@ def test_bad_output_paths_are_one_line_naming_the_option(tmp_path, monkeypatch, 
 
 
 def test_the_longest_name_that_fits_is_taken(tmp_path):
-    from gpubench.paths import name_max, temporary
-    from gpubench.session import check_output
+    from gpubench.core.paths import name_max, temporary
+    from gpubench.usecases.session import check_output
 
     room = name_max(tmp_path) - len(temporary(tmp_path / "x").name) + 1  # the temporary adds this much to a name
     fits = tmp_path / ("y" * (room - len(".json")) + ".json")
@@ -88,7 +90,7 @@ def test_the_longest_name_that_fits_is_taken(tmp_path):
 
 
 def test_an_environment_variable_that_cannot_be_a_directory_names_itself(tmp_path, monkeypatch):
-    from gpubench import paths
+    from gpubench.core import paths
 
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("GPUBENCH_CACHE", str(tmp_path / "a-file" / "cache"))
@@ -99,7 +101,7 @@ def test_an_environment_variable_that_cannot_be_a_directory_names_itself(tmp_pat
 
 
 def test_a_default_output_stays_under_results_whatever_the_suites_name(tmp_path, monkeypatch):
-    from gpubench.session import default_output
+    from gpubench.usecases.session import default_output
 
     from contextlib import ExitStack
 
@@ -113,7 +115,7 @@ LT = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "cublaslt")
 
 
 def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_before_anything_runs():
-    from gpubench.dtypes import DType, GemmLayout
+    from gpubench.core.dtypes import DType, GemmLayout
 
     fp8 = work(LT, GemmShape(4096, 4096, 4096, DType.FP8, GemmLayout.NT))
     ampere = {"max_threads": 1024, "sms": 108, "arch": "sm_80", "device": "NVIDIA A100",
@@ -177,7 +179,7 @@ def test_the_kernels_compile_while_the_worker_starts(monkeypatch):
     started would wait out the timeout and fail."""
     import threading
 
-    from gpubench.sweep import Sweep
+    from gpubench.execution.sweep import Sweep
 
     compiling = threading.Event()
     arches = []

@@ -2,10 +2,10 @@
 
 import pytest
 
-from gpubench import spec_files
-from gpubench.dtypes import ConvLayout, DType, GemmLayout
-from gpubench.problems import GemmShape, conv_shape
-from gpubench.specs import SpecError
+from gpubench.specs import files
+from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
+from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.specs.parse import SpecError
 
 KERNEL = 'extern "C" __global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {}\n'
 
@@ -14,7 +14,7 @@ def parse(tmp_path, **table):
     (tmp_path / "k.cu").write_text(KERNEL)
     base = {"name": "mine", "op": "gemm", "source": "k.cu", "kernel": "k", "args": ["A", "B", "C", "M", "N", "K"],
             "grid": ["1"], "block": ["32"]}
-    (variant,) = spec_files.parse_specs({"variant": [{**base, **table}]}, "gpubench.toml", tmp_path)
+    (variant,) = files.parse_specs({"variant": [{**base, **table}]}, "gpubench.toml", tmp_path)
     return variant
 
 
@@ -64,14 +64,14 @@ def test_each_rule_is_one_line(tmp_path, table, words):
 def test_one_element_type_needs_no_macro_and_a_python_function_takes_a_keyword(tmp_path):
     assert parse(tmp_path, dtypes=["fp32", "tf32"]).dtypes == (DType.FP32, DType.TF32)  # both float
     (tmp_path / "f.py").write_text("def f(A, B, C, M, N, K, ELEM):\n    pass\n")
-    (f,) = spec_files.parse_specs({"variant": [{"name": "f", "op": "gemm", "source": "f.py", "kernel": "f",
+    (f,) = files.parse_specs({"variant": [{"name": "f", "op": "gemm", "source": "f.py", "kernel": "f",
                                                 "args": ["A", "B", "C", "M", "N", "K"], "dtype_define": "ELEM",
                                                 "dtypes": ["fp32", "bf16"]}]}, "gpubench.toml", tmp_path)
     assert f.call_keywords(f.configs[0]) == {"ELEM": "fp32"} and f.compile_params(f.configs[0]) == {}
 
 
 def test_the_shipped_libraries_take_every_precision_they_compute():
-    from gpubench.catalog import Catalog
+    from gpubench.specs.catalog import Catalog
 
     by_name = {(v.name, v.backend): v for v in Catalog.with_user([]).all}
     assert set(by_name["cublas", "cuda"].dtypes) >= {DType.FP32, DType.TF32, DType.FP16, DType.BF16}

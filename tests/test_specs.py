@@ -7,15 +7,18 @@ from dataclasses import replace
 import ml_dtypes
 import pytest
 
-from gpubench import nvcc, catalog, spec_files, specs
-from gpubench.dtypes import ConvLayout, DType, GemmLayout
-from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape, conv_shape
-from gpubench.catalog import Catalog
-from gpubench.specs import SpecError
-from gpubench.spec_files import parse_specs
-from gpubench.runners import Arrays, KernelRunner, PythonGpuRunner, PythonRunner
-from gpubench.variant import SAMPLE_SMS, SMS, Axis, Launch
+from gpubench.execution import nvcc
+from gpubench.specs import catalog
+from gpubench.specs import files as spec_files
+from gpubench.specs import parse as specs
+from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
+from gpubench.core.errors import GpubenchError
+from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.specs.catalog import Catalog
+from gpubench.specs.parse import SpecError
+from gpubench.specs.files import parse_specs
+from gpubench.specs.runners import Arrays, KernelRunner, PythonGpuRunner, PythonRunner
+from gpubench.specs.variant import SAMPLE_SMS, SMS, Axis, Launch
 
 BUILTIN = catalog.builtin()
 CATALOG = Catalog(BUILTIN)
@@ -98,7 +101,7 @@ def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatc
 
 @pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
 def test_kernel_symbol_is_in_its_file(v):
-    from gpubench.spec_launch import source_with_includes
+    from gpubench.specs.launch import source_with_includes
 
     text = source_with_includes(v.source)  # the file and the headers it includes from beside it
     for symbol in [step.kernel for step in v.steps()]:
@@ -350,7 +353,7 @@ def test_a_point_whose_launch_is_past_cudas_limits_is_skipped_with_the_reason(tm
     """The lab's launch puts M/B blocks on y: past 65535 rows of blocks the CUDA backend skips the point, naming
     the grid (checked here through the launcher's own test of the launch, without a GPU)."""
     from gpubench.backends.cuda.kernels import KernelLaunches
-    from gpubench.errors import Skip
+    from gpubench.core.errors import Skip
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lab.cu").write_text("__global__ void gpu_matrix_mult_sm(float *a) {}\n")
@@ -371,7 +374,7 @@ def test_a_point_whose_launch_is_past_cudas_limits_is_skipped_with_the_reason(tm
 
 def test_a_dimension_past_a_kernels_int_parameter_skips_the_point():
     from gpubench.backends import kernel_arguments
-    from gpubench.errors import Skip
+    from gpubench.core.errors import Skip
 
     with pytest.raises(Skip, match="M = 2147483648 does not fit the kernel's 32-bit int parameter"):
         kernel_arguments(("A", "M"), GemmShape(2**31, 1, 1), {"A": None, "B": None}, None)
@@ -526,7 +529,7 @@ def test_builtin_tma_gemm_requires_rows_of_whole_16_byte_chunks():
 def test_builtin_tensor_core_convs_take_fp16_bf16_nhwc_with_whole_channel_chunks(name):
     """The tensor-core convolutions copy 8 channels at a time and keep a 32-bit mask of filter taps: other problems
     are skipped, saying which condition they break; they take only the precisions and the layout they read."""
-    from gpubench.dtypes import ConvLayout, DType
+    from gpubench.core.dtypes import ConvLayout, DType
     v = CATALOG.get("conv", "cuda", name)
     assert set(v.dtypes) == {DType.FP16, DType.BF16} and tuple(v.layouts_taken) == (ConvLayout.NHWC,)
     assert v.unfit(conv_shape(23, 2, batch=3, in_channels=24, out_channels=70).dims()) is None
@@ -724,7 +727,7 @@ GOOD_PY = "def g(A, B, C, M, N, K):\n    C[:] = A @ B\n"
 def test_a_python_kernel_may_be_defined_any_way_python_defines_a_name(tmp_path, monkeypatch, source):
     """The spec's look for the symbol (before the worker imports it and checks it is callable, with the right
     signature) takes what Python takes: an alias, an import, a class, a file in the encoding it declares."""
-    from gpubench.spec_files import lab_kernel
+    from gpubench.specs.files import lab_kernel
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.py").write_bytes(source.encode("latin-1" if "latin-1" in source else "utf-8"))
@@ -737,7 +740,7 @@ def test_a_python_kernel_may_be_defined_any_way_python_defines_a_name(tmp_path, 
     (b"# -*- coding: nonsense-9 -*-\ndef f(): pass\n", "unknown encoding"),
 ], ids=["comparison", "comment", "binary", "utf-16", "bad-cookie"])
 def test_a_python_kernel_that_is_not_there_is_one_line(tmp_path, monkeypatch, source, words):
-    from gpubench.spec_files import lab_kernel
+    from gpubench.specs.files import lab_kernel
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.py").write_bytes(source)

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from gpubench import stats
-from gpubench.timing import TimingPolicy, measure
+from gpubench.measure import stats
+from gpubench.measure.timing import TimingPolicy, measure
 
 
 def test_summary_statistics():
@@ -149,7 +149,7 @@ def test_short_calls_are_timed_in_queued_batches():
 
 
 def test_median_interval_is_the_sign_tests_order_statistics():
-    from gpubench.stats import median_interval
+    from gpubench.measure.stats import median_interval
 
     five = median_interval([1.02, 0.98, 1.00, 0.99, 1.01])  # five rounds: only the whole range reaches 90%
     assert (five.median, five.low, five.high) == (1.00, 0.98, 1.02)
@@ -166,7 +166,7 @@ def test_median_interval_is_the_sign_tests_order_statistics():
 def test_median_interval_covers_the_median_at_its_level():
     import numpy as np
 
-    from gpubench.stats import median_interval
+    from gpubench.measure.stats import median_interval
 
     rng = np.random.default_rng(3)
     hits = sum(r.low <= 0 <= r.high for r in (median_interval(rng.normal(size=7)) for _ in range(4000)))

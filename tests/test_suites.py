@@ -1,8 +1,8 @@
 import pytest
 
-from gpubench import suites
-from gpubench.errors import GpubenchError
-from gpubench.stats import decidable
+from gpubench.planning import suites
+from gpubench.core.errors import GpubenchError
+from gpubench.measure.stats import decidable
 
 
 @pytest.mark.parametrize("name", ["lab", "quick", "ci", "resnet"])
@@ -126,8 +126,8 @@ def test_defaults_apply_and_sweeps_override(tmp_path):
 
 
 def test_a_sweep_may_be_timed_sustained_and_the_command_line_overrides_every_sweep(tmp_path):
-    from gpubench import plan
-    from gpubench.timing import Pace
+    from gpubench.planning import plan
+    from gpubench.measure.timing import Pace
 
     s = suites.load(write(tmp_path, '[defaults]\npace = "sustained"\nsettle = 2\n[[sweep]]\nop = "gemm"\n'
                                     'sizes = [64]\n[[sweep]]\nop = "gemm"\nsizes = [128]\npace = "idle"'))
@@ -141,10 +141,11 @@ def test_a_sweep_may_be_timed_sustained_and_the_command_line_overrides_every_swe
 
 
 def test_a_projects_variants_can_be_named(tmp_path):
-    from gpubench import catalog, spec_files
+    from gpubench.specs import catalog
+    from gpubench.specs import files
 
     (tmp_path / "k.py").write_text("def k(A, B, C, M, N, K):\n    C[...] = A @ B\n")
-    mine = spec_files.parse_specs({"variant": [{"name": "mine", "op": "gemm", "source": "k.py", "kernel": "k",
+    mine = files.parse_specs({"variant": [{"name": "mine", "op": "gemm", "source": "k.py", "kernel": "k",
                                               "args": ["A", "B", "C", "M", "N", "K"]}]}, "gpubench.toml", tmp_path)
     known = catalog.Catalog.with_user(mine)
     s = suites.load(write(tmp_path, '[[sweep]]\nop = "gemm"\nvariants = ["mine", "numpy"]\nsizes = [64]'), "cpu",

@@ -3,12 +3,14 @@ come and Ctrl-C keeps them."""
 
 import pytest
 
-from gpubench import catalog, results, sweep
-from gpubench.problems import GemmShape, conv_shape
+from gpubench import results
+from gpubench.specs import catalog
+from gpubench.execution import sweep
+from gpubench.ops.problems import GemmShape, conv_shape
 from gpubench.results import Details, Point, Run, RunWriter, Status
-from gpubench.sweep import Sweep
-from gpubench.timing import TimingPolicy
-from gpubench.variant import Axis
+from gpubench.execution.sweep import Sweep
+from gpubench.measure.timing import TimingPolicy
+from gpubench.specs.variant import Axis
 
 FAST = TimingPolicy(warmup=0, reps=5, min_reps=5)
 CATALOG = catalog.Catalog(catalog.builtin())

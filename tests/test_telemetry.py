@@ -6,10 +6,10 @@ import types
 
 import pytest
 
-from gpubench import telemetry
-from gpubench.telemetry import (FOLD_MS, FRESH, EnergySource, FreshReadings, Nvml, Sample, energy_window,
+from gpubench.measure import telemetry
+from gpubench.measure.telemetry import (FOLD_MS, FRESH, EnergySource, FreshReadings, Nvml, Sample, energy_window,
                                  open_telemetry, power_window, timed_energy)
-from gpubench.timing import TimingPolicy, measure
+from gpubench.measure.timing import TimingPolicy, measure
 
 
 class FakeNvml(types.ModuleType):
@@ -172,11 +172,11 @@ def test_no_energy_counter_no_energy(fake_nvml):
 
 def test_the_whole_point_carries_telemetry(fake_nvml):
     """A CPU backend with the fake NVML attached runs a real point: clocks and energy land in it."""
-    from gpubench import catalog
+    from gpubench.specs import catalog
     from gpubench.backends.cpu import CpuBackend
-    from gpubench.problems import GemmShape
-    from gpubench.runner import PointTask, ShapeTask, run_task
-    from gpubench.variant import NO_CONFIG
+    from gpubench.ops.problems import GemmShape
+    from gpubench.execution.tasks import PointTask, ShapeTask, run_task
+    from gpubench.specs.variant import NO_CONFIG
 
     fake_nvml(mj_per_read=30)
 

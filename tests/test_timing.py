@@ -3,8 +3,8 @@ import time
 
 import pytest
 
-from gpubench.errors import GpubenchError
-from gpubench.timing import HostClock, Pace, Stop, TimingPolicy, measure, summarize
+from gpubench.core.errors import GpubenchError
+from gpubench.measure.timing import HostClock, Pace, Stop, TimingPolicy, measure, summarize
 
 
 class FakeClock:
@@ -89,7 +89,7 @@ def test_warm_up_stops_once_it_has_run_long_enough():
 def test_the_checks_call_counts_towards_the_warm_up():
     import time
 
-    from gpubench.timing import WARM_S
+    from gpubench.measure.timing import WARM_S
 
     calls = []
 
@@ -133,7 +133,7 @@ class StreamingClock(FakeClock):
 
 
 def test_sustained_settles_then_samples_the_stream_and_never_calls_aside(monkeypatch):
-    import gpubench.timing as timing
+    import gpubench.measure.timing as timing
 
     monkeypatch.setattr(timing, "SETTLE_WINDOW_S", 0.0)  # a window per chunk
     # The calls slow down as the GPU comes down to its power limit, then hold: 1.0, 1.1, 1.2, then 1.25 on.
@@ -149,7 +149,7 @@ def test_sustained_settles_then_samples_the_stream_and_never_calls_aside(monkeyp
 
 
 def test_sustained_settles_at_least_settle_s(monkeypatch):
-    import gpubench.timing as timing
+    import gpubench.measure.timing as timing
 
     monkeypatch.setattr(timing, "SETTLE_WINDOW_S", 0.0)
 
@@ -185,7 +185,7 @@ def test_the_host_clock_streams_calls_one_after_another():
 def test_a_cooldown_idles_before_the_first_call_and_the_warm_up_then_runs_in_full(monkeypatch):
     """The card rests before each point (TimingPolicy.cooldown_s); the check's call no longer makes the kernel warm,
     since the clocks come up from idle again."""
-    import gpubench.timing as timing
+    import gpubench.measure.timing as timing
 
     events = []
     monkeypatch.setattr(timing.time, "sleep", lambda s: events.append(("idle", s)))

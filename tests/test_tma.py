@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from gpubench.backends.cuda import tma
-from gpubench.dtypes import PRECISIONS
-from gpubench.errors import Skip
+from gpubench.core.dtypes import PRECISIONS
+from gpubench.core.errors import Skip
 
 
 @pytest.mark.parametrize("pointer,cols", [(256, 777), (8, 776)])

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from gpubench import catalog
-from gpubench.errors import GpubenchError
+from gpubench.specs import catalog
+from gpubench.core.errors import GpubenchError
 from gpubench.results import Details
-from gpubench.problems import GemmShape
-from gpubench.tuned import Tuned, shipped_dir, slug
+from gpubench.ops.problems import GemmShape
+from gpubench.specs.tuned import Tuned, shipped_dir, slug
 
 TUNED = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tuned")
 

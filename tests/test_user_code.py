@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gpubench import results, user_code
+from gpubench import results
+from gpubench.specs import user_code
 from gpubench.cli import cli
-from gpubench.errors import GpubenchError
-from gpubench.runners import PythonRunner
-from gpubench.variant import Config, Variant
+from gpubench.core.errors import GpubenchError
+from gpubench.specs.runners import PythonRunner
+from gpubench.specs.variant import Config, Variant
 
 
 def variant(path: Path, kernel="f", args=("A", "B", "C", "M", "N", "K")) -> Variant:

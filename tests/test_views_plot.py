@@ -3,7 +3,7 @@ import builtins
 import pytest
 
 from gpubench.views import plot
-from gpubench.errors import GpubenchError
+from gpubench.core.errors import GpubenchError
 
 
 def test_plot_writes_an_image(make_run, tmp_path):
@@ -19,7 +19,7 @@ def test_series_take_each_variants_best_config(make_run):
 
 def test_a_line_joins_only_problems_that_differ_in_size():
     """Square GEMMs are one series and odd M×N×K none; conv layers with other channels or strides are others."""
-    from gpubench.problems import GemmShape, conv_shape
+    from gpubench.ops.problems import GemmShape, conv_shape
 
     assert GemmShape(512, 512, 512).series == GemmShape(4096, 4096, 4096).series
     assert GemmShape(1000, 1500, 777).series is None
@@ -56,7 +56,7 @@ def test_roofline_plot(make_run, tmp_path):
 
 
 def test_roofline_needs_ceilings(make_run, tmp_path):
-    from gpubench.errors import GpubenchError
+    from gpubench.core.errors import GpubenchError
 
     with pytest.raises(GpubenchError, match="no roofline ceilings"):
         plot.roofline_plot(make_run(), tmp_path / "roof.png")

@@ -132,12 +132,12 @@ def test_a_run_whose_file_name_is_not_utf8_is_reported(make_run, tmp_path):
     takes only utf-8"."""
     import os
 
-    from gpubench import app
+    from gpubench.usecases import commands
     from gpubench.results import save
 
     odd = tmp_path / os.fsdecode(b"\xff.json")
     save(make_run(), odd)
-    page = app.write_report([str(odd)], str(tmp_path / "r.html"), False, 0.05, False)
+    page = commands.write_report([str(odd)], str(tmp_path / "r.html"), False, 0.05, False)
     assert "\ufffd.json" in page.read_text(encoding="utf-8")
 
 

@@ -1,6 +1,6 @@
 from dataclasses import replace
 
-from gpubench.dtypes import DType
+from gpubench.core.dtypes import DType
 from gpubench.views import run as view
 from gpubench.views import tables
 from gpubench.views.tables import to_markdown
@@ -118,7 +118,7 @@ def test_hardware_table_shows_clocks_energy_roofline_and_the_floor(make_run):
 
 
 def test_a_point_at_the_floor_says_so(make_run):
-    from gpubench import roofline
+    from gpubench.measure import roofline
 
     run = make_run(clocks=1980)
     p = run.points[0]

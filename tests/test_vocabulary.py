@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.compare import Verdict
-from gpubench.dtypes import ConvLayout, DType, GemmLayout
-from gpubench.problems import Op
+from gpubench.analysis.compare import Verdict
+from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
+from gpubench.ops.problems import Op
 from gpubench.results import RunStatus, Status
-from gpubench.runners import RUNNERS
-from gpubench.timing import Pace, Stop
+from gpubench.specs.runners import RUNNERS
+from gpubench.measure.timing import Pace, Stop
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gpubench"
 # each word, and the module allowed to spell it (where its type is defined)

@@ -3,15 +3,15 @@ only; every finished point is kept and the rest of the task runs in a fresh proc
 
 import pytest
 
-from gpubench import spec_files
-from gpubench import worker as worker_module
-from gpubench.errors import GpubenchError
-from gpubench.problems import GemmShape
+from gpubench.specs import files
+from gpubench.execution import worker as worker_module
+from gpubench.core.errors import GpubenchError
+from gpubench.ops.problems import GemmShape
 from gpubench.results import Point, Status
-from gpubench.runner import PointTask, ShapeTask
-from gpubench.timing import TimingPolicy
-from gpubench.variant import NO_CONFIG
-from gpubench.worker import Worker, WorkerOptions
+from gpubench.execution.tasks import PointTask, ShapeTask
+from gpubench.measure.timing import TimingPolicy
+from gpubench.specs.variant import NO_CONFIG
+from gpubench.execution.worker import Worker, WorkerOptions
 
 FAST = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0)
 
@@ -43,7 +43,7 @@ def variants(tmp_path_factory):
     (root / "k.py").write_text(KERNELS)
     tables = [{"name": n, "op": "gemm", "source": "k.py", "kernel": n, "args": ["A", "B", "C", "M", "N", "K"]}
               for n in ("good", "crash", "hang", "hog", "oom")]
-    return {v.name: v for v in spec_files.parse_specs({"variant": tables}, "gpubench.toml", root)}
+    return {v.name: v for v in files.parse_specs({"variant": tables}, "gpubench.toml", root)}
 
 
 def shape_task(variants, names, size=24):
@@ -91,7 +91,7 @@ def test_a_missing_gpu_keeps_its_type_across_the_process():
     no --backend cpu to suggest)."""
     import importlib.util
 
-    from gpubench.errors import NoDevice
+    from gpubench.core.errors import NoDevice
 
     if importlib.util.find_spec("pycuda") is not None:
         pytest.skip("a GPU stack is installed here")

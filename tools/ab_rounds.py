@@ -9,7 +9,7 @@ the same problem and its ratio taken, baseline median time / kernel median time 
 faster). A pair counts only where both points passed and ran clock-unclamped: no sample flagged by NVML as
 power- or thermally-capped, and their median SM clocks equal (a capped point compares power limits, not
 kernels). Over the rounds each ratio gets its median and the sign test's interval for it
-(gpubench.stats.median_interval): the spread from process to process, not the samples' within one, is what a
+(gpubench.measure.stats.median_interval): the spread from process to process, not the samples' within one, is what a
 0.5% difference has to stand out of. Without --markdown: a plain table; the per-round ratios are listed too.
 
 --screen KERNEL applies the screening rule of the 16-bit rounds (fixed before the rounds it picks for): each other
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpubench import results  # noqa: E402
 from gpubench.results import Point, Run, Status  # noqa: E402
-from gpubench.stats import MedianInterval, median_interval  # noqa: E402
+from gpubench.measure.stats import MedianInterval, median_interval  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 
-from gpubench import results, roofline
-from gpubench.problems import Op
+from gpubench import results
+from gpubench.measure import roofline
+from gpubench.ops.problems import Op
 from gpubench.results import Status
 
 

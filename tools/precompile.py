@@ -13,7 +13,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpubench import autotune, catalog, nvcc, project, specs  # noqa: E402
+from gpubench import specs  # noqa: E402
+from gpubench.usecases import autotune
+from gpubench.specs import catalog
+from gpubench.execution import nvcc
+from gpubench.specs import project
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("arch", nargs="?", default="sm_90", help="the architecture to build for, e.g. sm_90")

@@ -8,7 +8,7 @@ For each loop: its instructions (label to backward branch), those from the mbarr
 wait's answer and the first wgmma (or TMA load), and among the loop's instructions the R2UR moves, the IMADs and the
 divisions by values known at run time only (one multiply-high each, with a dozen instructions of corrections). --save DIR keeps each listing (DIR/<variant>-<precision>-<label>.sass) for a diff of two builds.
 nvdisasm: $NVDISASM, else on PATH (nvcc 13 does not ship cuobjdump everywhere; the pip wheel nvidia-cuda-nvdisasm
-has one). The kernel is compiled as the backend would (gpubench.nvcc, the cache).
+has one). The kernel is compiled as the backend would (gpubench.execution.nvcc, the cache).
 """
 
 import collections
@@ -22,8 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpubench import catalog, nvcc, specs  # noqa: E402
-from gpubench.dtypes import DType, GemmLayout  # noqa: E402
+from gpubench import specs  # noqa: E402
+from gpubench.specs import catalog
+from gpubench.execution import nvcc
+from gpubench.core.dtypes import DType, GemmLayout  # noqa: E402
 
 INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 LABEL = re.compile(r"^(\.L_x_\d+):")

@@ -1,4 +1,4 @@
-"""The two-mode rule (gpubench/modes.py) over every point saved under results/: how many it flags, and each flagged
+"""The two-mode rule (gpubench/measure/modes.py) over every point saved under results/: how many it flags, and each flagged
 point's sorted samples to judge by eye. What docs/evidence/two-modes.md reports comes from this.
 
     python3 tools/two_modes.py              # the counts, and every flagged point in one line each
@@ -16,8 +16,8 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from gpubench.compare import point_label  # noqa: E402
-from gpubench.modes import MIN_SAMPLES, two_modes  # noqa: E402
+from gpubench.analysis.compare import point_label  # noqa: E402
+from gpubench.measure.modes import MIN_SAMPLES, two_modes  # noqa: E402
 from gpubench.results import Status, load, saved_under  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
 A backend turns (variant, configuration, shape, inputs) into a :class:`Prepared` call: a closure that runs the
 variant once, the array it writes, and any sub-steps worth timing on their own. Everything else (checking,
-timing) is shared and lives in :mod:`gpubench.runner`. A backend is told which configuration to run; it never
+timing) is shared and lives in :mod:`gpubench.execution.tasks`. A backend is told which configuration to run; it never
 looks one up itself. :class:`Backend` declares everything the runner and the worker call; each backend
 dispatches on the variant's runner type through a table (its PREPARE), not on names.
 """
@@ -15,13 +15,15 @@ from typing import Any, Callable, Collection, Protocol
 
 import numpy as np
 
-from gpubench import dtypes, reference, user_code
-from gpubench.dtypes import PRECISIONS, DType
-from gpubench.errors import CompileError, Skip
-from gpubench.problems import ARRAYS, SCALES, GemmShape, Shape
+from gpubench.core import dtypes
+from gpubench.ops import reference
+from gpubench.specs import user_code
+from gpubench.core.dtypes import PRECISIONS, DType
+from gpubench.core.errors import CompileError, Skip
+from gpubench.ops.problems import ARRAYS, SCALES, GemmShape, Shape
 from gpubench.results import Details
-from gpubench.telemetry import NoTelemetry
-from gpubench.timing import Clock
+from gpubench.measure.telemetry import NoTelemetry
+from gpubench.measure.timing import Clock
 
 __all__ = ["ArrayBackend", "Backend", "Prepared", "Skip", "open_backend", "call_arrays", "kernel_arguments",
            "first_call"]
@@ -37,10 +39,10 @@ class Prepared:
 
 
 class Backend(Protocol):
-    """What gpubench/runner.py and gpubench/worker.py ask of a backend: that is all a new one must do."""
+    """What gpubench/execution/tasks.py and gpubench/execution/worker.py ask of a backend: that is all a new one must do."""
 
     name: str  # "cuda" | "cpu": what --backend says and runs record
-    clock: Clock  # how a call is timed (gpubench/timing.py)
+    clock: Clock  # how a call is timed (gpubench/measure/timing.py)
     flushes: bool  # whether clock.flush() really evicts the caches (recorded per point)
     telemetry: Any  # clocks and power after each sample (NoTelemetry where there are none)
     out_of_memory: tuple[type[BaseException], ...]  # what an allocation that does not fit raises (a point: skipped)
@@ -73,7 +75,7 @@ class Backend(Protocol):
 
     def tolerance(self, variant, shape: Shape) -> float:
         """The largest rel_err the variant may have on the shape (its spec's, or the error model's for the
-        shape's precision and reduction length: gpubench/dtypes.py)."""
+        shape's precision and reduction length: gpubench/core/dtypes.py)."""
 
     def energy(self, run: Callable[[], None], flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call and GFLOPS per watt, where the hardware reports energy (`timing`: the point's timed
@@ -83,7 +85,7 @@ class Backend(Protocol):
             -> Callable | None:
         """What the timing loop calls between samples to take the point's energy window when the hardware's
         reading is about to refresh (timing.measure's `aside`), or None. `earlier()` goes first and may take an
-        earlier point's waiting window at that moment instead (gpubench/energy_queue.py)."""
+        earlier point's waiting window at that moment instead (gpubench/measure/energy_queue.py)."""
 
     def window_due(self) -> bool:
         """Whether an energy window started now would end on the hardware's next reading (False: none to time)."""
@@ -108,7 +110,7 @@ class ArrayBackend:
     """What the NumPy and CuPy backends share: random inputs and float64 references through one array module.
 
     Inputs lie in the problem's layout (problems.py's stored_dims) and precision. float32 ones are drawn by the
-    array module itself (on the GPU, on the device); the others on the host by gpubench/dtypes.py (ml_dtypes'
+    array module itself (on the GPU, on the device); the others on the host by gpubench/core/dtypes.py (ml_dtypes'
     rounding) and moved with `upload`. `values64` gives back what a stored array stands for in float64, which is
     what the reference is computed from: the rounded inputs, so rel_err measures the variant's own error."""
 
@@ -139,8 +141,8 @@ class ArrayBackend:
 
     def check(self, variants: list) -> None:
         """Every Python variant's function imported here, in the process that will call it, and its signature
-        checked against the spec's arguments and its configurations' keywords (gpubench/user_code.py); CUDA
-        kernels are compiled by the coordinator (gpubench/nvcc.py)."""
+        checked against the spec's arguments and its configurations' keywords (gpubench/specs/user_code.py); CUDA
+        kernels are compiled by the coordinator (gpubench/execution/nvcc.py)."""
         for v in variants:
             if v.runner.FUNCTION:
                 user_code.check(v, v.configs_for((1,)))  # a block axis's keyword is the same at every size

@@ -17,14 +17,15 @@ import platform
 
 import numpy as np
 
-from gpubench import reference, user_code
+from gpubench.ops import reference
+from gpubench.specs import user_code
 from gpubench.backends import ArrayBackend, Prepared, first_call, kernel_arguments
-from gpubench.dtypes import PRECISIONS
-from gpubench.errors import GpubenchError, Skip
-from gpubench.problems import ARRAYS, SCALES, GemmShape
+from gpubench.core.dtypes import PRECISIONS
+from gpubench.core.errors import GpubenchError, Skip
+from gpubench.ops.problems import ARRAYS, SCALES, GemmShape
 from gpubench.results import Details
-from gpubench.runners import NumpyIm2col, NumpyMatmul, NumpySliding, PythonRunner
-from gpubench.timing import HostClock
+from gpubench.specs.runners import NumpyIm2col, NumpyMatmul, NumpySliding, PythonRunner
+from gpubench.measure.timing import HostClock
 
 
 def _proc_lines(name: str):

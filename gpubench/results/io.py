@@ -18,8 +18,8 @@ import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpubench.errors import GpubenchError, parser_complaint
-from gpubench.paths import temporary
+from gpubench.core.errors import GpubenchError, parser_complaint
+from gpubench.core.paths import temporary
 from gpubench.results.model import SCHEMA, Point, Run, RunStatus
 from gpubench.results.schema import migrate, run_from
 

@@ -1,7 +1,7 @@
 """The results model: a run is a list of points plus the environment they were measured in.
 
 Pure, typed records, nothing about files or rendering. A :class:`Point` is immutable and checks itself when it
-is made (pyperf's way): its problem is a shape object (gpubench/problems.py), its status a :class:`Status`,
+is made (pyperf's way): its problem is a shape object (gpubench/ops/problems.py), its status a :class:`Status`,
 what it recorded besides its time a :class:`Details`. It keeps its raw samples; its statistics, GFLOPS and
 GB/s are derived from them on demand. A :class:`Run` is the one record that grows while a sweep writes it.
 """
@@ -17,11 +17,11 @@ from functools import cached_property
 from typing import Mapping
 
 from gpubench import __version__
-from gpubench.errors import one_line
-from gpubench.modes import Modes, two_modes
-from gpubench.dtypes import DType
-from gpubench.problems import Op, Shape
-from gpubench.timing import Pace, Stats, Stop, summarize
+from gpubench.core.errors import one_line
+from gpubench.measure.modes import Modes, two_modes
+from gpubench.core.dtypes import DType
+from gpubench.ops.problems import Op, Shape
+from gpubench.measure.timing import Pace, Stats, Stop, summarize
 
 SCHEMA = "gpubench-run"
 SCHEMA_VERSION = 4
@@ -196,7 +196,7 @@ class Point:
 
     @cached_property
     def modes(self) -> Modes | None:
-        """Its samples' two modes where they have two (gpubench/modes.py), else None."""
+        """Its samples' two modes where they have two (gpubench/measure/modes.py), else None."""
         return two_modes(self.samples_ms) if self.samples_ms else None
 
     @property

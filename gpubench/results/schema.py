@@ -2,7 +2,7 @@
 
 A file is checked when it is read (types, required fields, finite positive samples, statuses that agree with
 the errors) so that nothing downstream computes a verdict from garbage. Each check that a record can make of
-itself lives in its constructor (gpubench/results/model.py, gpubench/problems.py); this module walks the file,
+itself lives in its constructor (gpubench/results/model.py, gpubench/ops/problems.py); this module walks the file,
 names the place in it, and turns every way it can be wrong into one line.
 
 Versions: 1 (gpubench 0.1) kept no variant records; 2 kept a point's problem as `params` and its details as a
@@ -17,9 +17,9 @@ import math
 from datetime import datetime
 from pathlib import Path
 
-from gpubench.errors import GpubenchError
-from gpubench.dtypes import DType
-from gpubench.problems import SHAPES, shape_from
+from gpubench.core.errors import GpubenchError
+from gpubench.core.dtypes import DType
+from gpubench.ops.problems import SHAPES, shape_from
 from gpubench.results.model import FIELD_KINDS, SCHEMA_VERSION, Details, Point, Run, RunStatus, Status
 
 MAX_DEPTH = 64  # nesting in settings, environment or details: deeper is not a file gpubench wrote

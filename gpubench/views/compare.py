@@ -1,4 +1,4 @@
-"""The comparison's views: a gpubench.compare.Report as rich tables, Markdown for a pull request, or JSON; and
+"""The comparison's views: a gpubench.analysis.compare.Report as rich tables, Markdown for a pull request, or JSON; and
 two GPU models side by side (--across)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from gpubench.compare import Change, Report, Verdict, point_label
+from gpubench.analysis.compare import Change, Report, Verdict, point_label
 from gpubench.views.tables import Cell, Table, escape, plural, to_markdown, to_rich
 
 VERDICT_STYLE = {Verdict.SLOWER: "fail", Verdict.FASTER: "best", Verdict.INCONCLUSIVE: "noisy", Verdict.SAME: ""}

@@ -1,10 +1,10 @@
-"""Views of a history (gpubench/history.py): the table of series and their latest changes, and its HTML page
+"""Views of a history (gpubench/analysis/history.py): the table of series and their latest changes, and its HTML page
 with one chart per series that changed (medians by run, each change marked with its commit range)."""
 
 from __future__ import annotations
 
 
-from gpubench.history import Series, typical_noise
+from gpubench.analysis.history import Series, typical_noise
 from gpubench.views.report import _asset, _chart_html, table_html
 from gpubench.views.svg import Chart
 from gpubench.views.svg import Series as Line

@@ -1,10 +1,10 @@
-"""How the run's tables show a point whose samples sit in two modes (gpubench/modes.py): a mark beside its time,
+"""How the run's tables show a point whose samples sit in two modes (gpubench/measure/modes.py): a mark beside its time,
 as `~` marks a wide spread, and the caption's lines that name each such point with its two centres and shares."""
 
 from __future__ import annotations
 
-from gpubench.compare import point_label
-from gpubench.modes import MIN_GAP
+from gpubench.analysis.compare import point_label
+from gpubench.measure.modes import MIN_GAP
 from gpubench.results import Point, Status
 from gpubench.views.tables import marked_caption
 

@@ -9,9 +9,9 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpubench.errors import GpubenchError
+from gpubench.core.errors import GpubenchError
 from gpubench.views.run import best_points, display_name
-from gpubench.problems import SHAPES, Op
+from gpubench.ops.problems import SHAPES, Op
 from gpubench.results import Run, Status
 
 FORMATS = (".png", ".svg", ".pdf")  # what `gpubench plot -o` writes (checked before anything is drawn)
@@ -86,7 +86,7 @@ def _save(fig, plt, output) -> Path:
 def roofline_plot(run: Run, output: str | Path) -> Path:
     """Every ok point at its arithmetic intensity (FLOPs per minimum byte) and GFLOPS, under the roofs measured
     on the run's GPU: DRAM and L2 bandwidth slopes, the compute peak of each precision it measured."""
-    from gpubench import roofline
+    from gpubench.measure import roofline
 
     c = roofline.ceilings(run)
     if not c:

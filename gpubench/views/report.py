@@ -18,8 +18,8 @@ import json
 from html import escape
 from importlib import resources
 
-from gpubench import roofline
-from gpubench.compare import ORDER, Report, compare
+from gpubench.measure import roofline
+from gpubench.analysis.compare import ORDER, Report, compare
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.views import plot
 from gpubench.views.compare import across_tables, changes_table

@@ -11,11 +11,12 @@ import io
 from dataclasses import dataclass
 from typing import Callable
 
-from gpubench import power_state, roofline
-from gpubench.compare import point_label
-from gpubench.problems import SHAPES, ConvShape, GemmShape, Op
+from gpubench.measure import power_state
+from gpubench.measure import roofline
+from gpubench.analysis.compare import point_label
+from gpubench.ops.problems import SHAPES, ConvShape, GemmShape, Op
 from gpubench.results import Point, Run, Status
-from gpubench.timing import Pace
+from gpubench.measure.timing import Pace
 from gpubench.views import modes, power
 from gpubench.views.tables import Cell, Table
 
@@ -314,7 +315,7 @@ def _int(x) -> str:
 
 def replicate_table(run: Run, slow: float | None = None) -> Table | None:
     """A replicate run's GPUs against the node's median: each GPU's geometric-mean deviation, clocks and power."""
-    from gpubench import fleet
+    from gpubench.analysis import fleet
 
     slow = run.settings.get("slow_threshold", fleet.SLOW) if slow is None else slow
     rows = fleet.health(run, slow)

@@ -1,5 +1,5 @@
 """What the commands print: a run's tables, the catalog, kernel checks, a saved run in the format asked for.
-The use cases (gpubench/app.py) return what these show; the click commands choose which."""
+The use cases (gpubench/usecases/commands.py) return what these show; the click commands choose which."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from gpubench.paths import shown_path
+from gpubench.core.paths import shown_path
 from gpubench.results import RunStatus
-from gpubench.variant import Axis
+from gpubench.specs.variant import Axis
 from gpubench.views import compare as compare_view
 from gpubench.views import run as run_view
 from gpubench.views.tables import escape, plural, to_markdown, to_rich

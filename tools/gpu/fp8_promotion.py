@@ -12,11 +12,11 @@ the fp8 accumulation in each window of 128p k, seen through the bf16 rounding.
 import math
 import sys
 
-from gpubench import catalog
+from gpubench.specs import catalog
 from gpubench.backends.cuda import CudaBackend
-from gpubench.dtypes import DType, GemmLayout
-from gpubench.problems import GemmShape
-from gpubench.runner import verify
+from gpubench.core.dtypes import DType, GemmLayout
+from gpubench.ops.problems import GemmShape
+from gpubench.execution.tasks import verify
 
 TILE = {"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2, "SWIZZLE": 8}
 WINDOWS = [1, 2, 4, 8, 16, 0]  # slots of 128 k per promotion; 0: never (the tensor cores' accumulation throughout)

@@ -19,10 +19,10 @@ the sweep do that).
 import os
 import sys
 
-from gpubench import catalog
+from gpubench.specs import catalog
 from gpubench.backends.cuda import CudaBackend
-from gpubench.dtypes import ConvLayout, DType
-from gpubench.problems import conv_shape
+from gpubench.core.dtypes import ConvLayout, DType
+from gpubench.ops.problems import conv_shape
 
 from events import bracketed, median_ms  # tools/gpu/events.py
 

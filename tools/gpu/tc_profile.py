@@ -10,10 +10,10 @@ first calls (compilation, warm-up) and the timing loop are left out.
 import os
 import sys
 
-from gpubench import catalog
+from gpubench.specs import catalog
 from gpubench.backends.cuda import CudaBackend
-from gpubench.dtypes import DType, GemmLayout
-from gpubench.problems import GemmShape
+from gpubench.core.dtypes import DType, GemmLayout
+from gpubench.ops.problems import GemmShape
 from events import bracketed, median_ms  # tools/gpu/events.py
 
 OURS = {DType.FP16: ("cublas", "wgmma-tma"), DType.BF16: ("cublas", "wgmma-tma"), DType.FP8: ("cublaslt", "fp8-tma")}

@@ -11,8 +11,8 @@ import os
 import sys
 
 from gpubench.backends.cuda import CudaBackend
-from gpubench.problems import GemmShape
-from gpubench import catalog
+from gpubench.ops.problems import GemmShape
+from gpubench.specs import catalog
 from events import median_ms  # tools/gpu/events.py
 
 PROBES = {0: "whole kernel", 1: "copies only", 2: "products only", 3: "no C stores", 4: "no multicast",

@@ -20,8 +20,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from gpubench import nvcc, catalog  # noqa: E402
-from gpubench.problems import GemmShape, conv_shape  # noqa: E402
+from gpubench import catalog  # noqa: E402
+from gpubench.execution import nvcc
+from gpubench.ops.problems import GemmShape, conv_shape  # noqa: E402
 
 CATALOG = catalog.Catalog(catalog.builtin())
 

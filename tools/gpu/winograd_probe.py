@@ -7,9 +7,9 @@
 import os
 import sys
 
-from gpubench import catalog
+from gpubench.specs import catalog
 from gpubench.backends.cuda import CudaBackend
-from gpubench.problems import conv_shape
+from gpubench.ops.problems import conv_shape
 
 
 def main(layer: str):

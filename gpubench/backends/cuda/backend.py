@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpubench import telemetry
+from gpubench.measure import telemetry
 from gpubench.backends import ArrayBackend, Prepared
 from gpubench.backends.cuda import placement, storage
 from gpubench.backends.cuda.clock import CudaClock
@@ -20,9 +20,9 @@ from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
 from gpubench.backends.cuda.python_calls import PythonCalls
-from gpubench.errors import GpubenchError, NoDevice
-from gpubench.phases import phase
-from gpubench.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
+from gpubench.core.errors import GpubenchError, NoDevice
+from gpubench.core.phases import phase
+from gpubench.specs.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
 
 
 def import_gpu_stack():

@@ -9,7 +9,7 @@ import statistics
 import time
 from collections import deque
 
-from gpubench.errors import Skip
+from gpubench.core.errors import Skip
 
 SPIN_NS = 50_000  # the least cover for the host's launch latency ahead of a timed call (see probes.cu)
 RETIMES = 3  # a call the host queued too late for its wait is timed again, at most this many times

@@ -14,14 +14,17 @@ from typing import Collection
 
 import numpy as np
 
-from gpubench import dtypes, nvcc, paths, telemetry
+from gpubench.core import dtypes
+from gpubench.execution import nvcc
+from gpubench.core import paths
+from gpubench.measure import telemetry
 from gpubench.backends.cuda import blas, storage
-from gpubench.dtypes import PRECISIONS, DType, GemmLayout
-from gpubench.errors import GpubenchError, Skip
-from gpubench.phases import phase
-from gpubench.problems import GemmShape
-from gpubench.runners import CublasLtRunner
-from gpubench.timing import TimingPolicy, measure, summarize
+from gpubench.core.dtypes import PRECISIONS, DType, GemmLayout
+from gpubench.core.errors import GpubenchError, Skip
+from gpubench.core.phases import phase
+from gpubench.ops.problems import GemmShape
+from gpubench.specs.runners import CublasLtRunner
+from gpubench.measure.timing import TimingPolicy, measure, summarize
 
 
 LT_PEAKS = (DType.FP8, DType.INT8)  # measured through cuBLASLt (cuBLAS's GemmEx takes neither)
@@ -154,7 +157,7 @@ class DeviceFacts:
         """The point's energy window, taken between its timed samples at the moment it costs least: when the next
         refresh of the instant power is LEAD_S ahead (telemetry.aligned), so that the window's calls run just
         through the time that refresh's reading describes and it ends on it. `earlier()`, where given, goes first
-        and may use the moment for an earlier point's waiting window (gpubench/energy_queue.py): True if it did.
+        and may use the moment for an earlier point's waiting window (gpubench/measure/energy_queue.py): True if it did.
         Once per point; None without instant power. Started anywhere else, a window waits for a refresh: 84 ms a
         point on average on an H100."""
         if not self.telemetry.has_instant:

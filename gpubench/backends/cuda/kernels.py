@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpubench.dtypes import DType
-from gpubench import nvcc
+from gpubench.core.dtypes import DType
+from gpubench.execution import nvcc
 from gpubench.backends import Prepared, call_arrays, kernel_arguments
 from gpubench.backends.cuda import tma
-from gpubench.errors import Skip
-from gpubench.phases import phase
-from gpubench.problems import ConvShape
+from gpubench.core.errors import Skip
+from gpubench.core.phases import phase
+from gpubench.ops.problems import ConvShape
 from gpubench.results import Details
-from gpubench.variant import SMS, Launch
+from gpubench.specs.variant import SMS, Launch
 
 
 def _ptr(array) -> np.uintp:

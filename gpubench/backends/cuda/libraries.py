@@ -15,13 +15,13 @@ from gpubench.backends import Prepared
 from gpubench.backends.cuda import blas, storage
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable, cudnn_version
 from gpubench.backends.cuda.plan_cache import PlanCache
-from gpubench.dtypes import ConvLayout, DType
-from gpubench.errors import GpubenchError, Skip
-from gpubench.phases import phase
-from gpubench.problems import SCALES, ConvShape, GemmShape
+from gpubench.core.dtypes import ConvLayout, DType
+from gpubench.core.errors import GpubenchError, Skip
+from gpubench.core.phases import phase
+from gpubench.ops.problems import SCALES, ConvShape, GemmShape
 from gpubench.results import Details
-from gpubench.runners import CublasLtRunner, PlanPolicy
-from gpubench.timing import TimingPolicy, measure, summarize
+from gpubench.specs.runners import CublasLtRunner, PlanPolicy
+from gpubench.measure.timing import TimingPolicy, measure, summarize
 
 # cuDNN's plan search (not the point's timing): each plan timed as points are, in queued batches after a flush.
 PLAN_SEARCH = TimingPolicy(warmup=1, reps=20, min_reps=5, budget_s=0.02)

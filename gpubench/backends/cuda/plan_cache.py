@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from gpubench import paths
+from gpubench.core import paths
 
 
 class PlanCache:

@@ -25,13 +25,13 @@ import time
 
 import numpy as np
 
-from gpubench import user_code
+from gpubench.specs import user_code
 from gpubench.backends import Prepared, first_call, kernel_arguments
-from gpubench.dtypes import PRECISIONS
-from gpubench.errors import GpubenchError
-from gpubench.problems import ARRAYS
+from gpubench.core.dtypes import PRECISIONS
+from gpubench.core.errors import GpubenchError
+from gpubench.ops.problems import ARRAYS
 from gpubench.results import Details
-from gpubench.runners import Arrays
+from gpubench.specs.runners import Arrays
 
 UNSEEN_MS = 0.1  # work the events missed: at least this much ...
 UNSEEN_SHARE = 0.5  # ... and at least this share of the device's time for one call

@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from gpubench.backends.cuda import blas
-from gpubench.dtypes import DType
+from gpubench.core.dtypes import DType
 
 # A host element type CuPy lacks -> the raw device type that holds its bits.
 RAW = {np.dtype(ml_dtypes.bfloat16): np.dtype(np.uint16), np.dtype(ml_dtypes.float8_e4m3fn): np.dtype(np.uint8)}

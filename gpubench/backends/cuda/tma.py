@@ -17,10 +17,10 @@ import ctypes
 import ml_dtypes
 import numpy as np
 
-from gpubench.errors import Skip
-from gpubench.variant import TENSOR_MAP_MAX_DIMS
+from gpubench.core.errors import Skip
+from gpubench.specs.variant import TENSOR_MAP_MAX_DIMS
 
-# CUtensorMapDataType per host element type (gpubench/dtypes.py's storage and output types). The copy engine
+# CUtensorMapDataType per host element type (gpubench/core/dtypes.py's storage and output types). The copy engine
 # only moves bytes and zero-fills, so e4m3 and int8 travel as bytes (CUTLASS does the same).
 DATA_TYPES = {np.dtype(np.uint8): 0, np.dtype(ml_dtypes.float8_e4m3fn): 0, np.dtype(np.int8): 0,
               np.dtype(np.int32): 3, np.dtype(np.float16): 6, np.dtype(np.float32): 7,

@@ -1,0 +1,1 @@
+"""Reading saved runs against each other: compare, history, fleet health."""

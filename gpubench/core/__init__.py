@@ -1,0 +1,1 @@
+"""Vocabulary every layer shares: errors, exit codes, paths, precisions, GPUs, expressions."""

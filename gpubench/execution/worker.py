@@ -1,0 +1,426 @@
+"""Worker processes: each owns one device and runs tasks, so the coordinator survives whatever a kernel does.
+
+A kernel can fault (an out-of-bounds write leaves a sticky error that poisons the whole CUDA context), crash the
+process, or never finish. So points never run in the process that keeps the results. The coordinator holds a
+:class:`Worker`: a child process (a fresh interpreter, `python -m gpubench.execution.worker`, so it starts with no CUDA
+state, and so it may be started from inside a Dask worker, whose daemon processes may not fork children of
+their own through multiprocessing) that talks over a socket pair, opens the backend and runs
+:class:`~gpubench.execution.tasks.ShapeTask` after task, sending back each finished point at once. The coordinator
+watches every step with a watchdog. When a point
+
+* raises and leaves the backend unhealthy (a sticky CUDA error), the worker records it as an error and exits;
+* kills the process (a segfault), the coordinator records the point as an error with the cause (the OOM killer:
+  skipped, as any point that does not fit in memory is);
+* runs past the watchdog, the coordinator kills the process and records the point as timed out;
+
+and in each case starts a fresh process, in a fresh context, for the task's remaining points. Nothing finished
+is lost: it was already sent. The same Worker runs inside each Dask worker when a sweep spans several GPUs
+(gpubench/execution/cluster.py), so isolation works one way everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Callable
+
+from gpubench.core import phases
+from gpubench.core.dtypes import DType
+from gpubench.core.errors import CompileError, GpubenchError
+from gpubench.results import Point, Status
+from gpubench.execution.tasks import SETUP, ShapeTask, describe_error, first_call, first_call_key, run_task, unmeasured
+
+DEFAULT_TIMEOUT_S = 300.0  # the watchdog: generous for one point (the lab's slowest takes a few seconds)
+START_TIMEOUT_S = 180.0  # opening a backend: CUDA context, libraries, the copy-bandwidth probe
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    backend: str
+    device: str | None = None  # CUDA_VISIBLE_DEVICES for the process (None: inherit the parent's)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    label: str | None = None  # the worker's name in a cluster (GPUBENCH_WORKER in the process)
+
+
+@dataclass
+class Incident:
+    """Something the run should record: a worker that died, hung or was left unusable, and what became of it."""
+
+    kind: str  # "timeout" | "died" | "broken"
+    where: str  # the point (or shape) that was running
+    detail: str
+    time: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+# --- the child ------------------------------------------------------------------------------------------------
+
+
+def _exit_with(parent: int) -> None:
+    """End this process when the one that started it has gone (killed, or a Dask worker shut down): a point
+    left running with nobody to report to would only keep the device."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    _end_group(os.getpid())
+    os._exit(1)
+
+
+def _end_group(leader: int) -> None:
+    """SIGKILL the worker's process group (it leads a session of its own): the worker and whatever a user's kernel
+    forked, which would otherwise outlive the run."""
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # all gone already
+        pass
+
+
+def _serve(conn, options: WorkerOptions) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle; it stops us
+    if options.device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = options.device  # before any CUDA library loads
+    if options.label is not None:
+        os.environ["GPUBENCH_WORKER"] = options.label
+    from gpubench.core import environment
+    from gpubench.backends import open_backend
+
+    try:
+        with phases.phase("open backend"):
+            backend = open_backend(options.backend)
+        conn.send(("hello", backend.describe()))
+    except Exception as e:  # noqa: BLE001 - whatever stops the backend opening is reported, in one line
+        conn.send(("refused", e if isinstance(e, GpubenchError) else GpubenchError(describe_error(e))))
+        return
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request[0] == "environment":
+            with phases.phase("environment"):
+                conn.send(("environment", environment.collect(backend, request[1])))
+        elif request[0] == "check":
+            try:
+                backend.check(request[1])
+                conn.send(("checked", None))
+            except GpubenchError as e:
+                conn.send(("checked", str(e)))
+        elif request[0] in ("task", "first call"):
+            steps = run_task if request[0] == "task" else first_call
+            with phases.phase(request[0]):
+                for event in steps(backend, request[1]):
+                    with phases.phase("send"):
+                        conn.send(event)
+                    if event[0] == "broken":
+                        # A faulted CUDA context makes every clean-up call fail noisily (CuPy's and PyCUDA's
+                        # finalizers): leave without them. The coordinator starts a fresh process.
+                        conn.close()
+                        os._exit(0)
+            phases.save("worker")
+            conn.send(("end",))
+        else:
+            return
+
+
+# --- the coordinator's side -----------------------------------------------------------------------------------
+
+
+def oom_kills() -> int:
+    """How many processes the kernel's OOM killer has ended since boot (/proc/vmstat; 0 where not told): a worker
+    killed by SIGKILL while this rose ran out of host memory."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class Worker:
+    """One worker process, started on first use and again after every fault."""
+
+    def __init__(self, options: WorkerOptions):
+        self.options = options
+        self.process = None
+        self.conn = None
+        self.info: dict | None = None  # the backend's describe(): device, arch, limits, libraries
+        self.incidents: list[Incident] = []
+        self.starts = 0
+        self.stopped = False  # the run was stopped (stop()): no process is started again
+        self.provisional: dict[int, Point] = {}  # the running task's points finished but for their energy
+
+    @property
+    def restarts(self) -> int:
+        return max(0, self.starts - 1)
+
+    # -- life cycle --
+
+    def start(self) -> dict:
+        self.starts += 1
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[2])  # the same gpubench, however it was found
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
+        # -P: the current directory is not put first on its path, so that a socket.py or numpy.py of the user's
+        # there is never imported for the library's (a project's own modules are found beside them: user_code).
+        self.process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.worker", str(theirs.fileno()),
+                                         str(os.getpid())],
+                                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        try:
+            self.conn.send(("options", self.options))
+            kind, payload = self._receive(START_TIMEOUT_S, "opening the backend")
+        except BaseException:  # Ctrl-C while it starts: leave nothing behind
+            self._reap()
+            raise
+        if kind == "refused":  # the backend's own error (its type too: NoDevice is worded by the command)
+            self.close()
+            raise payload if isinstance(payload, GpubenchError) else GpubenchError(str(payload))
+        self.info = payload
+        return payload
+
+    def _alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _exitcode(self) -> int | None:
+        if self.process is None:
+            return None
+        try:
+            return self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self) -> None:
+        """End the process at once, from any thread, and start no other: the run was stopped (a Dask worker told
+        so by its coordinator; the task running here then ends with an error nobody waits for)."""
+        self.stopped = True
+        process = self.process
+        if process is not None and process.poll() is None:
+            _end_group(process.pid)
+
+    def _ensure_started(self) -> None:
+        if self.stopped:
+            raise GpubenchError("the run was stopped")
+        if not self._alive():
+            self._reap()
+            self.start()
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.send(("stop",))
+            except (OSError, BrokenPipeError):
+                pass
+        if self._exitcode() is not None:  # ended and reaped: a process a user's kernel forked and left running
+            _end_group(self.process.pid)  # keeps the group (and its number) alive; it would outlive the run,
+        self._reap()  # holding the run's stdout (`gpubench gemm ... | tee log` waited for it)
+
+    def _reap(self) -> None:
+        """Make sure the process is gone (killing it if need be), with any process a kernel forked, and forget it."""
+        if self.process is not None:
+            if self.process.returncode is None:  # not reaped yet, so its number still names its group alone
+                _end_group(self.process.pid)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.conn is not None:
+            self.conn.close()
+        self.process = self.conn = None
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- requests --
+
+    def _receive(self, timeout_s: float, doing: str):
+        """The next message, or GpubenchError if the process died or stayed silent past timeout_s."""
+        if not self.conn.poll(timeout_s):
+            self._reap()
+            raise GpubenchError(f"the {self.options.backend} worker did not answer within {timeout_s:.0f} s while "
+                                f"{doing}")
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            code = self._exitcode()
+            self._reap()
+            raise GpubenchError(f"the {self.options.backend} worker died while {doing} ({_exit_text(code)})") from None
+
+    def environment(self, precisions: list[DType] | None = None) -> dict:
+        """The environment the run records, its ceilings measured for `precisions` (None: every one)."""
+        self._ensure_started()
+        self.conn.send(("environment", precisions))
+        return self._receive(START_TIMEOUT_S, "reading the environment")[1]
+
+    def check(self, variants: list) -> None:
+        """The backend loads what the variants need (backends.Backend.check): GpubenchError if one cannot."""
+        self._ensure_started()
+        self.conn.send(("check", variants))
+        error = self._receive(START_TIMEOUT_S, "loading the variants")[1]
+        if error:
+            raise GpubenchError(error)
+
+    def first_calls(self, tasks: list[ShapeTask], on_point: Callable[[Point], None]) -> tuple[dict, set]:
+        """Each task's one point's first call made before the sweep (runner.first_call: where a Python variant
+        compiles): CompileError, one line, for the first whose code does not compile. A first call that faults,
+        hangs past the watchdog or kills the process is that point's outcome, recorded as run() records it (an
+        incident, the point to on_point, a fresh process for the rest). Returns the first calls' milliseconds and
+        the points recorded here, both by runner.first_call_key."""
+        made: dict[tuple, float] = {}
+        done: set[tuple] = set()
+        try:
+            for task in tasks:
+                self._ensure_started()
+                self.conn.send(("first call", task))
+                if self._follow(task, on_point, made):
+                    done.add(first_call_key(task, task.points[0]))
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the call cut short goes, and its process (the GPU too)
+            self._reap()
+            raise
+        return made, done
+
+    def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
+        for task in work:
+            self.run(task, on_point)
+
+    def run(self, task: ShapeTask, on_point: Callable[[Point], None]) -> None:
+        """Run every point of the task, whatever happens to the process; on_point gets each one as it finishes."""
+        pending = task
+        try:
+            while pending.points:
+                self._ensure_started()
+                self.conn.send(("task", pending))
+                pending = pending.without(self._follow(pending, on_point))
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the point cut short goes, and its process (the GPU too)
+            self._keep_provisional(set(), on_point)  # finished but for their energy: saved as they are
+            self._reap()
+            raise
+
+    def _follow(self, task: ShapeTask, on_point, made: dict | None = None) -> set[int]:
+        """Read the task's events until it ends or the worker is lost; returns the indices now recorded. A first
+        call's events (runner.first_call) add its milliseconds to `made`, or end in CompileError."""
+        done: set[int] = set()
+        self.provisional = {}
+        rejected = None
+        current = SETUP
+        timeout = self.options.timeout_s
+        oom_before = oom_kills()
+        while True:
+            if not self.conn.poll(timeout):
+                what = self._where(task, current)
+                self.incidents.append(Incident("timeout", what, f"no answer within {timeout:g} s; worker restarted"))
+                self._reap()
+                self._keep_provisional(done, on_point)
+                return done | self._record_lost(task, current, done, Status.TIMEOUT,
+                                                f"timed out after {timeout:g} s (--timeout); the worker was restarted",
+                                                on_point)
+            try:
+                event = self.conn.recv()
+            except (EOFError, OSError):
+                code = self._exitcode()
+                what = self._where(task, current)
+                self.incidents.append(Incident("died", what, _exit_text(code)))
+                self._reap()
+                self._keep_provisional(done, on_point)
+                if code == -signal.SIGKILL and oom_kills() > oom_before:  # the kernel ran out of host memory
+                    return done | self._record_lost(task, current, done, Status.SKIPPED,
+                                                    "does not fit in host memory: the kernel's OOM killer ended the "
+                                                    "worker process; a new one took over", on_point)
+                return done | self._record_lost(task, current, done, Status.ERROR,
+                                                f"the worker process died ({_exit_text(code)}); a new one took over",
+                                                on_point)
+            kind = event[0]
+            if kind == "begin":
+                current = event[1]
+            elif kind == "provisional":
+                self.provisional[event[1]] = event[2]
+            elif kind == "point":
+                self.provisional.pop(event[1], None)
+                done.add(event[1])
+                on_point(event[2])
+            elif kind == "broken":
+                self.incidents.append(Incident("broken", self._where(task, current), event[1]))
+                self._exitcode()
+                self._reap()
+                self._keep_provisional(done, on_point)
+                return done
+            elif kind == "made":
+                made[first_call_key(task, next(p for p in task.points if p.index == event[1]))] = event[2]
+            elif kind == "rejected":
+                rejected = event[1]
+            elif kind == "end":
+                self._keep_provisional(done, on_point)  # none: the task sends every point before it ends
+                if rejected:
+                    raise CompileError(rejected)
+                return done
+
+    def _keep_provisional(self, done: set[int], on_point) -> None:
+        """The points the worker sent as finished but for their energy (gpubench/measure/energy_queue.py), recorded as they
+        are: the process that was to read their energy is gone (a later point faulted, hung or killed it, or the
+        run was stopped)."""
+        for index in sorted(self.provisional):
+            done.add(index)
+            on_point(self.provisional[index])
+        self.provisional = {}
+
+    @staticmethod
+    def _where(task: ShapeTask, current: int) -> str:
+        shape = f"{task.shape.op} {task.shape.full_label}"
+        if current == SETUP:
+            return f"{shape} (inputs and reference)"
+        p = next(p for p in task.points if p.index == current)
+        return f"{shape} {p.variant.name} {p.config.label}"
+
+    @staticmethod
+    def _record_lost(task, current, done, status, reason, on_point) -> set[int]:
+        """The running point gets the status; if the shape's setup was running, every point left does."""
+        lost = [p for p in task.points if p.index not in done and (current == SETUP or p.index == current)]
+        if current == SETUP:
+            reason = "making the inputs and reference: " + reason
+        for p in lost:
+            on_point(unmeasured(task.shape, p, status, reason))
+        return {p.index for p in lost}
+
+
+def main(argv: list[str]) -> None:
+    """The worker process: `python -m gpubench.execution.worker FD PID`, FD one end of a socket pair to the coordinator,
+    PID the coordinator's process (this one ends when it does)."""
+    threading.Thread(target=_exit_with, args=(int(argv[2]),), daemon=True).start()
+    conn = Connection(int(argv[1]))
+    try:
+        kind, options = conn.recv()
+        _serve(conn, options)
+    except (EOFError, OSError):  # the coordinator went away mid-message: nobody is left to tell
+        os._exit(1)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

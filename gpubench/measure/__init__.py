@@ -1,0 +1,1 @@
+"""How a point is timed: the clock protocol, telemetry, statistics, modes, power state."""

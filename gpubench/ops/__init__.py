@@ -1,0 +1,1 @@
+"""What is computed: each op's problem shape, arrays, flops and bytes, reference and error model."""

@@ -1,0 +1,1 @@
+"""Variants: kernel specs read, checked and catalogued; runner kinds; a project's own code."""

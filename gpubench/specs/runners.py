@@ -1,0 +1,274 @@
+"""What runs a variant: one type per kind of runner, each with its own options, made from a spec by one table.
+
+A spec names its runner (`runner = "cudnn"`) and gives its options (`options = { plans = "best" }`); RUNNERS maps
+the name to its type, and the type checks its options when it is made. The spec parser asks a runner what it
+needs (a source file of which kind, kernel launches, a library), a backend runs it through a table from type to
+method, and a saved run records its name: nothing branches on a runner's name outside this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from typing import ClassVar, Mapping
+
+
+class PlanPolicy(StrEnum):
+    """How the cuDNN runner picks its plan for a problem."""
+
+    HEURISTIC = "heuristic"  # cuDNN's own first choice, untimed
+    BEST = "best"  # every plan timed once (not as the point is), the fastest kept
+
+
+@dataclass(frozen=True)
+class Runner:
+    """The kind of call a variant is. Subclasses set the class constants and add their options as fields."""
+
+    NAME: ClassVar[str]
+    BACKEND: ClassVar[str]  # "cuda" | "cpu"
+    SOURCE: ClassVar[str | None] = None  # the suffix of the source file it runs (".cu", ".py"), if any
+    USER: ClassVar[bool] = False  # a project's own variants may use it (the others are gpubench's)
+    LAUNCHES: ClassVar[bool] = False  # the spec describes its main kernel's launch (kernel, args, grid, ...)
+    STEPS: ClassVar[bool] = False  # the spec's `before` kernels and `workspace` arrays run ahead of it
+    ARGS: ClassVar[bool] = False  # the spec gives the order of its arguments
+    COMPILES_CONFIG: ClassVar[bool] = False  # its configuration's parameters are -D defines of its own source
+    NVCC: ClassVar[bool] = False  # nvcc compiles its source (a .cu file) before any point runs
+    FUNCTION: ClassVar[bool] = False  # its source is a Python module whose function (`kernel`) is called
+    LIBRARY: ClassVar[str | None] = None  # a library the backend must describe as present (its `libraries`) ...
+    MISSING: ClassVar[str] = ""  # ... and what to say when it is not
+
+    @property
+    def library_math(self) -> bool:
+        """Its arithmetic is a library's (cuBLAS, cuDNN), which --tf32 lets use TF32 tensor cores."""
+        return False
+
+    @property
+    def tf32(self) -> bool:
+        """Its own arithmetic is TF32 (a TF32 kernel), whatever --tf32 says."""
+        return False
+
+    def options(self) -> dict:
+        """Its options as a spec writes them."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, object]) -> Runner:
+        """The runner a spec's options describe; ValueError saying which option is wrong and what is allowed."""
+        allowed = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise ValueError(f"options {', '.join(unknown)} are not for the {cls.NAME} runner; allowed: "
+                             f"{', '.join(allowed) or 'none'}")
+        return cls(**options)
+
+
+@dataclass(frozen=True)
+class KernelRunner(Runner):
+    """A CUDA kernel of the spec's (or the user's), launched through PyCUDA, with its `before` steps."""
+
+    NAME = "kernel"
+    BACKEND = "cuda"
+    SOURCE = ".cu"
+    USER = True
+    LAUNCHES = True
+    STEPS = True
+    ARGS = True
+    COMPILES_CONFIG = True
+    NVCC = True
+
+    tf32_kernel: bool = False  # the kernel computes with TF32 tensor cores (its tolerance is TF32's)
+
+    def __post_init__(self):
+        if not isinstance(self.tf32_kernel, bool):
+            raise ValueError(f"options: tf32 is true or false, got {self.tf32_kernel!r}")
+
+    @property
+    def tf32(self) -> bool:
+        return self.tf32_kernel
+
+    def options(self) -> dict:
+        return {"tf32": True} if self.tf32_kernel else {}
+
+    @classmethod
+    def from_options(cls, options):
+        rest = {k: v for k, v in options.items() if k != "tf32"}
+        if rest:
+            raise ValueError(f"options {', '.join(sorted(rest))} are not for the kernel runner; allowed: tf32")
+        return cls(tf32_kernel=options.get("tf32", False))
+
+
+@dataclass(frozen=True)
+class CublasRunner(Runner):
+    """cuBLAS's SGEMM (gemmStridedBatchedEx), the GEMM baseline."""
+
+    NAME = "cublas"
+    BACKEND = "cuda"
+
+    @property
+    def library_math(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class CublasLtRunner(Runner):
+    """cuBLASLt's matmul (through nvmath-python's bindings) with per-tensor scales: the GEMM baseline in the
+    precisions cuBLAS's GemmEx does not take (fp8, int8)."""
+
+    NAME = "cublaslt"
+    BACKEND = "cuda"
+    LIBRARY = "cublaslt"
+    MISSING = "cuBLASLt is not available (pip install nvmath-python; it loads the CUDA toolkit's libcublasLt)"
+
+    @property
+    def library_math(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class CudnnRunner(Runner):
+    """cuDNN's forward convolution through its frontend's graph API, the convolution baseline."""
+
+    NAME = "cudnn"
+    BACKEND = "cuda"
+    LIBRARY = "cudnn"
+    MISSING = "cuDNN is not available (pip install nvidia-cudnn-frontend, with cuDNN 9 libraries)"
+
+    @property
+    def library_math(self) -> bool:
+        return True
+
+    plans: PlanPolicy = PlanPolicy.BEST
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "plans", PlanPolicy(self.plans))
+        except ValueError:
+            raise ValueError(f"options: plans {self.plans!r}; allowed: {', '.join(PlanPolicy)}") from None
+
+
+@dataclass(frozen=True)
+class Im2colRunner(Runner):
+    """A convolution as the spec's `before` kernels (the unfold into the column matrix, a workspace array) and then
+    cuBLAS's GEMM of the filters by that matrix. (With a GEMM of ours instead, it is a plain kernel variant.)"""
+
+    NAME = "im2col"
+    BACKEND = "cuda"
+    SOURCE = ".cu"
+    STEPS = True
+    NVCC = True
+
+    columns: str = "cols"  # the workspace array that holds the column matrix
+
+    def __post_init__(self):
+        if not isinstance(self.columns, str) or not self.columns:
+            raise ValueError(f"options: columns names the workspace array of the column matrix, got {self.columns!r}")
+
+    @property
+    def library_math(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class NumpyMatmul(Runner):
+    """NumPy's matmul (BLAS), the CPU's GEMM baseline."""
+
+    NAME = "numpy"
+    BACKEND = "cpu"
+
+
+@dataclass(frozen=True)
+class NumpySliding(Runner):
+    """The float32 sliding-window convolution of gpubench/ops/reference.py."""
+
+    NAME = "numpy-sliding"
+    BACKEND = "cpu"
+
+
+@dataclass(frozen=True)
+class NumpyIm2col(Runner):
+    """The float32 im2col-and-matmul convolution of gpubench/ops/reference.py."""
+
+    NAME = "numpy-im2col"
+    BACKEND = "cpu"
+
+
+@dataclass(frozen=True)
+class PythonRunner(Runner):
+    """A project's own CPU function: the spec's arguments in order, the output written in place."""
+
+    NAME = "python"
+    BACKEND = "cpu"
+    SOURCE = ".py"
+    USER = True
+    ARGS = True
+    FUNCTION = True
+
+
+class Arrays(StrEnum):
+    """What a GPU Python function receives for the problem's arrays."""
+
+    CUPY = "cupy"  # CuPy arrays (the backend's own)
+    TORCH = "torch"  # PyTorch tensors over the same memory, through DLPack (Triton takes these)
+
+
+@dataclass(frozen=True)
+class PythonGpuRunner(Runner):
+    """A project's own Python function on the GPU: the problem's device arrays and dims in the spec's order, its
+    configuration as keyword arguments; it writes the output, launching Triton kernels, CuPy kernels or library
+    calls on the current stream, which is the stream gpubench times."""
+
+    NAME = "python-cuda"
+    BACKEND = "cuda"
+    SOURCE = ".py"
+    USER = True
+    ARGS = True
+    FUNCTION = True
+
+    arrays: Arrays = Arrays.CUPY
+    tf32_math: bool = False  # it computes with TF32 tensor cores (its tolerance is TF32's); `tf32` in the spec
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "arrays", Arrays(self.arrays))
+        except ValueError:
+            raise ValueError(f"options: arrays {self.arrays!r}; allowed: {', '.join(Arrays)}") from None
+        if not isinstance(self.tf32_math, bool):
+            raise ValueError(f"options: tf32 is true or false, got {self.tf32_math!r}")
+
+    @property
+    def tf32(self) -> bool:
+        return self.tf32_math
+
+    def options(self) -> dict:
+        return {"arrays": str(self.arrays), **({"tf32": True} if self.tf32_math else {})}
+
+    @classmethod
+    def from_options(cls, options):
+        rest = sorted(set(options) - {"arrays", "tf32"})
+        if rest:
+            raise ValueError(f"options {', '.join(rest)} are not for the {cls.NAME} runner; allowed: arrays, tf32")
+        return cls(arrays=options.get("arrays", Arrays.CUPY), tf32_math=options.get("tf32", False))
+
+
+RUNNERS: dict[str, type[Runner]] = {r.NAME: r for r in (KernelRunner, CublasRunner, CublasLtRunner, CudnnRunner,
+                                                        Im2colRunner, NumpyMatmul, NumpySliding, NumpyIm2col,
+                                                        PythonRunner, PythonGpuRunner)}
+DEFAULT = {"cuda": KernelRunner, "cpu": PythonRunner}  # a spec that names no runner: the user's own code
+
+
+def default(backend: str, suffix: str) -> type[Runner]:
+    """The runner of a spec that names none: the user's own code on that backend, in a file of that suffix."""
+    mine = [r for r in RUNNERS.values() if r.BACKEND == backend and r.USER and r.SOURCE == suffix]
+    return mine[0] if mine else DEFAULT[backend]
+
+
+def allowed(backend: str, builtin: bool) -> list[str]:
+    """The runner names a spec may use on `backend` (gpubench's own specs may use every one)."""
+    return [name for name, r in RUNNERS.items() if r.BACKEND == backend and (builtin or r.USER)]
+
+
+def runner_from(name: str, options: Mapping[str, object]) -> Runner:
+    """The runner a spec names, with its options checked; ValueError for an unknown name or a bad option."""
+    if name not in RUNNERS:
+        raise ValueError(f"runner {name!r} is unknown; allowed: {', '.join(RUNNERS)}")
+    return RUNNERS[name].from_options(options)

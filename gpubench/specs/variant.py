@@ -1,0 +1,379 @@
+"""What a benchmarked variant is, as plain data: the types that gpubench/specs/parse.py fills from kernel specs.
+
+A :class:`Variant` is one row of `gpubench list`: a hand-written kernel (its file, symbol, argument order,
+launch expressions and configurations), a library call (cuBLAS, cuDNN) or a CPU implementation. Variants are
+frozen and pickle, so the same objects travel from the command line to the worker processes that run them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+
+from gpubench.core import dtypes
+from gpubench.core.dtypes import PRECISIONS, DType
+from gpubench.core.expr import Expr
+from gpubench.ops.problems import SHAPES, Op, laid_out_arrays
+from gpubench.specs.runners import Runner
+
+# Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
+# multiprocessor count, sizes a persistent kernel's grid ("min(tiles, SMS)"). Specs are checked with SAMPLE_SMS.
+SMS = "SMS"
+SAMPLE_SMS = 132
+
+
+
+class Axis(StrEnum):
+    """Where a variant's configurations come from."""
+
+    NONE = "none"  # one configuration, "-"
+    BLOCK = "block"  # B×B thread blocks from --block-sizes, passed as -D<define>=B
+    CONFIGS = "configs"  # a fixed list of named parameter sets
+    TUNED = "tuned"  # per shape, from the tuned configurations (the first fixed one where none was tuned)
+
+
+# CUDA's launch limits, the same on every GPU since compute capability 3.0 (the programming guide's table of
+# technical specifications): blocks per grid dimension, threads per block dimension, threads per block.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS = 1024
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def beyond_limits(self) -> str | None:
+        """Why CUDA would refuse this launch (a grid or block past its limits, or an empty one), or None."""
+        if self.shared_bytes < 0:
+            return f"{self.shared_bytes} bytes of shared memory (shared must come to 0 or more)"
+        if min(self.grid) < 1 or min(self.block) < 1:
+            return f"an empty grid or block (grid {self.grid}, block {self.block})"
+        if any(g > m for g, m in zip(self.grid, MAX_GRID)):
+            return (f"a grid of {self.grid} blocks is past CUDA's limits ({MAX_GRID[0]} × {MAX_GRID[1]} × "
+                    f"{MAX_GRID[2]})")
+        if self.threads > MAX_THREADS or any(b > m for b, m in zip(self.block, MAX_BLOCK)):
+            return (f"a block of {self.block} threads is past CUDA's limits ({MAX_THREADS} threads, at most "
+                    f"{MAX_BLOCK[0]} × {MAX_BLOCK[1]} × {MAX_BLOCK[2]})")
+        return None
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Grid, block and dynamic shared memory as expressions over the problem's dims and the configuration."""
+
+    grid: tuple[Expr, ...]
+    block: tuple[Expr, ...]
+    shared: Expr
+
+    def resolve(self, values: Mapping[str, int]) -> Launch:
+        def three(exprs):
+            dims = [e(values) for e in exprs]
+            return tuple(dims + [1] * (3 - len(dims)))
+
+        return Launch(three(self.grid), three(self.block), self.shared(values))
+
+    def names(self) -> set[str]:
+        return {n for e in (*self.grid, *self.block, self.shared) for n in e.names}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kernel launch of a variant's call: a `before` step (e.g. a filter transform) or the main kernel."""
+
+    kernel: str
+    args: tuple[str, ...]
+    launch: LaunchSpec
+
+    def launch_for(self, dims: Mapping[str, int], config: Config) -> Launch:
+        return self.launch.resolve({**dims, **config.values})
+
+
+TENSOR_MAP_MAX_DIMS = 5  # the most dimensions cuTensorMapEncodeTiled takes: specs are checked against it
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major array of
+    rows × cols seen as boxes of box_rows × box_cols (or of up to TENSOR_MAP_MAX_DIMS dimensions, outermost first,
+    the last one contiguous: an NHWC input as N × H × W × C in boxes of images × rows × columns × channels), copied
+    into shared memory in 128-byte-swizzled rows (swizzle = 128) or as they are (swizzle = 0). Its elements are the
+    array's own (an input's storage type in the problem's precision, the output's type, float32 for a workspace
+    array).
+
+    With im2col, the map is of a convolution's NHWC input as the copy engine's im2col mode reads it: for one filter
+    tap, the N·OH·OW × C matrix of the input pixels under every output pixel (zeros in the padding), in boxes of
+    box_rows output pixels × box_cols channels; the kernel names the tap when it copies.
+
+    With a condition `when`, the map exists only for the problems (and configurations) where it holds: a TMA box
+    of y needs rows of whole 16-byte chunks, so a kernel that stores through map_y where K % 8 == 0 keeps a copy
+    loop for the other problems, and gets no map there (the backend passes zeros in its place)."""
+
+    name: str
+    array: str  # an input, the output or a workspace array
+    # rows, cols (cols contiguous; or up to TENSOR_MAP_MAX_DIMS dims), over the problem's dims; None: the GEMM array
+    # as it lies in the problem's layout (A is K×M in tn, ...), which is how one spec serves every layout
+    shape: tuple[Expr, ...] | None
+    box: tuple[Expr, ...]  # box rows, box cols (or one a dimension of shape), over the dims and the configuration
+    swizzle: int = 128  # bytes: 128, or 0 for plain rows
+    im2col: bool = False  # a convolution's NHWC input, one filter tap's pixels at a time (rows: output pixels)
+    when: Expr | None = None  # a condition over the dims and the configuration: the map is built only where it holds
+
+    def applies(self, values: Mapping[str, int]) -> bool:
+        """Whether the map is built for this problem and configuration (its `when` holds, or it has none)."""
+        return self.when is None or bool(self.when(values))
+
+    def element(self, problem=None):
+        """The host element type of the mapped array (float32 for a workspace array, or without a problem)."""
+        if problem is None:
+            return np.float32
+        return laid_out_arrays(problem).get(self.array, ((), np.float32))[1]
+
+    def resolve(self, values: Mapping[str, int], problem=None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        box = tuple(b(values) for b in self.box)
+        if self.im2col:
+            return (values["N"] * values["OH"] * values["OW"], values["C"]), box
+        if self.shape is not None:
+            return tuple(d(values) for d in self.shape), box
+        rows, cols = laid_out_arrays(problem)[self.array][0]
+        return (rows, cols), box
+
+    def unfit(self, values: Mapping[str, int], problem=None) -> str | None:
+        """What the copy engine would refuse in this map (the first rule broken), or None (also where the map is not
+        built at all: its `when` does not hold)."""
+        if not self.applies(values):
+            return None
+        shape, box = self.resolve(values, problem)
+        if min(shape) < 1:
+            return f"tensor map {self.name}: {' × '.join(map(str, shape))} is empty"
+        if self.im2col and problem is not None and problem.layout != dtypes.ConvLayout.NHWC:
+            return f"tensor map {self.name}: the im2col mode reads NHWC inputs, not {problem.layout}"
+        size = np.dtype(self.element(problem)).itemsize
+        widest = 128 // size if self.swizzle else 256  # the swizzle's 128 bytes, or TMA's 256 elements
+        tallest = 1024 if self.im2col else 256  # im2col's pixels per box, or a tiled box's rows (each outer dim)
+        *outer, box_cols = box
+        if not (all(1 <= b <= tallest for b in outer) and 1 <= box_cols <= widest and box_cols * size % 16 == 0):
+            why = "at most 128 bytes, the swizzle's width" if self.swizzle else "TMA's limit without a swizzle"
+            what = "rows" if len(box) == 2 else "its outer dimensions"
+            return (f"tensor map {self.name}: box {' × '.join(map(str, box))} of {size}-byte elements: {what} must be "
+                    f"1 to {tallest} and cols a multiple of {max(1, 16 // size)} up to {widest} ({why})")
+        return None
+
+
+@dataclass(frozen=True)
+class Config:
+    """One point on a variant's own axis: the label shown in tables and the compile-time parameters."""
+
+    label: str
+    params: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def values(self) -> dict[str, int]:
+        return dict(self.params)
+
+
+NO_CONFIG = Config("-")
+
+
+def config_label(template: str | None, params: Mapping[str, int], defaults: Mapping[str, int]) -> str:
+    """Fill a label template: "{BM}x{BN}[ g{SWIZZLE}]" leaves the bracketed part out while SWIZZLE has its default."""
+    if template is None:
+        return " ".join(f"{k}={v}" for k, v in params.items() if k not in defaults or defaults[k] != v) or "-"
+
+    def optional(match):
+        names = re.findall(r"\{(\w+)\}", match.group(1))
+        keep = any(n not in defaults or params.get(n) != defaults[n] for n in names)
+        return match.group(1) if keep else ""
+
+    return re.sub(r"\[([^\]]*)\]", optional, template).format(**params)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    op: Op
+    backend: str  # "cuda" | "cpu"
+    runner: Runner  # what runs it (a CUDA kernel, a CPU function, a library call ...), with its options
+    summary: str = ""  # one line for `gpubench list` and the README: what the variant is and what it buys
+    source: Path | None = None  # the kernel's file (absolute)
+    kernel: str | None = None  # the symbol in it
+    args: tuple[str, ...] = ()  # the kernel's parameters in order, in gpubench's names (problems.ARRAYS/DIMS)
+    launch: LaunchSpec | None = None
+    axis: Axis = Axis.NONE
+    configs: tuple[Config, ...] = (NO_CONFIG,)
+    define: str = "BLOCK"  # the macro a block-axis configuration sets
+    defaults: tuple[tuple[str, int], ...] = ()  # parameters every configuration gets unless it says otherwise
+    label: str | None = None  # label template for configurations (tuned ones included)
+    constraints: tuple[Expr, ...] = ()  # conditions on a configuration's parameters, `threads` and `shared`
+    search: tuple[tuple[str, tuple[int, ...]], ...] = ()  # the space `gpubench tune` samples
+    tolerance: float | None = None  # the spec's own bound on rel_err; None: the error model's (dtypes.tolerance)
+    arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
+    lab: bool = False  # part of the default sweep
+    baseline: bool = False  # the library that percentages and speed-ups are measured against
+    includes: tuple[Path, ...] = ()  # extra -I directories
+    before: tuple[Step, ...] = ()  # kernels from the same source launched first, in order, on every call
+    workspace: tuple[tuple[str, Expr], ...] = ()  # float32 scratch arrays the kernels share: name, elements
+    requires: tuple[Expr, ...] = ()  # conditions on the problem; a point outside them is skipped, saying why
+    tensor_maps: tuple[TensorMap, ...] = ()  # TMA descriptors built on the host and passed by value as args
+    origin: str = "built-in"  # or the spec file that declared it
+    dtypes: tuple[DType, ...] = (DType.FP32,)  # the precisions it computes in
+    layouts: tuple[str, ...] = ()  # the memory layouts it reads and writes (empty: the op's default only)
+    dtype_define: str | None = None  # a kernel gets its element type as -D<this>=<C type> (and <this>_OUT)
+    layout_define: str | None = None  # ... and its layout as -D<this>_<LAYOUT>=1 (-DLAYOUT_NT=1)
+    function: Callable | None = field(default=None, compare=False)  # a live callable (gpubench.api's measure, run
+    # in its caller's process) in place of source and kernel
+
+    @property
+    def builtin(self) -> bool:
+        return self.origin == "built-in"
+
+    @property
+    def tf32(self) -> bool:
+        return self.runner.tf32
+
+    def takes(self, shape) -> str | None:
+        """Why this variant cannot compute the shape's precision or layout (None if it can)."""
+        if shape.dtype not in self.dtypes:
+            return f"{self.name} computes in {', '.join(self.dtypes)}, not {shape.dtype}"
+        if shape.layout not in self.layouts_taken:
+            return f"{self.name} takes the layout(s) {', '.join(self.layouts_taken)}, not {shape.layout}"
+        return None
+
+    @property
+    def layouts_taken(self) -> tuple:
+        return self.layouts or (SHAPES[self.op].DEFAULT_LAYOUT,)
+
+    def tolerance_for(self, shape) -> float:
+        """The largest rel_err this variant may have on the shape: its spec's, else the error model's."""
+        if self.tolerance is not None:
+            return self.tolerance
+        return dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
+
+    def compile_params(self, config: Config, shape=None) -> dict:
+        """The -D defines of one build for a problem: the configuration's parameters and, where the spec names a
+        macro for them, the dtype's element types (-DELEM=__half -DELEM_OUT=__half) and the layout
+        (-DLAYOUT_NT=1)."""
+        return self._defines(config, shape.dtype if shape is not None else None,
+                             shape.layout if shape is not None else None)
+
+    def _defines(self, config: Config, dtype, layout) -> dict:
+        params = dict(config.params) if self.runner.COMPILES_CONFIG else {}
+        if self.dtype_define and dtype is not None:
+            p = PRECISIONS[dtype]
+            params.update({self.dtype_define: p.c_type, f"{self.dtype_define}_OUT": p.c_out_type})
+        if self.layout_define and layout is not None:
+            params[f"{self.layout_define}_{str(layout).upper()}"] = 1
+        return params
+
+    def call_keywords(self, config: Config, shape=None) -> dict:
+        """What a Python function gets as keywords: its configuration's parameters and, where the spec names a
+        keyword for them, the problem's precision and layout by name (dtype_define = "precision": precision="tf32").
+        Without a shape, the variant's first precision and layout stand in (to check a signature)."""
+        keywords = dict(config.params)
+        if self.dtype_define:
+            keywords[self.dtype_define] = str(shape.dtype if shape is not None else self.dtypes[0])
+        if self.layout_define:
+            keywords[self.layout_define] = str(shape.layout if shape is not None else self.layouts_taken[0])
+        return keywords
+
+    def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
+        """The configurations a sweep runs (a tuned variant's one is replaced per shape before it runs)."""
+        if self.axis == Axis.BLOCK:
+            return tuple(self.config({self.define: b}) for b in block_sizes)
+        return self.configs
+
+    def config(self, params: Mapping[str, int]) -> Config:
+        """A configuration from parameters: the variant's defaults filled in, labelled by its template."""
+        full = {**dict(self.defaults), **params}
+        if self.axis == Axis.BLOCK:
+            return Config(str(params[self.define]), tuple(full.items()))
+        return Config(config_label(self.label, full, dict(self.defaults)), tuple(full.items()))
+
+    def launch_for(self, dims: Mapping[str, int], config: Config) -> Launch:
+        assert self.launch is not None, f"{self.name} has no launch"
+        return self.launch.resolve({**dims, **config.values})
+
+    def steps(self) -> tuple[Step, ...]:
+        """Every kernel one call launches, in order: the `before` steps, then the main kernel."""
+        if self.launch is None:  # steps ahead of a library call (im2col's unfold before cuBLAS)
+            assert self.before, f"{self.name} has no kernel"
+            return self.before
+        return (*self.before, Step(self.kernel, self.args, self.launch))
+
+    def workspace_sizes(self, dims: Mapping[str, int], config: Config) -> dict[str, int]:
+        """Each scratch array's length in float32 elements, for this problem and configuration."""
+        values = {**dims, **config.values}
+        return {name: size(values) for name, size in self.workspace}
+
+    def unfit(self, dims: Mapping[str, int]) -> str | None:
+        """Why this variant cannot run a problem (the first `requires` condition it breaks), or None."""
+        for r in self.requires:
+            if not r(dims):
+                return f"{self.name} requires {r.text}"
+        return None
+
+    def satisfies(self, config: Config) -> str | None:
+        """The first constraint this configuration breaks (its text), or None."""
+        broken = self.broken_constraints(config)
+        return broken[0] if broken else None
+
+    def broken_constraints(self, config: Config) -> list[str]:
+        """Every constraint this configuration breaks (their texts), in declaration order."""
+        values = dict(config.values)
+        if self.launch is not None:
+            nominal = self.launch.resolve({**{n: 1 for n in self.launch.names()}, **values})
+            values.update(threads=nominal.threads, shared=nominal.shared_bytes)
+        broken = []
+        for c in self.constraints:
+            try:
+                ok = c(values)
+            except ValueError:  # a division by zero in the constraint: the configuration is not valid
+                ok = False
+            if not ok:
+                broken.append(c.text)
+        return broken
+
+    def builds(self, config: Config, device_arch: str, shape=None) -> list[tuple[Path, tuple, str, tuple]]:
+        """The nvcc compilations this configuration needs on a device for a problem (its dtype and layout may be
+        compile-time choices): (source, defines, arch, includes) each. Without a problem, one per precision and
+        layout the variant takes where those are compile-time choices (what `gpubench check` and CI compile). None
+        for a variant pinned to another architecture (it is skipped there, not compiled)."""
+        if self.backend != "cuda" or self.source is None or not self.runner.NVCC:
+            return []
+        arch = self.arch or device_arch
+        if not arch.startswith(device_arch):
+            return []
+        if shape is not None:
+            choices = [(shape.dtype, shape.layout)]
+        else:
+            choices = [(d if self.dtype_define else None, x if self.layout_define else None)
+                       for d in self.dtypes for x in self.layouts_taken]
+        defines = dict.fromkeys(tuple(self._defines(config, d, x).items()) for d, x in choices)
+        return [(self.source, d, arch, self.includes) for d in defines]
+
+    def fingerprint(self) -> str | None:
+        """sha256 of the kernel's source, so saved runs can tell when it changed (None for library variants)."""
+        if self.source is None or not self.source.is_file():
+            return None
+        return hashlib.sha256(self.source.read_bytes()).hexdigest()
+
+    def record(self) -> dict:
+        """What a saved run keeps about this variant, for readers that do not have today's code."""
+        return {
+            "op": self.op, "name": self.name, "backend": self.backend, "runner": self.runner.NAME, "summary": self.summary,
+            "baseline": self.baseline, "origin": self.origin, "tolerance": self.tolerance,
+            "dtypes": [str(d) for d in self.dtypes], "layouts": [str(x) for x in self.layouts_taken],
+            "source": str(self.source) if self.source else None, "sha256": self.fingerprint(),
+        }

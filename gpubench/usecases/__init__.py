@@ -1,0 +1,1 @@
+"""One use case per command, over the plan and an executor."""

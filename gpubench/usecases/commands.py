@@ -1,0 +1,314 @@
+"""The use cases behind the commands: each parses nothing and prints nothing; it returns what a view shows (a
+run, a comparison, a listing, kernel checks) or, for the commands that run sweeps, the exit code of the run
+session (gpubench/usecases/session.py). gpubench/cli.py calls one function here per command; each raises GpubenchError
+(one line, exit 2) for bad input.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from gpubench.execution import nvcc
+from gpubench.planning import plan
+from gpubench.specs import user_code
+from gpubench.core.errors import GpubenchError, NoDevice
+from gpubench.core.paths import shown_path, temporary
+from gpubench.core.exit_codes import Exit
+from gpubench.execution.executors import open_executor
+from gpubench.ops.problems import Op
+from gpubench.specs.project import Project
+from gpubench.results import Run
+from gpubench.specs.parse import ARCH
+from gpubench.usecases.session import Display, RunOutcome, RunRequest, check_output, run_sweeps
+from gpubench.specs.variant import Variant
+
+
+def environment(backend: str) -> dict:
+    """The environment a run on `backend` records (the device, its clocks and memory, the software)."""
+    with open_executor(backend) as worker:
+        worker.start()
+        return worker.environment()
+
+
+# --- kernels without a GPU ------------------------------------------------------------------------------------
+
+
+def check_kernels(variants: list[Variant], archs: list[str], block_sizes: tuple[int, ...]) -> list[tuple]:
+    """Compile every configuration of the given CUDA variants for each architecture: (variant, config, arch,
+    error or None) per build. Needs nvcc, not a GPU: what a project's CI runs."""
+    rows = []
+    for v in variants:
+        for c in v.configs_for(block_sizes):
+            for arch in ([v.arch] if v.arch else archs):
+                failures = nvcc.compile_all(v.builds(c, arch))
+                rows.append((v, c, arch, failures[0][1] if failures else None))
+    return rows
+
+
+def arch_list(text: str) -> list[str]:
+    archs = [a.strip() for a in text.split(",") if a.strip()]
+    bad = [a for a in archs if not ARCH.match(a)]
+    if not archs or bad:
+        raise GpubenchError(f"--arch {text!r}: give architectures such as sm_80,sm_90 (sm_XY, optionally with a "
+                            "or f)")
+    return archs
+
+
+# --- the commands' use cases: each returns what a view shows, or an exit code -----------------------------------
+
+
+def _catalog(project: Project):
+    from gpubench.specs.catalog import Catalog
+
+    return Catalog.with_user(project.variants)
+
+
+def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tuple[int, ...], block_sizes_given: bool,
+           kernels, kernel_args: str | None, warmup: int, reps: int, budget: float, max_noise: float | None,
+           max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
+           force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
+           scheduler: str | None, replicate: bool, slow_threshold: float | None, display: Display, dtype: str | None = None,
+           layout: str | None = None, pace: str | None = None, settle: float | None = None,
+           cooldown: float | None = None) -> RunOutcome:
+    """`gpubench gemm|conv`: one sweep of the op over the shapes in each asked precision and layout, checked by the
+    plan, run, saved and shown."""
+    from gpubench.specs import project as projects
+
+    dtypes, layouts = plan.dtypes_asked(dtype, tf32), plan.layouts_asked(layout, op)
+    proj = projects.load(config)
+    catalog = _catalog(proj)
+    mine = plan.lab_kernels(catalog, op, backend, kernels, kernel_args, dtypes)
+    chosen = plan.variants(catalog, op, backend, variants, "--variants", mine)
+    asked = plan.precisions(chosen, dtypes, layouts, named=set(variants or []) | {v.name for v in mine},
+                            where="--dtype/--layout")
+    if block_sizes_given:
+        plan.check_block_option(chosen, "--block-sizes")
+    timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
+                         flush=not no_flush, decide=decide if decide is not None else plan.default_decide(backend),
+                         discard_throttled=discard_throttled, pace=pace or plan.DEFAULTS.timing.pace,
+                         settle=settle if settle is not None else plan.DEFAULTS.timing.settle_s,
+                         cooldown=cooldown if cooldown is not None else plan.DEFAULTS.timing.cooldown_s)
+    plan.check_settle(settle, [timing])
+    sweep = plan.sweep(op, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts), block_sizes,
+                       timing, [*asked.skipped, *plan.left_out(catalog, op, backend, variants)])
+    request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
+                         plan.check_timeout(timeout), proj,
+                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
+    return run_sweeps(request, display)
+
+
+def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed: int, tf32: bool, timeout: float,
+              config: str | None, max_noise: float | None, max_time: float | None, decide: float | None,
+              discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
+              slow_threshold: float | None, display: Display, pace: str | None = None,
+              settle: float | None = None, cooldown: float | None = None) -> RunOutcome:
+    """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling and pace for each) into one file."""
+    from gpubench.specs import project as projects
+    from gpubench.planning import suites
+
+    proj = projects.load(config)
+    s = suites.load(suite, backend, _catalog(proj), tf32=tf32)
+    for sw in s.sweeps:
+        sw.policy = plan.overridden(sw.policy, max_noise=max_noise, max_time=max_time, decide=decide,
+                                    discard_throttled=discard_throttled, pace=pace, settle=settle,
+                                    cooldown=cooldown)
+    plan.check_settle(settle, [sw.policy for sw in s.sweeps])
+    request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
+                         output, force, plan.check_timeout(timeout), proj,
+                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
+    return run_sweeps(request, display)
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """A saved run as `gpubench show` presents it: the run, and whether it was left marked running by a run that
+    ended outright (no live gpubench holds its claim), which the view says beside its status."""
+    run: Run
+    abandoned: bool
+
+
+def load_run(file: str, threshold: float = plan.DEFAULTS.threshold) -> SavedRun:
+    """`gpubench show`: the saved run (any schema version), for a view to show."""
+    from gpubench import results
+
+    plan.compare_settings(threshold)
+    run = results.load(file)
+    return SavedRun(run, run.status == results.RunStatus.RUNNING and not results.being_written(file))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: Run
+    new: Run
+    report: object  # gpubench.analysis.compare.Report
+
+
+def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env: bool,
+                 allow_partial: bool = False, across: bool = False) -> Comparison:
+    """`gpubench compare`: two saved runs, point by point (the rules: gpubench/analysis/compare.py's)."""
+    from gpubench import results
+    from gpubench.analysis import compare
+
+    threshold, alpha = plan.compare_settings(threshold, alpha)
+    base_run, new_run = results.load(base), results.load(new)
+    for name, run in ((base, base_run), (new, new_run)):
+        if run.status == results.RunStatus.RUNNING and not allow_partial and not results.being_written(name):
+            raise GpubenchError(f"{name} is marked running, but no gpubench run is writing it (ended outright: "
+                                f"SIGKILL, SIGQUIT, out of memory?), so its {len(run.points)} point(s) are all it will "
+                                "have: run it again, or pass --allow-partial to compare the points both runs have")
+    report = compare.compare(base_run, new_run, threshold, alpha)
+    compare.check(report, strict_env, base, new, (base_run, new_run), allow_partial, across)
+    return Comparison(base_run, new_run, report)
+
+
+def plot_run(file: str, output: str, force: bool, roofline: bool) -> Path:
+    """`gpubench plot`: a saved run as an image; returns its path."""
+    from gpubench import results
+    from gpubench.views import plot
+
+    path = check_output(output, force, "plot", plot.FORMATS)
+    run = results.load(file)
+    return (plot.roofline_plot if roofline else plot.plot)(run, path)
+
+
+@dataclass(frozen=True)
+class Listing:
+    variants: list[Variant]
+    suites: list[tuple[str, str]]  # (name, what it runs)
+    project: Project
+
+
+def listing(config: str | None) -> Listing:
+    """`gpubench list`: every variant (built-in and the project's) and the shipped suites."""
+    from gpubench.specs import project as projects
+    from gpubench.planning import suites
+
+    proj = projects.load(config)
+    return Listing(list(_catalog(proj).all), list(suites.shipped()), proj)
+
+
+def check_project(config: str | None, arch: str, builtin: bool, block_sizes: tuple[int, ...]):
+    """`gpubench check`: the project's specs (checked as they load), its Python functions (imported, signatures
+    checked) and every build of its kernels; (project, rows of check_kernels)."""
+    from gpubench.specs import project as projects
+
+    proj = projects.load(config)
+    archs = arch_list(arch)
+    for v in proj.variants:  # the project's Python functions: imported, their signatures checked (no GPU needed)
+        if v.runner.FUNCTION:
+            user_code.check(v, v.configs_for(block_sizes))
+    variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.source and (builtin or not v.builtin)]
+    if variants and nvcc.find_nvcc() is None:
+        raise GpubenchError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")
+    return proj, check_kernels(variants, archs, block_sizes) if variants else []
+
+
+def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed: int, timeout: float,
+              gpus: str | None, scheduler: str | None, config: str | None, out: Console) -> Path:
+    """`gpubench tune gemm`: search the variant's space per shape; returns the file the winners went to."""
+    from gpubench.usecases import autotune
+    from gpubench.specs import project as projects
+
+    proj = projects.load(config)
+    target = _catalog(proj).get(Op.GEMM, "cuda", variant)
+    spread = plan.Spread.from_options(gpus, scheduler)
+    try:
+        return autotune.run(target, shapes, candidates, refine, plan.check_seed(seed), plan.check_timeout(timeout),
+                            proj.tuned_dir, out, gpus=spread.gpus, scheduler=spread.scheduler)
+    except NoDevice as e:  # tune has no CPU backend to suggest
+        raise GpubenchError(f"{e.args[0]} (`gpubench tune` searches on an NVIDIA GPU; it has no CPU "
+                            "backend)") from None
+
+
+# --- reports and histories ------------------------------------------------------------------------------------
+
+
+def load_runs(paths: list[str]) -> tuple[list[tuple[str, Run]], list[str]]:
+    """Saved runs named by files or directories (every *.json and *.json.gz below a directory, in name order),
+    each loaded and checked. A file named on its own that is not a gpubench run is one line naming it; one met
+    inside a directory (a package.json, a half-written file) is passed over, and returned second as "path: why", so
+    that one stray file does not hide a directory's history."""
+    from gpubench.analysis import compare
+    from gpubench.results import load, results_path, saved_under
+
+    named: list[Path] = []
+    inside: list[Path] = []
+    for given in paths:
+        path = results_path(given)
+        if path.is_dir():
+            found = saved_under(path, "**/*")
+            if not found:
+                raise GpubenchError(f"{given} is a directory with no results files (*.json, *.json.gz) in it")
+            inside += found
+        else:
+            named.append(path)
+    runs, passed_over = [], []
+    for f in dict.fromkeys(named + inside):
+        try:
+            run = load(f)
+            compare.check_once(run, shown_path(f))  # a point twice would be two runs of it in a history
+            runs.append((shown_path(f), run))
+        except GpubenchError as e:
+            if f in named:
+                raise
+            passed_over.append(f"{shown_path(f)}: {e.args[0]}")
+    if not runs:
+        raise GpubenchError(f"no gpubench results among {', '.join(paths)} ({len(passed_over)} other *.json "
+                            "or *.json.gz passed over)")
+    return runs, passed_over
+
+
+def write_report(paths: list[str], output: str, force: bool, threshold: float, across: bool) -> Path:
+    """The HTML report of these runs (the first is the base of the comparisons), written atomically."""
+    from gpubench.views import report
+
+    threshold, _ = plan.compare_settings(threshold)
+    path = check_output(output, force, "report", (".html", ".htm"))
+    runs, _ = load_runs(paths)
+    return _write_page(path, report.render(runs, threshold=threshold, across=across), "the report")
+
+
+def _write_page(path: Path, html: str, what: str) -> Path:
+    """An HTML page written atomically: a reader, or a run stopped midway, never finds half a page."""
+    tmp = temporary(path)
+    try:
+        tmp.write_text(html, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise GpubenchError(f"cannot write {what} to {path} ({e.strerror or e})") from None
+    return path
+
+
+@dataclass
+class History:
+    series: list
+    threshold: float
+    passed_over: list[str]  # *.json(.gz) files met in a directory that are not gpubench runs, "path: why"
+
+    @property
+    def regressed(self) -> list:
+        return [s for s in self.series if s.regressed(self.threshold)]
+
+    @property
+    def exit_code(self) -> int:
+        return Exit.FAILED if self.regressed else Exit.OK
+
+
+def run_history(paths: list[str], threshold: float, alpha: float, html: str | None, force: bool) -> History:
+    """Every point's series across the runs with its changes; the HTML page too where asked for."""
+    from gpubench.analysis import history as hist
+
+    threshold, alpha = plan.compare_settings(threshold, alpha)
+    target = check_output(html, force, "history page", (".html", ".htm"), flag="--html") if html is not None else None
+    runs, passed_over = load_runs(paths)
+    outcome = History(hist.history(runs, alpha), threshold, passed_over)
+    if target:
+        from gpubench.views.history import history_html
+
+        _write_page(target, history_html(outcome.series, threshold), "the history page")
+    return outcome
