@@ -304,6 +304,7 @@ def _tune_command(op):
     \b
     Examples:
       gpubench tune {op.name} --sizes 4096,8192 --candidates 200 --gpus all
+      gpubench tune {op.name} --sizes 4096 --refine 2
       gpubench {op.name} --variants tuned --sizes 4096,8192
     """
     return tune.command(name=op.name)(group(TUNE)(problem_options(op, {"sizes": DEFAULTS.tune_sizes})(command)))

@@ -55,8 +55,12 @@ class Array:
 
     name: str
     output: bool = False
-    storage: Storage = Storage.INPUT
+    storage: Storage | None = None  # None: the problem's input type for an input, its output type for an output
     scale: str | None = None  # the name of its per-tensor dequantisation scale, where the dtype is scaled (fp8)
+
+    def __post_init__(self):
+        if self.storage is None:
+            object.__setattr__(self, "storage", Storage.OUTPUT if self.output else Storage.INPUT)
 
 
 class ParamKind(Enum):

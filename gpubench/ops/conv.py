@@ -298,15 +298,16 @@ def problems(values: dict, where: str, strict: bool):
     """Every size × stride with one batch, channel counts, filter and padding (the lab's unless given). A filter
     larger than its padded input is an error on the command line (strict) and left out with the reason in a suite,
     where other shapes still make sense. A suite's sizes default to 512, the command line's to the lab's."""
-    at = (lambda key, flag: flag) if strict else (lambda key, flag: f"{where}.{key}")
-    layer = {key: params.one_int(values.get(key, LAB_LAYER[key]), at(key, "--" + key.replace("_", "-")))
-             for key in LAYER_KEYS}
-    padding = params.text(values.get("padding", LAB_LAYER["padding"]), at("padding", "--padding"),
+    flags = {p.name: p.flag for p in OP.params}
+
+    def at(key: str) -> str:  # where a value came from, as its message names it
+        return flags[key] if strict else f"{where}.{key}"
+
+    layer = {key: params.one_int(values.get(key, LAB_LAYER[key]), at(key)) for key in LAYER_KEYS}
+    padding = params.text(values.get("padding", LAB_LAYER["padding"]), at("padding"),
                           "\"same\", \"valid\" or a non-negative integer")
-    sizes = params.ints(values.get("sizes", LAB_SIZES if strict else [512]), at("sizes", "--sizes"),
-                        example="512,1024,2048")
-    strides = params.ints(values.get("strides", STRIDES if strict else [1]), at("strides", "--stride"),
-                          example="1,2,3")
+    sizes = params.ints(values.get("sizes", LAB_SIZES if strict else [512]), at("sizes"), example="512,1024,2048")
+    strides = params.ints(values.get("strides", STRIDES if strict else [1]), at("strides"), example="1,2,3")
     shapes, skipped = [], []
     for size in sizes:
         for stride in strides:

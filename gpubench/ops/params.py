@@ -52,9 +52,11 @@ def ints(value, where: str, example: str = "512,1024") -> tuple[int, ...]:
 
 def one_int(value, where: str) -> int:
     """One positive integer (a suite gives one per sweep: each value its own [[sweep]])."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise GpubenchError(f"{where} must be a positive integer, got {value}")
         return value
-    values = list(int_list(value, where, example="32")) if isinstance(value, str) else toml_ints(value, where)
+    values = toml_ints(value, where)
     if len(values) != 1:
         raise GpubenchError(f"{where} is one integer per sweep (got {values}); give each value its own [[sweep]]")
     return values[0]

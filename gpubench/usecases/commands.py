@@ -20,6 +20,7 @@ from gpubench.core.paths import shown_path, temporary
 from gpubench.core.exit_codes import Exit
 from gpubench.execution.executors import open_executor
 from gpubench import ops
+from gpubench.ops import params as op_params
 from gpubench.specs.project import Project
 from gpubench.results import Run
 from gpubench.specs.parse import ARCH
@@ -124,6 +125,8 @@ def op_problems(name: str, args: list[str], config: str | None) -> tuple[str, li
             value = rest.pop(0)
         if p.kind == ops.base.ParamKind.TRIPLES:
             values.setdefault(p.name, []).append(value)
+        elif p.kind == ops.base.ParamKind.INT:  # one integer, as click would have read it
+            values[p.name] = op_params.int_list(value, flag, lo=-2**63)[0]
         else:
             values[p.name] = value
     shapes, _ = op.problems(values, name, strict=True)
