@@ -88,7 +88,7 @@ def run(suite, **kw):
     Examples:
       gpubench run lab
       gpubench run my-suite.toml --backend cpu
-      gpubench run ci -o ci-new.json && gpubench compare results/nvidia-h100-80gb-hbm3/ci.json ci-new.json
+      gpubench run ci -o ci-new.json && gpubench compare results/nvidia-h100-80gb-hbm3/ci.json.gz ci-new.json
       gpubench run lab --gpus all                      # the suite shared out over every GPU (Dask)
       gpubench run lab --gpus id:1                     # on the second GPU alone
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
@@ -110,7 +110,7 @@ def show(file, fmt, threshold):
 
     \b
     Examples:
-      gpubench show results/nvidia-h200/lab.json
+      gpubench show results/nvidia-h200/lab.json.gz
       gpubench show run.json --format csv > run.csv
     """
     saved = app.load_run(file, threshold)
@@ -157,7 +157,7 @@ def plot(file, output, force, roofline):
 
     \b
     Examples:
-      gpubench plot results/nvidia-h200/lab.json -o lab.png
+      gpubench plot results/nvidia-h200/lab.json.gz -o lab.png
       gpubench plot run.json --roofline -o roofline.svg
     """
     click.echo(f"wrote {app.plot_run(file, output, force, roofline)}")
@@ -172,7 +172,7 @@ def report(runs, output, force, threshold, across):
 
     \b
     Examples:
-      gpubench report results/nvidia-h200/lab-a.json -o lab.html
+      gpubench report results/nvidia-h200/lab-a.json.gz -o lab.html
       gpubench report base.json new.json -o compare.html
     """
     click.echo(f"wrote {app.write_report(list(runs), output, force, threshold, across)}")

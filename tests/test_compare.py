@@ -359,11 +359,11 @@ def test_shares_a_mode_needs_two_modes_on_one_side(make_run):
 
 
 def test_the_saved_h100_pair_turns_a_flip_into_inconclusive():
-    """tc-conv-tma.json → tc-conv-tma-s32.json on the H100 (docs/evidence/two-modes.md): the base's 128x128x56 s2
+    """tc-conv-tma.json.gz → tc-conv-tma-s32.json.gz (H100; docs/evidence/two-modes.md): the base's 128x128x56 s2
     fp16 point took 84.5 µs in 73% of its samples and 90.3 µs in the rest; the new run's 91.5 µs is that slower
     mode, which the interval alone calls +7.7% slower."""
     root = Path(__file__).resolve().parent.parent / "results" / "nvidia-h100-80gb-hbm3"
-    report = compare.compare(results.load(root / "tc-conv-tma.json"), results.load(root / "tc-conv-tma-s32.json"))
+    report = compare.compare(results.load(root / "tc-conv-tma.json.gz"), results.load(root / "tc-conv-tma-s32.json.gz"))
     flips = {c.label: c for c in report.mode_flips}
     c = flips["conv tc-wgmma-tma 128x64x64 s8 c1 128x128x56 k128 3x3 s2 FP16 NHWC"]
     assert c.verdict == compare.Verdict.INCONCLUSIVE and compare.verdict(c.low, c.high, 0.05) == compare.Verdict.SLOWER

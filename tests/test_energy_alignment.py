@@ -172,7 +172,7 @@ def test_without_instant_power_there_is_no_aside():
 
 
 def test_the_settle_time_covers_what_a_reading_looks_back_over_on_the_h100():
-    """docs/evidence/settle-probe-h100.txt (tools/gpu/settle_probe.py): a burst started L ms before a refresh
+    """docs/evidence/settle-probe-h100.txt (a probe, since removed): a burst started L ms before a refresh
     moves its reading this share of the way to the burst's steady power. Every burst of SETTLE_S or longer read at
     least 95% of it; a shorter settle time would have read up to a third low at 40 ms."""
     import re

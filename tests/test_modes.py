@@ -81,15 +81,15 @@ def test_the_saved_cudnn_point_of_two_modes_is_flagged_and_its_other_runs_are_no
     one cluster in five others, the same engine throughout."""
 
     def point(name):
-        run = load(RESULTS / name)
+        run = load(RESULTS / f"{name}.json.gz")
         return next(p for p in run.points if p.variant == "cudnn"
                     and p.problem.full_label == "128x256x14 k256 3x3 s1 BF16 NHWC")
 
-    m = point("tc-conv-tma-s32.json").modes
+    m = point("tc-conv-tma-s32").modes
     assert m is not None and m.n == 117
     assert (round(m.fast_ms * 1e3, 1), round(m.slow_ms * 1e3, 1)) == (45.5, 53.7)
     assert round(m.fast_share, 2) == 0.38 and m.separation > 10
-    for other in ("tc-conv-tma.json", "tc-conv.json", "tc-conv-halo.json", "tc-conv-ws.json", "precision.json"):
+    for other in ("tc-conv-tma", "tc-conv", "tc-conv-halo", "tc-conv-ws", "precision"):
         assert point(other).modes is None, other
 
 
@@ -132,11 +132,11 @@ def test_shifting_the_samples_down_keeps_two_modes(x, share):
 CALIBRATION = {  # docs/evidence/two-modes.md: file → (points with two modes, ok points with MIN_SAMPLES or more)
     "nvidia-h100-80gb-hbm3/lab-r5-c8eda63-b.json.gz": (53, 216),
     "nvidia-h100-80gb-hbm3/lab-small-placed-a.json.gz": (37, 132),
-    "nvidia-h100-80gb-hbm3/tc-gemm-first-8192.json": (13, 30),
-    "nvidia-h100-80gb-hbm3/tc-gemm-cooldown.json": (19, 48),
-    "nvidia-h100-80gb-hbm3/tc-conv-tma-s32.json": (3, 220),
-    "nvidia-h200/tc-gemm-cooldown.json": (16, 48),
-    "nvidia-h200/lab.json": (22, 376),
+    "nvidia-h100-80gb-hbm3/tc-gemm-first-8192.json.gz": (13, 30),
+    "nvidia-h100-80gb-hbm3/tc-gemm-cooldown.json.gz": (19, 48),
+    "nvidia-h100-80gb-hbm3/tc-conv-tma-s32.json.gz": (3, 220),
+    "nvidia-h200/tc-gemm-cooldown.json.gz": (16, 48),
+    "nvidia-h200/lab.json.gz": (22, 376),
 }
 
 

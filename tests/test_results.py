@@ -101,7 +101,7 @@ def test_a_failed_write_keeps_the_last_complete_file(make_run, tmp_path, monkeyp
 
 
 def test_version_1_files_still_load():
-    run = results.load(REPO / "results" / "nvidia-h200" / "ci-1.json")
+    run = results.load(REPO / "results" / "nvidia-h200" / "ci-1.json.gz")
     assert run.schema_version == results.SCHEMA_VERSION and run.baseline("gemm") == "cublas" and run.baseline("conv") == "cudnn"
     assert len(run.points) == 12 and all(p.status == "ok" and p.median_ms > 0 for p in run.points)
 

@@ -13,7 +13,7 @@ from gpubench.results import Point, RunStatus, load
 from gpubench.views import report
 
 REPO = Path(__file__).resolve().parent.parent
-LAB = REPO / "results" / "nvidia-h200" / "lab-a.json"
+LAB = REPO / "results" / "nvidia-h200" / "lab-a.json.gz"
 
 
 def point_data(html: str) -> list:

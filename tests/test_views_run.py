@@ -179,7 +179,7 @@ def test_show_marks_the_saved_cudnn_point_with_two_modes():
 
     from gpubench.results import load
 
-    run = load(Path(__file__).resolve().parent.parent / "results/nvidia-h100-80gb-hbm3/tc-conv-tma-s32.json")
+    run = load(Path(__file__).resolve().parent.parent / "results/nvidia-h100-80gb-hbm3/tc-conv-tma-s32.json.gz")
     summary = {(r[0], r[2]): r for r in cells(view.summary_table(run, "conv"))}
     assert summary[("128x256x14 k256 3x3", "cudnn [BF16 NHWC]")][3] == "- ‡"
     caption = view.run_tables(run)[-1].caption

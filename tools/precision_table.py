@@ -1,7 +1,7 @@
 """The precision table of a saved run: TFLOP/s (TOP/s for int8) of each library point per dtype and layout, with
 its share of the run's measured ceiling for that precision (roofline.py), as Markdown for the README.
 
-    python tools/precision_table.py results/nvidia-h100-80gb-hbm3/precision.json [more runs ...]
+    python tools/precision_table.py results/nvidia-h100-80gb-hbm3/precision.json.gz [more runs ...]
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@
 //    c2: 256, c4: 192). Where BM > BN (256 × 128, as cuBLAS's 1x2 clusters), along N: tiles (m, n), (m, n + 1),
 //    ... share the A tile; each block loads BM/CLUSTER of its rows and multicasts them: again 256 rows a slot at c2.
 //    Whole clusters must be resident at once for the persistent walk: a 132-SM Hopper (66 TPCs in 8 GPCs of at
-//    most 9) holds at most 32 clusters of 4, the lent H100s 30 (tools/gpu/cluster_occupancy.cu), so c4 needs the
+//    most 9) holds at most 32 clusters of 4, the lent H100s 30 (a probe:
+//    git show 20862c3:tools/gpu/cluster_occupancy.cu), so c4 needs the
 //    spec's BLOCKS (120 there); the clusters past those run after the others (0.53 of cuBLAS at 128 blocks).
 //  * fp8's two-level accumulation (PROMOTE = p > 0): Hopper's fp8 wgmma keeps about 14 bits of mantissa while it
 //    accumulates (DeepSeek-V3's report, 3.3.2), so each window of p slots (p·128 k) is summed by the tensor cores

@@ -13,9 +13,10 @@ power times time per call, from the first of these that the GPU allows:
   visibly moved across.
 
 On an H100 both the instant power and the energy counter change about every 100 ms
-(`tools/gpu/nvml_probe.py`), and a reading describes only the last part of each period (Yang et al., "Accurate
+(`git show 20862c3:tools/gpu/nvml_probe.py`),
+and a reading describes only the last part of each period (Yang et al., "Accurate
 and Convenient Energy Measurements for GPUs", SC'24, found 25 ms of each 100 on A100 and H100). Measured on an H100
-(`tools/gpu/settle_probe.py`, docs/evidence/settle-probe-h100.txt): SGEMMs started L ms before a refresh move its
+(docs/evidence/settle-probe-h100.txt): SGEMMs started L ms before a refresh move its
 reading 25% of the way from idle to their steady power at L = 10, 80% at 25, 91-95% at 35-40 and all of it from
 50 on. So a reading describes our calls only if they ran for SETTLE_S = 50 ms before it: the first change in a
 point's timed loop may describe what ran before the loop (it is dropped), and a window's reading is taken only

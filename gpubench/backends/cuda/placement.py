@@ -4,7 +4,8 @@ On an H100 a kernel of a few microseconds waits for each of its loads from DRAM 
 0.1 µs longer where the line's home is, most likely, the far half of L2 (its address decides it, in blocks of
 at least 4 KiB; docs/evidence/placement-h100.md).
 A 4 KiB image lies wholly in one half, so the lab's 32² convolutions ran 5-15% apart from one process to the next,
-every variant of a shape together (they share the shape's inputs): `tools/gpu/shift_probe.py` timed one warp's
+every variant of a shape together (they share the shape's inputs): a probe
+(`git show 20862c3:tools/gpu/shift_probe.py`) timed one warp's
 chain of nine misses at 6.0 or 6.9 µs depending only on where its buffer was allocated, and three processes of
 the lab's conv-small section compared with up to 6 points "slower" and 22 inconclusive. Two runs could not agree
 on kernels that had not changed.
