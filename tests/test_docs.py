@@ -1,7 +1,7 @@
 """The README and the documentation site: a README a newcomer can read (at most 250 lines), no page that speaks of
-the sessions or issues the work came from, every saved run a page cites present under results/, and a site that
-MkDocs builds with --strict (every link, nav entry, included file and the generated command-line reference
-checked), offline."""
+the sessions or issues the work came from, every saved run and log a page cites present (under results/ and
+docs/evidence/), and a site that MkDocs builds with --strict (every link, nav entry, included file and the generated
+command-line reference checked), offline."""
 
 import os
 import re
@@ -26,6 +26,7 @@ PROVENANCE = re.compile(r"\b(?:session|issue)s? ?#?\d+|\bs\d\d\b", re.IGNORECASE
 # A saved run's or a log's file name is a name, not prose: some carry the tag of the round that made them.
 FILE_NAME = re.compile(r"[\w.<>*…/-]*\.(?:json(?:\.gz)?|md|txt|toml|py|cuh?|html|png)\b")
 CITED_RUN = re.compile(r"results/([\w<>.-]+)/([\w.-]+\.json(?:\.gz)?)")
+CITED_EVIDENCE = re.compile(r"docs/evidence/([\w.*-]*\w)")  # a name, or a pattern: phases-lab-*.txt
 
 
 def provenance_mentions(text: str) -> list[str]:
@@ -54,6 +55,10 @@ def test_the_check_finds_what_it_looks_for():
     assert not provenance_mentions("`results/nvidia-h200/tc-conv-issue20-s33-r1.json.gz`, 192x128 s4 c1 g16")
 
 
+def test_a_missing_run_is_missing():
+    assert not _present("nvidia-h200", "no-such-run.json.gz") and not _present("<gpu>", "no-such-run.json")
+
+
 def _present(gpu: str, name: str) -> bool:
     dirs = [d for d in (ROOT / "results").iterdir() if d.is_dir()] if gpu == "<gpu>" else [ROOT / "results" / gpu]
     stem = name.removesuffix(".gz")
@@ -65,6 +70,13 @@ def test_every_saved_run_a_page_cites_is_there(page):
     missing = sorted({m.group(0) for m in CITED_RUN.finditer(page.read_text(encoding="utf-8"))
                       if not _present(*m.groups())})
     assert not missing, f"{page.relative_to(ROOT)} cites runs that are not under results/: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_log_a_page_cites_is_there(page):
+    missing = sorted({m.group(0) for m in CITED_EVIDENCE.finditer(page.read_text(encoding="utf-8"))
+                      if not any((ROOT / "docs" / "evidence").glob(m.group(1)))})
+    assert not missing, f"{page.relative_to(ROOT)} cites evidence that is not under docs/evidence/: {missing}"
 
 
 def test_the_site_builds_strictly_offline(tmp_path):
