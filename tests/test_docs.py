@@ -26,6 +26,7 @@ PROVENANCE = re.compile(r"\b(?:session|issue)s? ?#?\d+|\bs\d\d\b", re.IGNORECASE
 # A saved run's or a log's file name is a name, not prose: some carry the tag of the round that made them.
 FILE_NAME = re.compile(r"[\w.<>*…/-]*\.(?:json(?:\.gz)?|md|txt|toml|py|cuh?|html|png)\b")
 CITED_RUN = re.compile(r"results/([\w<>.-]+)/([\w.-]+\.json(?:\.gz)?)")
+CITED_TOOL = re.compile(r"\btools/[\w/.-]+\.(?:py|sh|toml|cu)\b")
 CITED_EVIDENCE = re.compile(r"docs/evidence/([\w.*-]*\w)")  # a name, or a pattern: phases-lab-*.txt
 
 
@@ -77,6 +78,21 @@ def test_every_log_a_page_cites_is_there(page):
     missing = sorted({m.group(0) for m in CITED_EVIDENCE.finditer(page.read_text(encoding="utf-8"))
                       if not any((ROOT / "docs" / "evidence").glob(m.group(1)))})
     assert not missing, f"{page.relative_to(ROOT)} cites evidence that is not under docs/evidence/: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_tool_a_page_cites_is_there(page):
+    missing = sorted({m.group(0) for m in CITED_TOOL.finditer(page.read_text(encoding="utf-8"))
+                      if not (ROOT / m.group(0)).exists()})
+    assert not missing, f"{page.relative_to(ROOT)} cites tools that are not in the repository: {missing}"
+
+
+def test_the_readmes_links_lead_somewhere():
+    text = README.read_text(encoding="utf-8")
+    targets = [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", t)]
+    assert targets, "the README links to the documentation"
+    missing = [t for t in targets if not (ROOT / t.split("#")[0]).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
 
 
 def test_the_site_builds_strictly_offline(tmp_path):
