@@ -1,3 +1,3 @@
 """gpubench: hand-written CUDA GEMM and convolution kernels, verified and timed against the vendor libraries."""
 
-__version__ = "0.2.0"
+__version__ = "1.0.0"

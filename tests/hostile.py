@@ -2,7 +2,20 @@
 so that thousands of generated command lines take seconds while everything in front of them (parsing, the
 plan's checks, output paths, the results file) is the real code; and the one assertion every answer must pass:
 the documented exit code, no traceback, one line on stderr for an error, and nothing written where it was not
-asked for."""
+asked for.
+
+The trials this distils ran each case as a real process (its exit code, stderr, the files and processes left behind)
+of gpubench installed from its wheel and run from a scratch directory, as a careless or malicious user on a machine
+without a GPU, each case written down before it ran: every option and argument, every environment variable gpubench
+reads (GPUBENCH_*, CUDA_HOME, XDG_*, HOME, TMPDIR, TERM, COLUMNS, NO_COLOR, LANG and LC_ALL without UTF-8,
+PYTHONWARNINGS=error), stdout and stderr closed or full, a reader that leaves (`| head -1`, which is no error), and
+stop signals at every stage (SIGINT once and twice, SIGTERM, SIGHUP, SIGUSR1/2, SIGTSTP and SIGCONT) during sweeps,
+`--gpus 2`, `--replicate` and the readers of a 20,000-point run. What they found that lives in other modules' tests:
+a stop signal during the clean-up no longer cuts it short, SIGUSR1 and SIGUSR2 end a run as SIGTERM does (138, 140),
+a user's function that raises KeyboardInterrupt or a BaseException is its point's error rather than the worker's
+death, a process a user's kernel forked ends with the run, and a closed stdout is one line on stderr, exit 2. Not
+tried: permissions as a user other than root.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,26 @@ letters and digits, huge and negative numbers, nan and inf, and paths that are f
 missing, corrupt or nested beyond reason. Sweeps do not really run: the worker and the Dask cluster are stand-ins
 (tests/hostile.py), so thousands of examples take seconds. The files gpubench reads are generated in
 tests/test_properties_files.py. The examples are derandomized, so CI sees the same ones every time.
+
+Two hostile trials, each about 1,200-1,600 real processes of a wheel-installed gpubench on a machine without a GPU,
+set what this battery keeps covering. Numeric options meet 0, -1, -0, nan, ±inf, 1e400, 1e-300, 400 digits, `0x10`,
+`1_000`, padded, full-width and Arabic-Indic digits and '': they take any script's digits and underscores as Python
+does, while comma-separated lists take ASCII digits only, and `--timeout 1e-300` is honoured (every point times out,
+exit 1). List options meet gaps, duplicates, trailing commas (`--dtype fp32,` names its empty item and what is
+allowed) and other cases. An option that takes one value, given twice, is refused for every command (flags and
+repeatable options such as `--mnk` and `--kernel` may repeat); `--pace sustained` is taken by its value, not its
+enum member's name. Options that would be ignored are refused instead: `--block-sizes` where no chosen variant takes
+it, `--slow-threshold` without `--replicate`, `--settle` where no sweep runs at pace sustained. Every path option and
+argument meets '', ' ', '-', '.', a directory, /dev/null, /dev/full, a FIFO, 255- and 5,000-byte names, control
+characters, a trailing slash (which pathlib would drop: `-o x.json/` is refused, not saved as x.json) and a
+non-UTF-8 byte; a blank path is exit 2 with nothing read or written, never the current directory. `--kernel` names
+start with a letter or a digit (`=f.py:mm`, an unset variable, is refused). A run named with a non-UTF-8 byte is
+given to every command's arguments and must never meet "the output takes only utf-8".
+
+Left alone on purpose: bare `gpubench` and `gpubench tune` print their help and exit 0; SIGQUIT (Ctrl-\\) ends
+gpubench at once, leaving the file marked `running`; `-o` through a symbolic or hard link replaces the link with
+the new file (an atomic rename), so two runs through two names each keep their own file; a refused 5,000-byte path
+is echoed whole on its one line; `--reps` and `--warmup` of 400 digits are taken (the budget ends the point).
 """
 
 from __future__ import annotations

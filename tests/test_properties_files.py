@@ -3,6 +3,22 @@
 lists or runs variants). Each is generated truncated, byte-flipped, nested beyond reason, huge, or with values of
 the wrong type; whatever comes in, gpubench answers with its documented exit code, never a traceback, one line
 on stderr for an error, and it never damages an existing file. Sweeps do not really run (tests/hostile.py).
+
+The hostile trials behind it threw at these readers files with a byte-order mark, CRLF, UTF-16, trailing data, two
+documents, an array, schema versions from the past and the future (99, -1, 0, 1.0, "3", true, null, 2**70), samples
+empty, negative, zero, NaN, Infinity, 1e308, 5e-324 and strings, two million samples, a point given twice, missing,
+extra and mistyped keys, unknown enum values, a lone surrogate or a NUL in a name and 100,000-deep nesting; suites of
+0 and 100,000 sweeps, duplicate sweeps, unicode names, TOML dates, 2**63, inf and nan, and a 200 kB description; specs
+whose labels try format tricks (`{X!r:>99999999}`, `{X.__class__}`), whose conditions divide by zero or nest 5,000
+deep, and whose launches pass CUDA's limits. What they found, each fixed with a test: every file is read and written
+as UTF-8 whatever the locale, and a byte-order mark is no error; a results file's names (variant, configuration,
+GPU) are printable text and its objects give each key once; `history` and `report` refuse a point given twice, as
+`compare` does (`show` and `plot` show what the file holds); a file marked running whose writer has ended is said
+to be so (its claim, `.NAME.lock`, tells); a point's reason is one printable line of at most 2,000 characters, so an
+exception's escape sequences, NULs or 10 MB message cannot spoil a file; a spec's `requires` that divides by zero is
+refused with the spec, as a bad launch is, not left to fail each point; a project's `[[family]]` is taken; a
+variant's summary is one printable line. Left alone: a symbolic-link loop given as a file "does not exist", and a
+broken pyproject.toml above the current directory is somebody else's and is skipped.
 """
 
 from __future__ import annotations

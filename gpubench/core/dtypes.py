@@ -15,7 +15,7 @@ The error model (README, "Precisions") is :func:`tolerance`. The float64 referen
 u_out is the output format's unit roundoff (rounding to nearest leaves ‖err‖/‖y‖ ≈ 0.42·u on random data;
 truncating leaves ≈ 0.85·u, so c_out = 0.7 tells them apart over many outputs; it is not 0.6 because cuBLAS
 itself lands at 0.61·u on some ragged shapes (bf16 1000×1001×999 on an H100: two roundings to the output type, as a
-split-K partial stored in bf16 would give, √2 · 0.42 = 0.59; docs/perf-notes.md, "Precisions"); over n outputs the
+split-K partial stored in bf16 would give, √2 · 0.42 = 0.59; docs/kernels/libraries.md); over n outputs the
 ratio is an average of n elements' errors, so c_out(n) = 0.7 + 0.4·min(1, √(64/n)) gives a few outputs more
 room), u_acc is the accumulator's (recursive summation of K
 random terms grows as √K), u_math is the rounding a tensor core applies to its inputs (TF32 keeps 10 mantissa

@@ -1,8 +1,8 @@
 """Whether a ratio between two points compares kernels or power states.
 
 At tensor-core rates the power limiter decides clocks: of two points on one GPU, the one that draws more power a
-cycle can run 5-10% slower in clock while doing the same work in fewer cycles (issue 20's 14² conv: ours clocked
-to 1,860 MHz, cuDNN's plan at 1,980; docs/perf-notes.md). A speed ratio between them is then partly the limiter's.
+cycle can run 5-10% slower in clock while doing the same work in fewer cycles (the 14² tensor-core conv: ours
+clocked to 1,860 MHz, cuDNN's plan at 1,980; docs/kernels/tensor-core-conv.md). A speed ratio between them is then partly the limiter's.
 `apart` tells such a pair from one measured in the same state, from what NVML recorded with each point: its median
 SM clock and how many of its samples ran under a limiter (`throttled`), and puts the ratio per clock beside it.
 The clock is NVML's reading sampled while the point ran, not a count of cycles, so the per-clock ratio is an
