@@ -191,7 +191,8 @@ class OpDef:
     emulations: Mapping[str, Callable] = field(default_factory=dict)
     matrices: tuple[str, ...] = ()  # arrays a TMA map may take as they lie (rows × columns), without a shape
     im2col: tuple[str, Any] | None = None  # the input the copy engine's im2col mode reads, and the layout it needs
-    tolerance: float | None = None  # its own bound on every variant's rel_err (None: the error model's)
+    tolerance: float | Mapping[str, float] | None = None  # its own bound on rel_err, or one per precision (None:
+    # the error model's)
     builtin: bool = True  # gpubench's own (False: a project's [[op]])
     rank: int = 100  # where its tables come in a run's listing (gemm first, then conv, then the rest by name)
 
@@ -224,6 +225,12 @@ class OpDef:
         """Every array by name (inputs, then outputs): its dims as it lies in memory and its host element type."""
         dims = shape.array_dims()
         return {a.name: (dims[a.name], a.storage.host_type(shape.dtype)) for a in self.arrays}
+
+    def tolerance_for(self, dtype: DType) -> float | None:
+        """Its own bound on a variant's rel_err in the precision, if it sets one."""
+        if isinstance(self.tolerance, Mapping):
+            return self.tolerance.get(str(dtype))
+        return self.tolerance
 
     def library_name(self, variant: str) -> str:
         return self.baselines.get(variant, variant)

@@ -11,7 +11,10 @@
     reduction = "cols"                          # optional: what each output sums, for the error model (default 1)
     rate = "bytes"                              # what plots and tables rate it by: "flops" (GFLOPS) or "bytes"
     reference = "ref.py:softmax"                # f(xp, x, rows, cols) -> y, in float64 (NumPy or CuPy as xp)
-    tolerance = 1e-5                            # optional: else the error model's
+    tolerance = 1e-5                            # optional: else the error model's; or one per precision,
+                                                # tolerance = { fp16 = 2e-3, bf16 = 1.6e-2 }
+
+A dim may be 0 (a flag such as attention's `causal`); an array's every extent must be at least 1.
 
 An array's `storage` is "input" (the problem's precision, the default for inputs), "output" (its output type, the
 default for outputs), "float32" or "int32". The declaration travels inside every point a run saves, so `show`,
@@ -33,8 +36,8 @@ from gpubench.core import expr
 from gpubench.core.dtypes import DType
 from gpubench.core.errors import GpubenchError
 from gpubench.ops import params
-from gpubench.ops.base import (Array, OpDef, Param, ParamKind, Shape, Storage, TableLayout, enum_field,
-                               positive)
+from gpubench.ops.base import (MAX_DIM, Array, OpDef, Param, ParamKind, Shape, Storage, TableLayout,
+                               enum_field, positive)
 
 OP_KEYS = {"name", "summary", "dims", "arrays", "flops", "bytes", "reduction", "rate", "reference", "tolerance"}
 ARRAY_KEYS = {"name", "shape", "output", "storage"}
@@ -72,7 +75,7 @@ class OpDecl:
     reduction: expr.Expr | None
     rate: str
     reference: str | None  # "FILE:SYMBOL", FILE absolute; None in a run read back (its points are all it needs)
-    tolerance: float | None
+    tolerance: tuple[tuple[str, float], ...] | float | None  # one bound, or one per precision
 
     def record(self) -> dict:
         """The declaration as a saved point keeps it (no reference: a reader needs none)."""
@@ -80,7 +83,7 @@ class OpDecl:
                 "arrays": [a.record() for a in self.arrays], "flops": self.flops.text,
                 "bytes": self.bytes.text if self.bytes else None,
                 "reduction": self.reduction.text if self.reduction else None, "rate": self.rate,
-                "tolerance": self.tolerance}
+                "tolerance": dict(self.tolerance) if isinstance(self.tolerance, tuple) else self.tolerance}
 
     def op_def(self) -> OpDef:
         return _op_def(self)
@@ -155,10 +158,7 @@ def declaration(table, where: str, root: Path | None) -> OpDecl:
     rate = table.get("rate", "flops")
     if rate not in RATES:
         raise GpubenchError(f"{where}.rate must be one of {', '.join(RATES)}, got {rate!r:.40}")
-    tolerance = table.get("tolerance")
-    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
-                                  or not 0 < tolerance < 1):
-        raise GpubenchError(f"{where}.tolerance must be a number between 0 and 1, got {tolerance!r:.40}")
+    tolerance = _tolerance(table.get("tolerance"), f"{where}.tolerance")
     reference = None
     if root is not None:
         reference = _text(table, "reference", where)
@@ -171,8 +171,22 @@ def declaration(table, where: str, root: Path | None) -> OpDecl:
         reference = f"{path}:{symbol}"
     return OpDecl(name, _text(table, "summary", where, required=False) or name, dims, arrays,
                   _expression(table, "flops", dims, where), _expression(table, "bytes", dims, where, required=False),
-                  _expression(table, "reduction", dims, where, required=False), rate, reference,
-                  float(tolerance) if tolerance is not None else None)
+                  _expression(table, "reduction", dims, where, required=False), rate, reference, tolerance)
+
+
+def _tolerance(value, where: str):
+    """A bound on rel_err (0 < t < 1), or a table of them by precision."""
+    def bound(t, at):
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:
+            raise GpubenchError(f"{at} must be a number between 0 and 1, got {t!r:.40}")
+        return float(t)
+
+    if value is None or not isinstance(value, Mapping):
+        return None if value is None else bound(value, where)
+    for name in value:
+        if name not in set(DType):
+            raise GpubenchError(f"{where}: {name!r} is no precision; allowed: {', '.join(DType)}")
+    return tuple((str(k), bound(v, f"{where}.{k}")) for k, v in value.items())
 
 
 def declarations(tables, where: str, root: Path) -> list[OpDecl]:
@@ -205,9 +219,14 @@ class DeclaredShape(Shape):
     DEFAULT_LAYOUT: ClassVar[Layout] = Layout.DEFAULT
 
     def __post_init__(self):
-        positive(f"a {self.op} problem", **dict(self.sizes))
+        for name, value in self.sizes:
+            if type(value) is not int or not 0 <= value <= MAX_DIM:
+                raise GpubenchError(f"a {self.op} problem: {name} must be an integer of 0 or more, got {value!r:.40}")
         enum_field(self, "dtype", DType)
         enum_field(self, "layout", Layout)
+        if self.declaration is not None:
+            positive(f"a {self.op} problem's arrays", **{f"{a}[{i}]": n for a, dims in self.array_dims().items()
+                                                        for i, n in enumerate(dims)})
 
     @property
     def KEYS(self) -> tuple[str, ...]:  # noqa: N802 (the built-in shapes' class constant)
@@ -324,7 +343,7 @@ def _problems(decl: OpDecl):
         missing = [d for d in decl.dims if d not in values]
         if missing:
             raise GpubenchError(f"{decl.name} needs {', '.join('--' + d for d in missing)} (comma-separated values)")
-        lists = [params.ints(values[d], ("--" + d) if strict else f"{where}.{d}") for d in decl.dims]
+        lists = [params.ints(values[d], ("--" + d) if strict else f"{where}.{d}", lo=0) for d in decl.dims]
         shapes = [DeclaredShape(decl.name, tuple(zip(decl.dims, combo)), declaration=decl)
                   for combo in _product(lists)]
         return shapes, []
@@ -351,6 +370,7 @@ def _op_def(decl: OpDecl) -> OpDef:
         params=tuple(Param(d, ParamKind.INTS, f"{d}, comma-separated") for d in decl.dims),
         problems=_problems(decl), sample=sample,
         table=TableLayout("library", "speed vs library", lambda r: f"{r:.2f}×"),
-        by_flops=decl.rate == "flops", builtin=False, tolerance=decl.tolerance,
+        by_flops=decl.rate == "flops", builtin=False,
+        tolerance=dict(decl.tolerance) if isinstance(decl.tolerance, tuple) else decl.tolerance,
         command_help=f"Sweep {decl.name} variants ({decl.summary}).")
 

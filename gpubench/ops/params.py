@@ -35,19 +35,20 @@ def int_list(text: str, what: str, *, lo: int = 1, hi: int | None = None, exampl
     return tuple(dict.fromkeys(values))
 
 
-def toml_ints(value, where: str) -> list[int]:
-    """A suite's positive integer or list of them (or a tuple: a default)."""
+def toml_ints(value, where: str, lo: int = 1) -> list[int]:
+    """A suite's positive integer or list of them (or a tuple: a default); lo=0 takes 0 too (a flag)."""
     values = list(value) if isinstance(value, (list, tuple)) else [value]
-    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
-        raise GpubenchError(f"{where} must be a positive integer or a list of them, got {value!r}")
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v >= lo for v in values):
+        what = "positive" if lo > 0 else "non-negative"
+        raise GpubenchError(f"{where} must be a {what} integer or a list of them, got {value!r}")
     return values
 
 
-def ints(value, where: str, example: str = "512,1024") -> tuple[int, ...]:
-    """Positive integers, from text (the command line) or TOML (a suite)."""
+def ints(value, where: str, example: str = "512,1024", lo: int = 1) -> tuple[int, ...]:
+    """Positive integers (lo=0: non-negative), from text (the command line) or TOML (a suite)."""
     if isinstance(value, str):
-        return int_list(value, where, example=example)
-    return tuple(toml_ints(value, where))
+        return int_list(value, where, lo=lo, example=example)
+    return tuple(toml_ints(value, where, lo))
 
 
 def one_int(value, where: str) -> int:

@@ -261,7 +261,7 @@ class Variant:
         model's."""
         if self.tolerance is not None:
             return self.tolerance
-        own = ops.of(shape).tolerance
+        own = ops.of(shape).tolerance_for(shape.dtype)
         return own if own is not None else dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
 
     def compile_params(self, config: Config, shape=None) -> dict:
