@@ -23,6 +23,8 @@ from gpubench.ops.problems import Op
 from gpubench.specs.project import Project
 from gpubench.results import Run
 from gpubench.specs.parse import ARCH
+from gpubench.usecases import profiling
+from gpubench.usecases.profiling import Profiling
 from gpubench.usecases.session import Display, RunOutcome, RunRequest, check_output, run_sweeps
 from gpubench.specs.variant import Variant
 
@@ -73,11 +75,11 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
            force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
            scheduler: str | None, replicate: bool, slow_threshold: float | None, display: Display, dtype: str | None = None,
            layout: str | None = None, pace: str | None = None, settle: float | None = None,
-           cooldown: float | None = None) -> RunOutcome:
+           cooldown: float | None = None, profile: Profiling = Profiling.OFF) -> RunOutcome:
     """`gpubench gemm|conv`: one sweep of the op over the shapes in each asked precision and layout, checked by the
     plan, run, saved and shown."""
     from gpubench.specs import project as projects
-
+    note = profiling.check(profile, backend)
     dtypes, layouts = plan.dtypes_asked(dtype, tf32), plan.layouts_asked(layout, op)
     proj = projects.load(config)
     catalog = _catalog(proj)
@@ -97,19 +99,26 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
                        timing, [*asked.skipped, *plan.left_out(catalog, op, backend, variants)])
     request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
                          plan.check_timeout(timeout), proj,
-                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
-    return run_sweeps(request, display)
+                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)
+    return _noted(run_sweeps(request, display), note)
+
+
+def _noted(outcome: RunOutcome, note: str | None) -> RunOutcome:
+    if note:
+        outcome.notes.insert(0, note)
+    return outcome
 
 
 def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed: int, tf32: bool, timeout: float,
               config: str | None, max_noise: float | None, max_time: float | None, decide: float | None,
               discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
               slow_threshold: float | None, display: Display, pace: str | None = None,
-              settle: float | None = None, cooldown: float | None = None) -> RunOutcome:
+              settle: float | None = None, cooldown: float | None = None,
+              profile: Profiling = Profiling.OFF) -> RunOutcome:
     """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling and pace for each) into one file."""
     from gpubench.specs import project as projects
     from gpubench.planning import suites
-
+    note = profiling.check(profile, backend)
     proj = projects.load(config)
     s = suites.load(suite, backend, _catalog(proj), tf32=tf32)
     for sw in s.sweeps:
@@ -119,8 +128,8 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     plan.check_settle(settle, [sw.policy for sw in s.sweeps])
     request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
                          output, force, plan.check_timeout(timeout), proj,
-                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
-    return run_sweeps(request, display)
+                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)
+    return _noted(run_sweeps(request, display), note)
 
 
 @dataclass(frozen=True)
