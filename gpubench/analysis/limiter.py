@@ -12,7 +12,8 @@ dominant one, its longest kernel):
 5. Occupancy: warps active under LOW_OCCUPANCY (25%) of the SM's maximum: "occupancy 12%: 232 registers a thread"
    (the registers named where a thread holds MANY_REGISTERS (128) or more: what usually keeps the warps out).
 6. Otherwise latency: no unit near its peak, the warps wait: "latency-bound: SM 31%, DRAM 12% of peak, stalled on
-   long scoreboard".
+   long scoreboard" (the units whose throughput was counted).
+7. Where none of those counters was collected (a GPU or ncu without them): "no throughput counters".
 
 The largest stall reason (of ncu's warp-state ratios, "selected" and "not selected" left out: those warps issued or
 could have) is named where rules 3, 4 and 6 apply, and for 5 where no register count explains it. Local-memory
@@ -78,8 +79,10 @@ def verdict(profile: Profile | None) -> Verdict:
     if not profile.taken:
         return Verdict(Limit.UNPROFILED, f"not profiled: {profile.reason}")
     m = profile.metric
-    sm, dram, l2, occ, regs = m("sm_pct") or 0.0, m("dram_pct") or 0.0, m("l2_pct") or 0.0, m("occupancy_pct"), \
-        m("registers")
+    counted = {name: m(key) for name, key in (("SM", "sm_pct"), ("DRAM", "dram_pct"), ("L2", "l2_pct"))
+               if m(key) is not None}
+    sm, dram, l2 = (counted.get(name, 0.0) for name in ("SM", "DRAM", "L2"))
+    occ, regs = m("occupancy_pct"), m("registers")
     tensor = tensor_pct(profile) or 0.0
     stall = f"stalled on {stall_words(profile.stalls[0][0])}" if profile.stalls else ""
     memory = max(dram, l2)
@@ -94,9 +97,12 @@ def verdict(profile: Profile | None) -> Verdict:
         why = f": {regs:.0f} registers a thread" if regs is not None and regs >= MANY_REGISTERS else \
             (f", {stall}" if stall else "")
         found = Verdict(Limit.OCCUPANCY, f"occupancy {occ:.0f}%{why}")
+    elif counted or tensor_pct(profile) is not None:
+        units = ", ".join(f"{name} {x:.0f}%" for name, x in counted.items() if name != "L2") or f"tensor pipe " \
+                                                                                                f"{tensor:.0f}%"
+        found = Verdict(Limit.LATENCY, ", ".join(filter(None, [f"latency-bound: {units} of peak", stall])))
     else:
-        found = Verdict(Limit.LATENCY, ", ".join(filter(None, [f"latency-bound: SM {sm:.0f}%, DRAM {dram:.0f}% of "
-                                                                f"peak", stall])))
+        found = Verdict(Limit.LATENCY, ", ".join(filter(None, ["no throughput counters", stall])))
     local = sum(profile.totals.get(k, 0.0) for k in ("local_load_sectors", "local_store_sectors")) * SECTOR_BYTES
     if local > 0:
         found = Verdict(found.limit, f"{found.words}; spills {_bytes(local)} to local memory")

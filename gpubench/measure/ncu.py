@@ -132,14 +132,17 @@ def refusal(text: str) -> Profile | None:
         return Profile.missing(Gap.NOT_PERMITTED, "ncu may not read this GPU's performance counters "
                                                   "(ERR_NVGPUCTRPERM): run as an administrator, or load the driver "
                                                   "with NVreg_RestrictProfilingToAdminUsers=0")
-    errors = [line.removeprefix("==ERROR==").strip() for line in text.splitlines() if line.startswith("==ERROR==")]
-    if errors:
-        first = errors[0]
-        replay = [e for e in errors if "profile" in e.lower() or "replay" in e.lower()]
-        if replay:
-            return Profile.missing(Gap.NO_REPLAY, f"ncu could not replay the call's kernel: {replay[0]}")
-        return Profile.missing(Gap.FAILED, f"ncu: {first}")
-    return None
+    errors = [_short(line.removeprefix("==ERROR==")) for line in text.splitlines() if line.startswith("==ERROR==")]
+    if not errors:
+        return None
+    if any("Failed to profile" in e or "replay" in e.lower() for e in errors):
+        return Profile.missing(Gap.NO_REPLAY, f"ncu could not profile the call's kernel: {errors[0]}")
+    return Profile.missing(Gap.FAILED, f"ncu: {errors[0]}")
+
+
+def _short(line: str) -> str:
+    """An error line without ncu's pointer to its documentation ("See https://..."): the reason, in one line."""
+    return line.split(" See https://")[0].split(" For instructions")[0].strip()
 
 
 def profile_from(launches: list[Launch], arch: str | None = None, tool: str | None = None) -> Profile:
@@ -153,7 +156,8 @@ def profile_from(launches: list[Launch], arch: str | None = None, tool: str | No
     top = max(launches, key=lambda la: la.values.get(duration, 0.0))
     metrics = {m.key: top.values[m.ncu] for m in wanted
                if m.ncu in top.values and not m.additive and not m.key.startswith(STALL_PREFIX)}
-    metrics["duration_ns"] = top.values.get(duration, 0.0)
+    if duration in top.values:
+        metrics["duration_ns"] = top.values[duration]
     totals = {m.key: sum(la.values[m.ncu] for la in launches) for m in wanted
               if m.additive and all(m.ncu in la.values for la in launches)}
     stalls = sorted(((m.key.removeprefix(STALL_PREFIX), top.values[m.ncu]) for m in wanted
