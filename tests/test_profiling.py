@@ -298,3 +298,19 @@ def test_profile_has_the_commands_of_the_sweeps():
     assert r.exit_code == 0 and all(c in r.output for c in ("gemm", "conv", "run"))
     r = CliRunner().invoke(cli, ["profile", "gemm", "--help"])
     assert "--sizes" in r.output and "--variants" in r.output and "--profile" not in r.output
+
+
+def test_ncu_pages_are_kept_where_asked(fake_ncu, tmp_path, monkeypatch):
+    monkeypatch.setenv(profiled.KEEP_LOGS, str(tmp_path / "logs"))
+    profiled.profile_point(task(), "cuda", options(fake_ncu("set-nvjet-bf16-h100.txt")))
+    kept = list((tmp_path / "logs").iterdir())
+    assert len(kept) == 1 and kept[0].read_text() == (FIXTURES / "set-nvjet-bf16-h100.txt").read_text()
+    assert "/" not in kept[0].name.replace(str(tmp_path), "")
+
+
+def test_metrics_this_ncu_does_not_list_are_named():
+    known = tuple(m.ncu for m in ncu.metrics_for("sm_90") if "gmma" not in m.ncu)
+    line = profiling.left_out(options("ncu", metrics=known))
+    assert line == "ncu does not list 1 metric(s) of gpubench's set for this GPU, left out: " \
+                   "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
+    assert profiling.left_out(options("ncu")) is None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from gpubench.measure import ncu
 from gpubench.results.profile import Gap, Profile
 
 CANNOT_RUN = 3
+KEEP_LOGS = "GPUBENCH_NCU_LOGS"  # a folder to keep each point's ncu page in (otherwise read and deleted)
 PREFIX = "gpubench profile: "  # the line the process writes on stderr when its call cannot run
 
 
@@ -121,6 +123,11 @@ def profile_point(task: ShapeTask, backend: str, options: ProfileOptions) -> Pro
         except OSError as e:
             return Profile.missing(Gap.NO_NCU, f"ncu could not be started ({e.strerror or e})", options.tool)
         text = log.read_text(errors="replace") if log.exists() else ""
+        keep = os.environ.get(KEEP_LOGS)
+        if keep:  # ncu's own page of each point, kept (tools/gpu/profile.sh records them as fixtures)
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            name = re.sub(r"[^A-Za-z0-9._+-]+", "-", label(task)).strip("-")[:150]
+            (Path(keep) / f"{name}.txt").write_text(text)
         return read_outcome(text, done.stdout + done.stderr, done.returncode, options)
 
 

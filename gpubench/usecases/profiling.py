@@ -103,6 +103,15 @@ def profile_run(run: Run, work: list[ShapeTask], backend: str, how: ProfileOptio
     return done
 
 
+def left_out(how: ProfileOptions | Profile) -> str | None:
+    """One line naming the set's metrics this ncu does not list for the GPU (left out of every profile), or None."""
+    if isinstance(how, Profile) or how.metrics is None:
+        return None
+    missing = [m.ncu for m in ncu.metrics_for(how.arch) if m.ncu not in how.metrics]
+    return f"ncu does not list {len(missing)} metric(s) of gpubench's set for this GPU, left out: " \
+           f"{', '.join(missing)}" if missing else None
+
+
 def summary(points: list[Point]) -> str | None:
     """One line where profiles are missing: how many and the first reason (None where every point has one)."""
     missing = [p.details.profile for p in points if p.details.profile is not None and not p.details.profile.taken]

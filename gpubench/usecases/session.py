@@ -330,5 +330,4 @@ def _profiled(request: RunRequest, run: Run, work: list[ShapeTask], info: dict, 
         except KeyboardInterrupt:
             save()
             raise
-    line = profiling.summary(done)
-    return [line] if line else []
+    return [line for line in (profiling.left_out(how), profiling.summary(done)) if line]
