@@ -95,3 +95,13 @@ def test_the_version_line():
     assert ncu.version("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.1.1.0 (build 1)") == \
            "ncu 2025.1.1.0"
     assert ncu.version("nothing") is None
+
+
+def test_the_documented_metric_table_is_the_code_s():
+    """docs/measuring/profiling.md lists every row of METRICS (its key and ncu metric), so they never drift apart."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "measuring" / "profiling.md").read_text()
+    for m in ncu.METRICS:
+        if not m.key.startswith(ncu.STALL_PREFIX):
+            assert f"| `{m.key}` | `{m.ncu}` |" in page, m.key
+    for reason in ncu.STALL_REASONS:
+        assert reason in page
