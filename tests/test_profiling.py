@@ -314,3 +314,32 @@ def test_metrics_this_ncu_does_not_list_are_named():
     assert line == "ncu does not list 1 metric(s) of gpubench's set for this GPU, left out: " \
                    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
     assert profiling.left_out(options("ncu")) is None
+
+
+def test_a_session_profiles_its_timed_points_after_the_sweep(make_run, fake_ncu, tmp_path, monkeypatch):
+    """The session's step after the sweep (session._profiled): options found (the fake ncu), each timed point
+    profiled through it, the file saved with the profiles, and the notes for the view."""
+    from contextlib import contextmanager
+
+    from gpubench.usecases import session
+
+    fake_ncu("not-permitted.txt")
+    run, work = cpu_run(make_run)
+    path = results.save(run, tmp_path / "s.json")
+    seen = []
+
+    class Display:
+        @contextmanager
+        def progress(self, label, total):
+            seen.append((label, total))
+            yield lambda p: None
+
+    request = session.RunRequest([], "t", backend="cuda", profile=Profiling.ALONG)
+    notes = session._profiled(request, run, work, {"arch": "sm_90"}, results.RunWriter(run, path), Display())
+    assert seen == [("profiling on NVIDIA H200", 6)]
+    assert notes == ["4 of 4 point(s) not profiled: ncu may not read this GPU's performance counters "
+                     "(ERR_NVGPUCTRPERM): run as an administrator, or load the driver with "
+                     "NVreg_RestrictProfilingToAdminUsers=0"]
+    saved = results.load(path)
+    assert [p.details.profile.gap for p in saved.points if p.op == "gemm"] == [Gap.NOT_PERMITTED] * 4
+    assert session._profiled(replace(request, profile=Profiling.OFF), run, work, {}, None, Display()) == []

@@ -83,9 +83,10 @@ def options(arch: str | None, timeout_s: float) -> ProfileOptions | Profile:
 
 def profile_run(run: Run, work: list[ShapeTask], backend: str, how: ProfileOptions | Profile,
                 save: Callable[[], None], advance: Callable[[Point], None] = lambda p: None,
-                profile_point=profiled.profile_point) -> list[Point]:
+                profile_point: Callable | None = None) -> list[Point]:
     """Each timed point of the run profiled (its details' profile set, the run saved after each); returns the
-    points profiled, as they now are in the run."""
+    points profiled, as they now are in the run. `profile_point`: profiled.profile_point unless given."""
+    profile_point = profile_point or profiled.profile_point
     tasks = {(t.shape, p.variant.name, p.config.label): replace(t, points=(p,)) for t in work for p in t.points}
     shared = how if isinstance(how, Profile) else None
     done = []
