@@ -50,7 +50,7 @@ by_hand() {  # $1: the file; $2 $3: gemm 4096 or conv14 fp16; then VARIANT[:LABE
     "$NCU" --profile-from-start off --clock-control none --print-units base --csv --page raw --metrics "$METRICS" \
       --log-file /tmp/ncu-hand.csv python3 tools/gpu/profile_by_hand.py "$op" "$arg" "$call" > /tmp/ncu-hand.out 2>&1
     echo "   $call: exit $? $(tail -1 /tmp/ncu-hand.out)"
-    cat /tmp/ncu-hand.csv >> "$file"
+    cat /tmp/ncu-hand.csv /tmp/ncu-hand.out >> "$file"  # (the CSV is in the log file; the program's lines after it)
   done
 }
 echo "== 4. ncu by hand ($(date -u +%T))"

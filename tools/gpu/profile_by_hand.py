@@ -17,6 +17,7 @@ from gpubench.backends.cuda import CudaBackend
 from gpubench.core.dtypes import ConvLayout, DType
 from gpubench.ops.problems import GemmShape, conv_shape
 from gpubench.specs import catalog
+from gpubench.specs.variant import Axis
 from events import bracketed  # tools/gpu/events.py
 
 WARMUP = 4  # the check call and three warm-up calls, as gpubench makes before its bracketed call
@@ -37,7 +38,7 @@ def main(op: str, arg: str, picks: list[str]) -> None:
     for pick in picks:
         name, _, label = pick.partition(":")
         variant = known.get("gemm" if op == "gemm" else "conv", "cuda", name)
-        configs = variant.configs_for((int(label),)) if variant.axis == "block" and label else variant.configs
+        configs = variant.configs_for((int(label),)) if variant.axis == Axis.BLOCK and label else variant.configs
         for config in [c for c in configs if not label or c.label == label]:
             prepared = backend.prepare(variant, config, shape, inputs)
             bracketed(prepared.run, warmup=WARMUP)
