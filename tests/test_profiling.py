@@ -343,3 +343,17 @@ def test_a_session_profiles_its_timed_points_after_the_sweep(make_run, fake_ncu,
     saved = results.load(path)
     assert [p.details.profile.gap for p in saved.points if p.op == "gemm"] == [Gap.NOT_PERMITTED] * 4
     assert session._profiled(replace(request, profile=Profiling.OFF), run, work, {}, None, Display()) == []
+
+
+def test_gpubench_profile_exits_2_where_every_profile_was_refused(make_run):
+    from gpubench.usecases import commands, session
+
+    run, work = cpu_run(make_run)
+    refused = Profile.missing(Gap.NOT_PERMITTED, "counters refused")
+    profiling.profile_run(run, work, "cuda", options("ncu"), lambda: None, profile_point=lambda t, b, o: refused)
+    outcome = session.RunOutcome(run, Path("x.json"), results.RunStatus.COMPLETE, len(run.points))
+    assert commands._noted(outcome, None, Profiling.ASKED).exit_code == 2
+    assert commands._noted(outcome, None, Profiling.ALONG).exit_code == 0  # --profile: the timing is what counts
+    run.points[0] = replace(run.points[0], details=replace(run.points[0].details, profile=Profile(
+        kernel="k", launches=1, kernels=("k",), metrics={"sm_pct": 1.0})))
+    assert commands._noted(outcome, None, Profiling.ASKED).exit_code == 0  # one profile taken: not refused

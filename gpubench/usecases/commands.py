@@ -100,12 +100,15 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
     request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
                          plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)
-    return _noted(run_sweeps(request, display), note)
+    return _noted(run_sweeps(request, display), note, profile)
 
 
-def _noted(outcome: RunOutcome, note: str | None) -> RunOutcome:
+def _noted(outcome: RunOutcome, note: str | None, profile: Profiling) -> RunOutcome:
+    """The outcome with the profiling's note first; `gpubench profile` ends with exit 2 where this machine refused
+    every profile (its note says why)."""
     if note:
         outcome.notes.insert(0, note)
+    outcome.refused = profile == Profiling.ASKED and profiling.refused(outcome.run)
     return outcome
 
 
@@ -129,7 +132,7 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
                          output, force, plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)
-    return _noted(run_sweeps(request, display), note)
+    return _noted(run_sweeps(request, display), note, profile)
 
 
 @dataclass(frozen=True)

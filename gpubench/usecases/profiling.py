@@ -113,6 +113,13 @@ def left_out(how: ProfileOptions | Profile) -> str | None:
            f"{', '.join(missing)}" if missing else None
 
 
+def refused(run: Run) -> bool:
+    """Whether this machine refused every profile (ncu missing, counters not permitted): `gpubench profile`, asked
+    for nothing else, then exits 2 (its points timed and saved all the same)."""
+    profiles = [p.details.profile for p in run.points if p.status.timed and p.details.profile is not None]
+    return bool(profiles) and all(not pr.taken and pr.gap in FOR_ALL for pr in profiles)
+
+
 def summary(points: list[Point]) -> str | None:
     """One line where profiles are missing: how many and the first reason (None where every point has one)."""
     missing = [p.details.profile for p in points if p.details.profile is not None and not p.details.profile.taken]

@@ -232,11 +232,14 @@ class RunOutcome:
     slow: list = field(default_factory=list)  # fleet.Health of each GPU slower than the node's median (replicate)
     stopped_by: int | None = None  # the signal that interrupted the run: SIGTERM or SIGHUP (None: Ctrl-C)
     notes: list[str] = field(default_factory=list)  # one line each, after the tables (profiles missing, ...)
+    refused: bool = False  # `gpubench profile`, and this machine refused every profile: exit 2 (the points saved)
 
     @property
     def exit_code(self) -> int:
         if self.status == RunStatus.INTERRUPTED:
             return Exit.stopped_by(self.stopped_by)
+        if self.refused:
+            return Exit.USAGE
         if self.run.failed():
             return Exit.FAILED
         return Exit.SLOW_GPU if self.slow else Exit.OK
