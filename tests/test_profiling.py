@@ -251,7 +251,7 @@ def test_compare_shows_the_counters_of_the_slower_points(make_run, run_file):
     assert r.exit_code == 1, r.output
     assert "counters of the slower points" in r.output
     assert "compute-bound: SM at 90% of peak, stalled on barrier" in r.output and "L2-bound: L2 at 75% of peak" in r.output
-    assert "| SM % | 90 | 52 | -42.7% |" in r.output
+    assert "| SM % | 90 | 52 | -42.7% |" in r.output and "|  | occ % |  | 24 |  |" in r.output
 
 
 def test_the_roofline_uses_measured_bytes_where_profiled(make_run):

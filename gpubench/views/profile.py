@@ -15,10 +15,11 @@ from gpubench.views.tables import Cell, Table
 
 SHOWN = (  # (column, metric key, format) of the limits table and the deltas
     ("SM %", "sm_pct", ".0f"), ("DRAM %", "dram_pct", ".0f"), ("L2 %", "l2_pct", ".0f"),
-    ("tensor %", "tensor", ".0f"), ("occupancy %", "occupancy_pct", ".0f"), ("registers", "registers", ".0f"),
+    ("tensor %", "tensor", ".0f"), ("occ %", "occupancy_pct", ".0f"), ("regs", "registers", ".0f"),
 )
 TOTALS = (("DRAM MB", "dram_bytes", 1e-6, ",.1f"), ("L2 MB", "l2_bytes", 1e-6, ",.1f"),
           ("instructions M", "instructions", 1e-6, ",.1f"))
+IN_TABLE = 1  # of TOTALS, how many the limits table shows (all of them are in the results file and the deltas)
 
 
 def value(profile: Profile, key: str) -> float | None:
@@ -53,8 +54,8 @@ def limits_table(run: Run) -> Table | None:
     if not points:
         return None
     table = Table("what limits each point (Nsight Compute, one timed call)",
-                  ["point", "kernel", "what limits it", *(c for c, _, _ in SHOWN), *(c for c, *_ in TOTALS),
-                   "stalls (cycles/instruction)"], left=3)
+                  ["point", "kernel", "what limits it", *(c for c, _, _ in SHOWN),
+                   *(c for c, *_ in TOTALS[:IN_TABLE]), "stalls (cycles/instruction)"], left=3)
     for p in points:
         pr = p.details.profile
         v = limiter.verdict(pr)
@@ -62,10 +63,11 @@ def limits_table(run: Run) -> Table | None:
         table.rows.append([Cell(point_label(p)), Cell(kernel_text(pr)),
                            Cell(v.words, "skip" if v.limit == limiter.Limit.UNPROFILED else ""),
                            *(_cell(value(pr, k), f) for _, k, f in SHOWN),
-                           *(_cell(value(pr, k), f, s) for _, k, s, f in TOTALS), Cell(stalls)])
+                           *(_cell(value(pr, k), f, s) for _, k, s, f in TOTALS[:IN_TABLE]), Cell(stalls)])
     tools = sorted({p.details.profile.tool for p in points if p.details.profile.tool})
-    table.caption = ("percentages of each unit's peak, of the call's longest kernel; bytes and instructions summed "
-                     "over the call's kernels" + (f"; {', '.join(tools)}" if tools else ""))
+    table.caption = ("percentages of each unit's peak, of the call's longest kernel (occ: warps active, % of the "
+                     "SM's maximum; regs: a thread's); DRAM bytes summed over the call's kernels"
+                     + (f"; {', '.join(tools)}" if tools else ""))
     return table
 
 
