@@ -80,8 +80,8 @@ def test_a_point_profiled_through_ncu_reads_the_log_it_wrote(fake_ncu):
     assert profile.metrics["sm_pct"] == 90.03 and profile.tool == "ncu x"
 
 
-@pytest.mark.parametrize("name,gap", [("not-permitted.txt", Gap.NOT_PERMITTED), ("replay-failed-h100.txt", Gap.NO_REPLAY),
-                                      ("unknown-error.txt", Gap.FAILED)])
+@pytest.mark.parametrize("name,gap", [("not-permitted.txt", Gap.NOT_PERMITTED),
+                                      ("replay-failed-h100.txt", Gap.NO_REPLAY), ("unknown-error.txt", Gap.FAILED)])
 def test_refusals_become_the_points_gap(fake_ncu, name, gap):
     profile = profiled.profile_point(task(), "cuda", options(fake_ncu(name, CODE="1")))
     assert profile.gap == gap and profile.reason
@@ -250,7 +250,8 @@ def test_compare_shows_the_counters_of_the_slower_points(make_run, run_file):
     r = CliRunner().invoke(cli, ["compare", run_file(base, "b.json"), run_file(new, "n.json"), "--format", "markdown"])
     assert r.exit_code == 1, r.output
     assert "counters of the slower points" in r.output
-    assert "compute-bound: SM at 90% of peak, stalled on barrier" in r.output and "L2-bound: L2 at 75% of peak" in r.output
+    assert "compute-bound: SM at 90% of peak, stalled on barrier" in r.output
+    assert "L2-bound: L2 at 75% of peak" in r.output
     assert "| SM % | 90 | 52 | -42.7% |" in r.output and "|  | occ % |  | 24 |  |" in r.output
 
 

@@ -29,7 +29,9 @@ from gpubench.results import Point, Run
 from gpubench.results.profile import Gap, Profile
 
 CPU_NOTE = "--profile: the CPU backend has no GPU kernels to profile; the points are timed without profiles"
-NO_NCU = "Nsight Compute (ncu) not found on PATH (nor in CUDA_HOME/bin): install it with the CUDA toolkit, or put ncu on PATH"
+NO_NCU = ("Nsight Compute (ncu) not found on PATH (nor in CUDA_HOME/bin): install it with the CUDA toolkit, or put "
+          "ncu on PATH")
+MIN_TIMEOUT_S = 120.0  # ncu replays each kernel of a call over many passes: a point takes longer than its timing
 FOR_ALL = (Gap.NO_NCU, Gap.NOT_PERMITTED)  # a gap that every later point would meet too
 
 
@@ -78,7 +80,8 @@ def options(arch: str | None, timeout_s: float) -> ProfileOptions | Profile:
     if found is None:
         return Profile.missing(Gap.NO_NCU, NO_NCU)
     tool = ncu.version(_ask([found, "--version"]))
-    return ProfileOptions(found, arch, max(timeout_s, 120.0), tool, known_metrics(_ask([found, "--query-metrics"]), arch))
+    known = known_metrics(_ask([found, "--query-metrics"]), arch)
+    return ProfileOptions(found, arch, max(timeout_s, MIN_TIMEOUT_S), tool, known)
 
 
 def profile_run(run: Run, work: list[ShapeTask], backend: str, how: ProfileOptions | Profile,
