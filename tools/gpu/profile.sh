@@ -9,6 +9,7 @@
 #   5. the two side by side with their difference in % (tools/gpu/profile_compare.py), and `gpubench show`'s table
 #      of what limits each point.
 #     bash tools/gpu/profile.sh
+#     python3 -m pytest -q -m gpu tests/test_gpu_profile.py -p no:cacheprovider   # every kind of variant (~1-2 min)
 # Writes under $OUT (7 files): profile-gemm.json, profile-conv.json (the saved runs), ncu-raw-gemm.csv and
 # ncu-raw-conv.csv (ncu by hand: --csv --page raw), ncu-pages-gemm.txt and ncu-pages-conv.txt (the pages gpubench's
 # ncu printed and gpubench read: GPUBENCH_NCU_LOGS), profile.log (everything printed). The ncu outputs are to become
