@@ -35,6 +35,12 @@ def test_the_raw_csv_is_read_call_by_call(tmp_path):
     assert totals["duration_ns"] == 176_010 and totals["dram_read_bytes"] == 1100
 
 
+def test_a_page_without_a_units_row_keeps_its_first_launch(tmp_path):
+    path = tmp_path / "raw.csv"
+    path.write_text("\n".join(line for line in RAW.splitlines() if not line.startswith('"","')))
+    assert len(compare.blocks(str(path))[("cublas", "-")]) == 2
+
+
 def test_agreement_is_counted_against_the_saved_profile(tmp_path, make_run, capsys):
     path = tmp_path / "raw.csv"
     path.write_text(RAW)

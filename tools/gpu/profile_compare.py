@@ -45,9 +45,11 @@ def launches(lines: list[str]) -> list[dict]:
     head = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
     if head is None:
         return []
-    names, units = rows[head], rows[head + 1] if head + 1 < len(rows) else []
+    names = rows[head]
+    after = rows[head + 1:]
+    units = after[0] if after and not after[0][0].strip().isdigit() else []  # ncu's units row, where printed
     found = []
-    for r in rows[head + 2:]:
+    for r in after[1 if units else 0:]:
         if not r[0].strip().isdigit():
             continue
         values = {"Kernel Name": r[names.index("Kernel Name")]}
