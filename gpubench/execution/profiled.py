@@ -61,15 +61,19 @@ def label(task: ShapeTask) -> str:
 # --- the profiled process -----------------------------------------------------------------------------------------
 
 
+class CannotProfile(Exception):
+    """The point's call cannot be profiled here (its message is the reason, as it stands)."""
+
+
 def profile_once(backend, task: ShapeTask) -> None:
-    """The task's one point: checked-call, warm-up, then one bracketed call (what ncu profiles)."""
+    """The task's one point: the check's call, the warm-up, then one bracketed call (what ncu profiles)."""
     point = task.points[0]
     unfit = point.variant.unfit(task.shape.dims())
     if unfit:
-        raise RuntimeError(unfit)
+        raise CannotProfile(unfit)
     bracket = getattr(backend, "profiled_call", None)
     if bracket is None:
-        raise RuntimeError(f"the {backend.name} backend has no GPU kernels to profile")
+        raise CannotProfile(f"the {backend.name} backend has no GPU kernels to profile")
     backend.check([point.variant])  # a project's Python function imported here, as the worker does
     inputs = backend.inputs(task.shape, task.seed)
     prepared = backend.prepare(point.variant, point.config, task.shape, inputs)
@@ -94,7 +98,7 @@ def main(argv: list[str]) -> int:
     try:
         profile_once(open_backend(backend_name), task)
     except Exception as e:  # noqa: BLE001 - whatever stops the call is its profile's reason, one line
-        print(PREFIX + (str(e) if isinstance(e, RuntimeError) else describe_error(e)), file=sys.stderr, flush=True)
+        print(PREFIX + (str(e) if isinstance(e, CannotProfile) else describe_error(e)), file=sys.stderr, flush=True)
         return CANNOT_RUN
     return 0
 
