@@ -10,10 +10,11 @@ from gpubench import __version__, options
 from gpubench.usecases import commands as app
 from gpubench.command import OneLineErrors
 from gpubench.core.exit_codes import Exit
-from gpubench.options import (CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, RUNNING, group, problem_options,
+from gpubench.options import (CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, PROFILE, RUNNING, group, problem_options,
                               problem_values, sweep_options)
 from gpubench.planning.plan import DEFAULTS
 from gpubench import ops
+from gpubench.usecases.profiling import Profiling
 from gpubench.views import terminal
 
 LAB_SIZES = DEFAULTS.text(DEFAULTS.sizes)
@@ -37,9 +38,15 @@ def cli():
 # --- sweeps ---------------------------------------------------------------------------------------------------
 
 
+def _profiling(profile) -> Profiling:
+    """--profile's flag, or the mode `gpubench profile` passes its commands."""
+    return profile if isinstance(profile, Profiling) else Profiling.ALONG if profile else Profiling.OFF
+
+
 def _sweep(ctx, op: str, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
-    kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]))
+    kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]),
+              profile=_profiling(kw.get("profile")))
     outcome = app.run_op(op, shapes, block_sizes_given=given, display=terminal.LiveDisplay(), **kw)
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
@@ -80,7 +87,7 @@ def sweep(ctx, op_name, **kw):
 
 @cli.command()
 @click.argument("suite")
-@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + PACING + MANY_GPUS)
+@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + PACING + MANY_GPUS + [PROFILE])
 def run(suite, **kw):
     """Run a suite of sweeps (a shipped one by name, or a TOML file) into one results file.
 
@@ -94,10 +101,45 @@ def run(suite, **kw):
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
       gpubench run ci --pace sustained                 # every sweep timed in a steady back-to-back stream
     """
+    kw["profile"] = _profiling(kw.get("profile"))
     outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
+
+
+# --- profiling ------------------------------------------------------------------------------------------------
+
+
+@cli.group(name="profile")
+def profile_group():
+    """Time points as gemm, conv and run do, then profile one timed call of each under Nsight Compute (after its
+    warm-up) and save its counters with the point: SM, DRAM and L2 throughput, occupancy, registers, spills, the
+    tensor pipe, bytes, instructions, the three largest stall reasons. `show` and `report` then say what limits
+    each point. Needs the cuda backend and ncu (one line, exit 2, where either is missing).
+
+    \b
+    Examples:
+      gpubench profile gemm --sizes 4096 --variants global,shared,tiled,cublas
+      gpubench profile conv --variants tc-wgmma-tma,cudnn --dtype fp16 --layout nhwc --sizes 14 --batch 128 \\
+        --in-channels 256 --out-channels 256
+      gpubench profile run my-suite.toml
+      gpubench show results/nvidia-h200/gemm-....json     # the "what limits it" table
+    """
+
+
+def _asked(command: click.Command) -> click.Command:
+    """`gpubench profile NAME`: the command with its selection options, profiling asked for (no --profile flag)."""
+    def callback(**kw):
+        return command.callback(**kw, profile=Profiling.ASKED)
+
+    return type(command)(command.name, callback=callback, params=[p for p in command.params if p.name != "profile"],
+                         help=f"`gpubench {command.name}`'s points, each timed call profiled: see `gpubench "
+                              f"{command.name} --help` for the options.", context_settings=command.context_settings)
+
+
+for _command in (*(cli.commands[op.name] for op in ops.builtin()), cli.commands["sweep"], run):
+    profile_group.add_command(_asked(_command))
 
 
 # --- saved runs -----------------------------------------------------------------------------------------------

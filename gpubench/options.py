@@ -65,6 +65,10 @@ MANY_GPUS = [
                  help=f"With --replicate: how much slower than the node's median a GPU may be "
                       f"[default: {DEFAULTS.slow_threshold:g}]."),
 ]
+PROFILE = click.option("--profile", "profile", is_flag=True,
+                       help="Then run each timed point's call once more under Nsight Compute (ncu) and save its "
+                            "counters with the point (`gpubench profile` is the same, and refuses where ncu cannot "
+                            "run).")
 RUNNING = [
     click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
                  help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
@@ -189,7 +193,7 @@ def sweep_options(op: OpDef):
         click.option("--max-time", default=t.max_time_s, show_default=True, type=float,
                      help="... or until this many seconds went into the point."),
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
-        *DECIDING, *PACING, *OUTPUT, *RUNNING, *MANY_GPUS,
+        *DECIDING, *PACING, *OUTPUT, *RUNNING, *MANY_GPUS, PROFILE,
     ])
 
 

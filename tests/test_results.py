@@ -204,7 +204,7 @@ def corrupt(**change):
     ('{"schema": "gpubench-run", "schema_version": 2, "points": [', "not valid JSON"),
     ("[1, 2]", "not a gpubench results file"),
     ('{"schema": "other"}', "not a gpubench results file"),
-    ('{"schema": "gpubench-run", "schema_version": 99}', "schema version 99; this gpubench reads versions 1 to 4; "
+    ('{"schema": "gpubench-run", "schema_version": 99}', "schema version 99; this gpubench reads versions 1 to 5; "
                                                          "upgrade gpubench"),
     ('{"schema": "gpubench-run", "schema_version": "2"}', "schema version '2'"),
     ('{"schema": "gpubench-run", "schema_version": 2, "points": []}', "lacks backend"),

@@ -10,7 +10,7 @@ import sys
 
 from gpubench import results
 from gpubench.measure import roofline
-from gpubench.ops.problems import Op
+from gpubench import ops
 from gpubench.results import Status
 
 
@@ -38,7 +38,7 @@ def table(run) -> list[str]:
                  if name in {"FP32", *(str(p.dtype).upper() for p in ok)}), ""]
     if c.get("copy_gbps"):
         lines[-2] += f"; DRAM copy {c['copy_gbps']:,} GB/s"
-    for op in Op:
+    for op in ops.names():
         mine = [p for p in ok if p.op == op]
         if not mine:
             continue

@@ -23,9 +23,10 @@ from gpubench.core.dtypes import DType
 from gpubench import ops
 from gpubench.ops.base import Shape
 from gpubench.measure.timing import Pace, Stats, Stop, summarize
+from gpubench.results.profile import Profile
 
 SCHEMA = "gpubench-run"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MAX_REASON = 2000  # characters of why a point did not measure: a user's exception may carry megabytes
 SAMPLE_RANGE = (1e-9, 1e12)  # milliseconds: a femtosecond to thirty years; anything else is corruption
 
@@ -88,8 +89,11 @@ class Details:
     # a RawKernel's compile happen there, before verification and timing
     parts_ms: Mapping[str, float] = field(default_factory=dict)  # sub-steps timed alone (im2col's unfold, ...)
     reported: Mapping[str, object] = field(default_factory=dict)  # what a user's variant reports about itself
+    profile: Profile | None = None  # Nsight Compute's counters of one timed call, or why there are none (schema 5)
 
     def __post_init__(self):
+        if self.profile is not None and not isinstance(self.profile, Profile):
+            object.__setattr__(self, "profile", Profile.from_record(self.profile))
         for name, kind in (("stop", Stop), ("pace", Pace)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
@@ -113,6 +117,7 @@ class Details:
     def record(self) -> dict:
         """The fields recorded (None and empty left out), as a results file keeps them."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["profile"] = self.profile.record() if self.profile is not None else None
         return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in out.items() if v not in (None, {})}
 
     def merged(self, other: Details) -> Details:

@@ -8,7 +8,8 @@ names the place in it, and turns every way it can be wrong into one line.
 Versions: 1 (gpubench 0.1) kept no variant records; 2 kept a point's problem as `params` and its details as a
 loose `extra` dict (sub-steps' times as `<name>_ms`), and `--gpus N` as "nN"; 3 keeps `problem`, a `details`
 record with `parts_ms`, and the `--gpus` selection as it was written; 4 gives every problem a precision and a
-layout (`dtype`, `layout`). Each migration lifts a file one version.
+layout (`dtype`, `layout`); 5 lets a point's details hold a `profile` (Nsight Compute's counters of one timed call,
+gpubench/results/profile.py). Each migration lifts a file one version.
 """
 
 from __future__ import annotations
@@ -86,7 +87,13 @@ def _from_v3(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _from_v1, 2: _from_v2, 3: _from_v3}  # version -> the function that lifts it one version up
+def _from_v4(data: dict) -> dict:
+    """Version 4 had no profiles: its points' details are version 5's as they are (a profile is optional)."""
+    data["schema_version"] = 5
+    return data
+
+
+MIGRATIONS = {1: _from_v1, 2: _from_v2, 3: _from_v3, 4: _from_v4}  # version -> the function that lifts it one version up
 
 
 def migrate(data: dict, path: Path) -> dict:

@@ -24,6 +24,8 @@ from gpubench.ops import params as op_params
 from gpubench.specs.project import Project
 from gpubench.results import Run
 from gpubench.specs.parse import ARCH
+from gpubench.usecases import profiling
+from gpubench.usecases.profiling import Profiling
 from gpubench.usecases.session import Display, RunOutcome, RunRequest, check_output, run_sweeps
 from gpubench.specs.variant import Variant
 
@@ -74,11 +76,11 @@ def run_op(op: str, shapes: list, *, variants: list[str] | None, block_sizes: tu
            force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
            scheduler: str | None, replicate: bool, slow_threshold: float | None, display: Display, dtype: str | None = None,
            layout: str | None = None, pace: str | None = None, settle: float | None = None,
-           cooldown: float | None = None) -> RunOutcome:
-    """`gpubench gemm|conv|sweep OP`: one sweep of the op over the shapes in each asked precision and layout, checked by the
-    plan, run, saved and shown."""
+           cooldown: float | None = None, profile: Profiling = Profiling.OFF) -> RunOutcome:
+    """`gpubench gemm|conv|sweep OP`: one sweep of the op over the shapes in each asked precision and layout, checked
+    by the    plan, run, saved and shown."""
     from gpubench.specs import project as projects
-
+    note = profiling.check(profile, backend)
     dtypes, layouts = plan.dtypes_asked(dtype, tf32), plan.layouts_asked(layout, op)
     proj = projects.load(config)
     catalog = _catalog(proj)
@@ -98,8 +100,17 @@ def run_op(op: str, shapes: list, *, variants: list[str] | None, block_sizes: tu
                        timing, [*asked.skipped, *plan.left_out(catalog, op, backend, variants)])
     request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
                          plan.check_timeout(timeout), proj,
-                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
-    return run_sweeps(request, display)
+                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)
+    return _noted(run_sweeps(request, display), note, profile)
+
+
+def _noted(outcome: RunOutcome, note: str | None, profile: Profiling) -> RunOutcome:
+    """The outcome with the profiling's note first; `gpubench profile` ends with exit 2 where this machine refused
+    every profile (its note says why)."""
+    if note:
+        outcome.notes.insert(0, note)
+    outcome.refused = profile == Profiling.ASKED and profiling.refused(outcome.run)
+    return outcome
 
 
 def op_problems(name: str, args: list[str], config: str | None) -> tuple[str, list]:
@@ -137,11 +148,12 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
               config: str | None, max_noise: float | None, max_time: float | None, decide: float | None,
               discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
               slow_threshold: float | None, display: Display, pace: str | None = None,
-              settle: float | None = None, cooldown: float | None = None) -> RunOutcome:
+              settle: float | None = None, cooldown: float | None = None,
+              profile: Profiling = Profiling.OFF) -> RunOutcome:
     """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling and pace for each) into one file."""
     from gpubench.specs import project as projects
     from gpubench.planning import suites
-
+    note = profiling.check(profile, backend)
     proj = projects.load(config)
     s = suites.load(suite, backend, _catalog(proj), tf32=tf32)
     for sw in s.sweeps:
@@ -151,8 +163,8 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     plan.check_settle(settle, [sw.policy for sw in s.sweeps])
     request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
                          output, force, plan.check_timeout(timeout), proj,
-                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
-    return run_sweeps(request, display)
+                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)
+    return _noted(run_sweeps(request, display), note, profile)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from gpubench.execution.tasks import ShapeTask, first_calls, with_first_calls
 from gpubench.specs.tuned import Tuned, slug
 from gpubench.specs.variant import SMS, Variant
 from gpubench.execution.worker import DEFAULT_TIMEOUT_S
+from gpubench.usecases.profiling import Profiling
 
 
 # --- output files ---------------------------------------------------------------------------------------------
@@ -124,6 +125,7 @@ class RunRequest:
     project: Project = field(default_factory=Project)
     argv: list[str] = field(default_factory=lambda: ["gpubench", *sys.argv[1:]])
     spread: Spread = Spread()  # one device, or several GPUs / a Dask cluster, shared out or replicated
+    profile: Profiling = Profiling.OFF  # each timed point's one call under Nsight Compute afterwards (profiling.py)
 
     @property
     def replicate(self) -> bool:
@@ -229,11 +231,15 @@ class RunOutcome:
     total: int  # the points asked for (on every GPU, for a replicate run)
     slow: list = field(default_factory=list)  # fleet.Health of each GPU slower than the node's median (replicate)
     stopped_by: int | None = None  # the signal that interrupted the run: SIGTERM or SIGHUP (None: Ctrl-C)
+    notes: list[str] = field(default_factory=list)  # one line each, after the tables (profiles missing, ...)
+    refused: bool = False  # `gpubench profile`, and this machine refused every profile: exit 2 (the points saved)
 
     @property
     def exit_code(self) -> int:
         if self.status == RunStatus.INTERRUPTED:
             return Exit.stopped_by(self.stopped_by)
+        if self.refused:
+            return Exit.USAGE
         if self.run.failed():
             return Exit.FAILED
         return Exit.SLOW_GPU if self.slow else Exit.OK
@@ -300,10 +306,31 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
         run.incidents = [i.as_dict() for i in worker.incidents]
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         writer.finish(status)
+    notes = _profiled(request, run, work, info, writer, display) if status == RunStatus.COMPLETE else []
     phases.save("coordinator")
     slow = []
     if request.replicate and status == RunStatus.COMPLETE and not run.failed():
         from gpubench.analysis import fleet
 
         slow = [h for h in fleet.health(run, request.slow_threshold) if h.slow]
-    return RunOutcome(run, path, status, total, slow, stopped_by)
+    return RunOutcome(run, path, status, total, slow, stopped_by, notes)
+
+
+def _profiled(request: RunRequest, run: Run, work: list[ShapeTask], info: dict, writer: RunWriter,
+              display: Display) -> list[str]:
+    """The run's timed points profiled, once the workers have ended (gpubench/usecases/profiling.py); the notes
+    to show. Ctrl-C here keeps the profiles taken so far: the file stays complete."""
+    from gpubench.usecases import profiling
+
+    if request.profile == Profiling.OFF or request.backend == "cpu":
+        return []
+    how = profiling.options(info.get("arch"), request.timeout_s)
+    save = lambda: results.save(run, writer.path)  # noqa: E731
+    timed = sum(1 for p in run.points if p.status.timed)
+    with display.progress(f"profiling on {run.device}", timed) as advance:
+        try:
+            done = profiling.profile_run(run, work, request.backend, how, save, advance)
+        except KeyboardInterrupt:
+            save()
+            raise
+    return [line for line in (profiling.left_out(how), profiling.summary(done)) if line]

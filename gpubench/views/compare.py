@@ -7,6 +7,7 @@ import json
 import math
 
 from gpubench.analysis.compare import Change, Report, Verdict, point_label
+from gpubench.views.profile import deltas_table
 from gpubench.views.tables import Cell, Table, escape, plural, to_markdown, to_rich
 
 VERDICT_STYLE = {Verdict.SLOWER: "fail", Verdict.FASTER: "best", Verdict.INCONCLUSIVE: "noisy", Verdict.SAME: ""}
@@ -113,6 +114,9 @@ def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
                   f"{_counts(report)}")
     console.print(to_rich(changes_table(report)))
     console.print(to_rich(geomean_table(report)))
+    deltas = deltas_table(report)
+    if deltas:
+        console.print(to_rich(deltas))
     for line in notes(report):
         console.print(f"[yellow]{escape(line)}[/]")
     console.print(f"[{style}]{escape(report.outcome)}[/]")
@@ -125,6 +129,9 @@ def to_markdown_report(report: Report, base_name: str, new_name: str) -> str:
     if any(c.verdict != Verdict.SAME for c in report.changes):
         out.append(to_markdown(changes_table(report, include_same=False)))
     out.append(to_markdown(geomean_table(report)))
+    deltas = deltas_table(report)
+    if deltas:
+        out.append(to_markdown(deltas))
     extra = notes(report)
     if extra:
         out += ["<details><summary>notes</summary>", "", *[f"- {line}" for line in extra], "", "</details>", ""]

@@ -100,7 +100,7 @@ def roofline_plot(run: Run, output: str | Path) -> Path:
     plt = _pyplot()
     points = [p for p in best_points([p for p in run.points if p.status == Status.OK]).values() if p.min_bytes]
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    intensities = [p.flops / p.min_bytes for p in points] or [1.0]
+    intensities = [roofline.intensity(p) for p in points] or [1.0]
     x = [min(intensities + [0.1]) / 2, max(intensities + [1e3]) * 2]
     for (name, peak), style in zip(roofline.peaks(run), ["-", ":", "--", "-.", (0, (1, 3)), (0, (5, 5))]):
         for bw, bw_name in ((c.get("copy_gbps"), "DRAM"), (c.get("l2_read_gbps"), "L2")):
@@ -112,10 +112,10 @@ def roofline_plot(run: Run, output: str | Path) -> Path:
             ax.annotate(f"{name} {peak:,.0f} GFLOPS", (x[1], peak), ha="right", va="bottom", fontsize=8)
     for name in dict.fromkeys(display_name(p) for p in points):
         mine = [p for p in points if display_name(p) == name]
-        ax.scatter([p.flops / p.min_bytes for p in mine], [p.gflops for p in mine], s=14, label=name)
+        ax.scatter([roofline.intensity(p) for p in mine], [p.gflops for p in mine], s=14, label=name)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOPs per minimum byte)")
+    ax.set_xlabel(roofline.intensity_label(points))
     ax.set_ylabel("GFLOPS")
     ax.set_title(f"roofline, {run.device} (DRAM {c.get('copy_gbps', 0):,} GB/s, L2 {c.get('l2_read_gbps', 0):,} GB/s)")
     ax.grid(True, which="both", alpha=0.2)

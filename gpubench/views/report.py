@@ -23,6 +23,7 @@ from gpubench.analysis.compare import ORDER, Report, compare
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.views import plot
 from gpubench.views.compare import across_tables, changes_table
+from gpubench.views.profile import deltas_table
 from gpubench.views.run import best_points, display_name, run_tables
 from gpubench.views.svg import Chart, Series
 from gpubench.views.tables import Table
@@ -79,8 +80,8 @@ def roofline_chart(run: Run) -> Chart | None:
     points = [p for p in best_points([p for p in run.points if p.status == Status.OK]).values() if p.min_bytes]
     if not c or not points:
         return None
-    chart = Chart(f"roofline · {run.device}", "arithmetic intensity (FLOPs per minimum byte)", "GFLOPS")
-    intensity = [p.flops / p.min_bytes for p in points]
+    chart = Chart(f"roofline · {run.device}", roofline.intensity_label(points), "GFLOPS")
+    intensity = [roofline.intensity(p) for p in points]
     lo, hi = min(intensity + [0.1]) / 2, max(intensity + [1e3]) * 2
     for name, peak in roofline.peaks(run):
         bandwidth = c.get("copy_gbps")
@@ -90,7 +91,7 @@ def roofline_chart(run: Run) -> Chart | None:
                                    [(lo, lo * bandwidth), (knee, peak), (hi, peak)]))
     for name in dict.fromkeys(display_name(p) for p in points):
         mine = [p for p in points if display_name(p) == name]
-        chart.series.append(Series(name.split(" ")[0], name, [(p.flops / p.min_bytes, p.gflops) for p in mine],
+        chart.series.append(Series(name.split(" ")[0], name, [(roofline.intensity(p), p.gflops) for p in mine],
                                    joined=False))
     return chart
 
@@ -173,6 +174,8 @@ def comparison_section(base_name: str, base: Run, new_name: str, new: Run, thres
     counts = ", ".join(f"{report.count(v)} {v}" for v in ORDER)
     changed = [changes_table(report, include_same=False)] + (across_tables(report, base.device, new.device)
                                                               if across else [])
+    deltas = deltas_table(report)  # the counters of the slower points, where both runs profiled them
+    changed += [deltas] if deltas else []
     return (f'<section class="comparison"><h2>{escape(new_name)} against {escape(base_name)}</h2>'
             f'<p class="outcome">{escape(report.outcome)}: {escape(counts)} (threshold {threshold:.0%}; intervals '
             f'hold together at 95%)</p>{"".join(table_html(t, "changes") for t in changed)}'

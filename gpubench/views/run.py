@@ -17,6 +17,7 @@ from gpubench import ops
 from gpubench.results import Point, Run, Status
 from gpubench.measure.timing import Pace
 from gpubench.views import modes, power
+from gpubench.views import profile as profile_view
 from gpubench.views.tables import Cell, Table
 
 
@@ -352,7 +353,8 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     two = modes.caption(run.points)
     if two:
         tables[-1].caption += ("\n" if tables[-1].caption else "") + two
-    return tables
+    limits = profile_view.limits_table(run)  # only where points were profiled (gpubench profile, --profile)
+    return tables + ([limits] if limits else [])
 
 
 # --- the run as CSV ----------------------------------------------------------------------------------------

@@ -174,6 +174,8 @@ def run_outcome(outcome) -> None:
         how = f"terminated by {signal.Signals(outcome.stopped_by).name}" if outcome.stopped_by else "interrupted"
         err.print(escape(f"{how}: {len(run.points)} of {plural(outcome.total, 'point')} saved to {outcome.path}"))
         return
+    for note in getattr(outcome, "notes", []):
+        err.print(f"[yellow]{escape(note)}[/]")
     err.print(escape(f"saved {plural(len(run.points), 'point')} to {outcome.path} in {run.settings['wall_s']:.1f} s"))
     for h in outcome.slow:
         clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""

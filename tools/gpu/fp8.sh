@@ -5,7 +5,8 @@
 #                                 # long-K error against cuBLASLt, the alternating sets bit for bit against one set
 #   bash tools/gpu/fp8.sh error   # rel_err against the promotion interval p (tools/gpu/fp8_promotion.py)
 #   bash tools/gpu/fp8.sh sweep   # tools/gpu/tc-gemm-fp8.toml: every fp8-tma configuration against cuBLASLt
-#   bash tools/gpu/fp8.sh ncu     # ncu of one launch each at 8192: cuBLASLt and the fp8-tma configurations in $CONFIGS
+#   bash tools/gpu/fp8.sh ncu     # gpubench profile at ${SIZES:-4096 8192}: cuBLASLt and every fp8-tma configuration,
+#                                 # one timed call each under ncu, saved ($OUT/profile-fp8.json) with what limits each
 #   bash tools/gpu/fp8.sh stalls  # ncu's warp-state sampling per SASS instruction of one launch each at ${SIZES:-4096}:
 #                                 # cuBLASLt and the configurations in $CONFIGS (details page, source page as CSV, SASS)
 #   bash tools/gpu/fp8.sh all     # build, check, error, sweep, ncu
@@ -39,15 +40,12 @@ PY
     python3 -m gpubench gemm --variants cublaslt --dtype fp8 --layout nt --sizes 4096,8192 --warmup 3 --reps 30 \
       --budget 0.5 --max-time 3 --cooldown 1 -o "$OUT/cublaslt-after.json" > "$OUT/cublaslt-after.log" 2>&1
     echo "cublaslt-after exit $?"; grep -E "cublaslt" "$OUT/cublaslt-after.log" | head -8 ;;
-  ncu)  # the tensor pipe, stalls, L2 and DRAM of one launch each (clocks as they come), cuBLASLt's kernel and launch
-    for n in ${SIZES:-4096 8192}; do
-      CONFIGS=${CONFIGS:-0} ncu --profile-from-start off --clock-control none --section SpeedOfLight \
-        --section LaunchStats --section Occupancy --section WarpStateStats --metrics \
-        sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum,lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum,sm__cycles_active.avg \
-        python3 tools/gpu/tc_profile.py $n fp8:nt > "$OUT/ncu-fp8-$n.txt" 2>&1
-      echo "ncu $n exit $?"
-      grep -E "^\s+(nvjet|gemm)|Elapsed Cycles|Duration|SM Frequency|tensor_op|dram__bytes|hit_rate|inst_executed|TFLOP|Warp Cycles Per Issued|lts__t_|cycles_active|Max Active Clusters|promotion" "$OUT/ncu-fp8-$n.txt" | grep -v "^==" | head -150
-    done ;;
+  ncu)  # the tensor pipe, stalls, L2 and DRAM of one timed call each (clocks as they come), cuBLASLt's kernel named
+    sizes=$(echo ${SIZES:-4096 8192} | tr ' ' ,)
+    python3 -m gpubench profile gemm --variants cublaslt,fp8-tma --dtype fp8 --layout nt --sizes "$sizes" --reps 10 \
+      --budget 0.5 -o "$OUT/profile-fp8.json" --force > "$OUT/profile-fp8.log" 2>&1
+    echo "profile exit $?"
+    python3 -m gpubench show "$OUT/profile-fp8.json" --format markdown | sed -n '/what limits each point/,$p' ;;
   stalls)  # where each kernel's warps wait: the source page's samples per SASS instruction, beside the totals
     for n in ${SIZES:-4096}; do
       CONFIGS=${CONFIGS:-0} ncu --profile-from-start off --clock-control none --section SpeedOfLight \

@@ -7,15 +7,15 @@
 #   bash tools/gpu/tc_conv.sh check-tma # the gpu tests of tc-wgmma-tma alone (its split1 and PING tests included)
 #   bash tools/gpu/tc_conv.sh sweep-tma # tools/gpu/tc-conv-tma.toml: tc-wgmma-tma against tc-wgmma-ws and cuDNN
 #   bash tools/gpu/tc_conv.sh sweep-tma-28-14 # tools/gpu/tc-conv-tma-28-14.toml: cuDNN and tc-wgmma-tma, 28² and 14²
-#   bash tools/gpu/tc_conv.sh ncu-tma   # ncu (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers (or LAYERS="14x256 7x512";
-#                                       # ONLY="label,label": those configurations): tensor pipe, SM busy
+#   bash tools/gpu/tc_conv.sh ncu-tma   # gpubench profile (fp16) of tc-wgmma-tma on the 28², 14² and 7² layers (or
+#                                       # LAYERS="14x256 7x512"): $OUT/profile-tma-<layer>.json and what limits each
 #   bash tools/gpu/tc_conv.sh carry     # u1 d1 q1 on the conv loop (docs/perf-notes.md, "fp8's u1, d1 and q1 on the
 #                                       # conv loop"), one device call of ~6-8 min: precompile, the variant's gpu
 #                                       # tests (the new bit-for-bit test among them), that test on a kernel broken on
 #                                       # purpose (must fail), then sweep-tma-28-14 (the three u1 d1 q1 configurations
 #                                       # beside their plain twins, cuDNN, fp16 and bf16)
-#   bash tools/gpu/tc_conv.sh ncu-carry # ncu-tma of the three u1 d1 q1 configurations and their plain twins at 28² and
-#                                       # 14² (12 profiles, ~5 min): cycles, tensor pipe, L2
+#   bash tools/gpu/tc_conv.sh ncu-carry # ncu-tma at 28² and 14²: the three u1 d1 q1 configurations and their plain
+#                                       # twins among every configuration profiled
 #   bash tools/gpu/tc_conv.sh issue20   # every conv row of issue 20's targets (four stride-1 layers, stride 2) in one
 #                                       # saved run, $OUT/tc-conv-issue20$RUN.json (the log stays in /tmp: the device
 #                                       # tool returns 8 files a call)
@@ -32,7 +32,8 @@
 #                                        # ~20 s a launch): L2 read sectors, tensor pipe, DRAM
 #   bash tools/gpu/tc_conv.sh probe   # every configuration on the five layers, back to back (a quick look; EXTRA=...)
 #   bash tools/gpu/tc_conv.sh where   # tc-wgmma-ws with parts switched off: copies only, products only, no proxy fence
-#   bash tools/gpu/tc_conv.sh ncu     # ncu (fp16) on the 56² and 14² layers, each configuration
+#   bash tools/gpu/tc_conv.sh ncu     # gpubench profile (fp16) on the 56² and 14² layers, each configuration of the
+#                                     # four tensor-core convolutions and cuDNN: $OUT/profile-<layer>.json
 #   bash tools/gpu/tc_conv.sh all     # check, probe, sweep, ncu
 # OUT and GPUBENCH_COMMIT come from the caller, and PYTHONPATH with the wheels (PyCUDA, the cuDNN frontend).
 set -u -o pipefail
@@ -66,11 +67,17 @@ step() {
     python3 -m gpubench run tools/gpu/tc-conv-tma-28-14.toml -o "$OUT/tc-conv-tma-28-14.json" \
       > "$OUT/tc-conv-tma-28-14.log" 2>&1
     echo "sweep-tma-28-14 exit $?" ;;
-  ncu-tma)  # sm__cycles_active against gpc__cycles_elapsed: how much of the call an SM had a tile to work on
-    VARIANTS=tc-wgmma-tma REPS=1 ONLY="${ONLY:-}" ncu --metrics "$METRICS,sm__cycles_active.avg,gpc__cycles_elapsed.max,\
-lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_conv_probe.py ${LAYERS:-28x128 14x256 7x512} \
-      > "$OUT/ncu-tma.csv" 2> "$OUT/ncu-tma.err"
-    echo "ncu-tma: exit $?, $(grep -c conv_tc "$OUT/ncu-tma.csv") rows" ;;
+  ncu-tma)  # gpubench profile: each configuration's one timed call under ncu, its counters saved with the point
+    VARIANTS=tc-wgmma-tma step profile ${LAYERS:-28x128 14x256 7x512} ;;
+  profile)  # (used by ncu and ncu-tma) gpubench profile conv of $VARIANTS on each layer given, fp16 NHWC, N = 128
+    shift; for l in "$@"; do
+      size=${l%x*}; c=${l#*x}
+      python3 -m gpubench profile conv --variants "${VARIANTS:-cudnn,tc-implicit,tc-wgmma,tc-wgmma-ws,tc-wgmma-tma}" \
+        --sizes "$size" --stride 1 --batch 128 --in-channels "$c" --out-channels "$c" --padding 1 --dtype fp16 \
+        --layout nhwc --reps 10 --budget 0.5 -o "$OUT/profile${PREFIX:-}-$l.json" --force > "/tmp/profile-$l.log" 2>&1
+      echo "profile $l: exit $?"
+      python3 -m gpubench show "$OUT/profile${PREFIX:-}-$l.json" --format markdown | sed -n '/what limits each point/,$p'
+    done ;;
   carry)
     nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu \
       --format=csv | tee "$OUT/smi.txt"
@@ -89,9 +96,9 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
     echo "== sweep ($(date -u +%T))"; step sweep-tma-28-14
     grep -E "u1 d1 q1|s4 c1 |s6 c1 |tmastore0 |cudnn" "$OUT/tc-conv-tma-28-14.log" | grep -v "ping\|split\|p0" | head -40
     echo "== done ($(date -u +%T))" ;;
-  ncu-carry)  # the three u1 d1 q1 configurations and their plain twins, 28² and 14² (fp16, one launch each)
-    ONLY="256x128x64 s4 c1,256x128x64 s4 c1 u1 d1 q1,192x128x64 s4 c1 tmastore0,192x128x64 s4 c1 tmastore0 u1 d1 q1,\
-128x128x64 s6 c1,128x128x64 s6 c1 u1 d1 q1" LAYERS="${LAYERS:-28x128 14x256}" step ncu-tma ;;
+  ncu-carry)  # the three u1 d1 q1 configurations and their plain twins, 28² and 14² (fp16): ncu-tma, which profiles
+    # every tc-wgmma-tma configuration, these six among them
+    LAYERS="${LAYERS:-28x128 14x256}" step ncu-tma ;;
   ncu-power)  # 14² fp16 and bf16: cuDNN's best plan beside ours, one bracketed call each, the counters a unit's
     # energy follows (instructions issued, shared-memory wavefronts, L2 sectors and bytes to the SMs, DRAM bytes)
     for dt in fp16 bf16; do
@@ -131,13 +138,11 @@ lts__throughput.avg.pct_of_peak_sustained_elapsed" --csv python3 tools/gpu/tc_co
       E="$E;tc-wgmma-ws:$c,PROBE=$p"; done; done
     VARIANTS=tc-wgmma-ws EXTRA="${E#;}" python3 tools/gpu/tc_conv_probe.py 56x64 28x128 7x512 2>&1 \
       | tee "$OUT/where.txt" ;;
-  ncu)  # each configuration launched twice (REPS=1: one warm-up, one call) on the 56² and 14² layers, every launch
-    REPS=1 ncu --metrics "$METRICS" --csv python3 tools/gpu/tc_conv_probe.py 56x64 14x256 \
-      > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
-    echo "ncu: exit $?, $(grep -c conv_tc "$OUT/ncu.csv") launches" ;;
+  ncu)  # gpubench profile of every configuration and cuDNN on the 56² and 14² layers (what limits each, saved)
+    step profile 56x64 14x256 ;;
   esac
 }
 if [ "$1" = all ]; then for s in check probe sweep ncu; do step $s; done
 elif [ "$1" = halo ]; then step check-halo && step sweep-halo  # the sweep only where the tests passed
 elif [ "$1" = halo56 ]; then step check-halo && step sweep-halo56
-else step "$1"; fi
+else step "$@"; fi

@@ -14,7 +14,7 @@ import numpy as np
 
 from gpubench.measure import telemetry
 from gpubench.backends import ArrayBackend, Prepared
-from gpubench.backends.cuda import placement, storage
+from gpubench.backends.cuda import placement, profiler, storage
 from gpubench.backends.cuda.clock import CudaClock
 from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
@@ -141,6 +141,10 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
             return float(probe[0]) == 1.0
         except Exception:
             return False
+
+    def profiled_call(self, run, name: str) -> None:
+        """`run` once, bracketed for Nsight Compute (profiler.py; gpubench/execution/profiled.py starts it)."""
+        profiler.bracketed(self.cp, run, name)
 
     # What prepares each kind of runner's call: (backend, variant, config, shape, inputs, out) -> Prepared.
     PREPARE = {
