@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from gpubench import specs  # noqa: E402
 from gpubench.specs import catalog
 from gpubench.execution import nvcc
-from gpubench.core.dtypes import DType, GemmLayout  # noqa: E402
+from gpubench.core.dtypes import DType  # noqa: E402
+from gpubench.ops.gemm import GemmLayout  # noqa: E402
 
 INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 LABEL = re.compile(r"^(\.L_x_\d+):")
