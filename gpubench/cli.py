@@ -10,7 +10,7 @@ from gpubench import __version__, options
 from gpubench.usecases import commands as app
 from gpubench.command import OneLineErrors
 from gpubench.core.exit_codes import Exit
-from gpubench.options import CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, RUNNING, group, sweep_options
+from gpubench.options import CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, PROCESSES, RUNNING, group, sweep_options
 from gpubench.planning.plan import DEFAULTS
 from gpubench.ops.problems import Op
 from gpubench.views import terminal
@@ -90,7 +90,7 @@ def conv(ctx, sizes, stride, batch, in_channels, out_channels, kernel_size, padd
 
 @cli.command()
 @click.argument("suite")
-@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + PACING + MANY_GPUS)
+@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + PACING + PROCESSES + MANY_GPUS)
 def run(suite, **kw):
     """Run a suite of sweeps (a shipped one by name, or a TOML file) into one results file.
 
@@ -103,6 +103,7 @@ def run(suite, **kw):
       gpubench run lab --gpus id:1                     # on the second GPU alone
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
       gpubench run ci --pace sustained                 # every sweep timed in a steady back-to-back stream
+      gpubench run lab --processes 2                   # every point in two processes, interleaved
     """
     outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
     with terminal.reader_may_leave():

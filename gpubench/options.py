@@ -51,6 +51,12 @@ PACING = [
                       "rested card (at tensor-core rates the power limit the points before ran into otherwise carries "
                       "over) [default: 0, or the suite's]."),
 ]
+PROCESSES = [
+    click.option("--processes", default=None, type=int, metavar="K",
+                 help="Measure every point in K worker processes on the one device, interleaved shape by shape; "
+                      "compare then takes its interval from the spread between them. Takes about K times as long "
+                      "[default: 1, or the suite's]."),
+]
 MANY_GPUS = [
     click.option("--gpus", default=None, metavar="all|N|0,2|id:1",
                  help="Spread the sweep over several GPUs with Dask (one worker per GPU; pip install "
@@ -180,7 +186,7 @@ def sweep_options(default_sizes: str, op: Op):
         click.option("--max-time", default=t.max_time_s, show_default=True, type=float,
                      help="... or until this many seconds went into the point."),
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
-        *DECIDING, *PACING, *OUTPUT, *RUNNING, *MANY_GPUS,
+        *DECIDING, *PACING, *PROCESSES, *OUTPUT, *RUNNING, *MANY_GPUS,
     ])
 
 

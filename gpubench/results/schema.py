@@ -8,7 +8,9 @@ names the place in it, and turns every way it can be wrong into one line.
 Versions: 1 (gpubench 0.1) kept no variant records; 2 kept a point's problem as `params` and its details as a
 loose `extra` dict (sub-steps' times as `<name>_ms`), and `--gpus N` as "nN"; 3 keeps `problem`, a `details`
 record with `parts_ms`, and the `--gpus` selection as it was written; 4 gives every problem a precision and a
-layout (`dtype`, `layout`). Each migration lifts a file one version.
+layout (`dtype`, `layout`). Each migration lifts a file one version. A point measured in several worker processes
+(`--processes K`) also keeps `processes`, its samples' count per process: an optional key, so version 4 still (a
+reader without it pools the samples, as a one-process point's).
 """
 
 from __future__ import annotations
@@ -175,6 +177,7 @@ def _point(d, i: int, check: _Check) -> Point:
     details = check.field(d, "details", dict, where, required=False) or {}
     details = check.made(f"{where}.details", lambda: Details(**details))
     device = check.field(d, "device", (str, type(None)), where, required=False)
+    processes = check.field(d, "processes", list, where, required=False) or []  # --processes K: samples per process
     telemetry = check.field(d, "telemetry", (dict, type(None)), where, required=False)
     if telemetry:
         for key in TELEMETRY_NUMBERS:  # gflops_per_w grows with the problem's flops, as they do
@@ -185,7 +188,7 @@ def _point(d, i: int, check: _Check) -> Point:
             check.fail(f"{where}.telemetry", "reasons must be a list of strings")
     return check.made(where, lambda: Point(problem, variant, config, status, reason=str(d.get("reason", "")),
                                            rel_err=rel_err, tolerance=tolerance, samples_ms=samples, details=details,
-                                           device=device, telemetry=telemetry))
+                                           device=device, telemetry=telemetry, processes=processes))
 
 
 def _shown(name) -> str:

@@ -11,7 +11,7 @@ import io
 from dataclasses import dataclass
 from typing import Callable
 
-from gpubench.measure import power_state
+from gpubench.measure import hierarchical, power_state
 from gpubench.measure import roofline
 from gpubench.analysis.compare import point_label
 from gpubench.ops.problems import SHAPES, ConvShape, GemmShape, Op
@@ -197,6 +197,9 @@ def details(p: Point) -> str:
     if p.pace == Pace.SUSTAINED:
         settled = f" after {d.settled_s:.1f} s" if d.settled_s is not None else ""
         bits.append(f"timed {Pace.SUSTAINED}{settled}")
+    between = hierarchical.spread(p.process_samples) if len(p.processes) >= 2 else None
+    if between is not None:  # --processes K: how far apart its processes' medians lie
+        bits.append(f"{len(p.processes)} processes: medians within {100 * between:.1f}%")
     return "; ".join(bits)
 
 
