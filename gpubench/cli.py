@@ -111,6 +111,28 @@ def run(suite, **kw):
     return outcome.exit_code
 
 
+@cli.command()
+@group(options.STABILITY + OUTPUT + RUNNING + PROCESSES)
+def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, seed, tf32, timeout, config, processes):
+    """A/A: run a suite R times in fresh processes and report, per point and per duration class, how often identical
+    code got a slower or faster verdict, the smallest change decided with 95% power, and a threshold to use.
+
+    \b
+    Examples:
+      gpubench stability lab -R 10
+      gpubench stability my-suite.toml --backend cpu -R 3 -o aa.json
+      gpubench stability lab -R 10 --processes 2       # as compare would judge runs of two processes
+      gpubench show aa.json                            # the saved stability run, its A/A tables again
+    """
+    from gpubench.usecases.stability import StabilityRequest, run_stability
+
+    outcome = run_stability(StabilityRequest(suite, runs, backend, seed, tf32, timeout, config, output, force,
+                                             processes, threshold, alpha, keep_runs), terminal.LiveDisplay())
+    with terminal.reader_may_leave():
+        terminal.stability_outcome(outcome)
+    return outcome.exit_code
+
+
 # --- saved runs -----------------------------------------------------------------------------------------------
 
 

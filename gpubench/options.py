@@ -123,6 +123,18 @@ COMPARING = [
     click.option("--allow-partial", is_flag=True,
                  help="Compare the points in common when a run is not complete (interrupted, or still running)."),
 ]
+STABILITY = [
+    click.argument("suite"),
+    click.option("-R", "--runs", default=5, show_default=True, type=int,
+                 help="How many times the suite runs, each in fresh worker processes (2 to 100)."),
+    click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=FRACTION,
+                 help="The threshold the runs are compared at, pair by pair (compare's)."),
+    click.option("--alpha", default=DEFAULTS.alpha, show_default=True, type=LEVEL,
+                 help="compare's family-wise error rate over all points."),
+    click.option("--keep-runs", default=None, metavar="DIR",
+                 help="Keep each run's own results file in DIR (default: removed once the stability run holds "
+                      "their samples)."),
+]
 PLOTTING = [
     click.argument("file"),
     click.option("-o", "--output", required=True, help="Image file: .png, .svg or .pdf."),
