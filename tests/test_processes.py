@@ -174,3 +174,38 @@ def test_processes_out_of_range_is_one_line(tmp_path):
     r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--sizes", "16", "--processes", "17",
                                  "-o", str(tmp_path / "x.json")])
     assert r.exit_code == 2 and "--processes is how many worker processes measure each point: 1 to 16" in r.output
+
+
+def test_a_suite_sweep_may_ask_for_its_own_processes(tmp_path):
+    from gpubench.planning import suites
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('[defaults]\nprocesses = 2\n[[sweep]]\nname = "a"\nop = "gemm"\nsizes = [16]\n'
+                     '[[sweep]]\nname = "b"\nop = "gemm"\nsizes = [24]\nprocesses = 1\n')
+    loaded = suites.load(suite, "cpu")
+    assert [s.policy.processes for s in loaded.sweeps] == [2, 1]
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(cli, ["run", str(suite), "--backend", "cpu", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert [len(p.processes) for p in results.load(out).points] == [2, 0]
+
+
+def test_a_bad_processes_key_names_its_place(tmp_path):
+    from gpubench.planning import suites
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('[[sweep]]\nname = "a"\nop = "gemm"\nsizes = [16]\nprocesses = "two"\n')
+    with pytest.raises(GpubenchError, match=r"sweep\[0\]\.processes must be an integer"):
+        suites.load(suite, "cpu")
+
+
+def test_the_api_and_the_command_line_override_a_suite_processes(tmp_path):
+    from gpubench import api
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('[defaults]\nreps = 5\nbudget = 0\n[[sweep]]\nname = "a"\nop = "gemm"\nsizes = [16]\n')
+    outcome = api.run_suite(str(suite), backend="cpu", output=tmp_path / "api.json", processes=3)
+    assert outcome.run.points[0].processes == (5, 5, 5)
+    r = CliRunner().invoke(cli, ["run", str(suite), "--backend", "cpu", "--processes", "2", "-o",
+                                 str(tmp_path / "cli.json")])
+    assert r.exit_code == 0 and results.load(tmp_path / "cli.json").points[0].processes == (5, 5)

@@ -17,10 +17,12 @@ resampling of two-stage data, at the top level alone or at both. Both levels it 
 carry their samples' noise, and resampling the samples again adds it once more, so the interval errs on the wide
 side, the safe side for a gate.
 
-What it cannot do: with K processes a run's level-one resample has few distinct outcomes (3 for K = 2), so the
-interval spans the shifts the K processes showed and not one they did not. At the family-wise levels compare asks
-for (0.05 over a few hundred points: a tail of 1e-4) the percentile is past 1 / DRAWS, so the ends are the draws'
-extremes. `gpubench stability` (gpubench/measure/stability.py) measures how often that is still too narrow. A run
+What it cannot do: at the family-wise levels compare asks for (0.05 over a few hundred points: a tail of 1e-4) the
+percentile lies past 1 / DRAWS, so the ends are the draws' extremes, and with K ≤ 5 a draw that takes one run's
+slowest process K times is common enough to reach them: the interval spans the process medians the runs showed, not
+a shift they did not show, and more processes widen it rather than narrow it (docs/measuring/processes.md has a
+simulation). A point whose processes disagree by more than the threshold is inconclusive, not slower or faster.
+`gpubench stability` (gpubench/measure/stability.py) measures how often that is still too narrow on a GPU. A run
 measured in one process (K = 1) has no between-process spread to resample: compare then uses the rank interval.
 
 The draws come from a fixed seed: the same two runs always give the same interval (a CI gate must not flicker).
