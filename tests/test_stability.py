@@ -128,3 +128,25 @@ def test_stability_runs_the_suite_three_times_and_saves_one_run(tmp_path):
 def test_stability_needs_two_runs_at_least(tmp_path):
     r = CliRunner().invoke(cli, ["stability", "quick", "--backend", "cpu", "-R", "1", "-o", str(tmp_path / "a.json")])
     assert r.exit_code == 2 and "--runs 1: an A/A test compares runs in pairs: 2 to 100" in r.output
+
+
+def test_an_interrupted_stability_run_keeps_the_runs_that_finished(tmp_path, monkeypatch):
+    from gpubench.usecases import stability as usecase
+
+    real, calls = usecase.commands.run_suite, []
+
+    def second_cut_short(*args, **kwargs):
+        outcome = real(*args, **kwargs)
+        calls.append(kwargs["output"])
+        return replace(outcome, status=RunStatus.INTERRUPTED) if len(calls) == 2 else outcome
+
+    monkeypatch.setattr(usecase.commands, "run_suite", second_cut_short)
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY)
+    r = CliRunner().invoke(cli, ["stability", str(suite), "--backend", "cpu", "-R", "3", "-o", str(tmp_path / "a.json")])
+    assert r.exit_code == 130, r.output
+    run = results.load(tmp_path / "a.json")
+    assert run.status == RunStatus.INTERRUPTED and run.settings["stability"]["runs"] == 1
+    assert [p.processes for p in run.points] == [(), ()] and all(p.timing.n == 5 for p in run.points)
+    assert len(calls) == 2 and results.load(calls[1]).points  # the run cut short keeps its own file
+    assert "the run cut short is under" in r.output

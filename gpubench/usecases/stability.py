@@ -64,6 +64,25 @@ class StabilityOutcome:
         return Exit.FAILED if self.failed else Exit.OK
 
 
+class _RunOf:
+    """What one of the R runs shows: its progress named "run r/R", and the notes every run would repeat (a shape
+    left out, clocks not locked) once, with the first."""
+
+    def __init__(self, display: Display, r: int, total: int):
+        self.display, self.r, self.total = display, r, total
+
+    def skipped(self, what: str, why: str) -> None:
+        if self.r == 1:
+            self.display.skipped(what, why)
+
+    def unlocked_clocks(self, telemetry: dict) -> None:
+        if self.r == 1:
+            self.display.unlocked_clocks(telemetry)
+
+    def progress(self, label: str, total: int):
+        return self.display.progress(f"run {self.r}/{self.total}: {label}", total)
+
+
 def run_stability(request: StabilityRequest, display: Display) -> StabilityOutcome:
     if type(request.runs) is not int or not MIN_RUNS <= request.runs <= MAX_RUNS:
         raise GpubenchError(f"--runs {request.runs}: an A/A test compares runs in pairs: {MIN_RUNS} to {MAX_RUNS}")
@@ -82,10 +101,11 @@ def run_stability(request: StabilityRequest, display: Display) -> StabilityOutco
         try:
             for r in range(request.runs):
                 outcome = commands.run_suite(
-                    request.suite, output=str(runs_dir / f"run-{r + 1:02d}.json"), force=True, backend=request.backend,
-                    seed=request.seed, tf32=request.tf32, timeout=request.timeout, config=request.config, max_noise=None,
-                    max_time=None, decide=None, discard_throttled=False, gpus=None, scheduler=None, replicate=False,
-                    slow_threshold=None, display=display, processes=request.processes)
+                    request.suite, output=str(runs_dir / f"run-{r + 1:02d}.json"), force=True,
+                    backend=request.backend, seed=request.seed, tf32=request.tf32, timeout=request.timeout,
+                    config=request.config, max_noise=None, max_time=None, decide=None, discard_throttled=False,
+                    gpus=None, scheduler=None, replicate=False, slow_threshold=None,
+                    display=_RunOf(display, r + 1, request.runs), processes=request.processes)
                 failed = failed or bool(outcome.run.failed())
                 if outcome.status != RunStatus.COMPLETE:
                     stopped_by, interrupted = outcome.stopped_by, True
