@@ -28,9 +28,14 @@ from typing import Callable, Mapping, Sequence
 from gpubench.planning import plan
 from gpubench.specs import user_code
 from gpubench.analysis.compare import Report
-from gpubench.core.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
+from gpubench.core.dtypes import parse_dtypes, parse_layouts
+from gpubench.ops.conv import ConvLayout
+from gpubench.ops.gemm import GemmLayout
 from gpubench.core.errors import GpubenchError, Skip
-from gpubench.ops.problems import ARRAYS, DIMS, ConvShape, GemmShape, conv_shape
+from gpubench import ops
+from gpubench.ops.base import Shape
+from gpubench.ops.conv import STRIDES, ConvShape, conv_shape
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Run, Status, load, save
 from gpubench.execution.tasks import PointTask, run_point, unmeasured
 from gpubench.specs.runners import Arrays, PythonGpuRunner, PythonRunner
@@ -42,7 +47,7 @@ from gpubench.specs.variant import Config, Variant, config_label
 __all__ = ["Measurement", "measure", "gemm", "conv", "run_sweep", "run_suite", "compare", "load", "save",
            "GemmShape", "ConvShape", "Run", "Point", "RunOutcome", "Report"]
 
-Problem = GemmShape | ConvShape
+Problem = Shape  # any op's problem: gemm(...), conv(...), or a declared op's
 
 
 # --- problems ---------------------------------------------------------------------------------------------------
@@ -150,13 +155,13 @@ def backend_for(name: str):
 
 
 def _call_args(problem: Problem, args: Sequence[str] | None) -> tuple[str, ...]:
-    op = problem.op
-    names = tuple(args) if args is not None else ARRAYS[op] + DIMS[op]
-    unknown = [a for a in names if a not in ARRAYS[op] + DIMS[op]]
-    missing = [a for a in ARRAYS[op] if a not in names]
+    op = ops.of(problem)
+    names = tuple(args) if args is not None else op.array_names + op.dims
+    unknown = [a for a in names if a not in op.array_names + op.dims]
+    missing = [a for a in op.array_names if a not in names]
     if unknown or missing or len(set(names)) < len(names):
-        raise GpubenchError(f"args {list(names)}: give each of {', '.join(ARRAYS[op])} once, and any of "
-                            f"{', '.join(DIMS[op])}")
+        raise GpubenchError(f"args {list(names)}: give each of {', '.join(op.array_names)} once, and any of "
+                            f"{', '.join(op.dims)}")
     return names
 
 
@@ -242,7 +247,8 @@ class Quiet:
 
 
 def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, int, int]] = (),
-              strides: Sequence[int] = plan.DEFAULTS.strides, conv_layer: Mapping[str, object] | None = None,
+              strides: Sequence[int] = STRIDES, conv_layer: Mapping[str, object] | None = None,
+              problem: Mapping[str, object] | None = None,
               variants: Sequence[str] | None = None, block_sizes: Sequence[int] | None = None,
               backend: str = "cuda", output: str | Path | None = None, force: bool = False, seed: int = 0,
               dtypes: str | None = None, layouts: str | None = None, reps: int = 50, warmup: int = 3,
@@ -250,21 +256,20 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
               timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
               pace: str = plan.DEFAULTS.timing.pace, settle: float | None = None,
               cooldown: float = plan.DEFAULTS.timing.cooldown_s, processes: int = 1, display=None) -> RunOutcome:
-    """`gpubench gemm|conv` as a function: the sweep run in isolated workers, saved, and returned (outcome.run).
+    """`gpubench gemm|conv|sweep OP` as a function: the sweep run in isolated workers, saved, and returned
+    (outcome.run). The op's problems come from its own parameters: sizes, mnk, strides and conv_layer's keys for the
+    built-in ones, or any op's as `problem` (e.g. {"rows": [4096], "cols": [1024, 2048]} for a project's softmax).
     dtypes and layouts are --dtype's and --layout's ("fp32,bf16"); pace, settle and cooldown are --pace's,
     --settle's (None: its default; only with pace sustained) and --cooldown's; processes is --processes's (each
     point measured in that many worker processes, interleaved)."""
     from gpubench.usecases import commands as app
-    from gpubench.ops.problems import Op
+    from gpubench.specs import project as projects
 
-    op = Op(op)
-    if op == Op.GEMM:
-        shapes = plan.gemm_shapes(list(sizes), [tuple(t) for t in mnk])
-    else:
-        layer = {**plan.DEFAULTS.conv, **(conv_layer or {})}
-        shapes, _ = plan.conv_shapes(list(sizes), list(strides), batch=layer["batch"],
-                                     in_channels=layer["in_channels"], out_channels=layer["out_channels"],
-                                     kernel=layer["kernel"], padding=layer["padding"], name=str(op), strict=True)
+    projects.load(config)  # a project's [[op]] tables are ops from here on
+    definition = ops.get(op)
+    given = {"sizes": list(sizes), "mnk": [list(t) for t in mnk], "strides": list(strides), **(conv_layer or {}),
+             **(problem or {})}
+    shapes, _ = definition.problems({k: v for k, v in given.items() if k in definition.suite_keys}, op, strict=True)
     return app.run_op(op, shapes, variants=list(variants) if variants else None,
                       block_sizes=plan.block_sizes(block_sizes or plan.DEFAULTS.block_sizes, "block_sizes"),
                       block_sizes_given=block_sizes is not None, kernels=(), kernel_args=None, warmup=warmup,

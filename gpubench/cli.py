@@ -10,9 +10,10 @@ from gpubench import __version__, options
 from gpubench.usecases import commands as app
 from gpubench.command import OneLineErrors
 from gpubench.core.exit_codes import Exit
-from gpubench.options import CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, PROCESSES, RUNNING, group, sweep_options
+from gpubench.options import (CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, PROCESSES, RUNNING, group,
+                              problem_options, problem_values, sweep_options)
 from gpubench.planning.plan import DEFAULTS
-from gpubench.ops.problems import Op
+from gpubench import ops
 from gpubench.views import terminal
 
 LAB_SIZES = DEFAULTS.text(DEFAULTS.sizes)
@@ -36,7 +37,7 @@ def cli():
 # --- sweeps ---------------------------------------------------------------------------------------------------
 
 
-def _sweep(ctx, op: Op, shapes, kw) -> int:
+def _sweep(ctx, op: str, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
     kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]))
     outcome = app.run_op(op, shapes, block_sizes_given=given, display=terminal.LiveDisplay(), **kw)
@@ -45,47 +46,36 @@ def _sweep(ctx, op: Op, shapes, kw) -> int:
     return outcome.exit_code
 
 
-@cli.command()
-@sweep_options(LAB_SIZES + " (none with --mnk)", Op.GEMM)
-@click.option("--mnk", multiple=True, help="A non-square M,N,K (repeatable).")
+def _op_command(op):
+    """Each built-in op's sweep command (gpubench gemm, gpubench conv, ...): its own problem options over the
+    options every sweep shares."""
+    @click.pass_context
+    def command(ctx, **kw):
+        shapes, _ = op.problems(problem_values(op, kw), op.name, strict=True)
+        return _sweep(ctx, op.name, shapes, kw)
+
+    command.__doc__ = op.command_help or f"Sweep {op.noun} variants: verify, time, tabulate, save."
+    return cli.command(name=op.name)(sweep_options(op)(problem_options(op)(command)))
+
+
+for _op in ops.builtin():
+    _op_command(_op)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("op_name", metavar="OP")
+@sweep_options(ops.builtin()[0])
 @click.pass_context
-def gemm(ctx, sizes, mnk, **kw):
-    """Sweep GEMM variants over sizes and block sizes; verify, time, tabulate, save.
+def sweep(ctx, op_name, **kw):
+    """Sweep any op, yours included (an [[op]] of your gpubench.toml): its sizes as --DIM values, comma-separated.
 
     \b
     Examples:
-      gpubench gemm --sizes 512,1024,2048
-      gpubench gemm --mnk 1000,1500,777 --variants tiled,cublas
-      gpubench gemm --kernel my_lab.cu:gpu_matrix_mult_sm --sizes 1024,2048
-      gpubench gemm --backend cpu --sizes 256
+      gpubench sweep softmax --rows 4096 --cols 1024,4096 --backend cpu
+      gpubench sweep gemm --sizes 512,1024
     """
-    from gpubench.planning import plan
-
-    sizes = sizes if sizes is not None else ("" if mnk else LAB_SIZES)
-    shapes = plan.gemm_shapes(list(options.sizes(sizes)) if sizes or not mnk else [], [options.mnk(t) for t in mnk])
-    return _sweep(ctx, Op.GEMM, shapes, kw)
-
-
-@cli.command()
-@sweep_options(LAB_SIZES, Op.CONV)
-@group(options.CONV_SHAPE)
-@click.pass_context
-def conv(ctx, sizes, stride, batch, in_channels, out_channels, kernel_size, padding, **kw):
-    """Sweep convolution variants over input sizes and strides; verify, time, tabulate, save.
-
-    \b
-    Examples:
-      gpubench conv --stride 1,2,3
-      gpubench conv --sizes 56 --batch 32 --in-channels 64 --out-channels 64 --padding 1 --stride 1
-      gpubench conv --kernel my_conv.cu:conv_lab --args x,w,y,H,W,C,R,stride,pad,OH,OW --sizes 1024
-      gpubench conv --backend cpu --sizes 64,100 --stride 1,2,3
-    """
-    from gpubench.planning import plan
-
-    shapes, _ = plan.conv_shapes(options.sizes(sizes if sizes is not None else LAB_SIZES), options.strides(stride),
-                                 batch=batch, in_channels=in_channels, out_channels=out_channels, kernel=kernel_size,
-                                 padding=padding, name="conv", strict=True)
-    return _sweep(ctx, Op.CONV, shapes, kw)
+    op, shapes = app.op_problems(op_name, ctx.args, kw.get("config"))
+    return _sweep(ctx, op, shapes, kw)
 
 
 @cli.command()
@@ -299,40 +289,48 @@ def tune():
     """
 
 
-@tune.command(name="gemm")
-@click.option("--variant", default="tuned", show_default=True, help="A gemm variant with a [variant.search] space.")
-@click.option("--sizes", default=DEFAULTS.text(DEFAULTS.tune_sizes), show_default=True,
-              help="Square sizes to tune for.")
-@click.option("--mnk", multiple=True, help="A non-square M,N,K to tune for (repeatable).")
-@click.option("--candidates", default=DEFAULTS.tune_candidates, show_default=True, type=click.IntRange(1),
-              help="How many configurations of the search space to try (the variant's own first among them).")
-@click.option("--refine", default=DEFAULTS.tune_refine, show_default=True, type=click.IntRange(0),
-              help="Rounds of local search: try every one-parameter change of the best two so far.")
-@click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int,
-              help="Seed for sampling the space and inputs.")
-@click.option("--timeout", default=DEFAULTS.timeout_s, show_default=True, type=float,
-              help="Watchdog per candidate, seconds.")
-@click.option("--gpus", default=None, metavar="all|N|0,2|id:1", help="Spread the candidates over several GPUs of "
-                                                                     "one model (id:1: that one GPU).")
-@click.option("--scheduler", default=None, metavar="ADDRESS", help="Spread them over an existing Dask cluster.")
-@CONFIG
-def tune_gemm(variant, sizes, mnk, **kw):
-    """Autotune a GEMM variant's parameters per shape (for `tuned`: tiles, warp tiles, swizzle, registers).
+TUNE = [
+    click.option("--variant", default="tuned", show_default=True, help="A variant with a [variant.search] space."),
+    click.option("--candidates", default=DEFAULTS.tune_candidates, show_default=True, type=click.IntRange(1),
+                 help="How many configurations of the search space to try (the variant's own first among them)."),
+    click.option("--refine", default=DEFAULTS.tune_refine, show_default=True, type=click.IntRange(0),
+                 help="Rounds of local search: try every one-parameter change of the best two so far."),
+    click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int,
+                 help="Seed for sampling the space and inputs."),
+    click.option("--timeout", default=DEFAULTS.timeout_s, show_default=True, type=float,
+                 help="Watchdog per candidate, seconds."),
+    click.option("--gpus", default=None, metavar="all|N|0,2|id:1", help="Spread the candidates over several GPUs "
+                                                                        "of one model (id:1: that one GPU)."),
+    click.option("--scheduler", default=None, metavar="ADDRESS", help="Spread them over an existing Dask cluster."),
+    CONFIG,
+]
+
+
+def _tune_command(op):
+    """`gpubench tune OP`: the op's problem options (square sizes default to DEFAULTS.tune_sizes)."""
+    def command(variant, **kw):
+        from gpubench.views.tables import escape
+
+        values = {"sizes": DEFAULTS.tune_sizes, **problem_values(op, kw)}
+        shapes, _ = op.problems(values, op.name, strict=True)
+        out = terminal.console()
+        path = app.tune(op.name, variant, shapes, out=out, **kw)
+        out.print(escape(f"saved the winners to {path}"))
+        return Exit.OK
+
+    command.__doc__ = f"""Autotune a {op.noun} variant's parameters per shape (for `tuned`: tiles, warp tiles, swizzle,
+    registers).
 
     Winners go to your project's tuned directory (gpubench.toml: tuned = "DIR") or else to the user's config
     directory (~/.config/gpubench/tuned); the variant's `tuned` axis then uses them.
 
     \b
     Examples:
-      gpubench tune gemm --sizes 4096,8192 --mnk 8192,2048,4096
-      gpubench tune gemm --sizes 4096 --candidates 200 --gpus all
-      gpubench gemm --variants tuned,cublas --sizes 4096,8192
+      gpubench tune {op.name} --sizes 4096,8192 --candidates 200 --gpus all
+      gpubench {op.name} --variants tuned --sizes 4096,8192
     """
-    from gpubench.planning import plan
-    from gpubench.views.tables import escape
+    return tune.command(name=op.name)(group(TUNE)(problem_options(op, {"sizes": DEFAULTS.tune_sizes})(command)))
 
-    shapes = plan.gemm_shapes(list(options.sizes(sizes)), [options.mnk(t) for t in mnk])
-    out = terminal.console()
-    path = app.tune_gemm(variant, shapes, out=out, **kw)
-    out.print(escape(f"saved the winners to {path}"))
-    return Exit.OK
+
+for _op in ops.builtin():
+    _tune_command(_op)

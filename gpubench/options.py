@@ -8,7 +8,8 @@ import click
 
 from gpubench.core.errors import GpubenchError
 from gpubench.planning.plan import DEFAULTS
-from gpubench.ops.problems import ARRAYS, DIMS, Op
+from gpubench.ops import params as op_params
+from gpubench.ops.base import OpDef, ParamKind
 from gpubench.specs.parse import MAX_BLOCK_SIZE
 from gpubench.measure.timing import Pace
 
@@ -86,17 +87,32 @@ ADAPTIVE = [
                  help="Adaptive sampling for every sweep: sample until IQR/median is under this ..."),
     click.option("--max-time", default=None, type=float, help="... or until this many seconds went into the point."),
 ]
-C = DEFAULTS.conv
-CONV_SHAPE = [
-    click.option("--stride", default=DEFAULTS.text(DEFAULTS.strides), show_default=True,
-                 help="Strides, comma-separated."),
-    click.option("--batch", default=C["batch"], show_default=True, type=int, help="Images per batch (N)."),
-    click.option("--in-channels", default=C["in_channels"], show_default=True, type=int, help="Input channels (C)."),
-    click.option("--out-channels", default=C["out_channels"], show_default=True, type=int, help="Filters (K)."),
-    click.option("--kernel-size", default=C["kernel"], show_default=True, type=int,
-                 help="Filter height = width (R = S)."),
-    click.option("--padding", default=C["padding"], show_default=True, help="same (the lab's), valid, or an integer."),
-]
+
+
+def problem_options(op: OpDef, defaults: dict | None = None):
+    """The op's own problem parameters as options (gpubench/ops/<op>.py declares them): a list of sizes is
+    None when not given, so that the op applies its default; `defaults` overrides what the help shows."""
+    opts = []
+    for p in op.params:
+        default = (defaults or {}).get(p.name, p.default)
+        if p.kind == ParamKind.INTS:
+            shown = f" [default: {DEFAULTS.text(default)}{p.note}]" if default is not None else ""
+            opts.append(click.option(p.flag, p.name, default=None, metavar=p.metavar,
+                                     help=p.help.rstrip(".") + f"{shown}."))
+        elif p.kind == ParamKind.TRIPLES:
+            opts.append(click.option(p.flag, p.name, multiple=True, help=p.help))
+        elif p.kind == ParamKind.FLAG:
+            opts.append(click.option(p.flag, p.name, is_flag=True, help=p.help))
+        else:
+            opts.append(click.option(p.flag, p.name, default=default, show_default=True,
+                                     type=int if p.kind == ParamKind.INT else str, help=p.help))
+    return group(opts)
+
+
+def problem_values(op: OpDef, kw: dict) -> dict:
+    """The op's parameters taken out of a command's keyword arguments, those not given left out."""
+    values = {p.name: kw.pop(p.name) for p in op.params}
+    return {k: v for k, v in values.items() if v is not None and v != ()}
 FRACTION = click.FloatRange(0.0, min_open=True)
 LEVEL = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
 SHOWING = [
@@ -161,25 +177,16 @@ HISTORY = [
 ]
 
 
-KERNEL_ARGS_HELP = {
-    Op.GEMM: "--kernel's parameter order. Default a,b,c,m,n,k (the lab's: a is m×n, b is n×k); A,B,C,M,N,K is "
-             "gpubench's C[M,N] = A[M,K]·B[K,N].",
-    Op.CONV: f"--kernel's parameter order. Default {','.join(ARRAYS[Op.CONV] + DIMS[Op.CONV])} (x is N×C×H×W, w "
-             "K×C×R×S, y N×K×OH×OW).",
-}
-
-
-def sweep_options(default_sizes: str, op: Op):
-    """Options shared by `gemm` and `conv` (--args's help says the op's own default order)."""
+def sweep_options(op: OpDef):
+    """Options every op's sweep command shares (--args's help says the op's own default order)."""
     t = DEFAULTS.timing
     return group([
-        click.option("--sizes", default=None, help=f"Square sizes, comma-separated [default: {default_sizes}]."),
         click.option("--dtype", default=None, metavar="fp32,bf16,...",
                      help="Precisions, comma-separated: fp32 (the lab's), tf32, fp16, bf16, fp8 (e4m3, scaled, bf16 "
                           "out), int8 [default: fp32]. Each variant runs those it takes."),
-        click.option("--layout", default=None, metavar="nn,nt,...",
-                     help="Memory layouts, comma-separated: GEMM nn, nt, tn (t: that operand stored transposed); "
-                          "conv nchw, nhwc [default: nn / nchw]."),
+        click.option("--layout", default=None, metavar=",".join(list(op.shape.LAYOUT)[:2]) + ",...",
+                     help=f"Memory layouts, comma-separated: {', '.join(op.shape.LAYOUT)} [default: "
+                          f"{op.shape.DEFAULT_LAYOUT}]."),
         click.option("--block-sizes", default=DEFAULTS.text(DEFAULTS.block_sizes), show_default=True,
                      help="Thread-block edges B (B×B threads, 1..32) for the block-size variants."),
         click.option("--variants", default=None, help="Comma-separated variants (default: the lab's and your "
@@ -187,7 +194,9 @@ def sweep_options(default_sizes: str, op: Op):
         click.option("--kernel", "kernels", multiple=True, metavar="[NAME=]FILE:SYMBOL",
                      help="Your kernel, with the lab's launch (B×B blocks, one thread per output; -DBLOCK_SIZE=B). "
                           "Repeatable."),
-        click.option("--args", "kernel_args", default=None, metavar="NAMES", help=KERNEL_ARGS_HELP[op]),
+        click.option("--args", "kernel_args", default=None, metavar="NAMES",
+                     help=op.kernel_args_help or f"--kernel's parameter order. Default "
+                                                 f"{','.join(op.array_names + op.dims)}."),
         click.option("--warmup", default=t.warmup, show_default=True, type=int, help="Untimed calls."),
         click.option("--reps", default=t.reps, show_default=True, type=int,
                      help="Timed calls at most (at least 5; fewer than this once --budget is spent)."),
@@ -205,24 +214,7 @@ def sweep_options(default_sizes: str, op: Op):
 # --- values ---------------------------------------------------------------------------------------------------
 
 
-def int_list(text: str, what: str, *, lo: int = 1, hi: int | None = None, example: str = "512,1024") -> tuple[int, ...]:
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
-    if not items:
-        raise GpubenchError(f"{what} is empty: give comma-separated integers such as {example}")
-    values = []
-    for item in items:
-        try:
-            if not item.isascii():  # int() takes any script's digits (٣ is 3); a typo here is not meant as one
-                raise ValueError(item)
-            v = int(item)
-        except ValueError:
-            raise GpubenchError(f"{what}: {item!r} is not an integer; give comma-separated integers such as "
-                                f"{example}") from None
-        if v < lo or (hi is not None and v > hi):
-            allowed = f"{lo}..{hi}" if hi is not None else f"at least {lo}"
-            raise GpubenchError(f"{what}: {v} is out of range; allowed: {allowed} (e.g. {example})")
-        values.append(v)
-    return tuple(dict.fromkeys(values))
+int_list = op_params.int_list
 
 
 def sizes(text: str) -> tuple[int, ...]:
@@ -237,12 +229,6 @@ def strides(text: str) -> tuple[int, ...]:
     return int_list(text, "--stride", example="1,2,3")
 
 
-def mnk(text: str) -> tuple[int, int, int]:
-    items = [t.strip() for t in str(text).split(",")]
-    if len(items) != 3 or not all(items):
-        raise GpubenchError(f"--mnk {text!r} needs exactly three positive integers M,N,K, e.g. --mnk 1000,1500,777")
-    m, n, k = (int_list(item, "--mnk", example="1000,1500,777")[0] for item in items)
-    return m, n, k
 
 
 def names(text: str | None, what: str = "--variants") -> list[str] | None:

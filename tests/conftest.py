@@ -67,7 +67,8 @@ def synthetic_run(device="NVIDIA H200", samples=40, noise=0.01, seed=0, scale=No
     """
     import random
 
-    from gpubench.ops.problems import GemmShape, conv_shape
+    from gpubench.ops.gemm import GemmShape
+    from gpubench.ops.conv import conv_shape
     from dataclasses import replace
 
     from gpubench.results import Details, Point, Run

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.core.dtypes import DType, GemmLayout
-from gpubench.ops.problems import GemmShape
+from gpubench.core.dtypes import DType
+from gpubench.ops.gemm import GemmLayout
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Run, RunStatus
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from gpubench.usecases import autotune as tune
 from gpubench.specs import catalog
 from gpubench.specs import files
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 
 TUNED = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tuned")
 

@@ -154,7 +154,7 @@ def test_without_dask_the_options_say_what_to_install(monkeypatch):
 def test_tune_spreads_its_candidates_over_the_workers(tmp_path):
     from gpubench.usecases import autotune as tune
     from gpubench.specs import files
-    from gpubench.ops.problems import GemmShape
+    from gpubench.ops.gemm import GemmShape
 
     (tmp_path / "k.py").write_text("import os, numpy as np\n"
                                    "def blocked(A, B, C, M, N, K, TILE):\n"

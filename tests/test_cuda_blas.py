@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from gpubench.backends.cuda import blas, storage
-from gpubench.core.dtypes import DType, GemmLayout
+from gpubench.core.dtypes import DType
+from gpubench.ops.gemm import GemmLayout
 
 
 def column_major(buffer, rows, cols, ld):

@@ -51,7 +51,7 @@ def search(ms, shape=None, backend=None):
 
 def test_a_plan_far_too_slow_on_a_smaller_layer_is_not_tried_on_larger_ones_of_its_kind():
     """eng4 on the H100 lab: 300 times the fastest at 512², 1.3 s a call at 8192²."""
-    from gpubench.ops.problems import conv_shape
+    from gpubench.ops.conv import conv_shape
 
     backend = SimpleNamespace(_far_slow={})
     _, small = search([0.02, 0.05, 6.0, 0.1], conv_shape(512, 2), backend)  # eng2: 300x, eng3: 5x
@@ -131,7 +131,7 @@ def test_a_second_run_reuses_the_first_runs_choice_without_searching(tmp_path):
     """prepare_cudnn keeps the search's choice in the plan cache; a later backend (another run) reads it and
     runs that plan untimed, naming the file in details.engine_kept."""
     from gpubench.backends.cuda.plan_cache import PlanCache
-    from gpubench.ops.problems import conv_shape
+    from gpubench.ops.conv import conv_shape
     from gpubench.specs.runners import CudnnRunner, PlanPolicy
 
     shape = conv_shape(32, 2)

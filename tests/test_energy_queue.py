@@ -6,7 +6,8 @@ power, and the simulated GPU of test_energy_alignment."""
 import pytest
 
 from gpubench.measure.energy_queue import MAX_WAITING, EnergyQueue, Held
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.results import Point, Status
 from gpubench.execution.tasks import run_task
 from gpubench.measure.telemetry import Sample

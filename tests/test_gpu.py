@@ -11,8 +11,11 @@ from gpubench.specs import project
 from gpubench.specs import catalog
 from gpubench.specs import files
 from gpubench.specs import parse
-from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.core.dtypes import DType
+from gpubench.ops.conv import ConvLayout
+from gpubench.ops.gemm import GemmLayout
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.execution.tasks import PointTask, ShapeTask, verify
 from gpubench.measure.timing import TimingPolicy
 from gpubench.execution.worker import Worker, WorkerOptions

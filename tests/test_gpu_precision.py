@@ -14,9 +14,11 @@ import math
 import pytest
 
 from gpubench.specs import catalog
-from gpubench.core.dtypes import DType, GemmLayout
+from gpubench.core.dtypes import DType
+from gpubench.ops.gemm import GemmLayout
 from gpubench.core.errors import Skip
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.execution.tasks import verify
 
 pytestmark = pytest.mark.gpu

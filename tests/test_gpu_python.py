@@ -17,7 +17,8 @@ from gpubench.specs import project
 from gpubench.specs import files
 from gpubench.backends.cuda.python_calls import UnseenWork
 from gpubench.core.dtypes import DType
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.execution.tasks import PointTask, ShapeTask, verify
 from gpubench.core.errors import Skip
 from gpubench.measure.timing import Pace, TimingPolicy, measure

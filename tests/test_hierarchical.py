@@ -6,7 +6,7 @@ import pytest
 from gpubench.analysis import compare
 from gpubench.measure import hierarchical
 from gpubench.measure.stats import ratio_interval
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Run
 from gpubench.results.pooled import pooled
 

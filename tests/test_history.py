@@ -8,7 +8,7 @@ import pytest
 
 from gpubench.analysis import history as h
 from gpubench.core.exit_codes import Exit
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Run, RunStatus
 
 T0 = datetime(2026, 1, 1)

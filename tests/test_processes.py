@@ -15,7 +15,7 @@ from gpubench.execution.processes import Processes, order
 from gpubench.execution.tasks import PointTask, ShapeTask
 from gpubench.execution.worker import WorkerOptions
 from gpubench.measure.timing import TimingPolicy
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Status
 from gpubench.results.pooled import pooled
 from gpubench.specs.runners import PythonRunner

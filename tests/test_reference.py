@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from gpubench.ops import reference
+from gpubench.ops import conv, gemm, reference
 
 
 def naive_conv(x, w, stride, pad):
@@ -29,15 +29,15 @@ def test_conv_references_match_the_definition(shape, kernel, stride, pad):
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((3, shape[1], kernel, kernel)).astype(np.float32)
     want = naive_conv(x.astype(np.float64), w.astype(np.float64), stride, pad)
-    np.testing.assert_allclose(reference.conv_sliding(np, x, w, stride, pad), want, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(reference.conv_im2col(np, x, w, stride, pad), want, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(reference.conv_sliding(np, x, w, stride, pad, dtype=np.float32), want, rtol=1e-4,
+    np.testing.assert_allclose(conv.sliding(np, x, w, stride, pad), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(conv.via_im2col(np, x, w, stride, pad), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(conv.sliding(np, x, w, stride, pad, dtype=np.float32), want, rtol=1e-4,
                                atol=1e-4)
 
 
 def test_im2col_layout_is_batch_major_kcrs():
     x = np.arange(2 * 2 * 3 * 3, dtype=np.float32).reshape(2, 2, 3, 3)
-    cols = reference.im2col(np, x, 2, 1, 0)
+    cols = conv.im2col(np, x, 2, 1, 0)
     assert cols.shape == (2, 2 * 2 * 2, 4)
     # image 1, channel 1, tap (r=1, s=0), output pixel (0, 1) reads x[1, 1, 1, 1]
     assert cols[1, 1 * 4 + 1 * 2 + 0, 1] == x[1, 1, 1, 1]
@@ -46,7 +46,7 @@ def test_im2col_layout_is_batch_major_kcrs():
 def test_gemm_reference_is_float64():
     a = np.random.default_rng(0).random((5, 7), dtype=np.float32)
     b = np.random.default_rng(1).random((7, 3), dtype=np.float32)
-    ref = reference.gemm(np, a, b)
+    ref = gemm.reference(np, gemm.GemmShape(5, 3, 7), {"A": a, "B": b})["C"]
     assert ref.dtype == np.float64
     np.testing.assert_allclose(ref, a.astype(np.float64) @ b.astype(np.float64))
 

@@ -13,11 +13,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
+from gpubench.core.dtypes import DType
+from gpubench.ops.conv import ConvLayout
+from gpubench.ops.gemm import GemmLayout
 
 from gpubench import results
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import ConvShape, GemmShape, conv_shape
+from gpubench.ops.conv import ConvShape, conv_shape
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Details, Point, Run, RunStatus, RunWriter, Status
 from gpubench.measure.timing import Stop
 

@@ -4,8 +4,9 @@
 import pytest
 
 from gpubench.measure import roofline
-from gpubench.core.dtypes import DType, GemmLayout
-from gpubench.ops.problems import GemmShape
+from gpubench.core.dtypes import DType
+from gpubench.ops.gemm import GemmLayout
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point
 
 CEILINGS = {"ffma_gflops": 60_000, "tf32_gflops": 400_000, "fp16_gflops": 700_000, "bf16_gflops": 780_000,

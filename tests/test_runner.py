@@ -6,7 +6,8 @@ from gpubench.specs import catalog
 from gpubench.specs import files
 from gpubench.backends.cpu import CpuBackend
 from gpubench.core.errors import Skip
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.execution.tasks import SETUP, PointTask, ShapeTask, run_task, verify
 from gpubench.measure.timing import Stop, TimingPolicy
 from gpubench.specs.variant import NO_CONFIG
@@ -172,7 +173,8 @@ def test_a_part_is_timed_with_its_few_repetitions_even_when_the_point_samples_un
 
 
 def test_the_first_call_of_each_python_variant_configuration_precision_and_layout_is_made_before_the_sweep():
-    from gpubench.core.dtypes import DType, GemmLayout
+    from gpubench.core.dtypes import DType
+    from gpubench.ops.gemm import GemmLayout
     from gpubench.execution.tasks import first_call_key, first_calls, with_first_calls
     from gpubench.specs.runners import PythonRunner
     from gpubench.specs.variant import Config, Variant

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from gpubench.cli import cli
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.results import Point, Run, Status, save
 
 SMALL, LARGE = 2_000, 20_000

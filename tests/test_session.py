@@ -17,7 +17,7 @@ from gpubench.cli import cli
 from gpubench.core.exit_codes import Exit
 from gpubench.usecases.session import check_device, device_launches
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.execution.tasks import PointTask, ShapeTask
 from gpubench.measure.timing import TimingPolicy
 
@@ -115,7 +115,8 @@ LT = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "cublaslt")
 
 
 def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_before_anything_runs():
-    from gpubench.core.dtypes import DType, GemmLayout
+    from gpubench.core.dtypes import DType
+    from gpubench.ops.gemm import GemmLayout
 
     fp8 = work(LT, GemmShape(4096, 4096, 4096, DType.FP8, GemmLayout.NT))
     ampere = {"max_threads": 1024, "sms": 108, "arch": "sm_80", "device": "NVIDIA A100",

@@ -3,8 +3,11 @@
 import pytest
 
 from gpubench.specs import files
-from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.core.dtypes import DType
+from gpubench.ops.conv import ConvLayout
+from gpubench.ops.gemm import GemmLayout
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.specs.parse import SpecError
 
 KERNEL = 'extern "C" __global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {}\n'

@@ -7,13 +7,17 @@ from dataclasses import replace
 import ml_dtypes
 import pytest
 
+from gpubench import ops
 from gpubench.execution import nvcc
 from gpubench.specs import catalog
 from gpubench.specs import files as spec_files
 from gpubench.specs import parse as specs
-from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
+from gpubench.core.dtypes import DType
+from gpubench.ops.conv import ConvLayout
+from gpubench.ops.gemm import GemmLayout
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.specs.catalog import Catalog
 from gpubench.specs.parse import SpecError
 from gpubench.specs.files import parse_specs
@@ -29,7 +33,7 @@ def test_names_are_unique_per_op_and_backend():
     assert len(keys) == len(set(keys))
 
 
-@pytest.mark.parametrize("op", specs.OPS)
+@pytest.mark.parametrize("op", ops.names())
 @pytest.mark.parametrize("backend", specs.BACKENDS)
 def test_every_op_and_backend_has_one_baseline_per_precision(op, backend):
     """A point is compared with the library that computes its precision: cuBLAS, or cuBLASLt for fp8 and int8;
@@ -529,7 +533,8 @@ def test_builtin_tma_gemm_requires_rows_of_whole_16_byte_chunks():
 def test_builtin_tensor_core_convs_take_fp16_bf16_nhwc_with_whole_channel_chunks(name):
     """The tensor-core convolutions copy 8 channels at a time and keep a 32-bit mask of filter taps: other problems
     are skipped, saying which condition they break; they take only the precisions and the layout they read."""
-    from gpubench.core.dtypes import ConvLayout, DType
+    from gpubench.core.dtypes import DType
+    from gpubench.ops.conv import ConvLayout
     v = CATALOG.get("conv", "cuda", name)
     assert set(v.dtypes) == {DType.FP16, DType.BF16} and tuple(v.layouts_taken) == (ConvLayout.NHWC,)
     assert v.unfit(conv_shape(23, 2, batch=3, in_channels=24, out_channels=70).dims()) is None

@@ -6,7 +6,8 @@ import pytest
 from gpubench import results
 from gpubench.specs import catalog
 from gpubench.execution import sweep
-from gpubench.ops.problems import GemmShape, conv_shape
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape
 from gpubench.results import Details, Point, Run, RunWriter, Status
 from gpubench.execution.sweep import Sweep
 from gpubench.measure.timing import TimingPolicy

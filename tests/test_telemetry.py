@@ -174,7 +174,7 @@ def test_the_whole_point_carries_telemetry(fake_nvml):
     """A CPU backend with the fake NVML attached runs a real point: clocks and energy land in it."""
     from gpubench.specs import catalog
     from gpubench.backends.cpu import CpuBackend
-    from gpubench.ops.problems import GemmShape
+    from gpubench.ops.gemm import GemmShape
     from gpubench.execution.tasks import PointTask, ShapeTask, run_task
     from gpubench.specs.variant import NO_CONFIG
 

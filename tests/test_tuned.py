@@ -7,7 +7,7 @@ import pytest
 from gpubench.specs import catalog
 from gpubench.core.errors import GpubenchError
 from gpubench.results import Details
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.specs.tuned import Tuned, shipped_dir, slug
 
 TUNED = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tuned")

@@ -19,7 +19,8 @@ def test_series_take_each_variants_best_config(make_run):
 
 def test_a_line_joins_only_problems_that_differ_in_size():
     """Square GEMMs are one series and odd M×N×K none; conv layers with other channels or strides are others."""
-    from gpubench.ops.problems import GemmShape, conv_shape
+    from gpubench.ops.gemm import GemmShape
+    from gpubench.ops.conv import conv_shape
 
     assert GemmShape(512, 512, 512).series == GemmShape(4096, 4096, 4096).series
     assert GemmShape(1000, 1500, 777).series is None

@@ -6,7 +6,7 @@ import pytest
 from gpubench.specs import files
 from gpubench.execution import worker as worker_module
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Status
 from gpubench.execution.tasks import PointTask, ShapeTask
 from gpubench.measure.timing import TimingPolicy

@@ -16,11 +16,12 @@ from typing import Any, Callable, Collection, Protocol
 import numpy as np
 
 from gpubench.core import dtypes
+from gpubench import ops
 from gpubench.ops import reference
 from gpubench.specs import user_code
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.errors import CompileError, Skip
-from gpubench.ops.problems import ARRAYS, SCALES, GemmShape, Shape
+from gpubench.ops.base import Shape
 from gpubench.results import Details
 from gpubench.measure.telemetry import NoTelemetry
 from gpubench.measure.timing import Clock
@@ -109,7 +110,7 @@ class Backend(Protocol):
 class ArrayBackend:
     """What the NumPy and CuPy backends share: random inputs and float64 references through one array module.
 
-    Inputs lie in the problem's layout (problems.py's stored_dims) and precision. float32 ones are drawn by the
+    Inputs lie in the problem's layout (its shape's array_dims) and precision. float32 ones are drawn by the
     array module itself (on the GPU, on the device); the others on the host by gpubench/core/dtypes.py (ml_dtypes'
     rounding) and moved with `upload`. `values64` gives back what a stored array stands for in float64, which is
     what the reference is computed from: the rounded inputs, so rel_err measures the variant's own error."""
@@ -164,19 +165,20 @@ class ArrayBackend:
         return self.fits(lambda: self._inputs(shape, seed), "the inputs")
 
     def _inputs(self, shape, seed: int) -> dict:
-        stored = shape.stored_dims()
-        precision = PRECISIONS[shape.dtype]
-        if precision.storage is np.float32:  # fp32, tf32: drawn where they live
+        op = ops.of(shape)
+        dims = shape.array_dims()
+        inputs = [a for a in op.arrays if not a.output]
+        if all(a.storage.host_type(shape.dtype) is np.float32 for a in inputs):  # fp32, tf32: drawn where they live
             rng = self.xp.random.default_rng(seed)
             # symmetric around 0, so sums cancel as in real data, never all zeros
-            return {name: rng.random(dims, dtype=self.xp.float32) * 2 - 1 for name, dims in stored.items()}
+            return {a.name: rng.random(dims[a.name], dtype=self.xp.float32) * 2 - 1 for a in inputs}
         rng = np.random.default_rng(seed)
         out = {}
-        for (name, dims), scale_name in zip(stored.items(), SCALES[shape.op]):
-            values, scale = dtypes.draw(rng, dims, shape.dtype)
-            out[name] = self.upload(values)
-            if scale is not None:
-                out[scale_name] = self.upload(np.array([scale], dtype=np.float32))
+        for a in inputs:
+            values, scale = dtypes.draw(rng, dims[a.name], shape.dtype, a.storage.host_type(shape.dtype))
+            out[a.name] = self.upload(values)
+            if scale is not None and a.scale:
+                out[a.scale] = self.upload(np.array([scale], dtype=np.float32))
         return out
 
     def upload(self, host: np.ndarray):
@@ -197,30 +199,36 @@ class ArrayBackend:
         return self.fits(lambda: self._reference(shape, inputs), "the float64 reference")
 
     def _reference(self, shape, inputs: dict):
-        first, second = ARRAYS[shape.op][:2]
-        s1, s2 = SCALES[shape.op]
-        storage = PRECISIONS[shape.dtype].storage
-        u = self.values64(inputs[first], storage) * self.scale(inputs, s1)
-        v = self.values64(inputs[second], storage) * self.scale(inputs, s2)
-        u, v = shape.canonical(u, v)
-        if isinstance(shape, GemmShape):
-            out = reference.gemm(self.xp, u, v)
-        else:
-            out = reference.conv_sliding(self.xp, u, v, shape.stride, shape.pad)
-        return self.xp.ascontiguousarray(shape.laid_out(out))
+        op = ops.of(shape)
+        values = {a.name: self.values64(inputs[a.name], a.storage.host_type(shape.dtype))
+                  * (self.scale(inputs, a.scale) if a.scale else 1.0) for a in op.arrays if not a.output}
+        refs = {name: self.xp.ascontiguousarray(out) for name, out in op.reference(self.xp, shape, values).items()}
+        return one_or_all(refs)
 
     def output(self, shape):
-        return self.fits(lambda: self.empty(shape.output_dims(), PRECISIONS[shape.dtype].output), "the output")
+        """The op's output array (a dict of them, by name, where it has several), uninitialised."""
+        arrays = ops.laid_out_arrays(shape)
+        outs = {name: self.fits(lambda: self.empty(*arrays[name]), "the output") for name in ops.of(shape).outputs}
+        return one_or_all(outs)
 
     def empty(self, dims: tuple[int, ...], host_type):
         """An uninitialised array of the host element type (raw storage where the array module lacks it)."""
         return self.xp.empty(dims, dtype=host_type)
 
     def rel_err(self, output, ref, shape) -> float:
-        return reference.rel_err(self.xp, self.values64(output, PRECISIONS[shape.dtype].output), ref)
+        """The worst output's ||out − ref|| / ||ref||."""
+        if not isinstance(output, dict):
+            return reference.rel_err(self.xp, self.values64(output, PRECISIONS[shape.dtype].output), ref)
+        types = {a.name: a.storage.host_type(shape.dtype) for a in ops.of(shape).arrays}
+        return max(reference.rel_err(self.xp, self.values64(out, types[name]), ref[name])
+                   for name, out in output.items())
 
     def poison(self, output) -> None:
         """NaN everywhere (integers: their most negative value, which no int8 product sum reaches here)."""
+        if isinstance(output, dict):
+            for out in output.values():
+                self.poison(out)
+            return
         if np.issubdtype(output.dtype, np.integer):
             output.fill(np.iinfo(output.dtype).min)
         else:
@@ -255,9 +263,15 @@ def first_call(variant, call: Callable[[], object], wait: Callable[[], None] = l
     return (time.perf_counter() - t0) * 1e3, returned
 
 
+def one_or_all(arrays: dict):
+    """An op's outputs as backends pass them: the array itself where there is one (GEMM's C), else all by name."""
+    return next(iter(arrays.values())) if len(arrays) == 1 else arrays
+
+
 def call_arrays(shape, inputs: dict, out, scratch=None) -> dict:
-    """Every array a variant's kernels may name, by its spec name: the inputs, the output, the workspace."""
-    return {**inputs, ARRAYS[shape.op][2]: out, **(scratch or {})}
+    """Every array a variant's kernels may name, by its spec name: the inputs, the outputs, the workspace."""
+    outs = out if isinstance(out, dict) else {ops.of(shape).outputs[0]: out}
+    return {**inputs, **outs, **(scratch or {})}
 
 
 def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratch=None) -> tuple[str, tuple]:
@@ -273,7 +287,7 @@ def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratc
         if name in arrays:
             fmt += "P"
             values.append(pointer(arrays[name]))
-        elif name in SCALES[shape.op]:
+        elif name in ops.of(shape).scales:
             fmt += "P"
             values.append(np.uintp(0))
         else:

@@ -12,17 +12,17 @@ for any sum of int8 products this side of 2^53) into int32. So CI exercises the 
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 
 import numpy as np
 
-from gpubench.ops import reference
+from gpubench import ops
 from gpubench.specs import user_code
 from gpubench.backends import ArrayBackend, Prepared, first_call, kernel_arguments
 from gpubench.core.dtypes import PRECISIONS
 from gpubench.core.errors import GpubenchError, Skip
-from gpubench.ops.problems import ARRAYS, SCALES, GemmShape
 from gpubench.results import Details
 from gpubench.specs.runners import NumpyIm2col, NumpyMatmul, NumpySliding, PythonRunner
 from gpubench.measure.timing import HostClock
@@ -59,28 +59,33 @@ def _available_bytes() -> int | None:
 def bytes_needed(shape) -> int:
     """Inputs and output as stored, float32 copies of them while an emulated variant runs, the float64
     reference and a float64 copy of the inputs while it is made."""
-    if isinstance(shape, GemmShape):
-        ins, out = shape.m * shape.k + shape.k * shape.n, shape.m * shape.n
-    else:
-        ins, out = shape.input_elems + shape.filter_elems, shape.output_elems
-    p = PRECISIONS[shape.dtype]
-    return p.in_bytes * ins + p.out_bytes * out + 4 * (ins + out) + 8 * (ins + 2 * out)
+    arrays = ops.laid_out_arrays(shape)
+    outputs = set(ops.of(shape).outputs)
+    elems = {name: math.prod(dims) for name, (dims, _) in arrays.items()}
+    stored = sum(elems[name] * np.dtype(host).itemsize for name, (_, host) in arrays.items())
+    ins = sum(n for name, n in elems.items() if name not in outputs)
+    out = sum(n for name, n in elems.items() if name in outputs)
+    return stored + 4 * (ins + out) + 8 * (ins + 2 * out)
 
 
-def emulated(shape, inputs: dict):
-    """The inputs as an emulated variant computes with them: in the math's layout (views), as float32 (float64
-    for integers: exact), each times its scale."""
+def emulated(shape, inputs: dict) -> tuple[dict, type]:
+    """The inputs as an emulated variant computes with them, as stored: float32 (float64 for integers: exact),
+    each times its scale; and that type."""
     acc = np.float64 if PRECISIONS[shape.dtype].integer else np.float32
-    operands = [inputs[name].astype(acc) for name in ARRAYS[shape.op][:2]]
-    for operand, scale in zip(operands, SCALES[shape.op]):
-        if scale in inputs:
-            operand *= inputs[scale][0]
-    return shape.canonical(*operands)
+    values = {}
+    for a in ops.of(shape).arrays:
+        if not a.output:
+            values[a.name] = inputs[a.name].astype(acc)
+            if a.scale in inputs:
+                values[a.name] *= inputs[a.scale][0]
+    return values, acc
 
 
-def store(shape, out, result) -> None:
-    """Write a result computed in the math's layout into the output, rounded once to its type."""
-    out[...] = shape.laid_out(result).astype(out.dtype)
+def store(out, results: dict) -> None:
+    """Write results (by output name, as laid out) into the outputs, each rounded once to its type."""
+    for name, target in (out.items() if isinstance(out, dict) else [(None, out)]):
+        result = results[name] if name is not None else next(iter(results.values()))
+        target[...] = result.astype(target.dtype)
 
 
 class CpuBackend(ArrayBackend):
@@ -125,26 +130,18 @@ class CpuBackend(ArrayBackend):
         details = Details(first_call_ms=first_ms, reported=user_code.report_of(returned))
         return Prepared(lambda: fn(*args, **params), out, details=details)
 
-    def _matmul(self, variant, config, shape, inputs, out) -> Prepared:
-        a, b = emulated(shape, inputs)
-        return Prepared(lambda: store(shape, out, np.matmul(a, b)), out)
-
-    @staticmethod
-    def _convolution(conv):
-        def prepare(self, variant, config, shape, inputs, out) -> Prepared:
-            x, w = emulated(shape, inputs)
-
-            def run():
-                store(shape, out, conv(np, x, w, shape.stride, shape.pad, dtype=x.dtype))
-
-            return Prepared(run, out)
-
-        return prepare
+    def _numpy(self, variant, config, shape, inputs, out) -> Prepared:
+        """One of the op's own NumPy variants (its `emulations`, by the runner's name), in float32."""
+        compute = ops.of(shape).emulations.get(variant.runner.NAME)
+        if compute is None:
+            raise Skip(f"the {shape.op} op has no {variant.runner.NAME} emulation")
+        values, acc = emulated(shape, inputs)
+        return Prepared(lambda: store(out, compute(np, shape, values, dtype=acc)), out)
 
     # What prepares each kind of runner's call: (backend, variant, config, shape, inputs, out) -> Prepared.
     PREPARE = {
         PythonRunner: _python,
-        NumpyMatmul: _matmul,
-        NumpySliding: _convolution(reference.conv_sliding),
-        NumpyIm2col: _convolution(reference.conv_im2col),
+        NumpyMatmul: _numpy,
+        NumpySliding: _numpy,
+        NumpyIm2col: _numpy,
     }

@@ -1,6 +1,7 @@
 """Precisions and memory layouts: the element types a problem is computed in, and how its operands lie in memory.
 
-A problem (gpubench/ops/problems.py) has a :class:`DType` and a layout (:class:`GemmLayout` or :class:`ConvLayout`).
+A problem (an op's shape, gpubench/ops/) has a :class:`DType` and a layout (its op's own enum, such as
+:class:`~gpubench.ops.gemm.GemmLayout`).
 The dtype says what the inputs are stored as, what the products are accumulated in and what the output is
 rounded to (:data:`PRECISIONS`); everything that needs those facts (input generation, references, tolerances,
 byte counts, kernels' compile-time element types, table tags) reads them here, so no other module branches on a
@@ -43,30 +44,6 @@ class DType(StrEnum):
     BF16 = "bf16"  # bfloat16 in, float32 accumulate, bfloat16 out
     FP8 = "fp8"  # e4m3 in with a per-tensor scale each, float32 accumulate, bfloat16 out
     INT8 = "int8"  # int8 in, int32 accumulate and out (exact)
-
-
-class GemmLayout(StrEnum):
-    """Which GEMM operands are stored transposed. C[M,N] = A[M,K]·B[K,N], all row-major unless transposed:
-    the first letter is A's, the second B's; `t` stores the operand as its transpose (A as K×M, B as N×K)."""
-
-    NN = "nn"  # A is M×K, B is K×N (the lab's)
-    NT = "nt"  # A is M×K, B is stored N×K: both K-contiguous, what tensor cores read best
-    TN = "tn"  # A is stored K×M, B is K×N
-
-    @property
-    def a_transposed(self) -> bool:
-        return self.value[0] == "t"
-
-    @property
-    def b_transposed(self) -> bool:
-        return self.value[1] == "t"
-
-
-class ConvLayout(StrEnum):
-    """How a convolution's tensors lie in memory."""
-
-    NCHW = "nchw"  # x[N,C,H,W], w[K,C,R,S], y[N,K,OH,OW] (the lab's)
-    NHWC = "nhwc"  # x[N,H,W,C], w[K,R,S,C], y[N,OH,OW,K]: channels innermost, what tensor cores read best
 
 
 @dataclass(frozen=True)
@@ -130,13 +107,20 @@ def tolerance(dtype: DType, reduction: int, outputs: int) -> float:
     return max(p.floor, model)
 
 
-def draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: DType) -> tuple[np.ndarray, float | None]:
+def draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: DType, storage=None) \
+        -> tuple[np.ndarray, float | None]:
     """Fresh inputs in the dtype: uniform in [-1, 1) (never all zeros) rounded to it, on the host. Returns the
     stored array and, for a scaled dtype, its dequantisation scale (stored · scale is the value it stands for).
 
     fp8's scale maps the tensor's largest magnitude onto e4m3's largest value (448), the usual per-tensor choice:
-    values keep e4m3's relative precision and none overflows. int8 draws whole numbers in [-127, 127]."""
+    values keep e4m3's relative precision and none overflows. int8 draws whole numbers in [-127, 127]. An
+    array an op stores in another type than the problem's inputs (`storage`: a norm's float32 weight) is drawn in
+    [-1, 1) and rounded to that type, unscaled."""
     p = PRECISIONS[dtype]
+    if storage is not None and storage is not p.storage:
+        if np.issubdtype(np.dtype(storage), np.integer):
+            return rng.integers(-INT8_MAX, INT8_MAX + 1, size=shape).astype(storage), None
+        return (rng.random(shape, dtype=np.float32) * 2 - 1).astype(storage), None
     if p.integer:
         return rng.integers(-INT8_MAX, INT8_MAX + 1, size=shape, dtype=np.int8), None
     x = rng.random(shape, dtype=np.float32) * 2 - 1

@@ -20,7 +20,8 @@ from gpubench.core.errors import CompileError, Skip
 from gpubench.core.phases import phase
 from gpubench.results import Details, Point, Status
 from gpubench.core.dtypes import PRECISIONS
-from gpubench.ops.problems import SCALES, Shape
+from gpubench import ops
+from gpubench.ops.base import Shape
 from gpubench.measure.timing import TimingPolicy, measure, summarize
 from gpubench.specs.variant import Config, Variant
 
@@ -86,7 +87,7 @@ def timed_verify(backend, prepared, ref, shape) -> tuple[float, float]:
 
 def scales_of(backend, shape, inputs) -> dict[str, float]:
     """The dequantisation scale of each input that has one (fp8), by input name, for the point's record."""
-    return {name: backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
+    return {name: backend.scale(inputs, name) for name in ops.of(shape).scales if name in inputs}
 
 
 def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue | None = None) -> Point | Held:

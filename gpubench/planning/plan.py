@@ -20,7 +20,8 @@ from gpubench.core.gpus import GpuSelection
 from dataclasses import replace
 
 from gpubench.core.dtypes import DType, parse_dtypes, parse_layouts
-from gpubench.ops.problems import SHAPES, ConvShape, GemmShape, Op, conv_shape
+from gpubench import ops
+from gpubench.ops.base import LAB_SIZES, ParamKind
 from gpubench.specs.parse import LAB_BLOCK_SIZES, MAX_BLOCK_SIZE
 from gpubench.specs.catalog import Catalog
 from gpubench.execution.sweep import Sweep
@@ -39,10 +40,8 @@ MAX_TIMEOUT_S = 7 * 24 * 3600  # a week: past this a watchdog means nothing (and
 class Defaults:
     """Every default a user sees, in one place: the command line shows these, suites and problems start from them."""
 
-    sizes: tuple[int, ...] = (512, 1024, 2048, 4096, 8192)  # the lab's square sizes
+    sizes: tuple[int, ...] = LAB_SIZES  # the lab's square sizes (each op's own defaults: gpubench/ops/<op>.py)
     block_sizes: tuple[int, ...] = LAB_BLOCK_SIZES
-    strides: tuple[int, ...] = (1, 2, 3)
-    conv: Mapping[str, object] = field(default_factory=lambda: dict(ConvShape.DEFAULTS))  # batch, channels, ...
     timing: TimingPolicy = TimingPolicy()  # warm-up, repetitions, budget, max time, flush
     timeout_s: float = DEFAULT_TIMEOUT_S
     seed: int = 0
@@ -177,32 +176,12 @@ def check_block_option(chosen: list[Variant], where: str) -> None:
                             f"shared, sliding); none of {', '.join(v.name for v in chosen)} takes it")
 
 
-def gemm_shapes(sizes: list[int], mnk: list[tuple[int, int, int]]) -> list[GemmShape]:
-    """Square sizes, then M,N,K triples; each problem once (a triple that repeats a size is not measured twice)."""
-    return list(dict.fromkeys([GemmShape(s, s, s) for s in sizes] + [GemmShape(*t) for t in mnk]))
-
-
-def conv_shapes(sizes, strides, *, batch: int, in_channels: int, out_channels: int, kernel: int, padding,
-                name: str, strict: bool) -> tuple[list, list[tuple[str, str]]]:
-    """Conv problems for every size × stride. A filter larger than its padded input is an error (strict, the
-    command line) or left out with the reason (a suite, where other shapes still make sense)."""
-    shapes, skipped = [], []
-    for size in sizes:
-        for stride in strides:
-            try:
-                shapes.append(conv_shape(size, stride, batch=batch, in_channels=in_channels,
-                                         out_channels=out_channels, kernel=kernel, padding=padding))
-            except GpubenchError as e:
-                if strict:
-                    raise
-                skipped.append((f"{name}: size {size} stride {stride}", str(e)))
-    return shapes, skipped
-
-
 def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple[int, ...], timing: TimingPolicy,
           skipped=(), where: str = "") -> Sweep:
     if not shapes:
-        why = f": {skipped[0][1]}" if skipped else f" (give sizes{' or mnk' if op == Op.GEMM else ''})"
+        sizes = [p.name for p in ops.get(op).params if p.kind in (ParamKind.INTS, ParamKind.TRIPLES)
+                 and (p.default is None or p.name == "sizes")]
+        why = f": {skipped[0][1]}" if skipped else f" (give {' or '.join(sizes) or 'its sizes'})"
         raise GpubenchError(f"{where or name} has no shapes to run{why}")
     if not chosen:
         raise GpubenchError(f"{where or name} has no variants to run")
@@ -308,9 +287,9 @@ def dtypes_asked(text: str | None, tf32: bool, where: str = "--dtype") -> tuple[
     return parse_dtypes(text, where) if text is not None else (DType.FP32,)
 
 
-def layouts_asked(text: str | None, op: Op, where: str = "--layout") -> tuple:
+def layouts_asked(text: str | None, op: str, where: str = "--layout") -> tuple:
     """--layout's memory layouts for the op (its default, nn or nchw, when not given)."""
-    shape = SHAPES[op]
+    shape = ops.get(op).shape
     return parse_layouts(text, shape.LAYOUT, where) if text is not None else (shape.DEFAULT_LAYOUT,)
 
 

@@ -37,18 +37,16 @@ from gpubench.core import paths
 from gpubench.planning import plan
 from gpubench.core.errors import GpubenchError, parser_complaint
 from gpubench.planning.plan import DEFAULTS
-from gpubench.ops.problems import Op
-from gpubench.specs.parse import LAB_BLOCK_SIZES, OPS
+from gpubench import ops
+from gpubench.ops.params import toml_ints as _ints
+from gpubench.specs.parse import LAB_BLOCK_SIZES
 from gpubench.specs.catalog import Catalog
 from gpubench.execution.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
                "settle", "cooldown", "processes"}
 PRECISION_KEYS = {"dtypes", "layouts"}
-GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}
-CONV_KEYS = {"name", "op", "variants", "sizes", "strides", "block_sizes", "batch", "in_channels", "out_channels",
-             "kernel", "padding", *TIMING_KEYS, *PRECISION_KEYS}
-SWEEP_KEYS = {Op.GEMM: GEMM_KEYS, Op.CONV: CONV_KEYS}
+SWEEP_KEYS = {"name", "op", "variants", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}  # and the op's own params
 TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}
 
 
@@ -63,13 +61,6 @@ class Suite:
 def suites_dir() -> Path:
     """The shipped suites (package data)."""
     return paths.configs_dir()
-
-
-def _ints(value, where: str) -> list[int]:
-    values = value if isinstance(value, list) else [value]
-    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
-        raise GpubenchError(f"{where} must be a positive integer or a list of them, got {value!r}")
-    return values
 
 
 def _timing(table: dict, base: dict, where: str, backend: str = "cuda"):
@@ -95,13 +86,13 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
     if not isinstance(table, dict):
         raise GpubenchError(f"{where} must be a table ([[sweep]])")
     op = table.get("op")
-    if op not in OPS:
-        raise GpubenchError(f"{where}.op must be one of {', '.join(OPS)}, got {op!r}")
-    op = Op(op)
-    unknown = set(table) - SWEEP_KEYS[op]
+    if not isinstance(op, str) or op not in ops.names():
+        raise GpubenchError(f"{where}.op must be one of {', '.join(ops.names())}, got {op!r}")
+    keys = SWEEP_KEYS | ops.get(op).suite_keys
+    unknown = set(table) - keys
     if unknown:
         raise GpubenchError(f"{where} has unknown key(s) {', '.join(sorted(unknown))} for op {op}; allowed are "
-                            f"{', '.join(sorted(SWEEP_KEYS[op]))}")
+                            f"{', '.join(sorted(keys))}")
     name = plan.check_name(table.get("name", f"{op}-{index}"), f"{where}.name")
     skipped = []
     names = table.get("variants")
@@ -125,7 +116,7 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
     blocks = plan.block_sizes(_ints(table.get("block_sizes", list(LAB_BLOCK_SIZES)), f"{where}.block_sizes"),
                               f"{where}.block_sizes")
     timing = _timing(table, base, where, backend)
-    shapes, more = SHAPES_OF[op](table, where, name)
+    shapes, more = ops.get(op).problems({**table, "name": name}, where, strict=False)
     skipped += more
     dtypes = plan.dtypes_asked(_names_text(table, "dtypes", where), tf32, f"{where}.dtypes")
     layouts = plan.layouts_asked(_names_text(table, "layouts", where), op, f"{where}.layouts")
@@ -137,40 +128,6 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
                       timing, skipped, where)
 
 
-def _gemm_shapes(table: dict, where: str, name: str):
-    """A GEMM sweep's problems: square sizes and [M, N, K] triples."""
-    sizes = _ints(table["sizes"], f"{where}.sizes") if "sizes" in table else []
-    mnk = table.get("mnk", [])
-    if not isinstance(mnk, list):
-        raise GpubenchError(f"{where}.mnk must be a list of [M, N, K] triples")
-    triples = []
-    for t in mnk:
-        if not (isinstance(t, list) and len(t) == 3):
-            raise GpubenchError(f"{where}.mnk entries must be [M, N, K], got {t!r}")
-        triples.append(tuple(_ints(t, f"{where}.mnk")))
-    return plan.gemm_shapes(sizes, triples), []
-
-
-def _conv_shapes(table: dict, where: str, name: str):
-    """A conv sweep's problems: sizes × strides with one batch, channel counts, filter and padding (the lab's
-    unless given)."""
-    dims = {}
-    for key in ("batch", "in_channels", "out_channels", "kernel"):
-        default = DEFAULTS.conv[key]
-        values = _ints(table.get(key, default), f"{where}.{key}")
-        if len(values) != 1:
-            raise GpubenchError(f"{where}.{key} is one integer per sweep (got {values}); give each value its "
-                                "own [[sweep]]")
-        dims[key] = values[0]
-    padding = table.get("padding", DEFAULTS.conv["padding"])
-    if isinstance(padding, bool) or not isinstance(padding, (str, int)):
-        raise GpubenchError(f"{where}.padding must be \"same\", \"valid\" or a non-negative integer")
-    return plan.conv_shapes(_ints(table.get("sizes", [512]), f"{where}.sizes"),
-                            _ints(table.get("strides", [1]), f"{where}.strides"), padding=padding, name=name,
-                            strict=False, **dims)
-
-
-SHAPES_OF = {Op.GEMM: _gemm_shapes, Op.CONV: _conv_shapes}  # each op's problems from a [[sweep]] table
 
 
 def find(name: str | Path) -> Path:

@@ -1,7 +1,7 @@
 """The results model: a run is a list of points plus the environment they were measured in.
 
 Pure, typed records, nothing about files or rendering. A :class:`Point` is immutable and checks itself when it
-is made (pyperf's way): its problem is a shape object (gpubench/ops/problems.py), its status a :class:`Status`,
+is made (pyperf's way): its problem is a shape object (an op's, gpubench/ops/), its status a :class:`Status`,
 what it recorded besides its time a :class:`Details`. It keeps its raw samples; its statistics, GFLOPS and
 GB/s are derived from them on demand. A :class:`Run` is the one record that grows while a sweep writes it.
 """
@@ -20,7 +20,8 @@ from gpubench import __version__
 from gpubench.core.errors import one_line
 from gpubench.measure.modes import Modes, two_modes
 from gpubench.core.dtypes import DType
-from gpubench.ops.problems import Op, Shape
+from gpubench import ops
+from gpubench.ops.base import Shape
 from gpubench.measure.timing import Pace, Stats, Stop, summarize
 
 SCHEMA = "gpubench-run"
@@ -181,7 +182,8 @@ class Point:
                    telemetry=telemetry)
 
     @property
-    def op(self) -> Op:
+    def op(self) -> str:
+        """The name of the op its problem belongs to."""
         return self.problem.op
 
     @property
@@ -303,8 +305,8 @@ class Run:
     def device(self) -> str:
         return self.environment.get("device", {}).get("name", "unknown device")
 
-    def ops(self) -> list[Op]:
-        return sorted({p.op for p in self.points}, key=list(Op).index)
+    def ops(self) -> list[str]:
+        return sorted({p.op for p in self.points}, key=ops.order)
 
     def baseline(self, op: str) -> str | None:
         """The (first) variant this run measured `op` against, as recorded when it ran."""

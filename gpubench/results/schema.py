@@ -2,7 +2,7 @@
 
 A file is checked when it is read (types, required fields, finite positive samples, statuses that agree with
 the errors) so that nothing downstream computes a verdict from garbage. Each check that a record can make of
-itself lives in its constructor (gpubench/results/model.py, gpubench/ops/problems.py); this module walks the file,
+itself lives in its constructor (gpubench/results/model.py, gpubench/ops/); this module walks the file,
 names the place in it, and turns every way it can be wrong into one line.
 
 Versions: 1 (gpubench 0.1) kept no variant records; 2 kept a point's problem as `params` and its details as a
@@ -21,7 +21,8 @@ from pathlib import Path
 
 from gpubench.core.errors import GpubenchError
 from gpubench.core.dtypes import DType
-from gpubench.ops.problems import SHAPES, shape_from
+from gpubench import ops
+from gpubench.ops import shape_from
 from gpubench.results.model import FIELD_KINDS, SCHEMA_VERSION, Details, Point, Run, RunStatus, Status
 
 MAX_DEPTH = 64  # nesting in settings, environment or details: deeper is not a file gpubench wrote
@@ -79,7 +80,7 @@ def _from_v3(data: dict) -> dict:
     for p in data.get("points") if isinstance(data.get("points"), list) else []:
         if isinstance(p, dict) and isinstance(p.get("problem"), dict):
             details = p.get("details") if isinstance(p.get("details"), dict) else {}
-            kind = SHAPES.get(p.get("op")) if isinstance(p.get("op"), str) else None
+            kind = ops.get(p["op"]).shape if p.get("op") in ops.names() else None
             p["problem"].setdefault("dtype", str(DType.TF32 if details.get("tf32") is True else DType.FP32))
             if kind is not None:
                 p["problem"].setdefault("layout", str(kind.DEFAULT_LAYOUT))

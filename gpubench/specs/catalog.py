@@ -7,13 +7,14 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from gpubench import ops
 from gpubench.core import paths
 from gpubench.core.errors import GpubenchError
 from gpubench.specs.files import parse_specs, read_toml
 from gpubench.specs.parse import SpecError
 from gpubench.specs.variant import Variant
 
-SPEC_FILES = ("gemm/variants.toml", "conv/variants.toml")  # the built-in specs, under cuda_src/
+SPEC_FILE = "variants.toml"  # each op's built-in specs: cuda_src/<op>/variants.toml, found by itself
 
 
 def kernels_dir() -> Path:
@@ -23,8 +24,10 @@ def kernels_dir() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def builtin() -> tuple[Variant, ...]:
-    """The built-in variants, one spec file per op folder of cuda_src/ (named sets are shared between them)."""
-    documents = [(name, read_toml(kernels_dir() / name, "built-in specs")) for name in SPEC_FILES]
+    """The built-in variants, one spec file per op folder of cuda_src/ (named sets are shared between them), in
+    the ops' order."""
+    names = [f"{op.name}/{SPEC_FILE}" for op in ops.builtin() if (kernels_dir() / op.name / SPEC_FILE).is_file()]
+    documents = [(name, read_toml(kernels_dir() / name, "built-in specs")) for name in names]
     sets = {k: v for _, data in documents for k, v in data.get("sets", {}).items()}
     variants = [v for name, data in documents
                 for v in parse_specs(data, f"cuda_src/{name}", (kernels_dir() / name).parent, builtin=True,

@@ -9,7 +9,7 @@ import re
 
 from gpubench.core import expr
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import ARRAYS, DIMS, LAB_NAMES, SCALES, Op
+from gpubench import ops
 
 # \Z, not $: "$" also matches before a final newline, which would let "name\n" through. ASCII: \w and \d
 # take any script's letters and digits, which no C compiler or file name here expects.
@@ -57,15 +57,17 @@ def args_of(entry: Entry, op: str, scratch: tuple[str, ...] = (), table: dict | 
           where: str = "args", required: bool = True) -> tuple[str, ...]:
     args = (entry.table if table is None else table).get("args")
     if args is None:
-        entry.fail(f"{where} is missing: list the kernel's parameters in order, e.g. {list(ARRAYS[op] + DIMS[op])}")
+        entry.fail(f"{where} is missing: list the kernel's parameters in order, e.g. "
+                   f"{list(ops.get(op).array_names + ops.get(op).dims)}")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         entry.fail(f"{where} must be a list of names (strings)")
-    lab = LAB_NAMES[op]
-    known = set(ARRAYS[op]) | set(SCALES[op]) | set(DIMS[op]) | set(lab) | set(scratch)
+    o = ops.get(op)
+    lab = o.lab_names
+    known = set(o.array_names) | set(o.scales) | set(o.dims) | set(lab) | set(scratch)
     unknown = [a for a in args if a not in known]
     if unknown:
         entry.fail(f"{where}: unknown name(s) {', '.join(unknown)}; allowed for {op}: "
-                   f"{', '.join(ARRAYS[op] + SCALES[op] + DIMS[op] + scratch)}" +
+                   f"{', '.join(o.array_names + o.scales + o.dims + scratch)}" +
                    (f" (or the lab's {', '.join(lab)})" if lab else ""))
     repeated = sorted({a for a in args if args.count(a) > 1})
     if repeated:
@@ -79,7 +81,7 @@ def args_of(entry: Entry, op: str, scratch: tuple[str, ...] = (), table: dict | 
 
 
 def require_args(entry: Entry, op: str, args, where: str = "args") -> None:
-    required = ARRAYS[op] + (DIMS[op] if op == Op.GEMM else ())
+    required = ops.get(op).array_names + ops.get(op).required_args
     missing = [a for a in required if a not in args]
     if missing:
         entry.fail(f"{where}: missing {', '.join(missing)} (a {op} kernel needs {', '.join(required)})")

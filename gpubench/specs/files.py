@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from gpubench.core.errors import parser_complaint
-from gpubench.ops.problems import ARRAYS, DIMS, Op
+from gpubench import ops
 from gpubench.specs.runners import PythonRunner
 from gpubench.specs.parse import IDENT, KEYS, NAME, NAME_RULE, Entry, SpecError, variant_from
 from gpubench.specs.variant import Variant
@@ -116,13 +116,13 @@ def lab_kernel(op: str, text: str, args: str | None, dtypes=("fp32",)) -> Varian
     if not NAME.match(name or symbol):
         raise SpecError(f"--kernel {text!r}: {f'NAME {name!r}' if name else f'SYMBOL {symbol!r}, the variant name,'} "
                         f"must be {NAME_RULE} (e.g. mine=my_lab.cu:gpu_matrix_mult_sm)")
-    default_args = "a,b,c,m,n,k" if op == Op.GEMM else ",".join(ARRAYS[op] + DIMS[op])
+    o = ops.get(op)
+    default_args = o.kernel_args or ",".join(o.array_names + o.dims)
     order = [a.strip() for a in (default_args if args is None else args).split(",") if a.strip()]
     if not order:
         raise SpecError(f"--args {args!r} is empty (an unset variable?): give the kernel's parameter order, e.g. "
                         f"--args {default_args}, or leave it out for that default")
-    grid = ["cdiv(N, BLOCK_SIZE)", "cdiv(M, BLOCK_SIZE)"] if op == Op.GEMM else \
-        ["cdiv(OW, BLOCK_SIZE)", "cdiv(OH, BLOCK_SIZE)", "N * K"]  # x along output rows; conv: a plane per z
+    grid = list(o.kernel_grid)  # the lab's launch: one thread per output, laid out as the op says
     table = {
         "name": name or symbol, "op": op, "source": file, "kernel": symbol, "args": order, "axis": "block",
         "define": "BLOCK_SIZE", "grid": grid, "block": ["BLOCK_SIZE", "BLOCK_SIZE"],

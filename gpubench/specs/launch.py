@@ -12,14 +12,12 @@ from pathlib import Path
 
 from gpubench.core import expr
 from gpubench.core import paths
-from gpubench.ops.problems import ARRAYS, DIMS, LAB_NAMES, GemmShape, Op, conv_shape
+from gpubench import ops
 from gpubench.specs.entry import IDENT, Entry, args_of
 from gpubench.specs.variant import SAMPLE_SMS, SMS, TENSOR_MAP_MAX_DIMS, Config, LaunchSpec, Step, TensorMap, Variant
 
 LAB_BLOCK_SIZES = (8, 16, 24, 32)
-# Problems every launch is evaluated on when a spec loads: ragged, so that a formula's slips show early.
-SAMPLE_SHAPES = {Op.GEMM: GemmShape(1000, 1500, 777),
-                 Op.CONV: conv_shape(1000, 2, batch=2, in_channels=3, out_channels=4, kernel=3)}
+# Every launch is evaluated on its op's sample problem (ragged, so that a formula's slips show early).
 MAP_KEYS = {"array", "box"}
 MAP_OPTIONAL = {"shape", "swizzle", "im2col", "when"}
 SWIZZLES = (0, 128)  # bytes
@@ -27,7 +25,8 @@ STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 
 
 def launch_of(entry: Entry, op: str, names: set[str], table: dict | None = None, where: str = "") -> LaunchSpec:
-    allowed = set(DIMS[op]) | set(LAB_NAMES[op]) | names | {SMS}
+    o = ops.get(op)
+    allowed = set(o.dims) | set(o.lab_names) | names | {SMS}
     table = entry.table if table is None else table
 
     def exprs(key: str) -> tuple[expr.Expr, ...]:
@@ -46,11 +45,12 @@ def launch_of(entry: Entry, op: str, names: set[str], table: dict | None = None,
 
 def workspace_of(entry: Entry, op: str, params: set[str]) -> tuple[tuple[str, expr.Expr], ...]:
     table = entry.get("workspace", dict, default={}, what="a table of sizes such as { U = \"16 * K * C\" }")
-    taken = set(ARRAYS[op]) | set(DIMS[op]) | set(LAB_NAMES[op]) | params
+    o = ops.get(op)
+    taken = set(o.array_names) | set(o.dims) | set(o.lab_names) | params
     for name in table:
         if not IDENT.match(name) or name in taken:
             entry.fail(f"workspace: {name!r} must be an identifier other than the problem's names and parameters")
-    return tuple((name, entry.expression(f"workspace.{name}", size, set(DIMS[op]) | params))
+    return tuple((name, entry.expression(f"workspace.{name}", size, set(o.dims) | params))
                  for name, size in table.items())
 
 
@@ -62,7 +62,8 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
     the kernel gets 128 bytes of zeros in its place and must take another path."""
     table = entry.get("tensor_maps", dict, default={},
                       what='a table such as { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }')
-    taken = set(ARRAYS[op]) | set(DIMS[op]) | set(LAB_NAMES[op]) | params | set(scratch)
+    o = ops.get(op)
+    taken = set(o.array_names) | set(o.dims) | set(o.lab_names) | params | set(scratch)
     maps = []
     for name, t in table.items():
         where = f"tensor_maps.{name}"
@@ -75,20 +76,21 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
         swizzle = t.get("swizzle", 128)
         if type(swizzle) is not int or swizzle not in SWIZZLES:
             entry.fail(f"{where}.swizzle must be 128 (bytes; the default) or 0 (rows as they are), got {swizzle!r}")
-        arrays = ARRAYS[op] + scratch
+        arrays = o.array_names + scratch
         if t["array"] not in arrays:
             entry.fail(f"{where}.array must be one of {', '.join(arrays)}, got {t['array']!r}")
         im2col = t.get("im2col", False)
         if type(im2col) is not bool:
             entry.fail(f"{where}.im2col must be true or false, got {im2col!r}")
-        if im2col and (op != Op.CONV or t["array"] != ARRAYS[Op.CONV][0] or "shape" in t):
-            entry.fail(f"{where}.im2col is for a convolution's input {ARRAYS[Op.CONV][0]}, without a shape (the "
-                       "problem gives it)")
-        if "shape" not in t and not im2col and (op != Op.GEMM or t["array"] not in ARRAYS[op]):
-            entry.fail(f"{where}.shape may be left out (the array as it lies in the problem's layout) only for a "
-                       f"GEMM's {', '.join(ARRAYS[Op.GEMM])}; give rows and columns for {t['array']}")
+        if im2col and (o.im2col is None or t["array"] != o.im2col[0] or "shape" in t):
+            holders = " or ".join(f"a {h.noun}'s input {h.im2col[0]}" for h in ops.builtin() if h.im2col)
+            entry.fail(f"{where}.im2col is for {holders}, without a shape (the problem gives it)")
+        if "shape" not in t and not im2col and t["array"] not in o.matrices:
+            holders = " or ".join(f"a {h.noun}'s {', '.join(h.matrices)}" for h in ops.builtin() if h.matrices)
+            entry.fail(f"{where}.shape may be left out (the array as it lies in the problem's layout) only for "
+                       f"{holders}; give rows and columns for {t['array']}")
         pair = {"shape": None}
-        for key, allowed in (("shape", set(DIMS[op])), ("box", set(DIMS[op]) | params)):
+        for key, allowed in (("shape", set(o.dims)), ("box", set(o.dims) | params)):
             if key not in t:
                 continue
             if not isinstance(t[key], list) or not 2 <= len(t[key]) <= TENSOR_MAP_MAX_DIMS:
@@ -99,7 +101,7 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
         if len(pair["box"]) != dims_given:
             entry.fail(f"{where}.box must have one expression per dimension of the array ({dims_given}), got "
                        f"{len(pair['box'])}")
-        when = entry.expression(f"{where}.when", t["when"], set(DIMS[op]) | params, boolean=True) if "when" in t \
+        when = entry.expression(f"{where}.when", t["when"], set(o.dims) | params, boolean=True) if "when" in t \
             else None
         maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle, im2col, when))
     return tuple(maps)
@@ -157,7 +159,8 @@ def symbol_defined(entry: Entry, source: Path, symbol: str, suffix: str) -> None
 
 def check_launches(entry: Entry, v: Variant) -> None:
     """Evaluate every configuration's launch on a ragged sample problem: CUDA's block limits, positive grids."""
-    dims = SAMPLE_SHAPES[v.op].dims()
+    sample = ops.get(v.op).sample
+    dims = sample.dims()
     for c in v.configs_for(LAB_BLOCK_SIZES):
         for step in v.steps():
             _checklaunch_of(entry, v, c, step, {**dims, SMS: SAMPLE_SMS})
@@ -166,7 +169,7 @@ def check_launches(entry: Entry, v: Variant) -> None:
         except expr.ExprError as err:
             entry.fail(f"configuration {c.label}: workspace: {err}")
         if any(n < 1 for n in sizes.values()):
-            entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {SAMPLE_SHAPES[v.op].label} problem")
+            entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {sample.label} problem")
         # (a variant whose `requires` turns the sample problem away has no map to check on it)
         for m, problem in ((m, p) for m in v.tensor_maps for p in sample_problems(v) if not v.unfit(dims)):
             try:
@@ -183,7 +186,7 @@ def check_launches(entry: Entry, v: Variant) -> None:
 def sample_problems(v: Variant) -> list:
     """The sample problem in every precision and layout the variant takes (a tensor map's elements and shape
     follow them)."""
-    return [replace(SAMPLE_SHAPES[v.op], dtype=d, layout=x) for d in v.dtypes for x in v.layouts_taken]
+    return [replace(ops.get(v.op).sample, dtype=d, layout=x) for d in v.dtypes for x in v.layouts_taken]
 
 
 def _checklaunch_of(entry: Entry, v: Variant, c: Config, step: Step, dims) -> None:
@@ -193,4 +196,4 @@ def _checklaunch_of(entry: Entry, v: Variant, c: Config, step: Step, dims) -> No
         entry.fail(f"configuration {c.label}: {step.kernel}: {err}")
     beyond = launch.beyond_limits()
     if beyond:
-        entry.fail(f"configuration {c.label}: {step.kernel}: {beyond} for a {SAMPLE_SHAPES[v.op].label} problem")
+        entry.fail(f"configuration {c.label}: {step.kernel}: {beyond} for a {ops.get(v.op).sample.label} problem")

@@ -19,14 +19,13 @@ from gpubench.core import paths
 from gpubench.specs import runners
 from gpubench.specs import precision as spec_precision
 from gpubench.core.errors import one_line
-from gpubench.ops.problems import DIMS, LAB_NAMES, Op
+from gpubench import ops
 # SpecError, ARCH, LAB_BLOCK_SIZES and sample_problems are read from here by the rest of the package
 from gpubench.specs.entry import ARCH, IDENT, NAME, NAME_RULE, Entry, SpecError, args_of, require_args  # noqa: F401
-from gpubench.specs.launch import (LAB_BLOCK_SIZES, SAMPLE_SHAPES, before_of, check_launches, launch_of,  # noqa: F401
+from gpubench.specs.launch import (LAB_BLOCK_SIZES, before_of, check_launches, launch_of,  # noqa: F401
                                   sample_problems, symbol_defined, tensor_maps_of, workspace_of)
 from gpubench.specs.variant import SMS, Axis, Config, Variant, config_label
 
-OPS = tuple(Op)
 BACKENDS = ("cuda", "cpu")
 MAX_BLOCK_SIZE = 32  # B×B threads; 32×32 = 1024 is CUDA's per-block limit
 KEYS = {
@@ -67,15 +66,15 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
     unknown = sorted(set(t) - KEYS)
     if unknown:
         entry.fail(f"unknown field(s) {', '.join(unknown)}; allowed are {', '.join(sorted(KEYS - BUILTIN_ONLY))}")
-    if not builtin and set(t) & BUILTIN_ONLY:
-        entry.fail(f"{', '.join(sorted(set(t) & BUILTIN_ONLY))} is for built-in variants only")
     name = entry.get("name", str)
     if not name or not NAME.match(name):
         entry.fail(f"name {'must be' if name else 'is required:'} {NAME_RULE} (e.g. \"my-shared\")")
     op = entry.get("op", str)
-    if op not in OPS:
-        entry.fail(f"op must be one of {', '.join(OPS)}, got {op!r}")
-    op = Op(op)
+    if op not in ops.names():
+        entry.fail(f"op must be one of {', '.join(ops.names())}, got {op!r}")
+    if not builtin and set(t) & BUILTIN_ONLY and ops.get(op).builtin:  # a project's own op has no library but its own
+        entry.fail(f"{', '.join(sorted(set(t) & BUILTIN_ONLY))} is for built-in variants only (and your own ops' "
+                   "variants)")
     source_text = entry.get("source", str, what="a file path")
     suffix = Path(source_text).suffix if source_text else ""
     backend = entry.get("backend", str, default="cpu" if suffix == ".py" else "cuda")
@@ -122,7 +121,7 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
     if not all(type(v) is int and IDENT.match(k) for k, v in defaults.items()):
         entry.fail("defaults must be a table of integers named like C macros")
     params |= set(defaults) | ({define} if axis == Axis.BLOCK else set())
-    clash = sorted(params & (set(DIMS[op]) | set(LAB_NAMES[op]) | {"threads", "shared"}))
+    clash = sorted(params & (set(ops.get(op).dims) | set(ops.get(op).lab_names) | {"threads", "shared"}))
     if clash:
         entry.fail(f"parameter(s) {', '.join(clash)} would hide a problem dimension of the same name")
     launch, args, before, workspace, tensor_maps = None, (), (), (), ()
@@ -156,7 +155,7 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
             entry.fail(f"workspace {', '.join(unused)} is passed to no kernel")
     elif runner.ARGS:
         args = args_of(entry, op)
-    requires = tuple(entry.expression("requires", r, set(DIMS[op]), boolean=True)
+    requires = tuple(entry.expression("requires", r, set(ops.get(op).dims), boolean=True)
                      for r in entry.get("requires", list, default=[], what="a list of conditions"))
     label = entry.get("label", str, what="a template such as \"{BM}x{BN}\"")
     if label is not None:
@@ -203,9 +202,9 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
     if launch is not None:
         check_launches(entry, variant)
     try:  # on the ragged sample problem: a condition that cannot be evaluated is the spec's error, not a point's
-        variant.unfit(SAMPLE_SHAPES[op].dims())
+        variant.unfit(ops.get(op).sample.dims())
     except expr.ExprError as err:
-        entry.fail(f"requires: {err} (on a {SAMPLE_SHAPES[op].label} problem)")
+        entry.fail(f"requires: {err} (on a {ops.get(op).sample.label} problem)")
     for c in variant.configs if variant.axis != Axis.BLOCK else ():
         broken = variant.satisfies(c)
         if broken:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from gpubench.core.dtypes import PRECISIONS, DType
-from gpubench.ops.problems import SHAPES
+from gpubench import ops
 
 IDENT = re.compile(r"[A-Za-z_]\w*$")
 KEYS = {"dtypes", "layouts", "dtype_define", "layout_define"}
@@ -43,7 +43,7 @@ def _macro(entry, key: str) -> str | None:
 
 def precisions(entry, op, runner) -> dict:
     """The Variant fields for the table's dtypes, layouts and their macros, every rule checked."""
-    shape = SHAPES[op]
+    shape = ops.get(op).shape
     dtypes = _names(entry, "dtypes", DType, [DType.TF32.value if runner.tf32 else DType.FP32.value])
     layouts = _names(entry, "layouts", shape.LAYOUT, [shape.DEFAULT_LAYOUT.value])
     dtype_define, layout_define = _macro(entry, "dtype_define"), _macro(entry, "layout_define")

@@ -9,6 +9,7 @@ the built-in specs (cuda_src/README.md):
     [sets]                     # optional: named lists of configurations
     [[family]]                 # optional: what several variants share
     [[variant]]                # one table per variant; paths are relative to this file
+    [[op]]                     # optional: your own ops (gpubench/ops/declared.py), which your variants may compute
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpubench import ops
 from gpubench.core import paths
+from gpubench.ops import declared
 from gpubench.core.errors import GpubenchError
 from gpubench.specs.parse import SpecError
 from gpubench.specs.files import parse_specs, read_toml
 from gpubench.specs.variant import Variant
 
 FILE = "gpubench.toml"
-KEYS = {"variant", "family", "sets", "tuned"}  # what the docstring above and the README declare
+KEYS = {"variant", "family", "sets", "tuned", "op"}  # what the docstring above and the README declare
 
 
 @dataclass
@@ -32,6 +35,7 @@ class Project:
     path: Path | None = None  # the file that declared it; None: no project here
     variants: list[Variant] = field(default_factory=list)
     tuned_dir: Path | None = None
+    ops: list = field(default_factory=list)  # its own ops' declarations
 
 
 def find(start: Path) -> Path | None:
@@ -85,5 +89,9 @@ def load(config: str | Path | None = None, start: Path | None = None) -> Project
     tuned = data.get("tuned")
     if tuned is not None and not isinstance(tuned, str):
         raise SpecError(f"{path}: tuned must be a directory path (a string), got {tuned!r}")
-    variants = parse_specs(data, str(path), paths.resolved(path.parent))
-    return Project(path, variants, paths.resolved(path.parent / tuned) if tuned else None)
+    root = paths.resolved(path.parent)
+    mine = declared.declarations(data.get("op", []), str(path), root)
+    for decl in mine:  # before its variants, which may compute them
+        ops.declare(decl.op_def())
+    variants = parse_specs(data, str(path), root)
+    return Project(path, variants, paths.resolved(path.parent / tuned) if tuned else None, mine)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from gpubench.core import paths
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import Op, shape_from
+from gpubench import ops
+from gpubench.ops import shape_from
 from gpubench.results import Details
 from gpubench.specs.variant import Axis, Config, Variant
 
@@ -39,15 +40,25 @@ def _entry_problem(entry) -> dict:
     if isinstance(shape, list):
         shape = {"m": shape[0], "n": shape[1], "k": shape[2]}
     try:
-        return shape_from(Op.GEMM if "m" in shape else Op.CONV, shape).record()
+        return _shape(shape).record()
     except GpubenchError:
         return shape
+
+
+def _shape(record: dict):
+    """The problem a tuned entry's record describes: the op whose shape reads it back (GpubenchError: none)."""
+    for op in ops.builtin():
+        try:
+            return shape_from(op.name, record)
+        except GpubenchError:
+            continue
+    raise GpubenchError(f"no op's problem has the keys {', '.join(record)}")
 
 
 def _flops(problem: dict) -> float:
     """The problem's FLOPs through its shape, or the product of its sizes for a record no shape reads back."""
     try:
-        return shape_from(Op.GEMM if "m" in problem else Op.CONV, problem).flops
+        return _shape(problem).flops
     except GpubenchError:
         return float(math.prod(v for v in problem.values() if isinstance(v, int) and v > 0))
 

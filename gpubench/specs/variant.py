@@ -19,7 +19,8 @@ import numpy as np
 from gpubench.core import dtypes
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.expr import Expr
-from gpubench.ops.problems import SHAPES, Op, laid_out_arrays
+from gpubench import ops
+from gpubench.ops import laid_out_arrays
 from gpubench.specs.runners import Runner
 
 # Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
@@ -158,7 +159,7 @@ class TensorMap:
         shape, box = self.resolve(values, problem)
         if min(shape) < 1:
             return f"tensor map {self.name}: {' × '.join(map(str, shape))} is empty"
-        if self.im2col and problem is not None and problem.layout != dtypes.ConvLayout.NHWC:
+        if self.im2col and problem is not None and problem.layout != ops.of(problem).im2col[1]:
             return f"tensor map {self.name}: the im2col mode reads NHWC inputs, not {problem.layout}"
         size = np.dtype(self.element(problem)).itemsize
         widest = 128 // size if self.swizzle else 256  # the swizzle's 128 bytes, or TMA's 256 elements
@@ -203,13 +204,13 @@ def config_label(template: str | None, params: Mapping[str, int], defaults: Mapp
 @dataclass(frozen=True)
 class Variant:
     name: str
-    op: Op
+    op: str  # the op's name (gpubench/ops/)
     backend: str  # "cuda" | "cpu"
     runner: Runner  # what runs it (a CUDA kernel, a CPU function, a library call ...), with its options
     summary: str = ""  # one line for `gpubench list` and the README: what the variant is and what it buys
     source: Path | None = None  # the kernel's file (absolute)
     kernel: str | None = None  # the symbol in it
-    args: tuple[str, ...] = ()  # the kernel's parameters in order, in gpubench's names (problems.ARRAYS/DIMS)
+    args: tuple[str, ...] = ()  # the kernel's parameters in order, in gpubench's names (its op's arrays and dims)
     launch: LaunchSpec | None = None
     axis: Axis = Axis.NONE
     configs: tuple[Config, ...] = (NO_CONFIG,)
@@ -253,13 +254,15 @@ class Variant:
 
     @property
     def layouts_taken(self) -> tuple:
-        return self.layouts or (SHAPES[self.op].DEFAULT_LAYOUT,)
+        return self.layouts or (ops.get(self.op).shape.DEFAULT_LAYOUT,)
 
     def tolerance_for(self, shape) -> float:
-        """The largest rel_err this variant may have on the shape: its spec's, else the error model's."""
+        """The largest rel_err this variant may have on the shape: its spec's, else its op's, else the error
+        model's."""
         if self.tolerance is not None:
             return self.tolerance
-        return dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
+        own = ops.of(shape).tolerance
+        return own if own is not None else dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
 
     def compile_params(self, config: Config, shape=None) -> dict:
         """The -D defines of one build for a problem: the configuration's parameters and, where the spec names a

@@ -19,7 +19,7 @@ from gpubench.core.errors import GpubenchError, NoDevice
 from gpubench.core.paths import shown_path, temporary
 from gpubench.core.exit_codes import Exit
 from gpubench.execution.executors import open_executor
-from gpubench.ops.problems import Op
+from gpubench import ops
 from gpubench.specs.project import Project
 from gpubench.results import Run
 from gpubench.specs.parse import ARCH
@@ -67,14 +67,14 @@ def _catalog(project: Project):
     return Catalog.with_user(project.variants)
 
 
-def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tuple[int, ...], block_sizes_given: bool,
+def run_op(op: str, shapes: list, *, variants: list[str] | None, block_sizes: tuple[int, ...], block_sizes_given: bool,
            kernels, kernel_args: str | None, warmup: int, reps: int, budget: float, max_noise: float | None,
            max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
            force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
            scheduler: str | None, replicate: bool, slow_threshold: float | None, display: Display, dtype: str | None = None,
            layout: str | None = None, pace: str | None = None, settle: float | None = None,
            cooldown: float | None = None, processes: int | None = None) -> RunOutcome:
-    """`gpubench gemm|conv`: one sweep of the op over the shapes in each asked precision and layout, checked by the
+    """`gpubench gemm|conv|sweep OP`: one sweep of the op over the shapes in each asked precision and layout, checked by the
     plan, run, saved and shown."""
     from gpubench.specs import project as projects
 
@@ -100,6 +100,35 @@ def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tup
                          plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
     return run_sweeps(request, display)
+
+
+def op_problems(name: str, args: list[str], config: str | None) -> tuple[str, list]:
+    """`gpubench sweep OP --DIM values ...`: the op (a built-in one, or your project's [[op]]) and its problems
+    from its own options, given as --name value pairs after the op's name."""
+    from gpubench.specs import project as projects
+
+    projects.load(config)  # a project's [[op]] tables are ops from here on
+    op = ops.get(name)
+    flags = {p.flag: p for p in op.params}
+    values: dict[str, object] = {}
+    rest = list(args)
+    while rest:
+        flag = rest.pop(0)
+        flag, eq, value = flag.partition("=")
+        p = flags.get(flag)
+        if p is None:
+            raise GpubenchError(f"{flag}: no such option for {name}; its problem options are "
+                                f"{', '.join(flags) or 'none'} (and every sweep's: see --help)")
+        if not eq:
+            if not rest:
+                raise GpubenchError(f"{flag} needs a value")
+            value = rest.pop(0)
+        if p.kind == ops.base.ParamKind.TRIPLES:
+            values.setdefault(p.name, []).append(value)
+        else:
+            values[p.name] = value
+    shapes, _ = op.problems(values, name, strict=True)
+    return op.name, shapes
 
 
 def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed: int, tf32: bool, timeout: float,
@@ -209,14 +238,14 @@ def check_project(config: str | None, arch: str, builtin: bool, block_sizes: tup
     return proj, check_kernels(variants, archs, block_sizes) if variants else []
 
 
-def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed: int, timeout: float,
-              gpus: str | None, scheduler: str | None, config: str | None, out: Console) -> Path:
-    """`gpubench tune gemm`: search the variant's space per shape; returns the file the winners went to."""
+def tune(op: str, variant: str, shapes: list, *, candidates: int, refine: int, seed: int, timeout: float,
+         gpus: str | None, scheduler: str | None, config: str | None, out: Console) -> Path:
+    """`gpubench tune OP`: search the variant's space per shape; returns the file the winners went to."""
     from gpubench.usecases import autotune
     from gpubench.specs import project as projects
 
     proj = projects.load(config)
-    target = _catalog(proj).get(Op.GEMM, "cuda", variant)
+    target = _catalog(proj).get(op, "cuda", variant)
     spread = plan.Spread.from_options(gpus, scheduler)
     try:
         return autotune.run(target, shapes, candidates, refine, plan.check_seed(seed), plan.check_timeout(timeout),

@@ -10,8 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from gpubench.core.errors import GpubenchError
-from gpubench.views.run import best_points, display_name
-from gpubench.ops.problems import SHAPES, Op
+from gpubench.views.run import best_points, definition, display_name
 from gpubench.results import Run, Status
 
 FORMATS = (".png", ".svg", ".pdf")  # what `gpubench plot -o` writes (checked before anything is drawn)
@@ -23,7 +22,7 @@ def _panel(p) -> str | None:
     return p.problem.series
 
 
-def _series(run: Run, op: Op, panel: str | None):
+def _series(run: Run, op: str, panel: str | None):
     # problems outside any series (plot_x None: not square) are not drawn against size
     points = [p for p in run.points if p.op == op and p.status == Status.OK and panel is not None
               and _panel(p) == panel]
@@ -33,12 +32,19 @@ def _series(run: Run, op: Op, panel: str | None):
     return {name: sorted(ps, key=lambda p: p.problem.plot_x) for name, ps in series.items()}
 
 
-# What each op's panel plots: GEMM is compute-bound (GFLOPS), the lab's convolutions memory-bound (GB/s).
-BY_FLOPS = {Op.GEMM: True, Op.CONV: False}
+def by_flops(run: Run, op: str) -> bool:
+    """What the op's panel plots (its op says): GFLOPS for compute-bound GEMM, GB/s for the lab's memory-bound
+    convolutions."""
+    return definition(run, op).by_flops
 
 
-def _rate(p, ms: float, op: Op) -> float:
-    return (p.flops if BY_FLOPS[op] else p.min_bytes) / ms / 1e6  # GFLOPS or GB/s
+def axis(run: Run, op: str) -> str:
+    """The x axis of the op's size plots."""
+    return next(p.problem for p in run.points if p.op == op).PLOT_AXIS
+
+
+def _rate(p, ms: float, flops: bool) -> float:
+    return (p.flops if flops else p.min_bytes) / ms / 1e6  # GFLOPS or GB/s
 
 
 def _pyplot():
@@ -121,7 +127,7 @@ def roofline_plot(run: Run, output: str | Path) -> Path:
 @_without_glyph_warnings()
 def plot(run: Run, output: str | Path) -> Path:
     plt = _pyplot()
-    panels = [(op, s) for op in Op for s in sorted({_panel(p) for p in run.points if p.op == op} - {None})]
+    panels = [(op, s) for op in run.ops() for s in sorted({_panel(p) for p in run.points if p.op == op} - {None})]
     panels = [(op, s) for op, s in panels if _series(run, op, s)]
     if not panels:
         raise GpubenchError("the run has no measured square problems to plot")
@@ -132,21 +138,22 @@ def plot(run: Run, output: str | Path) -> Path:
         ax.set_visible(False)
     copy = run.environment.get("device", {}).get("copy_gbps")
     for ax, (op, series) in zip(axes.flat, panels):
+        flops = by_flops(run, op)
         for name, ps in _series(run, op, series).items():
             x = [p.problem.plot_x for p in ps]
-            mid = [_rate(p, p.timing.median, op) for p in ps]
-            lo = [_rate(p, p.timing.q3, op) for p in ps]
-            hi = [_rate(p, p.timing.q1, op) for p in ps]
+            mid = [_rate(p, p.timing.median, flops) for p in ps]
+            lo = [_rate(p, p.timing.q3, flops) for p in ps]
+            hi = [_rate(p, p.timing.q1, flops) for p in ps]
             (line,) = ax.plot(x, mid, marker="o", label=name)
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
-        if not BY_FLOPS[op] and copy:
+        if not flops and copy:
             ax.axhline(copy, color="gray", linestyle="--", label=f"device copy {copy:,.0f} GB/s")
         ax.set_xscale("log", base=2)
         sizes = sorted({p.problem.plot_x for ps in _series(run, op, series).values() for p in ps})
         ax.set_xticks(sizes, [str(s) for s in sizes])
         ax.minorticks_off()
-        ax.set_xlabel(SHAPES[op].PLOT_AXIS)
-        ax.set_ylabel("GFLOPS" if BY_FLOPS[op] else "GB/s of minimum bytes")
+        ax.set_xlabel(axis(run, op))
+        ax.set_ylabel("GFLOPS" if flops else "GB/s of minimum bytes")
         ax.set_title(f"{op} {series} on {run.device}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)

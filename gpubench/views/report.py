@@ -57,12 +57,12 @@ def size_charts(run: Run) -> list[tuple[object, Chart]]:
     charts = []
     for op in run.ops():
         for series in sorted({plot._panel(p) for p in run.points if p.op == op} - {None}):
-            by_flops = plot.BY_FLOPS[op]
-            chart = Chart(f"{op} · {series}", plot.SHAPES[op].PLOT_AXIS, "GFLOPS" if by_flops else "GB/s")
+            by_flops = plot.by_flops(run, op)
+            chart = Chart(f"{op} · {series}", plot.axis(run, op), "GFLOPS" if by_flops else "GB/s")
             baselines = set(run.baselines(op))
             for name, points in plot._series(run, op, series).items():
                 chart.series.append(Series(name.split(" ")[0], name, [
-                    (p.problem.plot_x, plot._rate(p, p.median_ms, op)) for p in points],
+                    (p.problem.plot_x, plot._rate(p, p.median_ms, by_flops)) for p in points],
                     reference=name.split(" ")[0] in baselines))
             copy = run.environment.get("device", {}).get("copy_gbps")
             if not by_flops and copy and chart.series:

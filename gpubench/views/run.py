@@ -9,12 +9,11 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from typing import Callable
 
 from gpubench.measure import hierarchical, power_state
 from gpubench.measure import roofline
 from gpubench.analysis.compare import point_label
-from gpubench.ops.problems import SHAPES, ConvShape, GemmShape, Op
+from gpubench import ops
 from gpubench.results import Point, Run, Status
 from gpubench.measure.timing import Pace
 from gpubench.views import modes, power
@@ -34,7 +33,14 @@ def row_key(p: Point) -> tuple[str, ...]:
     return p.problem.row_key()
 
 
-ROW_HEADERS = {op: list(shape.ROW_HEADERS) for op, shape in SHAPES.items()}
+def definition(run: Run, op: str):
+    """The op a run's points of that name belong to (a project's own op travels in its points' records)."""
+    return ops.of(next(p.problem for p in run.points if p.op == op))
+
+
+def row_headers(run: Run, op: str) -> list[str]:
+    """What a table row of the op stands for (GEMM: the size; conv: the size and the stride)."""
+    return list(next(p.problem for p in run.points if p.op == op).ROW_HEADERS)
 
 
 def _ordered(items):
@@ -64,21 +70,6 @@ def _status_cell(p: Point) -> Cell:
     return Cell(f"FAIL {p.median_ms:.3f} ms", "fail")
 
 
-@dataclass(frozen=True)
-class Layout:
-    """How an op's tables are laid out: the lab's GEMM report or its convolution report."""
-
-    library: str  # a GPU run's baseline, as captions name it
-    share_header: str  # the summary's column of each variant against the baseline ...
-    share: Callable[[float], str]  # ... and how a speed ratio (baseline time / this time) is written there
-    lab_tables: bool  # the lab's two conv tables (ms per variant, rates); one-configuration variants only there
-
-
-LAYOUTS = {
-    Op.GEMM: Layout("cuBLAS", "% of library", lambda r: f"{100 * r:.0f}%", lab_tables=False),
-    Op.CONV: Layout("cuDNN", "speed vs library", lambda r: f"{r:.2f}×", lab_tables=True),
-}
-LIBRARY_NAMES = {"cublas": "cuBLAS", "cudnn": "cuDNN (best plan)"}  # a baseline as the tables name it
 NOISE_THRESHOLD = 0.05  # a point whose IQR/median exceeds the threshold cannot support it: marked "~"
 
 
@@ -122,10 +113,11 @@ def config_tables(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> list
     tables = []
     for name, mine in by_name.items():
         configs = _ordered(p.config for p in mine)
-        if LAYOUTS[op].lab_tables and len(configs) == 1:
+        if definition(run, op).table.lab_tables and len(configs) == 1:
             continue  # single-configuration conv variants appear in the comparison table only
-        table = Table(f"{op} · {name} — ms / GFLOPS", ROW_HEADERS[op] + [_config_header(c) for c in configs],
-                      left=len(ROW_HEADERS[op]))
+        headers = row_headers(run, op)
+        table = Table(f"{op} · {name} — ms / GFLOPS", headers + [_config_header(c) for c in configs],
+                      left=len(headers))
         rows: dict[tuple, dict[str, Point]] = {}
         for p in mine:
             rows.setdefault(row_key(p), {})[p.config] = p
@@ -153,10 +145,11 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
     """Each variant's best configuration per size, with its share of the library's speed."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
-    layout = LAYOUTS[op]
-    lib, rel = layout.library, layout.share_header
-    headers = ROW_HEADERS[op] + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err", "details"]
-    table = Table(f"{op} · best configuration per variant", headers, left=len(ROW_HEADERS[op]) + 2,
+    layout = definition(run, op).table
+    lib, rel = layout.library, layout.ratio_header
+    rows = row_headers(run, op)
+    headers = rows + ["variant", "best config", "ms", "GFLOPS", "GB/s", rel, "rel_err", "details"]
+    table = Table(f"{op} · best configuration per variant", headers, left=len(rows) + 2,
                   caption=f"library = the baseline row ({lib} on a GPU, NumPy on the CPU), same precision and layout")
     baselines = _baselines(best, run, op)
     marked = []  # ratios between two power states: (point, ratio, states)
@@ -171,7 +164,7 @@ def summary_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Tabl
                 line[-1] = Cell(f"{p.config} {flag}", "noisy")
             if base is not None:
                 ratio = base.median_ms / p.median_ms
-                share = layout.share(ratio)
+                share = layout.ratio(ratio)
                 states = power_state.apart(p, base)
                 if states is not None:
                     share += f" {power.MARK}"
@@ -207,12 +200,13 @@ def _err(p: Point) -> str:
     return f"{p.rel_err:.1e}" if p.rel_err is not None else ""
 
 
-def comparison_table(run: Run, op: Op = Op.CONV, threshold: float = NOISE_THRESHOLD) -> Table:
+def comparison_table(run: Run, op: str, threshold: float = NOISE_THRESHOLD) -> Table:
     """The lab's conv layout: rows = size × stride, columns = variants (best configuration, ms), fastest bold."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
     names = _ordered(display_name(p) for p in points)
-    table = Table(f"{op} · ms per variant (fastest in bold)", ROW_HEADERS[op] + names, left=len(ROW_HEADERS[op]))
+    rows = row_headers(run, op)
+    table = Table(f"{op} · ms per variant (fastest in bold)", rows + names, left=len(rows))
     for row in _ordered(row_key(p) for p in points):
         cells = {name: best.get((row, name)) for name in names}
         fastest = min((p.median_ms for p in cells.values() if p and p.status == Status.OK), default=None)
@@ -231,14 +225,15 @@ def comparison_table(run: Run, op: Op = Op.CONV, threshold: float = NOISE_THRESH
     return table
 
 
-def rates_table(run: Run, op: Op = Op.CONV) -> Table:
+def rates_table(run: Run, op: str) -> Table:
     """The lab's second conv table: per variant GFLOPS / GB/s of minimum bytes / speed relative to the library."""
     points = [p for p in run.points if p.op == op]
     best = best_points(points)
     names = _ordered(display_name(p) for p in points)
     baseline = run.baseline(op)
-    against = f" / speed vs {LIBRARY_NAMES.get(baseline, baseline)}" if baseline else ""
-    table = Table(f"{op} · GFLOPS / GB/s{against}", ROW_HEADERS[op] + names, left=len(ROW_HEADERS[op]))
+    against = f" / speed vs {definition(run, op).library_name(baseline)}" if baseline else ""
+    rows = row_headers(run, op)
+    table = Table(f"{op} · GFLOPS / GB/s{against}", rows + names, left=len(rows))
     baselines = _baselines(best, run, op)
     for row in _ordered(row_key(p) for p in points):
         line = [Cell(x) for x in row]
@@ -261,9 +256,10 @@ def hardware_table(run: Run, op: str) -> Table | None:
     if not any(p.telemetry for p in points) and not roofline.ceilings(run):
         return None
     floor = roofline.floor_ms(run)
-    table = Table(f"{op} · against the hardware", ROW_HEADERS[op] + ["variant", "ms", "SM MHz", "throttled", "W",
+    rows = row_headers(run, op)
+    table = Table(f"{op} · against the hardware", rows + ["variant", "ms", "SM MHz", "throttled", "W",
                                                                      "mJ / call", "GFLOPS/W", "roofline", "note"],
-                  left=len(ROW_HEADERS[op]) + 1,
+                  left=len(rows) + 1,
                   caption=_hardware_caption(run, floor))
     for p in points:
         t = p.telemetry or {}
@@ -347,7 +343,7 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     tables = []
     for op in run.ops():
         tables += config_tables(run, op, threshold)
-        if LAYOUTS[op].lab_tables:
+        if definition(run, op).table.lab_tables:
             tables += [comparison_table(run, op, threshold), rates_table(run, op)]
         tables.append(summary_table(run, op, threshold))
         hardware = hardware_table(run, op)
@@ -364,21 +360,27 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
 
 # --- the run as CSV ----------------------------------------------------------------------------------------
 
-CSV_COLUMNS = list(dict.fromkeys([
-    "op", "variant", *GemmShape.KEYS, *ConvShape.KEYS, "block", "tf32", "median_ms", "min_ms", "iqr_ms", "reps",
-    "fast_mode_ms", "slow_mode_ms", "fast_mode_share", "gflops", "gbps", "rel_err", "tolerance", "status", "reason",
-    "device",
-]))
+MEASURE_COLUMNS = ["block", "tf32", "median_ms", "min_ms", "iqr_ms", "reps", "fast_mode_ms", "slow_mode_ms",
+                   "fast_mode_share", "gflops", "gbps", "rel_err", "tolerance", "status", "reason", "device"]
+
+
+def csv_columns(run: Run) -> list[str]:
+    """The op and variant, every built-in op's problem keys (and a project's own ops' present in the run), then
+    the measurement's columns."""
+    keys = [k for op in ops.builtin() for k in op.shape.KEYS]
+    keys += [k for p in run.points for k in p.problem.record() if k != "declaration"]
+    return list(dict.fromkeys(["op", "variant", *keys, *MEASURE_COLUMNS]))
 
 
 def to_csv(run: Run) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, csv_columns(run), lineterminator="\n")
     writer.writeheader()
     for p in run.points:
         t, m = p.timing, p.modes
         writer.writerow({
-            "op": p.op, "variant": p.variant, **p.problem.record(),
+            "op": p.op, "variant": p.variant,
+            **{k: v for k, v in p.problem.record().items() if k != "declaration"},
             "block": p.config, "tf32": int(p.tf32),
             "median_ms": _num(t.median if t else None), "min_ms": _num(t.min if t else None),
             "iqr_ms": _num(t.iqr if t else None), "reps": t.n if t else 0,

@@ -14,8 +14,9 @@ import sys
 
 from gpubench.specs import catalog
 from gpubench.backends.cuda import CudaBackend
-from gpubench.core.dtypes import DType, GemmLayout
-from gpubench.ops.problems import GemmShape
+from gpubench.core.dtypes import DType
+from gpubench.ops.gemm import GemmLayout
+from gpubench.ops.gemm import GemmShape
 from gpubench.execution.tasks import verify
 
 TILE = {"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2, "SWIZZLE": 8}

@@ -21,8 +21,9 @@ import sys
 
 from gpubench.specs import catalog
 from gpubench.backends.cuda import CudaBackend
-from gpubench.core.dtypes import ConvLayout, DType
-from gpubench.ops.problems import conv_shape
+from gpubench.core.dtypes import DType
+from gpubench.ops.conv import ConvLayout
+from gpubench.ops.conv import conv_shape
 
 from events import bracketed, median_ms  # tools/gpu/events.py
 

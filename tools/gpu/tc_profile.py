@@ -12,8 +12,9 @@ import sys
 
 from gpubench.specs import catalog
 from gpubench.backends.cuda import CudaBackend
-from gpubench.core.dtypes import DType, GemmLayout
-from gpubench.ops.problems import GemmShape
+from gpubench.core.dtypes import DType
+from gpubench.ops.gemm import GemmLayout
+from gpubench.ops.gemm import GemmShape
 from events import bracketed, median_ms  # tools/gpu/events.py
 
 OURS = {DType.FP16: ("cublas", "wgmma-tma"), DType.BF16: ("cublas", "wgmma-tma"), DType.FP8: ("cublaslt", "fp8-tma")}

@@ -11,7 +11,7 @@ import os
 import sys
 
 from gpubench.backends.cuda import CudaBackend
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.specs import catalog
 from events import median_ms  # tools/gpu/events.py
 

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 
 from gpubench import catalog  # noqa: E402
 from gpubench.execution import nvcc
-from gpubench.ops.problems import GemmShape, conv_shape  # noqa: E402
+from gpubench.ops.conv import conv_shape  # noqa: E402
+from gpubench.ops.gemm import GemmShape
 
 CATALOG = catalog.Catalog(catalog.builtin())
 

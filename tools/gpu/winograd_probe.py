@@ -9,7 +9,7 @@ import sys
 
 from gpubench.specs import catalog
 from gpubench.backends.cuda import CudaBackend
-from gpubench.ops.problems import conv_shape
+from gpubench.ops.conv import conv_shape
 
 
 def main(layer: str):

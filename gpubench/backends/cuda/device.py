@@ -19,10 +19,11 @@ from gpubench.execution import nvcc
 from gpubench.core import paths
 from gpubench.measure import telemetry
 from gpubench.backends.cuda import blas, storage
-from gpubench.core.dtypes import PRECISIONS, DType, GemmLayout
+from gpubench.core.dtypes import PRECISIONS, DType
+from gpubench.ops.gemm import GemmLayout
 from gpubench.core.errors import GpubenchError, Skip
 from gpubench.core.phases import phase
-from gpubench.ops.problems import GemmShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.specs.runners import CublasLtRunner
 from gpubench.measure.timing import TimingPolicy, measure, summarize
 

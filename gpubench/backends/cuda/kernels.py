@@ -15,7 +15,7 @@ from gpubench.backends import Prepared, call_arrays, kernel_arguments
 from gpubench.backends.cuda import tma
 from gpubench.core.errors import Skip
 from gpubench.core.phases import phase
-from gpubench.ops.problems import ConvShape
+from gpubench.ops.conv import ConvShape
 from gpubench.results import Details
 from gpubench.specs.variant import SMS, Launch
 

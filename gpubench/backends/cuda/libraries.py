@@ -15,10 +15,13 @@ from gpubench.backends import Prepared
 from gpubench.backends.cuda import blas, storage
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable, cudnn_version
 from gpubench.backends.cuda.plan_cache import PlanCache
-from gpubench.core.dtypes import ConvLayout, DType
+from gpubench.core.dtypes import DType
+from gpubench.ops.conv import ConvLayout
 from gpubench.core.errors import GpubenchError, Skip
 from gpubench.core.phases import phase
-from gpubench.ops.problems import SCALES, ConvShape, GemmShape
+from gpubench import ops
+from gpubench.ops.conv import ConvShape
+from gpubench.ops.gemm import GemmShape
 from gpubench.results import Details
 from gpubench.specs.runners import CublasLtRunner, PlanPolicy
 from gpubench.measure.timing import TimingPolicy, measure, summarize
@@ -101,7 +104,7 @@ class Libraries:
         cuBLASLt's heuristic and run once here: a product it refuses, at planning or at its first run, is
         skipped with its words (Hopper's fp8 takes only `nt`, sizes multiples of 16)."""
         try:
-            names = [name for name in SCALES[shape.op] if name in inputs]  # fp8's, one allocation each
+            names = [name for name in ops.of(shape).scales if name in inputs]  # fp8's, one allocation each
             pointers = tuple(inputs[name].data.ptr for name in names) or None
             product = blas.LtMatmul(self.cp, shape.m, shape.n, shape.k, shape.layout.a_transposed,
                                     shape.layout.b_transposed, storage.BLAS_TYPES[shape.dtype], pointers)

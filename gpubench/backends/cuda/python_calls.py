@@ -27,9 +27,8 @@ import numpy as np
 
 from gpubench.specs import user_code
 from gpubench.backends import Prepared, first_call, kernel_arguments
-from gpubench.core.dtypes import PRECISIONS
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import ARRAYS
+from gpubench import ops
 from gpubench.results import Details
 from gpubench.specs.runners import Arrays
 
@@ -101,10 +100,11 @@ class PythonCalls:
         fn = user_code.function_of(variant)
         given, given_out = inputs, out
         if variant.runner.arrays == Arrays.TORCH:
-            p = PRECISIONS[shape.dtype]
-            types = {**{name: p.storage for name in ARRAYS[shape.op][:2]}, "__out__": p.output}
-            views = torch_views({**inputs, "__out__": out}, types)
-            given_out = views.pop("__out__")
+            types = {a.name: a.storage.host_type(shape.dtype) for a in ops.of(shape).arrays}
+            outs = out if isinstance(out, dict) else {ops.of(shape).outputs[0]: out}
+            views = torch_views({**inputs, **outs}, types)
+            given_out = {name: views.pop(name) for name in outs}
+            given_out = given_out if isinstance(out, dict) else next(iter(given_out.values()))
             given = views
         _, args = kernel_arguments(variant.args, shape, given, given_out)
         params = variant.call_keywords(config, shape)

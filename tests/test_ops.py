@@ -1,7 +1,8 @@
 import pytest
 
 from gpubench.core.errors import GpubenchError
-from gpubench.ops.problems import GemmShape, conv_shape, resolve_padding, same_padding
+from gpubench.ops.gemm import GemmShape
+from gpubench.ops.conv import conv_shape, resolve_padding, same_padding
 
 
 def test_gemm_counts():
@@ -64,7 +65,8 @@ def test_kernel_larger_than_padded_input():
 
 
 def test_a_shape_comes_back_from_its_record_with_its_label_row_and_axis():
-    from gpubench.ops.problems import ConvShape, Op, shape_from
+    from gpubench.ops.conv import ConvShape
+    from gpubench.ops import shape_from
 
     gemm, conv = GemmShape(1000, 1500, 777), conv_shape(96, 2, batch=4, in_channels=8, out_channels=16, padding=1)
     for s in (gemm, conv, conv_shape(512, 3)):
@@ -72,21 +74,23 @@ def test_a_shape_comes_back_from_its_record_with_its_label_row_and_axis():
         assert back == s and back.label == s.label and back.row_key() == s.row_key()
     assert conv.label == "4x8x96 k16 3x3" and conv.row_key() == ("4x8x96 k16 3x3", "2") and conv.plot_x == 96
     assert conv_shape(512, 3).label == "512" and gemm.plot_x is None and GemmShape(64, 64, 64).plot_x == 64
-    assert ConvShape.DEFAULTS["padding"] == "same" and gemm.op is Op.GEMM
+    assert ConvShape.DEFAULTS["padding"] == "same" and gemm.op == "gemm"
 
 
 def test_shapes_check_themselves():
     with pytest.raises(GpubenchError, match="n must be a positive integer"):
         GemmShape(4, 0, 4)
     with pytest.raises(GpubenchError, match="op 'fft'"):
-        from gpubench.ops.problems import shape_from
+        from gpubench.ops import shape_from
 
         shape_from("fft", {})
 
 
 def test_a_problem_has_a_precision_and_a_layout():
-    from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
-    from gpubench.ops.problems import shape_from
+    from gpubench.core.dtypes import DType
+    from gpubench.ops.conv import ConvLayout
+    from gpubench.ops.gemm import GemmLayout
+    from gpubench.ops import shape_from
 
     fp32, bf16 = GemmShape(64, 32, 16), GemmShape(64, 32, 16, DType.BF16, GemmLayout.NT)
     assert fp32 != bf16 and (fp32.tag, bf16.tag) == ("", "BF16 NT")
@@ -94,10 +98,10 @@ def test_a_problem_has_a_precision_and_a_layout():
     assert GemmShape(4, 4, 4, DType.FP8).min_bytes == 1 * 32 + 2 * 16  # e4m3 in, bf16 out
     assert shape_from("gemm", bf16.record()) == bf16
     assert shape_from("gemm", {"m": 1, "n": 2, "k": 3}).dtype == DType.FP32  # older records
-    assert bf16.stored_dims() == {"A": (64, 16), "B": (32, 16)}  # B stored N×K
-    assert GemmShape(64, 32, 16, layout="tn").stored_dims() == {"A": (16, 64), "B": (16, 32)}
+    assert bf16.array_dims() == {"A": (64, 16), "B": (32, 16), "C": (64, 32)}  # B stored N×K
+    assert GemmShape(64, 32, 16, layout="tn").array_dims() == {"A": (16, 64), "B": (16, 32), "C": (64, 32)}
     nhwc = conv_shape(10, 2, batch=2, in_channels=3, out_channels=5, dtype=DType.FP16, layout=ConvLayout.NHWC)
-    assert nhwc.stored_dims() == {"x": (2, 10, 10, 3), "w": (5, 3, 3, 3)} and nhwc.output_dims() == (2, 4, 4, 5)
+    assert nhwc.array_dims() == {"x": (2, 10, 10, 3), "w": (5, 3, 3, 3), "y": (2, 4, 4, 5)}
     assert nhwc.full_label.endswith("s2 FP16 NHWC") and shape_from("conv", nhwc.record()) == nhwc
     with pytest.raises(GpubenchError, match="allowed: fp32, tf32, fp16, bf16, fp8, int8"):
         GemmShape(1, 1, 1, dtype="fp64")
@@ -105,14 +109,37 @@ def test_a_problem_has_a_precision_and_a_layout():
         conv_shape(8, 1, layout="nn")
 
 
-def test_the_canonical_views_undo_the_layout():
+def test_the_conv_reference_reads_and_writes_each_layout_as_stored():
+    """NHWC in, NHWC out: the same numbers as the NCHW problem, transposed."""
     import numpy as np
 
-    from gpubench.core.dtypes import ConvLayout
+    from gpubench.ops import conv
+    from gpubench.ops.conv import ConvLayout
 
-    s = conv_shape(6, 1, batch=2, in_channels=3, out_channels=4, layout=ConvLayout.NHWC)
-    x, w = (np.arange(np.prod(d)).reshape(d) for d in s.stored_dims().values())
-    cx, cw = s.canonical(x, w)
-    assert cx.shape == (2, 3, 6, 6) and cx[1, 2, 3, 4] == x[1, 3, 4, 2] and cw[3, 1, 2, 0] == w[3, 2, 0, 1]
-    y = np.zeros((2, 4, 6, 6))
-    assert s.laid_out(y).shape == s.output_dims()
+    nchw = conv_shape(6, 1, batch=2, in_channels=3, out_channels=4)
+    nhwc = conv_shape(6, 1, batch=2, in_channels=3, out_channels=4, layout=ConvLayout.NHWC)
+    rng = np.random.default_rng(0)
+    x, w = rng.random((2, 3, 6, 6)), rng.random((4, 3, 3, 3))
+    want = conv.reference(np, nchw, {"x": x, "w": w})["y"]
+    got = conv.reference(np, nhwc, {"x": x.transpose(0, 2, 3, 1), "w": w.transpose(0, 2, 3, 1)})["y"]
+    assert got.shape == nhwc.array_dims()["y"]
+    np.testing.assert_allclose(got, want.transpose(0, 2, 3, 1))
+
+
+def test_the_registry_finds_every_op_module_and_refuses_an_unknown_one():
+    from gpubench import ops
+
+    assert ops.names()[:2] == ("gemm", "conv")  # the lab's order, then any other module with an OP
+    assert ops.get("conv").shape.__name__ == "ConvShape" and ops.of(GemmShape(2, 3, 4)).name == "gemm"
+    with pytest.raises(GpubenchError, match="op 'fft'; allowed are gemm, conv"):
+        ops.get("fft")
+
+
+def test_each_op_declares_its_arrays_dims_and_sample():
+    from gpubench import ops
+
+    for op in ops.builtin():
+        dims = op.sample.array_dims()
+        assert set(dims) == set(op.array_names) and op.outputs and op.inputs
+        assert set(op.sample.dims()) >= set(op.dims)
+        assert op.sample.reduction > 0 and op.sample.flops > 0 and op.sample.min_bytes > 0
