@@ -168,6 +168,7 @@ def test_a_cpu_sweep_in_two_processes_saves_each_process_samples(tmp_path):
     assert [p.processes for p in run.points] == [(5, 5), (5, 5)]
     assert run.settings["sweeps"][0]["timing"]["processes"] == 2
     assert "2 processes: medians within" in r.output
+    assert "2 point(s) measured in 2 processes: their processes' medians within" in r.output
 
 
 def test_processes_out_of_range_is_one_line(tmp_path):
