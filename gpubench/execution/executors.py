@@ -29,7 +29,7 @@ def open_executor(backend: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     if processes > 1:
         if not one_device or replicate:
             raise GpubenchError(f"--processes {processes} measures every point in {processes} processes on one "
-                                "device: leave out --gpus (or give one, id:N) and --scheduler")
+                                "device: leave out --gpus (or give one, id:N), --scheduler and --replicate")
         from gpubench.execution.processes import Processes
 
         return Processes(replace(options, device=gpus.single) if gpus else options, processes)
