@@ -255,12 +255,13 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
               budget: float = 1.0,
               timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
               pace: str = plan.DEFAULTS.timing.pace, settle: float | None = None,
-              cooldown: float = plan.DEFAULTS.timing.cooldown_s, display=None) -> RunOutcome:
+              cooldown: float = plan.DEFAULTS.timing.cooldown_s, processes: int = 1, display=None) -> RunOutcome:
     """`gpubench gemm|conv|sweep OP` as a function: the sweep run in isolated workers, saved, and returned
     (outcome.run). The op's problems come from its own parameters: sizes, mnk, strides and conv_layer's keys for the
     built-in ones, or any op's as `problem` (e.g. {"rows": [4096], "cols": [1024, 2048]} for a project's softmax).
     dtypes and layouts are --dtype's and --layout's ("fp32,bf16"); pace, settle and cooldown are --pace's,
-    --settle's (None: its default; only with pace sustained) and --cooldown's."""
+    --settle's (None: its default; only with pace sustained) and --cooldown's; processes is --processes's (each
+    point measured in that many worker processes, interleaved)."""
     from gpubench.usecases import commands as app
     from gpubench.specs import project as projects
 
@@ -277,19 +278,21 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
                       output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
                       tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
                       slow_threshold=None, display=display or Quiet(), dtype=dtypes,
-                      layout=layouts, pace=pace, settle=settle, cooldown=cooldown)
+                      layout=layouts, pace=pace, settle=settle, cooldown=cooldown, processes=processes)
 
 
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
               seed: int = 0, tf32: bool = False, timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None,
-              gpus: str | None = None, pace: str | None = None, display=None) -> RunOutcome:
-    """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file); `pace` overrides the suite's."""
+              gpus: str | None = None, pace: str | None = None, processes: int | None = None,
+              display=None) -> RunOutcome:
+    """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file); `pace` and `processes` override
+    the suite's."""
     from gpubench.usecases import commands as app
 
     return app.run_suite(suite, output=str(output) if output is not None else None, force=force, backend=backend,
                          seed=seed, tf32=tf32, timeout=timeout, config=config, max_noise=None, max_time=None,
                          decide=None, discard_throttled=False, gpus=gpus, scheduler=None, replicate=False,
-                         slow_threshold=None, display=display or Quiet(), pace=pace)
+                         slow_threshold=None, display=display or Quiet(), pace=pace, processes=processes)
 
 
 def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float = plan.DEFAULTS.threshold,

@@ -10,8 +10,8 @@ from gpubench import __version__, options
 from gpubench.usecases import commands as app
 from gpubench.command import OneLineErrors
 from gpubench.core.exit_codes import Exit
-from gpubench.options import (CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, PROFILE, RUNNING, group, problem_options,
-                              problem_values, sweep_options)
+from gpubench.options import (CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, PROCESSES, PROFILE, RUNNING, group,
+                              problem_options, problem_values, sweep_options)
 from gpubench.planning.plan import DEFAULTS
 from gpubench import ops
 from gpubench.usecases.profiling import Profiling
@@ -87,7 +87,7 @@ def sweep(ctx, op_name, **kw):
 
 @cli.command()
 @click.argument("suite")
-@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + PACING + MANY_GPUS + [PROFILE])
+@group(OUTPUT + RUNNING + options.ADAPTIVE + DECIDING + PACING + PROCESSES + MANY_GPUS + [PROFILE])
 def run(suite, **kw):
     """Run a suite of sweeps (a shipped one by name, or a TOML file) into one results file.
 
@@ -100,6 +100,7 @@ def run(suite, **kw):
       gpubench run lab --gpus id:1                     # on the second GPU alone
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
       gpubench run ci --pace sustained                 # every sweep timed in a steady back-to-back stream
+      gpubench run lab --processes 2                   # every point in two processes, interleaved
     """
     kw["profile"] = _profiling(kw.get("profile"))
     outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
@@ -140,6 +141,28 @@ def _asked(command: click.Command) -> click.Command:
 
 for _command in (*(cli.commands[op.name] for op in ops.builtin()), cli.commands["sweep"], run):
     profile_group.add_command(_asked(_command))
+
+
+@cli.command()
+@group(options.STABILITY + OUTPUT + RUNNING + PROCESSES)
+def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, seed, tf32, timeout, config, processes):
+    """A/A: run a suite R times in fresh processes and report, per point and per duration class, how often identical
+    code got a slower or faster verdict, the smallest change decided with 95% power, and a threshold to use.
+
+    \b
+    Examples:
+      gpubench stability lab -R 10
+      gpubench stability my-suite.toml --backend cpu -R 3 -o aa.json
+      gpubench stability lab -R 10 --processes 2       # as compare would judge runs of two processes
+      gpubench show aa.json                            # the saved stability run, its A/A tables again
+    """
+    from gpubench.usecases.stability import StabilityRequest, run_stability
+
+    outcome = run_stability(StabilityRequest(suite, runs, backend, seed, tf32, timeout, config, output, force,
+                                             processes, threshold, alpha, keep_runs), terminal.LiveDisplay())
+    with terminal.reader_may_leave():
+        terminal.stability_outcome(outcome)
+    return outcome.exit_code
 
 
 # --- saved runs -----------------------------------------------------------------------------------------------

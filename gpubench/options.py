@@ -52,6 +52,12 @@ PACING = [
                       "rested card (at tensor-core rates the power limit the points before ran into otherwise carries "
                       "over) [default: 0, or the suite's]."),
 ]
+PROCESSES = [
+    click.option("--processes", default=None, type=int, metavar="K",
+                 help="Measure every point in K worker processes on the one device, interleaved shape by shape; "
+                      "compare then takes its interval from the spread between them. Takes about K times as long "
+                      "[default: 1, or the suite's]."),
+]
 MANY_GPUS = [
     click.option("--gpus", default=None, metavar="all|N|0,2|id:1",
                  help="Spread the sweep over several GPUs with Dask (one worker per GPU; pip install "
@@ -137,6 +143,18 @@ COMPARING = [
     click.option("--allow-partial", is_flag=True,
                  help="Compare the points in common when a run is not complete (interrupted, or still running)."),
 ]
+STABILITY = [
+    click.argument("suite"),
+    click.option("-R", "--runs", default=5, show_default=True, type=int,
+                 help="How many times the suite runs, each in fresh worker processes (2 to 100)."),
+    click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=FRACTION,
+                 help="The threshold the runs are compared at, pair by pair (compare's)."),
+    click.option("--alpha", default=DEFAULTS.alpha, show_default=True, type=LEVEL,
+                 help="compare's family-wise error rate over all points."),
+    click.option("--keep-runs", default=None, metavar="DIR",
+                 help="Keep each run's own results file in DIR (default: removed once the stability run holds "
+                      "their samples)."),
+]
 PLOTTING = [
     click.argument("file"),
     click.option("-o", "--output", required=True, help="Image file: .png, .svg or .pdf."),
@@ -193,7 +211,7 @@ def sweep_options(op: OpDef):
         click.option("--max-time", default=t.max_time_s, show_default=True, type=float,
                      help="... or until this many seconds went into the point."),
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
-        *DECIDING, *PACING, *OUTPUT, *RUNNING, *MANY_GPUS, PROFILE,
+        *DECIDING, *PACING, *PROCESSES, *OUTPUT, *RUNNING, *MANY_GPUS, PROFILE,
     ])
 
 

@@ -20,6 +20,11 @@ Then the two runs' medians differ because the shares of the modes changed, which
 because either mode's time did: `Change.mode_flip` says so and the views say why. Where no mode is shared (both
 modes moved), the verdict stands. So `compare`'s exit code fails CI on a mode flip only with
 --fail-on-inconclusive (3), never as a regression (1).
+
+Where a point was measured in two or more worker processes in both runs (`--processes K`), its interval is instead
+a hierarchical bootstrap over processes, then samples (gpubench/measure/hierarchical.py): it counts the spread
+between processes, which the rank interval of one process's samples cannot see. `Change.between` says so; with one
+process on either side, the rank interval as above.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.measure.roofline import floor_ms
+from gpubench.measure import hierarchical
 from gpubench.measure.stats import ratio_interval
 
 ENV_FIELDS = {
@@ -81,6 +87,7 @@ class Change:
     high: float
     verdict: Verdict
     mode_flip: bool = False  # slower or faster by the interval, inconclusive as the modes' shares changing (above)
+    between: bool = False  # the interval is the bootstrap's over processes (both runs measured it in K ≥ 2 of them)
 
     @property
     def clock_change(self) -> tuple[float, float] | None:
@@ -242,10 +249,13 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
             report.not_measured.append((b, n))
     family_alpha = alpha / max(1, len(pairs))  # Bonferroni: every interval at 1 − alpha/m
     for b, n in pairs:
-        est, low, high = ratio_interval(b.samples_ms, n.samples_ms, family_alpha)
+        between = len(b.processes) >= 2 and len(n.processes) >= 2
+        est, low, high = (hierarchical.ratio_interval(b.process_samples, n.process_samples, family_alpha) if between
+                          else ratio_interval(b.samples_ms, n.samples_ms, family_alpha))
         v = verdict(low, high, threshold)
         flip = v in (Verdict.SLOWER, Verdict.FASTER) and shares_a_mode(b, n, threshold)
-        report.changes.append(Change(b, n, est, low, high, Verdict.INCONCLUSIVE if flip else v, mode_flip=flip))
+        report.changes.append(Change(b, n, est, low, high, Verdict.INCONCLUSIVE if flip else v, mode_flip=flip,
+                                     between=between))
     report.changes.sort(key=lambda c: (ORDER.index(c.verdict), -abs(math.log(c.ratio))))
     return report
 

@@ -2,6 +2,8 @@
 
   one worker process     the default: gpubench/execution/worker.py's Worker owns the device (or the one GPU `--gpus id:N`
                          names), with its watchdog
+  K worker processes     `--processes K`: every point measured in K processes on the one device, in lockstep
+                         (gpubench/execution/processes.py)
   a Dask cluster         several GPUs (`--gpus all|N|0,2`) or an existing cluster (`--scheduler`), a Worker
                          inside each Dask worker (gpubench/execution/cluster.py)
 
@@ -19,10 +21,18 @@ from gpubench.execution.worker import DEFAULT_TIMEOUT_S, Worker, WorkerOptions
 
 
 def open_executor(backend: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                  gpus: GpuSelection | None = None, scheduler: str | None = None, replicate: bool = False):
-    """A Worker on one device, or a Dask cluster of them (not yet started)."""
+                  gpus: GpuSelection | None = None, scheduler: str | None = None, replicate: bool = False,
+                  processes: int = 1):
+    """A Worker on one device, K of them (`processes`), or a Dask cluster of them (not yet started)."""
     options = WorkerOptions(backend, timeout_s=timeout_s)
     one_device = scheduler is None and (gpus is None or gpus.single is not None)
+    if processes > 1:
+        if not one_device or replicate:
+            raise GpubenchError(f"--processes {processes} measures every point in {processes} processes on one "
+                                "device: leave out --gpus (or give one, id:N), --scheduler and --replicate")
+        from gpubench.execution.processes import Processes
+
+        return Processes(replace(options, device=gpus.single) if gpus else options, processes)
     if one_device:
         if replicate:
             raise GpubenchError("--replicate runs the suite on every GPU: give --gpus (or --scheduler) too")

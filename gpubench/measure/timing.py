@@ -101,6 +101,7 @@ class TimingPolicy:
     settle_s: float = 1.0  # ... after running back to back at least this long (and until their time is steady)
     cooldown_s: float = 0.0  # the GPU idles this long before a point's first call, so that every point starts from a
     # rested card: at tensor-core rates the power limiter's clamp, set by the points before, otherwise carries over
+    processes: int = 1  # worker processes that each sample the point under this policy (execution/processes.py)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

@@ -28,6 +28,7 @@ from gpubench.execution.sweep import Sweep
 from gpubench.measure.timing import Pace, TimingPolicy, pace_of
 from gpubench.specs.variant import Axis, Variant
 
+from gpubench.execution.processes import MAX_PROCESSES
 from gpubench.execution.worker import DEFAULT_TIMEOUT_S
 
 MIN_REPS = 5  # a median, an IQR and compare's rank interval need a handful of samples
@@ -73,15 +74,19 @@ MAX_COOLDOWN_S = 60.0  # a minute of idle per point is already far more than a p
 def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.budget_s, max_noise: float | None = None,
            max_time: float = _T.max_time_s, flush: bool = _T.flush, decide: float | None = None,
            discard_throttled: bool = False, pace: Pace | str = _T.pace, settle: float = _T.settle_s,
-           cooldown: float = _T.cooldown_s, where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
+           cooldown: float = _T.cooldown_s, processes: int = _T.processes,
+           where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
     """A timing policy, every value checked; `where(key)` names the option or suite key in messages.
     decide = 0 (or None) turns the decidability target off. pace sustained times calls in a steady stream after
     `settle` seconds of them (timing.Pace); `cooldown` seconds of idle come before each point's first call."""
-    for key, value, kind in (("warmup", warmup, int), ("reps", reps, int)):
+    for key, value, kind in (("warmup", warmup, int), ("reps", reps, int), ("processes", processes, int)):
         if type(value) is not kind:
             raise GpubenchError(f"{where(key)} must be an integer, got {value!r}")
     if warmup < 0:
         raise GpubenchError(f"{where('warmup')} must be 0 or more, got {warmup}")
+    if not 1 <= processes <= MAX_PROCESSES:
+        raise GpubenchError(f"{where('processes')} is how many worker processes measure each point: 1 to "
+                            f"{MAX_PROCESSES}, got {processes}")
     if reps < MIN_REPS:
         raise GpubenchError(f"{where('reps')} must be at least {MIN_REPS} (a median and compare's interval need "
                             f"them), got {reps}")
@@ -112,7 +117,7 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
     return TimingPolicy(warmup=warmup, reps=reps, min_reps=MIN_REPS, budget_s=float(budget), flush=flush,
                         max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time),
                         decide=None if decide is None else float(decide), discard_throttled=discard_throttled,
-                        pace=pace, settle_s=float(settle), cooldown_s=float(cooldown))
+                        pace=pace, settle_s=float(settle), cooldown_s=float(cooldown), processes=processes)
 
 
 MAX_NAME = 100  # a name goes into tables, file names and labels
@@ -338,10 +343,10 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
 
 def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,
                discard_throttled: bool, pace: Pace | str | None = None, settle: float | None = None,
-               cooldown: float | None = None) -> TimingPolicy:
+               cooldown: float | None = None, processes: int | None = None) -> TimingPolicy:
     """A suite sweep's policy with what the command line gave for every sweep on top (checked again)."""
     if (max_noise is None and max_time is None and decide is None and not discard_throttled and pace is None
-            and settle is None and cooldown is None):
+            and settle is None and cooldown is None and processes is None):
         return p
     return policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
                   max_noise=max_noise if max_noise is not None else p.max_noise,
@@ -349,7 +354,8 @@ def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | No
                   decide=decide if decide is not None else p.decide,
                   discard_throttled=discard_throttled or p.discard_throttled,
                   pace=pace if pace is not None else p.pace, settle=settle if settle is not None else p.settle_s,
-                  cooldown=cooldown if cooldown is not None else p.cooldown_s)
+                  cooldown=cooldown if cooldown is not None else p.cooldown_s,
+                  processes=processes if processes is not None else p.processes)
 
 
 def check_settle(settle: float | None, policies: list[TimingPolicy]) -> None:

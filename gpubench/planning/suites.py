@@ -5,7 +5,8 @@
     [defaults]              # timing for every sweep: warmup, reps, budget, max_noise, max_time, flush,
                             # decide (a threshold, 0 = off), discard_throttled,
                             # pace ("idle", the default, or "sustained"), settle (seconds, for sustained),
-                            # cooldown (seconds of idle before each point)
+                            # cooldown (seconds of idle before each point),
+                            # processes (worker processes that each measure every point, interleaved)
     reps = 30
     [[sweep]]
     name = "gemm"
@@ -43,7 +44,7 @@ from gpubench.specs.catalog import Catalog
 from gpubench.execution.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
-               "settle", "cooldown"}
+               "settle", "cooldown", "processes"}
 PRECISION_KEYS = {"dtypes", "layouts"}
 SWEEP_KEYS = {"name", "op", "variants", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}  # and the op's own params
 TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}

@@ -147,6 +147,8 @@ class Point:
     details: Details = field(default_factory=Details)
     device: str | None = None  # which GPU ran it, where a run used several
     telemetry: dict | None = None  # SM/memory clocks, power, throttled samples, joules per call (NVML)
+    processes: tuple[int, ...] = ()  # how many of samples_ms each worker process took, in order (--processes K;
+    # empty: one process). samples_ms is their samples one process after another (gpubench/execution/processes.py)
 
     def __post_init__(self):
         object.__setattr__(self, "status", Status(self.status))
@@ -162,6 +164,11 @@ class Point:
         if not all(SAMPLE_RANGE[0] <= s <= SAMPLE_RANGE[1] for s in self.samples_ms):  # NaN fails both
             raise ValueError(f"samples_ms must be finite positive numbers of milliseconds ({SAMPLE_RANGE[0]:g} to "
                              f"{SAMPLE_RANGE[1]:g})")
+        object.__setattr__(self, "processes", tuple(self.processes))
+        if self.processes and (not all(type(n) is int and n > 0 for n in self.processes)
+                               or sum(self.processes) != len(self.samples_ms)):
+            raise ValueError(f"processes must count each process's samples (positive integers summing to the "
+                             f"{len(self.samples_ms)} samples), got {list(self.processes)[:8]}")
         if self.status.timed:
             if not self.samples_ms or self.rel_err is None or self.tolerance is None:
                 raise ValueError(f"status {self.status} needs samples_ms, rel_err and tolerance")
@@ -183,6 +190,17 @@ class Point:
     def op(self) -> str:
         """The name of the op its problem belongs to."""
         return self.problem.op
+
+    @property
+    def process_samples(self) -> tuple[tuple[float, ...], ...]:
+        """Its samples per worker process (one group where a single process measured it)."""
+        if not self.processes:
+            return (self.samples_ms,) if self.samples_ms else ()
+        out, start = [], 0
+        for n in self.processes:
+            out.append(self.samples_ms[start:start + n])
+            start += n
+        return tuple(out)
 
     @property
     def pace(self) -> Pace:
@@ -251,10 +269,11 @@ class Point:
 
     def to_dict(self) -> dict:
         t = self.timing
+        by_process = {"processes": list(self.processes)} if self.processes else {}  # a one-process point as before
         return {"op": str(self.op), "variant": self.variant, "config": self.config, "problem": self.problem.record(),
                 "status": str(self.status), "reason": self.reason, "rel_err": self.rel_err,
-                "tolerance": self.tolerance, "samples_ms": list(self.samples_ms), "details": self.details.record(),
-                "device": self.device, "telemetry": self.telemetry,
+                "tolerance": self.tolerance, "samples_ms": list(self.samples_ms), **by_process,
+                "details": self.details.record(), "device": self.device, "telemetry": self.telemetry,
                 # derived, for readers such as jq; never read back
                 "flops": self.flops, "min_bytes": self.min_bytes, "stats": t.as_dict() if t else None,
                 "gflops": self.gflops, "gbps": self.gbps}

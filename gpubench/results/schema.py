@@ -9,7 +9,9 @@ Versions: 1 (gpubench 0.1) kept no variant records; 2 kept a point's problem as 
 loose `extra` dict (sub-steps' times as `<name>_ms`), and `--gpus N` as "nN"; 3 keeps `problem`, a `details`
 record with `parts_ms`, and the `--gpus` selection as it was written; 4 gives every problem a precision and a
 layout (`dtype`, `layout`); 5 lets a point's details hold a `profile` (Nsight Compute's counters of one timed call,
-gpubench/results/profile.py). Each migration lifts a file one version.
+gpubench/results/profile.py). Each migration lifts a file one version. A point measured in several worker processes
+(`--processes K`) also keeps `processes`, its samples' count per process: an optional key (a reader without it
+pools the samples, as a one-process point's).
 """
 
 from __future__ import annotations
@@ -183,6 +185,7 @@ def _point(d, i: int, check: _Check) -> Point:
     details = check.field(d, "details", dict, where, required=False) or {}
     details = check.made(f"{where}.details", lambda: Details(**details))
     device = check.field(d, "device", (str, type(None)), where, required=False)
+    processes = check.field(d, "processes", list, where, required=False) or []  # --processes K: samples per process
     telemetry = check.field(d, "telemetry", (dict, type(None)), where, required=False)
     if telemetry:
         for key in TELEMETRY_NUMBERS:  # gflops_per_w grows with the problem's flops, as they do
@@ -193,7 +196,7 @@ def _point(d, i: int, check: _Check) -> Point:
             check.fail(f"{where}.telemetry", "reasons must be a list of strings")
     return check.made(where, lambda: Point(problem, variant, config, status, reason=str(d.get("reason", "")),
                                            rel_err=rel_err, tolerance=tolerance, samples_ms=samples, details=details,
-                                           device=device, telemetry=telemetry))
+                                           device=device, telemetry=telemetry, processes=processes))
 
 
 def _shown(name) -> str:

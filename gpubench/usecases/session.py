@@ -139,7 +139,12 @@ class RunRequest:
         """One Worker on one device, or a Dask cluster of them."""
         s = self.spread
         return open_executor(self.backend, timeout_s=self.timeout_s, gpus=s.gpus,
-                             scheduler=s.scheduler, replicate=s.replicate)
+                             scheduler=s.scheduler, replicate=s.replicate, processes=self.processes)
+
+    @property
+    def processes(self) -> int:
+        """The most worker processes any sweep asks to measure its points in (--processes, a suite's key)."""
+        return max((s.policy.processes for s in self.sweeps), default=1)
 
 
 def device_launches(task: ShapeTask, point, info: dict):

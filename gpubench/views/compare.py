@@ -82,6 +82,10 @@ def notes(report: Report) -> list[str]:
         lines.append(f"source changed: {c.op} {c.name} ({where}): sha256 {c.base_sha[:12]} → {c.new_sha[:12]}")
     for name, a, b in report.env_diffs:
         lines.append(f"environment differs: {name}: {a} → {b}")
+    between = sum(c.between for c in report.changes)
+    if between:
+        lines.append(f"{between} of {plural(len(report.changes), 'interval')} from the spread between worker "
+                     "processes (--processes: a bootstrap over processes, then samples)")
     moved = report.floor_moved
     if moved is not None:
         a, b = report.floors_ms
@@ -150,6 +154,7 @@ def to_json_report(report: Report, exit_code: int) -> str:
                 "tf32": c.new.tf32, "dtype": str(c.new.dtype), "layout": str(c.new.problem.layout), "base_ms": c.base.median_ms, "new_ms": c.new.median_ms, "ratio": c.ratio,
                 "low": c.low, "high": c.high if math.isfinite(c.high) else None, "verdict": c.verdict,
                 "sm_mhz": list(c.clock_change) if c.clock_change else None, "mode_flip": c.mode_flip,
+                "between_processes": c.between,
                 "modes": {side: _modes_record(p) for side, p in (("base", c.base), ("new", c.new))}}
 
     return json.dumps({

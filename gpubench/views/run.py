@@ -10,7 +10,7 @@ import csv
 import io
 from dataclasses import dataclass
 
-from gpubench.measure import power_state
+from gpubench.measure import hierarchical, power_state
 from gpubench.measure import roofline
 from gpubench.analysis.compare import point_label
 from gpubench import ops
@@ -191,6 +191,9 @@ def details(p: Point) -> str:
     if p.pace == Pace.SUSTAINED:
         settled = f" after {d.settled_s:.1f} s" if d.settled_s is not None else ""
         bits.append(f"timed {Pace.SUSTAINED}{settled}")
+    between = hierarchical.spread(p.process_samples) if len(p.processes) >= 2 else None
+    if between is not None:  # --processes K: how far apart its processes' medians lie
+        bits.append(f"{len(p.processes)} processes: medians within {100 * between:.1f}%")
     return "; ".join(bits)
 
 
@@ -353,8 +356,25 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     two = modes.caption(run.points)
     if two:
         tables[-1].caption += ("\n" if tables[-1].caption else "") + two
+    between = processes_caption(run.points)
+    if between:
+        tables[-1].caption += ("\n" if tables[-1].caption else "") + between
     limits = profile_view.limits_table(run)  # only where points were profiled (gpubench profile, --profile)
     return tables + ([limits] if limits else [])
+
+
+def processes_caption(points: list[Point]) -> str:
+    """Where points were measured in several worker processes (--processes K): how far apart their processes'
+    medians lay, the median point's and the widest (the spread compare's intervals come from); "" where none was."""
+    spreads = sorted(((hierarchical.spread(p.process_samples), p) for p in points
+                      if p.status == Status.OK and len(p.processes) >= 2), key=lambda x: x[0])
+    if not spreads:
+        return ""
+    k = sorted({len(p.processes) for _, p in spreads})
+    widest, p = spreads[-1]
+    return (f"{len(spreads)} point(s) measured in {'/'.join(map(str, k))} processes: their processes' medians within "
+            f"{100 * spreads[len(spreads) // 2][0]:.1f}% of each other at the median point, {100 * widest:.1f}% at "
+            f"the widest ({point_label(p)})")
 
 
 # --- the run as CSV ----------------------------------------------------------------------------------------

@@ -45,15 +45,26 @@ def print_run(run, out: Console, threshold: float = run_view.NOISE_THRESHOLD) ->
         out.print()
 
 
+def _aa_tables(run) -> list:
+    """A stability run's A/A tables (gpubench/views/stability.py); none for another run, or one of a single run."""
+    from gpubench.analysis import stability
+    from gpubench.views import stability as stability_view
+
+    if not stability.is_stability(run) or run.settings[stability.KEY].get("runs", 0) < 2:
+        return []
+    return stability_view.tables(stability.analyse(run))
+
+
 def saved_run(saved, name: str, fmt: str, threshold: float, echo) -> None:
-    """`gpubench show`: a saved run (app.SavedRun) as tables, Markdown, CSV or its JSON."""
+    """`gpubench show`: a saved run (app.SavedRun) as tables, Markdown, CSV or its JSON; a stability run with its
+    A/A tables after the run's own."""
     run = saved.run
     if fmt == "json":
         echo(run.to_json())
     elif fmt == "csv":
         echo(run_view.to_csv(run), nl=False)
     elif fmt == "markdown":
-        echo("\n".join(to_markdown(t) for t in run_view.run_tables(run, threshold)))
+        echo("\n".join(to_markdown(t) for t in run_view.run_tables(run, threshold) + _aa_tables(run)))
     else:
         out = console()
         status = str(run.status)
@@ -62,6 +73,9 @@ def saved_run(saved, name: str, fmt: str, threshold: float, echo) -> None:
         points = plural(len(run.points), "point")
         out.print(escape(f"{shown_path(name)}: {run.device}, {points}, {status}, {run.created}"), style="bold")
         print_run(run, out, threshold)
+        for table in _aa_tables(run):
+            out.print(to_rich(table))
+            out.print()
 
 
 @contextmanager
@@ -182,6 +196,30 @@ def run_outcome(outcome) -> None:
         power = f", {h.power_w:,.0f} W" if h.power_w else ""
         err.print(f"[red]SLOW GPU[/] {escape(h.device)}: {(h.deviation - 1) * 100:+.1f}% against the node's "
                   f"median over {plural(h.points, 'point')}{clocks}{power}")
+
+
+def stability_outcome(outcome) -> None:
+    """`gpubench stability`: the A/A tables, then on stderr where the stability run was saved."""
+    from gpubench.views import stability as stability_view
+
+    err = console(stderr=True)
+    if outcome.report is not None:
+        for table in stability_view.tables(outcome.report):
+            console().print(to_rich(table))
+            console().print()
+    for p in outcome.run.failed():
+        err.print(f"[red]{p.status.upper()}[/] " + escape(f"{point_label_of(p)}: {p.reason}"))
+    runs = outcome.run.settings.get("stability", {}).get("runs", 0)
+    if outcome.interrupted:
+        err.print(escape(f"stopped after {plural(runs, 'finished run')}: saved to {outcome.path}; the run cut short is "
+                         f"under {outcome.runs_dir}"))
+    else:
+        err.print(escape(f"saved the stability run ({plural(runs, 'run')}) to {outcome.path}"
+                         + (f"; each run's own file is under {outcome.runs_dir}" if outcome.runs_dir else "")))
+
+
+def point_label_of(p) -> str:
+    return f"{p.op} {p.variant} {p.config} {p.problem.label}"
 
 
 def history(outcome, every: bool, echo) -> None:
