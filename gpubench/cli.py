@@ -110,6 +110,34 @@ def run(suite, **kw):
     return outcome.exit_code
 
 
+@cli.command()
+@options.ab_options()
+def ab(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args, rounds, max_time, reps, budget,
+       no_flush, threshold, level, fmt, backend, seed, tf32, timeout, config):
+    """A against B inside one process: two variants, two sources of a kernel, or a kernel file at two git
+    revisions, alternating round by round on the same inputs; the rounds' ratios decide.
+
+    \b
+    Exit codes: 0 B same as or faster than A, 1 B slower (or a side failed), 3 inconclusive.
+
+    \b
+    Examples:
+      gpubench ab tiled vec --size 2048
+      gpubench ab sliding@16 sliding@32 --op conv --size 64 --stride 2
+      gpubench ab --kernel old=old.cu:conv_k --kernel new=new.cu:conv_k --op conv --size 256
+      gpubench ab --rev HEAD~1 --rev HEAD kernels/my_gemm.cu:my_gemm --size 4096
+    """
+    from gpubench.usecases import ab as ab_case
+    from gpubench.views import ab as ab_view
+
+    outcome = ab_case.ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args,
+                                      rounds, max_time, reps, budget, no_flush, threshold, level, backend, seed,
+                                      tf32, timeout, config)
+    with terminal.reader_may_leave():
+        ab_view.show(outcome, fmt, click.echo)
+    return outcome.exit_code
+
+
 # --- saved runs -----------------------------------------------------------------------------------------------
 
 

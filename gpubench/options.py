@@ -235,3 +235,42 @@ def names(text: str | None, what: str = "--variants") -> list[str] | None:
         raise GpubenchError(f"{what} is empty: give comma-separated names (see `gpubench list`), or leave it out for "
                             "the default set")
     return found
+
+
+def ab_options():
+    """`gpubench ab`'s options (its defaults are gpubench/usecases/ab.py's: an A/B in one process decides far
+    smaller changes than a comparison of two runs)."""
+    from gpubench.usecases import ab
+
+    return group([
+        click.argument("sides", nargs=-1),
+        click.option("--kernel", "kernels", multiple=True, metavar="[NAME=]FILE:SYMBOL",
+                     help="A kernel source, with the lab's launch: give it twice (A, then B)."),
+        click.option("--rev", "revs", multiple=True, metavar="REV",
+                     help="A git revision of FILE:SYMBOL (the one argument): give it twice (A, then B)."),
+        click.option("--op", type=click.Choice([o.value for o in Op]), default=None,
+                     help="gemm or conv [default: the op of the two variants named; gemm for --kernel/--rev]."),
+        click.option("--size", default=1024, show_default=True, type=click.IntRange(1),
+                     help="The problem: a square GEMM, or a convolution of this input size."),
+        click.option("--stride", default=1, show_default=True, type=click.IntRange(1), help="Conv stride."),
+        click.option("--dtype", default=None, metavar="fp32|bf16|...", help="The precision [default: fp32]."),
+        click.option("--layout", default=None, metavar="nn|nchw|...", help="The memory layout [default: nn / nchw]."),
+        click.option("--block-size", default=16, show_default=True, type=click.IntRange(1, MAX_BLOCK_SIZE),
+                     help="The block size of a block-axis variant (or name a configuration as NAME@LABEL)."),
+        click.option("--args", "kernel_args", default=None, metavar="NAMES", help="--kernel's parameter order."),
+        click.option("--rounds", default=ab.ROUNDS, show_default=True, type=click.IntRange(1, 10_000),
+                     help="Rounds at most: each measures A and B back to back (AB, then BA, ...)."),
+        click.option("--max-time", default=ab.MAX_TIME_S, show_default=True, type=click.FloatRange(0, 3600),
+                     help="Seconds of rounds at most (at least 6 rounds are run)."),
+        click.option("--reps", default=ab.ROUND_REPS, show_default=True, type=click.IntRange(5, 10_000),
+                     help="Timed calls per side per round, at most ..."),
+        click.option("--budget", default=ab.ROUND_BUDGET_S, show_default=True, type=click.FloatRange(0, 60),
+                     help="... or this many seconds per side per round."),
+        click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
+        click.option("--threshold", default=ab.THRESHOLD, show_default=True, type=FRACTION,
+                     help="Smallest change that counts (0.005 = 0.5%)."),
+        click.option("--level", default=ab.LEVEL, show_default=True, type=LEVEL,
+                     help="The interval's confidence level."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
+        *RUNNING,
+    ])
