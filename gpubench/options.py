@@ -10,6 +10,7 @@ from gpubench.core.errors import GpubenchError
 from gpubench.planning.plan import DEFAULTS
 from gpubench.ops.problems import ARRAYS, DIMS, Op
 from gpubench.specs.parse import MAX_BLOCK_SIZE
+from gpubench.measure.kernel_clock import Clocks
 from gpubench.measure.timing import Pace
 
 
@@ -50,6 +51,13 @@ PACING = [
                  help="Idle the GPU this long before each point's first call, so that every point starts from a "
                       "rested card (at tensor-core rates the power limit the points before ran into otherwise carries "
                       "over) [default: 0, or the suite's]."),
+    click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=None,
+                 help=f"{Clocks.EVENTS}: CUDA events time each call; {Clocks.BOTH}: CUPTI's records of its kernels "
+                      "too (pip install cupti-python), saved beside the samples with the kernels' names "
+                      "[default: events, or the suite's]."),
+    click.option("--graph", default=None, type=click.IntRange(0, 10_000), metavar="N",
+                 help="Time each call as one launch of a CUDA graph of N captured calls (a sample is the graph's "
+                      "time over N): for calls whose launch costs more than they run [default: 0, none]."),
 ]
 MANY_GPUS = [
     click.option("--gpus", default=None, metavar="all|N|0,2|id:1",

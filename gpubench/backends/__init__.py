@@ -99,6 +99,10 @@ class Backend(Protocol):
     def energy_later(self, run: Callable[[], None], flush: bool, flops: float, timing) -> dict | None:
         """A point's energy from a window taken now, after later points ran (where window_wanted said so)."""
 
+    def kernel_tracer(self, policy):
+        """The second clock of one point's timed calls where the policy asks for it and the backend has one (the
+        CUDA backend's CUPTI records: cupti_clock.PointTrace, with wrap(run, clock) and finish(samples)), else None."""
+
     def collect(self) -> None:
         """Give memory back between shapes."""
 
@@ -137,6 +141,10 @@ class ArrayBackend:
         return False
 
     def energy_later(self, run, flush: bool, flops: float, timing) -> dict | None:
+        return None
+
+    def kernel_tracer(self, policy):
+        """No second clock here (the host's time is the call's)."""
         return None
 
     def check(self, variants: list) -> None:

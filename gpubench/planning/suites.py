@@ -5,7 +5,8 @@
     [defaults]              # timing for every sweep: warmup, reps, budget, max_noise, max_time, flush,
                             # decide (a threshold, 0 = off), discard_throttled,
                             # pace ("idle", the default, or "sustained"), settle (seconds, for sustained),
-                            # cooldown (seconds of idle before each point)
+                            # cooldown (seconds of idle before each point), clock ("events", or "both":
+                            # CUPTI's kernel times beside them), graph (calls per captured CUDA graph, 0: none)
     reps = 30
     [[sweep]]
     name = "gemm"
@@ -42,7 +43,7 @@ from gpubench.specs.catalog import Catalog
 from gpubench.execution.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
-               "settle", "cooldown"}
+               "settle", "cooldown", "clock", "graph"}
 PRECISION_KEYS = {"dtypes", "layouts"}
 GEMM_KEYS = {"name", "op", "variants", "sizes", "mnk", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}
 CONV_KEYS = {"name", "op", "variants", "sizes", "strides", "block_sizes", "batch", "in_channels", "out_channels",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from gpubench.analysis.compare import Verdict
+
 
 def _us(ms: float | None) -> str:
     return "-" if ms is None else f"{ms * 1e3:,.2f} µs" if ms < 1 else f"{ms:,.4f} ms"
@@ -38,7 +40,7 @@ def lines(o) -> list[str]:
     if o.verdict is not None:
         why = "" if r is None or r.enough else f" (fewer than the rounds a {100 * o.level:.0f}% interval needs)"
         out.append(f"verdict: B is {o.verdict} than A at ±{100 * o.threshold:.2g}%{why}"
-                   if str(o.verdict) in ("slower", "faster") else
+                   if o.verdict in (Verdict.SLOWER, Verdict.FASTER) else
                    f"verdict: {o.verdict} at ±{100 * o.threshold:.2g}%{why}")
     else:
         out.append(f"no verdict: {o.problem}")

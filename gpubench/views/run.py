@@ -17,7 +17,7 @@ from gpubench.analysis.compare import point_label
 from gpubench.ops.problems import SHAPES, ConvShape, GemmShape, Op
 from gpubench.results import Point, Run, Status
 from gpubench.measure.timing import Pace
-from gpubench.views import modes, power
+from gpubench.views import clocks, modes, power
 from gpubench.views.tables import Cell, Table
 
 
@@ -197,7 +197,10 @@ def details(p: Point) -> str:
     if p.pace == Pace.SUSTAINED:
         settled = f" after {d.settled_s:.1f} s" if d.settled_s is not None else ""
         bits.append(f"timed {Pace.SUSTAINED}{settled}")
-    return "; ".join(bits)
+    if d.graph:
+        bits.append(f"a graph of {d.graph} calls")
+    bits.append(clocks.detail(p))
+    return "; ".join(b for b in bits if b)
 
 
 def _err(p: Point) -> str:
@@ -353,9 +356,9 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     if any(_noisy(p, threshold) and p.modes is None for p in run.points if p.status == Status.OK):
         tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {threshold:.0%}, too wide to support a "
                                f"{threshold:.0%} comparison")
-    two = modes.caption(run.points)
-    if two:
-        tables[-1].caption += ("\n" if tables[-1].caption else "") + two
+    for extra in (modes.caption(run.points), clocks.caption(run)):
+        if extra and tables:
+            tables[-1].caption += ("\n" if tables[-1].caption else "") + extra
     return tables
 
 

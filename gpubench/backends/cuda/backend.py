@@ -14,7 +14,7 @@ import numpy as np
 
 from gpubench.measure import telemetry
 from gpubench.backends import ArrayBackend, Prepared
-from gpubench.backends.cuda import placement, storage
+from gpubench.backends.cuda import cupti_clock, placement, storage
 from gpubench.backends.cuda.clock import CudaClock
 from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
@@ -22,6 +22,7 @@ from gpubench.backends.cuda.libraries import Libraries
 from gpubench.backends.cuda.python_calls import PythonCalls
 from gpubench.core.errors import GpubenchError, NoDevice
 from gpubench.core.phases import phase
+from gpubench.measure.kernel_clock import Clocks
 from gpubench.specs.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
 
 
@@ -75,6 +76,7 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         self.device_name = self.device.name()
         self._modules: dict = {}
         self._cudnn: dict = {}
+        self._cupti = None  # the second clock, opened at the first point that asks for it
         spin = self.probe("spin")
         self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
         self._chain_sink = self.cp.zeros(1, dtype=self.cp.int32)  # where the placement probe's chain ends
@@ -104,6 +106,15 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
             self.clock.flush()
             samples.append(self.clock.time_ms(lambda: chain(*args, block=(1, 1, 1), grid=(1, 1))))
         return placement.median_us(samples)
+
+    def kernel_tracer(self, policy):
+        """CUPTI's kernel records beside the events where the policy asks for both clocks and `cupti` imports here
+        (opened once per process); else None (the environment's software.cupti says whether it is here)."""
+        if getattr(policy, "clocks", Clocks.EVENTS) != Clocks.BOTH or cupti_clock.missing() is not None:
+            return None
+        if self._cupti is None:
+            self._cupti = cupti_clock.CuptiClock()
+        return self._cupti.point()
 
     def upload(self, host: np.ndarray):
         """A host array on the device, as raw storage where CuPy lacks its element type."""
