@@ -101,7 +101,11 @@ class Backend(Protocol):
 
     def kernel_tracer(self, policy):
         """The second clock of one point's timed calls where the policy asks for it and the backend has one (the
-        CUDA backend's CUPTI records: cupti_clock.PointTrace, with wrap(run, clock) and finish(samples)), else None."""
+        CUDA backend's CUPTI records: cupti_clock.PointTrace, with clock(inner) and finish(samples, per)), else None."""
+
+    def timed_clock(self, clock, policy):
+        """The clock a point is timed by: `clock`, or (policy.graph) one that times a CUDA graph of that many captured
+        calls in place of each call (the CUDA backend's clock.GraphClock; close() it after)."""
 
     def collect(self) -> None:
         """Give memory back between shapes."""
@@ -146,6 +150,10 @@ class ArrayBackend:
     def kernel_tracer(self, policy):
         """No second clock here (the host's time is the call's)."""
         return None
+
+    def timed_clock(self, clock, policy):
+        """No graphs here (plan.check_graph refuses --graph off the CUDA backend)."""
+        return clock
 
     def check(self, variants: list) -> None:
         """Every Python variant's function imported here, in the process that will call it, and its signature

@@ -109,13 +109,15 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
         # the point's energy window (or an earlier point's waiting one), taken when a refresh is due
         aside = backend.energy_aside(prepared.run, policy, earlier)
         trace = backend.kernel_tracer(policy)  # the second clock (CUPTI) where the policy asks for it, else None
-        run, clock = trace.wrap(prepared.run, backend.clock) if trace else (prepared.run, backend.clock)
+        clock = backend.timed_clock(trace.clock(backend.clock) if trace else backend.clock, policy)  # --graph
         timing = None
         try:
             with phase("measure"):
-                timing = measure(run, clock, policy, backend.telemetry, aside, warm_s=ran_s)
+                timing = measure(prepared.run, clock, policy, backend.telemetry, aside, warm_s=ran_s)
         finally:
-            second = trace.finish(len(timing.samples_ms) if timing else 0) if trace else {}
+            second = trace.finish(len(timing.samples_ms) if timing else 0, policy.graph or 1) if trace else {}
+            if clock is not backend.clock and hasattr(clock, "close"):
+                clock.close()
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
@@ -133,7 +135,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
                           pace=policy.pace, settled_s=timing.settled_s,
                           parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
-                          scales=scales_of(backend, shape, inputs), **second)
+                          scales=scales_of(backend, shape, inputs), graph=policy.graph or None, **second)
         readings = timing.telemetry()
         measured = lambda: Point.measured(shape, variant.name, point.config.label,  # noqa: E731
                                           samples_ms=timing.samples_ms, rel_err=rel_err,

@@ -143,6 +143,7 @@ class Tagger:
         self.kept: list[int] = []
 
     def traced(self, run):
+        """`run`, each call of it made while a clock method runs tagged with a new number."""
         def call():
             if not self.active:
                 return run()
@@ -170,7 +171,8 @@ class Tagger:
 
 
 class TaggedClock:
-    """A clock whose timed calls are tagged (Tagger); everything else is the clock's own."""
+    """A clock whose timed calls are tagged (Tagger): whatever it is given to time (the point's call, or a graph's
+    launch) is tagged as it runs; everything else is the clock's own."""
 
     def __init__(self, inner, tagger: Tagger):
         self.inner, self.tagger = inner, tagger
@@ -179,15 +181,15 @@ class TaggedClock:
         return getattr(self.inner, name)
 
     def time_ms(self, run) -> float:
-        return self.tagger.timing(lambda: self.inner.time_ms(run), 1)
+        return self.tagger.timing(lambda: self.inner.time_ms(self.tagger.traced(run)), 1)
 
     def time_batch_ms(self, run, n: int, flush: bool) -> list[float]:
-        return self.tagger.timing(lambda: self.inner.time_batch_ms(run, n, flush), n)
+        return self.tagger.timing(lambda: self.inner.time_batch_ms(self.tagger.traced(run), n, flush), n)
 
     def stream(self, run, flush: bool, call_ms: float):
-        """The sustained pace's stream: every call it makes is tagged (its chunks run ahead of the samples taken,
-        so its durations are the stream's calls, not paired one to one with the samples)."""
-        return TaggedStream(self.inner.stream(run, flush, call_ms), self.tagger)
+        """The sustained pace's stream: every call it queues while a chunk is taken is tagged (its chunks run ahead
+        of the samples taken, so its durations are the stream's calls, not paired one to one with the samples)."""
+        return TaggedStream(self.inner.stream(self.tagger.traced(run), flush, call_ms), self.tagger)
 
 
 class TaggedStream:

@@ -90,11 +90,13 @@ class PointTrace:
         self.tagger = Tagger(owner.push, owner.pop)
         self.done = False
 
-    def wrap(self, run, clock):
-        return self.tagger.traced(run), TaggedClock(clock, self.tagger)
+    def clock(self, inner) -> TaggedClock:
+        """The point's clock, its timed calls tagged."""
+        return TaggedClock(inner, self.tagger)
 
-    def finish(self, samples: int) -> dict:
-        """Flush and stop the records; the point's kernel durations (aligned with its samples) and kernel names."""
+    def finish(self, samples: int, per: int = 1) -> dict:
+        """Flush and stop the records; the point's kernel durations (aligned with its samples, each over `per`: a
+        graph's launch holds that many calls) and kernel names."""
         if self.done:
             return {}
         self.done = True
@@ -107,5 +109,5 @@ class PointTrace:
         with owner.lock:
             found = kernel_clock.calls(owner.kernels, owner.links)
             owner.kernels, owner.links = [], {}
-        ms = kernel_clock.aligned(kernel_clock.durations(found, self.tagger.kept), samples)
+        ms = kernel_clock.aligned([t / per for t in kernel_clock.durations(found, self.tagger.kept)], samples)
         return {"kernel_ms": tuple(ms), "kernels": kernel_clock.names(found)} if ms else {}
