@@ -54,8 +54,10 @@ def _mid(values: list[float]) -> float | None:
 
 
 def as_json(o) -> str:
+    rounds = [(a.median_ms, b.median_ms) for a, b in o.rounds if a.median_ms and b.median_ms]
     data = {"device": o.device, "op": str(o.shape.op), "problem": o.shape.record(), "sides": list(o.sides),
             "configs": list(o.configs), "threshold": o.threshold, "level": o.level,
+            "median_ms": [_mid([r[0] for r in rounds]), _mid([r[1] for r in rounds])],
             "ratios": o.ratios, "test": o.result.as_dict() if o.result else None,
             "verdict": str(o.verdict) if o.verdict is not None else None, "problem_text": o.problem or None,
             "exit_code": int(o.exit_code)}
