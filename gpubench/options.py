@@ -247,7 +247,7 @@ def names(text: str | None, what: str = "--variants") -> list[str] | None:
 
 def ab_options():
     """`gpubench ab`'s options (its defaults are gpubench/usecases/ab.py's: an A/B in one process decides far
-    smaller changes than a comparison of two runs)."""
+    smaller changes than a comparison of two runs), and those of its reading of saved rounds."""
     from gpubench.usecases import ab
 
     return group([
@@ -277,8 +277,19 @@ def ab_options():
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
         click.option("--threshold", default=ab.THRESHOLD, show_default=True, type=FRACTION,
                      help="Smallest change that counts (0.005 = 0.5%)."),
-        click.option("--level", default=ab.LEVEL, show_default=True, type=LEVEL,
-                     help="The interval's confidence level."),
-        click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
+        click.option("--level", default=None, type=LEVEL,
+                     help=f"The interval's confidence level [default: {ab.LEVEL:g}; over saved rounds "
+                          f"{ab.ROUNDS_LEVEL:g}]."),
+        click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
+                     show_default=True),
+        click.option("--baseline", default="cublas", show_default=True,
+                     help="Saved rounds (FILE...): the variant every other is divided by."),
+        click.option("--screen", default=None, metavar="KERNEL",
+                     help="Saved rounds: the screening rule against this kernel (VARIANT CONFIG)."),
+        click.option("--keep", default=2, show_default=True, type=click.IntRange(1),
+                     help="With --screen: how many kernels may pass at most."),
+        click.option("--any-power-state", is_flag=True,
+                     help="Saved rounds: count every pair whatever its clocks (a layer where one side is always "
+                          "power-capped)."),
         *RUNNING,
     ])

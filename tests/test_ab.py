@@ -18,7 +18,7 @@ from gpubench.usecases.ab import ABOutcome, decided
 
 FAST = "import numpy as np\n\ndef mm(A, B, C, M, N, K):\n    np.matmul(A, B, out=C)\n"
 SLOW = FAST + "    np.matmul(A, B, out=C)  # planted: the product twice\n"
-CPU = ("--backend", "cpu", "--args", "A,B,C,M,N,K", "--size", "96", "--rounds", "8", "--reps", "10")
+CPU = ("--backend", "cpu", "--args", "A,B,C,M,N,K", "--size", "96", "--reps", "10")
 
 
 def invoke(*args):
@@ -34,7 +34,7 @@ def sources(tmp_path):
 
 def test_a_planted_twice_slower_kernel_is_found_slower(sources):
     r = invoke("--kernel", f"a={sources}/fast.py:mm", "--kernel", f"b={sources}/slow.py:mm", *CPU,
-               "--threshold", "0.2", "--format", "json")
+               "--threshold", "0.2", "--format", "json", "--rounds", "8")
     assert r.exit_code == Exit.FAILED, r.output
     out = json.loads(r.output)
     assert out["verdict"] == "slower" and len(out["ratios"]) == 8
@@ -43,7 +43,7 @@ def test_a_planted_twice_slower_kernel_is_found_slower(sources):
 
 def test_a_against_itself_is_the_same(sources):
     r = invoke("--kernel", f"a={sources}/fast.py:mm", "--kernel", f"b={sources}/fast.py:mm", *CPU,
-               "--threshold", "0.3")
+               "--threshold", "0.3", "--rounds", "16")
     assert r.exit_code == Exit.OK, r.output
     assert "verdict: same at ±30%" in r.output
     assert "B/A by round:" in r.output
@@ -59,7 +59,7 @@ def test_two_git_revisions_of_one_file(sources):
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "fast")
     (repo / "mm.py").write_text(SLOW)
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "slow")
-    r = invoke("--rev", "HEAD~1", "--rev", "HEAD", f"{repo}/mm.py:mm", *CPU, "--threshold", "0.2")
+    r = invoke("--rev", "HEAD~1", "--rev", "HEAD", f"{repo}/mm.py:mm", *CPU, "--threshold", "0.2", "--rounds", "8")
     assert r.exit_code == Exit.FAILED, r.output
     assert "A  HEAD~1:mm.py" in r.output and "B is slower than A" in r.output
     bad = invoke("--rev", "nosuchrev", "--rev", "HEAD", f"{repo}/mm.py:mm", *CPU)

@@ -64,8 +64,9 @@ class Backend(Protocol):
     def reference(self, shape: Shape, inputs: dict):
         """The float64 result the variants are checked against, from the inputs as rounded to the precision."""
 
-    def prepare(self, variant, config, shape: Shape, inputs: dict) -> Prepared:
-        """The variant's call at this configuration, ready to run (Skip when it cannot run here)."""
+    def prepare(self, variant, config, shape: Shape, inputs: dict, output=None) -> Prepared:
+        """The variant's call at this configuration, ready to run (Skip when it cannot run here), writing a fresh
+        output, or `output` where given (an A/B's two calls share theirs: gpubench/execution/paired.py)."""
 
     def poison(self, output) -> None:
         """Fill an output with NaN, so that a variant that writes nothing cannot pass."""

@@ -1,7 +1,8 @@
 """A/B inside one process: two points of one problem, prepared once on the same inputs, measured in alternation.
 
 A :class:`PairedTask` is a ShapeTask of exactly two points (A, then B) that the worker runs as rounds rather than
-one point after another: both calls are prepared once (their outputs and workspaces kept), both verified, then
+one point after another: both calls are prepared once, on the same inputs and writing the same output (a small
+buffer's place alone moves a short kernel by several percent: placement.py), their workspaces kept, both verified, then
 each round measures A and B back to back under a short policy, in the order AB in even rounds and BA in odd ones
 (so neither always follows the other). Each round's two points are sent as they finish (events as
 :func:`gpubench.execution.tasks.run_task` sends them); the coordinator pairs the i-th point of A with the i-th of B.
@@ -53,8 +54,9 @@ def run_rounds(backend, task: PairedTask, inputs, ref) -> Iterator[tuple]:
                 unfit = p.variant.unfit(task.shape.dims())
                 if unfit:
                     raise Skip(unfit)
-                with phase("prepare"):
-                    prepared.append(backend.prepare(p.variant, p.config, task.shape, inputs))
+                with phase("prepare"):  # B writes A's output: the same buffers, inputs and output alike
+                    shared = prepared[0].output if prepared else None
+                    prepared.append(backend.prepare(p.variant, p.config, task.shape, inputs, shared))
                 with phase("verify"):
                     rel_errs.append(timed_verify(backend, prepared[-1], ref, task.shape)[0])
             except Skip as why:

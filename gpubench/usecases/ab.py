@@ -305,3 +305,46 @@ def ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block
                         threshold=threshold, level=level, seed=plan.check_seed(seed),
                         timeout_s=plan.check_timeout(timeout), config=config)
     return run_ab(request)
+
+
+# --- rounds saved as files (one process each) -------------------------------------------------------------------
+
+ROUNDS_LEVEL = 0.9  # the interval's coverage over saved rounds (five rounds reach 94%)
+
+
+@dataclass
+class RoundsOutcome:
+    baseline: str
+    level: float
+    table: list
+    screen: str | None = None
+    screened: tuple | None = None  # (scores, passing) of the screening rule
+
+
+def is_rounds(sides) -> bool:
+    """Whether `ab`'s arguments are saved rounds (results files) rather than two things to run."""
+    from gpubench.results import SUFFIXES
+
+    return bool(sides) and all(str(s).lower().endswith(tuple(SUFFIXES)) for s in sides)
+
+
+def from_rounds(paths, baseline: str, level: float | None, any_state: bool, screen: str | None,
+                keep: int) -> RoundsOutcome:
+    """Each kernel's ratio to `baseline` over the rounds saved in `paths` (analysis/rounds.py)."""
+    from gpubench import results
+    from gpubench.analysis import rounds
+
+    level = ROUNDS_LEVEL if level is None else level
+    runs = [results.load(p) for p in paths]
+    names = {p.variant for run in runs for p in run.points}
+    if baseline not in names or names == {baseline}:
+        raise GpubenchError(f"ab: the rounds hold {', '.join(sorted(names)) or 'no points'}: --baseline must name one "
+                            "of them, and another variant must be there to compare")
+    table = rounds.rows(runs, baseline, any_state)
+    outcome = RoundsOutcome(baseline, level, table)
+    if screen is not None:
+        if screen not in {r.kernel for r in table}:
+            raise GpubenchError(f"ab --screen {screen!r} is none of the rounds' kernels (VARIANT CONFIG, e.g. "
+                                f"{next((r.kernel for r in table), 'wgmma-tma u1')!r})")
+        outcome.screen, outcome.screened = screen, rounds.screen(table, screen, keep)
+    return outcome

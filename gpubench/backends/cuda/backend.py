@@ -200,9 +200,9 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         PythonGpuRunner: PythonCalls.prepare_python,
     }
 
-    def prepare(self, variant, config, shape, inputs) -> Prepared:
+    def prepare(self, variant, config, shape, inputs, output=None) -> Prepared:
         prepare = self.PREPARE.get(type(variant.runner))
         if prepare is None:
             raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
-        return prepare(self, variant, config, shape, inputs, self.output(shape))
+        return prepare(self, variant, config, shape, inputs, self.output(shape) if output is None else output)
 
