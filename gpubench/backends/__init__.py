@@ -36,6 +36,7 @@ class Prepared:
     parts: dict[str, Callable[[], None]] = field(default_factory=dict)  # timed on their own, e.g. im2col's unfold
     details: Details = field(default_factory=Details)  # recorded with the point (engine name, tf32, ...)
     release: Callable[[], None] = lambda: None
+    capturable: bool = True  # its launches follow the backend's capturing stream (--graph); a Python variant's do not
 
 
 class Backend(Protocol):
@@ -104,9 +105,10 @@ class Backend(Protocol):
         """The second clock of one point's timed calls where the policy asks for it and the backend has one (the
         CUDA backend's CUPTI records: cupti_clock.PointTrace, with clock(inner) and finish(samples, per)), else None."""
 
-    def timed_clock(self, clock, policy):
+    def timed_clock(self, clock, policy, prepared: Prepared):
         """The clock a point is timed by: `clock`, or (policy.graph) one that times a CUDA graph of that many captured
-        calls in place of each call (the CUDA backend's clock.GraphClock; close() it after)."""
+        calls in place of each call (the CUDA backend's clock.GraphClock; close() it after); Skip where the prepared
+        call cannot be captured."""
 
     def collect(self) -> None:
         """Give memory back between shapes."""
@@ -152,7 +154,7 @@ class ArrayBackend:
         """No second clock here (the host's time is the call's)."""
         return None
 
-    def timed_clock(self, clock, policy):
+    def timed_clock(self, clock, policy, prepared):
         """No graphs here (plan.check_graph refuses --graph off the CUDA backend)."""
         return clock
 

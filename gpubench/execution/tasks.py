@@ -108,15 +108,17 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
             earlier()
         # the point's energy window (or an earlier point's waiting one), taken when a refresh is due
         aside = backend.energy_aside(prepared.run, policy, earlier)
-        trace = backend.kernel_tracer(policy)  # the second clock (CUPTI) where the policy asks for it, else None
-        clock = backend.timed_clock(trace.clock(backend.clock) if trace else backend.clock, policy)  # --graph
-        timing = None
+        trace = timing = None
+        clock = backend.clock
         try:
+            trace = backend.kernel_tracer(policy)  # the second clock (CUPTI) where the policy asks for it, else None
+            clock = trace.clock(clock) if trace else clock  # its timed calls tagged ...
+            clock = backend.timed_clock(clock, policy, prepared)  # ... each a CUDA graph's launch with --graph
             with phase("measure"):
                 timing = measure(prepared.run, clock, policy, backend.telemetry, aside, warm_s=ran_s)
         finally:
             second = trace.finish(len(timing.samples_ms) if timing else 0, policy.graph or 1) if trace else {}
-            if clock is not backend.clock and hasattr(clock, "close"):
+            if hasattr(clock, "close"):  # a graph's clock lets its graphs go
                 clock.close()
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,

@@ -119,9 +119,14 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
             self._cupti = cupti_clock.CuptiClock()
         return self._cupti.point()
 
-    def timed_clock(self, clock, policy):
+    def timed_clock(self, clock, policy, prepared):
         """`clock`, or with policy.graph a GraphClock over it that captures each call N times into a CUDA graph."""
-        return GraphClock(clock, self.captured, policy.graph) if policy.graph else clock
+        if not policy.graph:
+            return clock
+        if not prepared.capturable:  # its launches would run at once on the legacy stream, and the graph be empty
+            raise Skip("--graph: a Python variant launches on its framework's current stream, which gpubench does not "
+                       "capture; time it without --graph")
+        return GraphClock(clock, self.captured, policy.graph)
 
     def captured(self, run, n: int):
         """A CUDA graph of `n` calls of `run`, captured on a stream of its own (PyCUDA's launches through
