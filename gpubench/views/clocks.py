@@ -36,8 +36,10 @@ def caption(run: Run) -> str:
         asked = any((s.get("timing") or {}).get("clocks") == Clocks.BOTH for s in run.settings.get("sweeps") or []
                     if isinstance(s, dict))
         if asked and run.backend == "cuda":
-            return ("clock both: no CUPTI kernel times were recorded (cupti-python not installed where the run ran: "
-                    "pip install cupti-python), the events alone timed the points")
+            version = ((run.environment.get("software") or {}).get("cupti"))
+            why = f"cupti-python {version} is installed, but CUPTI could not trace there" if version else \
+                "cupti-python is not installed where the run ran: pip install cupti-python"
+            return f"clock both: no CUPTI kernel times were recorded ({why}); the events alone timed the points"
         return ""
     mid, q1, q3 = spread([a.ratio for _, a in found])
     head = (f"two clocks on {len(found)} point(s): events/CUPTI median {mid:.3f} (quartiles {q1:.3f}-{q3:.3f}, "

@@ -112,12 +112,19 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
 
     def kernel_tracer(self, policy):
         """CUPTI's kernel records beside the events where the policy asks for both clocks and `cupti` imports here
-        (opened once per process); else None (the environment's software.cupti says whether it is here)."""
-        if getattr(policy, "clocks", Clocks.EVENTS) != Clocks.BOTH or cupti_clock.missing() is not None:
+        (opened once per process); else None, as where CUPTI cannot trace here (the environment's software.cupti
+        says whether it is installed; the run's caption says when no point got kernel times)."""
+        if getattr(policy, "clocks", Clocks.EVENTS) != Clocks.BOTH or self._cupti is False:
             return None
-        if self._cupti is None:
-            self._cupti = cupti_clock.CuptiClock()
-        return self._cupti.point()
+        try:
+            if self._cupti is None:
+                if cupti_clock.missing() is not None:
+                    raise ImportError(cupti_clock.missing())
+                self._cupti = cupti_clock.CuptiClock()
+            return self._cupti.point()
+        except Exception:  # noqa: BLE001 - not installed, or CUPTI refuses here (a profiler attached, privileges,
+            self._cupti = False  # a library older than the driver): the events alone, for the rest of the process
+            return None
 
     def timed_clock(self, clock, policy, prepared):
         """`clock`, or with policy.graph a GraphClock over it that captures each call N times into a CUDA graph."""

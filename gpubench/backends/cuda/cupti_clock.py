@@ -71,9 +71,24 @@ class CuptiClock:
         """The tracing of one point's timed calls (its records so far dropped)."""
         with self.lock:
             self.kernels, self.links = [], {}
-        for kind in self.kinds:
-            self.cupti.activity_enable(kind)
+        try:
+            for kind in self.kinds:
+                self.cupti.activity_enable(kind)
+        except Exception:
+            self.stop()
+            raise
         return PointTrace(self)
+
+    def stop(self) -> None:
+        """Flush what is recorded, then record no more (each kind disabled whatever the others do)."""
+        try:
+            self.cupti.activity_flush_all(1)
+        finally:
+            for kind in self.kinds:
+                try:
+                    self.cupti.activity_disable(kind)
+                except Exception:  # noqa: BLE001 - one that was never enabled
+                    pass
 
     def push(self, tag: int) -> None:
         self.cupti.activity_push_external_correlation_id(self.external, tag)
@@ -102,10 +117,9 @@ class PointTrace:
         self.done = True
         owner = self.owner
         try:
-            owner.cupti.activity_flush_all(1)
-        finally:
-            for kind in owner.kinds:
-                owner.cupti.activity_disable(kind)
+            owner.stop()
+        except Exception:  # noqa: BLE001 - a flush CUPTI refused: this point has no kernel times
+            return {}
         with owner.lock:
             found = kernel_clock.calls(owner.kernels, owner.links)
             owner.kernels, owner.links = [], {}
