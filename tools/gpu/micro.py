@@ -95,8 +95,12 @@ def clocks_on_conv_small() -> None:
     say("\n== (a) tools/gpu/lab-small.toml with --clock both")
     path = OUT / "conv-small-clocks.json"
     gpubench("run", "tools/gpu/lab-small.toml", "--clock", "both", "-o", str(path), "--force", quiet=True)
-    if not path.exists():
-        return
+    if path.exists():
+        summarise_clocks(path)
+
+
+def summarise_clocks(path: Path) -> None:
+    """The events/CUPTI ratio over a run's points: its distribution, per variant, the points past 5%."""
     sys.path.insert(0, str(REPO))
     from gpubench import results
     from gpubench.views import clocks
@@ -125,7 +129,7 @@ def clocks_on_conv_small() -> None:
     past = [(p, a) for p, a in rows if a.differ]
     say(f"points whose clocks differ by more than 5%: {len(past)}")
     for p, a in past[:20]:
-        say(f"  {p.variant} {p.config} {p.problem.label}: events {a.events_ms * 1e3:.3f} µs, kernels "
+        say(f"  {p.variant} {p.config} {p.problem.full_label}: events {a.events_ms * 1e3:.3f} µs, kernels "
             f"{a.kernel_ms * 1e3:.3f} µs ({a.ratio:.4f})")
 
 
@@ -149,6 +153,9 @@ def ab(a: Path, b: Path, size: int, *extra: str, out: Path | None = None) -> dic
     if out is not None:
         out.write_text(text)
     test = data.get("test") or {}
+    if None in data["median_ms"]:
+        say(f"  no rounds: {data.get('problem_text')}, exit {code}")
+        return data
     say(f"  A {data['median_ms'][0] * 1e3:.3f} µs, B {data['median_ms'][1] * 1e3:.3f} µs; median B/A "
         f"{test.get('median', float('nan')):.4f} ({test.get('low', float('nan')):.4f}-{test.get('high', float('nan')):.4f}), "
         f"{len(data['ratios'])} rounds; verdict {data['verdict']}, exit {code}")
@@ -163,7 +170,7 @@ def planted() -> None:
         for label, size, target, guess in PLANTS:
             say(f"-- {label}: size {size}, target +{100 * target:.0f}%; calibration with {guess} cycles")
             first = ab(a, source(folder, f"guess{label}", guess), size, "--rounds", "8", "--max-time", "10")
-            share = (first or {}).get("test", {}).get("median", 1.0) - 1
+            share = ((first or {}).get("test") or {}).get("median", 1.0) - 1
             cycles = int(round(guess * target / share)) if share > 0.001 else guess * 4
             say(f"  {guess} cycles added {100 * share:.2f}%: {cycles} cycles for {100 * target:.0f}%")
             ab(a, source(folder, f"b{label}", cycles), size, "--rounds", "40", "--max-time", "40",
