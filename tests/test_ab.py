@@ -82,6 +82,7 @@ def test_two_variants_by_name_on_the_cpu(sources):
     (("numpy@x9", "numpy"), "no configuration 'x9'"),
     (("--rev", "HEAD", "--rev", "HEAD~1"), "give the kernel file as the one argument"),
     (("numpy", "numpy", "--kernel", "a.py:f"), "got two variants and --kernel"),
+    (("numpy", "numpy", "--dtype", "fp32,bf16"), "ab runs one problem: give one precision"),
 ])
 def test_bad_sides_are_one_line_and_exit_2(args, words):
     r = invoke(*args, "--backend", "cpu")

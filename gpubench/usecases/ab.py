@@ -226,8 +226,12 @@ def problem(op: Op, size: int, stride: int, dtype: str | None, layout: str | Non
     the precision and layout asked (the first of each)."""
     from gpubench.ops.problems import GemmShape, conv_shape
 
-    d = plan.dtypes_asked(dtype, tf32)[0]
-    x = plan.layouts_asked(layout, op)[0]
+    dtypes, layouts = plan.dtypes_asked(dtype, tf32), plan.layouts_asked(layout, op)
+    if len(dtypes) > 1 or len(layouts) > 1:
+        raise GpubenchError(f"ab runs one problem: give one precision and one layout, got --dtype {dtype} "
+                            f"--layout {layout}" if layout else f"ab runs one problem: give one precision, got "
+                                                                 f"--dtype {dtype}")
+    d, x = dtypes[0], layouts[0]
     if op == Op.GEMM:
         return replace(GemmShape(size, size, size), dtype=d, layout=x)
     c = plan.DEFAULTS.conv
