@@ -113,7 +113,8 @@ def run(suite, **kw):
 @cli.command()
 @options.ab_options()
 def ab(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args, rounds, max_time, reps, budget,
-       no_flush, threshold, level, fmt, baseline, screen, keep, any_power_state, backend, seed, tf32, timeout, config):
+       no_flush, clock, graph, threshold, level, fmt, baseline, screen, keep, any_power_state, backend, seed, tf32,
+       timeout, config):
     """A against B inside one process: two variants, two sources of a kernel, or a kernel file at two git
     revisions, alternating round by round on the same inputs; the rounds' ratios decide. Given saved runs
     instead (one a round, each its own process), each kernel's ratio to --baseline over them.
@@ -141,7 +142,8 @@ def ab(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel
         return Exit.OK
     outcome = ab_case.ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args,
                                       rounds, max_time, reps, budget, no_flush, threshold,
-                                      ab_case.LEVEL if level is None else level, backend, seed, tf32, timeout, config)
+                                      ab_case.LEVEL if level is None else level, backend, seed, tf32, timeout, config,
+                                      clock=clock, graph=graph)
     with terminal.reader_may_leave():
         ab_view.show(outcome, fmt, click.echo)
     return outcome.exit_code

@@ -275,6 +275,11 @@ def ab_options():
         click.option("--budget", default=ab.ROUND_BUDGET_S, show_default=True, type=click.FloatRange(0, 60),
                      help="... or this many seconds per side per round."),
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
+        click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=Clocks.EVENTS.value,
+                     show_default=True, help="both: CUPTI's kernel times too, and their rounds' test beside the "
+                                             "events' (the verdict stays the events')."),
+        click.option("--graph", default=0, show_default=True, type=click.IntRange(0, 10_000), metavar="N",
+                     help="Time each call as one launch of a CUDA graph of N captured calls."),
         click.option("--threshold", default=ab.THRESHOLD, show_default=True, type=FRACTION,
                      help="Smallest change that counts (0.005 = 0.5%)."),
         click.option("--level", default=None, type=LEVEL,

@@ -113,6 +113,22 @@ def test_the_verdict_gives_compares_exit_codes():
     assert few.verdict == Verdict.INCONCLUSIVE  # too few rounds for the interval's level
 
 
+def test_the_kernel_clocks_rounds_are_tested_beside_the_events():
+    from gpubench.results import Details
+    from gpubench.views import ab as view
+
+    shape = GemmShape(64, 64, 64)
+    points = []
+    for _ in range(10):
+        for name, ms, kernel in (("A: x", 1.0, 0.90), ("B: x", 1.01, 0.9 * 1.02)):
+            points.append(Point.measured(shape, name, "-", samples_ms=[ms] * 5, rel_err=0, tolerance=1e-3,
+                                         details=Details(kernel_ms=[kernel] * 5, kernels=("k",))))
+    o = decided(ABOutcome(shape, ("x", "x"), ("A: x", "B: x"), ("-", "-"), "cuda", points))
+    assert o.kernel_ratios == pytest.approx([1.02] * 10) and o.kernel_result.median == pytest.approx(1.02)
+    assert "by CUPTI's kernel times (10 rounds): median B/A 1.0200 (+2.00%)" in "\n".join(view.lines(o))
+    assert o.verdict == Verdict.SLOWER  # the events' own (1%)
+
+
 def test_a_side_that_fails_has_no_verdict_and_exits_1():
     shape = GemmShape(64, 64, 64)
     bad = Point.measured(shape, "B: x", "-", samples_ms=[1.0] * 5, rel_err=1.0, tolerance=1e-3)

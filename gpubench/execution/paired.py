@@ -20,9 +20,8 @@ from typing import Iterator
 from gpubench.core.errors import Skip
 from gpubench.core.phases import phase
 from gpubench.core.dtypes import PRECISIONS
-from gpubench.execution.tasks import ShapeTask, describe_error, timed_verify, unmeasured
+from gpubench.execution.tasks import ShapeTask, describe_error, timed, timed_verify, unmeasured
 from gpubench.measure.paired import MIN_ROUNDS
-from gpubench.measure.timing import measure
 from gpubench.results import Point, Status
 
 
@@ -94,12 +93,13 @@ def run_rounds(backend, task: PairedTask, inputs, ref) -> Iterator[tuple]:
 
 def _measured(backend, task: PairedTask, p, made, rel_err: float) -> Point:
     shape = task.shape
-    timing = measure(made.run, backend.clock, p.policy, backend.telemetry)
+    timing, second = timed(backend, made, p.policy)
     if not timing.samples_ms:
         return unmeasured(shape, p, Status.SKIPPED, "every sample was taken while throttled (--discard-throttled)")
     details = replace(p.note.merged(made.details), stop=timing.stop, flushed=p.policy.flush and backend.flushes,
                       batch=timing.batch if timing.batch > 1 else None, pace=p.policy.pace,
-                      settled_s=timing.settled_s, accumulator=PRECISIONS[shape.dtype].accumulator)
+                      settled_s=timing.settled_s, accumulator=PRECISIONS[shape.dtype].accumulator,
+                      graph=p.policy.graph or None, **second)
     return Point.measured(shape, p.variant.name, p.config.label, samples_ms=timing.samples_ms, rel_err=rel_err,
                           tolerance=backend.tolerance(p.variant, shape), details=details,
                           telemetry=timing.telemetry())

@@ -89,6 +89,25 @@ def scales_of(backend, shape, inputs) -> dict[str, float]:
     return {name: backend.scale(inputs, name) for name in SCALES[shape.op] if name in inputs}
 
 
+def timed(backend, prepared, policy: TimingPolicy, aside=None, warm_s: float = 0.0) -> tuple:
+    """measure() of the prepared call on the point's clock: the backend's, its timed calls tagged for the second
+    clock (CUPTI) where the policy asks for both, each call a CUDA graph's launch with --graph. Returns (the timing,
+    the details the second clock recorded: kernel_ms and kernels, or nothing)."""
+    trace = timing = None
+    clock = backend.clock
+    try:
+        trace = backend.kernel_tracer(policy)  # None where there is no second clock
+        clock = trace.clock(clock) if trace else clock
+        clock = backend.timed_clock(clock, policy, prepared)
+        with phase("measure"):
+            timing = measure(prepared.run, clock, policy, backend.telemetry, aside, warm_s=warm_s)
+    finally:
+        second = trace.finish(len(timing.samples_ms) if timing else 0, policy.graph or 1) if trace else {}
+        if hasattr(clock, "close"):  # a graph's clock lets its graphs go
+            clock.close()
+    return timing, second
+
+
 def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue | None = None) -> Point | Held:
     """The point measured. With a `queue`, a point whose energy window did not come during its own calls is
     returned as Held, its buffers kept, for the queue to take that window at a later refresh (energy_queue.py);
@@ -108,18 +127,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
             earlier()
         # the point's energy window (or an earlier point's waiting one), taken when a refresh is due
         aside = backend.energy_aside(prepared.run, policy, earlier)
-        trace = timing = None
-        clock = backend.clock
-        try:
-            trace = backend.kernel_tracer(policy)  # the second clock (CUPTI) where the policy asks for it, else None
-            clock = trace.clock(clock) if trace else clock  # its timed calls tagged ...
-            clock = backend.timed_clock(clock, policy, prepared)  # ... each a CUDA graph's launch with --graph
-            with phase("measure"):
-                timing = measure(prepared.run, clock, policy, backend.telemetry, aside, warm_s=ran_s)
-        finally:
-            second = trace.finish(len(timing.samples_ms) if timing else 0, policy.graph or 1) if trace else {}
-            if hasattr(clock, "close"):  # a graph's clock lets its graphs go
-                clock.close()
+        timing, second = timed(backend, prepared, policy, aside, ran_s)
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "

@@ -79,6 +79,20 @@ class ABOutcome:
         return [b.median_ms / a.median_ms for a, b in self.rounds if a.status == b.status == Status.OK]
 
     @property
+    def kernel_ratios(self) -> list[float]:
+        """The rounds' ratios by the second clock (CUPTI's kernel times, --clock both), where both sides have them."""
+        import statistics
+
+        return [statistics.median(b.details.kernel_ms) / statistics.median(a.details.kernel_ms)
+                for a, b in self.rounds if a.details.kernel_ms and b.details.kernel_ms]
+
+    @property
+    def kernel_result(self) -> PairedRatio | None:
+        """The same paired test on the kernel times (shown beside the events'; the verdict is the events')."""
+        ratios = self.kernel_ratios
+        return paired_ratio(ratios, self.level) if ratios else None
+
+    @property
     def exit_code(self) -> int:
         if self.verdict is None:
             return Exit.FAILED
@@ -293,7 +307,7 @@ def decided(outcome: ABOutcome) -> ABOutcome:
 
 def ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args, rounds,
                     max_time, reps, budget, no_flush, threshold, level, backend, seed, tf32, timeout,
-                    config) -> ABOutcome:
+                    config, clock: str = "events", graph: int = 0) -> ABOutcome:
     """`gpubench ab` as the command line gives it: with --rev, the one argument is the kernel file."""
     sides = list(sides)
     file = None
@@ -302,7 +316,8 @@ def ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block
             raise GpubenchError("ab --rev REV --rev REV FILE:SYMBOL: give the kernel file as the one argument, got "
                                 f"{len(sides)}")
         file, sides = sides[0], []
-    policy = plan.policy(reps=reps, budget=budget, flush=not no_flush, decide=0)
+    policy = plan.policy(reps=reps, budget=budget, flush=not no_flush, decide=0, clock=clock, graph=graph)
+    plan.check_graph(backend, [policy])
     request = ABRequest(names=sides, kernels=list(kernels), revs=list(revs), file=file, op=op,
                         shape_of=lambda o: problem(o, size, stride, dtype, layout, tf32), backend=backend,
                         args=kernel_args, block=block_size, rounds=rounds, max_time_s=max_time, policy=policy,

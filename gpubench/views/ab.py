@@ -37,6 +37,10 @@ def lines(o) -> list[str]:
                    f"exact sign test p = {r.p_value:.2g}")
         out.append(f"  geometric mean B/A {r.geomean:.4f}, bootstrap {100 * o.level:.0f}% interval "
                    f"{r.boot_low:.4f}-{r.boot_high:.4f}")
+    k = o.kernel_result
+    if k is not None:
+        out.append(f"  by CUPTI's kernel times ({k.n} rounds): median B/A {k.median:.4f} ({_pct(k.median)}), interval "
+                   f"{k.low:.4f}-{k.high:.4f}, p = {k.p_value:.2g} (beside the events' verdict)")
     if o.verdict is not None:
         why = "" if r is None or r.enough else f" (fewer than the rounds a {100 * o.level:.0f}% interval needs)"
         out.append(f"verdict: B is {o.verdict} than A at ±{100 * o.threshold:.2g}%{why}"
@@ -59,6 +63,7 @@ def as_json(o) -> str:
             "configs": list(o.configs), "threshold": o.threshold, "level": o.level,
             "median_ms": [_mid([r[0] for r in rounds]), _mid([r[1] for r in rounds])],
             "ratios": o.ratios, "test": o.result.as_dict() if o.result else None,
+            "kernel_ratios": o.kernel_ratios, "kernel_test": o.kernel_result.as_dict() if o.kernel_result else None,
             "verdict": str(o.verdict) if o.verdict is not None else None, "problem_text": o.problem or None,
             "exit_code": int(o.exit_code)}
     return json.dumps(data, indent=1)

@@ -11,6 +11,7 @@ pyelftools, and cuda_bindings/cuda_pathfinder where the machine lacks them):
     waiting PLANT_CYCLES SM cycles. A short A/B with a first guess measures the share those cycles add; the cycles
     are scaled to the target (2% at 256, a ~10 µs call; 1% at 1024, a ~1 ms call) and the A/B runs again, one
     process of at most a minute each; its verdict should be `slower` (exit 1). Then A against A (exit 0, `same`).
+    Each A/B runs with --clock both: the rounds' test on CUPTI's kernel times is printed beside the events'.
 (c) the naive GEMM and cuBLAS at 256, and the sliding convolution and cuDNN at 64² stride 2, timed alone and as a
     CUDA graph of 20 calls (--graph 20, with both clocks), shown side by side with `compare --across`.
 
@@ -145,6 +146,7 @@ def source(folder: Path, name: str, cycles: int) -> Path:
 def ab(a: Path, b: Path, size: int, *extra: str, out: Path | None = None) -> dict | None:
     code, text = gpubench("ab", "--kernel", f"a={a}:planted_gemm", "--kernel", f"b={b}:planted_gemm",
                           "--args", "A,B,C,M,N,K", "--size", str(size), "--block-size", "16", "--format", "json",
+                          "--clock", "both",
                           *extra, quiet=True)
     try:
         data = json.loads(text)
@@ -158,7 +160,9 @@ def ab(a: Path, b: Path, size: int, *extra: str, out: Path | None = None) -> dic
         return data
     say(f"  A {data['median_ms'][0] * 1e3:.3f} µs, B {data['median_ms'][1] * 1e3:.3f} µs; median B/A "
         f"{test.get('median', float('nan')):.4f} ({test.get('low', float('nan')):.4f}-{test.get('high', float('nan')):.4f}), "
-        f"{len(data['ratios'])} rounds; verdict {data['verdict']}, exit {code}")
+        f"{len(data['ratios'])} rounds; verdict {data['verdict']}, exit {code}"
+        + (f"; by CUPTI {data['kernel_test']['median']:.4f} ({data['kernel_test']['low']:.4f}-"
+           f"{data['kernel_test']['high']:.4f})" if data.get("kernel_test") else "; no CUPTI times"))
     return data
 
 
