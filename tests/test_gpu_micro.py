@@ -54,7 +54,7 @@ def test_both_clocks_record_each_calls_kernels_and_their_names(cuda, data):
     assert g.status == Status.OK and g.details.kernel_ms and g.details.graph == 10
 
 
-def test_ab_on_the_gpu_finds_no_difference_between_a_kernel_and_itself():
+def test_ab_on_the_gpu_finds_no_difference_between_a_kernel_and_itself(cuda):
     """Both sides write one output on one set of inputs, so a kernel against itself is never found slower (the
     threshold here is loose: what ab decides at 0.5% is tools/gpu/micro.py's to show)."""
     import json
