@@ -6,7 +6,8 @@ pyelftools, and cuda_bindings/cuda_pathfinder where the machine lacks them):
     python3 tools/gpu/micro.py            # writes under $OUT (8 files), about 3-4 minutes of GPU time
 
 (a) tools/gpu/lab-small.toml (the lab's 132 conv-small points) with --clock both: the distribution of each point's
-    events/CUPTI ratio of medians, per variant, the points past 5%, and the kernels cuBLAS and cuDNN ran.
+    events/CUPTI ratio of medians, per variant, the points past 5%, and the kernels cuBLAS and cuDNN ran; then the
+    same points with the events alone, compared: whether recording CUPTI moves the events.
 (b) `gpubench ab` on tools/gpu/planted/planted_gemm.cuh: the same naive GEMM as A, and as B with every block first
     waiting PLANT_CYCLES SM cycles. A short A/B with a first guess measures the share those cycles add; the cycles
     are scaled to the target (2% at 256, a ~10 µs call; 1% at 1024, a ~1 ms call) and the A/B runs again, one
@@ -98,6 +99,21 @@ def clocks_on_conv_small() -> None:
     gpubench("run", "tools/gpu/lab-small.toml", "--clock", "both", "-o", str(path), "--force", quiet=True)
     if path.exists():
         summarise_clocks(path)
+    # does recording CUPTI move the events? the same points with the events alone, in the next process
+    alone = Path(tempfile.gettempdir()) / "conv-small-events.json"
+    gpubench("run", "tools/gpu/lab-small.toml", "--clock", "events", "-o", str(alone), "--force", quiet=True)
+    if path.exists() and alone.exists():
+        say("events alone (base) against events with CUPTI recording (new):")
+        code, text = gpubench("compare", str(alone), str(path), "--format", "json", quiet=True)
+        try:
+            changes = json.loads(text).get("changes", [])
+            ratios = sorted(c["ratio"] for c in changes if c.get("ratio"))
+            verdicts = {v: sum(c.get("verdict") == v for c in changes) for v in ("slower", "faster", "same",
+                                                                                  "inconclusive")}
+            say(f"  median ratio with/without CUPTI {statistics.median(ratios):.4f} over {len(ratios)} points "
+                f"(p10 {ratios[len(ratios) // 10]:.4f}, p90 {ratios[9 * len(ratios) // 10]:.4f}); {verdicts}")
+        except (json.JSONDecodeError, KeyError, TypeError, statistics.StatisticsError, IndexError) as e:
+            say(f"  (compare's JSON not read: {e}); exit {code}")
 
 
 def summarise_clocks(path: Path) -> None:
