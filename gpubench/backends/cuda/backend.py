@@ -142,12 +142,12 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         synchronizes, allocates, or launches on the legacy stream itself, as a Python variant does) is skipped with
         the reason."""
         cp = self.cp
-        if self._capture_stream is None:
-            self._capture_stream = self.drv.Stream(1)  # CU_STREAM_NON_BLOCKING: no implicit tie to the legacy stream
-        stream = cp.cuda.ExternalStream(self._capture_stream.handle)
         graph = None
-        self.launch_stream = self._capture_stream
         try:
+            if self._capture_stream is None:  # CU_STREAM_NON_BLOCKING: no implicit tie to the legacy stream
+                self._capture_stream = self.drv.Stream(1)
+            stream = cp.cuda.ExternalStream(self._capture_stream.handle)  # the same stream, as CuPy's
+            self.launch_stream = self._capture_stream
             with stream:
                 stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
                 try:
