@@ -172,7 +172,8 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
             budget: float = 1.0, flush: bool = True, max_noise: float | None = None, max_time: float = 10.0,
             decide: float | None = None, pace: str = plan.DEFAULTS.timing.pace,
             settle: float = plan.DEFAULTS.timing.settle_s,
-            cooldown: float = plan.DEFAULTS.timing.cooldown_s) -> Measurement:
+            cooldown: float = plan.DEFAULTS.timing.cooldown_s, clock: str = plan.DEFAULTS.timing.clocks,
+            graph: int = 0) -> Measurement:
     """Verify `fn` on `problem`, then time it under gpubench's protocol.
 
     fn(*arrays_and_dims, **params) writes the output (C or y). `args` orders what it receives (default: the arrays,
@@ -186,6 +187,8 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     steady back-to-back stream (each still flushed and between its own events) once they have run `settle` seconds
     and their time stopped drifting: under sustained load, as triton.testing.do_bench does. `cooldown`: seconds
     the GPU idles before the first call (a rested card, whatever ran before).
+    `clock`: "both" records CUPTI's kernel times beside the events (point.details.kernel_ms, .kernels; needs
+    cupti-python); `graph`: N > 0 times each call as one launch of a CUDA graph of N captured calls.
     A mapping `fn` returns on its first call is kept as `reported`."""
     if not callable(fn):
         raise GpubenchError(f"measure: {fn!r} is not callable")
@@ -212,7 +215,9 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     user_code.check(variant, [config])
     policy = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
                          flush=flush, decide=decide if decide is not None else plan.default_decide(backend),
-                         pace=pace, settle=settle, cooldown=cooldown, where=lambda key: f"measure: {key}")
+                         pace=pace, settle=settle, cooldown=cooldown, clock=clock, graph=graph,
+                         where=lambda key: f"measure: {key}")
+    plan.check_graph(backend, [policy])
     task = PointTask(0, variant, config, policy)
     try:
         inputs = be.inputs(problem, seed)
@@ -255,13 +260,14 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
               budget: float = 1.0,
               timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
               pace: str = plan.DEFAULTS.timing.pace, settle: float | None = None,
-              cooldown: float = plan.DEFAULTS.timing.cooldown_s, processes: int = 1, display=None) -> RunOutcome:
+              cooldown: float = plan.DEFAULTS.timing.cooldown_s, processes: int = 1, clock: str | None = None,
+              graph: int | None = None, display=None) -> RunOutcome:
     """`gpubench gemm|conv|sweep OP` as a function: the sweep run in isolated workers, saved, and returned
     (outcome.run). The op's problems come from its own parameters: sizes, mnk, strides and conv_layer's keys for the
     built-in ones, or any op's as `problem` (e.g. {"rows": [4096], "cols": [1024, 2048]} for a project's softmax).
     dtypes and layouts are --dtype's and --layout's ("fp32,bf16"); pace, settle and cooldown are --pace's,
     --settle's (None: its default; only with pace sustained) and --cooldown's; processes is --processes's (each
-    point measured in that many worker processes, interleaved)."""
+    point measured in that many worker processes, interleaved); clock and graph --clock's and --graph's."""
     from gpubench.usecases import commands as app
     from gpubench.specs import project as projects
 
@@ -278,21 +284,23 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
                       output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
                       tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
                       slow_threshold=None, display=display or Quiet(), dtype=dtypes,
-                      layout=layouts, pace=pace, settle=settle, cooldown=cooldown, processes=processes)
+                      layout=layouts, pace=pace, settle=settle, cooldown=cooldown, processes=processes, clock=clock,
+                      graph=graph)
 
 
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
               seed: int = 0, tf32: bool = False, timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None,
               gpus: str | None = None, pace: str | None = None, processes: int | None = None,
-              display=None) -> RunOutcome:
-    """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file); `pace` and `processes` override
-    the suite's."""
+              clock: str | None = None, graph: int | None = None, display=None) -> RunOutcome:
+    """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file); `pace`, `processes`, `clock` and
+    `graph` override the suite's."""
     from gpubench.usecases import commands as app
 
     return app.run_suite(suite, output=str(output) if output is not None else None, force=force, backend=backend,
                          seed=seed, tf32=tf32, timeout=timeout, config=config, max_noise=None, max_time=None,
                          decide=None, discard_throttled=False, gpus=gpus, scheduler=None, replicate=False,
-                         slow_threshold=None, display=display or Quiet(), pace=pace, processes=processes)
+                         slow_threshold=None, display=display or Quiet(), pace=pace, processes=processes,
+                         clock=clock, graph=graph)
 
 
 def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float = plan.DEFAULTS.threshold,

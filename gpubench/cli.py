@@ -165,6 +165,45 @@ def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, 
     return outcome.exit_code
 
 
+@cli.command()
+@options.ab_options()
+def ab(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args, rounds, max_time, reps, budget,
+       no_flush, clock, graph, threshold, level, fmt, baseline, screen, keep, any_power_state, backend, seed, tf32,
+       timeout, config):
+    """A against B inside one process: two variants, two sources of a kernel, or a kernel file at two git
+    revisions, alternating round by round on the same inputs; the rounds' ratios decide. Given saved runs
+    instead (one a round, each its own process), each kernel's ratio to --baseline over them.
+
+    \b
+    Exit codes: 0 B same as or faster than A, 1 B slower (or a side failed), 3 inconclusive.
+
+    \b
+    Examples:
+      gpubench ab tiled vec --size 2048
+      gpubench ab sliding@16 sliding@32 --op conv --size 64 --stride 2
+      gpubench ab --kernel old=old.cu:conv_k --kernel new=new.cu:conv_k --op conv --size 256
+      gpubench ab --rev HEAD~1 --rev HEAD kernels/my_gemm.cu:my_gemm --size 4096
+      gpubench ab round-1.json round-2.json round-3.json --baseline cublas --format markdown
+    """
+    from gpubench.usecases import ab as ab_case
+    from gpubench.views import ab as ab_view
+
+    if ab_case.is_rounds(sides) and not (kernels or revs):
+        from gpubench.views import rounds as rounds_view
+
+        table = ab_case.from_rounds(list(sides), baseline, level, any_power_state, screen, keep)
+        with terminal.reader_may_leave():
+            click.echo(rounds_view.render(table, fmt))
+        return Exit.OK
+    outcome = ab_case.ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args,
+                                      rounds, max_time, reps, budget, no_flush, threshold,
+                                      ab_case.LEVEL if level is None else level, backend, seed, tf32, timeout, config,
+                                      clock=clock, graph=graph)
+    with terminal.reader_may_leave():
+        ab_view.show(outcome, fmt, click.echo)
+    return outcome.exit_code
+
+
 # --- saved runs -----------------------------------------------------------------------------------------------
 
 

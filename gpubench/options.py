@@ -11,6 +11,7 @@ from gpubench.planning.plan import DEFAULTS
 from gpubench.ops import params as op_params
 from gpubench.ops.base import OpDef, ParamKind
 from gpubench.specs.parse import MAX_BLOCK_SIZE
+from gpubench.measure.kernel_clock import Clocks
 from gpubench.measure.timing import Pace
 
 
@@ -51,6 +52,13 @@ PACING = [
                  help="Idle the GPU this long before each point's first call, so that every point starts from a "
                       "rested card (at tensor-core rates the power limit the points before ran into otherwise carries "
                       "over) [default: 0, or the suite's]."),
+    click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=None,
+                 help=f"{Clocks.EVENTS}: CUDA events time each call; {Clocks.BOTH}: CUPTI's records of its kernels "
+                      "too (pip install cupti-python), saved beside the samples with the kernels' names "
+                      "[default: events, or the suite's]."),
+    click.option("--graph", default=None, type=click.IntRange(0, 10_000), metavar="N",
+                 help="Time each call as one launch of a CUDA graph of N captured calls (a sample is the graph's "
+                      "time over N): for calls whose launch costs more than they run [default: 0, none]."),
 ]
 PROCESSES = [
     click.option("--processes", default=None, type=int, metavar="K",
@@ -243,3 +251,59 @@ def names(text: str | None, what: str = "--variants") -> list[str] | None:
         raise GpubenchError(f"{what} is empty: give comma-separated names (see `gpubench list`), or leave it out for "
                             "the default set")
     return found
+
+
+def ab_options():
+    """`gpubench ab`'s options (its defaults are gpubench/usecases/ab.py's: an A/B in one process decides far
+    smaller changes than a comparison of two runs), and those of its reading of saved rounds."""
+    from gpubench.usecases import ab
+
+    return group([
+        click.argument("sides", nargs=-1),
+        click.option("--kernel", "kernels", multiple=True, metavar="[NAME=]FILE:SYMBOL",
+                     help="A kernel source, with the lab's launch: give it twice (A, then B)."),
+        click.option("--rev", "revs", multiple=True, metavar="REV",
+                     help="A git revision of FILE:SYMBOL (the one argument): give it twice (A, then B)."),
+        click.option("--op", default=None, metavar="OP",
+                     help="The op (gemm, conv, or your project's) [default: the op of the two variants named; gemm "
+                          "for --kernel/--rev]."),
+        click.option("--size", default=1024, show_default=True, type=click.IntRange(1),
+                     help="The problem: a square GEMM, or a convolution of this input size."),
+        click.option("--stride", default=1, show_default=True, type=click.IntRange(1), help="Conv stride."),
+        click.option("--dtype", default=None, metavar="fp32|bf16|...", help="The precision [default: fp32]."),
+        click.option("--layout", default=None, metavar="nn|nchw|...", help="The memory layout [default: nn / nchw]."),
+        click.option("--block-size", default=16, show_default=True, type=click.IntRange(1, MAX_BLOCK_SIZE),
+                     help="The block size of a block-axis variant (or name a configuration as NAME@LABEL)."),
+        click.option("--args", "kernel_args", default=None, metavar="NAMES", help="--kernel's parameter order."),
+        click.option("--rounds", default=ab.ROUNDS, show_default=True, type=click.IntRange(1, 10_000),
+                     help="Rounds at most: each measures A and B back to back (AB, then BA, ...)."),
+        click.option("--max-time", default=ab.MAX_TIME_S, show_default=True, type=click.FloatRange(0, 3600),
+                     help="Seconds of rounds at most (at least 6 rounds are run)."),
+        click.option("--reps", default=ab.ROUND_REPS, show_default=True, type=click.IntRange(5, 10_000),
+                     help="Timed calls per side per round, at most ..."),
+        click.option("--budget", default=ab.ROUND_BUDGET_S, show_default=True, type=click.FloatRange(0, 60),
+                     help="... or this many seconds per side per round."),
+        click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
+        click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=Clocks.EVENTS.value,
+                     show_default=True, help="both: CUPTI's kernel times too, and their rounds' test beside the "
+                                             "events' (the verdict stays the events')."),
+        click.option("--graph", default=0, show_default=True, type=click.IntRange(0, 10_000), metavar="N",
+                     help="Time each call as one launch of a CUDA graph of N captured calls."),
+        click.option("--threshold", default=ab.THRESHOLD, show_default=True, type=FRACTION,
+                     help="Smallest change that counts (0.005 = 0.5%)."),
+        click.option("--level", default=None, type=LEVEL,
+                     help=f"The interval's confidence level [default: {ab.LEVEL:g}; over saved rounds "
+                          f"{ab.ROUNDS_LEVEL:g}]."),
+        click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
+                     show_default=True),
+        click.option("--baseline", default="cublas", show_default=True,
+                     help="Saved rounds (FILE...): the variant every other is divided by."),
+        click.option("--screen", default=None, metavar="KERNEL",
+                     help="Saved rounds: the screening rule against this kernel (VARIANT CONFIG)."),
+        click.option("--keep", default=2, show_default=True, type=click.IntRange(1),
+                     help="With --screen: how many kernels may pass at most."),
+        click.option("--any-power-state", is_flag=True,
+                     help="Saved rounds: count every pair whatever its clocks (a layer where one side is always "
+                          "power-capped)."),
+        *RUNNING,
+    ])

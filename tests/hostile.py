@@ -37,7 +37,7 @@ ALLOWED = {
     "compare": {Exit.OK, Exit.FAILED, Exit.USAGE, Exit.INCONCLUSIVE},
     "history": {Exit.OK, Exit.FAILED, Exit.USAGE},
     "list": {Exit.OK, Exit.USAGE}, "check": {Exit.OK, Exit.USAGE}, "tune": {Exit.OK, Exit.USAGE},
-    "env": {Exit.OK, Exit.USAGE},
+    "env": {Exit.OK, Exit.USAGE}, "ab": {Exit.OK, Exit.FAILED, Exit.USAGE, Exit.INCONCLUSIVE},
 }
 
 

@@ -368,3 +368,22 @@ def test_the_saved_h100_pair_turns_a_flip_into_inconclusive():
     c = flips["conv tc-wgmma-tma 128x64x64 s8 c1 128x128x56 k128 3x3 s2 FP16 NHWC"]
     assert c.verdict == compare.Verdict.INCONCLUSIVE and compare.verdict(c.low, c.high, 0.05) == compare.Verdict.SLOWER
     assert len(flips) == 2 and report.count(compare.Verdict.SLOWER) == 14
+
+
+def _graphed(run, n):
+    run.points = [replace(p, details=replace(p.details, graph=n)) if p.variant == "tiled" else p for p in run.points]
+    return run
+
+
+def test_points_timed_in_a_graph_are_never_paired_with_points_timed_alone(make_run, run_file):
+    alone = run_file(make_run(), "alone.json")
+    graphed = run_file(_graphed(make_run(seed=1), 20), "graph.json")
+    r = invoke("compare", alone, graphed)
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"{alone} timed 2 point(s) otherwise than {graphed} (--graph), the first gemm tiled" in r.output
+    assert "(no graph against a graph of 20)" in r.output
+    assert invoke("compare", alone, graphed, "--across").exit_code == 0
+    other = run_file(_graphed(make_run(seed=2), 10), "graph10.json")
+    assert "(a graph of 20 against a graph of 10)" in invoke("compare", graphed, other).output
+    same = run_file(_graphed(make_run(seed=3), 20), "graph20.json")
+    assert invoke("compare", graphed, same).exit_code == 0

@@ -180,3 +180,43 @@ def test_a_call_that_waits_for_the_gpu_has_no_sustained_stream():
     stream = clock.stream(blocking_call(gpu, kernel_us=1000.0), True, call_ms=1.0)
     with pytest.raises(Skip, match="ran out of work while the host queued"):
         stream.take()
+
+
+# --- --graph: a CUDA graph of N captured calls timed in place of each call ------------------------------------
+
+
+class _Inner:
+    """A clock that returns what the graph's launch says it took."""
+
+    def __init__(self):
+        self.timed = []
+
+    def time_ms(self, run):
+        self.timed.append(run)
+        return run()
+
+    def time_batch_ms(self, run, n, flush):
+        return [run() for _ in range(n)]
+
+    def sync(self):
+        pass
+
+
+def test_a_graph_clock_captures_each_call_once_and_gives_per_call_times():
+    from gpubench.backends.cuda.clock import GraphClock
+
+    captured, released = [], []
+
+    def capture(run, n):
+        captured.append((run, n))
+        return (lambda: 8.0 * n), (lambda: released.append(run))  # each captured call takes 8 ms
+
+    def call():
+        pass
+
+    clock = GraphClock(_Inner(), capture, 4)
+    assert clock.time_ms(call) == 8.0 and clock.time_batch_ms(call, 3, True) == [8.0] * 3
+    assert captured == [(call, 4)]  # captured once, launched four times
+    clock.sync()  # the rest is the inner clock's
+    clock.close()
+    assert released == [call] and clock.graphs == {}

@@ -73,7 +73,7 @@ PLAUSIBLE = {
     "candidates": ["2"], "refine": ["0"], "variant": ["tuned"], "output": ["out.json", "out.png", "out.html"],
     "html": ["h.html"], "config": ["gpubench.toml"], "kernels": ["k.py:f", "mine=k.py:f", "k.cu:k"],
     "kernel_args": ["A,B,C,M,N,K"], "decide": ["0", "0.05"], "max_noise": ["0.1"], "slow_threshold": ["0.1"],
-    "gpus": ["id:0"],
+    "gpus": ["id:0"], "revs": ["HEAD", "HEAD~1"], "rounds": ["6"], "size": ["16"], "op": ["gemm", "conv"], "baseline": ["cublas", "tiled"],
 }
 ODD = [
     "", " ", "\t", "\n", "x\n", "\x00", "\x1b[31m", "[bold]x[/]", "%s", "{0}", "0", "-0", "-1", "1", "5", "33", "1e9",
@@ -138,7 +138,7 @@ def setup_files(directory) -> None:
 
 ARGUMENTS = {"run": ["suite.toml", "quick", "lab"], "show": ["run.json", NOT_UTF8], "plot": ["run.json"],
              "compare": ["run.json", "other.json", NOT_UTF8], "report": ["run.json", "other.json", "adir", NOT_UTF8],
-             "history": ["run.json", "other.json", "adir", NOT_UTF8]}
+             "history": ["run.json", "other.json", "adir", NOT_UTF8], "ab": ["numpy", "tiled", "k.py:f", "run.json"]}
 OUTPUTS = {"plot": "out.png", "report": "out.html"}  # required options, given unless drawn
 
 

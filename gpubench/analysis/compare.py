@@ -141,6 +141,14 @@ class Report:
         pairs = [(c.base, c.new) for c in self.changes] + self.not_measured
         return [(b, n) for b, n in pairs if b.pace != n.pace]
 
+    @property
+    def graph_changes(self) -> list[tuple[Point, Point]]:
+        """Points in both runs timed one way in one and another in the other: a call on its own against a call in a
+        captured CUDA graph (--graph), or graphs of different sizes. A graph's call runs without its launch,
+        back to back with the others, so no verdict between the two means anything."""
+        pairs = [(c.base, c.new) for c in self.changes] + self.not_measured
+        return [(b, n) for b, n in pairs if b.details.graph != n.details.graph]
+
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict == verdict for c in self.changes)
 
@@ -290,8 +298,8 @@ def check(report: Report, strict_env: bool, base_name: str, new_name: str, runs:
           allow_partial: bool = False, across: bool = False) -> None:
     """The rules a comparison must pass before any verdict is shown: each run holds every point once and is
     complete (or --allow-partial compares the points two partial runs have in common); with --strict-env, the
-    same environment; some point in common; and each point timed at one pace in both runs (or --across, which
-    shows them side by side without a verdict)."""
+    same environment; some point in common; and each point timed at one pace, and with the same --graph, in both
+    runs (or --across, which shows them side by side without a verdict)."""
     for name, run in zip((base_name, new_name), runs or ()):
         check_once(run, name)
         if run.status != RunStatus.COMPLETE and not allow_partial:
@@ -310,3 +318,11 @@ def check(report: Report, strict_env: bool, base_name: str, new_name: str, runs:
                             f"{point_label(n)} ({b.pace} against {n.pace}): a sustained time is a hot GPU's and an "
                             "idle one a rested GPU's, so a verdict would call the power limit a change; compare "
                             "runs of one pace (--pace), or pass --across to see them side by side")
+    graphs = report.graph_changes
+    if graphs and not across:
+        b, n = graphs[0]
+        shown = lambda p: f"a graph of {p.details.graph}" if p.details.graph else "no graph"  # noqa: E731
+        raise GpubenchError(f"{base_name} timed {len(graphs)} point(s) otherwise than {new_name} (--graph), the first "
+                            f"{point_label(n)} ({shown(b)} against {shown(n)}): a call in a captured graph runs "
+                            "without its launch, so a verdict would call the launch a change; compare runs timed the "
+                            "same way, or pass --across to see them side by side")

@@ -37,6 +37,7 @@ class Prepared:
     parts: dict[str, Callable[[], None]] = field(default_factory=dict)  # timed on their own, e.g. im2col's unfold
     details: Details = field(default_factory=Details)  # recorded with the point (engine name, tf32, ...)
     release: Callable[[], None] = lambda: None
+    capturable: bool = True  # its launches follow the backend's capturing stream (--graph); a Python variant's do not
 
 
 class Backend(Protocol):
@@ -65,8 +66,9 @@ class Backend(Protocol):
     def reference(self, shape: Shape, inputs: dict):
         """The float64 result the variants are checked against, from the inputs as rounded to the precision."""
 
-    def prepare(self, variant, config, shape: Shape, inputs: dict) -> Prepared:
-        """The variant's call at this configuration, ready to run (Skip when it cannot run here)."""
+    def prepare(self, variant, config, shape: Shape, inputs: dict, output=None) -> Prepared:
+        """The variant's call at this configuration, ready to run (Skip when it cannot run here), writing a fresh
+        output, or `output` where given (an A/B's two calls share theirs: gpubench/execution/paired.py)."""
 
     def poison(self, output) -> None:
         """Fill an output with NaN, so that a variant that writes nothing cannot pass."""
@@ -99,6 +101,15 @@ class Backend(Protocol):
 
     def energy_later(self, run: Callable[[], None], flush: bool, flops: float, timing) -> dict | None:
         """A point's energy from a window taken now, after later points ran (where window_wanted said so)."""
+
+    def kernel_tracer(self, policy):
+        """The second clock of one point's timed calls where the policy asks for it and the backend has one (the
+        CUDA backend's CUPTI records: cupti_clock.PointTrace, with clock(inner) and finish(samples, per)), else None."""
+
+    def timed_clock(self, clock, policy, prepared: Prepared):
+        """The clock a point is timed by: `clock`, or (policy.graph) one that times a CUDA graph of that many captured
+        calls in place of each call (the CUDA backend's clock.GraphClock; close() it after); Skip where the prepared
+        call cannot be captured."""
 
     def collect(self) -> None:
         """Give memory back between shapes."""
@@ -139,6 +150,14 @@ class ArrayBackend:
 
     def energy_later(self, run, flush: bool, flops: float, timing) -> dict | None:
         return None
+
+    def kernel_tracer(self, policy):
+        """No second clock here (the host's time is the call's)."""
+        return None
+
+    def timed_clock(self, clock, policy, prepared):
+        """No graphs here (plan.check_graph refuses --graph off the CUDA backend)."""
+        return clock
 
     def check(self, variants: list) -> None:
         """Every Python variant's function imported here, in the process that will call it, and its signature

@@ -116,11 +116,11 @@ class CpuBackend(ArrayBackend):
                        f"fit in host memory{self.free_text()}")
         return super().inputs(shape, seed)
 
-    def prepare(self, variant, config, shape, inputs) -> Prepared:
+    def prepare(self, variant, config, shape, inputs, output=None) -> Prepared:
         prepare = self.PREPARE.get(type(variant.runner))
         if prepare is None:
             raise GpubenchError(f"the cpu backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
-        return prepare(self, variant, config, shape, inputs, self.output(shape))
+        return prepare(self, variant, config, shape, inputs, self.output(shape) if output is None else output)
 
     def _python(self, variant, config, shape, inputs, out) -> Prepared:
         fn = user_code.function_of(variant)

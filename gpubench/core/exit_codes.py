@@ -26,11 +26,13 @@ class Exit(IntEnum):
 MEANING = {
     Exit.OK: "success: every point passed; `compare`: no significant regression (improvements never fail)",
     Exit.FAILED: "a point failed verification, raised, crashed its worker or timed out (all recorded, the rest "
-                 "ran); `compare`: at least one point significantly slower by more than the threshold",
+                 "ran); `compare`: at least one point significantly slower by more than the threshold; `ab`: B "
+                 "slower than A by more than the threshold",
     Exit.USAGE: "bad input (one line says what and what is allowed): options, suites, kernel specs, a kernel nvcc "
                 "rejects, unreadable or incompatible results files, an output that exists without --force, "
                 "no GPU or library",
-    Exit.INCONCLUSIVE: "`compare --fail-on-inconclusive`: nothing regressed but some points could not be decided",
+    Exit.INCONCLUSIVE: "`compare --fail-on-inconclusive`: nothing regressed but some points could not be decided; "
+                       "`ab`: the rounds could not decide",
     Exit.SLOW_GPU: "`--replicate`: every point passed, but a GPU ran slower than the node's median by more than "
                    "`--slow-threshold` (named, with its clocks and power): a health check for job schedulers",
     Exit.HANGUP: "hung up (SIGHUP): as for 130, the worker processes ended and every finished point saved",

@@ -90,6 +90,25 @@ def scales_of(backend, shape, inputs) -> dict[str, float]:
     return {name: backend.scale(inputs, name) for name in ops.of(shape).scales if name in inputs}
 
 
+def timed(backend, prepared, policy: TimingPolicy, aside=None, warm_s: float = 0.0) -> tuple:
+    """measure() of the prepared call on the point's clock: the backend's, its timed calls tagged for the second
+    clock (CUPTI) where the policy asks for both, each call a CUDA graph's launch with --graph. Returns (the timing,
+    the details the second clock recorded: kernel_ms and kernels, or nothing)."""
+    trace = timing = None
+    clock = backend.clock
+    try:
+        trace = backend.kernel_tracer(policy)  # None where there is no second clock
+        clock = trace.clock(clock) if trace else clock
+        clock = backend.timed_clock(clock, policy, prepared)
+        with phase("measure"):
+            timing = measure(prepared.run, clock, policy, backend.telemetry, aside, warm_s=warm_s)
+    finally:
+        second = trace.finish(len(timing.samples_ms) if timing else 0, policy.graph or 1) if trace else {}
+        if hasattr(clock, "close"):  # a graph's clock lets its graphs go
+            clock.close()
+    return timing, second
+
+
 def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue | None = None) -> Point | Held:
     """The point measured. With a `queue`, a point whose energy window did not come during its own calls is
     returned as Held, its buffers kept, for the queue to take that window at a later refresh (energy_queue.py);
@@ -109,8 +128,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
             earlier()
         # the point's energy window (or an earlier point's waiting one), taken when a refresh is due
         aside = backend.energy_aside(prepared.run, policy, earlier)
-        with phase("measure"):
-            timing = measure(prepared.run, backend.clock, policy, backend.telemetry, aside, warm_s=ran_s)
+        timing, second = timed(backend, prepared, policy, aside, ran_s)
         if not timing.samples_ms:
             return unmeasured(shape, point, Status.SKIPPED,
                               f"every sample was taken while throttled ({', '.join(timing.telemetry()['reasons'])}) "
@@ -128,7 +146,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
                           flushed=policy.flush and backend.flushes, batch=timing.batch if timing.batch > 1 else None,
                           pace=policy.pace, settled_s=timing.settled_s,
                           parts_ms=parts_ms, accumulator=PRECISIONS[shape.dtype].accumulator,
-                          scales=scales_of(backend, shape, inputs))
+                          scales=scales_of(backend, shape, inputs), graph=policy.graph or None, **second)
         readings = timing.telemetry()
         measured = lambda: Point.measured(shape, variant.name, point.config.label,  # noqa: E731
                                           samples_ms=timing.samples_ms, rel_err=rel_err,
@@ -233,6 +251,14 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
                                                 + describe_error(e)))
         if not backend.healthy():
             yield ("broken", describe_error(e))
+        return
+    own_rounds = getattr(task, "run_rounds", None)  # a task that runs its points its own way (an A/B: paired.py)
+    if own_rounds is not None:
+        try:
+            yield from own_rounds(backend, inputs, ref)
+        finally:
+            del inputs, ref
+            backend.collect()
         return
     queue = EnergyQueue(backend)
     try:

@@ -26,6 +26,7 @@ from typing import Callable, Protocol
 
 from gpubench.core.errors import GpubenchError
 from gpubench.core.phases import add, phase
+from gpubench.measure.kernel_clock import Clocks
 from gpubench.measure.stats import Stats, decidable, summarize
 from gpubench.measure.telemetry import FreshReadings, NoTelemetry, reason_names
 
@@ -102,6 +103,8 @@ class TimingPolicy:
     cooldown_s: float = 0.0  # the GPU idles this long before a point's first call, so that every point starts from a
     # rested card: at tensor-core rates the power limiter's clamp, set by the points before, otherwise carries over
     processes: int = 1  # worker processes that each sample the point under this policy (execution/processes.py)
+    clocks: Clocks = Clocks.EVENTS  # both: CUPTI's kernel records of the timed calls beside the events (kernel_clock.py)
+    graph: int = 0  # N > 0: each timed call is one launch of a CUDA graph of N captured calls (the CUDA clock)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

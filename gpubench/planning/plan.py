@@ -25,6 +25,7 @@ from gpubench.ops.base import LAB_SIZES, ParamKind
 from gpubench.specs.parse import LAB_BLOCK_SIZES, MAX_BLOCK_SIZE
 from gpubench.specs.catalog import Catalog
 from gpubench.execution.sweep import Sweep
+from gpubench.measure.kernel_clock import Clocks
 from gpubench.measure.timing import Pace, TimingPolicy, pace_of
 from gpubench.specs.variant import Axis, Variant
 
@@ -68,13 +69,15 @@ def default_decide(backend: str) -> float | None:
 
 
 _T = TimingPolicy()
+MAX_GRAPH = 10_000  # calls captured in one CUDA graph at most
 MAX_COOLDOWN_S = 60.0  # a minute of idle per point is already far more than a power limiter needs
 
 
 def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.budget_s, max_noise: float | None = None,
            max_time: float = _T.max_time_s, flush: bool = _T.flush, decide: float | None = None,
            discard_throttled: bool = False, pace: Pace | str = _T.pace, settle: float = _T.settle_s,
-           cooldown: float = _T.cooldown_s, processes: int = _T.processes,
+           cooldown: float = _T.cooldown_s, processes: int = _T.processes, clock: Clocks | str = _T.clocks,
+           graph: int = _T.graph,
            where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
     """A timing policy, every value checked; `where(key)` names the option or suite key in messages.
     decide = 0 (or None) turns the decidability target off. pace sustained times calls in a steady stream after
@@ -111,13 +114,19 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
     if cooldown > MAX_COOLDOWN_S:
         raise GpubenchError(f"{where('cooldown')} is seconds of idle before each point: at most {MAX_COOLDOWN_S:g}, "
                             f"got {cooldown}")
+    if not isinstance(clock, str) or clock not in set(Clocks):
+        raise GpubenchError(f"{where('clock')} must be one of {', '.join(Clocks)}, got {clock!r:.40}")
+    if type(graph) is not int or not 0 <= graph <= MAX_GRAPH:
+        raise GpubenchError(f"{where('graph')} is how many calls one CUDA graph captures: 0 (none) to {MAX_GRAPH}, "
+                            f"got {graph!r:.40}")
     for key, value in (("flush", flush), ("discard_throttled", discard_throttled)):
         if not isinstance(value, bool):
             raise GpubenchError(f"{where(key)} must be true or false, got {value!r}")
     return TimingPolicy(warmup=warmup, reps=reps, min_reps=MIN_REPS, budget_s=float(budget), flush=flush,
                         max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time),
                         decide=None if decide is None else float(decide), discard_throttled=discard_throttled,
-                        pace=pace, settle_s=float(settle), cooldown_s=float(cooldown), processes=processes)
+                        pace=pace, settle_s=float(settle), cooldown_s=float(cooldown), processes=processes,
+                        clocks=Clocks(clock), graph=graph)
 
 
 MAX_NAME = 100  # a name goes into tables, file names and labels
@@ -343,10 +352,11 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
 
 def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,
                discard_throttled: bool, pace: Pace | str | None = None, settle: float | None = None,
-               cooldown: float | None = None, processes: int | None = None) -> TimingPolicy:
+               cooldown: float | None = None, processes: int | None = None, clock: str | None = None,
+               graph: int | None = None) -> TimingPolicy:
     """A suite sweep's policy with what the command line gave for every sweep on top (checked again)."""
     if (max_noise is None and max_time is None and decide is None and not discard_throttled and pace is None
-            and settle is None and cooldown is None and processes is None):
+            and settle is None and cooldown is None and processes is None and clock is None and graph is None):
         return p
     return policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
                   max_noise=max_noise if max_noise is not None else p.max_noise,
@@ -355,7 +365,15 @@ def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | No
                   discard_throttled=discard_throttled or p.discard_throttled,
                   pace=pace if pace is not None else p.pace, settle=settle if settle is not None else p.settle_s,
                   cooldown=cooldown if cooldown is not None else p.cooldown_s,
-                  processes=processes if processes is not None else p.processes)
+                  processes=processes if processes is not None else p.processes,
+                  clock=clock if clock is not None else p.clocks, graph=graph if graph is not None else p.graph)
+
+
+def check_graph(backend: str, policies: list[TimingPolicy]) -> None:
+    """--graph (or a suite's graph) on a backend with no graphs to capture is refused, not ignored."""
+    if backend != "cuda" and any(p.graph for p in policies):
+        raise GpubenchError(f"--graph captures calls in a CUDA graph: the {backend} backend launches none (leave "
+                            "--graph out, or run on --backend cuda)")
 
 
 def check_settle(settle: float | None, policies: list[TimingPolicy]) -> None:

@@ -6,7 +6,9 @@
                             # decide (a threshold, 0 = off), discard_throttled,
                             # pace ("idle", the default, or "sustained"), settle (seconds, for sustained),
                             # cooldown (seconds of idle before each point),
-                            # processes (worker processes that each measure every point, interleaved)
+                            # processes (worker processes that each measure every point, interleaved),
+                            # clock ("events", or "both": CUPTI's kernel times beside them), graph (calls per
+                            # captured CUDA graph, 0: none)
     reps = 30
     [[sweep]]
     name = "gemm"
@@ -44,7 +46,7 @@ from gpubench.specs.catalog import Catalog
 from gpubench.execution.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
-               "settle", "cooldown", "processes"}
+               "settle", "cooldown", "processes", "clock", "graph"}
 PRECISION_KEYS = {"dtypes", "layouts"}
 SWEEP_KEYS = {"name", "op", "variants", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}  # and the op's own params
 TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}

@@ -90,6 +90,9 @@ class Details:
     parts_ms: Mapping[str, float] = field(default_factory=dict)  # sub-steps timed alone (im2col's unfold, ...)
     reported: Mapping[str, object] = field(default_factory=dict)  # what a user's variant reports about itself
     profile: Profile | None = None  # Nsight Compute's counters of one timed call, or why there are none (schema 5)
+    kernel_ms: tuple[float, ...] = ()  # the second clock: each timed call's kernels on the GPU (CUPTI), in ms
+    kernels: tuple[str, ...] = ()  # ... and the kernels the calls ran, by name (what a library chose)
+    graph: int | None = None  # each timed call was one launch of a CUDA graph of this many calls (samples per call)
 
     def __post_init__(self):
         if self.profile is not None and not isinstance(self.profile, Profile):
@@ -113,23 +116,34 @@ class Details:
             raise ValueError("scales must map input names to numbers")
         if not isinstance(self.reported, Mapping) or not all(isinstance(k, str) for k in self.reported):
             raise ValueError("reported must be an object")
+        if not isinstance(self.kernel_ms, (list, tuple)) or not all(_kind_ok(v, float) and v > 0
+                                                                     for v in self.kernel_ms):
+            raise ValueError("kernel_ms must be a list of positive milliseconds")
+        if not isinstance(self.kernels, (list, tuple)) or not all(isinstance(k, str) and k.isprintable()
+                                                                   for k in self.kernels):
+            raise ValueError("kernels must be a list of printable names")
+        if self.graph is not None and self.graph < 1:
+            raise ValueError(f"graph must be a positive number of calls, got {self.graph}")
+        object.__setattr__(self, "kernel_ms", tuple(float(v) for v in self.kernel_ms))
+        object.__setattr__(self, "kernels", tuple(self.kernels))
 
     def record(self) -> dict:
         """The fields recorded (None and empty left out), as a results file keeps them."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["profile"] = self.profile.record() if self.profile is not None else None
-        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in out.items() if v not in (None, {})}
+        return {k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, tuple) else v)
+                for k, v in out.items() if v not in (None, {}, ())}
 
     def merged(self, other: Details) -> Details:
         """These details with what `other` recorded on top (its None fields leave ours as they are)."""
         mine = {f.name: getattr(self, f.name) for f in fields(self)}
         theirs = {f.name: getattr(other, f.name) for f in fields(other)}
-        return Details(**{**mine, **{k: v for k, v in theirs.items() if v not in (None, {})}})
+        return Details(**{**mine, **{k: v for k, v in theirs.items() if v not in (None, {}, ())}})
 
 
 FIELD_KINDS = {"tf32": bool, "accumulator": str, "engine": str, "plans": int, "engine_kept": str, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
                "batch": int, "flushed": bool, "pace": Pace, "settled_s": float, "tuned": bool, "tuned_from": str,
-               "tuned_exact": bool, "first_call_ms": float}
+               "tuned_exact": bool, "first_call_ms": float, "graph": int}
 
 
 @dataclass(frozen=True)

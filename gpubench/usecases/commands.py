@@ -76,8 +76,8 @@ def run_op(op: str, shapes: list, *, variants: list[str] | None, block_sizes: tu
            force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
            scheduler: str | None, replicate: bool, slow_threshold: float | None, display: Display, dtype: str | None = None,
            layout: str | None = None, pace: str | None = None, settle: float | None = None,
-           cooldown: float | None = None, processes: int | None = None,
-           profile: Profiling = Profiling.OFF) -> RunOutcome:
+           cooldown: float | None = None, processes: int | None = None, clock: str | None = None,
+           graph: int | None = None, profile: Profiling = Profiling.OFF) -> RunOutcome:
     """`gpubench gemm|conv|sweep OP`: one sweep of the op over the shapes in each asked precision and layout, checked
     by the plan, run, saved and shown."""
     from gpubench.specs import project as projects
@@ -96,8 +96,10 @@ def run_op(op: str, shapes: list, *, variants: list[str] | None, block_sizes: tu
                          discard_throttled=discard_throttled, pace=pace or plan.DEFAULTS.timing.pace,
                          settle=settle if settle is not None else plan.DEFAULTS.timing.settle_s,
                          cooldown=cooldown if cooldown is not None else plan.DEFAULTS.timing.cooldown_s,
-                         processes=processes if processes is not None else plan.DEFAULTS.timing.processes)
+                         processes=processes if processes is not None else plan.DEFAULTS.timing.processes,
+                         clock=clock or plan.DEFAULTS.timing.clocks, graph=graph or 0)
     plan.check_settle(settle, [timing])
+    plan.check_graph(backend, [timing])
     sweep = plan.sweep(op, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts), block_sizes,
                        timing, [*asked.skipped, *plan.left_out(catalog, op, backend, variants)])
     request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
@@ -151,7 +153,8 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
               discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
               slow_threshold: float | None, display: Display, pace: str | None = None,
               settle: float | None = None, cooldown: float | None = None,
-              processes: int | None = None, profile: Profiling = Profiling.OFF) -> RunOutcome:
+              processes: int | None = None, clock: str | None = None, graph: int | None = None,
+              profile: Profiling = Profiling.OFF) -> RunOutcome:
     """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling and pace for each) into one file."""
     from gpubench.specs import project as projects
     from gpubench.planning import suites
@@ -161,8 +164,9 @@ def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed
     for sw in s.sweeps:
         sw.policy = plan.overridden(sw.policy, max_noise=max_noise, max_time=max_time, decide=decide,
                                     discard_throttled=discard_throttled, pace=pace, settle=settle,
-                                    cooldown=cooldown, processes=processes)
+                                    cooldown=cooldown, processes=processes, clock=clock, graph=graph)
     plan.check_settle(settle, [sw.policy for sw in s.sweeps])
+    plan.check_graph(backend, [sw.policy for sw in s.sweeps])
     request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
                          output, force, plan.check_timeout(timeout), proj,
                          spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)

@@ -16,7 +16,7 @@ from gpubench.analysis.compare import point_label
 from gpubench import ops
 from gpubench.results import Point, Run, Status
 from gpubench.measure.timing import Pace
-from gpubench.views import modes, power
+from gpubench.views import clocks, modes, power
 from gpubench.views import profile as profile_view
 from gpubench.views.tables import Cell, Table
 
@@ -194,7 +194,10 @@ def details(p: Point) -> str:
     between = hierarchical.spread(p.process_samples) if len(p.processes) >= 2 else None
     if between is not None:  # --processes K: how far apart its processes' medians lie
         bits.append(f"{len(p.processes)} processes: medians within {100 * between:.1f}%")
-    return "; ".join(bits)
+    if d.graph:
+        bits.append(f"a graph of {d.graph} calls")
+    bits.append(clocks.detail(p))
+    return "; ".join(b for b in bits if b)
 
 
 def _err(p: Point) -> str:
@@ -353,12 +356,9 @@ def run_tables(run: Run, threshold: float = NOISE_THRESHOLD) -> list[Table]:
     if any(_noisy(p, threshold) and p.modes is None for p in run.points if p.status == Status.OK):
         tables[-1].caption += (f"; ~ marks a spread (IQR/median) over {threshold:.0%}, too wide to support a "
                                f"{threshold:.0%} comparison")
-    two = modes.caption(run.points)
-    if two:
-        tables[-1].caption += ("\n" if tables[-1].caption else "") + two
-    between = processes_caption(run.points)
-    if between:
-        tables[-1].caption += ("\n" if tables[-1].caption else "") + between
+    for extra in (modes.caption(run.points), clocks.caption(run), processes_caption(run.points)):
+        if extra and tables:
+            tables[-1].caption += ("\n" if tables[-1].caption else "") + extra
     limits = profile_view.limits_table(run)  # only where points were profiled (gpubench profile, --profile)
     return tables + ([limits] if limits else [])
 

@@ -6,7 +6,7 @@
 #                                          # warp-state samples per SASS instruction of cuBLAS, u1, u1 d1 q1 and
 #                                          # c1 g8 u1 d1 q1 (bf16 nn 4096, one launch each, clocks as the card sets them)
 #   bash tools/gpu/wgmma_carry.sh ab       # 2 screening rounds of the five configurations below, the screening rule
-#                                          # (tools/ab_rounds.py --screen, fixed before), 5 rounds of cuBLAS, u1 and
+#                                          # (gpubench ab --screen, once tools/ab_rounds.py; fixed before), 5 rounds of cuBLAS, u1 and
 #                                          # what passed
 #   bash tools/gpu/wgmma_carry.sh follow   # 5 rounds of cuBLAS, u1 and c1 g8 u1 d1 q1, bf16 and fp16 nn only
 #                                          # (tools/gpu/tc-gemm-ab-fastest.toml): a follow-up outside the rule
@@ -23,7 +23,7 @@ SCREEN=("{ $U, CLUSTER = 2, SWIZZLE = 8, UWG = 1 }" "{ $U, CLUSTER = 2, SWIZZLE 
 REFERENCE="wgmma-tma 128x256x64 s4 c2 g8 u1"
 
 # The wgmma-tma spec's configs = [...] replaced by the inline tables given, or by those of them whose label (as
-# "wgmma-tma LABEL") is in KEEP (a ";"-separated list, as ab_rounds.py --screen prints it).
+# "wgmma-tma LABEL") is in KEEP (a ";"-separated list, as gpubench ab --screen prints it).
 set_list() {
     KEEP="${KEEP:-}" python3 - "$@" <<'PY'
 import os, sys
@@ -81,7 +81,7 @@ ab)
     OUT=/tmp/screen bash tools/gpu/gemm_ab.sh 2 > "$OUT/screen.log" 2>&1; grep "==\|exit" "$OUT/screen.log"
     mkdir -p /tmp/screen/runs && tar xzf /tmp/screen/ab-rounds.tgz -C /tmp/screen/runs
     cp /tmp/screen/ab-rounds.tgz "$OUT/screen-rounds.tgz"
-    python3 tools/ab_rounds.py /tmp/screen/runs/tc-gemm-ab-r1.json /tmp/screen/runs/tc-gemm-ab-r2.json --markdown \
+    python3 -m gpubench ab /tmp/screen/runs/tc-gemm-ab-r1.json /tmp/screen/runs/tc-gemm-ab-r2.json --format markdown \
         --screen "$REFERENCE" --keep 2 > "$OUT/screen.md"
     sed -n '/^Screening/,$p' "$OUT/screen.md"
     PASSING=$(sed -n 's/^PASSING: //p' "$OUT/screen.md")

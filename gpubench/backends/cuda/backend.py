@@ -4,8 +4,10 @@ cuDNN through its frontend.
 PyCUDA works on the device's primary context (pycuda.autoprimaryctx), the one CuPy's runtime calls use (PyTorch's
 and Triton's too), so all share one address space: inputs are CuPy arrays and kernels get their raw pointers.
 Every launch, event and library call goes to the legacy default stream, so the timer's events bracket exactly the
-work timed (python_calls.py says how a project's Python functions are held to it). Arrays of a precision CuPy lacks
-(bfloat16, fp8) are raw storage of their width (storage.py); their values are read on the host through ml_dtypes.
+work timed (python_calls.py says how a project's Python functions are held to it); only while a call is captured into
+a CUDA graph (--graph) do its launches go to the capturing stream, and the graph is launched on the legacy one.
+Arrays of a precision CuPy lacks (bfloat16, fp8) are raw storage of their width (storage.py); their values are read
+on the host through ml_dtypes.
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ import numpy as np
 
 from gpubench.measure import telemetry
 from gpubench.backends import ArrayBackend, Prepared
-from gpubench.backends.cuda import placement, profiler, storage
-from gpubench.backends.cuda.clock import CudaClock
+from gpubench.backends.cuda import cupti_clock, placement, profiler, storage
+from gpubench.backends.cuda.clock import CudaClock, GraphClock
 from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
 from gpubench.backends.cuda.python_calls import PythonCalls
-from gpubench.core.errors import GpubenchError, NoDevice
+from gpubench.core.errors import GpubenchError, NoDevice, Skip
 from gpubench.core.phases import phase
+from gpubench.measure.kernel_clock import Clocks
 from gpubench.specs.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
 
 
@@ -75,6 +78,8 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         self.device_name = self.device.name()
         self._modules: dict = {}
         self._cudnn: dict = {}
+        self._cupti = None  # the second clock, opened at the first point that asks for it
+        self._capture_stream = None
         spin = self.probe("spin")
         self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
         self._chain_sink = self.cp.zeros(1, dtype=self.cp.int32)  # where the placement probe's chain ends
@@ -104,6 +109,61 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
             self.clock.flush()
             samples.append(self.clock.time_ms(lambda: chain(*args, block=(1, 1, 1), grid=(1, 1))))
         return placement.median_us(samples)
+
+    def kernel_tracer(self, policy):
+        """CUPTI's kernel records beside the events where the policy asks for both clocks and `cupti` imports here
+        (opened once per process); else None, as where CUPTI cannot trace here (the environment's software.cupti
+        says whether it is installed; the run's caption says when no point got kernel times)."""
+        if getattr(policy, "clocks", Clocks.EVENTS) != Clocks.BOTH or self._cupti is False:
+            return None
+        try:
+            if self._cupti is None:
+                if cupti_clock.missing() is not None:
+                    raise ImportError(cupti_clock.missing())
+                self._cupti = cupti_clock.CuptiClock()
+            return self._cupti.point()
+        except Exception:  # noqa: BLE001 - not installed, or CUPTI refuses here (a profiler attached, privileges,
+            self._cupti = False  # a library older than the driver): the events alone, for the rest of the process
+            return None
+
+    def timed_clock(self, clock, policy, prepared):
+        """`clock`, or with policy.graph a GraphClock over it that captures each call N times into a CUDA graph."""
+        if not policy.graph:
+            return clock
+        if not prepared.capturable:  # its launches would run at once on the legacy stream, and the graph be empty
+            raise Skip("--graph: a Python variant launches on its framework's current stream, which gpubench does not "
+                       "capture; time it without --graph")
+        return GraphClock(clock, self.captured, policy.graph)
+
+    def captured(self, run, n: int):
+        """A CUDA graph of `n` calls of `run`, captured on a stream of its own (PyCUDA's launches through
+        launch_stream, cuBLAS, cuBLASLt and cuDNN through CuPy's current stream), to be launched on the legacy
+        default stream between the clock's events: (launch, release). A call that cannot be captured (one that
+        synchronizes, allocates, or launches on the legacy stream itself, as a Python variant does) is skipped with
+        the reason."""
+        cp = self.cp
+        graph = None
+        try:
+            if self._capture_stream is None:  # CU_STREAM_NON_BLOCKING: no implicit tie to the legacy stream
+                self._capture_stream = self.drv.Stream(1)
+            stream = cp.cuda.ExternalStream(self._capture_stream.handle)  # the same stream, as CuPy's
+            self.launch_stream = self._capture_stream
+            with stream:
+                stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
+                try:
+                    for _ in range(n):
+                        run()
+                finally:
+                    graph = stream.end_capture()
+            stream.synchronize()
+        except Exception as e:  # noqa: BLE001 - CUDA's refusal, whatever raised it
+            text = str(e).strip().splitlines()
+            raise Skip(f"--graph: this call cannot be captured in a CUDA graph ({type(e).__name__}: "
+                       f"{text[0] if text else ''})") from None
+        finally:
+            self.launch_stream = None
+        null = cp.cuda.Stream.null
+        return (lambda: graph.launch(null)), (lambda: None)  # the graph goes with its last reference
 
     def upload(self, host: np.ndarray):
         """A host array on the device, as raw storage where CuPy lacks its element type."""
@@ -156,9 +216,9 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         PythonGpuRunner: PythonCalls.prepare_python,
     }
 
-    def prepare(self, variant, config, shape, inputs) -> Prepared:
+    def prepare(self, variant, config, shape, inputs, output=None) -> Prepared:
         prepare = self.PREPARE.get(type(variant.runner))
         if prepare is None:
             raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
-        return prepare(self, variant, config, shape, inputs, self.output(shape))
+        return prepare(self, variant, config, shape, inputs, self.output(shape) if output is None else output)
 

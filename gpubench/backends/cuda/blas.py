@@ -70,6 +70,7 @@ def cublas_gemm(cp, m, n, k, a_ptr, a_transposed, b_ptr, b_transposed, c_ptr, ty
     g = column_major(m, n, k, a_transposed, b_transposed)
 
     def run():
+        cublas.setStream(handle, cp.cuda.get_current_stream().ptr)  # the null stream, or a graph's capturing one
         cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
         cublas.gemmStridedBatchedEx(
             handle, g.op_first, g.op_second, g.rows, g.cols, g.inner, one.ctypes.data, b_ptr, types.a, g.ld_first,
@@ -91,7 +92,8 @@ def _words(e: BaseException) -> str:
 
 class LtMatmul:
     """One cuBLASLt product, planned once: descriptors, per-tensor scale pointers (fp8) and the heuristic's first
-    algorithm. ``run(a_ptr, b_ptr, c_ptr)`` launches it on the legacy default stream."""
+    algorithm. ``run(a_ptr, b_ptr, c_ptr)`` launches it on CuPy's current stream (the legacy default stream, or a
+    graph's capturing stream)."""
 
     def __init__(self, cp, m, n, k, a_transposed, b_transposed, types: BlasTypes, scale_ptrs=None):
         from nvmath.bindings import cublasLt as lt
@@ -149,7 +151,7 @@ class LtMatmul:
         try:
             self._lt.matmul(self._handle, self._desc, self._one.ctypes.data, b_ptr, self._a, a_ptr, self._b,
                             self._zero.ctypes.data, c_ptr, self._c, c_ptr, self._c, self._results.ptr,
-                            self._workspace.data.ptr, self.workspace_bytes, 0)
+                            self._workspace.data.ptr, self.workspace_bytes, self._cp.cuda.get_current_stream().ptr)
         except self._lt.cuBLASLtError as e:
             raise LtRefused(f"cuBLASLt declined to run it: {_words(e)}") from None
 

@@ -1,6 +1,7 @@
 """The CUDA backend's clock: events on the default stream around each call, L2 flushed by a memset, short calls
 timed in queued batches behind a wait kernel (see cuda_src/probes.cu), and, for the sustained pace, calls back to
-back in a stream the host keeps ahead of the GPU (SustainedStream)."""
+back in a stream the host keeps ahead of the GPU (SustainedStream); with --graph, a CUDA graph of N captured calls
+launched in place of each call (GraphClock)."""
 
 from __future__ import annotations
 
@@ -192,3 +193,50 @@ class SustainedStream:
         self.clock.flushed = False
         if self.pending:
             self.pending[-1][0][-1].synchronize()
+
+
+class GraphClock:
+    """--graph N: each timed call is one launch of a CUDA graph of N captured calls, and each sample is the graph's
+    time over N. For calls whose launch costs more than they run: the graph puts N calls on the GPU for one launch,
+    back to back, so a sample is what a call costs inside a stream of them (L2 is flushed once per graph, where the
+    policy flushes). `capture(run, n)` (the backend's: it moves every launch to a capturing stream) returns
+    (launch, release); a call is captured the first time it is timed, and its graph kept until close()."""
+
+    def __init__(self, inner, capture, n: int):
+        self.inner, self.capture, self.n = inner, capture, n
+        self.graphs: dict = {}  # the call -> (launch its graph, release it)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def launch(self, run):
+        if run not in self.graphs:
+            self.graphs[run] = self.capture(run, self.n)
+        return self.graphs[run][0]
+
+    def time_ms(self, run) -> float:
+        return self.inner.time_ms(self.launch(run)) / self.n
+
+    def time_batch_ms(self, run, n: int, flush: bool) -> list[float]:
+        return [t / self.n for t in self.inner.time_batch_ms(self.launch(run), n, flush)]
+
+    def stream(self, run, flush: bool, call_ms: float):
+        return PerCall(self.inner.stream(self.launch(run), flush, call_ms * self.n), self.n)
+
+    def close(self) -> None:
+        while self.graphs:
+            _, (_, release) = self.graphs.popitem()
+            release()
+
+
+class PerCall:
+    """A stream of graph launches whose times are given per captured call."""
+
+    def __init__(self, inner, n: int):
+        self.inner, self.n = inner, n
+
+    def take(self) -> list[float]:
+        return [t / self.n for t in self.inner.take()]
+
+    def close(self) -> None:
+        self.inner.close()

@@ -18,7 +18,7 @@ from gpubench.core import dtypes
 from gpubench.execution import nvcc
 from gpubench.core import paths
 from gpubench.measure import telemetry
-from gpubench.backends.cuda import blas, storage
+from gpubench.backends.cuda import blas, cupti_clock, storage
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.ops.gemm import GemmLayout
 from gpubench.core.errors import GpubenchError, Skip
@@ -87,7 +87,7 @@ class DeviceFacts:
                 "cuda_runtime": f"{rt // 1000}.{rt % 1000 // 10}",
                 "nvcc": nvcc.nvcc_version(nvcc.find_nvcc()) if nvcc.find_nvcc() else None,
                 "pycuda": pycuda.VERSION_TEXT, "cupy": cupy.__version__, "cudnn": cudnn_conv.cudnn_version(),
-                "cublaslt": blas.lt_version(),
+                "cublaslt": blas.lt_version(), "cupti": cupti_clock.version(),
                 "numpy": np.__version__,
             },
         }

@@ -27,6 +27,8 @@ def _ptr(array) -> np.uintp:
 class KernelLaunches:
     """Compiling, loading and launching kernels (methods of the CUDA backend)."""
 
+    launch_stream = None  # where launches go: None, the legacy default stream; a graph's capturing stream (--graph)
+
     def function(self, source, symbol: str, params: dict, arch: str | None = None, includes=()):
         arch = arch or self.arch
         if not arch.startswith(self.arch):
@@ -56,7 +58,13 @@ class KernelLaunches:
             fn.set_attribute(fa.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
         fn.prepare(fmt)
         grid, block, smem = launch.grid, launch.block, launch.shared_bytes
-        return lambda: fn.prepared_call(grid, block, *args, shared_size=smem)
+        def launch():  # on the legacy default stream, or on the stream a graph is captured on (launch_stream)
+            if self.launch_stream is None:
+                fn.prepared_call(grid, block, *args, shared_size=smem)
+            else:
+                fn.prepared_async_call(grid, block, self.launch_stream, *args, shared_size=smem)
+
+        return launch
 
     def launch_steps(self, variant, config, shape, inputs, out):
         """The launches of a variant's call, in order (its `before` steps, then its main kernel if it has one), and

@@ -122,4 +122,4 @@ class PythonCalls:
                              "the current stream (PyTorch's current stream, CuPy's current stream), which gpubench "
                              "times")
         details = Details(first_call_ms=first_ms, reported=user_code.report_of(returned))
-        return Prepared(call, out, details=details)
+        return Prepared(call, out, details=details, capturable=False)  # it launches on its framework's stream
