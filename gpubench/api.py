@@ -37,7 +37,7 @@ from gpubench.specs.runners import Arrays, PythonGpuRunner, PythonRunner
 from gpubench.usecases.session import RunOutcome
 from gpubench.specs.parse import BACKENDS
 from gpubench.measure.stats import Stats
-from gpubench.specs.variant import Config, Variant, config_label
+from gpubench.specs.variant import CatalogEntry, Code, Config, Program, Scope, Variant, config_label
 
 __all__ = ["Measurement", "measure", "gemm", "conv", "run_sweep", "run_suite", "compare", "load", "save",
            "GemmShape", "ConvShape", "Run", "Point", "RunOutcome", "Report"]
@@ -199,10 +199,11 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     name = name or str(getattr(fn, "__name__", "measured"))
     if not name.isprintable():  # it names the point's row in tables and files (results.Point checks it too)
         raise GpubenchError(f"measure: name={name!r} must be printable text (no newline or control character)")
-    variant = Variant(name=name, op=problem.op, backend=backend,
-                      runner=runner, kernel=getattr(fn, "__name__", "fn"), args=_call_args(problem, args),
-                      tolerance=tolerance, origin="measure", function=fn, dtypes=(problem.dtype,),
-                      layouts=(problem.layout,), dtype_define=precision)
+    program = Program(kernel=getattr(fn, "__name__", "fn"), args=_call_args(problem, args), dtype_define=precision,
+                      function=fn)
+    variant = Variant(name=name, op=problem.op, backend=backend, code=Code(runner, program),
+                      entry=CatalogEntry(origin="measure"),
+                      scope=Scope(layouts=(problem.layout,), dtypes=(problem.dtype,), tolerance=tolerance))
     config = Config(label, tuple(params.items()))
     user_code.check(variant, [config])
     policy = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,

@@ -244,7 +244,7 @@ def test_the_lab_kernel_flag_needs_no_file(tmp_path):
     from gpubench.specs import files
 
     v = files.lab_kernel("gemm", str(tmp_path / "mine.py") + ":mm", None)
-    assert v.backend == "cpu" and v.args == ("A", "B", "C", "M", "K", "N")
+    assert v.backend == "cpu" and v.code.program.args == ("A", "B", "C", "M", "K", "N")
 
 
 def test_a_python_kernel_flag_runs_one_point_per_shape_on_the_cpu(tmp_path):

@@ -175,16 +175,16 @@ def test_the_first_call_of_each_python_variant_configuration_precision_and_layou
     from gpubench.core.dtypes import DType, GemmLayout
     from gpubench.execution.tasks import first_call_key, first_calls, with_first_calls
     from gpubench.specs.runners import PythonRunner
-    from gpubench.specs.variant import Config, Variant
+    from gpubench.specs.variant import Code, Config, Program, Variant
 
-    mine = Variant(name="mine", op="gemm", backend="cpu", runner=PythonRunner(), source=None, kernel="f",
-                   args=("A", "B", "C", "M", "N", "K"))
+    mine = Variant(name="mine", op="gemm", backend="cpu",
+                   code=Code(PythonRunner(), Program(kernel="f", args=("A", "B", "C", "M", "N", "K"))))
     builtin = next(v for v in catalog.builtin() if v.name == "numpy")
     shapes = [GemmShape(16, 16, 16), GemmShape(24, 24, 24), GemmShape(16, 16, 16, dtype=DType.BF16),
               GemmShape(16, 16, 16, layout=GemmLayout.NT)]
     configs = [Config("a", (("T", 1),)), Config("b", (("T", 2),))]
     work = [ShapeTask("s", shape, i, tuple(PointTask(j, v, c, TimingPolicy())
-                                             for j, (v, c) in enumerate([(builtin, builtin.configs[0]),
+                                             for j, (v, c) in enumerate([(builtin, builtin.space.configs[0]),
                                                                          (mine, configs[0]), (mine, configs[1])])))
             for i, shape in enumerate(shapes)]
     firsts = first_calls(work)

@@ -87,7 +87,7 @@ def listing(op: str, name: str, precision: str, values: dict) -> tuple[str, str]
     dtype, _, layout = precision.partition(":")
     problem = next(iter(specs.sample_problems(variant)))
     problem = replace(problem, dtype=DType(dtype), **({"layout": GemmLayout(layout)} if layout else {}))
-    config = variant.config(values)
+    config = variant.space.config(values)
     ((source, defines, arch, includes),) = variant.builds(config, "sm_90a", problem)
     cubin = nvcc.compile_cubin(source, arch, dict(defines), includes=includes)
     tool = os.environ.get("NVDISASM") or shutil.which("nvdisasm") or "nvdisasm"

@@ -144,8 +144,8 @@ class ArrayBackend:
         checked against the spec's arguments and its configurations' keywords (gpubench/specs/user_code.py); CUDA
         kernels are compiled by the coordinator (gpubench/execution/nvcc.py)."""
         for v in variants:
-            if v.runner.FUNCTION:
-                user_code.check(v, v.configs_for((1,)))  # a block axis's keyword is the same at every size
+            if v.code.runner.FUNCTION:
+                user_code.check(v, v.space.configs_for((1,)))  # a block axis's keyword is the same at every size
 
     def fits(self, make, what: str):
         """make(), or Skip naming `what` when the memory it asks for is not there."""
@@ -227,7 +227,7 @@ class ArrayBackend:
             output.fill(float("nan"))
 
     def tolerance(self, variant, shape) -> float:
-        return variant.tolerance_for(shape)
+        return variant.scope.tolerance_for(shape)
 
     def collect(self) -> None:
         """Give back memory between shapes (CuPy keeps freed blocks in its pool)."""
@@ -250,7 +250,8 @@ def first_call(variant, call: Callable[[], object], wait: Callable[[], None] = l
         text = user_code.compile_error(e)
         if text is None:
             raise
-        raise CompileError(f"{variant.source or 'measure'}: {variant.kernel} does not compile: {text}",
+        program = variant.code.program
+        raise CompileError(f"{program.source or 'measure'}: {program.kernel} does not compile: {text}",
                            str(e)) from None
     return (time.perf_counter() - t0) * 1e3, returned
 

@@ -112,15 +112,15 @@ class CpuBackend(ArrayBackend):
         return super().inputs(shape, seed)
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:
-        prepare = self.PREPARE.get(type(variant.runner))
+        prepare = self.PREPARE.get(type(variant.code.runner))
         if prepare is None:
-            raise GpubenchError(f"the cpu backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
+            raise GpubenchError(f"the cpu backend cannot run variant {variant.name} (runner {variant.code.runner.NAME})")
         return prepare(self, variant, config, shape, inputs, self.output(shape))
 
     def _python(self, variant, config, shape, inputs, out) -> Prepared:
         fn = user_code.function_of(variant)
-        _, args = kernel_arguments(variant.args, shape, inputs, out)
-        params = variant.call_keywords(config, shape)
+        _, args = kernel_arguments(variant.code.program.args, shape, inputs, out)
+        params = variant.code.call_keywords(config, shape.dtype, shape.layout)
         first_ms, returned = first_call(variant, lambda: fn(*args, **params))  # what it reports is recorded too
         details = Details(first_call_ms=first_ms, reported=user_code.report_of(returned))
         return Prepared(lambda: fn(*args, **params), out, details=details)

@@ -94,9 +94,9 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
     returned as Held, its buffers kept, for the queue to take that window at a later refresh (energy_queue.py);
     the queue's earlier windows are taken here when a refresh is due."""
     variant, policy = point.variant, point.policy
-    unfit = variant.unfit(shape.dims())
+    unfit = variant.scope.unfit(shape.dims())
     if unfit:
-        raise Skip(unfit)
+        raise Skip(f"{variant.name} {unfit}")
     with phase("prepare"):
         prepared = backend.prepare(variant, point.config, shape, inputs)
     kept = False
@@ -155,7 +155,7 @@ def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
     for task in work:
         for p in task.points:
             key = (p.variant.name, p.config.label, task.shape.dtype, task.shape.layout)
-            if p.variant.runner.FUNCTION and key not in seen:
+            if p.variant.code.runner.FUNCTION and key not in seen:
                 seen.add(key)
                 out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))
     return out

@@ -156,7 +156,7 @@ def left_out(catalog: Catalog, op: str, backend: str, names: list[str] | None) -
     as a (what, why) note: a lab's CUDA kernels tried with --backend cpu would otherwise vanish without a word."""
     if names:
         return []
-    other = [v for v in catalog.all if v.op == op and not v.builtin and v.backend != backend]
+    other = [v for v in catalog.all if v.op == op and not v.entry.builtin and v.backend != backend]
     backends = sorted({v.backend for v in other})
     if not other:
         return []
@@ -167,7 +167,7 @@ def left_out(catalog: Catalog, op: str, backend: str, names: list[str] | None) -
 
 def check_block_option(chosen: list[Variant], where: str) -> None:
     """--block-sizes given where none of the chosen variants takes them: say so instead of ignoring it."""
-    if not any(v.axis == Axis.BLOCK for v in chosen):
+    if not any(v.space.axis == Axis.BLOCK for v in chosen):
         raise GpubenchError(f"{where} applies to the block-size variants (those with axis \"block\", e.g. global, "
                             f"shared, sliding); none of {', '.join(v.name for v in chosen)} takes it")
 
@@ -282,8 +282,9 @@ def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None
         raise GpubenchError("--args gives the parameter order of a --kernel: add --kernel FILE:SYMBOL")
     for v in mine:
         if v.backend != backend:
-            raise GpubenchError(f"--kernel {v.source.name}:{v.kernel} runs on the {v.backend} backend (a "
-                                f"{v.source.suffix} file), not on --backend {backend}")
+            program = v.code.program
+            raise GpubenchError(f"--kernel {program.source.name}:{program.kernel} runs on the {v.backend} backend "
+                                f"(a {program.source.suffix} file), not on --backend {backend}")
     names = [v.name for v in mine]
     if len(set(names)) < len(names) or any(n in {v.name for v in catalog.variants(op, backend)} for n in names):
         raise GpubenchError(f"--kernel: the names {', '.join(names)} must differ from each other and from the "
@@ -333,17 +334,17 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
     either backend) leaves out those none takes here, saying why, and fails only when nothing remains."""
     kept, skipped = [], []
     for v in chosen:
-        takes = [d for d in dtypes if d in v.dtypes] and [x for x in layouts if x in v.layouts_taken]
+        takes = [d for d in dtypes if d in v.scope.dtypes] and [x for x in layouts if x in v.scope.layouts]
         if takes:
             kept.append(v)
             continue
-        why = (f"computes in {', '.join(v.dtypes)} with layout(s) {', '.join(v.layouts_taken)}, not "
+        why = (f"computes in {', '.join(v.scope.dtypes)} with layout(s) {', '.join(v.scope.layouts)}, not "
                f"{', '.join(dtypes)} / {', '.join(layouts)}")
         if v.name in named:
             raise GpubenchError(f"{where}: variant {v.name} {why}")
         skipped.append((f"variant {v.name}", why))
     taken = []
-    for asked, have, what in ((dtypes, lambda v: v.dtypes, "precision"), (layouts, lambda v: v.layouts_taken, "layout")):
+    for asked, have, what in ((dtypes, lambda v: v.scope.dtypes, "precision"), (layouts, lambda v: v.scope.layouts, "layout")):
         known = sorted({str(x) for v in chosen for x in have(v)})
         for a in asked:
             if not any(a in have(v) for v in kept):

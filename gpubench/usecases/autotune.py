@@ -32,13 +32,13 @@ REFINE_FROM = 2  # local search: the neighbours of this many of the best configu
 
 def space(variant: Variant) -> list[Config]:
     """Every configuration of the variant's search space that meets its constraints."""
-    if not variant.search:
+    if not variant.space.search:
         raise GpubenchError(f"variant {variant.name!r} has no search space ([variant.search] in its spec) to tune")
-    names = [k for k, _ in variant.search]
+    names = [k for k, _ in variant.space.search]
     out = []
-    for values in itertools.product(*(v for _, v in variant.search)):
-        config = variant.config(dict(zip(names, values)))
-        if variant.satisfies(config) is None:
+    for values in itertools.product(*(v for _, v in variant.space.search)):
+        config = variant.space.config(dict(zip(names, values)))
+        if variant.space.satisfies(config) is None:
             out.append(config)
     return out
 
@@ -47,7 +47,7 @@ def candidates(variant: Variant, count: int, seed: int = 0) -> list[Config]:
     """The variant's own configuration first, then a reproducible sample of the valid search space."""
     valid = space(variant)
     random.Random(seed).shuffle(valid)
-    chosen = {c.label: c for c in variant.configs}
+    chosen = {c.label: c for c in variant.space.configs}
     for c in valid:
         if len(chosen) >= count:
             break
@@ -58,11 +58,11 @@ def candidates(variant: Variant, count: int, seed: int = 0) -> list[Config]:
 def neighbours(variant: Variant, config: Config) -> list[Config]:
     """Every valid configuration that differs from this one in exactly one searched parameter."""
     out = []
-    for key, values in variant.search:
+    for key, values in variant.space.search:
         for value in values:
             if value != config.values.get(key):
-                c = variant.config({**config.values, key: value})
-                if variant.satisfies(c) is None:
+                c = variant.space.config({**config.values, key: value})
+                if variant.space.satisfies(c) is None:
                     out.append(c)
     return out
 

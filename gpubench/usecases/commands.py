@@ -42,8 +42,8 @@ def check_kernels(variants: list[Variant], archs: list[str], block_sizes: tuple[
     error or None) per build. Needs nvcc, not a GPU: what a project's CI runs."""
     rows = []
     for v in variants:
-        for c in v.configs_for(block_sizes):
-            for arch in ([v.arch] if v.arch else archs):
+        for c in v.space.configs_for(block_sizes):
+            for arch in ([v.code.program.arch] if v.code.program and v.code.program.arch else archs):
                 failures = nvcc.compile_all(v.builds(c, arch))
                 rows.append((v, c, arch, failures[0][1] if failures else None))
     return rows
@@ -199,9 +199,10 @@ def check_project(config: str | None, arch: str, builtin: bool, block_sizes: tup
     proj = projects.load(config)
     archs = arch_list(arch)
     for v in proj.variants:  # the project's Python functions: imported, their signatures checked (no GPU needed)
-        if v.runner.FUNCTION:
-            user_code.check(v, v.configs_for(block_sizes))
-    variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.source and (builtin or not v.builtin)]
+        if v.code.runner.FUNCTION:
+            user_code.check(v, v.space.configs_for(block_sizes))
+    variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.code.program and v.code.program.source and
+                (builtin or not v.entry.builtin)]
     if variants and nvcc.find_nvcc() is None:
         raise GpubenchError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")
     return proj, check_kernels(variants, archs, block_sizes) if variants else []

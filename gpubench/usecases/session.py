@@ -144,7 +144,7 @@ def device_launches(task: ShapeTask, point, info: dict):
     """Each launch one point's call makes on this device: its steps' grids and blocks for the task's problem, a
     persistent grid sized by the device's multiprocessor count (`sms`)."""
     dims = {**task.shape.dims(), SMS: info.get("sms", 1)}
-    return [s.launch_for(dims, point.config) for s in point.variant.steps()]
+    return [s.launch_for(dims, point.config) for s in point.variant.code.steps()]
 
 
 def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> None:
@@ -152,12 +152,12 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
     limit = info.get("max_threads")
     for task in work:
         for p in task.points:
-            if limit is None or not (p.variant.launch or p.variant.before):
+            if limit is None or p.variant.code.kernels is None:
                 continue
             launch = max(device_launches(task, p, info), key=lambda la: la.threads)
             if launch.threads > limit:
-                where = "--block-sizes" if p.variant.axis == "block" else f"{p.variant.origin}: variant " \
-                                                                          f"{p.variant.name!r}"
+                where = "--block-sizes" if p.variant.space.axis == "block" else \
+                    f"{p.variant.entry.origin}: variant {p.variant.name!r}"
                 raise GpubenchError(f"{where}: configuration {p.config.label} launches blocks of {launch.threads} "
                                     f"threads; this GPU allows at most {limit}")
     computes = info.get("dtypes")  # a GPU says which precisions it has tensor cores for (fp8: Ada, Hopper and later)
@@ -168,8 +168,9 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
                                     f"{info.get('arch')}) does not have; it computes in {', '.join(computes)}")
     libraries = info.get("libraries", {})
     for v in variants:
-        if v.runner.LIBRARY is not None and libraries.get(v.runner.LIBRARY) is None and info.get("arch"):
-            raise GpubenchError(f"{v.runner.MISSING}: install it, or leave out the {v.runner.NAME} variants with "
+        runner = v.code.runner
+        if runner.LIBRARY is not None and libraries.get(runner.LIBRARY) is None and info.get("arch"):
+            raise GpubenchError(f"{runner.MISSING}: install it, or leave out the {runner.NAME} variants with "
                                 "--variants")
 
 

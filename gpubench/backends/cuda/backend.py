@@ -153,8 +153,8 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
     }
 
     def prepare(self, variant, config, shape, inputs) -> Prepared:
-        prepare = self.PREPARE.get(type(variant.runner))
+        prepare = self.PREPARE.get(type(variant.code.runner))
         if prepare is None:
-            raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
+            raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.code.runner.NAME})")
         return prepare(self, variant, config, shape, inputs, self.output(shape))
 
