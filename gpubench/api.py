@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from gpubench.planning import plan
+from gpubench.planning.plan import Spread
+from gpubench.planning.settings import OutputSettings, RunSettings, Selection, Settings, TimingSettings
 from gpubench.specs import user_code
 from gpubench.analysis.compare import Report
 from gpubench.core.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
@@ -206,9 +208,11 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
                       scope=Scope(layouts=(problem.layout,), dtypes=(problem.dtype,), tolerance=tolerance))
     config = Config(label, tuple(params.items()))
     user_code.check(variant, [config])
-    policy = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
-                         flush=flush, decide=decide if decide is not None else plan.default_decide(backend),
-                         pace=pace, settle=settle, cooldown=cooldown, where=lambda key: f"measure: {key}")
+    if not isinstance(flush, bool):
+        raise GpubenchError(f"measure: flush must be true or false, got {flush!r}")
+    timing = TimingSettings(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
+                            no_flush=not flush, decide=decide, pace=pace, settle=settle, cooldown=cooldown)
+    policy = timing.policy(backend, where=lambda key: f"measure: {key}")
     task = PointTask(0, variant, config, policy)
     try:
         inputs = be.inputs(problem, seed)
@@ -265,15 +269,14 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
         shapes, _ = plan.conv_shapes(list(sizes), list(strides), batch=layer["batch"],
                                      in_channels=layer["in_channels"], out_channels=layer["out_channels"],
                                      kernel=layer["kernel"], padding=layer["padding"], name=str(op), strict=True)
-    return app.run_op(op, shapes, variants=list(variants) if variants else None,
-                      block_sizes=plan.block_sizes(block_sizes or plan.DEFAULTS.block_sizes, "block_sizes"),
-                      block_sizes_given=block_sizes is not None, kernels=(), kernel_args=None, warmup=warmup,
-                      reps=reps, budget=budget, max_noise=None, max_time=plan.DEFAULTS.timing.max_time_s,
-                      no_flush=False, decide=None, discard_throttled=False,
-                      output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
-                      tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
-                      slow_threshold=None, display=display or Quiet(), dtype=dtypes,
-                      layout=layouts, pace=pace, settle=settle, cooldown=cooldown)
+    selection = Selection(variants=list(variants) if variants else None,
+                          block_sizes=plan.block_sizes(block_sizes or plan.DEFAULTS.block_sizes, "block_sizes"),
+                          block_sizes_given=block_sizes is not None, dtype=dtypes, layout=layouts)
+    settings = Settings(TimingSettings(warmup=warmup, reps=reps, budget=budget, pace=pace, settle=settle,
+                                       cooldown=cooldown),
+                        Spread.from_options(gpus, None), _output(output, force),
+                        RunSettings(backend=backend, seed=seed, timeout=timeout, config=config))
+    return app.run_op(op, shapes, selection, settings, display or Quiet())
 
 
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
@@ -282,10 +285,13 @@ def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = 
     """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file); `pace` overrides the suite's."""
     from gpubench.usecases import commands as app
 
-    return app.run_suite(suite, output=str(output) if output is not None else None, force=force, backend=backend,
-                         seed=seed, tf32=tf32, timeout=timeout, config=config, max_noise=None, max_time=None,
-                         decide=None, discard_throttled=False, gpus=gpus, scheduler=None, replicate=False,
-                         slow_threshold=None, display=display or Quiet(), pace=pace)
+    settings = Settings(TimingSettings(pace=pace), Spread.from_options(gpus, None), _output(output, force),
+                        RunSettings(backend=backend, seed=seed, tf32=tf32, timeout=timeout, config=config))
+    return app.run_suite(suite, settings, display or Quiet())
+
+
+def _output(output: str | Path | None, force: bool) -> OutputSettings:
+    return OutputSettings(str(output) if output is not None else None, force)
 
 
 def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float = plan.DEFAULTS.threshold,

@@ -38,8 +38,9 @@ def cli():
 
 def _sweep(ctx, op: Op, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
-    kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]))
-    outcome = app.run_op(op, shapes, block_sizes_given=given, display=terminal.LiveDisplay(), **kw)
+    settings = options.settings(kw)
+    selection = options.selection(kw, given)
+    outcome = app.run_op(op, shapes, selection, settings, terminal.LiveDisplay())
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
@@ -104,7 +105,7 @@ def run(suite, **kw):
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
       gpubench run ci --pace sustained                 # every sweep timed in a steady back-to-back stream
     """
-    outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
+    outcome = app.run_suite(suite, options.settings(kw, whole=True), terminal.LiveDisplay())
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
@@ -306,10 +307,12 @@ def tune_gemm(variant, sizes, mnk, **kw):
       gpubench gemm --variants tuned,cublas --sizes 4096,8192
     """
     from gpubench.planning import plan
+    from gpubench.usecases.autotune import Search
     from gpubench.views.tables import escape
 
     shapes = plan.gemm_shapes(list(options.sizes(sizes)), [options.mnk(t) for t in mnk])
     out = terminal.console()
-    path = app.tune_gemm(variant, shapes, out=out, **kw)
+    search = Search(kw.pop("candidates"), kw.pop("refine"))
+    path = app.tune_gemm(variant, shapes, search, options.settings(kw, whole=True), out)
     out.print(escape(f"saved the winners to {path}"))
     return Exit.OK

@@ -8,6 +8,7 @@ import click
 
 from gpubench.core.errors import GpubenchError
 from gpubench.planning.plan import DEFAULTS
+from gpubench.planning.settings import Selection, Settings
 from gpubench.ops.problems import ARRAYS, DIMS, Op
 from gpubench.specs.parse import MAX_BLOCK_SIZE
 from gpubench.measure.timing import Pace
@@ -182,6 +183,24 @@ def sweep_options(default_sizes: str, op: Op):
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
         *DECIDING, *PACING, *OUTPUT, *RUNNING, *MANY_GPUS,
     ])
+
+
+# --- settings -------------------------------------------------------------------------------------------------
+
+
+def settings(kw: dict, whole: bool = False) -> Settings:
+    """The run's settings records from click's keyword arguments, taken out of `kw` by their options' names (a new
+    option of a record is its click option here and its field there). whole: every argument is a setting."""
+    found = Settings.taken_from(kw)
+    if whole and kw:
+        raise TypeError(f"option(s) {', '.join(sorted(kw))} belong to no settings record")
+    return found
+
+
+def selection(kw: dict, block_sizes_given: bool) -> Selection:
+    """What `gemm`/`conv` run besides their shapes, from what click's keyword arguments hold after `settings`."""
+    return Selection(variants=names(kw.pop("variants")), block_sizes=block_sizes(kw.pop("block_sizes")),
+                     block_sizes_given=block_sizes_given, **kw)
 
 
 # --- values ---------------------------------------------------------------------------------------------------

@@ -59,8 +59,8 @@ def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
         def print(self, text):
             lines.append(text)
 
-    path = tune.run(variant, [GemmShape(24, 20, 16)], count=3, refine=2, seed=0, timeout_s=60, tuned_dir=tmp_path,
-                    out=Out())
+    path = tune.run(variant, [GemmShape(24, 20, 16)], tune.Search(candidates=3, refine=2), seed=0, timeout_s=60,
+                    tuned_dir=tmp_path, out=Out())
     entry = json.loads(path.read_text())["entries"][0]
     assert entry["variant"] == "blocked" and entry["params"]["TILE"] == 1  # the fastest correct one
     assert entry["shape"] == {"m": 24, "n": 20, "k": 16, "dtype": "fp32", "layout": "nn"} and entry["tried"] >= 3

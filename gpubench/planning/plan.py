@@ -358,22 +358,6 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
     return Precisions(kept, *taken, skipped)
 
 
-def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,
-               discard_throttled: bool, pace: Pace | str | None = None, settle: float | None = None,
-               cooldown: float | None = None) -> TimingPolicy:
-    """A suite sweep's policy with what the command line gave for every sweep on top (checked again)."""
-    if (max_noise is None and max_time is None and decide is None and not discard_throttled and pace is None
-            and settle is None and cooldown is None):
-        return p
-    return policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
-                  max_noise=max_noise if max_noise is not None else p.max_noise,
-                  max_time=max_time if max_time is not None else p.max_time_s,
-                  decide=decide if decide is not None else p.decide,
-                  discard_throttled=discard_throttled or p.discard_throttled,
-                  pace=pace if pace is not None else p.pace, settle=settle if settle is not None else p.settle_s,
-                  cooldown=cooldown if cooldown is not None else p.cooldown_s)
-
-
 def check_settle(settle: float | None, policies: list[TimingPolicy]) -> None:
     """--settle given where no sweep runs at pace sustained is refused, not ignored (an idle pace never settles)."""
     if settle is not None and not any(p.pace == Pace.SUSTAINED for p in policies):

@@ -25,6 +25,8 @@ from gpubench.results import Run
 from gpubench.specs.parse import ARCH
 from gpubench.usecases.session import Display, RunOutcome, RunRequest, check_output, run_sweeps
 from gpubench.specs.variant import Variant
+from gpubench.planning.settings import Selection, Settings
+from gpubench.usecases import autotune
 
 
 def environment(backend: str) -> dict:
@@ -67,60 +69,46 @@ def _catalog(project: Project):
     return Catalog.with_user(project.variants)
 
 
-def run_op(op: Op, shapes: list, *, variants: list[str] | None, block_sizes: tuple[int, ...], block_sizes_given: bool,
-           kernels, kernel_args: str | None, warmup: int, reps: int, budget: float, max_noise: float | None,
-           max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
-           force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
-           scheduler: str | None, replicate: bool, slow_threshold: float | None, display: Display, dtype: str | None = None,
-           layout: str | None = None, pace: str | None = None, settle: float | None = None,
-           cooldown: float | None = None) -> RunOutcome:
+def _request(sweeps: list, label: str, settings: Settings, proj: Project) -> RunRequest:
+    run, out = settings.run, settings.output
+    return RunRequest(sweeps, label, run.backend, plan.check_seed(run.seed), out.output, out.force,
+                      plan.check_timeout(run.timeout), proj, spread=settings.spread)
+
+
+def run_op(op: Op, shapes: list, selection: Selection, settings: Settings, display: Display) -> RunOutcome:
     """`gpubench gemm|conv`: one sweep of the op over the shapes in each asked precision and layout, checked by the
     plan, run, saved and shown."""
     from gpubench.specs import project as projects
 
-    dtypes, layouts = plan.dtypes_asked(dtype, tf32), plan.layouts_asked(layout, op)
-    proj = projects.load(config)
+    asked_names, backend = selection.variants, settings.run.backend
+    dtypes, layouts = plan.dtypes_asked(selection.dtype, settings.run.tf32), plan.layouts_asked(selection.layout, op)
+    proj = projects.load(settings.run.config)
     catalog = _catalog(proj)
-    mine = plan.lab_kernels(catalog, op, backend, kernels, kernel_args, dtypes)
-    chosen = plan.variants(catalog, op, backend, variants, "--variants", mine)
-    asked = plan.precisions(chosen, dtypes, layouts, named=set(variants or []) | {v.name for v in mine},
+    mine = plan.lab_kernels(catalog, op, backend, selection.kernels, selection.kernel_args, dtypes)
+    chosen = plan.variants(catalog, op, backend, asked_names, "--variants", mine)
+    asked = plan.precisions(chosen, dtypes, layouts, named=set(asked_names or []) | {v.name for v in mine},
                             where="--dtype/--layout")
-    if block_sizes_given:
+    if selection.block_sizes_given:
         plan.check_block_option(chosen, "--block-sizes")
-    timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
-                         flush=not no_flush, decide=decide if decide is not None else plan.default_decide(backend),
-                         discard_throttled=discard_throttled, pace=pace or plan.DEFAULTS.timing.pace,
-                         settle=settle if settle is not None else plan.DEFAULTS.timing.settle_s,
-                         cooldown=cooldown if cooldown is not None else plan.DEFAULTS.timing.cooldown_s)
-    plan.check_settle(settle, [timing])
-    sweep = plan.sweep(op, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts), block_sizes,
-                       timing, [*asked.skipped, *plan.left_out(catalog, op, backend, variants)])
-    request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
-                         plan.check_timeout(timeout), proj,
-                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
-    return run_sweeps(request, display)
+    timing = settings.timing.policy(backend)
+    settings.timing.check_settle([timing])
+    sweep = plan.sweep(op, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts),
+                       selection.block_sizes, timing,
+                       [*asked.skipped, *plan.left_out(catalog, op, backend, asked_names)])
+    return run_sweeps(_request([sweep], op, settings, proj), display)
 
 
-def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed: int, tf32: bool, timeout: float,
-              config: str | None, max_noise: float | None, max_time: float | None, decide: float | None,
-              discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
-              slow_threshold: float | None, display: Display, pace: str | None = None,
-              settle: float | None = None, cooldown: float | None = None) -> RunOutcome:
+def run_suite(suite: str, settings: Settings, display: Display) -> RunOutcome:
     """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling and pace for each) into one file."""
     from gpubench.specs import project as projects
     from gpubench.planning import suites
 
-    proj = projects.load(config)
-    s = suites.load(suite, backend, _catalog(proj), tf32=tf32)
+    proj = projects.load(settings.run.config)
+    s = suites.load(suite, settings.run.backend, _catalog(proj), tf32=settings.run.tf32)
     for sw in s.sweeps:
-        sw.policy = plan.overridden(sw.policy, max_noise=max_noise, max_time=max_time, decide=decide,
-                                    discard_throttled=discard_throttled, pace=pace, settle=settle,
-                                    cooldown=cooldown)
-    plan.check_settle(settle, [sw.policy for sw in s.sweeps])
-    request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
-                         output, force, plan.check_timeout(timeout), proj,
-                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold))
-    return run_sweeps(request, display)
+        sw.policy = settings.timing.over(sw.policy)
+    settings.timing.check_settle([sw.policy for sw in s.sweeps])
+    return run_sweeps(_request(s.sweeps, s.name, settings, proj), display)
 
 
 @dataclass(frozen=True)
@@ -208,18 +196,16 @@ def check_project(config: str | None, arch: str, builtin: bool, block_sizes: tup
     return proj, check_kernels(variants, archs, block_sizes) if variants else []
 
 
-def tune_gemm(variant: str, shapes: list, *, candidates: int, refine: int, seed: int, timeout: float,
-              gpus: str | None, scheduler: str | None, config: str | None, out: Console) -> Path:
+def tune_gemm(variant: str, shapes: list, search: autotune.Search, settings: Settings, out: Console) -> Path:
     """`gpubench tune gemm`: search the variant's space per shape; returns the file the winners went to."""
-    from gpubench.usecases import autotune
     from gpubench.specs import project as projects
 
-    proj = projects.load(config)
+    proj = projects.load(settings.run.config)
     target = _catalog(proj).get(Op.GEMM, "cuda", variant)
-    spread = plan.Spread.from_options(gpus, scheduler)
+    run = settings.run
     try:
-        return autotune.run(target, shapes, candidates, refine, plan.check_seed(seed), plan.check_timeout(timeout),
-                            proj.tuned_dir, out, gpus=spread.gpus, scheduler=spread.scheduler)
+        return autotune.run(target, shapes, search, plan.check_seed(run.seed), plan.check_timeout(run.timeout),
+                            proj.tuned_dir, out, settings.spread)
     except NoDevice as e:  # tune has no CPU backend to suggest
         raise GpubenchError(f"{e.args[0]} (`gpubench tune` searches on an NVIDIA GPU; it has no CPU "
                             "backend)") from None
