@@ -28,7 +28,7 @@ from gpubench.core.errors import CompileError, GpubenchError, NoDevice
 from gpubench.core.gpus import GpuSelection
 from gpubench.results import Point
 from gpubench.execution.tasks import ShapeTask
-from gpubench.execution.worker import Incident, Worker, WorkerOptions
+from gpubench.execution.worker import Incident, IncidentKind, Worker, WorkerOptions
 
 MISSING = ("multi-GPU runs use Dask, which is not installed: pip install 'gpubench[cluster]' (dask, distributed and, "
            "for --backend cuda, dask-cuda)")
@@ -295,7 +295,7 @@ class Cluster:
             if future.status == "cancelled":
                 continue
             if future.status == "error":
-                self.incidents.append(Incident("died", "a task", f"{type(future.exception()).__name__}: "
+                self.incidents.append(Incident(IncidentKind.DIED, "a task", f"{type(future.exception()).__name__}: "
                                                                  f"{future.exception()}"))
                 continue
             label, points, incidents = future.result()
@@ -314,7 +314,7 @@ class Cluster:
             info = self.workers.pop(address)
             note = "its unfinished task ran again on another worker" if not self.replicate else \
                 "its remaining tasks were cancelled"
-            self.incidents.append(Incident("died", f"Dask worker {info['label']} ({address})",
+            self.incidents.append(Incident(IncidentKind.DIED, f"Dask worker {info['label']} ({address})",
                                            f"left mid-sweep; {note}", time.time()))
             for f in [f for f in pending if self._pinned.get(f) == address]:
                 f.cancel()
