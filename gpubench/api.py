@@ -31,6 +31,7 @@ from gpubench.planning.settings import OutputSettings, RunSettings, Selection, S
 from gpubench.specs import user_code
 from gpubench.analysis.compare import Report
 from gpubench.core.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError, Skip
 from gpubench.ops.problems import ARRAYS, DIMS, ConvShape, GemmShape, conv_shape
 from gpubench.results import Point, Run, Status, load, save
@@ -187,7 +188,7 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     if not callable(fn):
         raise GpubenchError(f"measure: {fn!r} is not callable")
     be = backend_for(backend)
-    if backend == "cuda":
+    if backend == BackendKind.CUDA:
         try:
             runner = PythonGpuRunner(Arrays(arrays or Arrays.CUPY))
         except ValueError as e:

@@ -9,6 +9,7 @@ import click
 from gpubench import __version__, options
 from gpubench.usecases import commands as app
 from gpubench.command import OneLineErrors
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.exit_codes import Exit
 from gpubench.options import CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, RUNNING, group, sweep_options
 from gpubench.planning.plan import DEFAULTS
@@ -211,7 +212,8 @@ def history(runs, threshold, alpha, html, force, every):
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
+@click.option("--backend", type=click.Choice([b.value for b in BackendKind]), default=BackendKind.CUDA.value,
+              show_default=True)
 def env(backend):
     """Print the GPU and software environment that runs record.
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
 from gpubench.planning.plan import DEFAULTS
 from gpubench.planning.settings import Selection, Settings
@@ -66,7 +67,8 @@ MANY_GPUS = [
                       f"[default: {DEFAULTS.slow_threshold:g}]."),
 ]
 RUNNING = [
-    click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+    click.option("--backend", type=click.Choice([b.value for b in BackendKind]), default=BackendKind.CUDA.value,
+                 show_default=True,
                  help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
     click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed for the random inputs."),
     click.option("--tf32", is_flag=True, help="The old name of --dtype tf32: FP32 storage, TF32 tensor-core math."),

@@ -1,8 +1,7 @@
 """The domain's words are types: no module branches on an op, dtype, layout, runner, status, run status, stop
-reason or verdict
-by its string, except the module that defines it (the enum or the runner type). A comparison with such a string
-(`p.op == "gemm"`, `status in ("fail", "error")`) anywhere else fails here; compare with the enum member, or ask the
-type (a shape's or a runner's own attributes) instead."""
+reason, verdict or backend by its string, except the module that defines it (the enum or the runner type). A
+comparison with such a string (`p.op == "gemm"`, `status in ("fail", "error")`) anywhere else fails here; compare
+with the enum member, or ask the type (a shape's or a runner's own attributes) instead."""
 
 import ast
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpubench.analysis.compare import Verdict
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.dtypes import ConvLayout, DType, GemmLayout
 from gpubench.ops.problems import Op
 from gpubench.results import RunStatus, Status
@@ -19,21 +19,22 @@ from gpubench.measure.timing import Pace, Stop
 PACKAGE = Path(__file__).resolve().parent.parent / "gpubench"
 # each word, and the module allowed to spell it (where its type is defined)
 WORDS = {
-    **{str(v): "problems.py" for v in Op},
-    **{str(v): "dtypes.py" for v in (*DType, *GemmLayout, *ConvLayout)},
-    **{name: "runners.py" for name in RUNNERS},
+    **{str(v): "ops/problems.py" for v in Op},
+    **{str(v): "core/dtypes.py" for v in (*DType, *GemmLayout, *ConvLayout)},
+    **{name: "specs/runners.py" for name in RUNNERS},
     **{str(v): "results/model.py" for v in (*Status, *RunStatus)},
-    **{str(v): "timing.py" for v in (*Stop, *Pace)},
-    **{str(v): "compare.py" for v in Verdict},
+    **{str(v): "measure/timing.py" for v in (*Stop, *Pace)},
+    **{str(v): "analysis/compare.py" for v in Verdict},
+    **{str(v): "core/backend_kind.py" for v in BackendKind},
 }
 # Same spelling, another meaning: (module, word) -> what the string is there.
 OTHER_MEANINGS = {
-    ("problems.py", "same"): "the SAME padding mode, not a verdict",
-    ("cluster.py", "error"): "a Dask future's status, not a point's",
+    ("ops/problems.py", "same"): "the SAME padding mode, not a verdict",
+    ("execution/cluster.py", "error"): "a Dask future's status, not a point's",
     ("backends/cuda/cudnn_conv.py", "cudnn"): "the cuDNN frontend's module name",
-    ("plan.py", "budget"): "the --budget option's name, not a stop reason",
+    ("planning/plan.py", "budget"): "the --budget option's name, not a stop reason",
     ("views/tables.py", "fail"): "a cell's style (bold red), not a status",
-    ("runners.py", "tf32"): "the kernel runner's option `tf32 = true`, which sets a spec's default dtypes",
+    ("specs/runners.py", "tf32"): "the kernel runner's option `tf32 = true`, which sets a spec's default dtypes",
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Collection, Protocol
 
 import numpy as np
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core import dtypes
 from gpubench.ops import reference
 from gpubench.specs import user_code
@@ -287,7 +288,7 @@ def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratc
 
 def open_backend(name: str):
     """The backend called `name`; raises GpubenchError naming whatever is missing (driver, GPU, PyCUDA, CuPy)."""
-    if name == "cpu":
+    if name == BackendKind.CPU:
         from gpubench.backends.cpu import CpuBackend
 
         return CpuBackend()

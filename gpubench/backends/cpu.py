@@ -17,6 +17,7 @@ import platform
 
 import numpy as np
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.ops import reference
 from gpubench.specs import user_code
 from gpubench.backends import ArrayBackend, Prepared, first_call, kernel_arguments
@@ -84,7 +85,7 @@ def store(shape, out, result) -> None:
 
 
 class CpuBackend(ArrayBackend):
-    name = "cpu"
+    name = BackendKind.CPU
     xp = np
     clock = HostClock()
     flushes = False
@@ -114,7 +115,8 @@ class CpuBackend(ArrayBackend):
     def prepare(self, variant, config, shape, inputs) -> Prepared:
         prepare = self.PREPARE.get(type(variant.code.runner))
         if prepare is None:
-            raise GpubenchError(f"the cpu backend cannot run variant {variant.name} (runner {variant.code.runner.NAME})")
+            raise GpubenchError(f"the cpu backend cannot run variant {variant.name} "
+                                 f"(runner {variant.code.runner.NAME})")
         return prepare(self, variant, config, shape, inputs, self.output(shape))
 
     def _python(self, variant, config, shape, inputs, out) -> Prepared:

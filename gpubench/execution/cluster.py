@@ -24,6 +24,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import CompileError, GpubenchError, NoDevice
 from gpubench.core.gpus import GpuSelection
 from gpubench.results import Point
@@ -150,7 +151,7 @@ class Cluster:
                 self.client = Client(scheduler, timeout="30s")
             except (OSError, TimeoutError, ValueError) as e:  # ValueError: an address Dask cannot parse
                 raise GpubenchError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
-        elif options.backend == "cuda":
+        elif options.backend == BackendKind.CUDA:
             try:
                 from dask_cuda import LocalCUDACluster
             except ImportError:  # Dask itself is there (imported above): name the part that is not

@@ -361,7 +361,8 @@ class Worker:
         while True:
             if not self.conn.poll(timeout):
                 what = self._where(task, current)
-                self.incidents.append(Incident(IncidentKind.TIMEOUT, what, f"no answer within {timeout:g} s; worker restarted"))
+                self.incidents.append(Incident(IncidentKind.TIMEOUT, what,
+                                               f"no answer within {timeout:g} s; worker restarted"))
                 self._reap()
                 self._keep_provisional(done, on_point)
                 return done | self._record_lost(task, current, done, Status.TIMEOUT,

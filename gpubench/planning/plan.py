@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
 from gpubench.analysis.fleet import SLOW
 from gpubench.core.gpus import GpuSelection
@@ -64,7 +65,7 @@ DEFAULTS = Defaults()
 
 def default_decide(backend: str) -> float | None:
     """GPU runs sample on until decidable; host timings of NumPy are not what gpubench compares, so not there."""
-    return DECIDE if backend == "cuda" else None
+    return DECIDE if backend == BackendKind.CUDA else None
 
 
 _T = TimingPolicy()
@@ -344,7 +345,8 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
             raise GpubenchError(f"{where}: variant {v.name} {why}")
         skipped.append((f"variant {v.name}", why))
     taken = []
-    for asked, have, what in ((dtypes, lambda v: v.scope.dtypes, "precision"), (layouts, lambda v: v.scope.layouts, "layout")):
+    for asked, have, what in ((dtypes, lambda v: v.scope.dtypes, "precision"),
+                              (layouts, lambda v: v.scope.layouts, "layout")):
         known = sorted({str(x) for v in chosen for x in have(v)})
         for a in asked:
             if not any(a in have(v) for v in kept):

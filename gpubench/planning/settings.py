@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Callable
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.measure.timing import TimingPolicy
 from gpubench.planning import plan
 from gpubench.planning.plan import DEFAULTS, Spread
@@ -87,7 +88,7 @@ class RunSettings:
     """What every run asks besides timing: the backend, the inputs' seed, --tf32 (the old name of --dtype tf32),
     the watchdog's seconds per point and the project file (None: found from here upwards)."""
 
-    backend: str = "cuda"
+    backend: str = BackendKind.CUDA
     seed: int = DEFAULTS.seed
     tf32: bool = False
     timeout: float = DEFAULTS.timeout_s

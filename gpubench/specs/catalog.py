@@ -44,8 +44,8 @@ class Catalog:
         for v in user:
             twin = next((b for b in base if (b.op, b.backend, b.name) == (v.op, v.backend, v.name)), None)
             if twin is not None:
-                raise SpecError(f"{v.entry.origin}: variant {v.name!r}: a built-in {v.op} variant has that name; choose "
-                                "another")
+                raise SpecError(f"{v.entry.origin}: variant {v.name!r}: a built-in {v.op} variant has that name; "
+                                "choose another")
         return cls([*base, *user])
 
     def variants(self, op: str, backend: str) -> list[Variant]:

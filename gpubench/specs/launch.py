@@ -168,7 +168,8 @@ def check_launches(entry: Entry, v: Variant) -> None:
         if any(n < 1 for n in sizes.values()):
             entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {SAMPLE_SHAPES[v.op].label} problem")
         # (a variant whose `requires` turns the sample problem away has no map to check on it)
-        for m, problem in ((m, p) for m in v.code.kernels.tensor_maps for p in sample_problems(v) if not v.scope.unfit(dims)):
+        maps = v.code.kernels.tensor_maps
+        for m, problem in ((m, p) for m in maps for p in sample_problems(v) if not v.scope.unfit(dims)):
             try:
                 bad = m.unfit({**dims, **c.values}, problem)
             except expr.ExprError as err:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gpubench.core import expr
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core import paths
 from gpubench.specs import runners
 from gpubench.specs import precision as spec_precision
@@ -28,7 +29,7 @@ from gpubench.specs.variant import (SMS, Axis, CatalogEntry, Code, Config, Confi
                                     Variant, config_label)
 
 OPS = tuple(Op)
-BACKENDS = ("cuda", "cpu")
+BACKENDS = tuple(BackendKind)
 MAX_BLOCK_SIZE = 32  # B×B threads; 32×32 = 1024 is CUDA's per-block limit
 KEYS = {
     "name", "op", "backend", "runner", "summary", "source", "kernel", "args", "grid", "block", "shared", "axis",
@@ -104,11 +105,11 @@ def _op(entry: Entry) -> Op:
     return Op(op)
 
 
-def _runner(entry: Entry, builtin: bool) -> tuple[str, runners.Runner]:
+def _runner(entry: Entry, builtin: bool) -> tuple[BackendKind, runners.Runner]:
     """The backend and the runner, with its options checked (a .py source runs on the cpu unless told)."""
     source_text = entry.get("source", str, what="a file path")
     suffix = Path(source_text).suffix if source_text else ""
-    backend = entry.get("backend", str, default="cpu" if suffix == ".py" else "cuda")
+    backend = entry.get("backend", str, default=BackendKind.CPU if suffix == ".py" else BackendKind.CUDA)
     if backend not in BACKENDS:
         entry.fail(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     names = runners.allowed(backend, builtin)
@@ -117,7 +118,7 @@ def _runner(entry: Entry, builtin: bool) -> tuple[str, runners.Runner]:
         entry.fail(f"runner {runner_name!r} is not allowed for the {backend} backend; allowed: {', '.join(names)}")
     options = entry.get("options", dict, default={}, what="a table")
     try:
-        return backend, runners.runner_from(runner_name, options)
+        return BackendKind(backend), runners.runner_from(runner_name, options)
     except (ValueError, TypeError) as e:
         entry.fail(str(e))
 

@@ -24,6 +24,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from gpubench.core import dtypes
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.expr import Expr
 from gpubench.ops.problems import SHAPES, Op, laid_out_arrays
@@ -405,7 +406,7 @@ class Variant:
 
     name: str
     op: Op
-    backend: str  # "cuda" | "cpu"
+    backend: BackendKind
     code: Code
     entry: CatalogEntry = CatalogEntry()
     space: ConfigSpace = ConfigSpace()
@@ -421,7 +422,7 @@ class Variant:
         layout the variant takes where those are compile-time choices (what `gpubench check` and CI compile). None
         for a variant pinned to another architecture (it is skipped there, not compiled)."""
         program = self.code.program
-        if self.backend != "cuda" or program is None or program.source is None or not self.code.runner.NVCC:
+        if self.backend != BackendKind.CUDA or program is None or program.source is None or not self.code.runner.NVCC:
             return []
         arch = program.arch or device_arch
         if not arch.startswith(device_arch):

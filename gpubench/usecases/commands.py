@@ -15,6 +15,7 @@ from rich.console import Console
 from gpubench.execution import nvcc
 from gpubench.planning import plan
 from gpubench.specs import user_code
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError, NoDevice
 from gpubench.core.paths import shown_path, temporary
 from gpubench.core.exit_codes import Exit
@@ -189,8 +190,8 @@ def check_project(config: str | None, arch: str, builtin: bool, block_sizes: tup
     for v in proj.variants:  # the project's Python functions: imported, their signatures checked (no GPU needed)
         if v.code.runner.FUNCTION:
             user_code.check(v, v.space.configs_for(block_sizes))
-    variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.code.program and v.code.program.source and
-                (builtin or not v.entry.builtin)]
+    variants = [v for v in _catalog(proj).all if v.backend == BackendKind.CUDA and v.code.program
+                and v.code.program.source and (builtin or not v.entry.builtin)]
     if variants and nvcc.find_nvcc() is None:
         raise GpubenchError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")
     return proj, check_kernels(variants, archs, block_sizes) if variants else []
@@ -201,7 +202,7 @@ def tune_gemm(variant: str, shapes: list, search: autotune.Search, settings: Set
     from gpubench.specs import project as projects
 
     proj = projects.load(settings.run.config)
-    target = _catalog(proj).get(Op.GEMM, "cuda", variant)
+    target = _catalog(proj).get(Op.GEMM, BackendKind.CUDA, variant)
     run = settings.run
     try:
         return autotune.run(target, shapes, search, plan.check_seed(run.seed), plan.check_timeout(run.timeout),

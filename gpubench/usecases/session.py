@@ -18,6 +18,7 @@ from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench import results
 from gpubench.execution import nvcc
 from gpubench.core import paths
@@ -116,7 +117,7 @@ def default_output(device: str, label: str, claims: ExitStack) -> Path:
 class RunRequest:
     sweeps: list[sweep.Sweep]
     label: str
-    backend: str = "cuda"
+    backend: BackendKind = BackendKind.CUDA
     seed: int = 0
     output: str | None = None
     force: bool = False
@@ -194,7 +195,7 @@ def start_while_compiling(worker, request: RunRequest) -> dict:
     process, a CUDA context) overlap, and precompile() afterwards finds every kernel in the cache. A kernel nvcc
     rejects is left for precompile() to report, for the architecture the worker gives. (Tuned configurations are
     resolved once the worker has named its device: those alone are compiled after it starts.)"""
-    arch = telemetry.one_arch() if request.backend == "cuda" else None
+    arch = telemetry.one_arch() if request.backend == BackendKind.CUDA else None
     if arch is None:
         return worker.start()
     with ThreadPoolExecutor(1) as pool:
@@ -255,7 +256,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
     with request.executor() as worker:
         with phases.phase("start worker"):
             info = start_while_compiling(worker, request)
-        tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None
+        tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == BackendKind.CUDA else None
         work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
         check_device(work, info, variants)
         with phases.phase("precompile"):

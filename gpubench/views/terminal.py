@@ -106,8 +106,8 @@ def listing(found) -> None:
     for v in found.variants:
         axis = AXES.get(v.space.axis) or ", ".join(c.label for c in v.space.configs)
         where = "gpubench" if v.entry.builtin else str(v.entry.origin)
-        table.add_row(*(escape(x) for x in (v.op, v.backend, v.name + ("" if v.entry.lab or not v.entry.builtin else " (extra)"),
-                                            axis, v.entry.summary, where)))
+        extra = "" if v.entry.lab or not v.entry.builtin else " (extra)"
+        table.add_row(*(escape(x) for x in (v.op, v.backend, v.name + extra, axis, v.entry.summary, where)))
     out = console()
     out.print(table)
     shipped = RichTable("suite", "what it runs", title="suites (gpubench run NAME)", title_justify="left")

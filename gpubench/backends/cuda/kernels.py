@@ -106,8 +106,9 @@ class KernelLaunches:
         """The spec's unfold steps into the column matrix, then cuBLAS: y[n] = w[K, C·R·S] · cols[n]."""
         unfold, scratch = self.launch_steps(variant, config, shape, inputs, out)
         crs, pixels, k = shape.gemm_k, shape.out_pixels, shape.out_channels
-        gemm = self._cublas_gemm(k, pixels, crs, inputs["w"], 0, scratch[variant.code.runner.columns], crs * pixels, out,
-                                 k * pixels, shape.batch, tf32=shape.dtype == DType.TF32)
+        columns = scratch[variant.code.runner.columns]
+        gemm = self._cublas_gemm(k, pixels, crs, inputs["w"], 0, columns, crs * pixels, out, k * pixels, shape.batch,
+                                 tf32=shape.dtype == DType.TF32)
         parts = {step.kernel: launch for step, launch in zip(variant.code.kernels.before, unfold)}
 
         def run():
