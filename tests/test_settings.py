@@ -49,3 +49,10 @@ def test_what_was_given_lies_over_a_suite_sweeps_policy_and_the_rest_is_kept():
     assert (over.reps, over.budget_s, over.discard_throttled, over.max_noise, over.decide) == (6, 2.0, True, 0.02, None)
     with pytest.raises(GpubenchError, match="--settle is how long pace sustained"):
         TimingSettings(settle=1.0).check_settle([own])
+
+
+def test_a_suite_sweeps_own_policy_is_kept_whole_under_a_setting_given():
+    """Every value of the sweep's policy survives the overlay, whatever field a later option adds."""
+    own = TimingSettings(warmup=1, reps=9, budget=0.5, max_noise=0.03, max_time=4.0, no_flush=True, decide=0.1,
+                         pace="sustained", settle=2.0, cooldown=1.5).policy("cuda")
+    assert TimingSettings(reps=9).over(own) == own

@@ -12,11 +12,14 @@ that `Settings.taken_from` picks them out of click's keyword arguments by name:
 - :class:`OutputSettings`: the results file (-o, --force);
 - :class:`RunSettings`: the backend, the inputs' seed, --tf32, the watchdog and the project file.
 
-A new timing option is one field of TimingSettings (named as plan.policy's keyword) beside its click option.
+A new timing option is one field of TimingSettings (named as plan.policy's keyword, which checks it and puts it in
+TimingPolicy) beside its click option in gpubench/options.py; a suite file takes it once it is in
+suites.TIMING_KEYS.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, fields
 from typing import Callable
 
@@ -28,6 +31,12 @@ from gpubench.planning.plan import DEFAULTS, Spread
 
 def _given(value) -> bool:
     return value is not None and value is not False
+
+
+def _keywords(p: TimingPolicy) -> dict:
+    """The plan.policy keywords that make `p` again (a field in seconds is the keyword's name with _s)."""
+    names = [n for n in inspect.signature(plan.policy).parameters if n != "where"]
+    return {n: getattr(p, n) if hasattr(p, n) else getattr(p, f"{n}_s") for n in names}
 
 
 @dataclass(frozen=True)
@@ -63,12 +72,7 @@ class TimingSettings:
     def over(self, p: TimingPolicy) -> TimingPolicy:
         """A suite sweep's policy with what was given on top, checked again (the policy itself where nothing was)."""
         given = self.given()
-        if not given:
-            return p
-        own = {"warmup": p.warmup, "reps": p.reps, "budget": p.budget_s, "flush": p.flush, "max_noise": p.max_noise,
-               "max_time": p.max_time_s, "decide": p.decide, "discard_throttled": p.discard_throttled, "pace": p.pace,
-               "settle": p.settle_s, "cooldown": p.cooldown_s}
-        return plan.policy(**{**own, **given})
+        return plan.policy(**{**_keywords(p), **given}) if given else p
 
     def check_settle(self, policies: list[TimingPolicy]) -> None:
         """--settle given where no sweep runs at pace sustained is refused, not ignored."""

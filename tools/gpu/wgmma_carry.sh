@@ -39,7 +39,7 @@ if keep:  # each table's own label (at 1bfb3bb the labels were read from the fil
     import tomllib
     from gpubench import catalog
     v = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "wgmma-tma")
-    tables = [t for t in tables if f"wgmma-tma {v.config(tomllib.loads('t = ' + t)['t']).label}" in keep]
+    tables = [t for t in tables if f"wgmma-tma {v.space.config(tomllib.loads('t = ' + t)['t']).label}" in keep]
 path.write_text(text[:a] + "configs = [" + ",\n           ".join(tables) + "]\n" + text[b:])
 print("wgmma-tma list:", *tables, sep="\n  ")
 PY
