@@ -116,7 +116,7 @@ class CpuBackend(ArrayBackend):
         prepare = self.PREPARE.get(type(variant.code.runner))
         if prepare is None:
             raise GpubenchError(f"the cpu backend cannot run variant {variant.name} "
-                                 f"(runner {variant.code.runner.NAME})")
+                                f"(runner {variant.code.runner.NAME})")
         return prepare(self, variant, config, shape, inputs, self.output(shape))
 
     def _python(self, variant, config, shape, inputs, out) -> Prepared:

@@ -157,6 +157,6 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         prepare = self.PREPARE.get(type(variant.code.runner))
         if prepare is None:
             raise GpubenchError(f"the cuda backend cannot run variant {variant.name} "
-                                 f"(runner {variant.code.runner.NAME})")
+                                f"(runner {variant.code.runner.NAME})")
         return prepare(self, variant, config, shape, inputs, self.output(shape))
 
