@@ -26,11 +26,14 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from gpubench.planning import plan
+from gpubench.planning.plan import Spread
+from gpubench.planning.settings import OutputSettings, RunSettings, Selection, Settings, TimingSettings
 from gpubench.specs import user_code
 from gpubench.analysis.compare import Report
 from gpubench.core.dtypes import parse_dtypes, parse_layouts
 from gpubench.ops.conv import ConvLayout
 from gpubench.ops.gemm import GemmLayout
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError, Skip
 from gpubench import ops
 from gpubench.ops.base import Shape
@@ -42,7 +45,7 @@ from gpubench.specs.runners import Arrays, PythonGpuRunner, PythonRunner
 from gpubench.usecases.session import RunOutcome
 from gpubench.specs.parse import BACKENDS
 from gpubench.measure.stats import Stats
-from gpubench.specs.variant import Config, Variant, config_label
+from gpubench.specs.variant import CatalogEntry, Code, Config, Program, Scope, Variant, config_label
 
 __all__ = ["Measurement", "measure", "gemm", "conv", "run_sweep", "run_suite", "compare", "load", "save",
            "GemmShape", "ConvShape", "Run", "Point", "RunOutcome", "Report"]
@@ -193,7 +196,7 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     if not callable(fn):
         raise GpubenchError(f"measure: {fn!r} is not callable")
     be = backend_for(backend)
-    if backend == "cuda":
+    if backend == BackendKind.CUDA:
         try:
             runner = PythonGpuRunner(Arrays(arrays or Arrays.CUPY))
         except ValueError as e:
@@ -207,16 +210,19 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
     name = name or str(getattr(fn, "__name__", "measured"))
     if not name.isprintable():  # it names the point's row in tables and files (results.Point checks it too)
         raise GpubenchError(f"measure: name={name!r} must be printable text (no newline or control character)")
-    variant = Variant(name=name, op=problem.op, backend=backend,
-                      runner=runner, kernel=getattr(fn, "__name__", "fn"), args=_call_args(problem, args),
-                      tolerance=tolerance, origin="measure", function=fn, dtypes=(problem.dtype,),
-                      layouts=(problem.layout,), dtype_define=precision)
+    program = Program(kernel=getattr(fn, "__name__", "fn"), args=_call_args(problem, args), dtype_define=precision,
+                      function=fn)
+    variant = Variant(name=name, op=problem.op, backend=backend, code=Code(runner, program),
+                      entry=CatalogEntry(origin="measure"),
+                      scope=Scope(layouts=(problem.layout,), dtypes=(problem.dtype,), tolerance=tolerance))
     config = Config(label, tuple(params.items()))
     user_code.check(variant, [config])
-    policy = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
-                         flush=flush, decide=decide if decide is not None else plan.default_decide(backend),
-                         pace=pace, settle=settle, cooldown=cooldown, clock=clock, graph=graph,
-                         where=lambda key: f"measure: {key}")
+    if not isinstance(flush, bool):
+        raise GpubenchError(f"measure: flush must be true or false, got {flush!r}")
+    timing = TimingSettings(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
+                            no_flush=not flush, decide=decide, pace=pace, settle=settle, cooldown=cooldown,
+                            clock=clock, graph=graph)
+    policy = timing.policy(backend, where=lambda key: f"measure: {key}")
     plan.check_graph(backend, [policy])
     task = PointTask(0, variant, config, policy)
     try:
@@ -276,16 +282,14 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
     given = {"sizes": list(sizes), "mnk": [list(t) for t in mnk], "strides": list(strides), **(conv_layer or {}),
              **(problem or {})}
     shapes, _ = definition.problems({k: v for k, v in given.items() if k in definition.suite_keys}, op, strict=True)
-    return app.run_op(op, shapes, variants=list(variants) if variants else None,
-                      block_sizes=plan.block_sizes(block_sizes or plan.DEFAULTS.block_sizes, "block_sizes"),
-                      block_sizes_given=block_sizes is not None, kernels=(), kernel_args=None, warmup=warmup,
-                      reps=reps, budget=budget, max_noise=None, max_time=plan.DEFAULTS.timing.max_time_s,
-                      no_flush=False, decide=None, discard_throttled=False,
-                      output=str(output) if output is not None else None, force=force, backend=backend, seed=seed,
-                      tf32=False, timeout=timeout, config=config, gpus=gpus, scheduler=None, replicate=False,
-                      slow_threshold=None, display=display or Quiet(), dtype=dtypes,
-                      layout=layouts, pace=pace, settle=settle, cooldown=cooldown, processes=processes, clock=clock,
-                      graph=graph)
+    selection = Selection(variants=list(variants) if variants else None,
+                          block_sizes=plan.block_sizes(block_sizes or plan.DEFAULTS.block_sizes, "block_sizes"),
+                          block_sizes_given=block_sizes is not None, dtype=dtypes, layout=layouts)
+    settings = Settings(TimingSettings(warmup=warmup, reps=reps, budget=budget, pace=pace, settle=settle,
+                                       cooldown=cooldown, processes=processes, clock=clock, graph=graph),
+                        Spread.from_options(gpus, None), _output(output, force),
+                        RunSettings(backend=backend, seed=seed, timeout=timeout, config=config))
+    return app.run_op(op, shapes, selection, settings, display or Quiet())
 
 
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
@@ -296,11 +300,14 @@ def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = 
     `graph` override the suite's."""
     from gpubench.usecases import commands as app
 
-    return app.run_suite(suite, output=str(output) if output is not None else None, force=force, backend=backend,
-                         seed=seed, tf32=tf32, timeout=timeout, config=config, max_noise=None, max_time=None,
-                         decide=None, discard_throttled=False, gpus=gpus, scheduler=None, replicate=False,
-                         slow_threshold=None, display=display or Quiet(), pace=pace, processes=processes,
-                         clock=clock, graph=graph)
+    settings = Settings(TimingSettings(pace=pace, processes=processes, clock=clock, graph=graph),
+                        Spread.from_options(gpus, None), _output(output, force),
+                        RunSettings(backend=backend, seed=seed, tf32=tf32, timeout=timeout, config=config))
+    return app.run_suite(suite, settings, display or Quiet())
+
+
+def _output(output: str | Path | None, force: bool) -> OutputSettings:
+    return OutputSettings(str(output) if output is not None else None, force)
 
 
 def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float = plan.DEFAULTS.threshold,

@@ -9,6 +9,7 @@ import click
 from gpubench import __version__, options
 from gpubench.usecases import commands as app
 from gpubench.command import OneLineErrors
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.exit_codes import Exit
 from gpubench.options import (CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, PROCESSES, PROFILE, RUNNING, group,
                               problem_options, problem_values, sweep_options)
@@ -45,9 +46,10 @@ def _profiling(profile) -> Profiling:
 
 def _sweep(ctx, op: str, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
-    kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]),
-              profile=_profiling(kw.get("profile")))
-    outcome = app.run_op(op, shapes, block_sizes_given=given, display=terminal.LiveDisplay(), **kw)
+    profile = _profiling(kw.pop("profile", None))
+    settings = options.settings(kw)
+    selection = options.selection(kw, given)
+    outcome = app.run_op(op, shapes, selection, settings, terminal.LiveDisplay(), profile)
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
@@ -102,8 +104,8 @@ def run(suite, **kw):
       gpubench run ci --pace sustained                 # every sweep timed in a steady back-to-back stream
       gpubench run lab --processes 2                   # every point in two processes, interleaved
     """
-    kw["profile"] = _profiling(kw.get("profile"))
-    outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
+    profile = _profiling(kw.pop("profile", None))
+    outcome = app.run_suite(suite, options.settings(kw, whole=True), terminal.LiveDisplay(), profile)
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
@@ -304,7 +306,8 @@ def history(runs, threshold, alpha, html, force, every):
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
+@click.option("--backend", type=click.Choice([b.value for b in BackendKind]), default=BackendKind.CUDA.value,
+              show_default=True)
 def env(backend):
     """Print the GPU and software environment that runs record.
 
@@ -392,10 +395,13 @@ def _tune_command(op):
     def command(variant, **kw):
         from gpubench.views.tables import escape
 
+        from gpubench.usecases.autotune import Search
+
         values = {"sizes": DEFAULTS.tune_sizes, **problem_values(op, kw)}
         shapes, _ = op.problems(values, op.name, strict=True)
         out = terminal.console()
-        path = app.tune(op.name, variant, shapes, out=out, **kw)
+        search = Search(kw.pop("candidates"), kw.pop("refine"))
+        path = app.tune(op.name, variant, shapes, search, options.settings(kw, whole=True), out)
         out.print(escape(f"saved the winners to {path}"))
         return Exit.OK
 

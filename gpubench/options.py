@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import click
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
 from gpubench.planning.plan import DEFAULTS
 from gpubench.ops import params as op_params
 from gpubench.ops.base import OpDef, ParamKind
+from gpubench.planning.settings import Selection, Settings
 from gpubench.specs.parse import MAX_BLOCK_SIZE
 from gpubench.measure.kernel_clock import Clocks
 from gpubench.measure.timing import Pace
@@ -84,7 +86,8 @@ PROFILE = click.option("--profile", "profile", is_flag=True,
                             "counters with the point (`gpubench profile` is the same, and refuses where ncu cannot "
                             "run).")
 RUNNING = [
-    click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+    click.option("--backend", type=click.Choice([b.value for b in BackendKind]), default=BackendKind.CUDA.value,
+                 show_default=True,
                  help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
     click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed for the random inputs."),
     click.option("--tf32", is_flag=True, help="The old name of --dtype tf32: FP32 storage, TF32 tensor-core math."),
@@ -221,6 +224,24 @@ def sweep_options(op: OpDef):
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
         *DECIDING, *PACING, *PROCESSES, *OUTPUT, *RUNNING, *MANY_GPUS, PROFILE,
     ])
+
+
+# --- settings -------------------------------------------------------------------------------------------------
+
+
+def settings(kw: dict, whole: bool = False) -> Settings:
+    """The run's settings records from click's keyword arguments, taken out of `kw` by their options' names (a new
+    option of a record is its click option here and its field there). whole: every argument is a setting."""
+    found = Settings.taken_from(kw)
+    if whole and kw:
+        raise TypeError(f"option(s) {', '.join(sorted(kw))} belong to no settings record")
+    return found
+
+
+def selection(kw: dict, block_sizes_given: bool) -> Selection:
+    """What `gemm`/`conv` run besides their shapes, from what click's keyword arguments hold after `settings`."""
+    return Selection(variants=names(kw.pop("variants")), block_sizes=block_sizes(kw.pop("block_sizes")),
+                     block_sizes_given=block_sizes_given, **kw)
 
 
 # --- values ---------------------------------------------------------------------------------------------------

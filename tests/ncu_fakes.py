@@ -52,7 +52,7 @@ def fake_ncu(tmp_path, monkeypatch):
 
 def task() -> ShapeTask:
     variant = Catalog(builtin()).get("gemm", "cpu", "numpy")
-    return ShapeTask("gemm", GemmShape(64, 64, 64), 0, (PointTask(0, variant, variant.configs[0], TimingPolicy()),))
+    return ShapeTask("gemm", GemmShape(64, 64, 64), 0, (PointTask(0, variant, variant.space.configs[0], TimingPolicy()),))
 
 
 def options(ncu_path: str, **kw) -> profiled.ProfileOptions:

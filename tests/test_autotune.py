@@ -16,22 +16,22 @@ TUNED = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tuned")
 
 def test_space_meets_the_constraints():
     space = tune.space(TUNED)
-    assert space and all(TUNED.satisfies(c) is None for c in space)
-    threads = {TUNED.launch_for({"M": 1, "N": 1, "K": 1}, c).threads for c in space}
+    assert space and all(TUNED.space.satisfies(c) is None for c in space)
+    threads = {TUNED.code.launch_for({"M": 1, "N": 1, "K": 1}, c).threads for c in space}
     assert threads <= {128, 256, 512}
 
 
 def test_candidates_are_reproducible_and_start_with_the_variants_own():
     a, b = tune.candidates(TUNED, 20, seed=3), tune.candidates(TUNED, 20, seed=3)
     assert [c.label for c in a] == [c.label for c in b] and len(a) == 20
-    assert a[0] == TUNED.configs[0]
+    assert a[0] == TUNED.space.configs[0]
     assert [c.label for c in tune.candidates(TUNED, 20, seed=4)] != [c.label for c in a]
 
 
 def test_neighbours_differ_in_one_parameter_and_are_valid():
-    c = TUNED.configs[0]
+    c = TUNED.space.configs[0]
     near = tune.neighbours(TUNED, c)
-    assert near and all(TUNED.satisfies(n) is None for n in near)
+    assert near and all(TUNED.space.satisfies(n) is None for n in near)
     assert all(sum(n.values[k] != c.values[k] for k in c.values) == 1 for n in near)
 
 
@@ -59,8 +59,8 @@ def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
         def print(self, text):
             lines.append(text)
 
-    path = tune.run(variant, [GemmShape(24, 20, 16)], count=3, refine=2, seed=0, timeout_s=60, tuned_dir=tmp_path,
-                    out=Out())
+    path = tune.run(variant, [GemmShape(24, 20, 16)], tune.Search(candidates=3, refine=2), seed=0, timeout_s=60,
+                    tuned_dir=tmp_path, out=Out())
     entry = json.loads(path.read_text())["entries"][0]
     assert entry["variant"] == "blocked" and entry["params"]["TILE"] == 1  # the fastest correct one
     assert entry["shape"] == {"m": 24, "n": 20, "k": 16, "dtype": "fp32", "layout": "nn"} and entry["tried"] >= 3

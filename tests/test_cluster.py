@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from gpubench import results
 from gpubench.cli import cli
 from gpubench.core.gpus import GpuSelection
+from gpubench.planning.plan import Spread
 from gpubench.core.errors import GpubenchError
 
 pytest.importorskip("distributed")
@@ -167,8 +168,9 @@ def test_tune_spreads_its_candidates_over_the_workers(tmp_path):
 
     os.environ["SEEN"] = str(tmp_path / "seen-")
     try:
-        path = tune.run(variant, [GemmShape(16, 16, 16)], count=6, refine=0, seed=0, timeout_s=60, tuned_dir=tmp_path,
-                        out=type("Out", (), {"print": lambda self, text: None})(), gpus=GpuSelection(count=2))
+        path = tune.run(variant, [GemmShape(16, 16, 16)], tune.Search(candidates=6, refine=0), seed=0, timeout_s=60,
+                        tuned_dir=tmp_path, out=type("Out", (), {"print": lambda self, text: None})(),
+                        spread=Spread(gpus=GpuSelection(count=2)))
     finally:
         del os.environ["SEEN"]
     assert json.loads(Path(path).read_text())["entries"][0]["tried"] == 6

@@ -190,7 +190,7 @@ def test_a_stop_while_reading_is_one_line_on_stderr(monkeypatch, signum):
     def stopped(*a, **k):
         raise Terminated(signum)
 
-    monkeypatch.setattr(app, "load_run", stopped)
+    monkeypatch.setattr(commands, "load_run", stopped)
     r = CliRunner().invoke(cli, ["show", "any.json"])
     assert r.exit_code == Exit.stopped_by(signum) and r.stderr == f"gpubench: terminated by {signum.name}\n", \
         repr(r.stderr)

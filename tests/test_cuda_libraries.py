@@ -135,7 +135,7 @@ def test_a_second_run_reuses_the_first_runs_choice_without_searching(tmp_path):
     from gpubench.specs.runners import CudnnRunner, PlanPolicy
 
     shape = conv_shape(32, 2)
-    variant = SimpleNamespace(runner=CudnnRunner(plans=PlanPolicy.BEST))
+    variant = SimpleNamespace(code=SimpleNamespace(runner=CudnnRunner(plans=PlanPolicy.BEST)))
     cache_path = tmp_path / "plans.json"
 
     def backend_with(ms):

@@ -5,6 +5,7 @@ power, and the simulated GPU of test_energy_alignment."""
 
 import pytest
 
+from gpubench.execution.messages import Begin, Broken, End, Finished, Provisional
 from gpubench.measure.energy_queue import MAX_WAITING, EnergyQueue, Held
 from gpubench.ops.gemm import GemmShape
 from gpubench.ops.conv import conv_shape
@@ -78,15 +79,15 @@ def test_points_go_out_once_in_order_each_with_its_own_energy(monkeypatch):
     named_runs(monkeypatch)
     backend = Metered(due=[False] * 40)  # no refresh is ever due: every window waits for the end of the task
     events = list(run_task(backend, conv_task()))
-    finals = [e[2] for e in events if e[0] == "point"]
+    finals = [e.point for e in events if isinstance(e, Finished)]
     assert [p.variant for p in finals] == ["sliding", "im2col", "sliding"]
     assert backend.windows == ["sliding", "im2col", "sliding"]
     assert [p.telemetry["joules_per_call"] for p in finals] == [0.001, 0.002, 0.003]
-    provisional = [e for e in events if e[0] == "provisional"]
-    assert [e[2].variant for e in provisional] == ["sliding", "im2col", "sliding"]
-    assert all("joules_per_call" not in e[2].telemetry for e in provisional)
-    kinds = [e[0] for e in events]
-    assert kinds.index("provisional") < kinds.index("point")  # held back first, sent whole later
+    provisional = [e for e in events if isinstance(e, Provisional)]
+    assert [e.point.variant for e in provisional] == ["sliding", "im2col", "sliding"]
+    assert all("joules_per_call" not in e.point.telemetry for e in provisional)
+    kinds = [type(e) for e in events]
+    assert kinds.index(Provisional) < kinds.index(Finished)  # held back first, sent whole later
     assert backend.waits == 3  # one wait for its moment per window, at the end of the task
 
 
@@ -95,8 +96,7 @@ def test_a_refresh_due_during_a_later_point_takes_the_oldest_waiting_window(monk
     backend = Metered(due=[False, False, True] + [False] * 40)
     events = list(run_task(backend, conv_task()))
     assert backend.windows == ["sliding", "im2col", "sliding"]
-    finals = [e for e in events if e[0] == "point"]
-    assert [e[1] for e in finals] == [0, 1, 2]
+    assert [e.index for e in events if isinstance(e, Finished)] == [0, 1, 2]
     assert backend.waits == 2  # sliding's window came at a due moment during im2col; the other two at the end
 
 
@@ -110,7 +110,7 @@ def test_no_more_than_max_waiting_points_keep_their_buffers():
         assert sum(not h.ready for h in queue.held) <= MAX_WAITING
     assert released == [0, 1]  # the oldest window was taken (after a wait) to make room, each time
     events += queue.drain()
-    assert [e[1] for e in events if e[0] == "point"] == list(range(MAX_WAITING + 2))
+    assert [e.index for e in events if isinstance(e, Finished)] == list(range(MAX_WAITING + 2))
     assert released == list(range(MAX_WAITING + 2))
 
 
@@ -118,9 +118,9 @@ def test_a_broken_backend_sends_the_held_points_as_they_are_before_its_own(monke
     named_runs(monkeypatch)
     backend = Metered(due=[False] * 40, raise_in="sliding", sick=True)
     events = list(run_task(backend, conv_task(("im2col", "im2col", "sliding"))))
-    assert [e[0] for e in events if e[0] != "begin"] == ["provisional", "provisional", "point", "point", "point",
-                                                         "broken"]
-    finals = [e[2] for e in events if e[0] == "point"]
+    assert [type(e) for e in events if not isinstance(e, Begin)] == [Provisional, Provisional, Finished, Finished,
+                                                                     Finished, Broken]
+    finals = [e.point for e in events if isinstance(e, Finished)]
     assert [(p.variant, p.status) for p in finals] == [("im2col", "ok"), ("im2col", "ok"), ("sliding", "error")]
     assert backend.windows == []  # a faulted context takes no window: the points keep what they measured
 
@@ -135,11 +135,11 @@ def test_a_window_that_raises_leaves_its_point_measured_without_energy():
 
     list(queue.add(Held(0, point, window=fails)))
     (event,) = list(queue.drain())
-    assert event[2].telemetry == {"sm_mhz": 1980} and event[2].status == Status.OK
+    assert event.point.telemetry == {"sm_mhz": 1980} and event.point.status == Status.OK
 
 
 class Lost(Scripted):
-    """Scripted events, then the process dies (EOF) where a script ends without "end"."""
+    """Scripted events, then the process dies (EOF) where a script ends without End."""
 
     def start(self):
         info = super().start()
@@ -158,8 +158,8 @@ class Lost(Scripted):
 def test_the_coordinator_keeps_a_provisional_point_when_its_process_dies(variants):  # noqa: F811
     t = shape_task(variants, ["good", "good", "good"])
     p = [Point(GemmShape(24, 24, 24), "good", "-", Status.SKIPPED, reason=f"point {i}") for i in range(3)]
-    dying = [("begin", -1), ("begin", 0), ("provisional", 0, p[0]), ("begin", 1)]
-    fresh = [("begin", -1), ("begin", 2), ("point", 2, p[2]), ("end",)]
+    dying = [Begin(-1), Begin(0), Provisional(0, p[0]), Begin(1)]
+    fresh = [Begin(-1), Begin(2), Finished(2, p[2]), End()]
     worker = Lost([dying, fresh])
     got = []
     worker.run(t, got.append)
@@ -172,8 +172,8 @@ def test_a_provisional_point_sent_whole_later_is_recorded_once(variants):  # noq
     t = shape_task(variants, ["good", "good"])
     p = [Point(GemmShape(24, 24, 24), "good", "-", Status.SKIPPED, reason=f"point {i}") for i in range(2)]
     whole = Point(GemmShape(24, 24, 24), "good", "-", Status.SKIPPED, reason="point 0, with its energy")
-    script = [("begin", -1), ("begin", 0), ("provisional", 0, p[0]), ("begin", 1), ("point", 0, whole),
-              ("point", 1, p[1]), ("end",)]
+    script = [Begin(-1), Begin(0), Provisional(0, p[0]), Begin(1), Finished(0, whole),
+              Finished(1, p[1]), End()]
     got = []
     Scripted([script]).run(t, got.append)
     assert got == [whole, p[1]]
@@ -216,10 +216,10 @@ def simulate(n_points: int, queued: bool):
                                                                                               t))))
         else:
             energy = facts.energy(lambda: None, True, 1e6, timing)
-            events = [("point", i, Point.measured(GemmShape(8, 8, 8), "v", "-", samples_ms=[0.01], rel_err=0.0,
+            events = [Finished(i, Point.measured(GemmShape(8, 8, 8), "v", "-", samples_ms=[0.01], rel_err=0.0,
                                                   tolerance=1e-3, telemetry={"sm_mhz": 1980, **energy}))]
-        readings += [e[2].telemetry["window_power_w"] for e in events if e[0] == "point"]
-    readings += [e[2].telemetry["window_power_w"] for e in queue.drain() if e[0] == "point"]
+        readings += [e.point.telemetry["window_power_w"] for e in events if isinstance(e, Finished)]
+    readings += [e.point.telemetry["window_power_w"] for e in queue.drain() if isinstance(e, Finished)]
     assert sim.refreshes.period == pytest.approx(PERIOD, abs=0.002)
     return sim.t - started, readings
 

@@ -59,18 +59,18 @@ CONV_SHAPES = [
 def precisions(v) -> list[tuple]:
     """The (dtype, layout) pairs a variant is checked in here: all it declares, except for the libraries, which
     tests/test_gpu_precision.py checks in every precision (here: fp32 in the default layout, where they take it)."""
-    if v.runner.library_math and not v.runner.STEPS:
-        return [(DType.FP32, v.layouts_taken[0])] if DType.FP32 in v.dtypes else []
-    return [(d, x) for d in v.dtypes for x in v.layouts_taken]
+    if v.code.runner.library_math and not v.code.runner.STEPS:
+        return [(DType.FP32, v.scope.layouts[0])] if DType.FP32 in v.scope.dtypes else []
+    return [(d, x) for d in v.scope.dtypes for x in v.scope.layouts]
 
 
 def cases(op, shapes):
     for v in CATALOG.variants(op, "cuda"):
         for dtype, layout in precisions(v):
-            for c in v.configs_for(parse.LAB_BLOCK_SIZES):
+            for c in v.space.configs_for(parse.LAB_BLOCK_SIZES):
                 for s in shapes:
                     s = replace(s, dtype=dtype, layout=layout)
-                    if v.unfit(s.dims()):  # e.g. Winograd at stride 2: skipped by the runner, nothing to check
+                    if v.scope.unfit(s.dims()):  # e.g. Winograd at stride 2: skipped by the runner, nothing to check
                         continue
                     yield pytest.param(v, c, s, id=f"{v.name}-{c.label}-{s.label}-s{getattr(s, 'stride', '')}"
                                                    f"-{dtype}-{layout}")
@@ -103,14 +103,14 @@ def test_fp8_promotion_keeps_the_error_of_cublaslt_over_a_long_k(cuda, data):
     inputs, ref = data(shape)
     errs, promoted = {}, []
     lt, ours = CATALOG.get("gemm", "cuda", "cublaslt"), CATALOG.get("gemm", "cuda", "fp8-tma")
-    for v, c in [(lt, lt.configs[0])] + [(ours, c) for c in ours.configs]:
+    for v, c in [(lt, lt.space.configs[0])] + [(ours, c) for c in ours.space.configs]:
         prepared = cuda.prepare(v, c, shape, inputs)
         errs[f"{v.name} {c.label}"] = verify(cuda, prepared, ref, shape)
         prepared.release()
         if v is ours and c.values.get("PROMOTE") == 1:
             promoted.append(errs[f"{v.name} {c.label}"])
     print(errs)
-    assert promoted and max(promoted) <= 1.05 * errs[f"cublaslt {lt.configs[0].label}"], errs
+    assert promoted and max(promoted) <= 1.05 * errs[f"cublaslt {lt.space.configs[0].label}"], errs
 
 
 @pytest.mark.parametrize("promote", [1, 2, 4])
@@ -233,7 +233,7 @@ def test_split_last_wave_adds_the_second_half_in_every_call(cuda, data, shape, d
         past = tiles % cuda.sms
         return tiles > cuda.sms and 0 < 2 * past <= cuda.sms
 
-    split = [c for c in ours.configs if c.values.get("SPLIT") and halves_some(c)]
+    split = [c for c in ours.space.configs if c.values.get("SPLIT") and halves_some(c)]
     if not split:
         pytest.skip(f"no split1 configuration halves a tile of this shape on {cuda.sms} SMs")
     inputs, ref = data(shape)
@@ -261,10 +261,10 @@ def test_tma_ping_tiles_in_turn_and_tma_stores_clip(cuda, data, shape, dtype):
     verified, output poisoned with NaN."""
     shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
     ours = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
-    ping = [ours.config({"BM": 128, "BN": 128, "STAGES": 6, "CLUSTER": 1, "PING": 1, "TMA_STORE": store})
+    ping = [ours.space.config({"BM": 128, "BN": 128, "STAGES": 6, "CLUSTER": 1, "PING": 1, "TMA_STORE": store})
             for store in (1, 0)]
     inputs, ref = data(shape)
-    for c in list(ours.configs) + ping:
+    for c in list(ours.space.configs) + ping:
         prepared = cuda.prepare(ours, c, shape, inputs)
         prepared.run()
         prepared.run()
@@ -320,7 +320,7 @@ def test_halo_tiles_walked_with_resident_or_streamed_filters(cuda, data, shape, 
     shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
     ours = CATALOG.get("conv", "cuda", "tc-wgmma-halo")
     inputs, ref = data(shape)
-    for c in ours.configs:
+    for c in ours.space.configs:
         prepared = cuda.prepare(ours, c, shape, inputs)
         prepared.run()  # a second call reuses nothing from the first
         err = verify(cuda, prepared, ref, shape)
@@ -341,7 +341,7 @@ def test_halo_whole_row_tiles_leave_as_tma_boxes(cuda, data, shape, dtype):
     shape = replace(shape, dtype=dtype, layout=ConvLayout.NHWC)
     ours = CATALOG.get("conv", "cuda", "tc-wgmma-halo")
     wp = shape.dims()["W"] + 2 * shape.dims()["pad"]
-    boxed = [c for c in ours.configs if c.values.get("PING") and c.values["BN"] == 64 and c.values["BM"] % wp == 0]
+    boxed = [c for c in ours.space.configs if c.values.get("PING") and c.values["BN"] == 64 and c.values["BM"] % wp == 0]
     assert boxed, f"no configuration stores whole rows of {wp} padded pixels"
     inputs, ref = data(shape)
     for c in boxed:
@@ -360,7 +360,7 @@ def test_halo_descriptors_need_the_base_offset_the_spec_gives_them(cuda, data):
                        layout=ConvLayout.NHWC)
     ours = CATALOG.get("conv", "cuda", "tc-wgmma-halo")
     inputs, ref = data(shape)
-    c = ours.configs[0]
+    c = ours.space.configs[0]
     errs = {}
     for base in (0, 1):
         config = replace(c, params=tuple((k, base if k == "DESC_BASE" else v) for k, v in c.params))
@@ -390,9 +390,9 @@ def test_winograd_tf32x3_keeps_the_error_of_the_fp32_products(cuda, data):
             prepared.release()
         return out
 
-    ffma = max(errors("winograd-gemm", lambda v: v.configs))
-    split = errors("winograd-tf32x3", lambda v: v.configs)
-    plain = errors("winograd-tf32x3", lambda v: [v.config({**v.configs[0].values, "PARTS": 1})])[0]
+    ffma = max(errors("winograd-gemm", lambda v: v.space.configs))
+    split = errors("winograd-tf32x3", lambda v: v.space.configs)
+    plain = errors("winograd-tf32x3", lambda v: [v.space.config({**v.space.configs[0].values, "PARTS": 1})])[0]
     print(f"winograd-gemm {ffma:.2e}, winograd-tf32x3 {max(split):.2e}, plain TF32 {plain:.2e}")
     assert max(split) <= 1.5 * ffma, (ffma, split)
     assert plain > 10 * ffma, (ffma, plain)
@@ -407,7 +407,7 @@ def assert_same_output(cuda, data, name, shape, configs, calls_before=0):
     ours = CATALOG.get(shape.op, "cuda", name)
     outs = []
     for values in configs:
-        config = ours.config(values)
+        config = ours.space.config(values)
         prepared = cuda.prepare(ours, config, shape, inputs)
         for _ in range(calls_before):
             prepared.run()
@@ -423,7 +423,7 @@ def test_poisoned_output_fails_verification(cuda, data):
     shape = GEMM_SHAPES[0]
     inputs, ref = data(shape)
     tiled = CATALOG.get("gemm", "cuda", "tiled")
-    prepared = cuda.prepare(tiled, tiled.configs[0], shape, inputs)
+    prepared = cuda.prepare(tiled, tiled.space.configs[0], shape, inputs)
     prepared.run = lambda: None
     assert verify(cuda, prepared, ref, shape) == math.inf
 
@@ -463,7 +463,7 @@ def test_faulting_kernels_cost_one_point_each(cuda, tmp_path):
     order = [good, mine["out_of_bounds"], good, mine["forever"], good]
     policy = TimingPolicy(warmup=1, reps=5, min_reps=5, budget_s=0.0)
     task = ShapeTask("t", GemmShape(256, 256, 256), 0,
-                     tuple(PointTask(i, v, v.configs[0], policy) for i, v in enumerate(order)))
+                     tuple(PointTask(i, v, v.space.configs[0], policy) for i, v in enumerate(order)))
     got = []
     with Worker(WorkerOptions("cuda", timeout_s=20)) as worker:
         worker.run(task, got.append)

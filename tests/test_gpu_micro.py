@@ -23,7 +23,7 @@ CATALOG = Catalog.with_user([])
 def _point(cuda, data, op, name, shape, policy, block=16):
     variant = next(v for v in CATALOG.variants(op, "cuda") if v.name == name)
     inputs, ref = data(shape)
-    return run_point(cuda, shape, PointTask(0, variant, variant.configs_for((block,))[0], policy), inputs, ref)
+    return run_point(cuda, shape, PointTask(0, variant, variant.space.configs_for((block,))[0], policy), inputs, ref)
 
 
 @pytest.mark.parametrize("op, name, shape", [

@@ -42,20 +42,20 @@ TAKEN = {"cublaslt": {DType.FP8: fp8_taken, DType.INT8: int8_taken}}
 
 def gemm_cases():
     for v in CATALOG.variants("gemm", "cuda"):
-        if not v.runner.library_math or v.runner.STEPS:
+        if not v.code.runner.library_math or v.code.runner.STEPS:
             continue
-        for dtype in v.dtypes:
-            for layout in v.layouts_taken:
+        for dtype in v.scope.dtypes:
+            for layout in v.scope.layouts:
                 for m, n, k in RAGGED + [SIXTEENS, FOURS]:
                     yield pytest.param(v, GemmShape(m, n, k, dtype, layout), id=f"{v.name}-{dtype}-{layout}-{m}x{n}x{k}")
 
 
 def conv_cases():
     for v in CATALOG.variants("conv", "cuda"):
-        if not v.runner.library_math or v.runner.STEPS:
+        if not v.code.runner.library_math or v.code.runner.STEPS:
             continue
-        for dtype in v.dtypes:
-            for layout in v.layouts_taken:
+        for dtype in v.scope.dtypes:
+            for layout in v.scope.layouts:
                 for shape in (conv_shape(17, 1, batch=3, in_channels=13, out_channels=7, dtype=dtype, layout=layout),
                               conv_shape(19, 2, batch=2, in_channels=9, out_channels=33, padding="valid", dtype=dtype,
                                          layout=layout)):
@@ -64,7 +64,7 @@ def conv_cases():
 
 def check(cuda, data, variant, shape, taken=True):
     inputs, ref = data(shape)
-    config = variant.configs[0]
+    config = variant.space.configs[0]
     if not taken:
         with pytest.raises(Skip) as refused:
             cuda.prepare(variant, config, shape, inputs)
@@ -80,7 +80,7 @@ def check(cuda, data, variant, shape, taken=True):
 
 @pytest.mark.parametrize("variant,shape", list(gemm_cases()))
 def test_library_gemm(cuda, data, variant, shape):
-    rule = TAKEN.get(variant.runner.NAME, {}).get(shape.dtype)
+    rule = TAKEN.get(variant.code.runner.NAME, {}).get(shape.dtype)
     check(cuda, data, variant, shape, rule(shape.layout, shape.m, shape.n, shape.k) if rule else True)
 
 
@@ -95,7 +95,7 @@ def test_an_unwritten_raw_output_fails(cuda, data, dtype):
     v = CATALOG.get("gemm", "cuda", "cublaslt" if dtype == DType.FP8 else "cublas")
     shape = GemmShape(*SIXTEENS, dtype, GemmLayout.NT)
     inputs, ref = data(shape)
-    prepared = cuda.prepare(v, v.configs[0], shape, inputs)
+    prepared = cuda.prepare(v, v.space.configs[0], shape, inputs)
     prepared.run = lambda: None
     assert verify(cuda, prepared, ref, shape) == math.inf
 

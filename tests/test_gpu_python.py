@@ -40,8 +40,8 @@ CHECKED = (DType.FP32, DType.TF32, DType.BF16)  # fp16 takes bf16's path (16-bit
 def example_cases():
     for name in ("triton", "cupy"):
         for v in project.load(EXAMPLES / name / "gpubench.toml").variants:
-            for c in v.configs:
-                for d in [d for d in v.dtypes if d in CHECKED]:
+            for c in v.space.configs:
+                for d in [d for d in v.scope.dtypes if d in CHECKED]:
                     for s in GEMMS if v.op == "gemm" else CONVS:
                         yield pytest.param(name, v, c, replace(s, dtype=d),
                                            id=f"{v.name}-{c.label}-{d}-{s.label}-s{getattr(s, 'stride', '')}")
@@ -111,11 +111,11 @@ def test_work_on_another_stream_is_refused_not_timed_as_zero(cuda, tmp_path):
                     {"on_the_current_stream": "cupy", "cupy_side_stream": "cupy", "torch_side_stream": "torch"})
     shape = GemmShape(256, 256, 256)
     inputs = cuda.inputs(shape, seed=1)
-    seen = cuda.prepare(mine["on_the_current_stream"], mine["on_the_current_stream"].configs[0], shape, inputs)
+    seen = cuda.prepare(mine["on_the_current_stream"], mine["on_the_current_stream"].space.configs[0], shape, inputs)
     assert cuda.clock.time_ms(seen.run) >= 5.0  # the events bracket the spin
     for name in ("cupy_side_stream", "torch_side_stream"):
         with pytest.raises(UnseenWork, match=f"{name} kept the GPU busy .* but the timed stream saw"):
-            cuda.prepare(mine[name], mine[name].configs[0], shape, inputs)
+            cuda.prepare(mine[name], mine[name].space.configs[0], shape, inputs)
 
 
 FAULTS = '''
@@ -157,7 +157,7 @@ def test_a_triton_kernel_that_faults_or_hangs_costs_its_point_only(tmp_path):
     order = [mine["good"], mine["out_of_bounds"], mine["good"], mine["forever"], mine["good"]]
     policy = TimingPolicy(warmup=1, reps=5, min_reps=5, budget_s=0.0)
     task = ShapeTask("t", GemmShape(256, 256, 256), 0,
-                     tuple(PointTask(i, v, v.configs[0], policy) for i, v in enumerate(order)))
+                     tuple(PointTask(i, v, v.space.configs[0], policy) for i, v in enumerate(order)))
     got = []
     with Worker(WorkerOptions("cuda", timeout_s=30)) as worker:
         worker.run(task, got.append)

@@ -35,8 +35,8 @@ def spec_builds():
     """
     seen = {}
     for v in BUILTIN:
-        for c in v.configs_for(parse.LAB_BLOCK_SIZES + (1,)):
-            for arch in (v.arch,) if v.arch else ARCHS:
+        for c in v.space.configs_for(parse.LAB_BLOCK_SIZES + (1,)):
+            for arch in (v.code.program.arch,) if v.code.program and v.code.program.arch else ARCHS:
                 for problem in parse.sample_problems(v):
                     for source, defines, a, _ in v.builds(c, arch, problem):
                         seen[(rel(source), defines, a)] = None
@@ -89,7 +89,7 @@ def test_an_edited_header_is_a_new_key(tmp_path):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("config", CATALOG.get("gemm", "cuda", "tiled").configs, ids=lambda c: c.label)
+@pytest.mark.parametrize("config", CATALOG.get("gemm", "cuda", "tiled").space.configs, ids=lambda c: c.label)
 def test_tiled_spills_no_registers(config, arch):
     usage = nvcc.resource_usage("gemm/03_tiled.cu", arch, config.values)
     assert {u.kernel for u in usage} == {"gemm_tiled"}
@@ -102,8 +102,8 @@ def test_tiled_spills_no_registers(config, arch):
                                   "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"])
 def test_faster_kernels_spill_nothing(name):
     v = next(v for v in BUILTIN if v.name == name and v.backend == "cuda")
-    for c in v.configs:
-        for u in nvcc.resource_usage(v.source, v.arch or "sm_90", c.values):
+    for c in v.space.configs:
+        for u in nvcc.resource_usage(v.code.program.source, v.code.program.arch or "sm_90", c.values):
             assert (u.spill_stores, u.spill_loads) == (0, 0), (c.label, u)
 
 
@@ -113,7 +113,7 @@ def test_tensor_core_gemms_spill_nothing(name):
     accumulator registers a consumer thread, past the 168 that __launch_bounds__(384, 1) gives the whole kernel;
     they fit only because ptxas allocates the code after setmaxnreg.inc (232) within that budget."""
     v = CATALOG.get("gemm", "cuda", name)
-    for c in v.configs:
+    for c in v.space.configs:
         for source, defines, arch, _ in v.builds(c, "sm_90"):
             for u in nvcc.resource_usage(source, arch, dict(defines)):
                 assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (c.label, defines, u)
@@ -157,13 +157,13 @@ def test_launch_bounds_are_read_from_the_ptx():
 # --- the spec's constraints against the kernels' static_asserts ------------------------------------------------
 
 # One variant per kernel file and set of constraints (a family's variants share both).
-CONSTRAINED = list({(v.source, v.constraints): v for v in BUILTIN if v.constraints and v.search}.values())
+CONSTRAINED = list({(v.code.program.source, v.space.constraints): v for v in BUILTIN if v.space.constraints and v.space.search}.values())
 
 
 def _search_space(v):
-    names = [k for k, _ in v.search]
-    for values in itertools.product(*(vals for _, vals in v.search)):
-        yield v.config(dict(zip(names, values)))
+    names = [k for k, _ in v.space.search]
+    for values in itertools.product(*(vals for _, vals in v.space.search)):
+        yield v.space.config(dict(zip(names, values)))
 
 
 def _breaking(v, constraint: str):
@@ -171,13 +171,13 @@ def _breaking(v, constraint: str):
     variant's own configuration changed to a value of the search space or one between its values. Some
     constraints cannot be broken alone (every tile that breaks the float4 grouping also breaks the warp's 32
     threads); for those, one that breaks it among others."""
-    base = dict(v.configs[0].values)
-    wider = {k: sorted({*vals, *(x + x // 2 for x in vals), *(x // 2 for x in vals if x > 1)}) for k, vals in v.search}
+    base = dict(v.space.configs[0].values)
+    wider = {k: sorted({*vals, *(x + x // 2 for x in vals), *(x // 2 for x in vals if x > 1)}) for k, vals in v.space.search}
     fallback = None
     for a, b in itertools.combinations_with_replacement(sorted(wider), 2):
         for x, y in itertools.product(wider[a], wider[b]):
-            config = v.config({**base, a: x, b: y} if a != b else {**base, a: x})
-            broken = v.broken_constraints(config)
+            config = v.space.config({**base, a: x, b: y} if a != b else {**base, a: x})
+            broken = v.space.broken_constraints(config)
             if broken == [constraint]:
                 return config
             if fallback is None and constraint in broken and not set(broken) & LAUNCH_LIMITS:
@@ -198,13 +198,13 @@ def test_each_constraint_is_a_static_assert_of_the_kernel(variant):
     """A configuration breaking one constraint alone must be refused by nvcc with a static_assert: the spec's
     constraints say in data what the kernel asserts, so a constraint the kernel does not enforce (or an assert the
     spec forgot, below) is a drift between the two."""
-    for text in (c.text for c in variant.constraints):
+    for text in (c.text for c in variant.space.constraints):
         if text in LAUNCH_LIMITS:
             continue
         config = _breaking(variant, text)
         assert config is not None, f"no configuration breaks {text!r}"
         with pytest.raises(CompileError) as e:
-            nvcc.compile_cubin(variant.source, "sm_90", config.values, includes=variant.includes)
+            nvcc.compile_cubin(variant.code.program.source, "sm_90", config.values, includes=variant.code.program.includes)
         assert "static assertion failed" in e.value.log or "static_assert" in e.value.log, (text, config.label)
 
 
@@ -212,10 +212,10 @@ def test_each_constraint_is_a_static_assert_of_the_kernel(variant):
 def test_configurations_meeting_every_constraint_compile(variant):
     """The other way round: a sample of the search space that meets every constraint compiles, so the tuner
     never proposes what the kernel's asserts refuse."""
-    valid = [c for c in _search_space(variant) if not variant.broken_constraints(c)]
+    valid = [c for c in _search_space(variant) if not variant.space.broken_constraints(c)]
     assert valid
     for config in random.Random(0).sample(valid, min(4, len(valid))):
-        nvcc.compile_cubin(variant.source, "sm_90", config.values, includes=variant.includes)
+        nvcc.compile_cubin(variant.code.program.source, "sm_90", config.values, includes=variant.code.program.includes)
 
 
 @pytest.mark.parametrize("name", ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"])
@@ -224,7 +224,7 @@ def test_tensor_core_convolutions_keep_their_wgmmas_in_flight(name):
     branch it cannot prove uniform (C7520): tc-wgmma-halo's first version skipped the m64 blocks past an image that
     way and ran the 56² layer 1.5× slower than the same work unskipped. Every configuration, both precisions."""
     v = CATALOG.get("conv", "cuda", name)
-    for c in v.configs:
+    for c in v.space.configs:
         for source, defines, arch, _ in v.builds(c, "sm_90"):
             for u in nvcc.resource_usage(source, arch, dict(defines)):
                 assert not u.wgmma_serialized, (c.label, defines, u)

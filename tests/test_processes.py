@@ -19,7 +19,7 @@ from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Status
 from gpubench.results.pooled import pooled
 from gpubench.specs.runners import PythonRunner
-from gpubench.specs.variant import NO_CONFIG, Variant
+from gpubench.specs.variant import NO_CONFIG, Code, Variant
 
 
 def point(samples, status=Status.OK, variant="v", reason="", telemetry=None):
@@ -116,7 +116,7 @@ class FakeWorker:
 
 def tasks(k, seeds=(0, 1, 2), names=("a", "b")):
     policy = TimingPolicy(processes=k)
-    variants = [Variant(name=n, op="gemm", backend="cpu", runner=PythonRunner()) for n in names]
+    variants = [Variant(name=n, op="gemm", backend="cpu", code=Code(PythonRunner())) for n in names]
     return [ShapeTask("s", GemmShape(8, 8, 8), seed, tuple(PointTask(i, v, NO_CONFIG, policy)
                                                             for i, v in enumerate(variants))) for seed in seeds]
 

@@ -29,7 +29,7 @@ def test_found_from_a_subdirectory_with_paths_relative_to_the_file(tree):
     (tree / "gpubench.toml").write_text(SPEC)
     p = project.load(start=tree / "deep" / "er")
     assert p.path == tree / "gpubench.toml"
-    assert [v.name for v in p.variants] == ["mine"] and p.variants[0].source == tree / "kernels" / "k.py"
+    assert [v.name for v in p.variants] == ["mine"] and p.variants[0].code.program.source == tree / "kernels" / "k.py"
     assert p.tuned_dir == tree / "tuned"
 
 
@@ -37,7 +37,7 @@ def test_pyproject_counts_only_with_a_tool_gpubench_table(tree):
     (tree / "pyproject.toml").write_text('[project]\nname = "x"\n')
     assert project.load(start=tree).path is None
     (tree / "pyproject.toml").write_text(SPEC.replace("tuned = ", "[tool.gpubench]\ntuned = ")
-                                         .replace("[[variant]]", "[[tool.gpubench.specs.variant]]"))
+                                         .replace("[[variant]]", "[[tool.gpubench.variant]]"))
     p = project.load(start=tree / "deep")
     assert p.path == tree / "pyproject.toml" and [v.name for v in p.variants] == ["mine"]
 
@@ -64,7 +64,7 @@ def test_no_project_is_fine(tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [
-    ("colour = 1\n", "unknown key\\(s\\) colour; allowed are family, sets, tuned, variant"),
+    ("colour = 1\n", "unknown key\\(s\\) colour; allowed are family, op, sets, tuned, variant"),
     ("tuned = 3\n", "tuned must be a directory path"),
     ("[[variant]\n", "not valid TOML"),
     ("variant = 3\n", "declared as \\[\\[variant\\]\\] tables"),
@@ -89,10 +89,10 @@ def test_the_python_example_projects_declare_gpu_functions():
     examples = Path(__file__).resolve().parent.parent / "examples"
     triton = {v.name: v for v in project.load(examples / "triton" / "gpubench.toml").variants}
     assert set(triton) == {"triton", "torch-matmul", "triton-conv"}
-    assert all(v.runner.arrays == Arrays.TORCH and v.backend == "cuda" for v in triton.values())
-    assert all(v.dtypes == ("fp32", "tf32", "bf16", "fp16") and v.dtype_define == "precision" for v in triton.values())
+    assert all(v.code.runner.arrays == Arrays.TORCH and v.backend == "cuda" for v in triton.values())
+    assert all(v.scope.dtypes == ("fp32", "tf32", "bf16", "fp16") and v.code.program.dtype_define == "precision" for v in triton.values())
     (cupy,) = project.load(examples / "cupy" / "gpubench.toml").variants
-    assert cupy.runner == PythonGpuRunner() and [c.label for c in cupy.configs] == ["128x128x8/8x8", "64x64x16/4x4"]
+    assert cupy.code.runner == PythonGpuRunner() and [c.label for c in cupy.space.configs] == ["128x128x8/8x8", "64x64x16/4x4"]
 
 
 @pytest.mark.parametrize("text", ["[tool]\ngpubench = 5\n", "tool = {gpubench = [1]}\n"])
@@ -125,10 +125,10 @@ def test_a_project_declares_families_as_the_readme_shows(tree):
     (tree / "gpubench.toml").write_text('[[family]]\nname = "fam"\nop = "gemm"\nsource = "kernels/k.py"\n'
                                         'kernel = "k"\nargs = ["A", "B", "C", "M", "N", "K"]\n'
                                         '[[variant]]\nname = "mine"\nfamily = "fam"\n')
-    assert [(v.name, v.kernel) for v in project.load(start=tree).variants] == [("mine", "k")]
+    assert [(v.name, v.code.program.kernel) for v in project.load(start=tree).variants] == [("mine", "k")]
 
 
 def test_a_summary_reaches_the_terminal_as_one_printable_line(tree):
     """`gpubench list` printed a project's summary as it was: an escape sequence went to the terminal."""
     (tree / "gpubench.toml").write_text(SPEC + 'summary = """red \\u001b[31m\nand two lines"""\n')
-    assert project.load(start=tree).variants[0].summary == "red \\x1b[31m and two lines"
+    assert project.load(start=tree).variants[0].entry.summary == "red \\x1b[31m and two lines"

@@ -8,6 +8,7 @@ from gpubench.backends.cpu import CpuBackend
 from gpubench.core.errors import Skip
 from gpubench.ops.gemm import GemmShape
 from gpubench.ops.conv import conv_shape
+from gpubench.execution.messages import Begin, Broken, Finished
 from gpubench.execution.tasks import SETUP, PointTask, ShapeTask, run_task, verify
 from gpubench.measure.timing import Stop, TimingPolicy
 from gpubench.specs.variant import NO_CONFIG
@@ -45,23 +46,23 @@ class Flaky(CpuBackend):
 
 def test_events_say_what_runs_and_what_finished():
     events = list(run_task(CpuBackend(), task(GemmShape(20, 30, 40))))
-    assert [e[0] for e in events] == ["begin", "begin", "point"]
-    assert events[0] == ("begin", SETUP) and events[1] == ("begin", 0)
-    point = events[2][2]
+    assert [type(e) for e in events] == [Begin, Begin, Finished]
+    assert events[0] == Begin(SETUP) and events[1] == Begin(0)
+    point = events[2].point
     assert point.status == "ok" and point.rel_err < 1e-5 and len(point.samples_ms) == 5
     assert point.details.stop in (Stop.BUDGET, Stop.REPS) and point.details.flushed is False
 
 
 def test_a_shape_that_does_not_fit_skips_all_its_points_with_the_reason():
     events = list(run_task(Flaky(skip_inputs=True), task(conv_shape(20, 1), ("sliding", "im2col"), op="conv")))
-    points = [e[2] for e in events if e[0] == "point"]
+    points = [e.point for e in events if isinstance(e, Finished)]
     assert [p.status for p in points] == ["skipped", "skipped"]
     assert "would not fit in device memory" in points[0].reason
 
 
 def test_an_error_is_recorded_and_the_next_point_runs():
     events = list(run_task(Flaky(raise_in="sliding"), task(conv_shape(20, 2), ("sliding", "im2col"), op="conv")))
-    points = [e[2] for e in events if e[0] == "point"]
+    points = [e.point for e in events if isinstance(e, Finished)]
     assert [(p.variant, p.status) for p in points] == [("sliding", "error"), ("im2col", "ok")]
     assert points[0].reason == "RuntimeError: illegal memory access"
 
@@ -81,8 +82,8 @@ def test_whatever_a_users_function_raises_is_the_points_error_and_the_next_point
     from gpubench.execution.tasks import first_call
 
     shapes = task(conv_shape(20, 2), ("sliding", "im2col"), op="conv")
-    assert [e[0] for e in first_call(Flaky(raise_in="sliding", error=error), shapes)] == ["begin", "begin"]
-    points = [e[2] for e in run_task(Flaky(raise_in="sliding", error=error), shapes) if e[0] == "point"]
+    assert [type(e) for e in first_call(Flaky(raise_in="sliding", error=error), shapes)] == [Begin, Begin]
+    points = [e.point for e in run_task(Flaky(raise_in="sliding", error=error), shapes) if isinstance(e, Finished)]
     assert [(p.variant, p.status) for p in points] == [("sliding", "error"), ("im2col", "ok")]
     assert points[0].reason == reason and points[0].reason.encode()
 
@@ -98,8 +99,8 @@ def test_a_reason_is_one_printable_line_of_bounded_length():
 def test_an_unhealthy_backend_stops_after_recording_the_point():
     events = list(run_task(Flaky(raise_in="sliding", sick=True),
                            task(conv_shape(20, 2), ("sliding", "im2col"), op="conv")))
-    assert [e[0] for e in events] == ["begin", "begin", "point", "broken"]
-    assert events[2][2].status == "error" and "illegal memory access" in events[3][1]
+    assert [type(e) for e in events] == [Begin, Begin, Finished, Broken]
+    assert events[2].point.status == "error" and "illegal memory access" in events[3].reason
 
 
 def test_inputs_are_random_not_zero_and_follow_the_seed(cpu):
@@ -137,7 +138,7 @@ def test_a_problem_outside_a_variants_requires_is_skipped_saying_why(tmp_path):
     (mine,) = files.parse_specs({"variant": [table]}, "gpubench.toml", tmp_path)
     shape = conv_shape(20, 2)
     events = list(run_task(CpuBackend(), ShapeTask("t", shape, 0, (PointTask(0, mine, NO_CONFIG, FAST),))))
-    (point,) = [e[2] for e in events if e[0] == "point"]
+    (point,) = [e.point for e in events if isinstance(e, Finished)]
     assert (point.status, point.reason) == ("skipped", "s1-only requires stride == 1")
 
 
@@ -167,7 +168,7 @@ def test_a_part_is_timed_with_its_few_repetitions_even_when_the_point_samples_un
     policy = TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=0.0, decide=0.0001, family=1000, max_time_s=0.3)
     t = task(GemmShape(20, 30, 40))
     t = ShapeTask(t.sweep, t.shape, t.seed, tuple(replace(p, policy=policy) for p in t.points))
-    point = [e[2] for e in run_task(backend, t) if e[0] == "point"][0]
+    point = [e.point for e in run_task(backend, t) if isinstance(e, Finished)][0]
     assert "unfold" in point.details.parts_ms
     assert backend.part_calls <= PART_POLICY_REPS + 1  # its median is a note: no sampling on to decide
 
@@ -177,16 +178,16 @@ def test_the_first_call_of_each_python_variant_configuration_precision_and_layou
     from gpubench.ops.gemm import GemmLayout
     from gpubench.execution.tasks import first_call_key, first_calls, with_first_calls
     from gpubench.specs.runners import PythonRunner
-    from gpubench.specs.variant import Config, Variant
+    from gpubench.specs.variant import Code, Config, Program, Variant
 
-    mine = Variant(name="mine", op="gemm", backend="cpu", runner=PythonRunner(), source=None, kernel="f",
-                   args=("A", "B", "C", "M", "N", "K"))
+    mine = Variant(name="mine", op="gemm", backend="cpu",
+                   code=Code(PythonRunner(), Program(kernel="f", args=("A", "B", "C", "M", "N", "K"))))
     builtin = next(v for v in catalog.builtin() if v.name == "numpy")
     shapes = [GemmShape(16, 16, 16), GemmShape(24, 24, 24), GemmShape(16, 16, 16, dtype=DType.BF16),
               GemmShape(16, 16, 16, layout=GemmLayout.NT)]
     configs = [Config("a", (("T", 1),)), Config("b", (("T", 2),))]
     work = [ShapeTask("s", shape, i, tuple(PointTask(j, v, c, TimingPolicy())
-                                             for j, (v, c) in enumerate([(builtin, builtin.configs[0]),
+                                             for j, (v, c) in enumerate([(builtin, builtin.space.configs[0]),
                                                                          (mine, configs[0]), (mine, configs[1])])))
             for i, shape in enumerate(shapes)]
     firsts = first_calls(work)

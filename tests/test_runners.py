@@ -46,8 +46,8 @@ def test_users_get_kernels_and_functions_only():
 
 def test_builtin_variants_carry_their_runners():
     known = catalog.Catalog.with_user([])
-    assert known.get("conv", "cuda", "cudnn").runner == CudnnRunner(PlanPolicy.BEST)
-    assert isinstance(known.get("conv", "cuda", "im2col-cublas").runner, Im2colRunner)
+    assert known.get("conv", "cuda", "cudnn").code.runner == CudnnRunner(PlanPolicy.BEST)
+    assert isinstance(known.get("conv", "cuda", "im2col-cublas").code.runner, Im2colRunner)
 
 
 def test_a_missing_library_stops_the_run_before_it_starts():

@@ -26,7 +26,7 @@ TMA = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tf32-tma")  # a pe
 
 
 def work(variant, shape=GemmShape(4096, 4096, 4096)):
-    return [ShapeTask("t", shape, 0, tuple(PointTask(i, variant, c, FAST) for i, c in enumerate(variant.configs)))]
+    return [ShapeTask("t", shape, 0, tuple(PointTask(i, variant, c, FAST) for i, c in enumerate(variant.space.configs)))]
 
 
 def test_a_persistent_grid_is_sized_by_the_devices_multiprocessors():

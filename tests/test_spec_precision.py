@@ -23,18 +23,18 @@ def parse(tmp_path, **table):
 
 def test_a_variant_computes_in_fp32_and_the_lab_layout_unless_it_says(tmp_path):
     v = parse(tmp_path)
-    assert v.dtypes == (DType.FP32,) and v.layouts_taken == (GemmLayout.NN,)
-    assert v.takes(GemmShape(8, 8, 8)) is None
-    assert "computes in fp32, not bf16" in v.takes(GemmShape(8, 8, 8, DType.BF16))
-    assert "layout(s) nn, not nt" in v.takes(GemmShape(8, 8, 8, layout=GemmLayout.NT))
+    assert v.scope.dtypes == (DType.FP32,) and v.scope.layouts == (GemmLayout.NN,)
+    assert v.scope.takes(GemmShape(8, 8, 8)) is None
+    assert "computes in fp32, not bf16" in v.scope.takes(GemmShape(8, 8, 8, DType.BF16))
+    assert "layout(s) nn, not nt" in v.scope.takes(GemmShape(8, 8, 8, layout=GemmLayout.NT))
 
 
 def test_the_element_type_and_layout_reach_the_kernel_as_defines(tmp_path):
     v = parse(tmp_path, dtypes=["fp16", "bf16"], layouts=["nn", "nt"], dtype_define="ELEM", layout_define="LAYOUT")
     shape = GemmShape(8, 8, 8, DType.BF16, GemmLayout.NT)
-    params = v.compile_params(v.configs[0], shape)
+    params = v.code.defines(v.space.configs[0], shape.dtype, shape.layout)
     assert params == {"ELEM": "__nv_bfloat16", "ELEM_OUT": "__nv_bfloat16", "LAYOUT_NT": 1}
-    (build,) = v.builds(v.configs[0], "sm_90", shape)
+    (build,) = v.builds(v.space.configs[0], "sm_90", shape)
     assert dict(build[1]) == params
 
 
@@ -42,11 +42,11 @@ def test_without_a_problem_every_precision_and_layout_is_built(tmp_path):
     """What `gpubench check` and CI's nvcc tests compile: each element type and layout the kernel takes, not only
     its first (a kernel that breaks only in bf16, or only in nt, fails there)."""
     v = parse(tmp_path, dtypes=["fp16", "bf16"], layouts=["nn", "nt"], dtype_define="ELEM", layout_define="LAYOUT")
-    built = {tuple(sorted(dict(b[1]).items())) for b in v.builds(v.configs[0], "sm_90")}
+    built = {tuple(sorted(dict(b[1]).items())) for b in v.builds(v.space.configs[0], "sm_90")}
     assert built == {tuple(sorted({"ELEM": e, "ELEM_OUT": e, f"LAYOUT_{x}": 1}.items()))
                      for e in ("__half", "__nv_bfloat16") for x in ("NN", "NT")}
     one = parse(tmp_path, dtypes=["fp32", "tf32"])  # one C type, no macro: one build
-    assert len(one.builds(one.configs[0], "sm_90")) == 1
+    assert len(one.builds(one.space.configs[0], "sm_90")) == 1
 
 
 @pytest.mark.parametrize("table,words", [
@@ -65,19 +65,20 @@ def test_each_rule_is_one_line(tmp_path, table, words):
 
 
 def test_one_element_type_needs_no_macro_and_a_python_function_takes_a_keyword(tmp_path):
-    assert parse(tmp_path, dtypes=["fp32", "tf32"]).dtypes == (DType.FP32, DType.TF32)  # both float
+    assert parse(tmp_path, dtypes=["fp32", "tf32"]).scope.dtypes == (DType.FP32, DType.TF32)  # both float
     (tmp_path / "f.py").write_text("def f(A, B, C, M, N, K, ELEM):\n    pass\n")
     (f,) = files.parse_specs({"variant": [{"name": "f", "op": "gemm", "source": "f.py", "kernel": "f",
                                                 "args": ["A", "B", "C", "M", "N", "K"], "dtype_define": "ELEM",
                                                 "dtypes": ["fp32", "bf16"]}]}, "gpubench.toml", tmp_path)
-    assert f.call_keywords(f.configs[0]) == {"ELEM": "fp32"} and f.compile_params(f.configs[0]) == {}
+    assert f.code.call_keywords(f.space.configs[0], f.scope.dtypes[0], f.scope.layouts[0]) == {"ELEM": "fp32"}
+    assert f.code.defines(f.space.configs[0]) == {}
 
 
 def test_the_shipped_libraries_take_every_precision_they_compute():
     from gpubench.specs.catalog import Catalog
 
     by_name = {(v.name, v.backend): v for v in Catalog.with_user([]).all}
-    assert set(by_name["cublas", "cuda"].dtypes) >= {DType.FP32, DType.TF32, DType.FP16, DType.BF16}
-    assert set(by_name["cudnn", "cuda"].layouts_taken) == set(ConvLayout)
-    assert by_name["numpy", "cpu"].takes(GemmShape(8, 8, 8, DType.FP8, GemmLayout.TN)) is None
-    assert by_name["sliding", "cpu"].takes(conv_shape(8, 1, dtype=DType.BF16, layout=ConvLayout.NHWC)) is None
+    assert set(by_name["cublas", "cuda"].scope.dtypes) >= {DType.FP32, DType.TF32, DType.FP16, DType.BF16}
+    assert set(by_name["cudnn", "cuda"].scope.layouts) == set(ConvLayout)
+    assert by_name["numpy", "cpu"].scope.takes(GemmShape(8, 8, 8, DType.FP8, GemmLayout.TN)) is None
+    assert by_name["sliding", "cpu"].scope.takes(conv_shape(8, 1, dtype=DType.BF16, layout=ConvLayout.NHWC)) is None

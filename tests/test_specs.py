@@ -38,29 +38,29 @@ def test_names_are_unique_per_op_and_backend():
 def test_every_op_and_backend_has_one_baseline_per_precision(op, backend):
     """A point is compared with the library that computes its precision: cuBLAS, or cuBLASLt for fp8 and int8;
     never two for one precision, and one at least for fp32."""
-    libraries = [v for v in CATALOG.variants(op, backend) if v.baseline]
-    taken = [d for v in libraries for d in v.dtypes]
+    libraries = [v for v in CATALOG.variants(op, backend) if v.entry.baseline]
+    taken = [d for v in libraries for d in v.scope.dtypes]
     assert libraries and len(taken) == len(set(taken)) and "fp32" in taken
 
 
 def test_labels_keep_their_historic_form():
     """Saved runs match points by configuration label, so the spec's templates reproduce the old labels."""
-    assert [c.label for c in CATALOG.get("gemm", "cuda", "tiled").configs] == ["128x128x8/8x8", "64x64x8/4x4"]
-    assert CATALOG.get("gemm", "cuda", "dbuf").configs[0].label == "128x128x8 w64x32 t8x8 s2"
-    assert CATALOG.get("gemm", "cuda", "swizzle").configs[0].label == "128x128x8 w64x32 t8x8 s2 g8"
+    assert [c.label for c in CATALOG.get("gemm", "cuda", "tiled").space.configs] == ["128x128x8/8x8", "64x64x8/4x4"]
+    assert CATALOG.get("gemm", "cuda", "dbuf").space.configs[0].label == "128x128x8 w64x32 t8x8 s2"
+    assert CATALOG.get("gemm", "cuda", "swizzle").space.configs[0].label == "128x128x8 w64x32 t8x8 s2 g8"
     tuned = CATALOG.get("gemm", "cuda", "tuned")
-    assert tuned.config({**tuned.configs[0].values, "MIN_BLOCKS": 2}).label.endswith(" g8 b2")
-    assert [c.label for c in CATALOG.get("conv", "cuda", "sliding").configs_for((8, 24))] == ["8", "24"]
+    assert tuned.space.config({**tuned.space.configs[0].values, "MIN_BLOCKS": 2}).label.endswith(" g8 b2")
+    assert [c.label for c in CATALOG.get("conv", "cuda", "sliding").space.configs_for((8, 24))] == ["8", "24"]
 
 
 def test_block_axis_passes_the_block_size_as_its_define():
     v = CATALOG.get("gemm", "cuda", "global")
-    assert v.axis == Axis.BLOCK and [c.values for c in v.configs_for((8, 24))] == [{"BLOCK": 8}, {"BLOCK": 24}]
+    assert v.space.axis == Axis.BLOCK and [c.values for c in v.space.configs_for((8, 24))] == [{"BLOCK": 8}, {"BLOCK": 24}]
 
 
 def test_defaults_reach_every_configuration():
     v = CATALOG.get("gemm", "cuda", "dbuf")
-    assert v.configs[0].values["SWIZZLE"] == 0 and v.configs[0].values["MIN_BLOCKS"] == 1
+    assert v.space.configs[0].values["SWIZZLE"] == 0 and v.space.configs[0].values["MIN_BLOCKS"] == 1
 
 
 def test_select_defaults_to_the_lab_set_and_keeps_catalog_order():
@@ -78,17 +78,17 @@ def test_im2col_is_the_unfold_as_a_before_step_then_a_gemm():
     the `cols` workspace; `im2col` then launches the tiled GEMM's product, `im2col-cublas` calls cuBLAS on it."""
     ours, cublas = CATALOG.get("conv", "cuda", "im2col"), CATALOG.get("conv", "cuda", "im2col-cublas")
     for v in (ours, cublas):
-        assert [s.kernel for s in v.before] == ["im2col"] and [name for name, _ in v.workspace] == ["cols"]
-    assert isinstance(ours.runner, KernelRunner) and ours.kernel == "im2col_gemm"
-    assert [s.kernel for s in cublas.steps()] == ["im2col"] and cublas.runner.columns == "cols"
-    assert [c.values for c in ours.configs] == [c.values for c in CATALOG.get("gemm", "cuda", "tiled").configs]
+        assert [s.kernel for s in v.code.kernels.before] == ["im2col"] and [name for name, _ in v.code.kernels.workspace] == ["cols"]
+    assert isinstance(ours.code.runner, KernelRunner) and ours.code.program.kernel == "im2col_gemm"
+    assert [s.kernel for s in cublas.code.steps()] == ["im2col"] and cublas.code.runner.columns == "cols"
+    assert [c.values for c in ours.space.configs] == [c.values for c in CATALOG.get("gemm", "cuda", "tiled").space.configs]
     shape = conv_shape(99, 2, batch=3, in_channels=5, out_channels=7)
-    assert ours.workspace_sizes(shape.dims(), ours.configs[0]) == {"cols": 3 * shape.gemm_k * shape.out_pixels}
+    assert ours.code.workspace_sizes(shape.dims(), ours.space.configs[0]) == {"cols": 3 * shape.gemm_k * shape.out_pixels}
 
 
 # --- the spec against the kernel ------------------------------------------------------------------------------
 
-KERNELS = [(v, c) for v in BUILTIN if isinstance(v.runner, KernelRunner) for c in v.configs_for(specs.LAB_BLOCK_SIZES)]
+KERNELS = [(v, c) for v in BUILTIN if isinstance(v.code.runner, KernelRunner) for c in v.space.configs_for(specs.LAB_BLOCK_SIZES)]
 
 
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
@@ -96,19 +96,19 @@ KERNELS = [(v, c) for v in BUILTIN if isinstance(v.runner, KernelRunner) for c i
 def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatch):
     """The spec's block (an expression) and the kernel's __launch_bounds__ (C++) must agree: read from the PTX."""
     sample = GemmShape(1000, 1500, 777) if v.op == "gemm" else conv_shape(99, 2)
-    sample = replace(sample, dtype=v.dtypes[0], layout=v.layouts_taken[0])  # (a kernel told its element type)
-    bounds = nvcc.launch_bounds(v.source, v.arch or "sm_90", v.compile_params(c, sample), v.includes)
+    sample = replace(sample, dtype=v.scope.dtypes[0], layout=v.scope.layouts[0])  # (a kernel told its element type)
+    bounds = nvcc.launch_bounds(v.code.program.source, v.code.program.arch or "sm_90", v.code.defines(c, sample.dtype, sample.layout), v.code.program.includes)
     dims = sample.dims()
-    for step in v.steps():  # a Winograd variant's filter transform as well as its main kernel
+    for step in v.code.steps():  # a Winograd variant's filter transform as well as its main kernel
         assert bounds[step.kernel] == step.launch_for({**dims, SMS: SAMPLE_SMS}, c).threads, step.kernel
 
 
-@pytest.mark.parametrize("v", [v for v in BUILTIN if v.source], ids=lambda v: f"{v.op}-{v.name}")
+@pytest.mark.parametrize("v", [v for v in BUILTIN if v.code.program and v.code.program.source], ids=lambda v: f"{v.op}-{v.name}")
 def test_kernel_symbol_is_in_its_file(v):
     from gpubench.specs.launch import source_with_includes
 
-    text = source_with_includes(v.source)  # the file and the headers it includes from beside it
-    for symbol in [step.kernel for step in v.steps()]:
+    text = source_with_includes(v.code.program.source)  # the file and the headers it includes from beside it
+    for symbol in [step.kernel for step in v.code.steps()]:
         # attributes such as __launch_bounds__(...) or a macro for __cluster_dims__ may sit between void and the name
         assert re.search(rf'extern "C" __global__ void(\s+\w+(\([^)]*\))?)*\s+{re.escape(symbol)}\(', text)
 
@@ -116,7 +116,7 @@ def test_kernel_symbol_is_in_its_file(v):
 def test_launch_is_evaluated_from_the_problem_and_the_configuration():
     v = CATALOG.get("conv", "cuda", "sliding-tiled")
     s = conv_shape(1000, 2, batch=2, in_channels=3, out_channels=5)
-    launch = v.launch_for(s.dims(), v.configs[0])  # TX=32, TY=8, OX=2, OY=4
+    launch = v.code.launch_for(s.dims(), v.space.configs[0])  # TX=32, TY=8, OX=2, OY=4
     assert launch.grid == (-(-s.out_width // 64), -(-s.out_height // 32), 10)
     assert launch.block == (256, 1, 1)
     assert launch.shared_bytes == 4 * (31 * 2 + 3) * (63 * 2 + 3)
@@ -144,9 +144,9 @@ def project(tmp_path):
 
 def test_a_good_spec_loads(project):
     (v,) = project()
-    assert (v.name, v.op, v.backend, v.runner, v.axis, v.define) == ("mine", "gemm", "cuda", KernelRunner(), "block",
+    assert (v.name, v.op, v.backend, v.code.runner, v.space.axis, v.space.define) == ("mine", "gemm", "cuda", KernelRunner(), "block",
                                                                       "BLOCK")
-    assert v.origin.endswith("gpubench.toml") and not v.builtin
+    assert v.entry.origin.endswith("gpubench.toml") and not v.entry.builtin
 
 
 def test_a_kernel_may_be_defined_in_a_header_the_source_includes(project, tmp_path):
@@ -160,14 +160,14 @@ def test_a_kernel_may_be_defined_in_a_header_the_source_includes(project, tmp_pa
                                    'extern "C" __global__ void k(float* A, float* B, float* C, int M, int N, int K) {}\n')
     step = {"args": ["A", "M"], "grid": ["1"], "block": ["32"]}
     (v,) = project(source="h.cu", before=[{"kernel": "pre", **step}])
-    assert v.before[0].kernel == "pre"
+    assert v.code.kernels.before[0].kernel == "pre"
     with pytest.raises(SpecError, match="kernel 'stray' is not defined in h.cu or the headers it includes"):
         project(source="h.cu", before=[{"kernel": "stray", **step}])
 
 
 def test_the_labs_names_map_onto_gpubench_s(project):
     (v,) = project(args=["a", "b", "c", "m", "n", "k"])  # the lab's a is m×n, b is n×k: its n is our K
-    assert v.args == ("A", "B", "C", "M", "K", "N")
+    assert v.code.program.args == ("A", "B", "C", "M", "K", "N")
 
 
 def test_constraints_hold_for_python_variants_too(project):
@@ -178,15 +178,15 @@ def test_constraints_hold_for_python_variants_too(project):
 
 def test_a_python_function_is_a_cpu_variant(project):
     (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None)
-    assert (v.backend, v.runner, v.launch) == ("cpu", PythonRunner(), None)
+    assert (v.backend, v.code.runner, v.code.launch) == ("cpu", PythonRunner(), None)
 
 
 def test_a_python_function_on_the_cuda_backend_is_a_gpu_function_and_never_goes_to_nvcc(project):
     (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None, backend="cuda",
                    options={"arrays": "torch", "tf32": True}, configs=[{"BM": 64}, {"BM": 128}])
-    assert (v.backend, v.runner, v.launch) == ("cuda", PythonGpuRunner(Arrays.TORCH, True), None)
-    assert v.tf32 and v.dtypes == ("tf32",) and [c.label for c in v.configs] == ["BM=64", "BM=128"]
-    assert v.builds(v.configs[0], "sm_90") == []
+    assert (v.backend, v.code.runner, v.code.launch) == ("cuda", PythonGpuRunner(Arrays.TORCH, True), None)
+    assert v.code.runner.tf32 and v.scope.dtypes == ("tf32",) and [c.label for c in v.space.configs] == ["BM=64", "BM=128"]
+    assert v.builds(v.space.configs[0], "sm_90") == []
     assert v.record()["runner"] == "python-cuda"
 
 
@@ -195,8 +195,8 @@ def test_a_python_function_of_several_precisions_is_told_which_by_a_keyword(proj
         project(source="f.py", kernel="f", axis=None, grid=None, block=None, backend="cuda", dtypes=["fp32", "tf32"])
     (v,) = project(source="f.py", kernel="f", axis=None, grid=None, block=None, backend="cuda",
                    dtypes=["fp32", "tf32", "bf16"], dtype_define="precision", configs=[{"BM": 64}])
-    assert v.call_keywords(v.configs[0]) == {"BM": 64, "precision": "fp32"}
-    assert v.call_keywords(v.configs[0], GemmShape(8, 8, 8, dtype="bf16")) == {"BM": 64, "precision": "bf16"}
+    assert v.code.call_keywords(v.space.configs[0], "fp32", "nn") == {"BM": 64, "precision": "fp32"}
+    assert v.code.call_keywords(v.space.configs[0], "bf16", "nn") == {"BM": 64, "precision": "bf16"}
 
 
 def test_a_gpu_function_takes_no_launch(project):
@@ -297,11 +297,11 @@ def test_lab_kernel_flag(tmp_path, monkeypatch):
     (tmp_path / "lab.cu").write_text("__global__ void gpu_matrix_mult_sm(float *a, float *b, float *c, int m, int n, "
                                      "int k) {}\n")
     v = spec_files.lab_kernel("gemm", "lab.cu:gpu_matrix_mult_sm", None)
-    assert (v.name, v.define, v.args) == ("gpu_matrix_mult_sm", "BLOCK_SIZE", ("A", "B", "C", "M", "K", "N"))
-    launch = v.launch_for(GemmShape(100, 70, 30).dims(), v.configs_for((16,))[0])
+    assert (v.name, v.space.define, v.code.program.args) == ("gpu_matrix_mult_sm", "BLOCK_SIZE", ("A", "B", "C", "M", "K", "N"))
+    launch = v.code.launch_for(GemmShape(100, 70, 30).dims(), v.space.configs_for((16,))[0])
     assert launch.grid == (5, 7, 1) and launch.block == (16, 16, 1)  # x over C's 70 columns, y over its 100 rows
     named = spec_files.lab_kernel("gemm", "mine=lab.cu:gpu_matrix_mult_sm", "A,B,C,M,N,K")
-    assert named.name == "mine" and named.args == ("A", "B", "C", "M", "N", "K")
+    assert named.name == "mine" and named.code.program.args == ("A", "B", "C", "M", "N", "K")
     with pytest.raises(SpecError, match="give FILE:SYMBOL"):
         spec_files.lab_kernel("gemm", "lab.cu", None)
 
@@ -362,7 +362,7 @@ def test_a_point_whose_launch_is_past_cudas_limits_is_skipped_with_the_reason(tm
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lab.cu").write_text("__global__ void gpu_matrix_mult_sm(float *a) {}\n")
     v = spec_files.lab_kernel("gemm", "lab.cu:gpu_matrix_mult_sm", None)
-    launch = v.launch_for(GemmShape(8 * 65536, 8, 8).dims(), v.configs_for((8,))[0])
+    launch = v.code.launch_for(GemmShape(8 * 65536, 8, 8).dims(), v.space.configs_for((8,))[0])
 
     class Function:
         def get_attribute(self, _):
@@ -399,9 +399,9 @@ def test_a_grid_may_be_sized_by_the_devices_multiprocessors(tmp_path):
     (tmp_path / "walk.cu").write_text('extern "C" __global__ void walk() {}\n')
     (v,) = parse_specs({"variant": [PERSISTENT]}, "gpubench.toml", tmp_path)
     tiles = GemmShape(1000, 1500, 777).dims()
-    assert v.launch_for({**tiles, SMS: 132}, v.configs[0]).grid == (96, 1, 1)  # 8 × 12 tiles, fewer than the SMs
-    assert v.launch_for({**GemmShape(4096, 4096, 64).dims(), SMS: 132}, v.configs[0]).grid == (132, 1, 1)
-    assert v.launch_for({**GemmShape(4096, 4096, 64).dims(), SMS: 114}, v.configs[0]).grid == (114, 1, 1)
+    assert v.code.launch_for({**tiles, SMS: 132}, v.space.configs[0]).grid == (96, 1, 1)  # 8 × 12 tiles, fewer than the SMs
+    assert v.code.launch_for({**GemmShape(4096, 4096, 64).dims(), SMS: 132}, v.space.configs[0]).grid == (132, 1, 1)
+    assert v.code.launch_for({**GemmShape(4096, 4096, 64).dims(), SMS: 114}, v.space.configs[0]).grid == (114, 1, 1)
 
 
 def test_a_configuration_cannot_shadow_the_multiprocessor_count(tmp_path):
@@ -428,13 +428,13 @@ TWO_STEP = {"name": "two", "op": "conv", "source": "two.cu", "kernel": "main", "
 def test_a_variant_may_launch_steps_sharing_a_workspace(tmp_path):
     (tmp_path / "two.cu").write_text('extern "C" __global__ void prep() {}\nextern "C" __global__ void main() {}\n')
     (v,) = parse_specs({"variant": [TWO_STEP]}, "gpubench.toml", tmp_path)
-    assert [s.kernel for s in v.steps()] == ["prep", "main"]
+    assert [s.kernel for s in v.code.steps()] == ["prep", "main"]
     shape = conv_shape(20, 1, batch=2, in_channels=5, out_channels=7)
-    assert v.workspace_sizes(shape.dims(), v.configs[0]) == {"T": 9 * 7 * 5}
-    assert v.steps()[0].launch_for(shape.dims(), v.configs[0]).grid == (1, 1, 1)
-    assert v.unfit(shape.dims()) is None
-    assert v.unfit(conv_shape(20, 2).dims()) == "two requires R == 3 and stride == 1"
-    assert v.unfit(conv_shape(20, 1, kernel=5).dims()) == "two requires R == 3 and stride == 1"
+    assert v.code.workspace_sizes(shape.dims(), v.space.configs[0]) == {"T": 9 * 7 * 5}
+    assert v.code.steps()[0].launch_for(shape.dims(), v.space.configs[0]).grid == (1, 1, 1)
+    assert v.scope.unfit(shape.dims()) is None
+    assert v.scope.unfit(conv_shape(20, 2).dims()) == "requires R == 3 and stride == 1"
+    assert v.scope.unfit(conv_shape(20, 1, kernel=5).dims()) == "requires R == 3 and stride == 1"
 
 
 def test_the_inputs_must_reach_some_step(tmp_path):
@@ -458,7 +458,7 @@ def _tma_spec(tmp_path, **changes):
 
 def test_a_tensor_map_passes_its_array_to_the_kernel(tmp_path):
     (v,) = _tma_spec(tmp_path)
-    (m,) = v.tensor_maps
+    (m,) = v.code.kernels.tensor_maps
     assert (m.name, m.array) == ("map_a", "A")
     assert m.resolve({"M": 1000, "K": 776, "BM": 128}) == ((1000, 776), (128, 32))
     assert m.swizzle == 128  # the default: 128-byte rows, the layout wgmma's descriptors expect
@@ -467,25 +467,25 @@ def test_a_tensor_map_passes_its_array_to_the_kernel(tmp_path):
 def test_a_tensor_map_without_swizzle_may_have_rows_of_up_to_256_floats(tmp_path):
     plain = {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["16", "BM * 2"], "swizzle": 0}}
     (v,) = _tma_spec(tmp_path, tensor_maps=plain)
-    (m,) = v.tensor_maps
+    (m,) = v.code.kernels.tensor_maps
     assert m.swizzle == 0 and m.unfit({"M": 1000, "K": 776, "BM": 128}) is None
 
 
 def test_a_tensor_map_with_a_condition_is_built_only_where_it_holds(tmp_path):
     only = {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "when": "K % 4 == 0 and BM >= 64"}}
     (v,) = _tma_spec(tmp_path, tensor_maps=only)
-    (m,) = v.tensor_maps
+    (m,) = v.code.kernels.tensor_maps
     assert m.applies({"M": 1000, "K": 776, "BM": 128})
     assert not m.applies({"M": 1000, "K": 777, "BM": 128}) and not m.applies({"M": 1000, "K": 776, "BM": 32})
     # where it is not built, nothing about it can be unfit (a box too wide for the swizzle is not checked)
     assert m.unfit({"M": 1000, "K": 777, "BM": 128}) is None
-    (always,) = _tma_spec(tmp_path)[0].tensor_maps
+    (always,) = _tma_spec(tmp_path)[0].code.kernels.tensor_maps
     assert always.when is None and always.applies({"M": 1, "K": 1, "BM": 1})
 
 
 def test_builtin_tma_conv_stores_through_map_y_only_where_rows_are_whole_16_byte_chunks():
     for name in ("tc-wgmma-tma", "tc-wgmma-halo"):
-        maps = {m.name: m for m in CATALOG.get("conv", "cuda", name).tensor_maps}
+        maps = {m.name: m for m in CATALOG.get("conv", "cuda", name).code.kernels.tensor_maps}
         ragged = conv_shape(33, 1, batch=2, in_channels=8, out_channels=33, kernel=3).dims()
         whole = conv_shape(28, 1, batch=2, in_channels=128, out_channels=128, kernel=3).dims()
         assert not maps["map_y"].applies(ragged) and maps["map_y"].applies(whole)
@@ -520,11 +520,11 @@ def test_bad_tensor_maps_are_refused_in_one_line(tmp_path, changes, message):
 
 def test_builtin_tma_gemm_requires_rows_of_whole_16_byte_chunks():
     v = CATALOG.get("gemm", "cuda", "tf32-tma")
-    maps = {m.name: m for m in v.tensor_maps}
-    assert {m.array for m in v.tensor_maps} == {"A", "B", "C"}  # C leaves by TMA stores
-    assert v.unfit(GemmShape(333, 1100, 1028).dims()) is None
-    assert v.unfit(GemmShape(1000, 1500, 777).dims()) == "tf32-tma requires K % 4 == 0"
-    for c in v.configs:  # a 2-block cluster's blocks each load half of the A tile
+    maps = {m.name: m for m in v.code.kernels.tensor_maps}
+    assert {m.array for m in v.code.kernels.tensor_maps} == {"A", "B", "C"}  # C leaves by TMA stores
+    assert v.scope.unfit(GemmShape(333, 1100, 1028).dims()) is None
+    assert v.scope.unfit(GemmShape(1000, 1500, 777).dims()) == "requires K % 4 == 0"
+    for c in v.space.configs:  # a 2-block cluster's blocks each load half of the A tile
         _, box = maps["map_a"].resolve({**GemmShape(512, 512, 512).dims(), **c.values})
         assert box == (256 // c.values["CLUSTER"], 32)
 
@@ -536,21 +536,21 @@ def test_builtin_tensor_core_convs_take_fp16_bf16_nhwc_with_whole_channel_chunks
     from gpubench.core.dtypes import DType
     from gpubench.ops.conv import ConvLayout
     v = CATALOG.get("conv", "cuda", name)
-    assert set(v.dtypes) == {DType.FP16, DType.BF16} and tuple(v.layouts_taken) == (ConvLayout.NHWC,)
-    assert v.unfit(conv_shape(23, 2, batch=3, in_channels=24, out_channels=70).dims()) is None
-    assert v.unfit(conv_shape(23, 1, in_channels=13).dims()) == f"{name} requires C % 8 == 0"
-    assert v.unfit(conv_shape(23, 1, in_channels=8, kernel=7).dims()) == f"{name} requires R * S <= 32"
-    assert v.takes(conv_shape(23, 1, in_channels=24, dtype=DType.BF16, layout=ConvLayout.NHWC)) is None
-    assert "not fp32" in v.takes(conv_shape(23, 1, in_channels=24, layout=ConvLayout.NHWC))
-    assert "not nchw" in v.takes(conv_shape(23, 1, in_channels=24, dtype=DType.FP16))
+    assert set(v.scope.dtypes) == {DType.FP16, DType.BF16} and tuple(v.scope.layouts) == (ConvLayout.NHWC,)
+    assert v.scope.unfit(conv_shape(23, 2, batch=3, in_channels=24, out_channels=70).dims()) is None
+    assert v.scope.unfit(conv_shape(23, 1, in_channels=13).dims()) == "requires C % 8 == 0"
+    assert v.scope.unfit(conv_shape(23, 1, in_channels=8, kernel=7).dims()) == "requires R * S <= 32"
+    assert v.scope.takes(conv_shape(23, 1, in_channels=24, dtype=DType.BF16, layout=ConvLayout.NHWC)) is None
+    assert "not fp32" in v.scope.takes(conv_shape(23, 1, in_channels=24, layout=ConvLayout.NHWC))
+    assert "not nchw" in v.scope.takes(conv_shape(23, 1, in_channels=24, dtype=DType.FP16))
 
 
 def test_a_tensor_map_without_a_shape_takes_the_array_as_it_lies_in_each_layout():
     """wgmma-tma's maps name no shape: A is M×K in nn and nt and K×M in tn, B is K×N in nn and tn and N×K in nt,
     C is M×N; the elements are the precision's (2 bytes in bf16, 1 in fp8), so a 64-element box is 128 bytes."""
     v = CATALOG.get("gemm", "cuda", "wgmma-tma")
-    maps = {m.name: m for m in v.tensor_maps}
-    values = {**GemmShape(1000, 1500, 776).dims(), **v.configs[0].values}
+    maps = {m.name: m for m in v.code.kernels.tensor_maps}
+    values = {**GemmShape(1000, 1500, 776).dims(), **v.space.configs[0].values}
     expect = {"nn": ((1000, 776), (776, 1500)), "nt": ((1000, 776), (1500, 776)), "tn": ((776, 1000), (776, 1500))}
     for layout, (a, b) in expect.items():
         problem = GemmShape(1000, 1500, 776, DType.BF16, GemmLayout(layout))
@@ -558,14 +558,14 @@ def test_a_tensor_map_without_a_shape_takes_the_array_as_it_lies_in_each_layout(
         assert maps["map_b"].resolve(values, problem) == (b, (64, 64))
         assert maps["map_c"].resolve(values, problem)[0] == (1000, 1500)
         assert maps["map_a"].element(problem) is ml_dtypes.bfloat16
-        assert all(m.unfit(values, problem) is None for m in v.tensor_maps)
+        assert all(m.unfit(values, problem) is None for m in v.code.kernels.tensor_maps)
     fp8 = CATALOG.get("gemm", "cuda", "fp8-tma")
     problem = GemmShape(1000, 1500, 768, DType.FP8, GemmLayout.NT)
-    (map_a,) = [m for m in fp8.tensor_maps if m.name == "map_a"]
-    assert map_a.resolve({**problem.dims(), **fp8.configs[0].values}, problem) == ((1000, 768), (64, 128))
+    (map_a,) = [m for m in fp8.code.kernels.tensor_maps if m.name == "map_a"]
+    assert map_a.resolve({**problem.dims(), **fp8.space.configs[0].values}, problem) == ((1000, 768), (64, 128))
     assert map_a.element(problem) is ml_dtypes.float8_e4m3fn
     # the same 128-element box is 256 bytes of bfloat16: wider than the swizzle
-    assert "cols a multiple of 8 up to 64" in map_a.unfit({**problem.dims(), **fp8.configs[0].values},
+    assert "cols a multiple of 8 up to 64" in map_a.unfit({**problem.dims(), **fp8.space.configs[0].values},
                                                          replace(problem, dtype=DType.BF16))
 
 
@@ -603,7 +603,7 @@ def _conv_tma_spec(tmp_path, **changes):
 def test_an_im2col_map_reads_a_conv_input_as_output_pixels_by_channels(tmp_path):
     """One filter tap's im2col matrix: N·OH·OW output pixels × C channels, in boxes of up to 1024 pixels."""
     (v,) = _conv_tma_spec(tmp_path)
-    (m,) = v.tensor_maps
+    (m,) = v.code.kernels.tensor_maps
     assert m.im2col and m.array == "x"
     shape = conv_shape(28, 2, batch=4, in_channels=128, out_channels=8, padding=1, dtype=DType.FP16,
                        layout=ConvLayout.NHWC)
@@ -635,13 +635,13 @@ def test_builtin_tma_conv_reads_nhwc_through_an_im2col_map_and_the_filters_as_kr
     """tc-wgmma-tma: no tap mask (any filter size), but the copy engine's limits on the box corners and the stride;
     its filter map is K × R·S·C, each block of a cluster loading its share of the tile's rows."""
     v = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
-    maps = {m.name: m for m in v.tensor_maps}
+    maps = {m.name: m for m in v.code.kernels.tensor_maps}
     assert maps["map_x"].im2col and not maps["map_w"].im2col
     shape = conv_shape(23, 2, batch=3, in_channels=24, out_channels=70, kernel=7, padding=3, dtype=DType.FP16,
                        layout=ConvLayout.NHWC)
-    assert v.unfit(shape.dims()) is None  # 7×7: R·S = 49 taps, past tc-wgmma-ws's 32-bit mask
-    assert v.unfit(conv_shape(23, 9, in_channels=8).dims()) == "tc-wgmma-tma requires stride <= 8"
-    for c in v.configs:
+    assert v.scope.unfit(shape.dims()) is None  # 7×7: R·S = 49 taps, past tc-wgmma-ws's 32-bit mask
+    assert v.scope.unfit(conv_shape(23, 9, in_channels=8).dims()) == "requires stride <= 8"
+    for c in v.space.configs:
         values = {**shape.dims(), **c.values}
         assert maps["map_w"].resolve(values, shape) == ((70, 7 * 7 * 24), (c.values["BN"] // c.values["CLUSTER"], 64))
         assert maps["map_x"].resolve(values, shape)[1] == (c.values["BM"], 64)
@@ -651,16 +651,16 @@ def test_tensor_core_gemms_skip_rows_tma_cannot_read_saying_why():
     """TMA reads rows that start on 16-byte boundaries: 8 elements of 16 bits, 16 of fp8 (K) and 8 of bf16 (C)."""
     wgmma = CATALOG.get("gemm", "cuda", "wgmma-tma")
     fp8 = CATALOG.get("gemm", "cuda", "fp8-tma")
-    assert wgmma.unfit(GemmShape(2056, 3000, 1040).dims()) is None
-    assert wgmma.unfit(GemmShape(1000, 1001, 999).dims()) == "wgmma-tma requires N % 8 == 0"
-    assert wgmma.unfit(GemmShape(1001, 1000, 1000).dims()) == "wgmma-tma requires M % 8 == 0"
-    assert fp8.unfit(GemmShape(1001, 1000, 1040).dims()) is None  # M is no row length in nt
-    assert fp8.unfit(GemmShape(1000, 1000, 1032).dims()) == "fp8-tma requires K % 16 == 0"
+    assert wgmma.scope.unfit(GemmShape(2056, 3000, 1040).dims()) is None
+    assert wgmma.scope.unfit(GemmShape(1000, 1001, 999).dims()) == "requires N % 8 == 0"
+    assert wgmma.scope.unfit(GemmShape(1001, 1000, 1000).dims()) == "requires M % 8 == 0"
+    assert fp8.scope.unfit(GemmShape(1001, 1000, 1040).dims()) is None  # M is no row length in nt
+    assert fp8.scope.unfit(GemmShape(1000, 1000, 1032).dims()) == "requires K % 16 == 0"
 
 
 def test_kernel_args_may_name_the_per_tensor_scales(tmp_path):
     (v,) = _tma_spec(tmp_path, args=["map_a", "B", "C", "A_scale", "B_scale", "M", "N", "K"])
-    assert v.args[3:5] == ("A_scale", "B_scale")
+    assert v.code.program.args[3:5] == ("A_scale", "B_scale")
     with pytest.raises(SpecError, match="unknown name\\(s\\) C_scale"):
         _tma_spec(tmp_path, args=["map_a", "B", "C", "C_scale", "M", "N", "K"])
 
@@ -668,13 +668,13 @@ def test_kernel_args_may_name_the_per_tensor_scales(tmp_path):
 def test_builtin_winograd_variants_declare_their_filter_transform():
     for name in ("winograd-2x2", "winograd-4x4"):
         v = CATALOG.get("conv", "cuda", name)
-        assert [s.kernel for s in v.steps()] == ["winograd_filter", "winograd_conv"]
-        assert v.unfit(conv_shape(56, 1, batch=32, in_channels=64, out_channels=64).dims()) is None
-        assert v.unfit(conv_shape(56, 2, batch=32, in_channels=64, out_channels=64).dims())
-        tile = v.configs[0].values["TILE"]
+        assert [s.kernel for s in v.code.steps()] == ["winograd_filter", "winograd_conv"]
+        assert v.scope.unfit(conv_shape(56, 1, batch=32, in_channels=64, out_channels=64).dims()) is None
+        assert v.scope.unfit(conv_shape(56, 2, batch=32, in_channels=64, out_channels=64).dims())
+        tile = v.space.configs[0].values["TILE"]
         shape = conv_shape(56, 1, batch=32, in_channels=64, out_channels=64)
-        launch = v.launch_for(shape.dims(), v.configs[0])
-        assert launch.grid[0] * v.configs[0].values["BP"] >= 32 * (56 // tile) ** 2
+        launch = v.code.launch_for(shape.dims(), v.space.configs[0])
+        assert launch.grid[0] * v.space.configs[0].values["BP"] >= 32 * (56 // tile) ** 2
 
 
 # --- families: what several variants share, declared once -----------------------------------------------------
@@ -688,11 +688,11 @@ def test_a_variant_takes_its_familys_keys_and_adds_its_own(project, tmp_path):
         {"name": "one", "family": "fam", "configs": [{"X": 4}]},
         {"name": "two", "family": "fam", "configs": [{"X": 8}], "defaults": {"Y": 3}, "block": ["128"]},
     ]}, "gpubench.toml", tmp_path)
-    assert (one.source, one.kernel, one.args) == (two.source, two.kernel, two.args)
-    assert one.configs[0].values == {"X": 4, "Y": 2} and one.configs[0].label == "4/2"
-    assert two.configs[0].values == {"X": 8, "Y": 3}  # defaults merge key by key: the variant's Y wins
-    assert one.launch_for(GemmShape(64, 64, 64).dims(), one.configs[0]).threads == 256
-    assert two.launch_for(GemmShape(64, 64, 64).dims(), two.configs[0]).threads == 128  # its own block wins
+    assert (one.code.program.source, one.code.program.kernel, one.code.program.args) == (two.code.program.source, two.code.program.kernel, two.code.program.args)
+    assert one.space.configs[0].values == {"X": 4, "Y": 2} and one.space.configs[0].label == "4/2"
+    assert two.space.configs[0].values == {"X": 8, "Y": 3}  # defaults merge key by key: the variant's Y wins
+    assert one.code.launch_for(GemmShape(64, 64, 64).dims(), one.space.configs[0]).threads == 256
+    assert two.code.launch_for(GemmShape(64, 64, 64).dims(), two.space.configs[0]).threads == 128  # its own block wins
 
 
 @pytest.mark.parametrize("data,match", [
@@ -708,17 +708,17 @@ def test_bad_families_are_refused_in_one_line(project, tmp_path, data, match):
 
 
 def test_the_warp_tile_family_is_declared_once():
-    members = [v for v in BUILTIN if v.source is not None and v.source.name == "05_warptile.cu"]
+    members = [v for v in BUILTIN if v.code.program and v.code.program.source is not None and v.code.program.source.name == "05_warptile.cu"]
     assert [v.name for v in members] == ["warptile", "dbuf", "swizzle", "tuned"]
-    assert len({(v.kernel, v.launch, v.label, v.constraints, v.search, v.defaults) for v in members}) == 1
+    assert len({(v.code.program.kernel, v.code.launch, v.space.label, v.space.constraints, v.space.search, v.space.defaults) for v in members}) == 1
     spec = (catalog.kernels_dir() / "gemm" / "variants.toml").read_text()
     assert spec.count('source = "05_warptile.cu"') == 1 and spec.count('"(WN / TN) * (WM / TM) == 32"') == 1
 
 
 def test_the_tensor_core_family_is_declared_once():
-    members = [v for v in BUILTIN if v.source is not None and v.source.name == "10_wgmma_tma.cu"]
+    members = [v for v in BUILTIN if v.code.program and v.code.program.source is not None and v.code.program.source.name == "10_wgmma_tma.cu"]
     assert [v.name for v in members] == ["wgmma-tma", "fp8-tma"]
-    assert len({(v.kernel, v.args, v.launch, v.tensor_maps, v.constraints, v.dtype_define) for v in members}) == 1
+    assert len({(v.code.program.kernel, v.code.program.args, v.code.launch, v.code.kernels.tensor_maps, v.space.constraints, v.code.program.dtype_define) for v in members}) == 1
 
 
 GOOD_PY = "def g(A, B, C, M, N, K):\n    C[:] = A @ B\n"
@@ -736,7 +736,7 @@ def test_a_python_kernel_may_be_defined_any_way_python_defines_a_name(tmp_path, 
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.py").write_bytes(source.encode("latin-1" if "latin-1" in source else "utf-8"))
-    assert lab_kernel("gemm", "m.py:f", "A,B,C,M,N,K").kernel == "f"
+    assert lab_kernel("gemm", "m.py:f", "A,B,C,M,N,K").code.program.kernel == "f"
 
 
 @pytest.mark.parametrize("source,words", [
@@ -762,7 +762,7 @@ HALO_MAP = {"array": "x", "shape": ["N", "H", "W", "C"], "box": ["1", "R + 1 + (
 
 def test_a_4d_tiled_map_resolves_its_shape_and_box_outermost_first(tmp_path):
     (v,) = _conv_tma_spec(tmp_path, tensor_maps={"map_x": HALO_MAP}, requires=["W + 2 * pad <= 256"])
-    (m,) = v.tensor_maps
+    (m,) = v.code.kernels.tensor_maps
     shape = conv_shape(56, 1, batch=3, in_channels=64, out_channels=8, padding=1, dtype=DType.FP16,
                        layout=ConvLayout.NHWC)
     values = {**shape.dims(), "BM": 256}
@@ -801,13 +801,13 @@ def test_builtin_halo_conv_takes_stride_1_only_and_boxes_one_image_s_rows():
     Wp = W + 2·pad columns from -pad (at most 256, a box dimension's limit). The spec's sample problem (1000 wide,
     stride 2) is one it turns away, so the spec check does not hold its map against it."""
     v = CATALOG.get("conv", "cuda", "tc-wgmma-halo")
-    assert v.unfit(conv_shape(56, 2, in_channels=64).dims()) == "tc-wgmma-halo requires stride == 1"
-    assert v.unfit(conv_shape(255, 1, in_channels=64).dims()) == "tc-wgmma-halo requires W + 2 * pad <= 256"
-    maps = {m.name: m for m in v.tensor_maps}
+    assert v.scope.unfit(conv_shape(56, 2, in_channels=64).dims()) == "requires stride == 1"
+    assert v.scope.unfit(conv_shape(255, 1, in_channels=64).dims()) == "requires W + 2 * pad <= 256"
+    maps = {m.name: m for m in v.code.kernels.tensor_maps}
     shape = conv_shape(28, 1, batch=128, in_channels=128, out_channels=128, padding=1, dtype=DType.BF16,
                        layout=ConvLayout.NHWC)
-    assert v.unfit(shape.dims()) is None
-    for c in v.configs:
+    assert v.scope.unfit(shape.dims()) is None
+    for c in v.space.configs:
         values = {**shape.dims(), **c.values}
         rows = 3 + 1 + (c.values["BM"] + 3 - 3) // 30
         assert maps["map_x"].resolve(values, shape) == ((128, 28, 28, 128), (1, rows, 30, 64))

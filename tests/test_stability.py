@@ -137,7 +137,7 @@ def test_an_interrupted_stability_run_keeps_the_runs_that_finished(tmp_path, mon
 
     def second_cut_short(*args, **kwargs):
         outcome = real(*args, **kwargs)
-        calls.append(kwargs["output"])
+        calls.append(args[1].output.output)
         return replace(outcome, status=RunStatus.INTERRUPTED) if len(calls) == 2 else outcome
 
     monkeypatch.setattr(usecase.commands, "run_suite", second_cut_short)

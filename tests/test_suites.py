@@ -126,18 +126,17 @@ def test_defaults_apply_and_sweeps_override(tmp_path):
 
 
 def test_a_sweep_may_be_timed_sustained_and_the_command_line_overrides_every_sweep(tmp_path):
-    from gpubench.planning import plan
     from gpubench.measure.timing import Pace
+    from gpubench.planning.settings import TimingSettings
 
     s = suites.load(write(tmp_path, '[defaults]\npace = "sustained"\nsettle = 2\n[[sweep]]\nop = "gemm"\n'
                                     'sizes = [64]\n[[sweep]]\nop = "gemm"\nsizes = [128]\npace = "idle"'))
     a, b = s.sweeps
     assert (a.policy.pace, a.policy.settle_s, b.policy.pace) == (Pace.SUSTAINED, 2.0, Pace.IDLE)
     assert a.settings()["timing"]["pace"] == "sustained"  # what the run file's settings keep
-    over = plan.overridden(b.policy, max_noise=None, max_time=None, decide=None, discard_throttled=False,
-                           pace="sustained", settle=0.5)
+    over = TimingSettings(pace="sustained", settle=0.5).over(b.policy)
     assert (over.pace, over.settle_s, over.reps) == (Pace.SUSTAINED, 0.5, b.policy.reps)
-    assert plan.overridden(b.policy, max_noise=None, max_time=None, decide=None, discard_throttled=False) is b.policy
+    assert TimingSettings().over(b.policy) is b.policy
 
 
 def test_a_projects_variants_can_be_named(tmp_path):

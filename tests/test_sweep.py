@@ -33,12 +33,12 @@ def test_one_task_per_shape_seeded_by_its_index_in_sweep_order():
 
 def test_tuned_configurations_are_resolved_before_the_backend_sees_them():
     tuned = CATALOG.get("gemm", "cuda", "tuned")
-    assert tuned.axis == Axis.TUNED
+    assert tuned.space.axis == Axis.TUNED
     s = Sweep("t", "gemm", [tuned, CATALOG.get("gemm", "cuda", "tiled")], [GemmShape(64, 64, 64)], (16,), FAST)
-    chosen = tuned.config({**tuned.configs[0].values, "BM": 256})
+    chosen = tuned.space.config({**tuned.space.configs[0].values, "BM": 256})
 
     def resolve(variant, shape, config):
-        return (chosen, Details(tuned=True)) if variant.axis == Axis.TUNED else (config, Details())
+        return (chosen, Details(tuned=True)) if variant.space.axis == Axis.TUNED else (config, Details())
 
     (task,) = sweep.tasks([s], 0, resolve)
     assert task.points[0].config == chosen and task.points[0].note == Details(tuned=True)

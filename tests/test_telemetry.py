@@ -175,6 +175,7 @@ def test_the_whole_point_carries_telemetry(fake_nvml):
     from gpubench.specs import catalog
     from gpubench.backends.cpu import CpuBackend
     from gpubench.ops.gemm import GemmShape
+    from gpubench.execution.messages import Finished
     from gpubench.execution.tasks import PointTask, ShapeTask, run_task
     from gpubench.specs.variant import NO_CONFIG
 
@@ -193,7 +194,7 @@ def test_the_whole_point_carries_telemetry(fake_nvml):
 
     numpy = catalog.Catalog(catalog.builtin()).get("gemm", "cpu", "numpy")
     task = ShapeTask("t", GemmShape(32, 32, 32), 0, (PointTask(0, numpy, NO_CONFIG, TimingPolicy(warmup=0, reps=5)),))
-    point = [e[2] for e in run_task(Instrumented(), task) if e[0] == "point"][0]
+    point = [e.point for e in run_task(Instrumented(), task) if isinstance(e, Finished)][0]
     assert point.status == "ok" and point.telemetry["sm_mhz"] == 1980 and point.telemetry["joules_per_call"] > 0
     assert point.telemetry["gflops_per_w"] > 0
 

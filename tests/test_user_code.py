@@ -12,12 +12,12 @@ from gpubench.specs import user_code
 from gpubench.cli import cli
 from gpubench.core.errors import GpubenchError
 from gpubench.specs.runners import PythonRunner
-from gpubench.specs.variant import Config, Variant
+from gpubench.specs.variant import Code, Config, Program, Variant
 
 
 def variant(path: Path, kernel="f", args=("A", "B", "C", "M", "N", "K")) -> Variant:
-    return Variant(name="mine", op="gemm", backend="cpu", runner=PythonRunner(), source=path, kernel=kernel,
-                   args=args)
+    return Variant(name="mine", op="gemm", backend="cpu",
+                   code=Code(PythonRunner(), Program(source=path, kernel=kernel, args=args)))
 
 
 @pytest.fixture

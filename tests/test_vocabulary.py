@@ -1,8 +1,7 @@
 """The domain's words are types: no module branches on an op, dtype, layout, runner, status, run status, stop
-reason or verdict
-by its string, except the module that defines it (the enum or the runner type). A comparison with such a string
-(`p.op == "gemm"`, `status in ("fail", "error")`) anywhere else fails here; compare with the enum member, or ask the
-type (a shape's or a runner's own attributes) instead."""
+reason, verdict or backend by its string, except the module that defines it (the enum or the runner type). A
+comparison with such a string (`p.op == "gemm"`, `status in ("fail", "error")`) anywhere else fails here; compare
+with the enum member, or ask the type (a shape's or a runner's own attributes) instead."""
 
 import ast
 from pathlib import Path
@@ -14,6 +13,7 @@ from gpubench.core.dtypes import DType
 from gpubench.ops.conv import ConvLayout
 from gpubench.ops.gemm import GemmLayout
 from gpubench import ops
+from gpubench.core.backend_kind import BackendKind
 from gpubench.results import RunStatus, Status
 from gpubench.specs.runners import RUNNERS
 from gpubench.measure.timing import Pace, Stop
@@ -29,6 +29,7 @@ WORDS = {
     **{str(v): "results/model.py" for v in (*Status, *RunStatus)},
     **{str(v): "measure/timing.py" for v in (*Stop, *Pace)},
     **{str(v): "analysis/compare.py" for v in Verdict},
+    **{str(v): "core/backend_kind.py" for v in BackendKind},
 }
 # Same spelling, another meaning: (module, word) -> what the string is there.
 OTHER_MEANINGS = {

@@ -4,6 +4,7 @@ only; every finished point is kept and the rest of the task runs in a fresh proc
 import pytest
 
 from gpubench.specs import files
+from gpubench.execution.messages import Begin, Broken, End, Finished
 from gpubench.execution import worker as worker_module
 from gpubench.core.errors import GpubenchError
 from gpubench.ops.gemm import GemmShape
@@ -144,13 +145,13 @@ class Scripted(Worker):
 def test_a_broken_backend_is_replaced_and_the_rest_of_the_task_runs(variants):
     task = shape_task(variants, ["good", "good", "good"])
     p = [Point(GemmShape(24, 24, 24), "good", "-", Status.SKIPPED) for _ in range(3)]
-    broken = [("begin", -1), ("begin", 0), ("point", 0, p[0]), ("begin", 1), ("point", 1, p[1]),
-              ("broken", "CUDA error: an illegal memory access was encountered")]
-    fresh = [("begin", -1), ("begin", 2), ("point", 2, p[2]), ("end",)]
+    broken = [Begin(-1), Begin(0), Finished(0, p[0]), Begin(1), Finished(1, p[1]),
+              Broken("CUDA error: an illegal memory access was encountered")]
+    fresh = [Begin(-1), Begin(2), Finished(2, p[2]), End()]
     worker = Scripted([broken, fresh])
     got = []
     worker.run(task, got.append)
     assert got == p
     assert [i.kind for i in worker.incidents] == ["broken"] and "illegal memory" in worker.incidents[0].detail
-    second = worker.sent[-1][1]  # the task sent to the fresh worker holds only what was not done
+    second = worker.sent[-1].task  # the task sent to the fresh worker holds only what was not done
     assert [x.index for x in second.points] == [2]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpubench import phases  # noqa: E402
+from gpubench.core import phases  # noqa: E402
 
 
 def report(directory: str | Path, min_seconds: float = 0.05) -> str:

@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpubench import specs  # noqa: E402
+from gpubench.specs import parse as specs  # noqa: E402
 from gpubench.usecases import autotune
 from gpubench.specs import catalog
 from gpubench.execution import nvcc
@@ -31,9 +31,9 @@ known = catalog.Catalog.with_user(mine)
 jobs = [(catalog.kernels_dir() / "probes.cu", (), arch, ())]
 only = set(args.only.split(",")) if args.only else None
 for v in known.all if only is None else [v for v in known.all if v.name in only]:
-    for c in v.configs_for(specs.LAB_BLOCK_SIZES):
+    for c in v.space.configs_for(specs.LAB_BLOCK_SIZES):
         for problem in specs.sample_problems(v):  # a kernel told its precision or layout is built in each
-            jobs += v.builds(c, v.arch or arch, problem)
+            jobs += v.builds(c, (v.code.program.arch if v.code.program else None) or arch, problem)
 if args.tuner:
     tuned = known.get("gemm", "cuda", "tuned")
     jobs += [j for c in autotune.candidates(tuned, args.tuner) for j in tuned.builds(c, arch)]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpubench import specs  # noqa: E402
+from gpubench.specs import parse as specs  # noqa: E402
 from gpubench.specs import catalog
 from gpubench.execution import nvcc
 from gpubench.core.dtypes import DType  # noqa: E402
@@ -88,7 +88,7 @@ def listing(op: str, name: str, precision: str, values: dict) -> tuple[str, str]
     dtype, _, layout = precision.partition(":")
     problem = next(iter(specs.sample_problems(variant)))
     problem = replace(problem, dtype=DType(dtype), **({"layout": GemmLayout(layout)} if layout else {}))
-    config = variant.config(values)
+    config = variant.space.config(values)
     ((source, defines, arch, includes),) = variant.builds(config, "sm_90a", problem)
     cubin = nvcc.compile_cubin(source, arch, dict(defines), includes=includes)
     tool = os.environ.get("NVDISASM") or shutil.which("nvdisasm") or "nvdisasm"

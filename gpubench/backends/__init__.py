@@ -15,6 +15,7 @@ from typing import Any, Callable, Collection, Protocol
 
 import numpy as np
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core import dtypes
 from gpubench import ops
 from gpubench.ops import reference
@@ -164,8 +165,8 @@ class ArrayBackend:
         checked against the spec's arguments and its configurations' keywords (gpubench/specs/user_code.py); CUDA
         kernels are compiled by the coordinator (gpubench/execution/nvcc.py)."""
         for v in variants:
-            if v.runner.FUNCTION:
-                user_code.check(v, v.configs_for((1,)))  # a block axis's keyword is the same at every size
+            if v.code.runner.FUNCTION:
+                user_code.check(v, v.space.configs_for((1,)))  # a block axis's keyword is the same at every size
 
     def fits(self, make, what: str):
         """make(), or Skip naming `what` when the memory it asks for is not there."""
@@ -254,7 +255,7 @@ class ArrayBackend:
             output.fill(float("nan"))
 
     def tolerance(self, variant, shape) -> float:
-        return variant.tolerance_for(shape)
+        return variant.scope.tolerance_for(shape)
 
     def collect(self) -> None:
         """Give back memory between shapes (CuPy keeps freed blocks in its pool)."""
@@ -277,7 +278,8 @@ def first_call(variant, call: Callable[[], object], wait: Callable[[], None] = l
         text = user_code.compile_error(e)
         if text is None:
             raise
-        raise CompileError(f"{variant.source or 'measure'}: {variant.kernel} does not compile: {text}",
+        program = variant.code.program
+        raise CompileError(f"{program.source or 'measure'}: {program.kernel} does not compile: {text}",
                            str(e)) from None
     return (time.perf_counter() - t0) * 1e3, returned
 
@@ -319,7 +321,7 @@ def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratc
 
 def open_backend(name: str):
     """The backend called `name`; raises GpubenchError naming whatever is missing (driver, GPU, PyCUDA, CuPy)."""
-    if name == "cpu":
+    if name == BackendKind.CPU:
         from gpubench.backends.cpu import CpuBackend
 
         return CpuBackend()

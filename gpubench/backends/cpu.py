@@ -19,6 +19,7 @@ import platform
 import numpy as np
 
 from gpubench import ops
+from gpubench.core.backend_kind import BackendKind
 from gpubench.specs import user_code
 from gpubench.backends import ArrayBackend, Prepared, first_call, kernel_arguments
 from gpubench.core.dtypes import PRECISIONS
@@ -89,7 +90,7 @@ def store(out, results: dict) -> None:
 
 
 class CpuBackend(ArrayBackend):
-    name = "cpu"
+    name = BackendKind.CPU
     xp = np
     clock = HostClock()
     flushes = False
@@ -117,24 +118,25 @@ class CpuBackend(ArrayBackend):
         return super().inputs(shape, seed)
 
     def prepare(self, variant, config, shape, inputs, output=None) -> Prepared:
-        prepare = self.PREPARE.get(type(variant.runner))
+        prepare = self.PREPARE.get(type(variant.code.runner))
         if prepare is None:
-            raise GpubenchError(f"the cpu backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
+            raise GpubenchError(f"the cpu backend cannot run variant {variant.name} "
+                                f"(runner {variant.code.runner.NAME})")
         return prepare(self, variant, config, shape, inputs, self.output(shape) if output is None else output)
 
     def _python(self, variant, config, shape, inputs, out) -> Prepared:
         fn = user_code.function_of(variant)
-        _, args = kernel_arguments(variant.args, shape, inputs, out)
-        params = variant.call_keywords(config, shape)
+        _, args = kernel_arguments(variant.code.program.args, shape, inputs, out)
+        params = variant.code.call_keywords(config, shape.dtype, shape.layout)
         first_ms, returned = first_call(variant, lambda: fn(*args, **params))  # what it reports is recorded too
         details = Details(first_call_ms=first_ms, reported=user_code.report_of(returned))
         return Prepared(lambda: fn(*args, **params), out, details=details)
 
     def _numpy(self, variant, config, shape, inputs, out) -> Prepared:
         """One of the op's own NumPy variants (its `emulations`, by the runner's name), in float32."""
-        compute = ops.of(shape).emulations.get(variant.runner.NAME)
+        compute = ops.of(shape).emulations.get(variant.code.runner.NAME)
         if compute is None:
-            raise Skip(f"the {shape.op} op has no {variant.runner.NAME} emulation")
+            raise Skip(f"the {shape.op} op has no {variant.code.runner.NAME} emulation")
         values, acc = emulated(shape, inputs)
         return Prepared(lambda: store(out, compute(np, shape, values, dtype=acc)), out)
 

@@ -24,11 +24,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import CompileError, GpubenchError, NoDevice
 from gpubench.core.gpus import GpuSelection
 from gpubench.results import Point
 from gpubench.execution.tasks import ShapeTask
-from gpubench.execution.worker import Incident, Worker, WorkerOptions
+from gpubench.execution.worker import Incident, IncidentKind, Worker, WorkerOptions
 
 MISSING = ("multi-GPU runs use Dask, which is not installed: pip install 'gpubench[cluster]' (dask, distributed and, "
            "for --backend cuda, dask-cuda)")
@@ -150,7 +151,7 @@ class Cluster:
                 self.client = Client(scheduler, timeout="30s")
             except (OSError, TimeoutError, ValueError) as e:  # ValueError: an address Dask cannot parse
                 raise GpubenchError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
-        elif options.backend == "cuda":
+        elif options.backend == BackendKind.CUDA:
             try:
                 from dask_cuda import LocalCUDACluster
             except ImportError:  # Dask itself is there (imported above): name the part that is not
@@ -295,7 +296,7 @@ class Cluster:
             if future.status == "cancelled":
                 continue
             if future.status == "error":
-                self.incidents.append(Incident("died", "a task", f"{type(future.exception()).__name__}: "
+                self.incidents.append(Incident(IncidentKind.DIED, "a task", f"{type(future.exception()).__name__}: "
                                                                  f"{future.exception()}"))
                 continue
             label, points, incidents = future.result()
@@ -314,7 +315,7 @@ class Cluster:
             info = self.workers.pop(address)
             note = "its unfinished task ran again on another worker" if not self.replicate else \
                 "its remaining tasks were cancelled"
-            self.incidents.append(Incident("died", f"Dask worker {info['label']} ({address})",
+            self.incidents.append(Incident(IncidentKind.DIED, f"Dask worker {info['label']} ({address})",
                                            f"left mid-sweep; {note}", time.time()))
             for f in [f for f in pending if self._pinned.get(f) == address]:
                 f.cancel()

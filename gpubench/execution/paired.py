@@ -20,6 +20,7 @@ from typing import Iterator
 from gpubench.core.errors import Skip
 from gpubench.core.phases import phase
 from gpubench.core.dtypes import PRECISIONS
+from gpubench.execution.messages import Begin, Broken, Finished
 from gpubench.execution.tasks import ShapeTask, describe_error, timed, timed_verify, unmeasured
 from gpubench.measure.paired import MIN_ROUNDS
 from gpubench.results import Point, Status
@@ -34,7 +35,7 @@ class PairedTask(ShapeTask):
         """Nothing to retry: the rounds sent stand (see the module's docstring)."""
         return ShapeTask(self.sweep, self.shape, self.seed, ())
 
-    def run_rounds(self, backend, inputs, ref) -> Iterator[tuple]:
+    def run_rounds(self, backend, inputs, ref) -> Iterator:
         return run_rounds(backend, self, inputs, ref)
 
 
@@ -43,28 +44,28 @@ def order(round_index: int) -> tuple[int, int]:
     return (0, 1) if round_index % 2 == 0 else (1, 0)
 
 
-def run_rounds(backend, task: PairedTask, inputs, ref) -> Iterator[tuple]:
+def run_rounds(backend, task: PairedTask, inputs, ref) -> Iterator:
     """Prepare and verify both points, then alternate them in rounds; yields run_task's events."""
     prepared, rel_errs = [], []
     try:
         for p in task.points:
-            yield ("begin", p.index)
+            yield Begin(p.index)
             try:
-                unfit = p.variant.unfit(task.shape.dims())
+                unfit = p.variant.scope.unfit(task.shape.dims())
                 if unfit:
-                    raise Skip(unfit)
+                    raise Skip(f"{p.variant.name} {unfit}")
                 with phase("prepare"):  # B writes A's output: the same buffers, inputs and output alike
                     shared = prepared[0].output if prepared else None
                     prepared.append(backend.prepare(p.variant, p.config, task.shape, inputs, shared))
                 with phase("verify"):
                     rel_errs.append(timed_verify(backend, prepared[-1], ref, task.shape)[0])
             except Skip as why:
-                yield ("point", p.index, unmeasured(task.shape, p, Status.SKIPPED, str(why)))
+                yield Finished(p.index, unmeasured(task.shape, p, Status.SKIPPED, str(why)))
                 return
             except Exception as e:  # noqa: BLE001 - the A/B ends here, saying why
-                yield ("point", p.index, unmeasured(task.shape, p, Status.ERROR, describe_error(e)))
+                yield Finished(p.index, unmeasured(task.shape, p, Status.ERROR, describe_error(e)))
                 if not backend.healthy():
-                    yield ("broken", describe_error(e))
+                    yield Broken(describe_error(e))
                 return
         started = time.perf_counter()
         for r in range(task.rounds):
@@ -72,18 +73,18 @@ def run_rounds(backend, task: PairedTask, inputs, ref) -> Iterator[tuple]:
                 break
             for i in order(r):
                 p = task.points[i]
-                yield ("begin", p.index)
+                yield Begin(p.index)
                 try:
                     with phase("round"):
                         point = _measured(backend, task, p, prepared[i], rel_errs[i])
                 except Skip as why:
                     point = unmeasured(task.shape, p, Status.SKIPPED, str(why))
                 except Exception as e:  # noqa: BLE001 - recorded; the A/B ends
-                    yield ("point", p.index, unmeasured(task.shape, p, Status.ERROR, describe_error(e)))
+                    yield Finished(p.index, unmeasured(task.shape, p, Status.ERROR, describe_error(e)))
                     if not backend.healthy():
-                        yield ("broken", describe_error(e))
+                        yield Broken(describe_error(e))
                     return
-                yield ("point", p.index, point)
+                yield Finished(p.index, point)
                 if point.status != Status.OK:  # a call that went wrong once is not compared
                     return
     finally:

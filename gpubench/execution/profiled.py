@@ -68,9 +68,9 @@ class CannotProfile(Exception):
 def profile_once(backend, task: ShapeTask) -> None:
     """The task's one point: the check's call, the warm-up, then one bracketed call (what ncu profiles)."""
     point = task.points[0]
-    unfit = point.variant.unfit(task.shape.dims())
+    unfit = point.variant.scope.unfit(task.shape.dims())
     if unfit:
-        raise CannotProfile(unfit)
+        raise CannotProfile(f"{point.variant.name} {unfit}")
     bracket = getattr(backend, "profiled_call", None)
     if bracket is None:
         raise CannotProfile(f"the {backend.name} backend has no GPU kernels to profile")

@@ -22,7 +22,7 @@ from gpubench.specs.variant import Config, Variant
 @dataclass
 class Sweep:
     """One named sweep: an op, its variants, its shapes and the block sizes for block-axis variants. A shape has
-    a precision and a layout; each variant runs the shapes it takes (`Variant.takes`), so `--dtype fp32,bf16` over
+    a precision and a layout; each variant runs the shapes it takes (`Scope.takes`), so `--dtype fp32,bf16` over
     a kernel that computes in fp32 only and cuBLAS gives the kernel's fp32 points and cuBLAS's in both."""
 
     name: str
@@ -36,9 +36,9 @@ class Sweep:
     def points(self) -> Iterator[tuple[object, Variant, Config]]:
         for shape in self.shapes:
             for variant in self.variants:
-                if variant.takes(shape) is not None:
+                if variant.scope.takes(shape) is not None:
                     continue
-                for config in variant.configs_for(self.block_sizes):
+                for config in variant.space.configs_for(self.block_sizes):
                     yield shape, variant, config
 
     def __len__(self) -> int:
@@ -65,9 +65,9 @@ def tasks(sweeps: list[Sweep], seed: int, resolve: Resolve = as_is) -> list[Shap
         for i, shape in enumerate(sweep.shapes):
             points = []
             for variant in sweep.variants:
-                if variant.takes(shape) is not None:
+                if variant.scope.takes(shape) is not None:
                     continue
-                for config in variant.configs_for(sweep.block_sizes):
+                for config in variant.space.configs_for(sweep.block_sizes):
                     resolved, note = resolve(variant, shape, config)
                     points.append(PointTask(len(points), variant, resolved, sweep.policy, note))
             if points:  # a precision or layout that none of the sweep's variants takes has nothing to run

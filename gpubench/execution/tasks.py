@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Iterator
 
+from gpubench.execution.messages import Begin, Broken, Event, Finished, Made, Rejected
 from gpubench.measure.energy_queue import EnergyQueue, Held
 from gpubench.core.errors import CompileError, Skip
 from gpubench.core.phases import phase
@@ -114,9 +115,9 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
     returned as Held, its buffers kept, for the queue to take that window at a later refresh (energy_queue.py);
     the queue's earlier windows are taken here when a refresh is due."""
     variant, policy = point.variant, point.policy
-    unfit = variant.unfit(shape.dims())
+    unfit = variant.scope.unfit(shape.dims())
     if unfit:
-        raise Skip(unfit)
+        raise Skip(f"{variant.name} {unfit}")
     with phase("prepare"):
         prepared = backend.prepare(variant, point.config, shape, inputs)
     kept = False
@@ -174,42 +175,42 @@ def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
     for task in work:
         for p in task.points:
             key = (p.variant.name, p.config.label, task.shape.dtype, task.shape.layout)
-            if p.variant.runner.FUNCTION and key not in seen:
+            if p.variant.code.runner.FUNCTION and key not in seen:
                 seen.add(key)
                 out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))
     return out
 
 
-def first_call(backend, task: ShapeTask) -> Iterator[tuple]:
+def first_call(backend, task: ShapeTask) -> Iterator[Event]:
     """The task's one point prepared on its own inputs and released: a Python variant's first call made. Yields
-    run_task's events ("begin", "point", "broken") and ("made", index, ms) for a call made, or ("rejected", message)
-    for code that does not compile (CompileError). A first call that faults recorded the point (its error) and
+    run_task's events (Begin, Finished, Broken) and Made for a call made, or Rejected for code that does not
+    compile (CompileError). A first call that faults recorded the point (its error) and
     leaves the backend unusable, as in run_task; anything else it raises is left to the point, which meets it
     again when it runs and records it as it always does."""
     point = task.points[0]
-    yield ("begin", SETUP)
+    yield Begin(SETUP)
     try:
         inputs = backend.inputs(task.shape, task.seed)
     except Exception:  # noqa: BLE001 - the shape's own task makes them again and records what stops them
         return
-    yield ("begin", point.index)
+    yield Begin(point.index)
     try:
         prepared = backend.prepare(point.variant, point.config, task.shape, inputs)
         prepared.release()
     except CompileError as e:
-        yield ("rejected", str(e))
+        yield Rejected(str(e))
         return
     except (SystemExit, GeneratorExit):
         raise
     except BaseException as e:  # noqa: BLE001 - a fault, a refusal, a user's KeyboardInterrupt: see above
         if not backend.healthy():
-            yield ("point", point.index, unmeasured(task.shape, point, Status.ERROR, describe_error(e)))
-            yield ("broken", describe_error(e))
+            yield Finished(point.index, unmeasured(task.shape, point, Status.ERROR, describe_error(e)))
+            yield Broken(describe_error(e))
         return
     finally:
         del inputs
         backend.collect()
-    yield ("made", point.index, prepared.details.first_call_ms)
+    yield Made(point.index, prepared.details.first_call_ms)
 
 
 def with_first_calls(work: list[ShapeTask], made: dict[tuple, float], done: set[tuple]) -> list[ShapeTask]:
@@ -231,11 +232,11 @@ def first_call_key(task: ShapeTask, point: PointTask) -> tuple:
 # --- one shape --------------------------------------------------------------------------------------------------
 
 
-def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
-    """Run a task's points in order. Yields ("begin", index) before each step (SETUP for the shape's data),
-    ("point", index, Point) after each point, and ("broken", reason) if the backend cannot go on, after which
+def run_task(backend, task: ShapeTask) -> Iterator[Event]:
+    """Run a task's points in order. Yields Begin before each step (SETUP for the shape's data), Finished (or
+    Provisional, waiting for its energy) after each point, and Broken if the backend cannot go on, after which
     nothing more runs here."""
-    yield ("begin", SETUP)
+    yield Begin(SETUP)
     try:
         with phase("inputs"):
             inputs = backend.inputs(task.shape, task.seed)
@@ -243,14 +244,14 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
             ref = backend.reference(task.shape, inputs)
     except Skip as why:
         for p in task.points:
-            yield ("point", p.index, unmeasured(task.shape, p, Status.SKIPPED, str(why)))
+            yield Finished(p.index, unmeasured(task.shape, p, Status.SKIPPED, str(why)))
         return
     except Exception as e:  # the shape's data could not be made: every point of it says why
         for p in task.points:
-            yield ("point", p.index, unmeasured(task.shape, p, Status.ERROR, "making the inputs and reference: "
-                                                + describe_error(e)))
+            yield Finished(p.index, unmeasured(task.shape, p, Status.ERROR, "making the inputs and reference: "
+                                               + describe_error(e)))
         if not backend.healthy():
-            yield ("broken", describe_error(e))
+            yield Broken(describe_error(e))
         return
     own_rounds = getattr(task, "run_rounds", None)  # a task that runs its points its own way (an A/B: paired.py)
     if own_rounds is not None:
@@ -264,7 +265,7 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
     try:
         for p in task.points:
             queue.moment()
-            yield ("begin", p.index)
+            yield Begin(p.index)
             try:
                 with phase("point"):
                     point = run_point(backend, task.shape, p, inputs, ref, queue)
@@ -283,8 +284,8 @@ def run_task(backend, task: ShapeTask) -> Iterator[tuple]:
                 # takes no signal itself, the coordinator ends it by killing its process group)
                 if not backend.healthy():
                     yield from queue.give_up()
-                    yield ("point", p.index, point)
-                    yield ("broken", describe_error(e))
+                    yield Finished(p.index, point)
+                    yield Broken(describe_error(e))
                     return
             yield from queue.add(point if isinstance(point, Held) else Held(p.index, point))
         with phase("energy"):

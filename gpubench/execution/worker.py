@@ -28,11 +28,13 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
 from gpubench.core import phases
+from gpubench.execution import messages as m
 from gpubench.core.dtypes import DType
 from gpubench.core.errors import CompileError, GpubenchError
 from gpubench.results import Point, Status
@@ -50,14 +52,25 @@ class WorkerOptions:
     label: str | None = None  # the worker's name in a cluster (GPUBENCH_WORKER in the process)
 
 
+class IncidentKind(StrEnum):
+    """What befell a worker process."""
+
+    TIMEOUT = "timeout"  # it stayed silent past the watchdog, and was killed
+    DIED = "died"  # it ended (a segfault, the OOM killer ...)
+    BROKEN = "broken"  # its backend could not go on (a sticky CUDA error), and it left
+
+
 @dataclass
 class Incident:
     """Something the run should record: a worker that died, hung or was left unusable, and what became of it."""
 
-    kind: str  # "timeout" | "died" | "broken"
+    kind: IncidentKind
     where: str  # the point (or shape) that was running
     detail: str
     time: float = field(default_factory=time.time)
+
+    def __post_init__(self):
+        self.kind = IncidentKind(self.kind)  # also as a Dask worker's record sends it back: its text
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -96,39 +109,46 @@ def _serve(conn, options: WorkerOptions) -> None:
     try:
         with phases.phase("open backend"):
             backend = open_backend(options.backend)
-        conn.send(("hello", backend.describe()))
+        conn.send(m.Hello(backend.describe()))
     except Exception as e:  # noqa: BLE001 - whatever stops the backend opening is reported, in one line
-        conn.send(("refused", e if isinstance(e, GpubenchError) else GpubenchError(describe_error(e))))
+        conn.send(m.Refused(e if isinstance(e, GpubenchError) else GpubenchError(describe_error(e))))
         return
     while True:
         try:
             request = conn.recv()
         except (EOFError, OSError):
             return
-        if request[0] == "environment":
-            with phases.phase("environment"):
-                conn.send(("environment", environment.collect(backend, request[1])))
-        elif request[0] == "check":
-            try:
-                backend.check(request[1])
-                conn.send(("checked", None))
-            except GpubenchError as e:
-                conn.send(("checked", str(e)))
-        elif request[0] in ("task", "first call"):
-            steps = run_task if request[0] == "task" else first_call
-            with phases.phase(request[0]):
-                for event in steps(backend, request[1]):
-                    with phases.phase("send"):
-                        conn.send(event)
-                    if event[0] == "broken":
-                        # A faulted CUDA context makes every clean-up call fail noisily (CuPy's and PyCUDA's
-                        # finalizers): leave without them. The coordinator starts a fresh process.
-                        conn.close()
-                        os._exit(0)
-            phases.save("worker")
-            conn.send(("end",))
-        else:
-            return
+        match request:
+            case m.Environment(precisions):
+                with phases.phase("environment"):
+                    conn.send(m.EnvironmentRecord(environment.collect(backend, precisions)))
+            case m.Check(variants):
+                try:
+                    backend.check(variants)
+                    conn.send(m.Checked(None))
+                except GpubenchError as e:
+                    conn.send(m.Checked(str(e)))
+            case m.RunTask(task):
+                _stream(conn, "task", run_task(backend, task))
+            case m.FirstCall(task):
+                _stream(conn, "first call", first_call(backend, task))
+            case _:  # Stop
+                return
+
+
+def _stream(conn, what: str, events) -> None:
+    """Send a task's events as they come, then End; leave at once after Broken."""
+    with phases.phase(what):
+        for event in events:
+            with phases.phase("send"):
+                conn.send(event)
+            if isinstance(event, m.Broken):
+                # A faulted CUDA context makes every clean-up call fail noisily (CuPy's and PyCUDA's
+                # finalizers): leave without them. The coordinator starts a fresh process.
+                conn.close()
+                os._exit(0)
+    phases.save("worker")
+    conn.send(m.End())
 
 
 # --- the coordinator's side -----------------------------------------------------------------------------------
@@ -193,16 +213,21 @@ class Worker:
         theirs.close()
         self.conn = Connection(ours.detach())
         try:
-            self.conn.send(("options", self.options))
-            kind, payload = self._receive(START_TIMEOUT_S, "opening the backend")
+            self.conn.send(m.Start(self.options))
+            answer = self._receive(START_TIMEOUT_S, "opening the backend")
         except BaseException:  # Ctrl-C while it starts: leave nothing behind
             self._reap()
             raise
-        if kind == "refused":  # the backend's own error (its type too: NoDevice is worded by the command)
-            self.close()
-            raise payload if isinstance(payload, GpubenchError) else GpubenchError(str(payload))
-        self.info = payload
-        return payload
+        match answer:
+            case m.Refused(error):  # the backend's own error (its type too: NoDevice is worded by the command)
+                self.close()
+                raise error if isinstance(error, GpubenchError) else GpubenchError(str(error))
+            case m.Hello(info):
+                self.info = info
+                return info
+            case _:
+                self._reap()
+                raise GpubenchError(f"the {self.options.backend} worker answered {answer!r:.80} to its options")
 
     def _alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -233,7 +258,7 @@ class Worker:
     def close(self) -> None:
         if self.conn is not None:
             try:
-                self.conn.send(("stop",))
+                self.conn.send(m.Stop())
             except (OSError, BrokenPipeError):
                 pass
         if self._exitcode() is not None:  # ended and reaped: a process a user's kernel forked and left running
@@ -277,14 +302,14 @@ class Worker:
     def environment(self, precisions: list[DType] | None = None) -> dict:
         """The environment the run records, its ceilings measured for `precisions` (None: every one)."""
         self._ensure_started()
-        self.conn.send(("environment", precisions))
-        return self._receive(START_TIMEOUT_S, "reading the environment")[1]
+        self.conn.send(m.Environment(precisions))
+        return self._receive(START_TIMEOUT_S, "reading the environment").record
 
     def check(self, variants: list) -> None:
         """The backend loads what the variants need (backends.Backend.check): GpubenchError if one cannot."""
         self._ensure_started()
-        self.conn.send(("check", variants))
-        error = self._receive(START_TIMEOUT_S, "loading the variants")[1]
+        self.conn.send(m.Check(variants))
+        error = self._receive(START_TIMEOUT_S, "loading the variants").error
         if error:
             raise GpubenchError(error)
 
@@ -299,7 +324,7 @@ class Worker:
         try:
             for task in tasks:
                 self._ensure_started()
-                self.conn.send(("first call", task))
+                self.conn.send(m.FirstCall(task))
                 if self._follow(task, on_point, made):
                     done.add(first_call_key(task, task.points[0]))
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the call cut short goes, and its process (the GPU too)
@@ -317,7 +342,7 @@ class Worker:
         try:
             while pending.points:
                 self._ensure_started()
-                self.conn.send(("task", pending))
+                self.conn.send(m.RunTask(pending))
                 pending = pending.without(self._follow(pending, on_point))
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the point cut short goes, and its process (the GPU too)
             self._keep_provisional(set(), on_point)  # finished but for their energy: saved as they are
@@ -336,7 +361,8 @@ class Worker:
         while True:
             if not self.conn.poll(timeout):
                 what = self._where(task, current)
-                self.incidents.append(Incident("timeout", what, f"no answer within {timeout:g} s; worker restarted"))
+                self.incidents.append(Incident(IncidentKind.TIMEOUT, what,
+                                               f"no answer within {timeout:g} s; worker restarted"))
                 self._reap()
                 self._keep_provisional(done, on_point)
                 return done | self._record_lost(task, current, done, Status.TIMEOUT,
@@ -347,7 +373,7 @@ class Worker:
             except (EOFError, OSError):
                 code = self._exitcode()
                 what = self._where(task, current)
-                self.incidents.append(Incident("died", what, _exit_text(code)))
+                self.incidents.append(Incident(IncidentKind.DIED, what, _exit_text(code)))
                 self._reap()
                 self._keep_provisional(done, on_point)
                 if code == -signal.SIGKILL and oom_kills() > oom_before:  # the kernel ran out of host memory
@@ -357,30 +383,30 @@ class Worker:
                 return done | self._record_lost(task, current, done, Status.ERROR,
                                                 f"the worker process died ({_exit_text(code)}); a new one took over",
                                                 on_point)
-            kind = event[0]
-            if kind == "begin":
-                current = event[1]
-            elif kind == "provisional":
-                self.provisional[event[1]] = event[2]
-            elif kind == "point":
-                self.provisional.pop(event[1], None)
-                done.add(event[1])
-                on_point(event[2])
-            elif kind == "broken":
-                self.incidents.append(Incident("broken", self._where(task, current), event[1]))
-                self._exitcode()
-                self._reap()
-                self._keep_provisional(done, on_point)
-                return done
-            elif kind == "made":
-                made[first_call_key(task, next(p for p in task.points if p.index == event[1]))] = event[2]
-            elif kind == "rejected":
-                rejected = event[1]
-            elif kind == "end":
-                self._keep_provisional(done, on_point)  # none: the task sends every point before it ends
-                if rejected:
-                    raise CompileError(rejected)
-                return done
+            match event:
+                case m.Begin(index):
+                    current = index
+                case m.Provisional(index, point):
+                    self.provisional[index] = point
+                case m.Finished(index, point):
+                    self.provisional.pop(index, None)
+                    done.add(index)
+                    on_point(point)
+                case m.Broken(reason):
+                    self.incidents.append(Incident(IncidentKind.BROKEN, self._where(task, current), reason))
+                    self._exitcode()
+                    self._reap()
+                    self._keep_provisional(done, on_point)
+                    return done
+                case m.Made(index, ms):
+                    made[first_call_key(task, next(p for p in task.points if p.index == index))] = ms
+                case m.Rejected(message):
+                    rejected = message
+                case m.End():
+                    self._keep_provisional(done, on_point)  # none: the task sends every point before it ends
+                    if rejected:
+                        raise CompileError(rejected)
+                    return done
 
     def _keep_provisional(self, done: set[int], on_point) -> None:
         """The points the worker sent as finished but for their energy (gpubench/measure/energy_queue.py), recorded as they
@@ -416,8 +442,8 @@ def main(argv: list[str]) -> None:
     threading.Thread(target=_exit_with, args=(int(argv[2]),), daemon=True).start()
     conn = Connection(int(argv[1]))
     try:
-        kind, options = conn.recv()
-        _serve(conn, options)
+        start = conn.recv()
+        _serve(conn, start.options)
     except (EOFError, OSError):  # the coordinator went away mid-message: nobody is left to tell
         os._exit(1)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from gpubench.core.phases import phase
+from gpubench.execution.messages import Event, Finished, Provisional
 from gpubench.results import Point
 
 MAX_WAITING = 3  # a point's buffers are kept while it waits: at most this many points wait (memory stays bounded)
@@ -56,29 +57,29 @@ class EnergyQueue:
         self._take(waiting)
         return True
 
-    def add(self, held: Held) -> Iterator[tuple]:
+    def add(self, held: Held) -> Iterator[Event]:
         """A point finished (its `window` still to take, or none). Yields the worker's events: the points now
-        ready in order, and a ("provisional", index, point) for one held back."""
+        ready in order (Finished), and Provisional for one held back."""
         if not held.ready and sum(not h.ready for h in self.held) >= MAX_WAITING:
             self._take_next()
         self.held.append(held)
         yield from self._ready()
         if self.held and self.held[-1] is held:
-            yield ("provisional", held.index, held.point)
+            yield Provisional(held.index, held.point)
 
-    def drain(self) -> Iterator[tuple]:
+    def drain(self) -> Iterator[Event]:
         """Every window still waiting taken at its moment, and every point sent."""
         while any(not h.ready for h in self.held):
             self._take_next()
             yield from self._ready()
         yield from self._ready()
 
-    def give_up(self) -> Iterator[tuple]:
+    def give_up(self) -> Iterator[Event]:
         """The backend cannot go on: the waiting windows are never taken, and every held point is sent as it is."""
         self.give_back()
         while self.held:
             h = self.held.popleft()
-            yield ("point", h.index, h.point)
+            yield Finished(h.index, h.point)
 
     def give_back(self) -> None:
         """The held points' buffers given back (where that still works): the task is over, or cannot go on."""
@@ -106,7 +107,7 @@ class EnergyQueue:
             held.point = replace(held.point, telemetry={**held.point.telemetry, **readings})
         held.window = None
 
-    def _ready(self) -> Iterator[tuple]:
+    def _ready(self) -> Iterator[Event]:
         while self.held and self.held[0].ready:
             h = self.held.popleft()
-            yield ("point", h.index, h.point)
+            yield Finished(h.index, h.point)

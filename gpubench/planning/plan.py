@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
 from gpubench.analysis.fleet import SLOW
 from gpubench.core.gpus import GpuSelection
@@ -65,7 +66,7 @@ DEFAULTS = Defaults()
 
 def default_decide(backend: str) -> float | None:
     """GPU runs sample on until decidable; host timings of NumPy are not what gpubench compares, so not there."""
-    return DECIDE if backend == "cuda" else None
+    return DECIDE if backend == BackendKind.CUDA else None
 
 
 _T = TimingPolicy()
@@ -169,7 +170,7 @@ def left_out(catalog: Catalog, op: str, backend: str, names: list[str] | None) -
     as a (what, why) note: a lab's CUDA kernels tried with --backend cpu would otherwise vanish without a word."""
     if names:
         return []
-    other = [v for v in catalog.all if v.op == op and not v.builtin and v.backend != backend]
+    other = [v for v in catalog.all if v.op == op and not v.entry.builtin and v.backend != backend]
     backends = sorted({v.backend for v in other})
     if not other:
         return []
@@ -180,7 +181,7 @@ def left_out(catalog: Catalog, op: str, backend: str, names: list[str] | None) -
 
 def check_block_option(chosen: list[Variant], where: str) -> None:
     """--block-sizes given where none of the chosen variants takes them: say so instead of ignoring it."""
-    if not any(v.axis == Axis.BLOCK for v in chosen):
+    if not any(v.space.axis == Axis.BLOCK for v in chosen):
         raise GpubenchError(f"{where} applies to the block-size variants (those with axis \"block\", e.g. global, "
                             f"shared, sliding); none of {', '.join(v.name for v in chosen)} takes it")
 
@@ -275,8 +276,9 @@ def lab_kernels(catalog: Catalog, op: str, backend: str, texts, args: str | None
         raise GpubenchError("--args gives the parameter order of a --kernel: add --kernel FILE:SYMBOL")
     for v in mine:
         if v.backend != backend:
-            raise GpubenchError(f"--kernel {v.source.name}:{v.kernel} runs on the {v.backend} backend (a "
-                                f"{v.source.suffix} file), not on --backend {backend}")
+            program = v.code.program
+            raise GpubenchError(f"--kernel {program.source.name}:{program.kernel} runs on the {v.backend} backend "
+                                f"(a {program.source.suffix} file), not on --backend {backend}")
     names = [v.name for v in mine]
     if len(set(names)) < len(names) or any(n in {v.name for v in catalog.variants(op, backend)} for n in names):
         raise GpubenchError(f"--kernel: the names {', '.join(names)} must differ from each other and from the "
@@ -326,17 +328,18 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
     either backend) leaves out those none takes here, saying why, and fails only when nothing remains."""
     kept, skipped = [], []
     for v in chosen:
-        takes = [d for d in dtypes if d in v.dtypes] and [x for x in layouts if x in v.layouts_taken]
+        takes = [d for d in dtypes if d in v.scope.dtypes] and [x for x in layouts if x in v.scope.layouts]
         if takes:
             kept.append(v)
             continue
-        why = (f"computes in {', '.join(v.dtypes)} with layout(s) {', '.join(v.layouts_taken)}, not "
+        why = (f"computes in {', '.join(v.scope.dtypes)} with layout(s) {', '.join(v.scope.layouts)}, not "
                f"{', '.join(dtypes)} / {', '.join(layouts)}")
         if v.name in named:
             raise GpubenchError(f"{where}: variant {v.name} {why}")
         skipped.append((f"variant {v.name}", why))
     taken = []
-    for asked, have, what in ((dtypes, lambda v: v.dtypes, "precision"), (layouts, lambda v: v.layouts_taken, "layout")):
+    for asked, have, what in ((dtypes, lambda v: v.scope.dtypes, "precision"),
+                              (layouts, lambda v: v.scope.layouts, "layout")):
         known = sorted({str(x) for v in chosen for x in have(v)})
         for a in asked:
             if not any(a in have(v) for v in kept):
@@ -350,28 +353,9 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
     return Precisions(kept, *taken, skipped)
 
 
-def overridden(p: TimingPolicy, *, max_noise: float | None, max_time: float | None, decide: float | None,
-               discard_throttled: bool, pace: Pace | str | None = None, settle: float | None = None,
-               cooldown: float | None = None, processes: int | None = None, clock: str | None = None,
-               graph: int | None = None) -> TimingPolicy:
-    """A suite sweep's policy with what the command line gave for every sweep on top (checked again)."""
-    if (max_noise is None and max_time is None and decide is None and not discard_throttled and pace is None
-            and settle is None and cooldown is None and processes is None and clock is None and graph is None):
-        return p
-    return policy(warmup=p.warmup, reps=p.reps, budget=p.budget_s, flush=p.flush,
-                  max_noise=max_noise if max_noise is not None else p.max_noise,
-                  max_time=max_time if max_time is not None else p.max_time_s,
-                  decide=decide if decide is not None else p.decide,
-                  discard_throttled=discard_throttled or p.discard_throttled,
-                  pace=pace if pace is not None else p.pace, settle=settle if settle is not None else p.settle_s,
-                  cooldown=cooldown if cooldown is not None else p.cooldown_s,
-                  processes=processes if processes is not None else p.processes,
-                  clock=clock if clock is not None else p.clocks, graph=graph if graph is not None else p.graph)
-
-
 def check_graph(backend: str, policies: list[TimingPolicy]) -> None:
     """--graph (or a suite's graph) on a backend with no graphs to capture is refused, not ignored."""
-    if backend != "cuda" and any(p.graph for p in policies):
+    if backend != BackendKind.CUDA and any(p.graph for p in policies):
         raise GpubenchError(f"--graph captures calls in a CUDA graph: the {backend} backend launches none (leave "
                             "--graph out, or run on --backend cuda)")
 

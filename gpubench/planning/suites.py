@@ -35,6 +35,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core import paths
 from gpubench.planning import plan
 from gpubench.core.errors import GpubenchError, parser_complaint
@@ -65,7 +66,7 @@ def suites_dir() -> Path:
     return paths.configs_dir()
 
 
-def _timing(table: dict, base: dict, where: str, backend: str = "cuda"):
+def _timing(table: dict, base: dict, where: str, backend: str = BackendKind.CUDA):
     """The sweep's timing: [defaults] overridden by the sweep's own keys, checked by plan.policy."""
     values = {"decide": plan.default_decide(backend), **base, **{k: table[k] for k in TIMING_KEYS if k in table}}
     if isinstance(values.get("budget"), int) and not isinstance(values.get("budget"), bool):
@@ -101,19 +102,19 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
     if names is not None and not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
         raise GpubenchError(f"{where}.variants must be a non-empty list of variant names (leave the key out for "
                             "the defaults)")
-    if names and backend == "cpu":  # suites name GPU variants; the CPU backend runs what it has of them
+    if names and backend == BackendKind.CPU:  # suites name GPU variants; the CPU backend runs what it has of them
         known_anywhere = {v.name for v in catalog.all if v.op == op}
         bad = [n for n in names if n not in known_anywhere]
         if bad:
             raise GpubenchError(f"{where}.variants: unknown {op} variant(s) {', '.join(bad)}; allowed are "
                                 f"{', '.join(sorted(known_anywhere))}")
-        here = [n for n in names if n in {v.name for v in catalog.variants(op, "cpu")}]
+        here = [n for n in names if n in {v.name for v in catalog.variants(op, BackendKind.CPU)}]
         if len(here) < len(names):
             skipped.append((f"{name}: variants {', '.join(n for n in names if n not in here)}",
                             "not on the cpu backend; it runs its NumPy variants"))
         names = here or None
     chosen = plan.variants(catalog, op, backend, names or None, f"{where}.variants")
-    if "block_sizes" in table and backend != "cpu":  # the CPU backend has no thread blocks to give them to
+    if "block_sizes" in table and backend != BackendKind.CPU:  # the CPU backend has no thread blocks to give them to
         plan.check_block_option(chosen, f"{where}.block_sizes")
     blocks = plan.block_sizes(_ints(table.get("block_sizes", list(LAB_BLOCK_SIZES)), f"{where}.block_sizes"),
                               f"{where}.block_sizes")
@@ -156,7 +157,8 @@ def _names() -> str:
     return ", ".join(n for n, _ in shipped())
 
 
-def load(name: str | Path, backend: str = "cuda", catalog: Catalog | None = None, tf32: bool = False) -> Suite:
+def load(name: str | Path, backend: str = BackendKind.CUDA, catalog: Catalog | None = None,
+         tf32: bool = False) -> Suite:
     """A suite's sweeps, every value checked; tf32 (--tf32) puts every sweep in tf32."""
     path = find(name)
     catalog = catalog or Catalog.with_user([])

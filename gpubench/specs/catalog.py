@@ -47,8 +47,8 @@ class Catalog:
         for v in user:
             twin = next((b for b in base if (b.op, b.backend, b.name) == (v.op, v.backend, v.name)), None)
             if twin is not None:
-                raise SpecError(f"{v.origin}: variant {v.name!r}: a built-in {v.op} variant has that name; choose "
-                                "another")
+                raise SpecError(f"{v.entry.origin}: variant {v.name!r}: a built-in {v.op} variant has that name; "
+                                "choose another")
         return cls([*base, *user])
 
     def variants(self, op: str, backend: str) -> list[Variant]:
@@ -64,10 +64,10 @@ class Catalog:
     def select(self, op: str, backend: str, names: list[str] | None) -> list[Variant]:
         """The named variants in catalog order, or the lab's default set plus the project's own."""
         if not names:
-            return [v for v in self.variants(op, backend) if v.lab or not v.builtin]
+            return [v for v in self.variants(op, backend) if v.entry.lab or not v.entry.builtin]
         chosen = {self.get(op, backend, n).name for n in names}
         return [v for v in self.variants(op, backend) if v.name in chosen]
 
     def baselines(self, op: str, backend: str) -> list[Variant]:
         """The libraries the op's variants are measured against (one per precision: cuBLAS, and cuBLASLt for fp8)."""
-        return [v for v in self.variants(op, backend) if v.baseline]
+        return [v for v in self.variants(op, backend) if v.entry.baseline]

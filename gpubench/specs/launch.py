@@ -161,24 +161,25 @@ def check_launches(entry: Entry, v: Variant) -> None:
     """Evaluate every configuration's launch on a ragged sample problem: CUDA's block limits, positive grids."""
     sample = ops.get(v.op).sample
     dims = sample.dims()
-    for c in v.configs_for(LAB_BLOCK_SIZES):
-        for step in v.steps():
+    for c in v.space.configs_for(LAB_BLOCK_SIZES):
+        for step in v.code.steps():
             _checklaunch_of(entry, v, c, step, {**dims, SMS: SAMPLE_SMS})
         try:
-            sizes = v.workspace_sizes(dims, c)
+            sizes = v.code.workspace_sizes(dims, c)
         except expr.ExprError as err:
             entry.fail(f"configuration {c.label}: workspace: {err}")
         if any(n < 1 for n in sizes.values()):
             entry.fail(f"configuration {c.label}: workspace {sizes} is empty for a {sample.label} problem")
         # (a variant whose `requires` turns the sample problem away has no map to check on it)
-        for m, problem in ((m, p) for m in v.tensor_maps for p in sample_problems(v) if not v.unfit(dims)):
+        maps = v.code.kernels.tensor_maps
+        for m, problem in ((m, p) for m in maps for p in sample_problems(v) if not v.scope.unfit(dims)):
             try:
                 bad = m.unfit({**dims, **c.values}, problem)
             except expr.ExprError as err:
                 bad = f"tensor map {m.name}: {err}"
             if bad:
                 entry.fail(f"configuration {c.label}: {bad}" + (f" in {problem.tag}" if problem.tag else ""))
-        broken = v.satisfies(c)
+        broken = v.space.satisfies(c)
         if broken:
             entry.fail(f"configuration {c.label} breaks the constraint {broken!r}")
 
@@ -186,7 +187,7 @@ def check_launches(entry: Entry, v: Variant) -> None:
 def sample_problems(v: Variant) -> list:
     """The sample problem in every precision and layout the variant takes (a tensor map's elements and shape
     follow them)."""
-    return [replace(ops.get(v.op).sample, dtype=d, layout=x) for d in v.dtypes for x in v.layouts_taken]
+    return [replace(ops.get(v.op).sample, dtype=d, layout=x) for d in v.scope.dtypes for x in v.scope.layouts]
 
 
 def _checklaunch_of(entry: Entry, v: Variant, c: Config, step: Step, dims) -> None:

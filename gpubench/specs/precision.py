@@ -42,7 +42,7 @@ def _macro(entry, key: str) -> str | None:
 
 
 def precisions(entry, op, runner) -> dict:
-    """The Variant fields for the table's dtypes, layouts and their macros, every rule checked."""
+    """The table's dtypes and layouts (the variant's scope) and their macros (its program's), every rule checked."""
     shape = ops.get(op).shape
     dtypes = _names(entry, "dtypes", DType, [DType.TF32.value if runner.tf32 else DType.FP32.value])
     layouts = _names(entry, "layouts", shape.LAYOUT, [shape.DEFAULT_LAYOUT.value])
@@ -63,5 +63,4 @@ def precisions(entry, op, runner) -> dict:
     if compiled and len(layouts) > 1 and not layout_define:
         entry.fail(f"layouts {', '.join(layouts)}: name the macro that tells the kernel which (layout_define = "
                    f"\"LAYOUT\" compiles it with -DLAYOUT_NT=1 ...)")
-    return {"dtypes": dtypes, "layouts": layouts if layouts != (shape.DEFAULT_LAYOUT,) else (),
-            "dtype_define": dtype_define, "layout_define": layout_define}
+    return {"dtypes": dtypes, "layouts": layouts, "dtype_define": dtype_define, "layout_define": layout_define}

@@ -12,6 +12,8 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import ClassVar, Mapping
 
+from gpubench.core.backend_kind import BackendKind
+
 
 class PlanPolicy(StrEnum):
     """How the cuDNN runner picks its plan for a problem."""
@@ -25,7 +27,7 @@ class Runner:
     """The kind of call a variant is. Subclasses set the class constants and add their options as fields."""
 
     NAME: ClassVar[str]
-    BACKEND: ClassVar[str]  # "cuda" | "cpu"
+    BACKEND: ClassVar[BackendKind]
     SOURCE: ClassVar[str | None] = None  # the suffix of the source file it runs (".cu", ".py"), if any
     USER: ClassVar[bool] = False  # a project's own variants may use it (the others are gpubench's)
     LAUNCHES: ClassVar[bool] = False  # the spec describes its main kernel's launch (kernel, args, grid, ...)
@@ -67,7 +69,7 @@ class KernelRunner(Runner):
     """A CUDA kernel of the spec's (or the user's), launched through PyCUDA, with its `before` steps."""
 
     NAME = "kernel"
-    BACKEND = "cuda"
+    BACKEND = BackendKind.CUDA
     SOURCE = ".cu"
     USER = True
     LAUNCHES = True
@@ -102,7 +104,7 @@ class CublasRunner(Runner):
     """cuBLAS's SGEMM (gemmStridedBatchedEx), the GEMM baseline."""
 
     NAME = "cublas"
-    BACKEND = "cuda"
+    BACKEND = BackendKind.CUDA
 
     @property
     def library_math(self) -> bool:
@@ -115,7 +117,7 @@ class CublasLtRunner(Runner):
     precisions cuBLAS's GemmEx does not take (fp8, int8)."""
 
     NAME = "cublaslt"
-    BACKEND = "cuda"
+    BACKEND = BackendKind.CUDA
     LIBRARY = "cublaslt"
     MISSING = "cuBLASLt is not available (pip install nvmath-python; it loads the CUDA toolkit's libcublasLt)"
 
@@ -129,7 +131,7 @@ class CudnnRunner(Runner):
     """cuDNN's forward convolution through its frontend's graph API, the convolution baseline."""
 
     NAME = "cudnn"
-    BACKEND = "cuda"
+    BACKEND = BackendKind.CUDA
     LIBRARY = "cudnn"
     MISSING = "cuDNN is not available (pip install nvidia-cudnn-frontend, with cuDNN 9 libraries)"
 
@@ -152,7 +154,7 @@ class Im2colRunner(Runner):
     cuBLAS's GEMM of the filters by that matrix. (With a GEMM of ours instead, it is a plain kernel variant.)"""
 
     NAME = "im2col"
-    BACKEND = "cuda"
+    BACKEND = BackendKind.CUDA
     SOURCE = ".cu"
     STEPS = True
     NVCC = True
@@ -173,7 +175,7 @@ class NumpyMatmul(Runner):
     """NumPy's matmul (BLAS), the CPU's GEMM baseline."""
 
     NAME = "numpy"
-    BACKEND = "cpu"
+    BACKEND = BackendKind.CPU
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ class NumpySliding(Runner):
     """The float32 sliding-window convolution of gpubench/ops/reference.py."""
 
     NAME = "numpy-sliding"
-    BACKEND = "cpu"
+    BACKEND = BackendKind.CPU
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ class NumpyIm2col(Runner):
     """The float32 im2col-and-matmul convolution of gpubench/ops/reference.py."""
 
     NAME = "numpy-im2col"
-    BACKEND = "cpu"
+    BACKEND = BackendKind.CPU
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,7 @@ class PythonRunner(Runner):
     """A project's own CPU function: the spec's arguments in order, the output written in place."""
 
     NAME = "python"
-    BACKEND = "cpu"
+    BACKEND = BackendKind.CPU
     SOURCE = ".py"
     USER = True
     ARGS = True
@@ -218,7 +220,7 @@ class PythonGpuRunner(Runner):
     calls on the current stream, which is the stream gpubench times."""
 
     NAME = "python-cuda"
-    BACKEND = "cuda"
+    BACKEND = BackendKind.CUDA
     SOURCE = ".py"
     USER = True
     ARGS = True
@@ -253,7 +255,8 @@ class PythonGpuRunner(Runner):
 RUNNERS: dict[str, type[Runner]] = {r.NAME: r for r in (KernelRunner, CublasRunner, CublasLtRunner, CudnnRunner,
                                                         Im2colRunner, NumpyMatmul, NumpySliding, NumpyIm2col,
                                                         PythonRunner, PythonGpuRunner)}
-DEFAULT = {"cuda": KernelRunner, "cpu": PythonRunner}  # a spec that names no runner: the user's own code
+# a spec that names no runner: the user's own code
+DEFAULT = {BackendKind.CUDA: KernelRunner, BackendKind.CPU: PythonRunner}
 
 
 def default(backend: str, suffix: str) -> type[Runner]:

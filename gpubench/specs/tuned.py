@@ -109,13 +109,13 @@ class Tuned:
 
     def resolve(self, variant: Variant, shape, config: Config) -> tuple[Config, Details]:
         """The configuration a point of `variant` runs at `shape`, and what to record about where it came from."""
-        if variant.axis != Axis.TUNED:
+        if variant.space.axis != Axis.TUNED:
             return config, Details()
         found = self.lookup(variant.name, shape)
         if found is None:
             return config, Details(tuned=False)
         params, path, exact = found
-        return variant.config(params), Details(tuned=True, tuned_from=str(path), tuned_exact=exact)
+        return variant.space.config(params), Details(tuned=True, tuned_from=str(path), tuned_exact=exact)
 
     def save(self, variant: str, shape, config: Config, record: dict) -> Path:
         """Keep a winner (replacing the entry for the same variant and shape) in the writable directory."""

@@ -84,7 +84,8 @@ def function(path: Path, symbol: str) -> Callable:
 
 def function_of(variant) -> Callable:
     """The function a Python variant calls: the live one it was given (the Python API), or its source's."""
-    return variant.function if variant.function is not None else function(variant.source, variant.kernel)
+    program = variant.code.program
+    return program.function if program.function is not None else function(program.source, program.kernel)
 
 
 def check(variant, configs) -> Callable:
@@ -95,14 +96,15 @@ def check(variant, configs) -> Callable:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin without a signature: nothing to check before calling it
         return fn
-    for config in configs:
-        keywords = variant.call_keywords(config)
+    program = variant.code.program
+    for config in configs:  # the variant's first precision and layout stand in for a problem's
+        keywords = variant.code.call_keywords(config, variant.scope.dtypes[0], variant.scope.layouts[0])
         try:
-            signature.bind(*variant.args, **keywords)
+            signature.bind(*program.args, **keywords)
         except TypeError as e:
-            given = ", ".join([*variant.args, *(f"{k}=" for k in keywords)])
-            raise GpubenchError(f"{variant.source or 'measure'}: {variant.kernel}{signature} cannot be called as "
-                                f"{variant.kernel}({given}), its arguments (args)"
+            given = ", ".join([*program.args, *(f"{k}=" for k in keywords)])
+            raise GpubenchError(f"{program.source or 'measure'}: {program.kernel}{signature} cannot be called as "
+                                f"{program.kernel}({given}), its arguments (args)"
                                 f"{' and configuration ' + config.label if config.values else ''}: {e}") from None
     return fn
 

@@ -1,8 +1,15 @@
 """What a benchmarked variant is, as plain data: the types that gpubench/specs/parse.py fills from kernel specs.
 
-A :class:`Variant` is one row of `gpubench list`: a hand-written kernel (its file, symbol, argument order,
-launch expressions and configurations), a library call (cuBLAS, cuDNN) or a CPU implementation. Variants are
-frozen and pickle, so the same objects travel from the command line to the worker processes that run them.
+A :class:`Variant` is one row of `gpubench list`: a hand-written kernel, a library call (cuBLAS, cuDNN) or a CPU
+implementation, keyed by (op, backend, name) and made of four parts, each holding only what it is:
+- its :class:`CatalogEntry`: summary, origin, baseline or lab;
+- its :class:`Code`, how it runs: the runner, the :class:`Program` it calls (file, symbol, argument order, build
+  target; none for a library) and the :class:`Kernels` it launches (launch expressions, `before` steps, workspace,
+  TMA descriptors);
+- its :class:`ConfigSpace`: axis, configurations, defaults, constraints and the search space;
+- its :class:`Scope`, which problems it computes: precisions, layouts, `requires` and tolerance.
+Variants are frozen and pickle, so the same objects travel from the command line to the worker processes that run
+them.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from gpubench.core import dtypes
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.expr import Expr
 from gpubench import ops
@@ -202,16 +210,115 @@ def config_label(template: str | None, params: Mapping[str, int], defaults: Mapp
 
 
 @dataclass(frozen=True)
-class Variant:
-    name: str
-    op: str  # the op's name (gpubench/ops/)
-    backend: str  # "cuda" | "cpu"
-    runner: Runner  # what runs it (a CUDA kernel, a CPU function, a library call ...), with its options
+class CatalogEntry:
+    """What `gpubench list` says of a variant besides its name: what it is, who declared it, its place in a sweep."""
+
     summary: str = ""  # one line for `gpubench list` and the README: what the variant is and what it buys
+    origin: str = "built-in"  # or the spec file that declared it ("measure" for api.measure's callable)
+    baseline: bool = False  # the library that percentages and speed-ups are measured against
+    lab: bool = False  # part of the default sweep
+
+    @property
+    def builtin(self) -> bool:
+        return self.origin == "built-in"
+
+
+@dataclass(frozen=True)
+class Program:
+    """The code a runner calls: a kernel in a .cu file, a function in a .py file, or a live callable, with the
+    order of its arguments and how a problem's precision and layout reach it."""
+
     source: Path | None = None  # the kernel's file (absolute)
     kernel: str | None = None  # the symbol in it
     args: tuple[str, ...] = ()  # the kernel's parameters in order, in gpubench's names (its op's arrays and dims)
-    launch: LaunchSpec | None = None
+    arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
+    includes: tuple[Path, ...] = ()  # extra -I directories
+    dtype_define: str | None = None  # a kernel gets its element type as -D<this>=<C type> (and <this>_OUT)
+    layout_define: str | None = None  # ... and its layout as -D<this>_<LAYOUT>=1 (-DLAYOUT_NT=1)
+    function: Callable | None = field(default=None, compare=False)  # a live callable (gpubench.api's measure, run
+    # in its caller's process) in place of source and kernel
+
+    def fingerprint(self) -> str | None:
+        """sha256 of the kernel's source, so saved runs can tell when it changed (None without a file)."""
+        if self.source is None or not self.source.is_file():
+            return None
+        return hashlib.sha256(self.source.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The CUDA kernels one call launches: the `before` steps, then the main kernel (none ahead of a library call,
+    such as im2col's unfold before cuBLAS), the float32 scratch arrays they share and the TMA descriptors passed to
+    them."""
+
+    launch: LaunchSpec | None = None  # the main kernel's (the program's kernel and args)
+    before: tuple[Step, ...] = ()  # kernels from the same source launched first, in order, on every call
+    workspace: tuple[tuple[str, Expr], ...] = ()  # float32 scratch arrays the kernels share: name, elements
+    tensor_maps: tuple[TensorMap, ...] = ()  # TMA descriptors built on the host and passed by value as args
+
+
+@dataclass(frozen=True)
+class Code:
+    """How a variant runs: its runner (a CUDA kernel, a CPU function, a library call ...), the program the runner
+    calls (none for a library) and the kernels it launches (CUDA kernel and im2col variants only)."""
+
+    runner: Runner
+    program: Program | None = None
+    kernels: Kernels | None = None
+
+    @property
+    def launch(self) -> LaunchSpec | None:
+        return self.kernels.launch if self.kernels is not None else None
+
+    def steps(self) -> tuple[Step, ...]:
+        """Every kernel one call launches, in order: the `before` steps, then the main kernel."""
+        assert self.kernels is not None, "a variant without kernels has no steps"
+        k = self.kernels
+        if k.launch is None:  # steps ahead of a library call (im2col's unfold before cuBLAS)
+            assert k.before, "a variant of no kernel"
+            return k.before
+        return (*k.before, Step(self.program.kernel, self.program.args, k.launch))
+
+    def launch_for(self, dims: Mapping[str, int], config: Config) -> Launch:
+        assert self.launch is not None, "a variant without a main kernel has no launch"
+        return self.launch.resolve({**dims, **config.values})
+
+    def workspace_sizes(self, dims: Mapping[str, int], config: Config) -> dict[str, int]:
+        """Each scratch array's length in float32 elements, for this problem and configuration."""
+        values = {**dims, **config.values}
+        return {name: size(values) for name, size in (self.kernels.workspace if self.kernels else ())}
+
+    def defines(self, config: Config, dtype=None, layout=None) -> dict:
+        """The -D defines of one build: the configuration's parameters and, where the program names a macro for
+        them, the dtype's element types (-DELEM=__half -DELEM_OUT=__half) and the layout (-DLAYOUT_NT=1)."""
+        params = dict(config.params) if self.runner.COMPILES_CONFIG else {}
+        program = self.program or Program()
+        if program.dtype_define and dtype is not None:
+            p = PRECISIONS[dtype]
+            params.update({program.dtype_define: p.c_type, f"{program.dtype_define}_OUT": p.c_out_type})
+        if program.layout_define and layout is not None:
+            params[f"{program.layout_define}_{str(layout).upper()}"] = 1
+        return params
+
+    def call_keywords(self, config: Config, dtype, layout) -> dict:
+        """What a Python function gets as keywords: its configuration's parameters and, where the program names a
+        keyword for them, the problem's precision and layout by name (dtype_define = "precision":
+        precision="tf32")."""
+        keywords = dict(config.params)
+        program = self.program or Program()
+        if program.dtype_define:
+            keywords[program.dtype_define] = str(dtype)
+        if program.layout_define:
+            keywords[program.layout_define] = str(layout)
+        return keywords
+
+
+@dataclass(frozen=True)
+class ConfigSpace:
+    """A variant's own axis: where its configurations come from, the parameters each gets, the conditions they
+    meet (over the parameters and the main launch's `threads` and `shared`) and the space `gpubench tune`
+    samples."""
+
     axis: Axis = Axis.NONE
     configs: tuple[Config, ...] = (NO_CONFIG,)
     define: str = "BLOCK"  # the macro a block-axis configuration sets
@@ -219,77 +326,7 @@ class Variant:
     label: str | None = None  # label template for configurations (tuned ones included)
     constraints: tuple[Expr, ...] = ()  # conditions on a configuration's parameters, `threads` and `shared`
     search: tuple[tuple[str, tuple[int, ...]], ...] = ()  # the space `gpubench tune` samples
-    tolerance: float | None = None  # the spec's own bound on rel_err; None: the error model's (dtypes.tolerance)
-    arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
-    lab: bool = False  # part of the default sweep
-    baseline: bool = False  # the library that percentages and speed-ups are measured against
-    includes: tuple[Path, ...] = ()  # extra -I directories
-    before: tuple[Step, ...] = ()  # kernels from the same source launched first, in order, on every call
-    workspace: tuple[tuple[str, Expr], ...] = ()  # float32 scratch arrays the kernels share: name, elements
-    requires: tuple[Expr, ...] = ()  # conditions on the problem; a point outside them is skipped, saying why
-    tensor_maps: tuple[TensorMap, ...] = ()  # TMA descriptors built on the host and passed by value as args
-    origin: str = "built-in"  # or the spec file that declared it
-    dtypes: tuple[DType, ...] = (DType.FP32,)  # the precisions it computes in
-    layouts: tuple[str, ...] = ()  # the memory layouts it reads and writes (empty: the op's default only)
-    dtype_define: str | None = None  # a kernel gets its element type as -D<this>=<C type> (and <this>_OUT)
-    layout_define: str | None = None  # ... and its layout as -D<this>_<LAYOUT>=1 (-DLAYOUT_NT=1)
-    function: Callable | None = field(default=None, compare=False)  # a live callable (gpubench.api's measure, run
-    # in its caller's process) in place of source and kernel
-
-    @property
-    def builtin(self) -> bool:
-        return self.origin == "built-in"
-
-    @property
-    def tf32(self) -> bool:
-        return self.runner.tf32
-
-    def takes(self, shape) -> str | None:
-        """Why this variant cannot compute the shape's precision or layout (None if it can)."""
-        if shape.dtype not in self.dtypes:
-            return f"{self.name} computes in {', '.join(self.dtypes)}, not {shape.dtype}"
-        if shape.layout not in self.layouts_taken:
-            return f"{self.name} takes the layout(s) {', '.join(self.layouts_taken)}, not {shape.layout}"
-        return None
-
-    @property
-    def layouts_taken(self) -> tuple:
-        return self.layouts or (ops.get(self.op).shape.DEFAULT_LAYOUT,)
-
-    def tolerance_for(self, shape) -> float:
-        """The largest rel_err this variant may have on the shape: its spec's, else its op's, else the error
-        model's."""
-        if self.tolerance is not None:
-            return self.tolerance
-        own = ops.of(shape).tolerance_for(shape.dtype)
-        return own if own is not None else dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
-
-    def compile_params(self, config: Config, shape=None) -> dict:
-        """The -D defines of one build for a problem: the configuration's parameters and, where the spec names a
-        macro for them, the dtype's element types (-DELEM=__half -DELEM_OUT=__half) and the layout
-        (-DLAYOUT_NT=1)."""
-        return self._defines(config, shape.dtype if shape is not None else None,
-                             shape.layout if shape is not None else None)
-
-    def _defines(self, config: Config, dtype, layout) -> dict:
-        params = dict(config.params) if self.runner.COMPILES_CONFIG else {}
-        if self.dtype_define and dtype is not None:
-            p = PRECISIONS[dtype]
-            params.update({self.dtype_define: p.c_type, f"{self.dtype_define}_OUT": p.c_out_type})
-        if self.layout_define and layout is not None:
-            params[f"{self.layout_define}_{str(layout).upper()}"] = 1
-        return params
-
-    def call_keywords(self, config: Config, shape=None) -> dict:
-        """What a Python function gets as keywords: its configuration's parameters and, where the spec names a
-        keyword for them, the problem's precision and layout by name (dtype_define = "precision": precision="tf32").
-        Without a shape, the variant's first precision and layout stand in (to check a signature)."""
-        keywords = dict(config.params)
-        if self.dtype_define:
-            keywords[self.dtype_define] = str(shape.dtype if shape is not None else self.dtypes[0])
-        if self.layout_define:
-            keywords[self.layout_define] = str(shape.layout if shape is not None else self.layouts_taken[0])
-        return keywords
+    launch: LaunchSpec | None = None  # the main launch, whose `threads` and `shared` the constraints may name
 
     def configs_for(self, block_sizes: tuple[int, ...]) -> tuple[Config, ...]:
         """The configurations a sweep runs (a tuned variant's one is replaced per shape before it runs)."""
@@ -298,34 +335,11 @@ class Variant:
         return self.configs
 
     def config(self, params: Mapping[str, int]) -> Config:
-        """A configuration from parameters: the variant's defaults filled in, labelled by its template."""
+        """A configuration from parameters: the defaults filled in, labelled by the template."""
         full = {**dict(self.defaults), **params}
         if self.axis == Axis.BLOCK:
             return Config(str(params[self.define]), tuple(full.items()))
         return Config(config_label(self.label, full, dict(self.defaults)), tuple(full.items()))
-
-    def launch_for(self, dims: Mapping[str, int], config: Config) -> Launch:
-        assert self.launch is not None, f"{self.name} has no launch"
-        return self.launch.resolve({**dims, **config.values})
-
-    def steps(self) -> tuple[Step, ...]:
-        """Every kernel one call launches, in order: the `before` steps, then the main kernel."""
-        if self.launch is None:  # steps ahead of a library call (im2col's unfold before cuBLAS)
-            assert self.before, f"{self.name} has no kernel"
-            return self.before
-        return (*self.before, Step(self.kernel, self.args, self.launch))
-
-    def workspace_sizes(self, dims: Mapping[str, int], config: Config) -> dict[str, int]:
-        """Each scratch array's length in float32 elements, for this problem and configuration."""
-        values = {**dims, **config.values}
-        return {name: size(values) for name, size in self.workspace}
-
-    def unfit(self, dims: Mapping[str, int]) -> str | None:
-        """Why this variant cannot run a problem (the first `requires` condition it breaks), or None."""
-        for r in self.requires:
-            if not r(dims):
-                return f"{self.name} requires {r.text}"
-        return None
 
     def satisfies(self, config: Config) -> str | None:
         """The first constraint this configuration breaks (its text), or None."""
@@ -348,35 +362,88 @@ class Variant:
                 broken.append(c.text)
         return broken
 
+
+@dataclass(frozen=True)
+class Scope:
+    """Which problems a variant computes: its precisions and layouts, the conditions on a problem's dims, and the
+    largest rel_err it may have."""
+
+    layouts: tuple[str, ...]  # the memory layouts it reads and writes (at least the op's default)
+    dtypes: tuple[DType, ...] = (DType.FP32,)  # the precisions it computes in
+    requires: tuple[Expr, ...] = ()  # conditions on the problem; a point outside them is skipped, saying why
+    tolerance: float | None = None  # the spec's own bound on rel_err; None: the error model's (dtypes.tolerance)
+
+    def takes(self, shape) -> str | None:
+        """Why the variant cannot compute the shape's precision or layout (None if it can)."""
+        if shape.dtype not in self.dtypes:
+            return f"computes in {', '.join(self.dtypes)}, not {shape.dtype}"
+        if shape.layout not in self.layouts:
+            return f"takes the layout(s) {', '.join(self.layouts)}, not {shape.layout}"
+        return None
+
+    def unfit(self, dims: Mapping[str, int]) -> str | None:
+        """Why the variant cannot run a problem ("requires" and the first condition it breaks), or None."""
+        for r in self.requires:
+            if not r(dims):
+                return f"requires {r.text}"
+        return None
+
+    def tolerance_for(self, shape) -> float:
+        """The largest rel_err the variant may have on the shape: its spec's, else the error model's."""
+        if self.tolerance is not None:
+            return self.tolerance
+        own = ops.of(shape).tolerance_for(shape.dtype)  # an op's own (a project's op may set one)
+        return own if own is not None else dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
+
+
+def default_scope(op: str) -> Scope:
+    """FP32 in the op's default layout, any problem, the error model's tolerance."""
+    return Scope(layouts=(ops.get(op).shape.DEFAULT_LAYOUT,))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of `gpubench list`, keyed by (op, backend, name): its catalogue entry, how it runs, its
+    configurations and which problems it computes."""
+
+    name: str
+    op: str  # the op's name (gpubench/ops/)
+    backend: BackendKind
+    code: Code
+    entry: CatalogEntry = CatalogEntry()
+    space: ConfigSpace = ConfigSpace()
+    scope: Scope | None = None  # None: default_scope(op)
+
+    def __post_init__(self):
+        if self.scope is None:
+            object.__setattr__(self, "scope", default_scope(self.op))
+
     def builds(self, config: Config, device_arch: str, shape=None) -> list[tuple[Path, tuple, str, tuple]]:
         """The nvcc compilations this configuration needs on a device for a problem (its dtype and layout may be
         compile-time choices): (source, defines, arch, includes) each. Without a problem, one per precision and
         layout the variant takes where those are compile-time choices (what `gpubench check` and CI compile). None
         for a variant pinned to another architecture (it is skipped there, not compiled)."""
-        if self.backend != "cuda" or self.source is None or not self.runner.NVCC:
+        program = self.code.program
+        if self.backend != BackendKind.CUDA or program is None or program.source is None or not self.code.runner.NVCC:
             return []
-        arch = self.arch or device_arch
+        arch = program.arch or device_arch
         if not arch.startswith(device_arch):
             return []
         if shape is not None:
             choices = [(shape.dtype, shape.layout)]
         else:
-            choices = [(d if self.dtype_define else None, x if self.layout_define else None)
-                       for d in self.dtypes for x in self.layouts_taken]
-        defines = dict.fromkeys(tuple(self._defines(config, d, x).items()) for d, x in choices)
-        return [(self.source, d, arch, self.includes) for d in defines]
-
-    def fingerprint(self) -> str | None:
-        """sha256 of the kernel's source, so saved runs can tell when it changed (None for library variants)."""
-        if self.source is None or not self.source.is_file():
-            return None
-        return hashlib.sha256(self.source.read_bytes()).hexdigest()
+            choices = [(d if program.dtype_define else None, x if program.layout_define else None)
+                       for d in self.scope.dtypes for x in self.scope.layouts]
+        defines = dict.fromkeys(tuple(self.code.defines(config, d, x).items()) for d, x in choices)
+        return [(program.source, d, arch, program.includes) for d in defines]
 
     def record(self) -> dict:
         """What a saved run keeps about this variant, for readers that do not have today's code."""
+        source = self.code.program.source if self.code.program else None
         return {
-            "op": self.op, "name": self.name, "backend": self.backend, "runner": self.runner.NAME, "summary": self.summary,
-            "baseline": self.baseline, "origin": self.origin, "tolerance": self.tolerance,
-            "dtypes": [str(d) for d in self.dtypes], "layouts": [str(x) for x in self.layouts_taken],
-            "source": str(self.source) if self.source else None, "sha256": self.fingerprint(),
+            "op": self.op, "name": self.name, "backend": self.backend, "runner": self.code.runner.NAME,
+            "summary": self.entry.summary, "baseline": self.entry.baseline, "origin": self.entry.origin,
+            "tolerance": self.scope.tolerance, "dtypes": [str(d) for d in self.scope.dtypes],
+            "layouts": [str(x) for x in self.scope.layouts], "source": str(source) if source else None,
+            "sha256": self.code.program.fingerprint() if self.code.program else None,
         }

@@ -154,7 +154,8 @@ def _revisions(catalog, op: str, backend: str, revs: list[str], file: str, args:
     for i, rev in enumerate(revs):
         written = materialise(rev, path, scratch / f"r{i}")
         (v,) = plan.lab_kernels(catalog, op, backend, [f"rev{i}={written}:{symbol}"], args, dtypes)
-        sides.append(Side(replace(v, includes=(*v.includes, path.parent)), f"{rev}:{path.name}"))
+        program = replace(v.code.program, includes=(*v.code.program.includes, path.parent))
+        sides.append(Side(replace(v, code=replace(v.code, program=program)), f"{rev}:{path.name}"))
     return sides
 
 
@@ -200,10 +201,10 @@ def _ambiguous(names, found) -> str:
 
 def config_of(side: Side, block: int):
     """The side's configuration: the one named after @, or its first (a block-axis variant: `block`)."""
-    configs = side.variant.configs_for((block,))
+    configs = side.variant.space.configs_for((block,))
     if side.config_label is None:
         return configs[0]
-    every = side.variant.configs_for(plan.DEFAULTS.block_sizes + (block,))
+    every = side.variant.space.configs_for(plan.DEFAULTS.block_sizes + (block,))
     chosen = next((c for c in every if c.label == side.config_label), None)
     if chosen is None:
         raise GpubenchError(f"ab: {side.variant.name} has no configuration {side.config_label!r}; it has "
@@ -265,9 +266,9 @@ def run_ab(request: ABRequest) -> ABOutcome:
         for s in sides:
             if s.variant.op != op:
                 raise GpubenchError(f"ab: {s.asked} is a {s.variant.op} variant, not {op}")
-            why = s.variant.takes(shape)
+            why = s.variant.scope.takes(shape)
             if why is not None:
-                raise GpubenchError(f"ab: {why}")
+                raise GpubenchError(f"ab: {s.variant.name} {why}")
         configs = [config_of(s, request.block) for s in sides]
         named = [replace(s.variant, name=f"{tag}: {s.variant.name}") for tag, s in zip(SIDES, sides)]
         points = tuple(PointTask(i, v, c, request.policy) for i, (v, c) in enumerate(zip(named, configs)))

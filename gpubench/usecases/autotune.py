@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.core import environment
@@ -24,7 +25,7 @@ from gpubench.execution.tasks import PointTask, ShapeTask
 from gpubench.measure.timing import TimingPolicy
 from gpubench.specs.tuned import Tuned
 from gpubench.specs.variant import Config, Variant
-from gpubench.core.gpus import GpuSelection
+from gpubench.planning.plan import Spread
 
 SEARCH_POLICY = TimingPolicy(warmup=2, reps=10, min_reps=5, budget_s=0.3)
 REFINE_FROM = 2  # local search: the neighbours of this many of the best configurations, per round
@@ -32,13 +33,13 @@ REFINE_FROM = 2  # local search: the neighbours of this many of the best configu
 
 def space(variant: Variant) -> list[Config]:
     """Every configuration of the variant's search space that meets its constraints."""
-    if not variant.search:
+    if not variant.space.search:
         raise GpubenchError(f"variant {variant.name!r} has no search space ([variant.search] in its spec) to tune")
-    names = [k for k, _ in variant.search]
+    names = [k for k, _ in variant.space.search]
     out = []
-    for values in itertools.product(*(v for _, v in variant.search)):
-        config = variant.config(dict(zip(names, values)))
-        if variant.satisfies(config) is None:
+    for values in itertools.product(*(v for _, v in variant.space.search)):
+        config = variant.space.config(dict(zip(names, values)))
+        if variant.space.satisfies(config) is None:
             out.append(config)
     return out
 
@@ -47,7 +48,7 @@ def candidates(variant: Variant, count: int, seed: int = 0) -> list[Config]:
     """The variant's own configuration first, then a reproducible sample of the valid search space."""
     valid = space(variant)
     random.Random(seed).shuffle(valid)
-    chosen = {c.label: c for c in variant.configs}
+    chosen = {c.label: c for c in variant.space.configs}
     for c in valid:
         if len(chosen) >= count:
             break
@@ -58,11 +59,11 @@ def candidates(variant: Variant, count: int, seed: int = 0) -> list[Config]:
 def neighbours(variant: Variant, config: Config) -> list[Config]:
     """Every valid configuration that differs from this one in exactly one searched parameter."""
     out = []
-    for key, values in variant.search:
+    for key, values in variant.space.search:
         for value in values:
             if value != config.values.get(key):
-                c = variant.config({**config.values, key: value})
-                if variant.satisfies(c) is None:
+                c = variant.space.config({**config.values, key: value})
+                if variant.space.satisfies(c) is None:
                     out.append(c)
     return out
 
@@ -110,10 +111,18 @@ def search(executor, variant: Variant, shape, seed: int, configs: list[Config], 
     return ranked[0], ranked
 
 
-def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, timeout_s: float,
-        tuned_dir: Path | None, out, gpus: GpuSelection | None = None, scheduler: str | None = None) -> Path:
-    """Tune `variant` for each shape on this machine's GPU (or spread over several: gpus/scheduler, all of one
-    model); returns the file the winners went to."""
+@dataclass(frozen=True)
+class Search:
+    """How hard `gpubench tune` looks: configurations sampled from the space, then rounds of local search."""
+
+    candidates: int
+    refine: int
+
+
+def run(variant: Variant, shapes: list, search_for: Search, seed: int, timeout_s: float, tuned_dir: Path | None,
+        out, spread: Spread = Spread()) -> Path:
+    """Tune `variant` for each shape on this machine's GPU (or spread over several: spread's gpus or scheduler,
+    all of one model); returns the file the winners went to."""
     best_ms: dict = {}
 
     def report(shape, config, point):
@@ -124,8 +133,9 @@ def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, time
             out.print(escape(f"{shape.label} {config.label}: {point.median_ms:.3f} ms, {point.gflops:,.0f} GFLOPS "
                              "(best so far)"))
 
-    configs = candidates(variant, count, seed)
-    with open_executor(variant.backend, timeout_s=timeout_s, gpus=gpus, scheduler=scheduler) as executor:
+    configs = candidates(variant, search_for.candidates, seed)
+    with open_executor(variant.backend, timeout_s=timeout_s, gpus=spread.gpus,
+                       scheduler=spread.scheduler) as executor:
         info = executor.start()
         shares = len(getattr(executor, "workers", None) or [0])
         models = {w["device"] for w in (getattr(executor, "workers", None) or {"": info}).values()}
@@ -134,7 +144,8 @@ def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, time
         store = Tuned(info["device"], tuned_dir)
         path = None
         for i, shape in enumerate(shapes):
-            (ms, winner), ranked = search(executor, variant, shape, seed + i, configs, refine, info.get("arch"),
+            (ms, winner), ranked = search(executor, variant, shape, seed + i, configs, search_for.refine,
+                                          info.get("arch"),
                                           report, shares)
             path = store.save(variant.name, shape, winner, {
                 "ms": ms, "gflops": shape.flops / ms / 1e6, "tried": len(ranked),

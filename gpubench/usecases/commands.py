@@ -15,6 +15,7 @@ from rich.console import Console
 from gpubench.execution import nvcc
 from gpubench.planning import plan
 from gpubench.specs import user_code
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError, NoDevice
 from gpubench.core.paths import shown_path, temporary
 from gpubench.core.exit_codes import Exit
@@ -28,6 +29,8 @@ from gpubench.usecases import profiling
 from gpubench.usecases.profiling import Profiling
 from gpubench.usecases.session import Display, RunOutcome, RunRequest, check_output, run_sweeps
 from gpubench.specs.variant import Variant
+from gpubench.planning.settings import Selection, Settings
+from gpubench.usecases import autotune
 
 
 def environment(backend: str) -> dict:
@@ -45,8 +48,8 @@ def check_kernels(variants: list[Variant], archs: list[str], block_sizes: tuple[
     error or None) per build. Needs nvcc, not a GPU: what a project's CI runs."""
     rows = []
     for v in variants:
-        for c in v.configs_for(block_sizes):
-            for arch in ([v.arch] if v.arch else archs):
+        for c in v.space.configs_for(block_sizes):
+            for arch in ([v.code.program.arch] if v.code.program and v.code.program.arch else archs):
                 failures = nvcc.compile_all(v.builds(c, arch))
                 rows.append((v, c, arch, failures[0][1] if failures else None))
     return rows
@@ -70,42 +73,37 @@ def _catalog(project: Project):
     return Catalog.with_user(project.variants)
 
 
-def run_op(op: str, shapes: list, *, variants: list[str] | None, block_sizes: tuple[int, ...], block_sizes_given: bool,
-           kernels, kernel_args: str | None, warmup: int, reps: int, budget: float, max_noise: float | None,
-           max_time: float, no_flush: bool, decide: float | None, discard_throttled: bool, output: str | None,
-           force: bool, backend: str, seed: int, tf32: bool, timeout: float, config: str | None, gpus: str | None,
-           scheduler: str | None, replicate: bool, slow_threshold: float | None, display: Display, dtype: str | None = None,
-           layout: str | None = None, pace: str | None = None, settle: float | None = None,
-           cooldown: float | None = None, processes: int | None = None, clock: str | None = None,
-           graph: int | None = None, profile: Profiling = Profiling.OFF) -> RunOutcome:
+def _request(sweeps: list, label: str, settings: Settings, proj: Project,
+             profile: Profiling = Profiling.OFF) -> RunRequest:
+    run, out = settings.run, settings.output
+    return RunRequest(sweeps, label, run.backend, plan.check_seed(run.seed), out.output, out.force,
+                      plan.check_timeout(run.timeout), proj, spread=settings.spread, profile=profile)
+
+
+def run_op(op: str, shapes: list, selection: Selection, settings: Settings, display: Display,
+           profile: Profiling = Profiling.OFF) -> RunOutcome:
     """`gpubench gemm|conv|sweep OP`: one sweep of the op over the shapes in each asked precision and layout, checked
-    by the plan, run, saved and shown."""
+    by the plan, run, saved and shown (and, with `profile`, each point's timed call profiled)."""
     from gpubench.specs import project as projects
+
+    asked_names, backend = selection.variants, settings.run.backend
     note = profiling.check(profile, backend)
-    dtypes, layouts = plan.dtypes_asked(dtype, tf32), plan.layouts_asked(layout, op)
-    proj = projects.load(config)
+    dtypes, layouts = plan.dtypes_asked(selection.dtype, settings.run.tf32), plan.layouts_asked(selection.layout, op)
+    proj = projects.load(settings.run.config)
     catalog = _catalog(proj)
-    mine = plan.lab_kernels(catalog, op, backend, kernels, kernel_args, dtypes)
-    chosen = plan.variants(catalog, op, backend, variants, "--variants", mine)
-    asked = plan.precisions(chosen, dtypes, layouts, named=set(variants or []) | {v.name for v in mine},
+    mine = plan.lab_kernels(catalog, op, backend, selection.kernels, selection.kernel_args, dtypes)
+    chosen = plan.variants(catalog, op, backend, asked_names, "--variants", mine)
+    asked = plan.precisions(chosen, dtypes, layouts, named=set(asked_names or []) | {v.name for v in mine},
                             where="--dtype/--layout")
-    if block_sizes_given:
+    if selection.block_sizes_given:
         plan.check_block_option(chosen, "--block-sizes")
-    timing = plan.policy(warmup=warmup, reps=reps, budget=budget, max_noise=max_noise, max_time=max_time,
-                         flush=not no_flush, decide=decide if decide is not None else plan.default_decide(backend),
-                         discard_throttled=discard_throttled, pace=pace or plan.DEFAULTS.timing.pace,
-                         settle=settle if settle is not None else plan.DEFAULTS.timing.settle_s,
-                         cooldown=cooldown if cooldown is not None else plan.DEFAULTS.timing.cooldown_s,
-                         processes=processes if processes is not None else plan.DEFAULTS.timing.processes,
-                         clock=clock or plan.DEFAULTS.timing.clocks, graph=graph or 0)
-    plan.check_settle(settle, [timing])
+    timing = settings.timing.policy(backend)
+    settings.timing.check_settle([timing])
     plan.check_graph(backend, [timing])
-    sweep = plan.sweep(op, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts), block_sizes,
-                       timing, [*asked.skipped, *plan.left_out(catalog, op, backend, variants)])
-    request = RunRequest([sweep], op, backend, plan.check_seed(seed), output, force,
-                         plan.check_timeout(timeout), proj,
-                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)
-    return _noted(run_sweeps(request, display), note, profile)
+    sweep = plan.sweep(op, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts),
+                       selection.block_sizes, timing,
+                       [*asked.skipped, *plan.left_out(catalog, op, backend, asked_names)])
+    return _noted(run_sweeps(_request([sweep], op, settings, proj, profile), display), note, profile)
 
 
 def _noted(outcome: RunOutcome, note: str | None, profile: Profiling) -> RunOutcome:
@@ -148,29 +146,19 @@ def op_problems(name: str, args: list[str], config: str | None) -> tuple[str, li
     return op.name, shapes
 
 
-def run_suite(suite: str, *, output: str | None, force: bool, backend: str, seed: int, tf32: bool, timeout: float,
-              config: str | None, max_noise: float | None, max_time: float | None, decide: float | None,
-              discard_throttled: bool, gpus: str | None, scheduler: str | None, replicate: bool,
-              slow_threshold: float | None, display: Display, pace: str | None = None,
-              settle: float | None = None, cooldown: float | None = None,
-              processes: int | None = None, clock: str | None = None, graph: int | None = None,
-              profile: Profiling = Profiling.OFF) -> RunOutcome:
+def run_suite(suite: str, settings: Settings, display: Display, profile: Profiling = Profiling.OFF) -> RunOutcome:
     """`gpubench run SUITE`: a suite's sweeps (with the command line's sampling and pace for each) into one file."""
     from gpubench.specs import project as projects
     from gpubench.planning import suites
-    note = profiling.check(profile, backend)
-    proj = projects.load(config)
-    s = suites.load(suite, backend, _catalog(proj), tf32=tf32)
+
+    note = profiling.check(profile, settings.run.backend)
+    proj = projects.load(settings.run.config)
+    s = suites.load(suite, settings.run.backend, _catalog(proj), tf32=settings.run.tf32)
     for sw in s.sweeps:
-        sw.policy = plan.overridden(sw.policy, max_noise=max_noise, max_time=max_time, decide=decide,
-                                    discard_throttled=discard_throttled, pace=pace, settle=settle,
-                                    cooldown=cooldown, processes=processes, clock=clock, graph=graph)
-    plan.check_settle(settle, [sw.policy for sw in s.sweeps])
-    plan.check_graph(backend, [sw.policy for sw in s.sweeps])
-    request = RunRequest(s.sweeps, s.name, backend, plan.check_seed(seed),
-                         output, force, plan.check_timeout(timeout), proj,
-                         spread=plan.Spread.from_options(gpus, scheduler, replicate, slow_threshold), profile=profile)
-    return _noted(run_sweeps(request, display), note, profile)
+        sw.policy = settings.timing.over(sw.policy)
+    settings.timing.check_settle([sw.policy for sw in s.sweeps])
+    plan.check_graph(settings.run.backend, [sw.policy for sw in s.sweeps])
+    return _noted(run_sweeps(_request(s.sweeps, s.name, settings, proj, profile), display), note, profile)
 
 
 @dataclass(frozen=True)
@@ -249,26 +237,25 @@ def check_project(config: str | None, arch: str, builtin: bool, block_sizes: tup
     proj = projects.load(config)
     archs = arch_list(arch)
     for v in proj.variants:  # the project's Python functions: imported, their signatures checked (no GPU needed)
-        if v.runner.FUNCTION:
-            user_code.check(v, v.configs_for(block_sizes))
-    variants = [v for v in _catalog(proj).all if v.backend == "cuda" and v.source and (builtin or not v.builtin)]
+        if v.code.runner.FUNCTION:
+            user_code.check(v, v.space.configs_for(block_sizes))
+    variants = [v for v in _catalog(proj).all if v.backend == BackendKind.CUDA and v.code.program
+                and v.code.program.source and (builtin or not v.entry.builtin)]
     if variants and nvcc.find_nvcc() is None:
         raise GpubenchError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")
     return proj, check_kernels(variants, archs, block_sizes) if variants else []
 
 
-def tune(op: str, variant: str, shapes: list, *, candidates: int, refine: int, seed: int, timeout: float,
-         gpus: str | None, scheduler: str | None, config: str | None, out: Console) -> Path:
+def tune(op: str, variant: str, shapes: list, search: autotune.Search, settings: Settings, out: Console) -> Path:
     """`gpubench tune OP`: search the variant's space per shape; returns the file the winners went to."""
-    from gpubench.usecases import autotune
     from gpubench.specs import project as projects
 
-    proj = projects.load(config)
-    target = _catalog(proj).get(op, "cuda", variant)
-    spread = plan.Spread.from_options(gpus, scheduler)
+    proj = projects.load(settings.run.config)
+    target = _catalog(proj).get(op, BackendKind.CUDA, variant)
+    run = settings.run
     try:
-        return autotune.run(target, shapes, candidates, refine, plan.check_seed(seed), plan.check_timeout(timeout),
-                            proj.tuned_dir, out, gpus=spread.gpus, scheduler=spread.scheduler)
+        return autotune.run(target, shapes, search, plan.check_seed(run.seed), plan.check_timeout(run.timeout),
+                            proj.tuned_dir, out, settings.spread)
     except NoDevice as e:  # tune has no CPU backend to suggest
         raise GpubenchError(f"{e.args[0]} (`gpubench tune` searches on an NVIDIA GPU; it has no CPU "
                             "backend)") from None

@@ -20,6 +20,7 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Callable
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
 from gpubench.execution import profiled
 from gpubench.execution.profiled import ProfileOptions
@@ -46,7 +47,7 @@ def check(mode: Profiling, backend: str) -> str | None:
     `--profile` will not (None: go ahead)."""
     if mode == Profiling.OFF:
         return None
-    if backend == "cpu":
+    if backend == BackendKind.CPU:
         if mode == Profiling.ASKED:
             raise GpubenchError("gpubench profile needs the cuda backend: the CPU backend has no GPU kernels for "
                                 "Nsight Compute to profile")

@@ -18,6 +18,7 @@ from typing import Callable, ContextManager, Protocol
 from datetime import datetime
 from pathlib import Path
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench import results
 from gpubench.execution import nvcc
 from gpubench.core import paths
@@ -117,7 +118,7 @@ def default_output(device: str, label: str, claims: ExitStack) -> Path:
 class RunRequest:
     sweeps: list[sweep.Sweep]
     label: str
-    backend: str = "cuda"
+    backend: BackendKind = BackendKind.CUDA
     seed: int = 0
     output: str | None = None
     force: bool = False
@@ -151,7 +152,7 @@ def device_launches(task: ShapeTask, point, info: dict):
     """Each launch one point's call makes on this device: its steps' grids and blocks for the task's problem, a
     persistent grid sized by the device's multiprocessor count (`sms`)."""
     dims = {**task.shape.dims(), SMS: info.get("sms", 1)}
-    return [s.launch_for(dims, point.config) for s in point.variant.steps()]
+    return [s.launch_for(dims, point.config) for s in point.variant.code.steps()]
 
 
 def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> None:
@@ -159,12 +160,12 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
     limit = info.get("max_threads")
     for task in work:
         for p in task.points:
-            if limit is None or not (p.variant.launch or p.variant.before):
+            if limit is None or p.variant.code.kernels is None:
                 continue
             launch = max(device_launches(task, p, info), key=lambda la: la.threads)
             if launch.threads > limit:
-                where = "--block-sizes" if p.variant.axis == "block" else f"{p.variant.origin}: variant " \
-                                                                          f"{p.variant.name!r}"
+                where = "--block-sizes" if p.variant.space.axis == "block" else \
+                    f"{p.variant.entry.origin}: variant {p.variant.name!r}"
                 raise GpubenchError(f"{where}: configuration {p.config.label} launches blocks of {launch.threads} "
                                     f"threads; this GPU allows at most {limit}")
     computes = info.get("dtypes")  # a GPU says which precisions it has tensor cores for (fp8: Ada, Hopper and later)
@@ -175,8 +176,9 @@ def check_device(work: list[ShapeTask], info: dict, variants: list[Variant]) -> 
                                     f"{info.get('arch')}) does not have; it computes in {', '.join(computes)}")
     libraries = info.get("libraries", {})
     for v in variants:
-        if v.runner.LIBRARY is not None and libraries.get(v.runner.LIBRARY) is None and info.get("arch"):
-            raise GpubenchError(f"{v.runner.MISSING}: install it, or leave out the {v.runner.NAME} variants with "
+        runner = v.code.runner
+        if runner.LIBRARY is not None and libraries.get(runner.LIBRARY) is None and info.get("arch"):
+            raise GpubenchError(f"{runner.MISSING}: install it, or leave out the {runner.NAME} variants with "
                                 "--variants")
 
 
@@ -200,7 +202,7 @@ def start_while_compiling(worker, request: RunRequest) -> dict:
     process, a CUDA context) overlap, and precompile() afterwards finds every kernel in the cache. A kernel nvcc
     rejects is left for precompile() to report, for the architecture the worker gives. (Tuned configurations are
     resolved once the worker has named its device: those alone are compiled after it starts.)"""
-    arch = telemetry.one_arch() if request.backend == "cuda" else None
+    arch = telemetry.one_arch() if request.backend == BackendKind.CUDA else None
     if arch is None:
         return worker.start()
     with ThreadPoolExecutor(1) as pool:
@@ -265,7 +267,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
     with request.executor() as worker:
         with phases.phase("start worker"):
             info = start_while_compiling(worker, request)
-        tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == "cuda" else None
+        tuned = Tuned(info["device"], request.project.tuned_dir) if request.backend == BackendKind.CUDA else None
         work = sweep.tasks(request.sweeps, request.seed, tuned.resolve if tuned else sweep.as_is)
         check_device(work, info, variants)
         with phases.phase("precompile"):
@@ -327,7 +329,7 @@ def _profiled(request: RunRequest, run: Run, work: list[ShapeTask], info: dict, 
     to show. Ctrl-C here keeps the profiles taken so far: the file stays complete."""
     from gpubench.usecases import profiling
 
-    if request.profile == Profiling.OFF or request.backend == "cpu":
+    if request.profile == Profiling.OFF or request.backend == BackendKind.CPU:
         return []
     how = profiling.options(info.get("arch"), request.timeout_s)
     save = lambda: results.save(run, writer.path)  # noqa: E731

@@ -22,6 +22,8 @@ from gpubench.analysis import stability
 from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
 from gpubench.planning import plan
+from gpubench.planning.plan import Spread
+from gpubench.planning.settings import OutputSettings, RunSettings, Settings, TimingSettings
 from gpubench.results import Run, RunStatus
 from gpubench.usecases import commands
 from gpubench.usecases.session import Display, claim_output, default_output
@@ -100,12 +102,11 @@ def run_stability(request: StabilityRequest, display: Display) -> StabilityOutco
         stopped_by, interrupted, failed, run = None, False, False, None
         try:
             for r in range(request.runs):
-                outcome = commands.run_suite(
-                    request.suite, output=str(runs_dir / f"run-{r + 1:02d}.json"), force=True,
-                    backend=request.backend, seed=request.seed, tf32=request.tf32, timeout=request.timeout,
-                    config=request.config, max_noise=None, max_time=None, decide=None, discard_throttled=False,
-                    gpus=None, scheduler=None, replicate=False, slow_threshold=None,
-                    display=_RunOf(display, r + 1, request.runs), processes=request.processes)
+                settings = Settings(TimingSettings(processes=request.processes), Spread(),
+                                    OutputSettings(str(runs_dir / f"run-{r + 1:02d}.json"), force=True),
+                                    RunSettings(backend=request.backend, seed=request.seed, tf32=request.tf32,
+                                                timeout=request.timeout, config=request.config))
+                outcome = commands.run_suite(request.suite, settings, _RunOf(display, r + 1, request.runs))
                 failed = failed or bool(outcome.run.failed())
                 if outcome.status != RunStatus.COMPLETE:
                     stopped_by, interrupted = outcome.stopped_by, True

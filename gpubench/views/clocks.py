@@ -5,6 +5,7 @@ but CUPTI was not there."""
 
 from __future__ import annotations
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.analysis.compare import point_label
 from gpubench.measure.kernel_clock import CLOCKS_DIFFER, Agreement, Clocks, agreement, spread
 from gpubench.results import Point, Run, Status
@@ -35,7 +36,7 @@ def caption(run: Run) -> str:
     if not found:
         asked = any((s.get("timing") or {}).get("clocks") == Clocks.BOTH for s in run.settings.get("sweeps") or []
                     if isinstance(s, dict))
-        if asked and run.backend == "cuda":
+        if asked and run.backend == BackendKind.CUDA:
             version = ((run.environment.get("software") or {}).get("cupti"))
             why = f"cupti-python {version} is installed, but CUPTI could not trace there" if version else \
                 "cupti-python is not installed where the run ran: pip install cupti-python"

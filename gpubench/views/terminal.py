@@ -118,10 +118,10 @@ def listing(found) -> None:
     table = RichTable("op", "backend", "variant", "configurations", "what it is", "from", title="variants",
                       title_justify="left")
     for v in found.variants:
-        axis = AXES.get(v.axis) or ", ".join(c.label for c in v.configs)
-        where = "gpubench" if v.builtin else str(v.origin)
-        table.add_row(*(escape(x) for x in (v.op, v.backend, v.name + ("" if v.lab or not v.builtin else " (extra)"),
-                                            axis, v.summary, where)))
+        axis = AXES.get(v.space.axis) or ", ".join(c.label for c in v.space.configs)
+        where = "gpubench" if v.entry.builtin else str(v.entry.origin)
+        extra = "" if v.entry.lab or not v.entry.builtin else " (extra)"
+        table.add_row(*(escape(x) for x in (v.op, v.backend, v.name + extra, axis, v.entry.summary, where)))
     out = console()
     out.print(table)
     shipped = RichTable("suite", "what it runs", title="suites (gpubench run NAME)", title_justify="left")

@@ -17,14 +17,15 @@ step() {
   case "$1" in
   build)
     python3 - <<'PY'
-from gpubench import catalog, nvcc
+from gpubench.specs import catalog
+from gpubench.execution import nvcc
 known = catalog.Catalog(catalog.builtin())
-jobs = [b for name in ("wgmma-tma", "fp8-tma") for c in known.get("gemm", "cuda", name).configs
+jobs = [b for name in ("wgmma-tma", "fp8-tma") for c in known.get("gemm", "cuda", name).space.configs
         for b in known.get("gemm", "cuda", name).builds(c, "sm_90")]
 fp8 = known.get("gemm", "cuda", "fp8-tma")  # and the configurations the tests and the error probe make up
 tile = {"BN": 128, "BK": 128, "STAGES": 6, "CLUSTER": 2}
-jobs += [b for p in (1, 2, 4, 8, 16) for b in fp8.builds(fp8.config({**tile, "SWIZZLE": 8, "PROMOTE": p, "SETS": 2}), "sm_90")]
-jobs += [b for p in (1, 2, 4) for n in (1, 2) for b in fp8.builds(fp8.config({**tile, "PROMOTE": p, "SETS": n}), "sm_90")]
+jobs += [b for p in (1, 2, 4, 8, 16) for b in fp8.builds(fp8.space.config({**tile, "SWIZZLE": 8, "PROMOTE": p, "SETS": 2}), "sm_90")]
+jobs += [b for p in (1, 2, 4) for n in (1, 2) for b in fp8.builds(fp8.space.config({**tile, "PROMOTE": p, "SETS": n}), "sm_90")]
 print(f"build: {len(jobs)} compilations, failures: {nvcc.compile_all(jobs)}")
 PY
     ;;

@@ -36,10 +36,10 @@ def main(sizes: list[str]):
         shape = shape_of(text)
         inputs = backend.inputs(shape, seed=0)
         ref = backend.reference(shape, inputs)
-        runs = [("cublaslt", lt, lt.configs[0])]
+        runs = [("cublaslt", lt, lt.space.configs[0])]
         for p in WINDOWS:
             params = {**TILE, "PROMOTE": p, "SETS": 2} if p else TILE
-            runs.append((f"p{p}" if p else "unpromoted", ours, ours.config(params)))
+            runs.append((f"p{p}" if p else "unpromoted", ours, ours.space.config(params)))
         errs = {}
         for name, v, c in runs:
             prepared = backend.prepare(v, c, shape, inputs)

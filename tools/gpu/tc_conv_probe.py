@@ -47,10 +47,10 @@ def main(layers):
         shape = layer(text)
         inputs = backend.inputs(shape, seed=1)
         for v in variants:
-            mine = [v.config(dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in params.split(",")))
+            mine = [v.space.config(dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in params.split(",")))
                     for name, _, params in extras if name == v.name]
             only = [label for label in os.environ.get("ONLY", "").split(",") if label]
-            for c in [c for c in list(v.configs) + mine if not only or v.baseline or c.label in only]:
+            for c in [c for c in list(v.space.configs) + mine if not only or v.entry.baseline or c.label in only]:
                 prepared = backend.prepare(v, c, shape, inputs)
                 if os.environ.get("BRACKET"):
                     bracketed(prepared.run)

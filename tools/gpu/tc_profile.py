@@ -34,7 +34,7 @@ def main(n: int, points: list[str]):
         inputs = backend.inputs(shape, seed=1)
         for name in OURS[dtype]:
             v = known.get("gemm", "cuda", name)
-            configs = v.configs if v.baseline or not picked else [v.configs[int(i)] for i in picked.split(",")]
+            configs = v.space.configs if v.entry.baseline or not picked else [v.space.configs[int(i)] for i in picked.split(",")]
             for c in configs:
                 p = backend.prepare(v, c, shape, inputs)
                 bracketed(p.run)

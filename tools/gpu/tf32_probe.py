@@ -28,12 +28,12 @@ def main(sizes):
     for n in sizes:
         shape = GemmShape(n, n, n)
         inputs = backend.inputs(shape, seed=1)
-        for c in v.configs:
+        for c in v.space.configs:
             for extra in extras:
                 for probe in probes:
                     if probe == 4 and c.values["CLUSTER"] == 1:
                         continue
-                    config = v.config({**c.values, **extra, "PROBE": probe})
+                    config = v.space.config({**c.values, **extra, "PROBE": probe})
                     p = backend.prepare(v, config, shape, inputs)
                     ms = median_ms(p.run)
                     label = c.label + "".join(f" {k}={x}" for k, x in extra.items())

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from gpubench import catalog  # noqa: E402
+from gpubench.specs import catalog  # noqa: E402
 from gpubench.execution import nvcc
 from gpubench.ops.conv import conv_shape  # noqa: E402
 from gpubench.ops.gemm import GemmShape
@@ -42,11 +42,11 @@ def problems():
     sliding = CATALOG.get("conv", "cuda", "sliding")
 
     def kernel(variant, config, shape, arrays):
-        module = cp.RawModule(path=str(nvcc.compile_cubin(variant.source, arch, config.values)))
-        fn = module.get_function(variant.kernel)
-        launch = variant.launch_for(shape.dims(), config)
+        module = cp.RawModule(path=str(nvcc.compile_cubin(variant.code.program.source, arch, config.values)))
+        fn = module.get_function(variant.code.program.kernel)
+        launch = variant.code.launch_for(shape.dims(), config)
         dims = shape.dims()
-        args = tuple(arrays[a] if a in arrays else np.int32(dims[a]) for a in variant.args)
+        args = tuple(arrays[a] if a in arrays else np.int32(dims[a]) for a in variant.code.program.args)
         if launch.shared_bytes:
             fn.max_dynamic_shared_size_bytes = launch.shared_bytes
         return lambda: fn(launch.grid, launch.block, args, shared_mem=launch.shared_bytes)
@@ -55,13 +55,13 @@ def problems():
         s = GemmShape(2048, 2048, 2048)
         arrays = {"A": cp.random.rand(2048, 2048, dtype=cp.float32), "B": cp.random.rand(2048, 2048, dtype=cp.float32),
                   "C": cp.empty((2048, 2048), cp.float32)}
-        return kernel(tiled, tiled.configs[0], s, arrays)
+        return kernel(tiled, tiled.space.configs[0], s, arrays)
 
     def sliding_4096():
         s = conv_shape(4096, 1)
         arrays = {"x": cp.random.rand(1, 3, 4096, 4096, dtype=cp.float32), "w": cp.random.rand(1, 3, 3, 3, dtype=cp.float32),
                   "y": cp.empty((1, 1, s.out_height, s.out_width), cp.float32)}
-        return kernel(sliding, sliding.configs_for((16,))[0], s, arrays)
+        return kernel(sliding, sliding.space.configs_for((16,))[0], s, arrays)
 
     out["tiled-2048"] = tiled_2048
     out["sliding-4096-s1"] = sliding_4096

@@ -37,9 +37,9 @@ keep = {k.strip() for k in os.environ["KEEP"].split(";") if k.strip()}
 if keep:  # each table's own label (at 1bfb3bb the labels were read from the file's list, which `follow` had not
     # replaced: its rounds ran c1 g8 u1 d1 q1 alone, without u1)
     import tomllib
-    from gpubench import catalog
+    from gpubench.specs import catalog
     v = catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "wgmma-tma")
-    tables = [t for t in tables if f"wgmma-tma {v.config(tomllib.loads('t = ' + t)['t']).label}" in keep]
+    tables = [t for t in tables if f"wgmma-tma {v.space.config(tomllib.loads('t = ' + t)['t']).label}" in keep]
 path.write_text(text[:a] + "configs = [" + ",\n           ".join(tables) + "]\n" + text[b:])
 print("wgmma-tma list:", *tables, sep="\n  ")
 PY

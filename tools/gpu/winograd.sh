@@ -15,13 +15,14 @@ step() {
   case "$1" in
   build)
     python3 - <<'PY'
-from gpubench import catalog, nvcc, specs
+from gpubench.specs import catalog, parse as specs
+from gpubench.execution import nvcc
 known = catalog.Catalog(catalog.builtin())
 jobs = []
 for name in ("winograd-2x2", "winograd-4x4", "winograd-gemm", "winograd-tf32x3"):
     v = known.get("conv", "cuda", name)
-    configs = list(v.configs) + ([v.config({**v.configs[0].values, "PARTS": 1})] if name.endswith("x3") else [])
-    jobs += [j for c in configs for p in specs.sample_problems(v) for j in v.builds(c, v.arch or "sm_90", p)]
+    configs = list(v.space.configs) + ([v.space.config({**v.space.configs[0].values, "PARTS": 1})] if name.endswith("x3") else [])
+    jobs += [j for c in configs for p in specs.sample_problems(v) for j in v.builds(c, v.code.program.arch or "sm_90", p)]
 failures = nvcc.compile_all(jobs)
 print(f"{len(set(jobs))} builds, {len(failures)} failed", *(str(e) for _, e in failures), sep="\n")
 PY

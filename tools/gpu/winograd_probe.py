@@ -19,7 +19,7 @@ def main(layer: str):
     config = os.environ.get("CONFIG", "BM=64,BN=128,BK=32,WM=32,WN=64,STAGES=3,MIN_BLOCKS=2,SPLIT=2")
     params = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in config.split(","))
     backend = CudaBackend()
-    prepared = backend.prepare(v, v.config(params), shape, backend.inputs(shape, seed=1))
+    prepared = backend.prepare(v, v.space.config(params), shape, backend.inputs(shape, seed=1))
     for _ in range(int(os.environ.get("REPS", 3))):
         prepared.run()
     prepared.release()

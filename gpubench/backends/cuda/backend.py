@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.measure import telemetry
 from gpubench.backends import ArrayBackend, Prepared
 from gpubench.backends.cuda import cupti_clock, placement, profiler, storage
@@ -57,7 +58,7 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
     """The device's facts (device.py), its kernels (kernels.py), its libraries (libraries.py) and a project's
     Python functions (python_calls.py) over one primary context, timed by its clock (clock.py)."""
 
-    name = "cuda"
+    name = BackendKind.CUDA
     flushes = True
     memory_name = "device memory"
 
@@ -217,8 +218,9 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
     }
 
     def prepare(self, variant, config, shape, inputs, output=None) -> Prepared:
-        prepare = self.PREPARE.get(type(variant.runner))
+        prepare = self.PREPARE.get(type(variant.code.runner))
         if prepare is None:
-            raise GpubenchError(f"the cuda backend cannot run variant {variant.name} (runner {variant.runner.NAME})")
+            raise GpubenchError(f"the cuda backend cannot run variant {variant.name} "
+                                f"(runner {variant.code.runner.NAME})")
         return prepare(self, variant, config, shape, inputs, self.output(shape) if output is None else output)
 

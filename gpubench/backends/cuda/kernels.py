@@ -42,7 +42,8 @@ class KernelLaunches:
         return self._modules[key].get_function(symbol)
 
     def kernel(self, variant, params: dict, symbol: str | None = None):
-        return self.function(variant.source, symbol or variant.kernel, params, variant.arch, variant.includes)
+        program = variant.code.program
+        return self.function(program.source, symbol or program.kernel, params, program.arch, program.includes)
 
     def launcher(self, fn, launch: Launch, fmt: str, args: tuple):
         fa = self.drv.function_attribute
@@ -72,10 +73,10 @@ class KernelLaunches:
         dims = shape.dims()
         scratch = {name: self.placed(self.fits(lambda n=n: self.cp.empty(n, dtype=self.cp.float32),
                                                f"workspace {name} ({4 * n / 2**30:.2f} GiB)"))
-                   for name, n in variant.workspace_sizes(dims, config).items()}  # im2col's columns: placed too
+                   for name, n in variant.code.workspace_sizes(dims, config).items()}  # im2col's columns: placed too
         # TMA descriptors travel like arrays: 128 bytes each in device memory, passed by pointer.
         arrays = call_arrays(shape, inputs, out, scratch)
-        for m in variant.tensor_maps:
+        for m in variant.code.kernels.tensor_maps:
             pointer, values = int(arrays[m.array].data.ptr), {**dims, **config.values}
             if not m.applies(values):  # no map for this problem: zeros in its place, which the kernel never reads
                 scratch[m.name] = self.cp.zeros(tma.DESCRIPTOR_BYTES, dtype=self.cp.uint8)
@@ -87,9 +88,10 @@ class KernelLaunches:
                 encoded = tma.encode(m.name, pointer, *m.resolve(values, shape), m.element(shape), m.swizzle)
             scratch[m.name] = self.cp.asarray(np.frombuffer(encoded, dtype=np.uint8))
         launches = []
-        for step in variant.steps():
+        for step in variant.code.steps():
             fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
-            fn = self.kernel(variant, {**config.values, **variant.compile_params(config, shape)}, step.kernel)
+            fn = self.kernel(variant, {**config.values, **variant.code.defines(config, shape.dtype, shape.layout)},
+                             step.kernel)
             launches.append(self.launcher(fn, step.launch_for({**dims, SMS: self.sms}, config), fmt, args))
         return launches, scratch
 
@@ -98,7 +100,7 @@ class KernelLaunches:
         step before the main one is also timed on its own (recorded in parts_ms under its kernel's name)."""
         launches, scratch = self.launch_steps(variant, config, shape, inputs, out)
         details = Details()
-        parts = {step.kernel: launch for step, launch in zip(variant.before, launches)}
+        parts = {step.kernel: launch for step, launch in zip(variant.code.kernels.before, launches)}
 
         def run():
             for launch in launches:
@@ -112,9 +114,10 @@ class KernelLaunches:
         """The spec's unfold steps into the column matrix, then cuBLAS: y[n] = w[K, C·R·S] · cols[n]."""
         unfold, scratch = self.launch_steps(variant, config, shape, inputs, out)
         crs, pixels, k = shape.gemm_k, shape.out_pixels, shape.out_channels
-        gemm = self._cublas_gemm(k, pixels, crs, inputs["w"], 0, scratch[variant.runner.columns], crs * pixels, out,
-                                 k * pixels, shape.batch, tf32=shape.dtype == DType.TF32)
-        parts = {step.kernel: launch for step, launch in zip(variant.before, unfold)}
+        columns = scratch[variant.code.runner.columns]
+        gemm = self._cublas_gemm(k, pixels, crs, inputs["w"], 0, columns, crs * pixels, out, k * pixels, shape.batch,
+                                 tf32=shape.dtype == DType.TF32)
+        parts = {step.kernel: launch for step, launch in zip(variant.code.kernels.before, unfold)}
 
         def run():
             for launch in unfold:

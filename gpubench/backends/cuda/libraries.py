@@ -141,7 +141,7 @@ class Libraries:
         graph = self._cudnn[key]
         x, w = inputs["x"], inputs["w"]
         kept = None
-        if variant.runner.plans == PlanPolicy.HEURISTIC:
+        if variant.code.runner.plans == PlanPolicy.HEURISTIC:
             plan = graph.heuristic
         else:
             problem = shape.record()

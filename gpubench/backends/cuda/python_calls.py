@@ -99,15 +99,15 @@ class PythonCalls:
     def prepare_python(self, variant, config, shape, inputs, out) -> Prepared:
         fn = user_code.function_of(variant)
         given, given_out = inputs, out
-        if variant.runner.arrays == Arrays.TORCH:
+        if variant.code.runner.arrays == Arrays.TORCH:
             types = {a.name: a.storage.host_type(shape.dtype) for a in ops.of(shape).arrays}
             outs = out if isinstance(out, dict) else {ops.of(shape).outputs[0]: out}
             views = torch_views({**inputs, **outs}, types)
             given_out = {name: views.pop(name) for name in outs}
             given_out = given_out if isinstance(out, dict) else next(iter(given_out.values()))
             given = views
-        _, args = kernel_arguments(variant.args, shape, given, given_out)
-        params = variant.call_keywords(config, shape)
+        _, args = kernel_arguments(variant.code.program.args, shape, given, given_out)
+        params = variant.code.call_keywords(config, shape.dtype, shape.layout)
         self.on_timed_stream()
 
         def call():
@@ -117,7 +117,7 @@ class PythonCalls:
         self.on_timed_stream()  # the first call may have set up a framework (PyTorch's CUDA state)
         missed = self.unseen_work(call)
         if missed is not None:
-            raise UnseenWork(f"{variant.kernel} kept the GPU busy {missed[1]:.3f} ms but the "
+            raise UnseenWork(f"{variant.code.program.kernel} kept the GPU busy {missed[1]:.3f} ms but the "
                              f"timed stream saw {missed[0]:.3f} ms: it launches on a stream of its own; launch on "
                              "the current stream (PyTorch's current stream, CuPy's current stream), which gpubench "
                              "times")
