@@ -40,7 +40,8 @@ def main(op: str, arg: str, picks: list[str]) -> None:
     for pick in picks:
         name, _, label = pick.partition(":")
         variant = known.get("gemm" if op == "gemm" else "conv", "cuda", name)
-        configs = variant.configs_for((int(label),)) if variant.axis == Axis.BLOCK and label else variant.configs
+        space = variant.space
+        configs = space.configs_for((int(label),)) if space.axis == Axis.BLOCK and label else space.configs
         for config in [c for c in configs if not label or c.label == label]:
             prepared = backend.prepare(variant, config, shape, inputs)
             bracketed(prepared.run, warmup=WARMUP)
