@@ -12,6 +12,7 @@ from gpubench.command import OneLineErrors
 from gpubench.core.exit_codes import Exit
 from gpubench.options import CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, RUNNING, group, sweep_options
 from gpubench.planning.plan import DEFAULTS
+from gpubench.specs import backend_choice
 from gpubench.ops.problems import Op
 from gpubench.views import terminal
 
@@ -30,7 +31,26 @@ def cli():
       gpubench conv --stride 1,2,3
       gpubench run lab
       gpubench compare baseline.json new.json
+
+    \b
+    No GPU? Where PyCUDA or CuPy is not installed, commands run on the CPU
+    backend (NumPy) and say so once; to choose, for one command or for all:
+      gpubench run quick --backend cpu
+      export GPUBENCH_BACKEND=cpu          # or backend = "cpu" in gpubench.toml
+
+    \b
+    Extras: gpubench history needs pip install 'gpubench[history]' (ruptures),
+    gpubench plot needs pip install 'gpubench[plot]' (matplotlib).
     """
+
+
+def _backend(kw: dict) -> tuple[str, ...]:
+    """Sets kw's backend to --backend where given, else to the default backend_choice finds; the note to show
+    (a guessed CPU: said once the run starts, so that a bad option stays a one-line error)."""
+    choice = backend_choice.choose(kw["backend"], kw.get("config"))
+    kw["backend"] = choice.name
+    note = choice.note("--backend")
+    return (note,) if note else ()
 
 
 # --- sweeps ---------------------------------------------------------------------------------------------------
@@ -39,7 +59,8 @@ def cli():
 def _sweep(ctx, op: Op, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
     kw.update(block_sizes=options.block_sizes(kw["block_sizes"]), variants=options.names(kw["variants"]))
-    outcome = app.run_op(op, shapes, block_sizes_given=given, display=terminal.LiveDisplay(), **kw)
+    notes = _backend(kw)
+    outcome = app.run_op(op, shapes, block_sizes_given=given, display=terminal.LiveDisplay(notes), **kw)
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
@@ -104,7 +125,8 @@ def run(suite, **kw):
       gpubench run ci --gpus all --replicate           # every GPU runs it: exit 4 names a slow one
       gpubench run ci --pace sustained                 # every sweep timed in a steady back-to-back stream
     """
-    outcome = app.run_suite(suite, display=terminal.LiveDisplay(), **kw)
+    notes = _backend(kw)
+    outcome = app.run_suite(suite, display=terminal.LiveDisplay(notes), **kw)
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
@@ -210,7 +232,7 @@ def history(runs, threshold, alpha, html, force, every):
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
+@click.option("--backend", type=click.Choice(["cuda", "cpu"]), default=None, help=options.BACKEND_HELP)
 def env(backend):
     """Print the GPU and software environment that runs record.
 
@@ -220,7 +242,10 @@ def env(backend):
     """
     import json
 
-    click.echo(json.dumps(app.environment(backend), indent=2))
+    kw = {"backend": backend}
+    for note in _backend(kw):
+        click.echo(f"note: {note}", err=True)
+    click.echo(json.dumps(app.environment(kw["backend"]), indent=2))
     return Exit.OK
 
 

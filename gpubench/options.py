@@ -64,9 +64,11 @@ MANY_GPUS = [
                  help=f"With --replicate: how much slower than the node's median a GPU may be "
                       f"[default: {DEFAULTS.slow_threshold:g}]."),
 ]
+BACKEND_HELP = ("cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed "
+                "[default: $GPUBENCH_BACKEND, else the project's backend, else cuda where PyCUDA and CuPy are "
+                "installed, else cpu].")
 RUNNING = [
-    click.option("--backend", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
-                 help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
+    click.option("--backend", type=click.Choice(["cuda", "cpu"]), default=None, help=BACKEND_HELP),
     click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed for the random inputs."),
     click.option("--tf32", is_flag=True, help="The old name of --dtype tf32: FP32 storage, TF32 tensor-core math."),
     click.option("--timeout", default=DEFAULTS.timeout_s, show_default=True, type=float,

@@ -131,7 +131,7 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
 
 
 def test_block_sizes_where_no_variant_takes_them(tmp_path):
-    one_line_error(invoke("gemm", "--variants", "tiled,cublas", "--block-sizes", "16"),
+    one_line_error(invoke("gemm", "--backend", "cuda", "--variants", "tiled,cublas", "--block-sizes", "16"),
                    "--block-sizes applies to the block-size variants", "none of tiled, cublas takes it")
 
 
@@ -170,7 +170,7 @@ def test_cuda_backend_without_a_gpu_names_what_is_missing():
         pytest.skip("this machine has a GPU stack")
     except Exception:
         pass
-    r = invoke("gemm", "--sizes", "64", "--variants", "cublas")
+    r = invoke("gemm", "--backend", "cuda", "--sizes", "64", "--variants", "cublas")  # insisting on the GPU
     one_line_error(r)
     assert any(w in r.output for w in ("PyCUDA", "CuPy", "driver", "CUDA device")), r.output
 

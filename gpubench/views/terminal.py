@@ -133,8 +133,9 @@ def checks(project, rows) -> None:
 class LiveDisplay:
     """A run session on the terminal: notes and a progress bar on stderr (gone once the run ends)."""
 
-    def __init__(self):
+    def __init__(self, notes: tuple[str, ...] = ()):
         self.err = console(stderr=True)
+        self.notes = list(notes)  # said once the run has passed its checks (with its first progress bar)
 
     def skipped(self, what: str, why: str) -> None:
         self.err.print(f"[dim]{escape(f'skipped {what}: {why}')}[/]")
@@ -148,6 +149,8 @@ class LiveDisplay:
     def progress(self, label: str, total: int):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        while self.notes:
+            self.err.print(f"[yellow]note:[/] {escape(self.notes.pop(0))}")
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=self.err, transient=True) as progress:
             bar = progress.add_task(label, total=total)
