@@ -29,7 +29,7 @@ from gpubench.planning import plan
 from gpubench.specs import user_code
 from gpubench.analysis.compare import Report
 from gpubench.core.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
-from gpubench.core.errors import GpubenchError, Skip
+from gpubench.core.errors import GpubenchError, NoDevice, NoDeviceForMeasure, OtherBackendOnly, Skip
 from gpubench.ops.problems import ARRAYS, DIMS, ConvShape, GemmShape, conv_shape
 from gpubench.results import Point, Run, Status, load, save
 from gpubench.execution.tasks import PointTask, run_point, unmeasured
@@ -145,7 +145,10 @@ def backend_for(name: str):
             raise GpubenchError(f"measure: backend {name!r}; allowed: {', '.join(BACKENDS)}")
         from gpubench.backends import open_backend
 
-        _backends[name] = open_backend(name)
+        try:
+            _backends[name] = open_backend(name)
+        except NoDevice as e:  # its advice names the command line's flag; here the way around is the keyword
+            raise NoDeviceForMeasure(e.args[0]) from None
     return _backends[name]
 
 
@@ -191,7 +194,7 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
         except ValueError as e:
             raise GpubenchError(f"measure: {e}") from None
     elif arrays is not None:
-        raise GpubenchError(f"measure: arrays={arrays!r} is for the cuda backend; on {backend} they are NumPy's")
+        raise OtherBackendOnly(f"measure: arrays={arrays!r} is for the cuda backend; on {backend} they are NumPy's")
     else:
         runner = PythonRunner()
     params = dict(params or {})

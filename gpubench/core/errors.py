@@ -19,6 +19,16 @@ class NoDevice(GpubenchError):
         return f"{self.args[0]}, {self.ADVICE}"
 
 
+class NoDeviceForMeasure(NoDevice):
+    """NoDevice where the library API is the caller: the way around it is measure's keyword, not the flag."""
+
+    ADVICE = 'or measure with backend="cpu"'
+
+
+class OtherBackendOnly(GpubenchError):
+    """What was asked runs on another backend only (arrays="torch" on the CPU): the call is fine, the place is not."""
+
+
 class CompileError(GpubenchError):
     """nvcc rejected a kernel: the message names the file and nvcc's first error; `log` holds nvcc's whole output."""
 
