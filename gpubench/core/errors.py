@@ -37,6 +37,10 @@ class CompileError(GpubenchError):
         self.log = log
 
 
+class GpubenchWarning(UserWarning):
+    """Something worth one line that stops nothing (the command line writes it as ``gpubench: warning: ...``)."""
+
+
 class Skip(Exception):
     """This point cannot run here (it does not fit, or the device cannot launch it): recorded as skipped."""
 

@@ -14,10 +14,12 @@ layout (`dtype`, `layout`). Each migration lifts a file one version.
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 
-from gpubench.core.errors import GpubenchError
+from gpubench.core.errors import GpubenchError, GpubenchWarning
 from gpubench.core.dtypes import DType
 from gpubench.ops.problems import SHAPES, shape_from
 from gpubench.results.model import FIELD_KINDS, SCHEMA_VERSION, Details, Point, Run, RunStatus, Status
@@ -147,6 +149,35 @@ class _Check:
             self.fail(where, str(e))
 
 
+class UnknownKeys(GpubenchWarning):
+    """A results file holds keys this gpubench does not read (another tool's, a hand edit, a newer gpubench's): it
+    is read without them, and one line per file names them, since what they meant is not in what is shown."""
+
+
+RUN_KEYS = frozenset(f.name for f in fields(Run))  # what Run.to_json writes
+POINT_KEYS = frozenset(("op", "variant", "config", "problem", "status", "reason", "rel_err", "tolerance", "samples_ms",
+                        "details", "device", "telemetry", "flops", "min_bytes", "stats", "gflops", "gbps"))  # to_dict's
+
+
+def _key(name: str) -> str:
+    return _shown(name) if name else "''"
+
+
+def _warn_unknown(data: dict, path: Path) -> None:
+    """One warning naming the keys of the (migrated) file that no field reads, at the top and in its points."""
+    found = {f"{_key(k)} (top level)": 1 for k in sorted(set(data) - RUN_KEYS)}
+    points = [p for p in data.get("points") or [] if isinstance(p, dict)]
+    counts: dict[str, int] = {}
+    for p in points:
+        for k in set(p) - POINT_KEYS:
+            counts[k] = counts.get(k, 0) + 1
+    found.update({f"{_key(k)} (in {n} of {len(points)} points)": n for k, n in sorted(counts.items())})
+    if found:
+        warnings.warn(f"results file {path}: unknown key(s) ignored: {', '.join(found)}; a "
+                      f"version-{SCHEMA_VERSION} file has no such field, so what they hold is not in what is shown",
+                      UnknownKeys, stacklevel=3)
+
+
 UNBOUNDED_TELEMETRY = ("gflops_per_w",)
 TELEMETRY_NUMBERS = ("sm_mhz", "sm_mhz_min", "mem_mhz", "power_w", "throttled", "discarded", "joules_per_call",
                      "gflops_per_w", "window_power_w", "energy_window_calls")
@@ -265,7 +296,9 @@ def run_from(data: dict, path: Path) -> Run:
         if not isinstance(incident, dict) or not all(isinstance(incident.get(k), str) for k in ("kind", "where",
                                                                                                 "detail")):
             check.fail(f"incidents[{i}]", "needs kind, where and detail as strings")
-    return Run(backend=backend, environment=environment, settings=settings, command=command,
-               points=[_point(p, i, check) for i, p in enumerate(points)], status=RunStatus(status),
-               created=str(data.get("created", "")), gpubench_version=str(data.get("gpubench_version", "")),
-               variants=variants, incidents=incidents)
+    run = Run(backend=backend, environment=environment, settings=settings, command=command,
+              points=[_point(p, i, check) for i, p in enumerate(points)], status=RunStatus(status),
+              created=str(data.get("created", "")), gpubench_version=str(data.get("gpubench_version", "")),
+              variants=variants, incidents=incidents)
+    _warn_unknown(data, path)  # once the file is known to be readable: a corrupt one is one line, the error
+    return run
