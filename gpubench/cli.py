@@ -185,7 +185,8 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
 @group(options.PLOTTING)
 def plot(file, output, force, roofline):
     """Plot a saved run: GFLOPS (GEMM) or GB/s (conv) against size, one line per variant, bands from the spread;
-    or, with --roofline, GFLOPS against arithmetic intensity under the GPU's measured ceilings.
+    or, with --roofline, GFLOPS against arithmetic intensity under the GPU's measured ceilings. Needs the plot
+    extra: pip install 'gpubench[plot]' (matplotlib).
 
     \b
     Examples:
@@ -215,7 +216,8 @@ def report(runs, output, force, threshold, across):
 @group(options.HISTORY)
 def history(runs, threshold, alpha, html, force, every):
     """Every point's median across saved runs (files or directories) by commit time, and the commits where it
-    stepped; exit 1 when a point's latest change is a slowdown beyond --threshold.
+    stepped; exit 1 when a point's latest change is a slowdown beyond --threshold. Needs the history extra:
+    pip install 'gpubench[history]' (ruptures).
 
     \b
     Examples:

@@ -189,7 +189,12 @@ def history(outcome, every: bool, echo) -> None:
     """A history's table: the series that changed (every series with `every`), slowdowns to fail on first."""
     from gpubench.views.history import history_table
 
-    console().print(to_rich(history_table(outcome.series, outcome.threshold, changed_only=not every)))
+    if every or any(s.changes for s in outcome.series):
+        console().print(to_rich(history_table(outcome.series, outcome.threshold, changed_only=not every)))
+    else:  # a table of no rows says nothing of what was looked at
+        runs = len({e.run for s in outcome.series for e in s.entries})
+        echo(f"no point changed: {len(outcome.series)} series compared across {plural(runs, 'run')} "
+             "(--all lists them)")
     for why in outcome.passed_over:
         echo(f"passed over {why}")
     if outcome.regressed:
