@@ -30,6 +30,31 @@ def test_a_file_compared_with_itself_is_all_same(make_run, run_file):
     assert all(c.ratio == pytest.approx(1.0) for c in report.changes)
 
 
+def test_a_file_of_few_samples_a_point_compared_with_itself_is_all_same(make_run, run_file):
+    """A CPU `quick` run keeps 5 samples a point (its budget is spent by then): against itself (11 points) it gave
+    "0 same, 11 inconclusive: too few samples", though both sides are one measurement. Here 4 samples for 6 points."""
+    path = run_file(make_run(samples=4))
+    r = invoke("compare", path, path)
+    assert r.exit_code == 0 and "0 inconclusive" in r.output and "too few samples" not in r.output, r.output
+    report = compare.compare(results.load(path), results.load(path))
+    assert {c.verdict for c in report.changes} == {"same"} and {(c.low, c.high) for c in report.changes} == {(1, 1)}
+
+
+def test_too_few_samples_to_decide_says_how_many_are_needed_and_how_to_get_them(make_run, run_file):
+    base, new = run_file(make_run(samples=4, seed=1), "base.json"), run_file(make_run(samples=4, seed=2), "new.json")
+    report = compare.compare(results.load(base), results.load(new))
+    n = len(report.changes)
+    assert n == 6 and report.samples_needed == 5 and len(report.too_few) == n  # P(U=0): 1/C(8,4) > 0.05/6/2 > 1/C(10,5)
+    r = invoke("compare", base, new)
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0 and f"{n} points had too few samples to decide: among {n} points a verdict needs at " \
+                                f"least 5 a side, these have as few as 4" in text, r.output
+    assert "rerun both with --decide 0.05: each point then samples on until a verdict at 5% is in reach" in text
+    enough = run_file(make_run(samples=40, seed=3), "enough.json")
+    assert "too few samples" not in invoke("compare", enough,
+                                           run_file(make_run(samples=40, seed=4), "e2.json")).output
+
+
 def test_one_point_twice_as_slow_fails_and_is_named(make_run, run_file):
     base = run_file(make_run(seed=1), "base.json")
     new = run_file(make_run(seed=2, scale={("tiled", 2048): 2.0}), "new.json")

@@ -33,7 +33,7 @@ from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.measure.roofline import floor_ms
-from gpubench.measure.stats import ratio_interval
+from gpubench.measure.stats import fewest_samples, ratio_interval
 
 ENV_FIELDS = {
     "GPU": ("device", "name"), "compute capability": ("device", "compute_capability"),
@@ -136,6 +136,17 @@ class Report:
 
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict == verdict for c in self.changes)
+
+    @property
+    def too_few(self) -> list[Change]:
+        """The points whose interval is unbounded: too few samples a side for any verdict at the family's level."""
+        return [c for c in self.changes if math.isinf(c.high)]
+
+    @property
+    def samples_needed(self) -> int:
+        """The fewest samples a side with which a point of this comparison can get a verdict other than
+        inconclusive (Bonferroni over its points)."""
+        return fewest_samples(self.alpha / max(1, len(self.changes)))
 
     def geomeans(self) -> dict[str, float]:
         """Geometric mean of the ratios per variant (op-qualified)."""
@@ -242,6 +253,9 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
             report.not_measured.append((b, n))
     family_alpha = alpha / max(1, len(pairs))  # Bonferroni: every interval at 1 − alpha/m
     for b, n in pairs:
+        if list(b.samples_ms) == list(n.samples_ms):  # one measurement on both sides (a run against itself):
+            report.changes.append(Change(b, n, 1.0, 1.0, 1.0, Verdict.SAME))  # no sampling between them to allow for
+            continue
         est, low, high = ratio_interval(b.samples_ms, n.samples_ms, family_alpha)
         v = verdict(low, high, threshold)
         flip = v in (Verdict.SLOWER, Verdict.FASTER) and shares_a_mode(b, n, threshold)
