@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gpubench.core.errors import GpubenchError
+from gpubench.core.errors import GpubenchError, NoDevice
 from gpubench.specs.parse import BACKENDS
 
 ENV = "GPUBENCH_BACKEND"
@@ -53,6 +53,17 @@ def gpu_stack_missing() -> str | None:
         if importlib.util.find_spec(module) is None:
             return name
     return None
+
+
+INSTALL = {"PyCUDA": "pip install 'gpubench[gpu]'", "CuPy": "pip install cupy-cuda13x (cupy-cuda12x on CUDA 12)"}
+
+
+def check_gpu_stack() -> None:
+    """NoDevice naming the first missing package of the GPU stack and how to install it (the CUDA backend's own
+    words), at no cost: for a command that can only run on the GPU, before it starts a worker to find out."""
+    missing = gpu_stack_missing()
+    if missing:
+        raise NoDevice(f"{missing} is not installed: {INSTALL[missing]}")
 
 
 def from_environment() -> str | None:

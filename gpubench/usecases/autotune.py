@@ -15,6 +15,7 @@ import itertools
 import random
 from pathlib import Path
 
+from gpubench.specs import backend_choice
 from gpubench.core import environment
 from gpubench.views.tables import escape
 from gpubench.core.errors import GpubenchError
@@ -124,6 +125,8 @@ def run(variant: Variant, shapes: list, count: int, refine: int, seed: int, time
             out.print(escape(f"{shape.label} {config.label}: {point.median_ms:.3f} ms, {point.gflops:,.0f} GFLOPS "
                              "(best so far)"))
 
+    if variant.backend == "cuda" and scheduler is None:  # this machine's GPUs: say at once when it can have none
+        backend_choice.check_gpu_stack()  # (a worker that finds out takes seconds)
     configs = candidates(variant, count, seed)
     with open_executor(variant.backend, timeout_s=timeout_s, gpus=gpus, scheduler=scheduler) as executor:
         info = executor.start()
