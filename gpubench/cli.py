@@ -137,14 +137,21 @@ def run(suite, **kw):
 
 @cli.command()
 @group(options.SHOWING)
-def show(file, fmt, threshold):
+def show(file, example, fmt, threshold):
     """Re-render a saved run (no GPU needed).
 
     \b
     Examples:
-      gpubench show results/nvidia-h200/lab.json
+      gpubench show --example               # the H200 lab run shipped with gpubench
       gpubench show run.json --format csv > run.csv
     """
+    from gpubench.core import paths
+
+    if (file is None) == (not example):
+        raise click.UsageError("give a results FILE or --example (the H200 lab run shipped with gpubench), not both"
+                               if example else "give a results FILE, or --example for the run shipped with gpubench")
+    if example:
+        file = str(paths.example_run())  # its first line names the file: report, plot and compare take it too
     saved = app.load_run(file, threshold)
     with terminal.reader_may_leave():
         terminal.saved_run(saved, file, fmt, threshold, click.echo)

@@ -96,7 +96,8 @@ CONV_SHAPE = [
 FRACTION = click.FloatRange(0.0, min_open=True)
 LEVEL = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
 SHOWING = [
-    click.argument("file"),
+    click.argument("file", required=False),
+    click.option("--example", is_flag=True, help="Show the H200 lab run shipped with gpubench (no FILE needed)."),
     click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
                  show_default=True),
     click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=FRACTION,
