@@ -154,7 +154,7 @@ def _one_line_warnings(shown):
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, GpubenchWarning):
-            _say(f"gpubench: warning: {one_line(str(message))}", None)
+            _say(f"gpubench: {category.LABEL}: {one_line(str(message))}", None)
         else:
             shown(message, category, filename, lineno, file, line)
 

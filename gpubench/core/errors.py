@@ -38,7 +38,10 @@ class CompileError(GpubenchError):
 
 
 class GpubenchWarning(UserWarning):
-    """Something worth one line that stops nothing (the command line writes it as ``gpubench: warning: ...``)."""
+    """Something worth one line that stops nothing (the command line writes it as ``gpubench: warning: ...``, or
+    with the subclass's LABEL)."""
+
+    LABEL = "warning"
 
 
 class Skip(Exception):

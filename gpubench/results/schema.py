@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -178,6 +178,33 @@ def _warn_unknown(data: dict, path: Path) -> None:
                       UnknownKeys, stacklevel=3)
 
 
+class PointsMerged(GpubenchWarning):
+    """A results file holds a point more than once (a suite whose sweeps overlap, as the lab's conv and conv-small
+    did before 1.0, or a file merged by hand): it is read as one point, and one line per file says so."""
+
+    LABEL = "note"  # what a file gpubench saved may hold: nothing is wrong with it
+
+
+def _once_each(points: list[Point]) -> tuple[list[Point], list[Point]]:
+    """The points with each (point, GPU) held once, and the first of each that was held more than once. Two
+    measurements of a point are one point with the samples of both (each was timed by the run's protocol, in its
+    process); an exact copy adds nothing; where one failed, the failure stands, as it would in a run of it alone."""
+    kept: dict[tuple, Point] = {}
+    twice: list[Point] = []
+    for p in points:
+        key = (p.key(), p.device)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = p
+            continue
+        twice.append(first)
+        if first.status != p.status or first.status != Status.OK:  # a failure first, then a measurement
+            kept[key] = min((first, p), key=lambda q: (not q.status.failed, q.status != Status.OK))
+        elif list(first.samples_ms) != list(p.samples_ms):
+            kept[key] = replace(first, samples_ms=[*first.samples_ms, *p.samples_ms])
+    return list(kept.values()), twice
+
+
 UNBOUNDED_TELEMETRY = ("gflops_per_w",)
 TELEMETRY_NUMBERS = ("sm_mhz", "sm_mhz_min", "mem_mhz", "power_w", "throttled", "discarded", "joules_per_call",
                      "gflops_per_w", "window_power_w", "energy_window_calls")
@@ -246,8 +273,9 @@ def _depth(value, limit: int = MAX_DEPTH) -> int:
     return depth
 
 
-def run_from(data: dict, path: Path) -> Run:
-    """The run a file's (migrated) data describes, every field checked."""
+def run_from(data: dict, path: Path, *, each_once: bool = True) -> Run:
+    """The run a file's (migrated) data describes, every field checked; each point once (_once_each), unless
+    `each_once` is False."""
     check = _Check(path)
     backend = check.field(data, "backend", str, "")
     environment = check.field(data, "environment", dict, "")
@@ -301,4 +329,11 @@ def run_from(data: dict, path: Path) -> Run:
               created=str(data.get("created", "")), gpubench_version=str(data.get("gpubench_version", "")),
               variants=variants, incidents=incidents)
     _warn_unknown(data, path)  # once the file is known to be readable: a corrupt one is one line, the error
+    run.points, twice = _once_each(run.points) if each_once else (run.points, [])
+    if twice:
+        first = twice[0]
+        config = "" if first.config == "-" else f" {first.config}"
+        warnings.warn(f"results file {path}: {len(twice)} point(s) measured more than once (by sweeps that overlap, "
+                      f"or merged by hand) are read as one each, with the samples of every measurement: the first, "
+                      f"{first.op} {first.variant}{config} {first.problem.full_label}", PointsMerged, stacklevel=3)
     return run
