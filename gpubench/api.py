@@ -21,6 +21,7 @@ isolated workers, as `gpubench gemm|conv|run` do: those functions call the same 
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -29,7 +30,7 @@ from gpubench.planning import plan
 from gpubench.specs import user_code
 from gpubench.analysis.compare import Report
 from gpubench.core.dtypes import ConvLayout, GemmLayout, parse_dtypes, parse_layouts
-from gpubench.core.errors import GpubenchError, NoDevice, NoDeviceForMeasure, OtherBackendOnly, Skip
+from gpubench.core.errors import GpubenchError, NoDevice, NoDeviceInTheApi, OtherBackendOnly, Skip
 from gpubench.ops.problems import ARRAYS, DIMS, ConvShape, GemmShape, conv_shape
 from gpubench.results import Point, Run, Status, load, save
 from gpubench.execution.tasks import PointTask, run_point, unmeasured
@@ -148,7 +149,7 @@ def backend_for(name: str):
         try:
             _backends[name] = open_backend(name)
         except NoDevice as e:  # its advice names the command line's flag; here the way around is the keyword
-            raise NoDeviceForMeasure(e.args[0]) from None
+            raise NoDeviceInTheApi(e.args[0]) from None
     return _backends[name]
 
 
@@ -244,6 +245,22 @@ class Quiet:
         yield lambda point: None
 
 
+def _keyword_advice(function):
+    """A missing GPU's line names the command line's --backend; from these functions the way around is their
+    keyword (NoDeviceInTheApi's advice)."""
+    @functools.wraps(function)
+    def advised(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except NoDevice as e:
+            if isinstance(e, NoDeviceInTheApi):
+                raise
+            raise NoDeviceInTheApi(e.args[0]) from None
+
+    return advised
+
+
+@_keyword_advice
 def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, int, int]] = (),
               strides: Sequence[int] = plan.DEFAULTS.strides, conv_layer: Mapping[str, object] | None = None,
               variants: Sequence[str] | None = None, block_sizes: Sequence[int] | None = None,
@@ -278,6 +295,7 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
                       layout=layouts, pace=pace, settle=settle, cooldown=cooldown)
 
 
+@_keyword_advice
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
               seed: int = 0, tf32: bool = False, timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None,
               gpus: str | None = None, pace: str | None = None, display=None) -> RunOutcome:

@@ -127,4 +127,19 @@ def test_without_a_gpu_measure_s_hint_names_its_own_keyword(monkeypatch):
     monkeypatch.setattr(api, "_backends", {})
     with pytest.raises(GpubenchError) as e:
         api.measure(lambda A, B, C, M, N, K: None, api.gemm(8), backend="cuda")
-    assert str(e.value) == 'no CUDA device found, or measure with backend="cpu"'
+    assert str(e.value) == 'no CUDA device found, or pass backend="cpu"'
+
+
+def test_without_a_gpu_a_sweep_s_hint_names_its_keyword_too(monkeypatch, tmp_path):
+    from gpubench.core.errors import NoDevice
+    from gpubench.usecases import commands
+
+    def refusing(*args, **kwargs):
+        raise NoDevice("no CUDA device found")
+
+    monkeypatch.setattr(commands, "run_sweeps", refusing)
+    for call in (lambda: api.run_sweep("gemm", sizes=[16], output=tmp_path / "g.json"),
+                 lambda: api.run_suite("quick", output=tmp_path / "q.json")):
+        with pytest.raises(GpubenchError) as e:
+            call()
+        assert str(e.value) == 'no CUDA device found, or pass backend="cpu"'

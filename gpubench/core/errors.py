@@ -19,10 +19,10 @@ class NoDevice(GpubenchError):
         return f"{self.args[0]}, {self.ADVICE}"
 
 
-class NoDeviceForMeasure(NoDevice):
-    """NoDevice where the library API is the caller: the way around it is measure's keyword, not the flag."""
+class NoDeviceInTheApi(NoDevice):
+    """NoDevice where the library API is the caller: the way around it is the functions' keyword, not the flag."""
 
-    ADVICE = 'or measure with backend="cpu"'
+    ADVICE = 'or pass backend="cpu"'
 
 
 class OtherBackendOnly(GpubenchError):
