@@ -220,6 +220,10 @@ def pytest_sessionfinish(session, exitstatus):
                                  f"[{change.low:.3f}, {change.high:.3f}]")
     for base, new in report.broken:
         state.outcome.append(f"gpubench:       broken {new.variant} {new.problem.full_label}: {new.reason}")
+    if report.too_few:
+        state.outcome.append(f"gpubench: {len(report.too_few)} point(s) had too few samples to decide: a verdict needs "
+                             f"at least {report.samples_needed} a side; measure both sessions with "
+                             f"gpubench(..., decide={state.threshold:g}), which samples on until one is in reach")
     state.outcome.append(f"gpubench: compared with {state.baseline}: {report.outcome}")
     code = report.exit_code(state.fail_on_inconclusive)
     if code != Exit.OK:

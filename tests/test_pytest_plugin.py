@@ -193,3 +193,15 @@ def test_a_bad_gpubench_backend_fails_the_measuring_tests_not_every_session(proj
                                                              "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_too_few_samples_to_decide_names_the_fixture_s_keyword(project):
+    (project / "test_few.py").write_text(  # 8 points of 5 samples: 6 a side are needed among 8 (alpha 0.05)
+        "def test_few(gpubench):\n"
+        "    for i in range(8):\n"
+        "        gpubench(lambda A, B, C, M, N, K: C.__setitem__(..., A @ B), gpubench.gemm(16), name=f'few{i}',"
+        " reps=5, budget=0.001)\n")
+    r = pytest_session(project, "test_few.py", "--gpubench-save", "few.json")
+    assert r.returncode == 0, r.stdout
+    r = pytest_session(project, "test_few.py", "--gpubench-compare", "few.json")
+    assert "too few samples to decide" in r.stdout and "gpubench(..., decide=0.05)" in r.stdout, r.stdout
