@@ -21,6 +21,7 @@ isolated workers, as `gpubench gemm|conv|run` do: those functions call the same 
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -34,7 +35,7 @@ from gpubench.core.dtypes import parse_dtypes, parse_layouts
 from gpubench.ops.conv import ConvLayout
 from gpubench.ops.gemm import GemmLayout
 from gpubench.core.backend_kind import BackendKind
-from gpubench.core.errors import GpubenchError, Skip
+from gpubench.core.errors import GpubenchError, NoDevice, NoDeviceInTheApi, OtherBackendOnly, Skip
 from gpubench import ops
 from gpubench.ops.base import Shape
 from gpubench.ops.conv import STRIDES, ConvShape, conv_shape
@@ -153,7 +154,10 @@ def backend_for(name: str):
             raise GpubenchError(f"measure: backend {name!r}; allowed: {', '.join(BACKENDS)}")
         from gpubench.backends import open_backend
 
-        _backends[name] = open_backend(name)
+        try:
+            _backends[name] = open_backend(name)
+        except NoDevice as e:  # its advice names the command line's flag; here the way around is the keyword
+            raise NoDeviceInTheApi(e.args[0]) from None
     return _backends[name]
 
 
@@ -202,7 +206,7 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
         except ValueError as e:
             raise GpubenchError(f"measure: {e}") from None
     elif arrays is not None:
-        raise GpubenchError(f"measure: arrays={arrays!r} is for the cuda backend; on {backend} they are NumPy's")
+        raise OtherBackendOnly(f"measure: arrays={arrays!r} is for the cuda backend; on {backend} they are NumPy's")
     else:
         runner = PythonRunner()
     params = dict(params or {})
@@ -257,6 +261,22 @@ class Quiet:
         yield lambda point: None
 
 
+def _keyword_advice(function):
+    """A missing GPU's line names the command line's --backend; from these functions the way around is their
+    keyword (NoDeviceInTheApi's advice)."""
+    @functools.wraps(function)
+    def advised(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except NoDevice as e:
+            if isinstance(e, NoDeviceInTheApi):
+                raise
+            raise NoDeviceInTheApi(e.args[0]) from None
+
+    return advised
+
+
+@_keyword_advice
 def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, int, int]] = (),
               strides: Sequence[int] = STRIDES, conv_layer: Mapping[str, object] | None = None,
               problem: Mapping[str, object] | None = None,
@@ -292,6 +312,7 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
     return app.run_op(op, shapes, selection, settings, display or Quiet())
 
 
+@_keyword_advice
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
               seed: int = 0, tf32: bool = False, timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None,
               gpus: str | None = None, pace: str | None = None, processes: int | None = None,

@@ -16,6 +16,7 @@ from gpubench.options import (CONFIG, DECIDING, MANY_GPUS, OUTPUT, PACING, PROCE
 from gpubench.planning.plan import DEFAULTS
 from gpubench import ops
 from gpubench.usecases.profiling import Profiling
+from gpubench.specs import backend_choice
 from gpubench.views import terminal
 
 LAB_SIZES = DEFAULTS.text(DEFAULTS.sizes)
@@ -33,7 +34,26 @@ def cli():
       gpubench conv --stride 1,2,3
       gpubench run lab
       gpubench compare baseline.json new.json
+
+    \b
+    No GPU? Where PyCUDA or CuPy is not installed, commands run on the CPU
+    backend (NumPy) and say so once; to choose, for one command or for all:
+      gpubench run quick --backend cpu
+      export GPUBENCH_BACKEND=cpu          # or backend = "cpu" in gpubench.toml
+
+    \b
+    Extras: gpubench history needs pip install 'gpubench[history]' (ruptures),
+    gpubench plot needs pip install 'gpubench[plot]' (matplotlib).
     """
+
+
+def _backend(kw: dict) -> tuple[str, ...]:
+    """Sets kw's backend to --backend where given, else to the default backend_choice finds; the note to show
+    (a guessed CPU: said once the run starts, so that a bad option stays a one-line error)."""
+    choice = backend_choice.choose(kw["backend"], kw.get("config"))
+    kw["backend"] = choice.name
+    note = choice.note("--backend")
+    return (note,) if note else ()
 
 
 # --- sweeps ---------------------------------------------------------------------------------------------------
@@ -47,9 +67,10 @@ def _profiling(profile) -> Profiling:
 def _sweep(ctx, op: str, shapes, kw) -> int:
     given = ctx.get_parameter_source("block_sizes") == click.core.ParameterSource.COMMANDLINE
     profile = _profiling(kw.pop("profile", None))
+    notes = _backend(kw)
     settings = options.settings(kw)
     selection = options.selection(kw, given)
-    outcome = app.run_op(op, shapes, selection, settings, terminal.LiveDisplay(), profile)
+    outcome = app.run_op(op, shapes, selection, settings, terminal.LiveDisplay(notes), profile)
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
@@ -105,7 +126,8 @@ def run(suite, **kw):
       gpubench run lab --processes 2                   # every point in two processes, interleaved
     """
     profile = _profiling(kw.pop("profile", None))
-    outcome = app.run_suite(suite, options.settings(kw, whole=True), terminal.LiveDisplay(), profile)
+    notes = _backend(kw)
+    outcome = app.run_suite(suite, options.settings(kw, whole=True), terminal.LiveDisplay(notes), profile)
     with terminal.reader_may_leave():
         terminal.run_outcome(outcome)
     return outcome.exit_code
@@ -211,14 +233,21 @@ def ab(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel
 
 @cli.command()
 @group(options.SHOWING)
-def show(file, fmt, threshold):
+def show(file, example, fmt, threshold):
     """Re-render a saved run (no GPU needed).
 
     \b
     Examples:
-      gpubench show results/nvidia-h200/lab.json.gz
+      gpubench show --example               # the H200 lab run shipped with gpubench
       gpubench show run.json --format csv > run.csv
     """
+    from gpubench.core import paths
+
+    if (file is None) == (not example):
+        raise click.UsageError("give a results FILE or --example (the H200 lab run shipped with gpubench), not both"
+                               if example else "give a results FILE, or --example for the run shipped with gpubench")
+    if example:
+        file = str(paths.example_run())  # its first line names the file: report, plot and compare take it too
     saved = app.load_run(file, threshold)
     with terminal.reader_may_leave():
         terminal.saved_run(saved, file, fmt, threshold, click.echo)
@@ -259,7 +288,8 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
 @group(options.PLOTTING)
 def plot(file, output, force, roofline):
     """Plot a saved run: GFLOPS (GEMM) or GB/s (conv) against size, one line per variant, bands from the spread;
-    or, with --roofline, GFLOPS against arithmetic intensity under the GPU's measured ceilings.
+    or, with --roofline, GFLOPS against arithmetic intensity under the GPU's measured ceilings. Needs the plot
+    extra: pip install 'gpubench[plot]' (matplotlib).
 
     \b
     Examples:
@@ -289,7 +319,8 @@ def report(runs, output, force, threshold, across):
 @group(options.HISTORY)
 def history(runs, threshold, alpha, html, force, every):
     """Every point's median across saved runs (files or directories) by commit time, and the commits where it
-    stepped; exit 1 when a point's latest change is a slowdown beyond --threshold.
+    stepped; exit 1 when a point's latest change is a slowdown beyond --threshold. Needs the history extra:
+    pip install 'gpubench[history]' (ruptures).
 
     \b
     Examples:
@@ -306,8 +337,7 @@ def history(runs, threshold, alpha, html, force, every):
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice([b.value for b in BackendKind]), default=BackendKind.CUDA.value,
-              show_default=True)
+@click.option("--backend", type=click.Choice([k.value for k in BackendKind]), default=None, help=options.BACKEND_HELP)
 def env(backend):
     """Print the GPU and software environment that runs record.
 
@@ -317,7 +347,10 @@ def env(backend):
     """
     import json
 
-    click.echo(json.dumps(app.environment(backend), indent=2))
+    kw = {"backend": backend}
+    for note in _backend(kw):
+        click.echo(f"note: {note}", err=True)
+    click.echo(json.dumps(app.environment(kw["backend"]), indent=2))
     return Exit.OK
 
 

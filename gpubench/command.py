@@ -7,11 +7,12 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 
 import click
 
-from gpubench.core.errors import GpubenchError, Terminated, one_line
+from gpubench.core.errors import GpubenchError, GpubenchWarning, Terminated, one_line
 from gpubench.core.exit_codes import Exit
 
 # Signals that stop a command as Ctrl-C does: `kill`, a CI job's timeout and the end of a Slurm job send SIGTERM;
@@ -113,6 +114,7 @@ class OneLineErrors(click.Group):
         if sys.stdout is None:  # started with stdout closed (>&-): what it shows would be lost without a word
             _say("gpubench: error: the standard output is closed (>&-): give it somewhere to write, e.g. >/dev/null",
                  Exit.USAGE)
+        warnings.showwarning = _one_line_warnings(warnings.showwarning)
         try:
             with stop_signals_as_interrupts():
                 rc = super().main(args=args, prog_name=prog_name or "gpubench", standalone_mode=False, **extra)
@@ -142,6 +144,22 @@ class OneLineErrors(click.Group):
                 _say("", None)  # the line break after the terminal's ^C (click's own answer, kept for Ctrl-C)
             _say(f"gpubench: {stop if signum else 'interrupted'}", Exit.stopped_by(signum))
         sys.exit(int(rc) if isinstance(rc, int) else Exit.OK)
+
+
+def _one_line_warnings(shown):
+    """warnings.showwarning for the command line: gpubench's own warnings as one line (`gpubench: warning: ...`),
+    any other as `shown` writes it."""
+    if getattr(shown, "one_line", False):
+        return shown
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, GpubenchWarning):
+            _say(f"gpubench: {category.LABEL}: {one_line(str(message))}", None)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    show.one_line = True
+    return show
 
 
 def _say(line: str, code: int | None):

@@ -85,10 +85,11 @@ PROFILE = click.option("--profile", "profile", is_flag=True,
                        help="Then run each timed point's call once more under Nsight Compute (ncu) and save its "
                             "counters with the point (`gpubench profile` is the same, and refuses where ncu cannot "
                             "run).")
+BACKEND_HELP = ("cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed "
+                "[default: $GPUBENCH_BACKEND, else the project's backend, else cuda where PyCUDA and CuPy are "
+                "installed, else cpu].")
 RUNNING = [
-    click.option("--backend", type=click.Choice([b.value for b in BackendKind]), default=BackendKind.CUDA.value,
-                 show_default=True,
-                 help="cuda: PyCUDA kernels + cuBLAS/cuDNN; cpu: NumPy (and your Python functions), no GPU needed."),
+    click.option("--backend", type=click.Choice([k.value for k in BackendKind]), default=None, help=BACKEND_HELP),
     click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed for the random inputs."),
     click.option("--tf32", is_flag=True, help="The old name of --dtype tf32: FP32 storage, TF32 tensor-core math."),
     click.option("--timeout", default=DEFAULTS.timeout_s, show_default=True, type=float,
@@ -131,7 +132,8 @@ def problem_values(op: OpDef, kw: dict) -> dict:
 FRACTION = click.FloatRange(0.0, min_open=True)
 LEVEL = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
 SHOWING = [
-    click.argument("file"),
+    click.argument("file", required=False),
+    click.option("--example", is_flag=True, help="Show the H200 lab run shipped with gpubench (no FILE needed)."),
     click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
                  show_default=True),
     click.option("--threshold", default=DEFAULTS.threshold, show_default=True, type=FRACTION,

@@ -22,7 +22,7 @@ def isolated(session_home, tmp_path_factory, monkeypatch):
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(session_home / "cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(session_home / "config"))
-    for name in ("GPUBENCH_TUNED", "GPUBENCH_CONFIG"):
+    for name in ("GPUBENCH_TUNED", "GPUBENCH_CONFIG", "GPUBENCH_BACKEND"):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -113,3 +113,33 @@ def test_a_cooldown_is_part_of_the_saved_timing(tmp_path):
     rested = api.run_sweep("gemm", sizes=[24], backend="cpu", reps=5, cooldown=0.01, output=tmp_path / "r.json")
     assert results.load(rested.path).settings["sweeps"][0]["timing"]["cooldown_s"] == 0.01
     assert api.measure(matmul, api.gemm(16), backend="cpu", reps=5, cooldown=0.01).ok
+
+
+def test_without_a_gpu_measure_s_hint_names_its_own_keyword(monkeypatch):
+    """The hint named the command line's --backend cpu, which a caller of measure cannot give."""
+    import gpubench.backends
+    from gpubench.core.errors import NoDevice
+
+    def refusing(name):
+        raise NoDevice("no CUDA device found")
+
+    monkeypatch.setattr(gpubench.backends, "open_backend", refusing)
+    monkeypatch.setattr(api, "_backends", {})
+    with pytest.raises(GpubenchError) as e:
+        api.measure(lambda A, B, C, M, N, K: None, api.gemm(8), backend="cuda")
+    assert str(e.value) == 'no CUDA device found, or pass backend="cpu"'
+
+
+def test_without_a_gpu_a_sweep_s_hint_names_its_keyword_too(monkeypatch, tmp_path):
+    from gpubench.core.errors import NoDevice
+    from gpubench.usecases import commands
+
+    def refusing(*args, **kwargs):
+        raise NoDevice("no CUDA device found")
+
+    monkeypatch.setattr(commands, "run_sweeps", refusing)
+    for call in (lambda: api.run_sweep("gemm", sizes=[16], output=tmp_path / "g.json"),
+                 lambda: api.run_suite("quick", output=tmp_path / "q.json")):
+        with pytest.raises(GpubenchError) as e:
+            call()
+        assert str(e.value) == 'no CUDA device found, or pass backend="cpu"'

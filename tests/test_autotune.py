@@ -65,3 +65,22 @@ def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
     assert entry["variant"] == "blocked" and entry["params"]["TILE"] == 1  # the fastest correct one
     assert entry["shape"] == {"m": 24, "n": 20, "k": 16, "dtype": "fp32", "layout": "nn"} and entry["tried"] >= 3
     assert any("fail" in line for line in lines)  # TILE=3 was tried and refused
+
+
+def test_tune_without_the_gpu_stack_says_so_before_starting_a_worker(monkeypatch):
+    """It took 2 s (a worker started, then refused) to say that it needs a GPU."""
+    from click.testing import CliRunner
+
+    from gpubench.cli import cli
+    from gpubench.specs import backend_choice
+    from gpubench.usecases import autotune
+
+    def no_worker(*args, **kw):
+        raise AssertionError("a worker was started to find out")
+
+    monkeypatch.setattr(backend_choice, "gpu_stack_missing", lambda: "PyCUDA")
+    monkeypatch.setattr(autotune, "open_executor", no_worker)
+    r = CliRunner().invoke(cli, ["tune", "gemm", "--sizes", "256"])
+    assert r.exit_code == 2 and r.output == ("gpubench: error: PyCUDA is not installed: pip install 'gpubench[gpu]' "
+                                             "(`gpubench tune` searches on an NVIDIA GPU; it has no CPU backend)\n"), \
+        r.output

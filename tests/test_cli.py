@@ -131,7 +131,7 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
 
 
 def test_block_sizes_where_no_variant_takes_them(tmp_path):
-    one_line_error(invoke("gemm", "--variants", "tiled,cublas", "--block-sizes", "16"),
+    one_line_error(invoke("gemm", "--backend", "cuda", "--variants", "tiled,cublas", "--block-sizes", "16"),
                    "--block-sizes applies to the block-size variants", "none of tiled, cublas takes it")
 
 
@@ -170,7 +170,7 @@ def test_cuda_backend_without_a_gpu_names_what_is_missing():
         pytest.skip("this machine has a GPU stack")
     except Exception:
         pass
-    r = invoke("gemm", "--sizes", "64", "--variants", "cublas")
+    r = invoke("gemm", "--backend", "cuda", "--sizes", "64", "--variants", "cublas")  # insisting on the GPU
     one_line_error(r)
     assert any(w in r.output for w in ("PyCUDA", "CuPy", "driver", "CUDA device")), r.output
 
@@ -603,3 +603,10 @@ def test_a_closed_stdout_or_stderr_is_one_line_and_exit_2(tmp_path, make_run, ar
         if closing == ">&-":
             assert r.stderr == "gpubench: error: the standard output is closed (>&-): give it somewhere to write, " \
                                "e.g. >/dev/null\n"
+
+
+def test_show_example_needs_no_file_and_takes_no_file():
+    r = invoke("show", "--example")
+    assert r.exit_code == 0 and "NVIDIA H200, 352 points, complete" in r.stdout.splitlines()[0], r.output
+    one_line_error(invoke("show"), "give a results FILE, or --example")
+    one_line_error(invoke("show", "x.json", "--example"), "not both")

@@ -202,7 +202,10 @@ def test_without_dask_cuda_the_message_names_it_not_dask(monkeypatch):
     """Dask itself installed, dask-cuda not: "multi-GPU runs use Dask, which is not installed" was untrue."""
     import sys
 
+    from gpubench.specs import backend_choice
+
     monkeypatch.setitem(sys.modules, "dask_cuda", None)  # an import of it raises ImportError
+    monkeypatch.setattr(backend_choice, "gpu_stack_missing", lambda: None)  # tune's first check: PyCUDA, CuPy
     r = CliRunner().invoke(cli, ["tune", "gemm", "--sizes", "64", "--gpus", "2"])
     assert r.exit_code == 2 and "need dask-cuda (one Dask worker per GPU), which is not installed" in r.output, \
         r.output

@@ -30,6 +30,31 @@ def test_a_file_compared_with_itself_is_all_same(make_run, run_file):
     assert all(c.ratio == pytest.approx(1.0) for c in report.changes)
 
 
+def test_a_file_of_few_samples_a_point_compared_with_itself_is_all_same(make_run, run_file):
+    """A CPU `quick` run keeps 5 samples a point (its budget is spent by then): against itself (11 points) it gave
+    "0 same, 11 inconclusive: too few samples", though both sides are one measurement. Here 4 samples for 6 points."""
+    path = run_file(make_run(samples=4))
+    r = invoke("compare", path, path)
+    assert r.exit_code == 0 and "0 inconclusive" in r.output and "too few samples" not in r.output, r.output
+    report = compare.compare(results.load(path), results.load(path))
+    assert {c.verdict for c in report.changes} == {"same"} and {(c.low, c.high) for c in report.changes} == {(1, 1)}
+
+
+def test_too_few_samples_to_decide_says_how_many_are_needed_and_how_to_get_them(make_run, run_file):
+    base, new = run_file(make_run(samples=4, seed=1), "base.json"), run_file(make_run(samples=4, seed=2), "new.json")
+    report = compare.compare(results.load(base), results.load(new))
+    n = len(report.changes)
+    assert n == 6 and report.samples_needed == 5 and len(report.too_few) == n  # P(U=0): 1/C(8,4) > 0.05/6/2 > 1/C(10,5)
+    r = invoke("compare", base, new)
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0 and f"{n} points had too few samples to decide: among {n} points a verdict needs at " \
+                                f"least 5 a side, these have as few as 4" in text, r.output
+    assert "rerun both with --decide 0.05: each point then samples on until a verdict at 5% is in reach" in text
+    enough = run_file(make_run(samples=40, seed=3), "enough.json")
+    assert "too few samples" not in invoke("compare", enough,
+                                           run_file(make_run(samples=40, seed=4), "e2.json")).output
+
+
 def test_one_point_twice_as_slow_fails_and_is_named(make_run, run_file):
     base = run_file(make_run(seed=1), "base.json")
     new = run_file(make_run(seed=2, scale={("tiled", 2048): 2.0}), "new.json")
@@ -229,16 +254,34 @@ def test_a_run_marked_running_that_no_run_writes_is_called_ended_not_to_be_finis
     assert len(commands.compare_runs(base, new, 0.05, 0.05, False, allow_partial=True).report.changes) == 3
 
 
-def test_a_point_held_twice_is_an_error_naming_it(make_run, run_file):
+def test_a_point_held_twice_is_read_once_and_said_so(make_run, run_file):
+    """A copy of a point (a file merged by hand) is read as the point, not counted twice, and one note names it."""
     from gpubench.usecases import commands
-    from gpubench.core.errors import GpubenchError
 
     run = make_run()
     run.points.append(run.points[0])
     twice = run_file(run, "twice.json")
-    with pytest.raises(GpubenchError, match=r"twice.json holds 1 point\(s\) twice, the first gemm tiled "
-                                            r"128x128x8/8x8 1024"):
-        commands.compare_runs(run_file(make_run(), "base.json"), twice, 0.05, 0.05, False)
+    with pytest.warns(results.schema.PointsMerged, match=r"twice.json: 1 point\(s\) measured more than once .* the "
+                                                         r"first, gemm tiled 128x128x8/8x8 1024$"):
+        c = commands.compare_runs(run_file(make_run(), "base.json"), twice, 0.05, 0.05, False)
+    assert len(c.report.changes) == len(make_run().points)
+
+
+def test_a_lab_run_whose_sweeps_overlapped_is_compared_and_reported(tmp_path):
+    """results/nvidia-h200/lab-a.json (the lab suite before its conv and conv-small sweeps stopped overlapping: 33
+    points measured twice) was shown by `show` but refused by `report` and `compare`."""
+    lab = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200" / "lab-a.json"
+    lab = lab if lab.exists() else lab.with_name("lab-a.json.gz")
+    for args in (["compare", str(lab), str(lab)], ["report", str(lab), "-o", str(tmp_path / "lab.html")],
+                 ["show", str(lab)]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 0, r.output
+        note = [line for line in r.stderr.splitlines() if "gpubench: note:" in line]
+        assert len(note) == 1 and "33 point(s) measured more than once" in note[0], r.stderr
+    run = results.load(lab)
+    assert len(run.points) == 352 and not compare.duplicates(run)
+    pooled = next(p for p in run.points if compare.point_label(p) == "conv sliding 8 512 s1")
+    assert len(pooled.samples_ms) == 64 + 128  # both sweeps' samples
 
 
 def sustained(run, variants=("tiled", "cublas", "sliding", "cudnn")):

@@ -202,18 +202,51 @@ def test_the_history_page_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.html", "r.json"]  # no temporary file left
 
 
-def test_a_run_holding_a_point_twice_is_refused_or_passed_over(tmp_path):
+def test_a_run_holding_a_point_twice_counts_it_once(tmp_path):
     """A point given twice in one file (merged or edited by hand) was counted as two runs of it in the series
-    ("runs 3" from two files), as compare refuses it; named, it is one line; met in a directory, passed over."""
+    ("runs 3" from two files); it is read as one point, and a note says so."""
     from gpubench.usecases import commands
-    from gpubench.core.errors import GpubenchError
     from gpubench.results import save
+    from gpubench.results.schema import PointsMerged
 
     save(run_of("H100", "580", "c0", T0, 1.0), tmp_path / "a.json")
     twice = run_of("H100", "580", "c1", T0 + timedelta(hours=1), 1.0)
     twice.points = twice.points * 2
     save(twice, tmp_path / "b.json")
-    with pytest.raises(GpubenchError, match="b.json holds 1 point\\(s\\) twice, the first "):
-        commands.run_history([str(tmp_path / "a.json"), str(tmp_path / "b.json")], 0.05, 0.05, None, False)
-    outcome = commands.run_history([str(tmp_path)], 0.05, 0.05, None, False)
-    assert [len(s.entries) for s in outcome.series] == [1] and "holds 1 point(s) twice" in outcome.passed_over[0]
+    with pytest.warns(PointsMerged, match="b.json: 1 point"):
+        outcome = commands.run_history([str(tmp_path)], 0.05, 0.05, None, False)
+    assert [len(s.entries) for s in outcome.series] == [2] and not outcome.passed_over
+
+
+def test_a_history_with_no_change_says_so_in_one_line(tmp_path):
+    """It printed a table with a title and no rows."""
+    from click.testing import CliRunner
+
+    from gpubench.cli import cli
+    from gpubench.results import save
+
+    for i in range(4):
+        save(run_of("H100", "580", f"c{i}", T0 + timedelta(hours=i), 1.0, seed=i), tmp_path / f"r{i}.json")
+    r = CliRunner().invoke(cli, ["history", str(tmp_path)])
+    assert r.exit_code == 0 and r.output == "no point changed: 1 series compared across 4 runs (--all lists them)\n", \
+        r.output
+    every = CliRunner().invoke(cli, ["history", str(tmp_path), "--all"])
+    assert every.exit_code == 0 and "history: 1 series, 0 with a change" in every.output
+
+
+def test_without_ruptures_the_refusal_and_the_help_name_the_extra(tmp_path, monkeypatch):
+    import sys
+
+    from click.testing import CliRunner
+
+    from gpubench.cli import cli
+    from gpubench.results import save
+
+    for i in range(3):
+        save(run_of("H100", "580", f"c{i}", T0 + timedelta(hours=i), 1.0, seed=i), tmp_path / f"r{i}.json")
+    monkeypatch.setitem(sys.modules, "ruptures", None)  # import ruptures raises ImportError
+    r = CliRunner().invoke(cli, ["history", str(tmp_path)])
+    assert r.exit_code == 2 and r.output == "gpubench: error: history needs ruptures: pip install " \
+                                            "'gpubench[history]'\n", r.output
+    assert "pip install 'gpubench[history]'" in " ".join(CliRunner().invoke(cli, ["history", "--help"]).output.split())
+    assert "pip install 'gpubench[history]'" in CliRunner().invoke(cli, ["--help"]).output

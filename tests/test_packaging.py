@@ -16,14 +16,25 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """The wheel `python -m build` makes, pip-installed (not editable) into a new venv; its bin directory."""
+def built(tmp_path_factory):
+    """`python -m build` run on a copy of the checkout: the folder holding dist/, and what the build printed."""
     root = tmp_path_factory.mktemp("wheel")
     src = root / "src"  # a copy, so the build leaves nothing behind in the checkout
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", ".ci-venv", "build", "dist", "*.egg-info",
                                                              "__pycache__", ".pytest_cache", ".devwheels", ".stage", ".whl"))
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(root / "dist"), str(src)], check=True,
-                   capture_output=True)
+    # The release's own command (an sdist, then the wheel built from it), in an environment that does not disable
+    # byte-compiling (PYTHONDONTWRITEBYTECODE makes setuptools warn that it skips it, whatever the project says).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    build = subprocess.run([sys.executable, "-m", "build", "--outdir", str(root / "dist"), str(src)], env=env,
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stdout + build.stderr
+    return root, build.stdout + build.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(built):
+    """The wheel `python -m build` makes, pip-installed (not editable) into a new venv; its bin directory."""
+    root, _ = built
     (wheel,) = (root / "dist").glob("gpubench-*.whl")
     venv.create(root / "venv", with_pip=True)
     bin_dir = root / "venv" / "bin"
@@ -87,9 +98,26 @@ def test_a_project_outside_the_repository(installed, tmp_path):
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "matmul_lab.cu" in r.stderr, r.stderr
 
 
+def test_the_example_run_is_shown_from_anywhere(installed, tmp_path):
+    """The README's `gpubench show results/...` worked only inside a checkout: the wheel carries one saved run."""
+    r = gpubench(installed, tmp_path, "show", "--example")
+    assert r.returncode == 0 and "NVIDIA H200, 352 points, complete" in r.stdout and "gemm · tiled" in r.stdout, \
+        r.stdout + r.stderr
+    first = r.stdout.split(":")[0]
+    assert REPO not in Path(first).parents and "site-packages" in first  # the installed copy
+
+
 def test_the_wheel_registers_the_pytest_plugin(installed, tmp_path):
     code = ("from importlib.metadata import entry_points; "
             "print([e.value for e in entry_points(group='pytest11') if e.name == 'gpubench'])")
     out = subprocess.run([installed / "python", "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path,
                          env=own_environment())
     assert out.stdout.strip() == "['gpubench.pytest_plugin']"
+
+
+def test_the_build_prints_no_warning(built):
+    """`python -m build` is warning-free: e.g. every folder of kernels or assets the wheel carries is a listed package
+    (setuptools otherwise prints a "Package would be ignored" block for each one)."""
+    _, output = built
+    warnings = [line for line in output.splitlines() if "warning" in line.lower()]
+    assert not warnings, "\n".join(warnings)

@@ -64,7 +64,7 @@ def test_no_project_is_fine(tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [
-    ("colour = 1\n", "unknown key\\(s\\) colour; allowed are family, op, sets, tuned, variant"),
+    ("colour = 1\n", "unknown key\\(s\\) colour; allowed are backend, family, op, sets, tuned, variant"),
     ("tuned = 3\n", "tuned must be a directory path"),
     ("[[variant]\n", "not valid TOML"),
     ("variant = 3\n", "declared as \\[\\[variant\\]\\] tables"),

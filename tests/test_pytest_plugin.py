@@ -48,11 +48,13 @@ def test_conv(gpubench):
 '''
 
 
-def pytest_session(project: Path, *args, calls: int = 1):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CALLS": str(calls), "OMP_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+def pytest_session(project: Path, *args, calls: int = 1, backend: str | None = "cpu"):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_")}
+    env.update({"PYTHONPATH": str(REPO), "CALLS": str(calls), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    chosen = ["--gpubench-backend", backend] if backend else []
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "gpubench.pytest_plugin", "-q", "-p",
-                           "no:cacheprovider", "--gpubench-backend", "cpu", *args], cwd=project, env=env,
+                           "no:cacheprovider", *chosen, *args], cwd=project, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -135,3 +137,71 @@ def test_a_session_at_the_sustained_pace_is_saved_so_and_not_compared_with_an_id
 def test_the_plugin_is_registered_for_pytest():
     entry_points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
     assert entry_points == {"gpubench": "gpubench.pytest_plugin"}
+
+
+# A machine as the new-user trial had it: the GPU stack not installed (conftest.py hides it wherever this runs), or
+# installed with no GPU that answers (the cuda backend refuses to open).
+NO_GPU_STACK = "from gpubench.specs import backend_choice\nbackend_choice.gpu_stack_missing = lambda: 'PyCUDA'\n"
+NO_GPU = ("import gpubench.backends as b\nfrom gpubench.core.errors import NoDevice\nfrom gpubench.specs import "
+          "backend_choice\nbackend_choice.gpu_stack_missing = lambda: None\nopen_backend = b.open_backend\n"
+          "def refusing(name):\n    if name == 'cuda':\n        raise NoDevice('no CUDA device found')\n"
+          "    return open_backend(name)\nb.open_backend = refusing\n")
+GPU_ONLY_AND_WRONG = (
+    "def test_torch_only(gpubench):\n    gpubench(lambda A, B, C, M, N, K: None, gpubench.gemm(8), arrays='torch')\n"
+    "def test_wrong(gpubench):\n"
+    "    gpubench(lambda A, B, C, M, N, K: C.__setitem__(..., A @ B * 1.01), gpubench.gemm(32), name='off')\n")
+
+
+def test_without_a_gpu_stack_the_session_measures_on_the_cpu_and_says_so_in_its_header(project):
+    """It skipped every test (`2 skipped`, exit 0), a wrong kernel's included."""
+    (project / "conftest.py").write_text(NO_GPU_STACK)
+    (project / "test_more.py").write_text(GPU_ONLY_AND_WRONG)
+    r = pytest_session(project, "--gpubench-save", "s.json", "-v", backend=None)
+    assert r.returncode == 1, r.stdout
+    header = r.stdout.split("test_more.py")[0]
+    assert header.count("gpubench: PyCUDA is not installed, so this runs on the CPU backend") == 1, r.stdout
+    assert "--gpubench-backend cuda insists" in header and "--backend cuda" not in header.replace("-gpubench-", "")
+    assert r.stdout.count("runs on the CPU backend") == 1, r.stdout
+    assert "2 passed" in r.stdout and "1 failed" in r.stdout and "1 skipped" in r.stdout, r.stdout
+    assert "gpubench: gemm off 32: rel_err" in r.stdout
+    assert "gpubench: 1 test(s) skipped, needing the GPU backend (not cpu): test_more.py::test_torch_only" in r.stdout
+    assert results.load(project / "s.json").backend == "cpu"
+    quiet = pytest_session(project, "test_perf.py", backend=None)  # -q: no header, so the summary says it
+    assert quiet.returncode == 0 and quiet.stdout.count("runs on the CPU backend") == 1, quiet.stdout
+
+
+def test_a_gpu_stack_without_a_gpu_falls_back_to_the_cpu_and_says_so_once(project):
+    (project / "conftest.py").write_text(NO_GPU)
+    r = pytest_session(project, "test_perf.py", backend=None)
+    assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout
+    assert r.stdout.count("no CUDA device found: measured on the CPU backend instead") == 1, r.stdout
+
+
+def test_a_gpu_asked_for_outright_fails_the_tests_and_names_the_plugin_s_own_option(project):
+    (project / "conftest.py").write_text(NO_GPU)
+    r = pytest_session(project, "test_perf.py", backend="cuda")
+    assert r.returncode == 1 and "2 failed" in r.stdout, r.stdout
+    assert "no CUDA device found (the cuda backend was asked for); measure on the CPU with --gpubench-backend cpu" \
+        in r.stdout and "or use --backend" not in r.stdout, r.stdout
+
+
+def test_a_bad_gpubench_backend_fails_the_measuring_tests_not_every_session(project):
+    (project / "test_plain.py").write_text("def test_plain():\n    pass\n")
+    env = {**os.environ, "GPUBENCH_BACKEND": "gpu"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "gpubench.pytest_plugin", "-q", "-p", "no:cacheprovider",
+                        "test_plain.py"], cwd=project, env={**env, "PYTHONPATH": str(REPO),
+                                                             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_too_few_samples_to_decide_names_the_fixture_s_keyword(project):
+    (project / "test_few.py").write_text(  # 8 points of 5 samples: 6 a side are needed among 8 (alpha 0.05)
+        "def test_few(gpubench):\n"
+        "    for i in range(8):\n"
+        "        gpubench(lambda A, B, C, M, N, K: C.__setitem__(..., A @ B), gpubench.gemm(16), name=f'few{i}',"
+        " reps=5, budget=0.001)\n")
+    r = pytest_session(project, "test_few.py", "--gpubench-save", "few.json")
+    assert r.returncode == 0, r.stdout
+    r = pytest_session(project, "test_few.py", "--gpubench-compare", "few.json")
+    assert "too few samples to decide" in r.stdout and "gpubench(..., decide=0.05)" in r.stdout, r.stdout

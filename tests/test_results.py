@@ -355,10 +355,12 @@ def points(draw):
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.lists(points(), min_size=1, max_size=5), st.sampled_from(list(RunStatus)))
+@given(st.lists(points(), min_size=1, max_size=5, unique_by=lambda p: (p.key(), p.device)),
+       st.sampled_from(list(RunStatus)))
 def test_any_run_gpubench_writes_it_reads_back(tmp_path_factory, made, status):
     """Extreme sizes included: a GEMM of 8e9 cubed (flops past 1e30), int64 dimensions, femtosecond and
-    thirty-year samples, infinite errors."""
+    thirty-year samples, infinite errors. (A run holds each point once: suites refuse sweeps that overlap; a file
+    holding one twice is read as one point, tests/test_compare.py.)"""
     run = Run(backend="cuda", environment={}, settings={}, points=made, status=status)
     path = tmp_path_factory.mktemp("roundtrip") / "r.json"
     results.save(run, path)
@@ -441,3 +443,63 @@ def test_the_writer_keeps_a_compressed_run_valid_after_every_point(make_run, tmp
     assert (tmp_path / "w.json.gz").read_bytes() == finished
     assert gzip.decompress(interim) != gzip.decompress(finished)  # (the status differs: running, then complete)
     assert interim[8] == 4 and finished[8] == 0  # gzip's XFL byte: 4 for the fastest level, 0 for the default
+
+
+def test_unknown_keys_are_named_in_one_warning_per_file(make_run, tmp_path):
+    """A point's `params` from an older tool, in a current file, was ignored without a word (and the unchanged
+    problem plotted)."""
+    data = json.loads(results.save(make_run(), tmp_path / "r.json").read_text())
+    for p in data["points"]:
+        p["params"] = {"m": 99, "n": 99, "k": 99}
+    data["points"][0]["note"] = "mine"
+    data["legacy"] = True
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    with pytest.warns(results.schema.UnknownKeys) as caught:
+        results.load(path)
+    n = len(data["points"])
+    assert [str(w.message) for w in caught] == [
+        f"results file {path}: unknown key(s) ignored: legacy (top level), note (in 1 of {n} points), params (in {n} "
+        f"of {n} points); a version-{results.SCHEMA_VERSION} file has no such field, so what they hold is not in what "
+        "is shown"]
+
+
+def test_no_file_gpubench_saved_has_an_unknown_key(make_run, tmp_path):
+    """Every field a run and a point write is one the reader knows, and so is every field of every saved file of
+    every version (after its migration)."""
+    point = make_run().points[0]
+    assert set(point.to_dict()) == results.schema.POINT_KEYS
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", results.schema.UnknownKeys)
+        warnings.simplefilter("ignore", results.schema.PointsMerged)  # the lab runs of before 1.0: their own test
+        results.load(results.save(make_run(), tmp_path / "r.json"))
+        for path in SAVED:
+            results.load(path)
+
+
+def test_the_command_line_writes_the_warning_as_one_line(make_run, tmp_path):
+    data = json.loads(results.save(make_run(), tmp_path / "r.json").read_text())
+    data["points"][0]["params"] = {"m": 1}
+    (tmp_path / "edited.json").write_text(json.dumps(data))
+    r = subprocess.run([sys.executable, "-m", "gpubench", "show", "edited.json"], cwd=tmp_path, capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert r.returncode == 0 and r.stderr.startswith("gpubench: warning: results file edited.json: unknown key(s) "
+                                                     "ignored: params (in 1 of ") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_point_held_twice_pools_two_measurements_keeps_one_copy_and_keeps_a_failure(make_run, tmp_path):
+    run = make_run()
+    first = run.points[0]
+    other = Point.measured(first.problem, first.variant, first.config, samples_ms=[1.0, 1.1, 1.2], rel_err=1e-6,
+                           tolerance=1e-4)
+    failed = Point(first.problem, first.variant, first.config, Status.ERROR, reason="it raised")
+    for i, (extra, expected) in enumerate((([other], [*first.samples_ms, 1.0, 1.1, 1.2]),
+                                           ([first], list(first.samples_ms)), ([failed], []))):
+        run.points = [first, *make_run().points[1:], *extra]
+        path = results.save(run, tmp_path / f"r{i}.json")
+        with pytest.warns(results.schema.PointsMerged, match="1 point"):
+            (kept,) = [p for p in results.load(path).points if p.key() == first.key()]
+        assert list(kept.samples_ms) == expected and kept.status == (Status.ERROR if not expected else Status.OK)
+    assert len(results.load(path, each_once=False).points) == len(run.points)

@@ -171,3 +171,12 @@ def test_median_interval_covers_the_median_at_its_level():
     rng = np.random.default_rng(3)
     hits = sum(r.low <= 0 <= r.high for r in (median_interval(rng.normal(size=7)) for _ in range(4000)))
     assert hits / 4000 == pytest.approx(median_interval(range(7)).level, abs=0.02)
+
+
+def test_fewest_samples_is_where_the_interval_first_closes():
+    from gpubench.measure.stats import fewest_samples, rank_count
+
+    for alpha in (0.05, 0.05 / 11, 0.05 / 352):
+        n = fewest_samples(alpha)
+        assert rank_count(n, n, alpha) >= 1 and rank_count(n - 1, n - 1, alpha) < 1
+    assert fewest_samples(0.05 / 11) == 6  # a CPU quick run's 11 points: its 5 samples a point can never decide

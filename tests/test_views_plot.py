@@ -81,3 +81,11 @@ def test_neither_mplbackend_nor_a_glyph_the_font_lacks_troubles_a_plot(make_run,
         r = subprocess.run([sys.executable, "-m", "gpubench", "plot", str(path), *roofline, "-o",
                             str(tmp_path / f"p{len(roofline)}.png")], env=env, capture_output=True, text=True)
         assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_the_plot_command_s_help_names_the_extra():
+    from click.testing import CliRunner
+
+    from gpubench.cli import cli
+
+    assert "pip install 'gpubench[plot]'" in " ".join(CliRunner().invoke(cli, ["plot", "--help"]).output.split())

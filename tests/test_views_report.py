@@ -87,7 +87,7 @@ def test_text_from_a_run_is_never_markup(make_run):
 def test_the_saved_lab_run_renders_with_every_section():
     run = load(LAB)
     html = report.render([(str(LAB), run)])
-    assert len(point_data(html)) == len(run.points) == 385
+    assert len(point_data(html)) == len(run.points) == 352  # 33 of its 385 measured twice, each read as one
     assert html.count("<figure") == 6  # gemm, four conv series (strides, paddings) and the roofline
 
 

@@ -1,5 +1,7 @@
 from dataclasses import replace
 
+import pytest
+
 from gpubench.core.dtypes import DType
 from gpubench.views import run as view
 from gpubench.views import tables
@@ -146,8 +148,23 @@ def test_a_point_with_two_modes_is_marked_and_named_in_the_caption(make_run):
     assert cells(view.config_tables(run, "gemm")[0])[1][1].startswith("‡")
     caption = tables[-1].caption
     assert "‡ marks a point whose samples sit in two modes" in caption and "~ marks" not in caption
-    assert "‡ gemm tiled 128x128x8/8x8 2048: two modes: 7.6 and 9 ms (40%/60%)" in caption.splitlines()
+    assert "‡ gemm tiled 128x128x8/8x8 2048: two modes: 7.6 and 9 ms (40%/60%); median 8.919 ms, at the slower mode" \
+        in caption.splitlines()
     assert "‡ gemm tiled 128x128x8/8x8 2048" in to_markdown(tables[-1])
+
+
+def test_a_median_between_the_two_modes_is_said_to_lie_between_them(make_run):
+    """A point under CPU load: modes at 0.21 and 11.6 ms, median 5.0 ms; the caption said its median was the
+    larger mode's."""
+    run = make_run()
+    i = next(i for i, p in enumerate(run.points) if p.variant == "tiled" and p.problem.m == 2048)
+    samples = [0.21 * (1 + 0.01 * d) for d in range(-7, 7)] + [4.9, 5.1] + [11.6 * (1 + 0.01 * d) for d in range(-7, 7)]
+    run.points[i] = p = replace(run.points[i], samples_ms=samples)
+    assert p.modes is not None and p.median_ms == pytest.approx(5.0)
+    caption = view.run_tables(run)[-1].caption
+    (line,) = [line for line in caption.splitlines() if "two modes: " in line]
+    assert ": two modes: 0.211 and 11.54 ms (53%/47%); median 5 ms, between the two modes" in line, line
+    assert "its median is the mode" not in caption and "where it lies" in caption
 
 
 def test_a_run_without_two_modes_says_nothing_of_them(make_run):

@@ -39,7 +39,7 @@ from gpubench.core.exit_codes import Exit
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.measure.roofline import floor_ms
 from gpubench.measure import hierarchical
-from gpubench.measure.stats import ratio_interval
+from gpubench.measure.stats import fewest_samples, ratio_interval
 
 ENV_FIELDS = {
     "GPU": ("device", "name"), "compute capability": ("device", "compute_capability"),
@@ -152,6 +152,17 @@ class Report:
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict == verdict for c in self.changes)
 
+    @property
+    def too_few(self) -> list[Change]:
+        """The points whose interval is unbounded: too few samples a side for any verdict at the family's level."""
+        return [c for c in self.changes if math.isinf(c.high)]
+
+    @property
+    def samples_needed(self) -> int:
+        """The fewest samples a side with which a point of this comparison can get a verdict other than
+        inconclusive (Bonferroni over its points)."""
+        return fewest_samples(self.alpha / max(1, len(self.changes)))
+
     def geomeans(self) -> dict[str, float]:
         """Geometric mean of the ratios per variant (op-qualified)."""
         groups: dict[str, list[float]] = {}
@@ -258,6 +269,9 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
     family_alpha = alpha / max(1, len(pairs))  # Bonferroni: every interval at 1 − alpha/m
     for b, n in pairs:
         between = len(b.processes) >= 2 and len(n.processes) >= 2
+        if list(b.samples_ms) == list(n.samples_ms):  # one measurement on both sides (a run against itself): no
+            report.changes.append(Change(b, n, 1.0, 1.0, 1.0, Verdict.SAME, between=between))  # sampling between
+            continue
         est, low, high = (hierarchical.ratio_interval(b.process_samples, n.process_samples, family_alpha) if between
                           else ratio_interval(b.samples_ms, n.samples_ms, family_alpha))
         v = verdict(low, high, threshold)

@@ -19,12 +19,29 @@ class NoDevice(GpubenchError):
         return f"{self.args[0]}, {self.ADVICE}"
 
 
+class NoDeviceInTheApi(NoDevice):
+    """NoDevice where the library API is the caller: the way around it is the functions' keyword, not the flag."""
+
+    ADVICE = 'or pass backend="cpu"'
+
+
+class OtherBackendOnly(GpubenchError):
+    """What was asked runs on another backend only (arrays="torch" on the CPU): the call is fine, the place is not."""
+
+
 class CompileError(GpubenchError):
     """nvcc rejected a kernel: the message names the file and nvcc's first error; `log` holds nvcc's whole output."""
 
     def __init__(self, message: str, log: str = ""):
         super().__init__(message)
         self.log = log
+
+
+class GpubenchWarning(UserWarning):
+    """Something worth one line that stops nothing (the command line writes it as ``gpubench: warning: ...``, or
+    with the subclass's LABEL)."""
+
+    LABEL = "warning"
 
 
 class Skip(Exception):

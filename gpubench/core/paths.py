@@ -37,6 +37,22 @@ def shipped(name: str) -> Path:
                         "reinstall it")
 
 
+EXAMPLE_RUN = ("nvidia-h200", "lab-ops-after")  # the saved run `gpubench show --example` renders: an H200's lab
+
+
+def example_run() -> Path:
+    """The saved run shipped as the example, wherever gpubench runs from: gpubench/examples/ in a wheel (pyproject
+    maps results/nvidia-h200/ there and takes the lab run alone), results/nvidia-h200/ in a checkout."""
+    package = Path(__file__).resolve().parent.parent
+    gpu, name = EXAMPLE_RUN
+    for folder in (package / "examples", package.parent / "results" / gpu):
+        for candidate in (folder / f"{name}.json.gz", folder / f"{name}.json"):
+            if candidate.is_file():
+                return candidate
+    raise GpubenchError(f"gpubench is installed without its example run (looked for {name}.json.gz in "
+                        f"{package / 'examples'} and beside the package): reinstall it")
+
+
 def cuda_src_dir() -> Path:
     return shipped("cuda_src")
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -56,6 +57,15 @@ VALLEY_P = 0.01  # the sign test's level: without it 1,876 are flagged, the extr
 #                  mode of 30-40 (a band then holds 2 or 3, and an empty one is luck); 0.001 drops 229 that read as
 #                  two humps with a dip
 VALLEY_PLACES = 9  # where the antimode is looked for between the two centres
+
+
+class Place(StrEnum):
+    """Where a point's median lies against its two modes: at one of them (within a sixth of the gap of its centre,
+    the band that counts its peak), or in the valley between, where shares near half and half put it."""
+
+    FASTER = "at the faster mode"
+    SLOWER = "at the slower mode"
+    BETWEEN = "between the two modes"
 
 
 @dataclass(frozen=True)
@@ -78,11 +88,24 @@ class Modes:
         """How much slower the slow mode is than the fast one (0.18: 18%)."""
         return self.slow_ms / self.fast_ms - 1
 
-    def describe(self) -> str:
-        """"two modes: 45.54 and 53.7 µs (38%/62%)", in µs under a millisecond, else in ms."""
-        unit, name = (1, "ms") if self.fast_ms >= 1 else (1e3, "µs")
-        return (f"two modes: {self.fast_ms * unit:.4g} and {self.slow_ms * unit:.4g} {name} "
+    def place(self, median_ms: float) -> Place:
+        """Where `median_ms` (the point's median over all its samples) lies against the two modes."""
+        band = (self.slow_ms - self.fast_ms) / 6  # the peaks' half-width in _valley
+        if abs(median_ms - self.fast_ms) <= band:
+            return Place.FASTER
+        if abs(median_ms - self.slow_ms) <= band:
+            return Place.SLOWER
+        return Place.BETWEEN
+
+    def describe(self, median_ms: float | None = None) -> str:
+        """"two modes: 45.54 and 53.7 µs (38%/62%)", in µs when both are under a millisecond, else in ms (0.21 and
+        11.6 ms); with the point's median, where it lies: "...; median 53.6 µs, at the slower mode"."""
+        unit, name = (1, "ms") if self.slow_ms >= 1 else (1e3, "µs")
+        text = (f"two modes: {self.fast_ms * unit:.4g} and {self.slow_ms * unit:.4g} {name} "
                 f"({self.fast_share:.0%}/{self.slow_share:.0%})")
+        if median_ms is None:
+            return text
+        return f"{text}; median {median_ms * unit:.4g} {name}, {self.place(median_ms)}"
 
 
 def _best_cut(x: np.ndarray, least: int) -> int:

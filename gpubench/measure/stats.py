@@ -91,6 +91,15 @@ def rank_count(n: int, m: int, alpha: float) -> int:
     return max(0, math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12)))
 
 
+def fewest_samples(alpha: float, most: int = 1000) -> int:
+    """The fewest samples a side (n = m) for which ratio_interval at level 1 − alpha is bounded (rank_count ≥ 1):
+    below it, no verdict but inconclusive is possible, however alike the samples."""
+    n = 2
+    while n < most and rank_count(n, n, alpha) < 1:
+        n += 1
+    return n
+
+
 def ratio_interval(base, new, alpha: float) -> tuple[float, float, float]:
     """(estimate, low, high) of new/base: Hodges–Lehmann shift of log-times and Moses' rank interval.
 

@@ -216,9 +216,10 @@ def results_path(path: str | Path) -> Path:
     return Path(path)
 
 
-def load(path: str | Path) -> Run:
+def load(path: str | Path, *, each_once: bool = True) -> Run:
     """Read a saved run (of any version this gpubench knows), turning every way a file can be wrong into one
-    line that says which."""
+    line that says which. A point the file holds more than once is read as one (said in a note), unless
+    `each_once` is False: then every measurement as the file holds it."""
     path = results_path(path)
     if not path.is_file():
         raise GpubenchError(f"results file {path} does not exist" if not path.exists() else
@@ -245,4 +246,4 @@ def load(path: str | Path) -> Run:
             raise GpubenchError(f"results file {path} is not valid JSON (truncated or corrupt?): {parser_complaint(e)}") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise GpubenchError(f"{path} is not a gpubench results file (no \"schema\": \"{SCHEMA}\")")
-        return run_from(migrate(data, path), path)
+        return run_from(migrate(data, path), path, each_once=each_once)

@@ -17,10 +17,12 @@ pools the samples, as a one-process point's).
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
 
-from gpubench.core.errors import GpubenchError
+from gpubench.core.errors import GpubenchError, GpubenchWarning
 from gpubench.core.dtypes import DType
 from gpubench import ops
 from gpubench.ops import shape_from
@@ -157,6 +159,62 @@ class _Check:
             self.fail(where, str(e))
 
 
+class UnknownKeys(GpubenchWarning):
+    """A results file holds keys this gpubench does not read (another tool's, a hand edit, a newer gpubench's): it
+    is read without them, and one line per file names them, since what they meant is not in what is shown."""
+
+
+RUN_KEYS = frozenset(f.name for f in fields(Run))  # what Run.to_json writes
+POINT_KEYS = frozenset(("op", "variant", "config", "problem", "status", "reason", "rel_err", "tolerance", "samples_ms",
+                        "details", "device", "telemetry", "flops", "min_bytes", "stats", "gflops", "gbps"))  # to_dict's
+
+
+def _key(name: str) -> str:
+    return _shown(name) if name else "''"
+
+
+def _warn_unknown(data: dict, path: Path) -> None:
+    """One warning naming the keys of the (migrated) file that no field reads, at the top and in its points."""
+    found = {f"{_key(k)} (top level)": 1 for k in sorted(set(data) - RUN_KEYS)}
+    points = [p for p in data.get("points") or [] if isinstance(p, dict)]
+    counts: dict[str, int] = {}
+    for p in points:
+        for k in set(p) - POINT_KEYS:
+            counts[k] = counts.get(k, 0) + 1
+    found.update({f"{_key(k)} (in {n} of {len(points)} points)": n for k, n in sorted(counts.items())})
+    if found:
+        warnings.warn(f"results file {path}: unknown key(s) ignored: {', '.join(found)}; a "
+                      f"version-{SCHEMA_VERSION} file has no such field, so what they hold is not in what is shown",
+                      UnknownKeys, stacklevel=3)
+
+
+class PointsMerged(GpubenchWarning):
+    """A results file holds a point more than once (a suite whose sweeps overlap, as the lab's conv and conv-small
+    did before 1.0, or a file merged by hand): it is read as one point, and one line per file says so."""
+
+    LABEL = "note"  # what a file gpubench saved may hold: nothing is wrong with it
+
+
+def _once_each(points: list[Point]) -> tuple[list[Point], list[Point]]:
+    """The points with each (point, GPU) held once, and the first of each that was held more than once. Two
+    measurements of a point are one point with the samples of both (each was timed by the run's protocol, in its
+    process); an exact copy adds nothing; where one failed, the failure stands, as it would in a run of it alone."""
+    kept: dict[tuple, Point] = {}
+    twice: list[Point] = []
+    for p in points:
+        key = (p.key(), p.device)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = p
+            continue
+        twice.append(first)
+        if first.status != p.status or first.status != Status.OK:  # a failure first, then a measurement
+            kept[key] = min((first, p), key=lambda q: (not q.status.failed, q.status != Status.OK))
+        elif list(first.samples_ms) != list(p.samples_ms):
+            kept[key] = replace(first, samples_ms=[*first.samples_ms, *p.samples_ms])
+    return list(kept.values()), twice
+
+
 UNBOUNDED_TELEMETRY = ("gflops_per_w",)
 TELEMETRY_NUMBERS = ("sm_mhz", "sm_mhz_min", "mem_mhz", "power_w", "throttled", "discarded", "joules_per_call",
                      "gflops_per_w", "window_power_w", "energy_window_calls")
@@ -226,8 +284,9 @@ def _depth(value, limit: int = MAX_DEPTH) -> int:
     return depth
 
 
-def run_from(data: dict, path: Path) -> Run:
-    """The run a file's (migrated) data describes, every field checked."""
+def run_from(data: dict, path: Path, *, each_once: bool = True) -> Run:
+    """The run a file's (migrated) data describes, every field checked; each point once (_once_each), unless
+    `each_once` is False."""
     check = _Check(path)
     backend = check.field(data, "backend", str, "")
     environment = check.field(data, "environment", dict, "")
@@ -276,7 +335,16 @@ def run_from(data: dict, path: Path) -> Run:
         if not isinstance(incident, dict) or not all(isinstance(incident.get(k), str) for k in ("kind", "where",
                                                                                                 "detail")):
             check.fail(f"incidents[{i}]", "needs kind, where and detail as strings")
-    return Run(backend=backend, environment=environment, settings=settings, command=command,
-               points=[_point(p, i, check) for i, p in enumerate(points)], status=RunStatus(status),
-               created=str(data.get("created", "")), gpubench_version=str(data.get("gpubench_version", "")),
-               variants=variants, incidents=incidents)
+    run = Run(backend=backend, environment=environment, settings=settings, command=command,
+              points=[_point(p, i, check) for i, p in enumerate(points)], status=RunStatus(status),
+              created=str(data.get("created", "")), gpubench_version=str(data.get("gpubench_version", "")),
+              variants=variants, incidents=incidents)
+    _warn_unknown(data, path)  # once the file is known to be readable: a corrupt one is one line, the error
+    run.points, twice = _once_each(run.points) if each_once else (run.points, [])
+    if twice:
+        first = twice[0]
+        config = "" if first.config == "-" else f" {first.config}"
+        warnings.warn(f"results file {path}: {len(twice)} point(s) measured more than once (by sweeps that overlap, "
+                      f"or merged by hand) are read as one each, with the samples of every measurement: the first, "
+                      f"{first.op} {first.variant}{config} {first.problem.full_label}", PointsMerged, stacklevel=3)
+    return run

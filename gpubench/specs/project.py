@@ -6,6 +6,7 @@ or the GPUBENCH_CONFIG environment variable names the file directly instead. The
 the built-in specs (cuda_src/README.md):
 
     tuned = "tuned"            # optional: keep tuned configurations in this directory of the project
+    backend = "cpu"            # optional: the backend a command runs on when it names none (cuda or cpu)
     [sets]                     # optional: named lists of configurations
     [[family]]                 # optional: what several variants share
     [[variant]]                # one table per variant; paths are relative to this file
@@ -22,12 +23,12 @@ from gpubench import ops
 from gpubench.core import paths
 from gpubench.ops import declared
 from gpubench.core.errors import GpubenchError
-from gpubench.specs.parse import SpecError
+from gpubench.specs.parse import BACKENDS, SpecError
 from gpubench.specs.files import parse_specs, read_toml
 from gpubench.specs.variant import Variant
 
 FILE = "gpubench.toml"
-KEYS = {"variant", "family", "sets", "tuned", "op"}  # what the docstring above and the README declare
+KEYS = {"variant", "family", "sets", "tuned", "op", "backend"}  # what the docstring above and the README declare
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Project:
     variants: list[Variant] = field(default_factory=list)
     tuned_dir: Path | None = None
     ops: list = field(default_factory=list)  # its own ops' declarations
+    backend: str | None = None  # `backend = "cpu"`: the default of every command run in the project
 
 
 def find(start: Path) -> Path | None:
@@ -69,8 +71,21 @@ def _table(path: Path) -> dict:
     return data
 
 
-def load(config: str | Path | None = None, start: Path | None = None) -> Project:
-    """The project named by `config` (or GPUBENCH_CONFIG), else the one found from `start` (the current dir)."""
+def _backend(path: Path, data: dict) -> str | None:
+    backend = data.get("backend")
+    if backend is not None and backend not in BACKENDS:
+        raise SpecError(f"{path}: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return backend
+
+
+def configured_backend(config: str | Path | None = None, start: Path | None = None) -> str | None:
+    """The project's `backend` (None where it sets none, or where there is no project), read without its variants."""
+    path = _path(config, start)
+    return None if path is None else _backend(path, _table(path))
+
+
+def _path(config: str | Path | None, start: Path | None) -> Path | None:
+    """The project file `config` (or GPUBENCH_CONFIG) names, else the one found from `start`; None: no project."""
     named = config if config is not None else os.environ.get("GPUBENCH_CONFIG") or None
     if named is not None:
         path = Path(named).expanduser()
@@ -81,10 +96,15 @@ def load(config: str | Path | None = None, start: Path | None = None) -> Project
         if not path.is_file():
             raise GpubenchError(f"{source}: {named} is not a file (give a gpubench.toml or a pyproject.toml with "
                                 "[tool.gpubench])")
-    else:
-        path = find(paths.resolved(start or Path.cwd()))
-        if path is None:
-            return Project()
+        return path
+    return find(paths.resolved(start or Path.cwd()))
+
+
+def load(config: str | Path | None = None, start: Path | None = None) -> Project:
+    """The project named by `config` (or GPUBENCH_CONFIG), else the one found from `start` (the current dir)."""
+    path = _path(config, start)
+    if path is None:
+        return Project()
     data = _table(path)
     tuned = data.get("tuned")
     if tuned is not None and not isinstance(tuned, str):
@@ -94,4 +114,5 @@ def load(config: str | Path | None = None, start: Path | None = None) -> Project
     for decl in mine:  # before its variants, which may compute them
         ops.declare(decl.op_def())
     variants = parse_specs(data, str(path), root)
-    return Project(path, variants, paths.resolved(path.parent / tuned) if tuned else None, mine)
+    return Project(path, variants, paths.resolved(path.parent / tuned) if tuned else None, mine,
+                   _backend(path, data))

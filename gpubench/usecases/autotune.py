@@ -16,6 +16,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench.core.backend_kind import BackendKind
+from gpubench.specs import backend_choice
 from gpubench.core import environment
 from gpubench.views.tables import escape
 from gpubench.core.errors import GpubenchError
@@ -133,6 +135,8 @@ def run(variant: Variant, shapes: list, search_for: Search, seed: int, timeout_s
             out.print(escape(f"{shape.label} {config.label}: {point.median_ms:.3f} ms, {point.gflops:,.0f} GFLOPS "
                              "(best so far)"))
 
+    if variant.backend == BackendKind.CUDA and spread.scheduler is None:  # this machine's GPUs: say at once when
+        backend_choice.check_gpu_stack()  # it can have none (a worker that finds out takes seconds)
     configs = candidates(variant, search_for.candidates, seed)
     with open_executor(variant.backend, timeout_s=timeout_s, gpus=spread.gpus,
                        scheduler=spread.scheduler) as executor:

@@ -77,6 +77,15 @@ def mode_notes(report: Report) -> list[str]:
 
 def notes(report: Report) -> list[str]:
     lines = mode_notes(report)
+    few = report.too_few
+    if few:
+        fewest = min(min(len(c.base.samples_ms), len(c.new.samples_ms)) for c in few)
+        needed = report.samples_needed
+        lines.append(f"{plural(len(few), 'point')} had too few samples to decide: among "
+                     f"{plural(len(report.changes), 'point')} a verdict needs at least {needed} a side, these have as "
+                     f"few as {fewest} (and noisy times need more); rerun both with --decide {report.threshold:g}: "
+                     f"each point then samples on until a verdict at {report.threshold:.0%} is in reach, for up to "
+                     "--max-time seconds")
     for c in report.source_changes:
         where = c.new_source if c.new_source == c.base_source else f"{c.base_source} → {c.new_source}"
         lines.append(f"source changed: {c.op} {c.name} ({where}): sha256 {c.base_sha[:12]} → {c.new_sha[:12]}")

@@ -18,7 +18,8 @@ def two_mode_points(points) -> list[Point]:
 def caption(points) -> str:
     """What the mark means, and each marked point's two modes (the first LISTED of them); "" when none has two."""
     return marked_caption(
-        MARK, f"marks a point whose samples sit in two modes at least {MIN_GAP:.0%} apart: its median is the mode that "
-        "held more of them, so it and every ratio from it can move by the gap in another run",
-        [f"{point_label(p)}: {p.modes.describe()}" for p in two_mode_points(points)],
+        MARK, f"marks a point whose samples sit in two modes at least {MIN_GAP:.0%} apart: its median depends on "
+        "how many samples each mode held (each line says where it lies: at a mode, or between them), so it and every "
+        "ratio from it can move by up to the gap in another run",
+        [f"{point_label(p)}: {p.modes.describe(p.median_ms)}" for p in two_mode_points(points)],
         "the CSV view gives every point's modes")

@@ -147,8 +147,9 @@ def checks(project, rows) -> None:
 class LiveDisplay:
     """A run session on the terminal: notes and a progress bar on stderr (gone once the run ends)."""
 
-    def __init__(self):
+    def __init__(self, notes: tuple[str, ...] = ()):
         self.err = console(stderr=True)
+        self.notes = list(notes)  # said once the run has passed its checks (with its first progress bar)
 
     def skipped(self, what: str, why: str) -> None:
         self.err.print(f"[dim]{escape(f'skipped {what}: {why}')}[/]")
@@ -162,6 +163,8 @@ class LiveDisplay:
     def progress(self, label: str, total: int):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        while self.notes:
+            self.err.print(f"[yellow]note:[/] {escape(self.notes.pop(0))}")
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=self.err, transient=True) as progress:
             bar = progress.add_task(label, total=total)
@@ -226,7 +229,12 @@ def history(outcome, every: bool, echo) -> None:
     """A history's table: the series that changed (every series with `every`), slowdowns to fail on first."""
     from gpubench.views.history import history_table
 
-    console().print(to_rich(history_table(outcome.series, outcome.threshold, changed_only=not every)))
+    if every or any(s.changes for s in outcome.series):
+        console().print(to_rich(history_table(outcome.series, outcome.threshold, changed_only=not every)))
+    else:  # a table of no rows says nothing of what was looked at
+        runs = len({e.run for s in outcome.series for e in s.entries})
+        echo(f"no point changed: {len(outcome.series)} series compared across {plural(runs, 'run')} "
+             "(--all lists them)")
     for why in outcome.passed_over:
         echo(f"passed over {why}")
     if outcome.regressed:
