@@ -232,7 +232,7 @@ def test_tensor_core_convolutions_keep_their_wgmmas_in_flight(name):
 
 def test_a_wgmma_behind_a_branch_is_reported_serialized(tmp_path):
     """The check above can fail: a wgmma issued only where a runtime value allows is what ptxas serializes."""
-    include = (Path(nvcc.__file__).resolve().parent.parent / "cuda_src" / "include" / "hopper.cuh").as_posix()
+    include = (KERNELS / "include" / "hopper.cuh").as_posix()
     (tmp_path / "k.cu").write_text(
         f'#include "{include}"\n'
         'extern "C" __global__ void k(float* out, int rows) {\n'
