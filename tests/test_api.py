@@ -113,3 +113,13 @@ def test_a_cooldown_is_part_of_the_saved_timing(tmp_path):
     rested = api.run_sweep("gemm", sizes=[24], backend="cpu", reps=5, cooldown=0.01, output=tmp_path / "r.json")
     assert results.load(rested.path).settings["sweeps"][0]["timing"]["cooldown_s"] == 0.01
     assert api.measure(matmul, api.gemm(16), backend="cpu", reps=5, cooldown=0.01).ok
+
+
+@pytest.mark.parametrize("threshold", [0, 0.0, -0.05, float("nan")])
+def test_compare_refuses_a_threshold_the_command_line_would(make_run, threshold):
+    """The API takes its threshold as a keyword, past click's range check: 0 (or less) is refused here as well, not
+    a comparison in which no point can ever be the same."""
+    run = make_run()
+    assert api.compare(run, run, threshold=0.05).exit_code() in (Exit.OK, Exit.INCONCLUSIVE)
+    with pytest.raises(GpubenchError, match="--threshold must be a finite fraction"):
+        api.compare(run, run, threshold=threshold)
