@@ -368,3 +368,21 @@ def test_the_saved_h100_pair_turns_a_flip_into_inconclusive():
     c = flips["conv tc-wgmma-tma 128x64x64 s8 c1 128x128x56 k128 3x3 s2 FP16 NHWC"]
     assert c.verdict == compare.Verdict.INCONCLUSIVE and compare.verdict(c.low, c.high, 0.05) == compare.Verdict.SLOWER
     assert len(flips) == 2 and report.count(compare.Verdict.SLOWER) == 14
+
+
+def test_each_interval_is_at_the_family_level_bonferroni(make_run):
+    """With m points compared, each interval is at level 1 − alpha/m (Bonferroni), so that all of them hold together
+    at 1 − alpha: a point's interval among six is exactly ratio_interval at alpha/6, and wider than the same point's
+    compared alone (at alpha), where a run of 300 points would otherwise raise 300 times the false alarms of one."""
+    from gpubench.measure.stats import ratio_interval
+
+    base, new = make_run(seed=1), make_run(seed=2, scale={("tiled", 2048): 1.04})
+    report = compare.compare(base, new, alpha=0.05)
+    m = len(report.changes)
+    assert m == 6
+    for c in report.changes:
+        assert (c.ratio, c.low, c.high) == ratio_interval(c.base.samples_ms, c.new.samples_ms, 0.05 / m), c.label
+    chosen = next(c for c in report.changes if c.label == "gemm tiled 128x128x8/8x8 2048")
+    base.points, new.points = [chosen.base], [chosen.new]
+    (alone,) = compare.compare(base, new, alpha=0.05).changes
+    assert alone.low > chosen.low and alone.high < chosen.high
