@@ -1,6 +1,7 @@
 """A wheel built from the repository works on its own: installed into a fresh virtual environment and run from a
 directory outside the repository, it finds its kernels and suites and runs a project's own variants."""
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -10,15 +11,32 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_dir
 from gpubench.execution import nvcc
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
+# The tests share one installed wheel: on one xdist worker (--dist loadgroup), and built once per session whatever
+# the distribution (a lock in the session's shared directory: a second worker waits for the first one's venv).
+pytestmark = pytest.mark.xdist_group("wheel")
+
+
+@pytest.fixture(scope="session")
 def installed(tmp_path_factory):
     """The wheel `python -m build` makes, pip-installed (not editable) into a new venv; its bin directory."""
-    root = tmp_path_factory.mktemp("wheel")
+    root = shared_dir(tmp_path_factory) / "wheel"
+    root.mkdir(exist_ok=True)
+    bin_dir = root / "venv" / "bin"
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (root / "installed").is_file():
+            build_and_install(root, bin_dir)
+            (root / "installed").write_text("ok")
+    return bin_dir
+
+
+def build_and_install(root: Path, bin_dir: Path) -> None:
     src = root / "src"  # a copy, so the build leaves nothing behind in the checkout
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", ".ci-venv", "build", "dist", "*.egg-info",
                                                              "__pycache__", ".pytest_cache", ".devwheels", ".stage", ".whl"))
@@ -26,10 +44,8 @@ def installed(tmp_path_factory):
                    capture_output=True)
     (wheel,) = (root / "dist").glob("gpubench-*.whl")
     venv.create(root / "venv", with_pip=True)
-    bin_dir = root / "venv" / "bin"
     subprocess.run([bin_dir / "python", "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True,
                    env=own_environment())  # a PYTHONPATH naming the checkout made pip see gpubench installed
-    return bin_dir
 
 
 def gpubench(bin_dir, cwd, *args, timeout=300):
