@@ -386,3 +386,18 @@ def test_each_interval_is_at_the_family_level_bonferroni(make_run):
     base.points, new.points = [chosen.base], [chosen.new]
     (alone,) = compare.compare(base, new, alpha=0.05).changes
     assert alone.low > chosen.low and alone.high < chosen.high
+
+
+def test_a_point_timed_but_over_tolerance_gets_no_verdict_and_fails_the_comparison(make_run, run_file):
+    """A point that passed in the base run and is over tolerance in the new one still has samples (it was timed):
+    its time is no verdict's business, since the kernel is wrong. It is listed as broken and compare exits 1, even
+    where it got no slower."""
+    base, new = make_run(seed=1), make_run(seed=1)
+    wrong = new.points[0]
+    new.points[0] = replace(wrong, status=Status.FAIL, rel_err=0.5, reason="rel_err 5.0e-01 over tolerance")
+    report = compare.compare(base, new)
+    assert wrong.samples_ms and [b.status for b, n in report.broken] == [Status.OK]
+    assert all(c.new.status == Status.OK for c in report.changes) and len(report.changes) == len(new.points) - 1
+    assert report.exit_code() == 1
+    r = invoke("compare", run_file(base, "base.json"), run_file(new, "new.json"))
+    assert r.exit_code == 1 and "passed now fail" in r.output, r.output

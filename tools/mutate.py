@@ -80,7 +80,7 @@ def pytest(root: Path, tests: tuple[str, ...], extra: list[str], timeout: float)
     """Run the tests in the copy (its gpubench imported, one process, stopping at the first failure)."""
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("GPUBENCH_CACHE", None)
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", "--no-header", "-rN",
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", "--no-header", "-rfE",
            *extra, *tests]
     try:
         p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
