@@ -401,3 +401,17 @@ def test_a_point_timed_but_over_tolerance_gets_no_verdict_and_fails_the_comparis
     assert report.exit_code() == 1
     r = invoke("compare", run_file(base, "base.json"), run_file(new, "new.json"))
     assert r.exit_code == 1 and "passed now fail" in r.output, r.output
+
+
+def test_a_point_that_failed_in_both_runs_is_no_regression(make_run):
+    """Broken means passed in the base run and not in the new: a point that was already failing (an error in both,
+    a timeout then an error) fails no comparison."""
+    base, new = make_run(seed=1), make_run(seed=2)
+    first, second = base.points[0], base.points[1]
+    base.points[0] = replace(first, status=Status.ERROR, samples_ms=(), reason="RuntimeError: boom")
+    new.points[0] = replace(new.points[0], status=Status.ERROR, samples_ms=(), reason="RuntimeError: boom")
+    base.points[1] = replace(second, status=Status.TIMEOUT, samples_ms=(), reason="timed out")
+    new.points[1] = replace(new.points[1], status=Status.ERROR, samples_ms=(), reason="RuntimeError: boom")
+    report = compare.compare(base, new)
+    assert len(report.not_measured) == 2 and report.broken == []
+    assert report.exit_code() == 0 and "passed now fail" not in report.outcome
