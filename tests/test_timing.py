@@ -236,3 +236,12 @@ def test_every_sample_of_a_batched_short_call_is_flushed_as_the_policy_says(flus
     assert t.batch > 1  # 0.01 ms calls are timed in queued batches
     assert len(clock.sample_flushed) == 3 + len(t.samples_ms)  # the calibration's three single calls, then the batches
     assert clock.sample_flushed == [flush] * len(clock.sample_flushed)
+
+
+def test_one_slow_first_call_does_not_stop_short_calls_being_batched():
+    """The batches are sized from the fastest of the calibration's calls: a first call that is slow (a lazy load, a
+    JIT) must neither keep a 10 µs kernel from being batched nor end up among its samples."""
+    clock = BatchingClock(0.01)
+    clock.durations = iter([5.0] + [0.01] * 100)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=200, min_reps=5, budget_s=100))
+    assert t.batch > 1 and 5.0 not in t.samples_ms
