@@ -245,3 +245,42 @@ def test_one_slow_first_call_does_not_stop_short_calls_being_batched():
     clock.durations = iter([5.0] + [0.01] * 100)
     t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=200, min_reps=5, budget_s=100))
     assert t.batch > 1 and 5.0 not in t.samples_ms
+
+
+class ScriptedTelemetry:
+    """Readings after each sample (or batch): throttled (power cap at 1755 MHz) for the first `throttled` of them."""
+
+    expected_mhz = 1980
+
+    def __init__(self, throttled: int):
+        from gpubench.measure.telemetry import Sample
+
+        self.readings = iter([Sample(1755, 2619, 400.0, 0x4)] * throttled + [Sample(1980, 2619, 400.0, 0)] * 1000)
+
+    def sample(self):
+        return next(self.readings)
+
+
+@pytest.mark.parametrize("discard", [False, True])
+def test_a_throttled_batch_counts_each_of_its_calls(discard):
+    """A reading after a queued batch stands for every call in it: the point's throttled (and discarded) count is in
+    samples, as its clocks are, so that "3 of 200 samples throttled" means calls, whatever the batch size."""
+    clock = BatchingClock(0.01)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=200, min_reps=5, budget_s=100,
+                                                  discard_throttled=discard), ScriptedTelemetry(throttled=1))
+    assert t.batch > 1 and t.throttled == t.batch and t.discarded == (t.batch if discard else 0)
+    assert len(t.sm_mhz) == len(t.samples_ms) and min(t.sm_mhz) == (1980 if discard else 1755)
+
+
+def test_the_time_aside_takes_is_not_counted_against_the_budget():
+    """`aside` (an energy window between samples) may take longer than the samples themselves: the budget counts
+    the time spent sampling, so a point with an energy window still gets its repetitions."""
+    asides = []
+
+    def aside(timing):
+        asides.append(len(timing.samples_ms))
+        time.sleep(0.02)
+
+    t = measure(lambda: None, FakeClock([0.001] * 100), TimingPolicy(warmup=0, reps=20, min_reps=5, budget_s=0.05),
+                aside=aside)
+    assert t.stop == Stop.REPS and len(t.samples_ms) == 20 and len(asides) == 20
