@@ -45,6 +45,16 @@ def test_inputs_are_drawn_in_the_dtype_and_never_zero(dtype):
         assert dtypes.as_float64(values, scale).max() <= 1.0
 
 
+@pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16, DType.FP8])
+def test_inputs_are_symmetric_around_zero(dtype):
+    """Uniform in [-1, 1): sums of products cancel as real data's do, which is what the error model's relative error
+    is measured on (inputs of one sign never cancel and make any accumulator look accurate)."""
+    values, scale = dtypes.draw(np.random.default_rng(2), (128, 128), dtype)
+    x = dtypes.as_float64(values, scale)
+    assert x.min() < -0.95 and x.max() > 0.95 and abs(x.mean()) < 0.02
+    assert 0.45 < np.mean(x < 0) < 0.55
+
+
 def test_parsing_names_what_is_allowed():
     assert dtypes.parse_dtypes("fp32, BF16,fp32") == (DType.FP32, DType.BF16)
     assert dtypes.parse_layouts("nt", GemmLayout) == (GemmLayout.NT,)
