@@ -195,3 +195,12 @@ def survivors(processes: list) -> list:
 
     gone, alive = psutil.wait_procs(processes, timeout=15)
     return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Tests on the GPU run one after another on one xdist worker (--dist loadgroup), as they would alone: two timing
+    the same GPU at once would each measure the other. Without a GPU they are skipped there, cheaply."""
+    for item in items:
+        if item.get_closest_marker("gpu") or "cuda" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("gpu"))
