@@ -163,6 +163,25 @@ def test_a_name_that_is_not_printable_text_is_refused(tmp_path, valid_run_text, 
         assert r.exit_code == 2 and "must be" in r.stderr and "\x1b" not in r.output, r.output
 
 
+MISTYPED = [(("points", 0, "samples_ms", 0), "1.5", "samples_ms must be"),  # a number as text
+            (("points", 0, "samples_ms", 0), True, "samples_ms must be"),
+            (("points", 0, "telemetry", "reasons"), [4], "reasons must be a list of strings"),
+            (("points", 0, "telemetry", "reasons"), [None, "power cap"], "reasons must be a list of strings")]
+
+
+@pytest.mark.parametrize("where,value,words", MISTYPED, ids=lambda x: repr(x)[:30])
+def test_a_saved_value_of_the_wrong_type_is_refused(tmp_path, valid_run_text, where, value, words):
+    """What the corrupted-file battery finds only now and then, on purpose: a sample given as text (which float()
+    would take) and throttle reasons that are not names, refused in one line where a run is read."""
+    data = replaced(json.loads(valid_run_text), where, value)
+    path = tmp_path / "typed.json"
+    path.write_text(json.dumps(data))
+    for args in (["show", str(path)], ["compare", str(path), str(path)], ["history", str(path)]):
+        r = invoke(args)
+        assert_answered_well(r, args[0])
+        assert r.exit_code == 2 and words in r.stderr, r.output
+
+
 @settings(max_examples=examples(30), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(m=st.integers(1, 2**60), n=st.integers(1, 2**60), k=st.integers(1, 2**60), size=st.integers(1, 2**60),
        batch=st.integers(1, 2**60))

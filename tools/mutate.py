@@ -8,7 +8,7 @@ whose text is no longer found is reported as such (to be re-pointed), never coun
 
     python tools/mutate.py                      # every mutation of the `core` group, sequentially
     python tools/mutate.py --group battery      # bugs planted for the property batteries (their default profile)
-    python tools/mutate.py --only bonferroni    # the mutations whose name contains this
+    python tools/mutate.py --only bonferroni    # the mutations whose name contains this (a,b: either)
     python tools/mutate.py --list               # what would run, with the tests of each
 
 A mutation is killed when its tests fail (pytest's exit 1) or stop with an error (a collection error, a timeout:
@@ -118,13 +118,14 @@ def run_one(root: Path, m: Mutation, extra: list[str], timeout: float) -> Outcom
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--group", default="core", help="core (the default), battery, or all")
-    ap.add_argument("--only", default=None, help="only the mutations whose name contains this")
+    ap.add_argument("--only", default=None, help="only the mutations whose name contains this (or one of these, "
+                                                 "comma-separated)")
     ap.add_argument("--list", action="store_true", help="list the mutations and their tests, run nothing")
     ap.add_argument("--timeout", type=float, default=600, help="seconds for one mutation's tests (then killed)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unmutated run of the tests")
     ap.add_argument("pytest_args", nargs="*", help="passed to pytest after --, e.g. -- --hypothesis-profile=full")
     args = ap.parse_args(argv)
-    chosen = [m for m in load() if args.group in ("all", m.group) and (not args.only or args.only in m.name)]
+    chosen = [m for m in load() if args.group in ("all", m.group) and (not args.only or any(w in m.name for w in args.only.split(",")))]
     if not chosen:
         print("no mutation selected", file=sys.stderr)
         return 2
