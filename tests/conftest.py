@@ -4,8 +4,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from gpubench.core.errors import GpubenchError
+
+
+# The property batteries' sizes (tests/hostile.py `examples`): a share of each by default, every example under
+# `--hypothesis-profile=full` (.ci/run runs both). The profile also carries the batteries' common settings.
+settings.register_profile("full", deadline=None, derandomize=True, database=None)
+
+
+def shared_dir(tmp_path_factory) -> Path:
+    """A directory of this session that every xdist worker sees (its workers' base directories sit side by side in
+    the session's own); the session's base directory without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="session")
@@ -13,14 +26,23 @@ def session_home(tmp_path_factory):
     return tmp_path_factory.mktemp("home")
 
 
+@pytest.fixture(scope="session")
+def kernel_cache(tmp_path_factory) -> Path:
+    """The session's one cache directory (GPUBENCH_CACHE's kind), shared by every worker: a kernel compiled by one
+    test is a cache hit for every other (nvcc.compile_cubin keys by hash and replaces files atomically)."""
+    path = shared_dir(tmp_path_factory) / "cache" / "gpubench"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @pytest.fixture(autouse=True)
-def isolated(session_home, tmp_path_factory, monkeypatch):
+def isolated(session_home, kernel_cache, tmp_path_factory, monkeypatch):
     """Every test runs in its own empty directory, with config directories of the session's own, so that
     nothing a test writes (a default results/ file, a tuned configuration) lands in the repository or in the
-    user's home, and no gpubench.toml above the checkout leaks in. Compiled kernels are shared by the session
-    (or go where GPUBENCH_CACHE already points: the GPU machine carries a prebuilt cache)."""
+    user's home, and no gpubench.toml above the checkout leaks in. Compiled kernels are shared by the session's
+    workers (or go where GPUBENCH_CACHE already points: the GPU machine carries a prebuilt cache)."""
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(session_home / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(kernel_cache.parent))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(session_home / "config"))
     for name in ("GPUBENCH_TUNED", "GPUBENCH_CONFIG", "GPUBENCH_BACKEND"):
         monkeypatch.delenv(name, raising=False)
@@ -174,3 +196,12 @@ def survivors(processes: list) -> list:
 
     gone, alive = psutil.wait_procs(processes, timeout=15)
     return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Tests on the GPU run one after another on one xdist worker (--dist loadgroup), as they would alone: two timing
+    the same GPU at once would each measure the other. Without a GPU they are skipped there, cheaply."""
+    for item in items:
+        if item.get_closest_marker("gpu") or "cuda" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("gpu"))

@@ -28,6 +28,20 @@ from gpubench.cli import cli
 from gpubench.core.exit_codes import Exit
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None)
+QUICK_SHARE = 4  # the default run takes a quarter of each battery ...
+QUICK_LEAST = 25  # ... but never fewer than this many examples
+
+
+def examples(full: int) -> int:
+    """A battery's number of examples: `full` under `pytest --hypothesis-profile=full` (the strength it was written
+    with; .ci/run runs it too), a quarter of it by default, so that the README's test command stays quick. The
+    examples are derandomized, so both runs see the same ones every time; tools/mutate.py's planted bugs
+    (tools/mutations.toml, the `battery` ones) are what the quick share must still catch."""
+    from hypothesis import settings
+
+    if settings.get_current_profile_name() == "full":
+        return full
+    return min(full, max(QUICK_LEAST, full // QUICK_SHARE))
 
 # The exit codes each command may give for any input (gpubench/core/exit_codes.py; nothing really runs here, so a
 # sweep never fails a point or finds a slow GPU).

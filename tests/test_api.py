@@ -143,3 +143,13 @@ def test_without_a_gpu_a_sweep_s_hint_names_its_keyword_too(monkeypatch, tmp_pat
         with pytest.raises(GpubenchError) as e:
             call()
         assert str(e.value) == 'no CUDA device found, or pass backend="cpu"'
+
+
+@pytest.mark.parametrize("threshold", [0, 0.0, -0.05, float("nan")])
+def test_compare_refuses_a_threshold_the_command_line_would(make_run, threshold):
+    """The API takes its threshold as a keyword, past click's range check: 0 (or less) is refused here as well, not
+    a comparison in which no point can ever be the same."""
+    run = make_run()
+    assert api.compare(run, run, threshold=0.05).exit_code() in (Exit.OK, Exit.INCONCLUSIVE)
+    with pytest.raises(GpubenchError, match="--threshold must be a finite fraction"):
+        api.compare(run, run, threshold=threshold)

@@ -384,6 +384,18 @@ def test_history_exits_1_on_a_latest_slowdown(make_run, run_file, tmp_path):
     assert invoke("history", str(tmp_path), "--threshold", "0.5").exit_code == 0
 
 
+@pytest.mark.parametrize("value", ["0", "-0", "0.0", "-0.05", "1e-400"])
+@pytest.mark.parametrize("command", ["compare", "show", "report", "history"])
+def test_a_threshold_of_zero_or_less_is_refused(make_run, run_file, tmp_path, command, value):
+    """A change of 0 can never be "same" and every interval straddles it: compare, show, report and history refuse
+    --threshold 0 (or less, or what rounds to 0) in one line, exit 2, where the same command at 0.05 runs."""
+    run = run_file(make_run())
+    args = {"compare": [run, run], "show": [run], "report": [run, "-o", str(tmp_path / "r.html"), "--force"],
+            "history": [run, run_file(make_run(seed=1), "r1.json")]}[command]
+    assert invoke(command, *args, "--threshold", "0.05").exit_code in (0, 3), command  # the line itself is fine
+    one_line_error(invoke(command, *args, "--threshold", value), "--threshold")
+
+
 def test_history_names_the_html_option_in_its_errors(make_run, run_file, tmp_path):
     run_file(make_run())
     (tmp_path / "page.html").mkdir()

@@ -430,3 +430,50 @@ def test_points_timed_in_a_graph_are_never_paired_with_points_timed_alone(make_r
     assert "(a graph of 20 against a graph of 10)" in invoke("compare", graphed, other).output
     same = run_file(_graphed(make_run(seed=3), 20), "graph20.json")
     assert invoke("compare", graphed, same).exit_code == 0
+
+
+def test_each_interval_is_at_the_family_level_bonferroni(make_run):
+    """With m points compared, each interval is at level 1 − alpha/m (Bonferroni), so that all of them hold together
+    at 1 − alpha: a point's interval among six is exactly ratio_interval at alpha/6, and wider than the same point's
+    compared alone (at alpha), where a run of 300 points would otherwise raise 300 times the false alarms of one."""
+    from gpubench.measure.stats import ratio_interval
+
+    base, new = make_run(seed=1), make_run(seed=2, scale={("tiled", 2048): 1.04})
+    report = compare.compare(base, new, alpha=0.05)
+    m = len(report.changes)
+    assert m == 6
+    for c in report.changes:
+        assert (c.ratio, c.low, c.high) == ratio_interval(c.base.samples_ms, c.new.samples_ms, 0.05 / m), c.label
+    chosen = next(c for c in report.changes if c.label == "gemm tiled 128x128x8/8x8 2048")
+    base.points, new.points = [chosen.base], [chosen.new]
+    (alone,) = compare.compare(base, new, alpha=0.05).changes
+    assert alone.low > chosen.low and alone.high < chosen.high
+
+
+def test_a_point_timed_but_over_tolerance_gets_no_verdict_and_fails_the_comparison(make_run, run_file):
+    """A point that passed in the base run and is over tolerance in the new one still has samples (it was timed):
+    its time is no verdict's business, since the kernel is wrong. It is listed as broken and compare exits 1, even
+    where it got no slower."""
+    base, new = make_run(seed=1), make_run(seed=1)
+    wrong = new.points[0]
+    new.points[0] = replace(wrong, status=Status.FAIL, rel_err=0.5, reason="rel_err 5.0e-01 over tolerance")
+    report = compare.compare(base, new)
+    assert wrong.samples_ms and [b.status for b, n in report.broken] == [Status.OK]
+    assert all(c.new.status == Status.OK for c in report.changes) and len(report.changes) == len(new.points) - 1
+    assert report.exit_code() == 1
+    r = invoke("compare", run_file(base, "base.json"), run_file(new, "new.json"))
+    assert r.exit_code == 1 and "passed now fail" in r.output, r.output
+
+
+def test_a_point_that_failed_in_both_runs_is_no_regression(make_run):
+    """Broken means passed in the base run and not in the new: a point that was already failing (an error in both,
+    a timeout then an error) fails no comparison."""
+    base, new = make_run(seed=1), make_run(seed=2)
+    first, second = base.points[0], base.points[1]
+    base.points[0] = replace(first, status=Status.ERROR, samples_ms=(), reason="RuntimeError: boom")
+    new.points[0] = replace(new.points[0], status=Status.ERROR, samples_ms=(), reason="RuntimeError: boom")
+    base.points[1] = replace(second, status=Status.TIMEOUT, samples_ms=(), reason="timed out")
+    new.points[1] = replace(new.points[1], status=Status.ERROR, samples_ms=(), reason="RuntimeError: boom")
+    report = compare.compare(base, new)
+    assert len(report.not_measured) == 2 and report.broken == []
+    assert report.exit_code() == 0 and "passed now fail" not in report.outcome

@@ -220,3 +220,19 @@ def test_a_graph_clock_captures_each_call_once_and_gives_per_call_times():
     clock.sync()  # the rest is the inner clock's
     clock.close()
     assert released == [call] and clock.graphs == {}
+
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_a_short_call_measured_in_batches_is_flushed_before_every_timed_call(flush):
+    """measure() on the CUDA clock, a 20 µs call: timed in queued batches, where each call must still follow its own
+    flush when the policy flushes (the saved point then says flushed) and none when it does not."""
+    from gpubench.measure.timing import TimingPolicy, measure
+
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    clock.sync = lambda: setattr(gpu, "now", max(gpu.now, gpu.tail))  # the host waits for the stream
+    timing = measure(call(gpu, 5.0, kernel_us=20.0), clock,
+                     TimingPolicy(warmup=0, reps=50, min_reps=5, budget_s=100, flush=flush))
+    assert timing.batch > 1 and timing.samples_ms == [pytest.approx(0.02)] * len(timing.samples_ms)
+    warm_up = 1  # the one untimed call before calibration, never flushed
+    assert gpu.memsets == (gpu.calls - warm_up if flush else 0)

@@ -47,6 +47,16 @@ def test_inputs_are_drawn_in_the_dtype_and_never_zero(dtype):
         assert dtypes.as_float64(values, scale).max() <= 1.0
 
 
+@pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16, DType.FP8])
+def test_inputs_are_symmetric_around_zero(dtype):
+    """Uniform in [-1, 1): sums of products cancel as real data's do, which is what the error model's relative error
+    is measured on (inputs of one sign never cancel and make any accumulator look accurate)."""
+    values, scale = dtypes.draw(np.random.default_rng(2), (128, 128), dtype)
+    x = dtypes.as_float64(values, scale)
+    assert x.min() < -0.95 and x.max() > 0.95 and abs(x.mean()) < 0.02
+    assert 0.45 < np.mean(x < 0) < 0.55
+
+
 def test_parsing_names_what_is_allowed():
     assert dtypes.parse_dtypes("fp32, BF16,fp32") == (DType.FP32, DType.BF16)
     assert dtypes.parse_layouts("nt", GemmLayout) == (GemmLayout.NT,)
@@ -97,6 +107,29 @@ def drops_a_k_slice(A, B, C, M, N, K):
     """Forgets the last 16 products of every sum (a tail loop that never runs)."""
     a, b = _operands(A, B)
     C[...] = (a[:, :K - 16] @ b[:K - 16]).astype(C.dtype)
+
+
+def _rounded(x, bits):
+    """x with `bits` significant bits kept (round to nearest): an accumulator of unit roundoff 2**-bits."""
+    mantissa, exponent = np.frexp(x)
+    return np.ldexp(np.round(mantissa * 2.0 ** bits) / 2.0 ** bits, exponent)
+
+
+def fp8_honest(A, B, C, M, N, K, A_scale, B_scale):
+    """fp8 with its per-tensor scales, fp32 accumulation, one rounding to the output: what a correct kernel does."""
+    a, b = _operands(A, B)
+    C[...] = ((a * A_scale[0]) @ (b * B_scale[0])).astype(C.dtype)
+
+
+def fp8_ten_bit_accumulator(A, B, C, M, N, K, A_scale, B_scale):
+    """Keeps 10 bits of every partial sum where the model allows for Hopper's ~14 (its FP8_MMA_U): the error of an
+    accumulator 16 times coarser, e.g. one whose promotions to fp32 were forgotten."""
+    a, b = _operands(A, B)
+    a, b = (a * A_scale[0]).astype(np.float64), (b * B_scale[0]).astype(np.float64)
+    acc = np.zeros((M, N))
+    for k in range(K):
+        acc = _rounded(acc + np.outer(a[:, k], b[k]), 10)
+    C[...] = acc.astype(np.float32).astype(C.dtype)
 '''
 
 
@@ -105,7 +138,8 @@ def planted(tmp_path, name: str, dtype: DType):
     path.write_text(KERNELS)
     (variant,) = files.parse_specs({"variant": [{
         "name": name.replace("_", "-"), "op": "gemm", "source": "planted.py", "kernel": name,
-        "args": ["A", "B", "C", "M", "N", "K"], "dtypes": [str(dtype)]}]}, "gpubench.toml", tmp_path)
+        "args": ["A", "B", "C", "M", "N", "K"] + (["A_scale", "B_scale"] if PRECISIONS[dtype].scaled else []),
+        "dtypes": [str(dtype)]}]}, "gpubench.toml", tmp_path)
     return variant
 
 
@@ -131,6 +165,19 @@ def test_an_honest_kernel_passes(tmp_path, dtype):
 def test_a_kernel_that_cheats_is_caught(tmp_path, dtype, cheat):
     err, tol = rel_err_and_tolerance(tmp_path, cheat, dtype)
     assert err > tol, f"{cheat} in {dtype}: rel_err {err:.2e} within tolerance {tol:.2e}"
+
+
+def test_an_honest_fp8_kernel_passes_with_room(tmp_path):
+    err, tol = rel_err_and_tolerance(tmp_path, "fp8_honest", DType.FP8)
+    assert 0 < err < tol / 2
+
+
+def test_an_fp8_accumulator_too_coarse_is_caught(tmp_path):
+    """fp8 is where the accumulator's term of the model (C_ACC · u_acc · √K) outweighs the output's rounding. A kernel
+    that keeps 10 bits of its sums (16 times Hopper's accumulator) is caught at K = 1024, with room to spare, which a
+    tolerance five times looser in that term would not do."""
+    err, tol = rel_err_and_tolerance(tmp_path, "fp8_ten_bit_accumulator", DType.FP8)
+    assert err > 1.2 * tol, f"rel_err {err:.2e} within tolerance {tol:.2e}"
 
 
 def test_the_reference_is_computed_from_the_rounded_inputs():

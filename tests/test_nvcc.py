@@ -48,9 +48,29 @@ def builds():
     return spec_builds() + [(name, (), arch) for name in sorted(OUTSIDE_SPECS) for arch in ARCHS]
 
 
-@pytest.fixture(autouse=True)
+# The tensor-core kernels whose every build ptxas reports on (spills, serialized wgmmas: below). Such a report is a
+# whole compile with compile_cubin's own flags, so those builds are compiled there, once, not again by test_compiles.
+TC_GEMMS = ["wgmma-tma", "fp8-tma"]
+TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"]
+
+
+def reported_builds() -> set:
+    return {(rel(source), defines, arch) for op, names in (("gemm", TC_GEMMS), ("conv", TC_CONVS)) for name in names
+            for v in [CATALOG.get(op, "cuda", name)] for c in v.space.configs
+            for source, defines, arch, _ in v.builds(c, "sm_90")}
+
+
+@pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
+    """A kernel cache of the test's own (the others share the session's: tests/conftest.py)."""
     monkeypatch.setenv("GPUBENCH_CACHE", str(tmp_path))
+
+
+def test_every_build_is_compiled_once():
+    """test_compiles leaves out the builds that the ptxas reports below compile, and those are spec builds: the
+    reports look at what the specs run, and every spec build is compiled by one test or the other."""
+    reported = reported_builds()
+    assert reported and reported <= set(builds())
 
 
 def test_every_file_is_covered():
@@ -62,14 +82,14 @@ def test_every_file_is_covered():
     assert not by_specs & set(OUTSIDE_SPECS)
 
 
-@pytest.mark.parametrize("source,params,arch", builds(), ids=lambda x: x if isinstance(x, str) else
-                         "-".join(f"{k}{v}" for k, v in x) or "default")
+@pytest.mark.parametrize("source,params,arch", [b for b in builds() if b not in reported_builds()],
+                         ids=lambda x: x if isinstance(x, str) else "-".join(f"{k}{v}" for k, v in x) or "default")
 def test_compiles(source, params, arch):
     cubin = nvcc.compile_cubin(source, arch, dict(params))
     assert cubin.stat().st_size > 0
 
 
-def test_second_compile_is_a_cache_hit(tmp_path):
+def test_second_compile_is_a_cache_hit(tmp_path, fresh_cache):
     first = nvcc.compile_cubin("gemm/01_global.cu", "sm_90", {"BLOCK": 16})
     assert first.parent == tmp_path / "kernels"
     mtime = first.stat().st_mtime_ns
@@ -78,7 +98,7 @@ def test_second_compile_is_a_cache_hit(tmp_path):
     assert nvcc.compile_cubin("gemm/01_global.cu", "sm_90", {"BLOCK": 8}) != first
 
 
-def test_an_edited_header_is_a_new_key(tmp_path):
+def test_an_edited_header_is_a_new_key(tmp_path, fresh_cache):
     src = tmp_path / "proj"
     src.mkdir()
     (src / "k.cu").write_text('#include "h.cuh"\nextern "C" __global__ void k(float* x) { x[0] = V; }\n')
@@ -98,25 +118,30 @@ def test_tiled_spills_no_registers(config, arch):
 
 
 @pytest.mark.parametrize("name", ["warptile", "dbuf", "swizzle", "async", "tf32", "implicit-async", "sliding-tiled",
-                                  "sliding-rows", "sliding-vec", "tc-implicit", "tc-wgmma",
-                                  "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"])
+                                  "sliding-rows", "sliding-vec", "tc-implicit"])
 def test_faster_kernels_spill_nothing(name):
+    """(The wgmma convolutions are checked in every precision below, with their wgmmas: one ptxas run a build.)"""
     v = next(v for v in BUILTIN if v.name == name and v.backend == "cuda")
     for c in v.space.configs:
         for u in nvcc.resource_usage(v.code.program.source, v.code.program.arch or "sm_90", c.values):
             assert (u.spill_stores, u.spill_loads) == (0, 0), (c.label, u)
 
 
-@pytest.mark.parametrize("name", ["wgmma-tma", "fp8-tma"])
-def test_tensor_core_gemms_spill_nothing(name):
+def configs_of(op: str, names: list[str]) -> list:
+    """(variant, configuration) for each configuration of these variants: one test each, so that the workers share
+    the slow ones."""
+    return [pytest.param(v, c, id=f"{v.name}-{c.label}") for v in (CATALOG.get(op, "cuda", n) for n in names)
+            for c in v.space.configs]
+
+
+@pytest.mark.parametrize("variant,config", configs_of("gemm", TC_GEMMS))
+def test_tensor_core_gemms_spill_nothing(variant, config):
     """Each configuration in each precision and layout: fp8-tma's two alternating fp8 sets (x2) need 192
     accumulator registers a consumer thread, past the 168 that __launch_bounds__(384, 1) gives the whole kernel;
     they fit only because ptxas allocates the code after setmaxnreg.inc (232) within that budget."""
-    v = CATALOG.get("gemm", "cuda", name)
-    for c in v.space.configs:
-        for source, defines, arch, _ in v.builds(c, "sm_90"):
-            for u in nvcc.resource_usage(source, arch, dict(defines)):
-                assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (c.label, defines, u)
+    for source, defines, arch, _ in variant.builds(config, "sm_90"):
+        for u in nvcc.resource_usage(source, arch, dict(defines)):
+            assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (config.label, defines, u)
 
 
 @pytest.mark.parametrize("source", ["conv/11_tc_implicit.cu", "conv/12_tc_wgmma.cu", "conv/13_tc_wgmma_ws.cu",
@@ -137,7 +162,7 @@ def test_gpubench_check_builds_each_precision(monkeypatch):
     assert {dict(defines).get("ELEM") for _, defines, _, _ in seen} == {"__half", "__nv_bfloat16"}
 
 
-def test_compile_error_is_one_line_naming_the_file_and_the_first_error(tmp_path):
+def test_compile_error_is_one_line_naming_the_file_and_the_first_error(tmp_path, fresh_cache):
     bad = tmp_path / "broken.cu"
     bad.write_text('extern "C" __global__ void broken(float* x) {\n  x[0] = undefined_name;\n}\n')
     with pytest.raises(CompileError) as e:
@@ -218,21 +243,21 @@ def test_configurations_meeting_every_constraint_compile(variant):
         nvcc.compile_cubin(variant.code.program.source, "sm_90", config.values, includes=variant.code.program.includes)
 
 
-@pytest.mark.parametrize("name", ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"])
-def test_tensor_core_convolutions_keep_their_wgmmas_in_flight(name):
+@pytest.mark.parametrize("variant,config", configs_of("conv", TC_CONVS))
+def test_tensor_core_convolutions_spill_nothing_and_keep_their_wgmmas_in_flight(variant, config):
     """ptxas serializes every wgmma of a kernel (each waits for the one before) where one is issued behind a
     branch it cannot prove uniform (C7520): tc-wgmma-halo's first version skipped the m64 blocks past an image that
-    way and ran the 56² layer 1.5× slower than the same work unskipped. Every configuration, both precisions."""
-    v = CATALOG.get("conv", "cuda", name)
-    for c in v.space.configs:
-        for source, defines, arch, _ in v.builds(c, "sm_90"):
-            for u in nvcc.resource_usage(source, arch, dict(defines)):
-                assert not u.wgmma_serialized, (c.label, defines, u)
+    way and ran the 56² layer 1.5× slower than the same work unskipped. Every configuration, both precisions; the
+    same report says that nothing spills."""
+    for source, defines, arch, _ in variant.builds(config, "sm_90"):
+        for u in nvcc.resource_usage(source, arch, dict(defines)):
+            assert not u.wgmma_serialized, (config.label, defines, u)
+            assert (u.spill_stores, u.spill_loads) == (0, 0), (config.label, defines, u)
 
 
 def test_a_wgmma_behind_a_branch_is_reported_serialized(tmp_path):
     """The check above can fail: a wgmma issued only where a runtime value allows is what ptxas serializes."""
-    include = (Path(nvcc.__file__).resolve().parent.parent / "cuda_src" / "include" / "hopper.cuh").as_posix()
+    include = (KERNELS / "include" / "hopper.cuh").as_posix()
     (tmp_path / "k.cu").write_text(
         f'#include "{include}"\n'
         'extern "C" __global__ void k(float* out, int rows) {\n'

@@ -3,6 +3,7 @@ import pytest
 from gpubench.core.errors import GpubenchError
 from gpubench.ops.gemm import GemmShape
 from gpubench.ops.conv import conv_shape, resolve_padding, same_padding
+from gpubench.ops.conv import ConvShape
 
 
 def test_gemm_counts():
@@ -47,6 +48,18 @@ def test_conv_counts():
     assert (s.out_height, s.out_width, s.gemm_k) == (56, 56, 576)
     assert s.flops == 2 * 32 * 64 * 56 * 56 * 576
     assert s.min_bytes == 4 * (32 * 64 * 56 * 56 * 2 + 64 * 576)
+
+
+@pytest.mark.parametrize("stride,pad,out", [(2, 1, (28, 20)), (3, 0, (18, 13)), (4, 2, (15, 11))])
+def test_strided_conv_counts_the_outputs_it_computes(stride, pad, out):
+    """A strided convolution computes OH·OW = ((H + 2·pad − R) // stride + 1) · (same for W) outputs per image and
+    filter, each of C·R·S products: its flops (and every GFLOP/s of a strided layer) count those, not the H·W input
+    pixels, which is the same number only at stride 1 with SAME padding (the non-square input catches H for W)."""
+    s = ConvShape(batch=8, in_channels=64, out_channels=128, height=56, width=40, kernel=3, stride=stride, pad=pad)
+    assert (s.out_height, s.out_width) == out
+    assert s.output_elems == 8 * 128 * out[0] * out[1]
+    assert s.flops == 2 * 8 * 128 * out[0] * out[1] * 64 * 3 * 3
+    assert s.min_bytes == 4 * (8 * 64 * 56 * 40 + 128 * 64 * 9 + 8 * 128 * out[0] * out[1])
 
 
 @pytest.mark.parametrize("kw,match", [({"stride": 0}, "stride"), ({"kernel": 0}, "kernel-size"),

@@ -1,6 +1,7 @@
 """A wheel built from the repository works on its own: installed into a fresh virtual environment and run from a
 directory outside the repository, it finds its kernels and suites and runs a project's own variants."""
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -10,37 +11,53 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_dir
 from gpubench.execution import nvcc
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
+# The tests share one built and installed wheel: on one xdist worker (--dist loadgroup), and built once per session
+# whatever the distribution (a lock in the session's shared directory: a second worker waits for the first's venv).
+pytestmark = pytest.mark.xdist_group("wheel")
+
+
+@pytest.fixture(scope="session")
 def built(tmp_path_factory):
-    """`python -m build` run on a copy of the checkout: the folder holding dist/, and what the build printed."""
-    root = tmp_path_factory.mktemp("wheel")
+    """`python -m build` run on a copy of the checkout, once: the folder holding dist/ and venv/, and what the build
+    printed."""
+    root = shared_dir(tmp_path_factory) / "wheel"
+    root.mkdir(exist_ok=True)
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (root / "installed").is_file():
+            build_and_install(root, root / "venv" / "bin")
+            (root / "installed").write_text("ok")
+    return root, (root / "build.log").read_text()
+
+
+@pytest.fixture(scope="session")
+def installed(built):
+    """The wheel `python -m build` makes, pip-installed (not editable) into a new venv; its bin directory."""
+    return built[0] / "venv" / "bin"
+
+
+def build_and_install(root: Path, bin_dir: Path) -> None:
     src = root / "src"  # a copy, so the build leaves nothing behind in the checkout
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", ".ci-venv", "build", "dist", "*.egg-info",
-                                                             "__pycache__", ".pytest_cache", ".devwheels", ".stage", ".whl"))
+                                                             "__pycache__", ".pytest_cache", ".devwheels", ".stage", ".whl",
+                                                             ".cuptiwheels", ".oldsrc", "site"))
     # The release's own command (an sdist, then the wheel built from it), in an environment that does not disable
     # byte-compiling (PYTHONDONTWRITEBYTECODE makes setuptools warn that it skips it, whatever the project says).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     build = subprocess.run([sys.executable, "-m", "build", "--outdir", str(root / "dist"), str(src)], env=env,
                            capture_output=True, text=True)
+    (root / "build.log").write_text(build.stdout + build.stderr)
     assert build.returncode == 0, build.stdout + build.stderr
-    return root, build.stdout + build.stderr
-
-
-@pytest.fixture(scope="module")
-def installed(built):
-    """The wheel `python -m build` makes, pip-installed (not editable) into a new venv; its bin directory."""
-    root, _ = built
     (wheel,) = (root / "dist").glob("gpubench-*.whl")
     venv.create(root / "venv", with_pip=True)
-    bin_dir = root / "venv" / "bin"
     subprocess.run([bin_dir / "python", "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True,
                    env=own_environment())  # a PYTHONPATH naming the checkout made pip see gpubench installed
-    return bin_dir
 
 
 def gpubench(bin_dir, cwd, *args, timeout=300):

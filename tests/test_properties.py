@@ -42,7 +42,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpubench.cli import cli
-from hostile import SETTINGS, assert_answered_well, digest, invoke, stand_in
+from hostile import SETTINGS, assert_answered_well, digest, examples, invoke, stand_in
 
 SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
 LONG_NAME = "x" * 300 + ".json"  # past any file system's NAME_MAX
@@ -171,7 +171,7 @@ def command_line(draw):
     return words.split()[0], args
 
 
-@settings(max_examples=1200, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(1200), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(line=command_line())
 def test_odd_command_lines(tmp_path, line, monkeypatch):
     stand_in(monkeypatch)
@@ -233,7 +233,7 @@ PATH_PLACES = [["show", "{}"], ["compare", "{}", "run.json"], ["compare", "run.j
                ["list", "--config", "{}"], ["check", "--config", "{}"], ["gemm", "--backend", "cpu", "--kernel", "{}"]]
 
 
-@settings(max_examples=120, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(120), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(place=st.sampled_from(PATH_PLACES), blank=st.text(alphabet=" \t", max_size=3),
        force=st.booleans())
 def test_a_blank_path_anywhere_is_refused(tmp_path, monkeypatch, place, blank, force):
@@ -255,7 +255,7 @@ SINGLE = [(words, o) for words, c in COMMANDS.items() for o in c.params
           if isinstance(o, click.Option) and not (o.multiple or o.is_flag or o.count)]
 
 
-@settings(max_examples=80, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(80), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(single=st.sampled_from(SINGLE), first=HOSTILE, second=HOSTILE, long=st.booleans(), joined=st.booleans())
 def test_an_option_that_takes_one_value_given_twice_is_refused(tmp_path, monkeypatch, single, first, second, long,
                                                                joined):
@@ -279,7 +279,7 @@ OUTPUT_PLACES = [(place, suffix) for place in PATH_PLACES if "{}" == place[-1] a
                  for suffix in [{"plot": ".png", "report": ".html", "history": ".html"}.get(place[0], ".json")]]
 
 
-@settings(max_examples=60, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(60), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(place=st.sampled_from(OUTPUT_PLACES), stem=st.text(alphabet="ab_-", min_size=1, max_size=5),
        tail=st.sampled_from(["/", "//", "/.", "/ "]), force=st.booleans())
 def test_an_output_named_as_a_directory_is_refused(tmp_path, monkeypatch, place, stem, tail, force):
@@ -301,7 +301,7 @@ ENVIRONMENT = ["GPUBENCH_CACHE", "GPUBENCH_TUNED", "GPUBENCH_COMMIT", "GPUBENCH_
                "COLUMNS", "LINES", "NO_COLOR", "TERM"]
 
 
-@settings(max_examples=150, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(150), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(name=st.sampled_from(ENVIRONMENT), value=HOSTILE.filter(lambda v: "\x00" not in v),
        args=st.sampled_from([["gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", "e.json", "--force"],
                              ["list"], ["check"], ["show", "run.json"], ["tune", "gemm"], ["env", "--backend", "cpu"]]))

@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostile import SETTINGS, assert_answered_well, digest, invoke, stand_in
+from hostile import SETTINGS, assert_answered_well, digest, examples, invoke, stand_in
 
 REPO = Path(__file__).resolve().parent.parent
 SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -113,7 +113,7 @@ def corrupted(draw, text):
     return raw[:at] + draw(st.binary(min_size=1, max_size=4)) + raw[at + 1:]
 
 
-@settings(max_examples=800, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(800), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(data=st.data())
 def test_corrupted_results_files(tmp_path, valid_run_text, data):
     good = tmp_path / "good.json"
@@ -130,7 +130,7 @@ def test_corrupted_results_files(tmp_path, valid_run_text, data):
     assert {p: digest(p) for p in (good, bad)} == before  # reading never writes
 
 
-@settings(max_examples=80, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(80), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(data=st.data())
 def test_corrupted_results_files_drawn(tmp_path, valid_run_text, data):
     """plot and report draw what they read: axes, bands and rooflines from whatever the file holds."""
@@ -179,7 +179,26 @@ def test_a_name_that_is_not_printable_text_is_refused(tmp_path, valid_run_text, 
         assert r.exit_code == 2 and "must be" in r.stderr and "\x1b" not in r.output, r.output
 
 
-@settings(max_examples=30, suppress_health_check=SUPPRESS, **SETTINGS)
+MISTYPED = [(("points", 0, "samples_ms", 0), "1.5", "samples_ms must be"),  # a number as text
+            (("points", 0, "samples_ms", 0), True, "samples_ms must be"),
+            (("points", 0, "telemetry", "reasons"), [4], "reasons must be a list of strings"),
+            (("points", 0, "telemetry", "reasons"), [None, "power cap"], "reasons must be a list of strings")]
+
+
+@pytest.mark.parametrize("where,value,words", MISTYPED, ids=lambda x: repr(x)[:30])
+def test_a_saved_value_of_the_wrong_type_is_refused(tmp_path, valid_run_text, where, value, words):
+    """What the corrupted-file battery finds only now and then, on purpose: a sample given as text (which float()
+    would take) and throttle reasons that are not names, refused in one line where a run is read."""
+    data = replaced(json.loads(valid_run_text), where, value)
+    path = tmp_path / "typed.json"
+    path.write_text(json.dumps(data))
+    for args in (["show", str(path)], ["compare", str(path), str(path)], ["history", str(path)]):
+        r = invoke(args)
+        assert_answered_well(r, args[0])
+        assert r.exit_code == 2 and words in r.stderr, r.output
+
+
+@settings(max_examples=examples(30), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(m=st.integers(1, 2**60), n=st.integers(1, 2**60), k=st.integers(1, 2**60), size=st.integers(1, 2**60),
        batch=st.integers(1, 2**60))
 def test_huge_problems_in_a_file(tmp_path, valid_run_text, m, n, k, size, batch):
@@ -248,7 +267,7 @@ def suite_text(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=700, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(700), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(text=suite_text(), backend=st.sampled_from(["cpu", "cuda"]))
 def test_odd_suite_files(tmp_path, text, backend):
     suite = tmp_path / "s.toml"
@@ -265,7 +284,7 @@ def test_odd_suite_files(tmp_path, text, backend):
 SHIPPED = sorted((REPO / "configs").glob("*.toml"))
 
 
-@settings(max_examples=200, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(200), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(data=st.data())
 def test_shipped_suites_spoilt(tmp_path, data):
     """The shipped suites, cut short or with bytes flipped: a real suite's every key is somewhere near."""
@@ -325,7 +344,7 @@ def spec_text(draw):
     return text
 
 
-@settings(max_examples=600, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(600), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(text=spec_text(), command=st.sampled_from([["list"], ["gemm", "--backend", "cpu", "--sizes", "16"],
                                                   ["conv", "--backend", "cpu", "--sizes", "8"], ["check"],
                                                   ["run", "quick", "--backend", "cpu"]]))
@@ -343,7 +362,7 @@ def test_odd_spec_files(tmp_path, monkeypatch, text, command):
     assert_answered_well(invoke(args), command[0])
 
 
-@settings(max_examples=150, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(150), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(data=st.data())
 def test_the_labs_spec_spoilt(tmp_path, monkeypatch, data):
     """examples/lab's gpubench.toml, cut short or with bytes flipped, beside its kernels."""
@@ -378,7 +397,7 @@ def edited(draw, raw: bytes) -> bytes:
     return text
 
 
-@settings(max_examples=60, suppress_health_check=SUPPRESS, **SETTINGS)
+@settings(max_examples=examples(60), suppress_health_check=SUPPRESS, **SETTINGS)
 @given(data=st.data())
 def test_an_editors_saving_changes_nothing(tmp_path, monkeypatch, valid_run_text, data):
     """A results file, a suite and a project file, each saved by an editor as above, read as they were (a

@@ -85,7 +85,6 @@ NVDISASM = os.environ.get("NVDISASM") or shutil.which("nvdisasm")
 def test_carried_conv_loop_has_no_r2ur_and_a_short_path_after_the_answer(monkeypatch, tmp_path):
     """tc-wgmma-tma's u1 d1 q1 (docs/evidence/tc-conv-tma-carry-sass.md): the plain 256x128 slice loop moves
     descriptors through R2UR and rebuilds them after the full barrier's answer; the carried one does neither."""
-    monkeypatch.setenv("GPUBENCH_CACHE", str(tmp_path))
     monkeypatch.setenv("NVDISASM", NVDISASM)
     base = {"BM": 256, "BN": 128, "STAGES": 4, "CLUSTER": 1}
     plain = sass_loops.describe(sass_loops.listing("conv", "tc-wgmma-tma", "fp16", base)[1])["consumer"]

@@ -161,7 +161,8 @@ def test_sustained_settles_at_least_settle_s(monkeypatch):
     clock = StreamingClock(1.0, slow_chunks())
     t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=5, min_reps=5, budget_s=100, pace=Pace.SUSTAINED,
                                                   settle_s=0.1))
-    assert t.settled_s >= 0.1 and clock.taken >= 10 + 3
+    # at least 0.1 s though the first three windows agree (the count of takes varies with the machine's load)
+    assert t.settled_s >= 0.1 and clock.taken > 3 + 3
 
 
 def test_the_idle_pace_never_opens_a_stream():
@@ -197,3 +198,89 @@ def test_a_cooldown_idles_before_the_first_call_and_the_warm_up_then_runs_in_ful
     measure(lambda: events.append("call"), FakeClock([1.0] * 10), TimingPolicy(warmup=2, reps=3, min_reps=3,
                                                                                 budget_s=100), warm_s=10.0)
     assert events == ["call"] * 3  # no cool-down: no idle, and the check was the warm-up
+
+
+# --- short calls in queued batches: flushed as the policy says ----------------------------------------------------
+
+
+class BatchingClock(FakeClock):
+    """Calls of `single` ms timed one by one, and queued batches whose every call is `single` ms; records whether each
+    sample it returned was taken after a flush (a single call after clock.flush(), a batch by its flush flag)."""
+
+    def __init__(self, single):
+        super().__init__([single] * 1000)
+        self.single, self.pending, self.sample_flushed = single, False, []
+
+    def flush(self):
+        super().flush()
+        self.pending = True
+
+    def time_ms(self, run):
+        self.sample_flushed.append(self.pending)
+        self.pending = False
+        return super().time_ms(run)
+
+    def time_batch_ms(self, run, n, flush):
+        for _ in range(n):
+            run()
+        self.sample_flushed += [bool(flush)] * n
+        return [self.single] * n
+
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_every_sample_of_a_batched_short_call_is_flushed_as_the_policy_says(flush):
+    """A point records `flushed` from the policy (tasks.py), so the batched path must pass the policy's flag on: a
+    batch timed unflushed while the point says flushed reads short calls from a warm L2."""
+    clock = BatchingClock(0.01)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=200, min_reps=5, budget_s=100, flush=flush))
+    assert t.batch > 1  # 0.01 ms calls are timed in queued batches
+    assert len(clock.sample_flushed) == 3 + len(t.samples_ms)  # the calibration's three single calls, then the batches
+    assert clock.sample_flushed == [flush] * len(clock.sample_flushed)
+
+
+def test_one_slow_first_call_does_not_stop_short_calls_being_batched():
+    """The batches are sized from the fastest of the calibration's calls: a first call that is slow (a lazy load, a
+    JIT) must neither keep a 10 µs kernel from being batched nor end up among its samples."""
+    clock = BatchingClock(0.01)
+    clock.durations = iter([5.0] + [0.01] * 100)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=200, min_reps=5, budget_s=100))
+    assert t.batch > 1 and 5.0 not in t.samples_ms
+
+
+class ScriptedTelemetry:
+    """Readings after each sample (or batch): throttled (power cap at 1755 MHz) for the first `throttled` of them."""
+
+    expected_mhz = 1980
+
+    def __init__(self, throttled: int):
+        from gpubench.measure.telemetry import Sample
+
+        self.readings = iter([Sample(1755, 2619, 400.0, 0x4)] * throttled + [Sample(1980, 2619, 400.0, 0)] * 1000)
+
+    def sample(self):
+        return next(self.readings)
+
+
+@pytest.mark.parametrize("discard", [False, True])
+def test_a_throttled_batch_counts_each_of_its_calls(discard):
+    """A reading after a queued batch stands for every call in it: the point's throttled (and discarded) count is in
+    samples, as its clocks are, so that "3 of 200 samples throttled" means calls, whatever the batch size."""
+    clock = BatchingClock(0.01)
+    t = measure(lambda: None, clock, TimingPolicy(warmup=0, reps=200, min_reps=5, budget_s=100,
+                                                  discard_throttled=discard), ScriptedTelemetry(throttled=1))
+    assert t.batch > 1 and t.throttled == t.batch and t.discarded == (t.batch if discard else 0)
+    assert len(t.sm_mhz) == len(t.samples_ms) and min(t.sm_mhz) == (1980 if discard else 1755)
+
+
+def test_the_time_aside_takes_is_not_counted_against_the_budget():
+    """`aside` (an energy window between samples) may take longer than the samples themselves: the budget counts
+    the time spent sampling, so a point with an energy window still gets its repetitions."""
+    asides = []
+
+    def aside(timing):
+        asides.append(len(timing.samples_ms))
+        time.sleep(0.06)
+
+    t = measure(lambda: None, FakeClock([0.001] * 100), TimingPolicy(warmup=0, reps=12, min_reps=5, budget_s=0.3),
+                aside=aside)
+    assert t.stop == Stop.REPS and len(t.samples_ms) == 12 and len(asides) == 12  # 0.72 s of asides

@@ -368,9 +368,10 @@ def check_settle(settle: float | None, policies: list[TimingPolicy]) -> None:
 
 
 def compare_settings(threshold: float, alpha: float = DEFAULTS.alpha) -> tuple[float, float]:
-    """compare's, report's and history's --threshold and --alpha (click has checked their ranges, not nan/inf)."""
-    if not math.isfinite(threshold):
-        raise GpubenchError(f"--threshold must be a finite fraction such as 0.05, got {threshold}")
+    """compare's, report's and history's --threshold and --alpha (click checks their ranges on the command line, not
+    nan/inf; the API and the pytest plugin come here with whatever they were given)."""
+    if not math.isfinite(threshold) or threshold <= 0:
+        raise GpubenchError(f"--threshold must be a finite fraction such as 0.05 (more than 0), got {threshold}")
     if not 1e-9 <= alpha < 1 or not math.isfinite(alpha):
         raise GpubenchError(f"--alpha must be within [1e-9, 1), such as 0.05, got {alpha}")
     return threshold, alpha
