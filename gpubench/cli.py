@@ -219,6 +219,7 @@ def ab(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel
         with terminal.reader_may_leave():
             click.echo(rounds_view.render(table, fmt))
         return Exit.OK
+    backend = backend_choice.choose(backend, config).name  # --backend, else GPUBENCH_BACKEND, the project's, ...
     outcome = ab_case.ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args,
                                       rounds, max_time, reps, budget, no_flush, threshold,
                                       ab_case.LEVEL if level is None else level, backend, seed, tf32, timeout, config,

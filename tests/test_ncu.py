@@ -105,3 +105,19 @@ def test_the_documented_metric_table_is_the_code_s():
             assert f"| `{m.key}` | `{m.ncu}` |" in page, m.key
     for reason in ncu.STALL_REASONS:
         assert reason in page
+
+
+def test_the_pages_an_h200_printed_read_back_as_they_did_there():
+    """The ncu pages gpubench's own profile run printed on an H200 (tools/gpu/profile.sh, recorded as they came):
+    each point's one launch, its kernel named, and the figures that run's table showed (ncu by hand read the same
+    within 0.5%: docs/evidence/profile-h200.log.txt)."""
+    from pathlib import Path
+
+    from gpubench.measure import ncu
+
+    text = (Path(__file__).parent / "fixtures" / "ncu" / "recorded-pages-gemm-h200.txt").read_text()
+    points = {c.splitlines()[0]: ncu.profile_from(ncu.parse(c), "sm_90") for c in text.split("# point ")[1:]}
+    assert points["global-16-gemm-4096"].metrics["sm_pct"] == pytest.approx(64.91, abs=0.01)
+    assert points["shared-16-gemm-4096"].metrics["dram_pct"] == pytest.approx(20.89, abs=0.01)
+    assert points["tiled-128x128x8-8x8-gemm-4096"].metrics["occupancy_pct"] == pytest.approx(24.15, abs=0.01)
+    assert "cublas" in points["cublas---gemm-4096"].kernel and points["global-16-gemm-4096"].kernel == "gemm_global"
