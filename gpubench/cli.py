@@ -191,9 +191,7 @@ def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, 
 
 @cli.command()
 @options.ab_options()
-def ab(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args, rounds, max_time, reps, budget,
-       no_flush, clock, graph, threshold, level, fmt, baseline, screen, keep, any_power_state, backend, seed, tf32,
-       timeout, config):
+def ab(**kw):
     """A against B inside one process: two variants, two sources of a kernel, or a kernel file at two git
     revisions, alternating round by round on the same inputs; the rounds' ratios decide. Given saved runs
     instead (one a round, each its own process), each kernel's ratio to --baseline over them.
@@ -212,20 +210,18 @@ def ab(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel
     from gpubench.usecases import ab as ab_case
     from gpubench.views import ab as ab_view
 
-    if ab_case.is_rounds(sides) and not (kernels or revs):
+    if ab_case.is_rounds(kw["sides"]) and not (kw["kernels"] or kw["revs"]):
         from gpubench.views import rounds as rounds_view
 
-        table = ab_case.from_rounds(list(sides), baseline, level, any_power_state, screen, keep)
+        table = ab_case.from_rounds(list(kw["sides"]), kw["baseline"], kw["level"], kw["any_power_state"],
+                                    kw["screen"], kw["keep"])
         with terminal.reader_may_leave():
-            click.echo(rounds_view.render(table, fmt))
+            click.echo(rounds_view.render(table, kw["fmt"]))
         return Exit.OK
-    backend = backend_choice.choose(backend, config).name  # --backend, else GPUBENCH_BACKEND, the project's, ...
-    outcome = ab_case.ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args,
-                                      rounds, max_time, reps, budget, no_flush, threshold,
-                                      ab_case.LEVEL if level is None else level, backend, seed, tf32, timeout, config,
-                                      clock=clock, graph=graph)
+    kw["backend"] = backend_choice.choose(kw["backend"], kw["config"]).name  # --backend, else GPUBENCH_BACKEND, ...
+    outcome = ab_case.run_ab(options.ab_request(kw))
     with terminal.reader_may_leave():
-        ab_view.show(outcome, fmt, click.echo)
+        ab_view.show(outcome, kw["fmt"], click.echo)
     return outcome.exit_code
 
 

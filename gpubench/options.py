@@ -330,3 +330,27 @@ def ab_options():
                           "power-capped)."),
         *RUNNING,
     ])
+
+
+def ab_request(kw: dict):
+    """`gpubench ab`'s options as the use case's one record (usecases/ab.py's ABRequest), every value checked: with
+    --rev, the one argument is the kernel file."""
+    from gpubench.planning import plan
+    from gpubench.usecases import ab
+
+    sides, file = list(kw["sides"]), None
+    if kw["revs"]:
+        if len(sides) != 1:
+            raise GpubenchError("ab --rev REV --rev REV FILE:SYMBOL: give the kernel file as the one argument, got "
+                                f"{len(sides)}")
+        file, sides = sides[0], []
+    policy = plan.policy(reps=kw["reps"], budget=kw["budget"], flush=not kw["no_flush"], decide=0, clock=kw["clock"],
+                         graph=kw["graph"])
+    plan.check_graph(kw["backend"], [policy])
+    size, stride, dtype, layout, tf32 = kw["size"], kw["stride"], kw["dtype"], kw["layout"], kw["tf32"]
+    return ab.ABRequest(names=sides, kernels=list(kw["kernels"]), revs=list(kw["revs"]), file=file, op=kw["op"],
+                        shape_of=lambda o: ab.problem(o, size, stride, dtype, layout, tf32), backend=kw["backend"],
+                        args=kw["kernel_args"], block=kw["block_size"], rounds=kw["rounds"],
+                        max_time_s=kw["max_time"], policy=policy, threshold=kw["threshold"],
+                        level=ab.LEVEL if kw["level"] is None else kw["level"], seed=plan.check_seed(kw["seed"]),
+                        timeout_s=plan.check_timeout(kw["timeout"]), config=kw["config"])

@@ -302,27 +302,6 @@ def decided(outcome: ABOutcome) -> ABOutcome:
     return outcome
 
 
-def ab_from_options(sides, kernels, revs, op, size, stride, dtype, layout, block_size, kernel_args, rounds,
-                    max_time, reps, budget, no_flush, threshold, level, backend, seed, tf32, timeout,
-                    config, clock: str = "events", graph: int = 0) -> ABOutcome:
-    """`gpubench ab` as the command line gives it: with --rev, the one argument is the kernel file."""
-    sides = list(sides)
-    file = None
-    if revs:
-        if len(sides) != 1:
-            raise GpubenchError("ab --rev REV --rev REV FILE:SYMBOL: give the kernel file as the one argument, got "
-                                f"{len(sides)}")
-        file, sides = sides[0], []
-    policy = plan.policy(reps=reps, budget=budget, flush=not no_flush, decide=0, clock=clock, graph=graph)
-    plan.check_graph(backend, [policy])
-    request = ABRequest(names=sides, kernels=list(kernels), revs=list(revs), file=file, op=op,
-                        shape_of=lambda o: problem(o, size, stride, dtype, layout, tf32), backend=backend,
-                        args=kernel_args, block=block_size, rounds=rounds, max_time_s=max_time, policy=policy,
-                        threshold=threshold, level=level, seed=plan.check_seed(seed),
-                        timeout_s=plan.check_timeout(timeout), config=config)
-    return run_ab(request)
-
-
 # --- rounds saved as files (one process each) -------------------------------------------------------------------
 
 ROUNDS_LEVEL = 0.9  # the interval's coverage over saved rounds (five rounds reach 94%)
