@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Sequence
 from gpubench.planning import plan
 from gpubench.planning.plan import Spread
 from gpubench.planning.settings import OutputSettings, RunSettings, Selection, Settings, TimingSettings
-from gpubench.specs import user_code
+from gpubench.core import user_code
 from gpubench.analysis.compare import Report
 from gpubench.core.dtypes import parse_dtypes, parse_layouts
 from gpubench.ops.conv import ConvLayout

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpubench import results
-from gpubench.specs import user_code
+from gpubench.core import user_code
 from gpubench.cli import cli
 from gpubench.core.errors import GpubenchError
 from gpubench.specs.runners import PythonRunner

@@ -19,7 +19,7 @@ from gpubench.core.backend_kind import BackendKind
 from gpubench.core import dtypes
 from gpubench import ops
 from gpubench.ops import reference
-from gpubench.specs import user_code
+from gpubench.core import user_code
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.errors import CompileError, Skip
 from gpubench.ops.base import Shape
@@ -162,7 +162,7 @@ class ArrayBackend:
 
     def check(self, variants: list) -> None:
         """Every Python variant's function imported here, in the process that will call it, and its signature
-        checked against the spec's arguments and its configurations' keywords (gpubench/specs/user_code.py); CUDA
+        checked against the spec's arguments and its configurations' keywords (gpubench/core/user_code.py); CUDA
         kernels are compiled by the coordinator (gpubench/execution/nvcc.py)."""
         for v in variants:
             if v.code.runner.FUNCTION:

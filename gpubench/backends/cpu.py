@@ -20,7 +20,7 @@ import numpy as np
 
 from gpubench import ops
 from gpubench.core.backend_kind import BackendKind
-from gpubench.specs import user_code
+from gpubench.core import user_code
 from gpubench.backends import ArrayBackend, Prepared, first_call, kernel_arguments
 from gpubench.core.dtypes import PRECISIONS
 from gpubench.core.errors import GpubenchError, Skip

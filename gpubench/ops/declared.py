@@ -306,7 +306,7 @@ class DeclaredShape(Shape):
 
 @functools.lru_cache(maxsize=None)
 def _function(reference: str):
-    from gpubench.specs import user_code
+    from gpubench.core import user_code
 
     path, _, symbol = reference.rpartition(":")
     return user_code.function(Path(path), symbol)

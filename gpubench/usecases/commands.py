@@ -14,7 +14,7 @@ from rich.console import Console
 
 from gpubench.execution import nvcc
 from gpubench.planning import plan
-from gpubench.specs import user_code
+from gpubench.core import user_code
 from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError, NoDevice
 from gpubench.core.paths import shown_path, temporary

@@ -273,7 +273,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
         with phases.phase("precompile"):
             precompile(work, info.get("arch"))
         worker.check(variants)  # a project's Python functions imported and their signatures checked: exit 2 before
-        # any point (gpubench/specs/user_code.py)
+        # any point (gpubench/core/user_code.py)
         early: list[Point] = []  # points whose first call faulted, hung or killed the worker: recorded already
         with phases.phase("first calls"):  # ... and each one's first call made (Triton's JIT): exit 2 if it does
             work = with_first_calls(work, *worker.first_calls(first_calls(work), early.append))  # not compile

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from gpubench.specs import user_code
+from gpubench.core import user_code
 from gpubench.backends import Prepared, first_call, kernel_arguments
 from gpubench.core.errors import GpubenchError
 from gpubench import ops
