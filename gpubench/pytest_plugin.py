@@ -60,6 +60,7 @@ class Session:
         no GPU answers (said once in the summary); a backend named outright that cannot open fails the test."""
         from gpubench import api
         from gpubench.core.errors import GpubenchError, NoDevice
+        from gpubench.core.backend_kind import BackendKind
         from gpubench.specs.backend_choice import Source
 
         if self.broken:

@@ -52,6 +52,7 @@ ALLOWED = {
     "history": {Exit.OK, Exit.FAILED, Exit.USAGE},
     "list": {Exit.OK, Exit.USAGE}, "check": {Exit.OK, Exit.USAGE}, "tune": {Exit.OK, Exit.USAGE},
     "env": {Exit.OK, Exit.USAGE}, "ab": {Exit.OK, Exit.FAILED, Exit.USAGE, Exit.INCONCLUSIVE},
+    "sweep": {Exit.OK, Exit.USAGE}, "profile": {Exit.OK, Exit.USAGE}, "stability": {Exit.OK, Exit.FAILED, Exit.USAGE},
 }
 
 

