@@ -13,7 +13,7 @@ from gpubench.specs import catalog
 from gpubench.specs import parse
 from gpubench.core.errors import CompileError
 
-pytestmark = pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
+pytestmark = [pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found"), pytest.mark.slow]
 
 ARCHS = ("sm_80", "sm_90")
 BUILTIN = catalog.builtin()

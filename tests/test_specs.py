@@ -91,6 +91,7 @@ def test_im2col_is_the_unfold_as_a_before_step_then_a_gemm():
 KERNELS = [(v, c) for v in BUILTIN if isinstance(v.code.runner, KernelRunner) for c in v.space.configs_for(specs.LAB_BLOCK_SIZES)]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
 @pytest.mark.parametrize("v,c", KERNELS, ids=lambda x: getattr(x, "name", None) or x.label)
 def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatch):
