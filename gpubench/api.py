@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -48,7 +48,7 @@ from gpubench.specs.parse import BACKENDS
 from gpubench.measure.stats import Stats
 from gpubench.specs.variant import CatalogEntry, Code, Config, Program, Scope, Variant, config_label
 
-__all__ = ["Measurement", "measure", "gemm", "conv", "run_sweep", "run_suite", "compare", "load", "save",
+__all__ = ["Measurement", "measure", "gemm", "conv", "problem", "run_sweep", "run_suite", "compare", "load", "save",
            "GemmShape", "ConvShape", "Run", "Point", "RunOutcome", "Report"]
 
 Problem = Shape  # any op's problem: gemm(...), conv(...), or a declared op's
@@ -70,6 +70,26 @@ def conv(size: int, stride: int = 1, *, batch: int = 1, in_channels: int = 3, ou
     FP32, NCHW)."""
     return conv_shape(size, stride, batch=batch, in_channels=in_channels, out_channels=out_channels, kernel=kernel,
                       padding=padding, dtype=_one(dtype, "dtype"), layout=_one(layout, "layout", ConvLayout))
+
+
+def problem(op: str, *, dtype: str = "fp32", config: str | None = None, **sizes):
+    """One problem of any op, your project's own included: problem("softmax", rows=4096, cols=1024) (each size
+    one value; the op's parameters otherwise as a suite's sweep gives them: problem("conv", sizes=[56], strides=[1],
+    batch=32)). `config` names the project file (None: found from here upwards, as the command line does)."""
+    from gpubench.specs import project as projects
+
+    projects.load(config)  # a project's [[op]] tables are ops from here on
+    definition = ops.get(op)
+    given = {k: (list(v) if isinstance(v, (list, tuple)) else [v] if k in definition.dims else v)
+             for k, v in sizes.items()}
+    unknown = sorted(set(given) - definition.suite_keys)
+    if unknown:
+        raise GpubenchError(f"problem({op!r}): unknown size(s) {', '.join(unknown)}; "
+                            f"allowed: {', '.join(sorted(definition.suite_keys))}")
+    shapes, _ = definition.problems(given, op, strict=True)
+    if len(shapes) != 1:
+        raise GpubenchError(f"problem({op!r}) makes {len(shapes)} problems: give one value of each size")
+    return replace(shapes[0], dtype=_one(dtype, "dtype"))
 
 
 def _one(text, what: str, kind=None):

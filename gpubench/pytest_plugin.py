@@ -152,7 +152,7 @@ class Bench:
         from gpubench import api
 
         self.api, self.state, self.node = api, state, node
-        self.gemm, self.conv = api.gemm, api.conv
+        self.gemm, self.conv, self.problem = api.gemm, api.conv, api.problem
 
     def __call__(self, fn, problem, **options):
         from gpubench.analysis.compare import point_label

@@ -153,3 +153,36 @@ def test_compare_refuses_a_threshold_the_command_line_would(make_run, threshold)
     assert api.compare(run, run, threshold=0.05).exit_code() in (Exit.OK, Exit.INCONCLUSIVE)
     with pytest.raises(GpubenchError, match="--threshold must be a finite fraction"):
         api.compare(run, run, threshold=threshold)
+
+
+SOFTMAX_OP = """[[op]]
+name = "softmax"
+dims = ["rows", "cols"]
+arrays = [{ name = "x", shape = ["rows", "cols"] }, { name = "y", shape = ["rows", "cols"], output = true }]
+flops = "5 * rows * cols"
+reduction = "cols"
+reference = "ref.py:softmax"
+"""
+
+
+def test_a_project_s_own_op_is_measured_through_the_api(tmp_path):
+    """api.problem builds a problem of a project's own op; measure verifies a function against its reference, and
+    a wrong one (no normalisation) fails."""
+    (tmp_path / "gpubench.toml").write_text(SOFTMAX_OP)
+    (tmp_path / "ref.py").write_text("def softmax(xp, x, rows, cols):\n"
+                                     "    e = xp.exp(x - x.max(axis=1, keepdims=True))\n"
+                                     "    return e / e.sum(axis=1, keepdims=True)\n")
+    problem = api.problem("softmax", rows=8, cols=33, config=str(tmp_path / "gpubench.toml"))
+    assert problem.op == "softmax" and problem.dims() == {"rows": 8, "cols": 33}
+
+    def right(x, y, rows, cols):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        y[...] = e / e.sum(axis=1, keepdims=True)
+
+    def unnormalised(x, y, rows, cols):
+        y[...] = np.exp(x - x.max(axis=1, keepdims=True))
+
+    assert api.measure(right, problem, backend="cpu", reps=5).status == "ok"
+    assert api.measure(unnormalised, problem, backend="cpu", reps=5).status == "fail"
+    with pytest.raises(GpubenchError, match="unknown size"):
+        api.problem("softmax", rows=8, depth=3, config=str(tmp_path / "gpubench.toml"))
