@@ -1,4 +1,4 @@
-"""Energy windows that wait for a refresh while the next points run (gpubench/measure/energy_queue.py): the points still
+"""Energy windows that wait for a refresh while the next points run (gpubench/execution/energy_queue.py): the points still
 go out once each, in the task's order, each with its own energy; a point held back is sent as provisional first,
 and the coordinator keeps it, as it is, when the process is lost. No GPU: a CPU backend that pretends to read
 power, and the simulated GPU of test_energy_alignment."""
@@ -6,7 +6,7 @@ power, and the simulated GPU of test_energy_alignment."""
 import pytest
 
 from gpubench.execution.messages import Begin, Broken, End, Finished, Provisional
-from gpubench.measure.energy_queue import MAX_WAITING, EnergyQueue, Held
+from gpubench.execution.energy_queue import MAX_WAITING, EnergyQueue, Held
 from gpubench.ops.gemm import GemmShape
 from gpubench.ops.conv import conv_shape
 from gpubench.results import Point, Status

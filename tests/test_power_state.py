@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubench.measure import power_state
+from gpubench.analysis import power_state
 from gpubench.core.dtypes import DType
 from gpubench.results import Status, io
 

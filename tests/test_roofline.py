@@ -3,7 +3,7 @@
 
 import pytest
 
-from gpubench.measure import roofline
+from gpubench.analysis import roofline
 from gpubench.core.dtypes import DType
 from gpubench.ops.gemm import GemmLayout
 from gpubench.ops.gemm import GemmShape

@@ -4,7 +4,7 @@ counters of the slower points in `compare`, and the roofline placing profiled po
 from click.testing import CliRunner
 
 from gpubench.cli import cli
-from gpubench.measure import roofline
+from gpubench.analysis import roofline
 from gpubench.views import profile as view
 from gpubench.views.run import run_tables
 from gpubench.views.tables import to_markdown

@@ -120,7 +120,7 @@ def test_hardware_table_shows_clocks_energy_roofline_and_the_floor(make_run):
 
 
 def test_a_point_at_the_floor_says_so(make_run):
-    from gpubench.measure import roofline
+    from gpubench.analysis import roofline
 
     run = make_run(clocks=1980)
     p = run.points[0]

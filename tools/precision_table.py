@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from gpubench import results
-from gpubench.measure import roofline
+from gpubench.analysis import roofline
 from gpubench import ops
 from gpubench.results import Status
 

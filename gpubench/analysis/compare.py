@@ -37,7 +37,7 @@ from enum import StrEnum
 from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
 from gpubench.results import Point, Run, RunStatus, Status
-from gpubench.measure.roofline import floor_ms
+from gpubench.analysis.roofline import floor_ms
 from gpubench.measure import hierarchical
 from gpubench.measure.stats import fewest_samples, ratio_interval
 

@@ -89,7 +89,7 @@ class Backend(Protocol):
             -> Callable | None:
         """What the timing loop calls between samples to take the point's energy window when the hardware's
         reading is about to refresh (timing.measure's `aside`), or None. `earlier()` goes first and may take an
-        earlier point's waiting window at that moment instead (gpubench/measure/energy_queue.py)."""
+        earlier point's waiting window at that moment instead (gpubench/execution/energy_queue.py)."""
 
     def window_due(self) -> bool:
         """Whether an energy window started now would end on the hardware's next reading (False: none to time)."""

@@ -101,7 +101,7 @@ class Begin:
 
 @dataclass(frozen=True)
 class Provisional:
-    """A point finished but for its energy, which a later refresh brings (gpubench/measure/energy_queue.py)."""
+    """A point finished but for its energy, which a later refresh brings (gpubench/execution/energy_queue.py)."""
 
     index: int
     point: Point

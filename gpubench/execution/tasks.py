@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from gpubench.execution.messages import Begin, Broken, Event, Finished, Made, Rejected
-from gpubench.measure.energy_queue import EnergyQueue, Held
+from gpubench.execution.energy_queue import EnergyQueue, Held
 from gpubench.core.errors import CompileError, Skip
 from gpubench.core.phases import phase
 from gpubench.results import Details, Point, Status

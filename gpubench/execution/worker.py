@@ -409,7 +409,7 @@ class Worker:
                     return done
 
     def _keep_provisional(self, done: set[int], on_point) -> None:
-        """The points the worker sent as finished but for their energy (gpubench/measure/energy_queue.py), recorded as they
+        """The points the worker sent as finished but for their energy (gpubench/execution/energy_queue.py), recorded as they
         are: the process that was to read their energy is gone (a later point faulted, hung or killed it, or the
         run was stopped)."""
         for index in sorted(self.provisional):

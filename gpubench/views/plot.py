@@ -92,7 +92,7 @@ def _save(fig, plt, output) -> Path:
 def roofline_plot(run: Run, output: str | Path) -> Path:
     """Every ok point at its arithmetic intensity (FLOPs per minimum byte) and GFLOPS, under the roofs measured
     on the run's GPU: DRAM and L2 bandwidth slopes, the compute peak of each precision it measured."""
-    from gpubench.measure import roofline
+    from gpubench.analysis import roofline
 
     c = roofline.ceilings(run)
     if not c:

@@ -1,9 +1,9 @@
-"""How the run's summary shows a ratio taken between two power states (gpubench/measure/power_state.py): a mark beside
+"""How the run's summary shows a ratio taken between two power states (gpubench/analysis/power_state.py): a mark beside
 the ratio, and the caption's lines that give each such ratio with both clocks and its value per clock."""
 
 from __future__ import annotations
 
-from gpubench.measure import power_state
+from gpubench.analysis import power_state
 from gpubench.views.tables import marked_caption
 
 MARK = "⚡"  # beside a speed ratio whose two points ran in different power states

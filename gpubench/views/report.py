@@ -18,7 +18,7 @@ import json
 from html import escape
 from importlib import resources
 
-from gpubench.measure import roofline
+from gpubench.analysis import roofline
 from gpubench.analysis.compare import ORDER, Report, compare
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.views import plot

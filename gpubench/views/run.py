@@ -10,8 +10,9 @@ import csv
 import io
 from dataclasses import dataclass
 
-from gpubench.measure import hierarchical, power_state
-from gpubench.measure import roofline
+from gpubench.measure import hierarchical
+from gpubench.analysis import power_state
+from gpubench.analysis import roofline
 from gpubench.analysis.compare import point_label
 from gpubench import ops
 from gpubench.results import Point, Run, Status

@@ -158,7 +158,7 @@ class DeviceFacts:
         """The point's energy window, taken between its timed samples at the moment it costs least: when the next
         refresh of the instant power is LEAD_S ahead (telemetry.aligned), so that the window's calls run just
         through the time that refresh's reading describes and it ends on it. `earlier()`, where given, goes first
-        and may use the moment for an earlier point's waiting window (gpubench/measure/energy_queue.py): True if it did.
+        and may use the moment for an earlier point's waiting window (gpubench/execution/energy_queue.py): True if it did.
         Once per point; None without instant power. Started anywhere else, a window waits for a refresh: 84 ms a
         point on average on an H100."""
         if not self.telemetry.has_instant:
