@@ -172,7 +172,7 @@ class Im2colRunner(Runner):
 
 @dataclass(frozen=True)
 class NumpyMatmul(Runner):
-    """NumPy's matmul (BLAS), the CPU's GEMM baseline."""
+    """NumPy's matmul (BLAS), the CPU's GEMM baseline: the gemm op's "numpy" emulation (gpubench/ops/gemm.py)."""
 
     NAME = "numpy"
     BACKEND = BackendKind.CPU
@@ -180,7 +180,7 @@ class NumpyMatmul(Runner):
 
 @dataclass(frozen=True)
 class NumpySliding(Runner):
-    """The float32 sliding-window convolution of gpubench/ops/reference.py."""
+    """The float32 sliding-window convolution: the conv op's "numpy-sliding" emulation (gpubench/ops/conv.py)."""
 
     NAME = "numpy-sliding"
     BACKEND = BackendKind.CPU
@@ -188,7 +188,7 @@ class NumpySliding(Runner):
 
 @dataclass(frozen=True)
 class NumpyIm2col(Runner):
-    """The float32 im2col-and-matmul convolution of gpubench/ops/reference.py."""
+    """The float32 im2col-and-matmul convolution: the conv op's "numpy-im2col" emulation (gpubench/ops/conv.py)."""
 
     NAME = "numpy-im2col"
     BACKEND = BackendKind.CPU
