@@ -182,6 +182,7 @@ def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, 
     """
     from gpubench.usecases.stability import StabilityRequest, run_stability
 
+    backend = backend_choice.choose(backend, config).name  # --backend, else GPUBENCH_BACKEND, the project's, a guess
     outcome = run_stability(StabilityRequest(suite, runs, backend, seed, tf32, timeout, config, output, force,
                                              processes, threshold, alpha, keep_runs), terminal.LiveDisplay())
     with terminal.reader_may_leave():

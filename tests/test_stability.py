@@ -125,6 +125,15 @@ def test_stability_runs_the_suite_three_times_and_saves_one_run(tmp_path):
     assert compared.exit_code == 0 and "2 of 2 intervals from the spread between worker processes" in compared.output
 
 
+def test_stability_without_backend_takes_the_default_backend_as_run_does(tmp_path, monkeypatch):
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY)
+    monkeypatch.setenv("GPUBENCH_BACKEND", "cpu")  # the rule `run` follows: no --backend, then the environment's
+    r = CliRunner().invoke(cli, ["stability", str(suite), "-R", "2", "-o", str(tmp_path / "aa.json")])
+    assert r.exit_code == 0, r.output
+    assert results.load(tmp_path / "aa.json").backend == "cpu"
+
+
 def test_stability_needs_two_runs_at_least(tmp_path):
     r = CliRunner().invoke(cli, ["stability", "quick", "--backend", "cpu", "-R", "1", "-o", str(tmp_path / "a.json")])
     assert r.exit_code == 2 and "--runs 1: an A/A test compares runs in pairs: 2 to 100" in r.output
