@@ -34,7 +34,7 @@ def profile(**metrics) -> Profile:
     (profile(sm_pct=40.0, dram_pct=30.0, l2_pct=84.0), Limit.L2, "L2-bound: L2 at 84% of peak"),
     (profile(sm_pct=70.0, tensor_pct=78.0, stalls=(("barrier", 4.0),)), Limit.TENSOR,
      "tensor pipe 78%, stalled on barrier"),
-    (profile(sm_pct=50.0, tensor_pct=20.0, tensor_gmma_pct=81.0), Limit.TENSOR, "tensor pipe 81%"),
+    (profile(sm_pct=50.0, tensor_pct=20.0, tensor_imma_pct=81.0), Limit.TENSOR, "tensor pipe 81%"),
     (profile(sm_pct=85.0, dram_pct=10.0, stalls=(("math_pipe_throttle", 2.0),)), Limit.COMPUTE,
      "compute-bound: SM at 85% of peak, stalled on math pipe throttle"),
     (profile(sm_pct=20.0, dram_pct=10.0, occupancy_pct=12.0, registers=232.0), Limit.OCCUPANCY,

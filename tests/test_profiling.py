@@ -24,6 +24,7 @@ from ncu_fakes import FIXTURES, cpu_run, fake_ncu, options  # noqa: F401 (fake_n
 def test_known_metrics_keeps_the_names_this_gpu_lists():
     listing = "Device NVIDIA H200 (GH100)\nsm__throughput   Throughput  %  SM throughput\ndram__bytes_read  Counter\n"
     assert profiling.known_metrics(listing, "sm_90") == ("sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                                                          "launch__registers_per_thread", "launch__block_size",
                                                           "dram__bytes_read.sum")
     assert profiling.known_metrics("", "sm_90") is None
 
@@ -34,7 +35,8 @@ def test_options_find_ncu_its_version_and_metrics(fake_ncu, tmp_path, monkeypatc
     fake_ncu("not-permitted.txt", QUERY=str(query))
     how = profiling.options("sm_90", 10)
     assert how.tool == "ncu 2025.1.1.0" and how.timeout_s == 120
-    assert how.metrics == ("gpu__time_duration.sum", "lts__t_bytes.sum")
+    assert how.metrics == ("gpu__time_duration.sum", "launch__registers_per_thread", "launch__block_size",
+                           "lts__t_bytes.sum")  # the launch's attributes too, which the listing never names
 
 
 def test_without_ncu_every_point_gets_the_same_gap(monkeypatch, tmp_path):
@@ -79,7 +81,7 @@ def test_metrics_this_ncu_does_not_list_are_named():
     known = tuple(m.ncu for m in ncu.metrics_for("sm_90") if "gmma" not in m.ncu)
     line = profiling.left_out(options("ncu", metrics=known))
     assert line == "ncu does not list 1 metric(s) of gpubench's set for this GPU, left out: " \
-                   "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
+                   "sm__inst_executed_pipe_tensor_op_gmma.sum"
     assert profiling.left_out(options("ncu")) is None
 
 

@@ -68,7 +68,7 @@ def _bytes(n: float) -> str:
 
 
 def tensor_pct(profile: Profile) -> float | None:
-    values = [v for v in (profile.metric("tensor_pct"), profile.metric("tensor_gmma_pct")) if v is not None]
+    values = [v for v in (profile.metric("tensor_pct"), profile.metric("tensor_imma_pct")) if v is not None]
     return max(values) if values else None
 
 

@@ -51,9 +51,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("local_store_sectors", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", True,
            what="local-memory stores, 32-byte sectors (register spills, and local arrays)"),
     Metric("tensor_pct", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-           what="tensor pipe (HMMA) busy, % of active cycles"),
-    Metric("tensor_gmma_pct", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-           archs=("sm_90",), what="Hopper's warpgroup tensor pipe (GMMA) busy, % of active cycles"),
+           what="tensor pipe busy on 16-bit and fp8 matrix ops (HMMA, and Hopper's HGMMA and QGMMA), % of active cycles"),
+    Metric("tensor_imma_pct", "sm__pipe_tensor_op_imma_cycles_active.avg.pct_of_peak_sustained_active",
+           what="tensor pipe busy on integer matrix ops (IMMA, and Hopper's IGMMA), % of active cycles"),
+    Metric("gmma_instructions", "sm__inst_executed_pipe_tensor_op_gmma.sum", True, archs=("sm_90",),
+           what="warpgroup matrix instructions (HGMMA, QGMMA, IGMMA, BGMMA) executed: 0 where a kernel uses none"),
     Metric("dram_read_bytes", "dram__bytes_read.sum", True, what="bytes read from DRAM"),
     Metric("dram_write_bytes", "dram__bytes_write.sum", True, what="bytes written to DRAM"),
     Metric("l2_bytes", "lts__t_bytes.sum", True, what="bytes through L2"),
@@ -67,6 +69,13 @@ BY_NCU = {m.ncu: m for m in METRICS}
 def metrics_for(arch: str | None) -> list[Metric]:
     """The set for an architecture ("sm_90"): rows limited to some architectures only where it is one of them."""
     return [m for m in METRICS if not m.archs or (arch and arch.startswith(m.archs))]
+
+
+def is_launch_attribute(name: str) -> bool:
+    """Whether a metric is one of the launch's attributes (launch__registers_per_thread, launch__block_size): read
+    from the launch, not counted by the hardware, so `ncu --query-metrics` does not list them, yet every GPU has them
+    (an H200's ncu 2025.3.1 gave both: docs/evidence/profile-h200.log.txt)."""
+    return name.startswith("launch__")
 
 
 NVTX_DOMAIN = "gpubench"

@@ -68,11 +68,12 @@ def _ask(line: list[str]) -> str:
 
 def known_metrics(query: str, arch: str | None) -> tuple[str, ...] | None:
     """The table's ncu metrics that `ncu --query-metrics` lists for this GPU (by their base name, the part before
-    the first dot), or None where the listing says nothing (then every metric is asked for as it is)."""
+    the first dot), with the launch's attributes (registers, block size), which it never lists but always gives; or
+    None where the listing says nothing (then every metric is asked for as it is)."""
     names = {line.split()[0] for line in query.splitlines() if line.strip() and "__" in line.split()[0]}
     if not names:
         return None
-    return tuple(m.ncu for m in ncu.metrics_for(arch) if m.ncu.split(".")[0] in names)
+    return tuple(m.ncu for m in ncu.metrics_for(arch) if m.ncu.split(".")[0] in names or ncu.is_launch_attribute(m.ncu))
 
 
 def options(arch: str | None, timeout_s: float) -> ProfileOptions | Profile:
