@@ -15,7 +15,7 @@ from gpubench.cli import cli
 from gpubench.core.exit_codes import Exit
 from gpubench.execution.paired import order
 from gpubench.ops.gemm import GemmShape
-from gpubench.results import Point
+from gpubench.results import Point, Status
 from gpubench.usecases.ab import ABOutcome, decided
 
 FAST = "import numpy as np\n\ndef mm(A, B, C, M, N, K):\n    np.matmul(A, B, out=C)\n"
@@ -197,8 +197,9 @@ class CardClock:
         return [self.time_ms(run) for _ in range(n)]
 
 
-def card_rounds(card, rounds=12):
-    """An A/B of the CPU backend's numpy GEMM against itself, its calls timed by the card's clock."""
+def card_rounds(card, rounds=12, b_writes=True):
+    """An A/B of the CPU backend's numpy GEMM against itself, its calls timed by the card's clock (B's writing
+    nothing where not `b_writes`)."""
     from gpubench.backends.cpu import CpuBackend
     from gpubench.execution.messages import Begin, Finished
     from gpubench.execution.paired import PairedTask
@@ -214,11 +215,13 @@ def card_rounds(card, rounds=12):
         def prepare(self, variant, config, shape, inputs, output=None):
             made = super().prepare(variant, config, shape, inputs, output)
             self.sides += 1
-            return replace(made, run=card.run(self.sides - 1, made.run))
+            real = made.run if b_writes or self.sides == 1 else lambda: None
+            return replace(made, run=card.run(self.sides - 1, real))
 
     numpy = catalog.Catalog(catalog.builtin()).get("gemm", "cpu", "numpy")
     policy = TimingPolicy(reps=30, min_reps=5, budget_s=10, batch_below_ms=1.0)
-    points = tuple(PointTask(i, replace(numpy, name=f"{side}: numpy"), NO_CONFIG, policy) for i, side in enumerate("AB"))
+    points = tuple(PointTask(i, replace(numpy, name=f"{side}: numpy"), NO_CONFIG, policy)
+                   for i, side in enumerate("AB"))
     task = PairedTask("ab", GemmShape(32, 32, 32), 0, points, rounds=rounds, max_time_s=60)
     events = list(run_task(OnTheCard(), task))
     finished = [e.point for e in events if isinstance(e, Finished)]
@@ -250,3 +253,9 @@ def test_odd_rounds_begin_with_b():
     calls = card.log[2:]  # after the two verifications: the calibration, then two rounds of 3 warm-up pairs + 30 pairs
     assert len(calls) == 12 + 2 * 66
     assert calls[-132:-66] == [0, 1] * 33 and calls[-66:] == [1, 0] * 33
+
+
+def test_a_side_that_fails_its_check_ends_the_rounds_after_one():
+    o, _ = card_rounds(Card(), b_writes=False)
+    assert len(o.points) == 2 and o.points[1].status == Status.FAIL  # one round's points, then no more
+    assert o.verdict is None and o.exit_code == Exit.FAILED and o.problem.startswith("B: numpy fail")

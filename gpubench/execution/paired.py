@@ -102,6 +102,8 @@ def run_rounds(backend, task: PairedTask, inputs, ref) -> Iterator:
                 return
             for p, point in zip(task.points, points):
                 yield Finished(p.index, point)
+            if any(point.status != Status.OK for point in points):  # a side that failed its check is not compared
+                return
     finally:
         for made in prepared:
             made.release()
@@ -119,8 +121,8 @@ def _round(backend, task: PairedTask, prepared, rel_errs, first: int, batch: int
                                              backend.telemetry)
     finally:
         seconds = trace.finish_sides(measured.sides if measured else []) if trace else ({}, {})
-    return tuple(_point(backend, task, p, made, rel_err, timing, second)
-                 for p, made, rel_err, timing, second in zip(task.points, prepared, rel_errs, measured.timings, seconds))
+    sides = zip(task.points, prepared, rel_errs, measured.timings, seconds)
+    return tuple(_point(backend, task, p, made, rel_err, timing, second) for p, made, rel_err, timing, second in sides)
 
 
 def _point(backend, task: PairedTask, p, made, rel_err: float, timing, second: dict) -> Point:
