@@ -15,7 +15,9 @@ A round uses the clock's own methods, not a copy of measure/timing.py's batching
   wait kernel (`time_batch_ms`). One batch holds both sides' calls in turn, through an `Alternating` call that
   records which side each call was. Each call still comes after its own flush, between its own events.
 - **Longer calls.** These, and every call on a clock that has no batches (the CPU backend's HostClock), are timed
-  one at a time with `time_ms`, in turn.
+  one at a time with `time_ms`, in turn, one call per turn of the loop. Each side's call then follows the same
+  host work. Taken two to a turn, the first call of each pair followed the loop's stop check, and on the CPU
+  backend the two sides' times then differed with which side went first.
 - **When a round stops.** Once each side has policy.reps samples, or, after min_reps each, once 2 × budget_s has gone
   by (each side's share of the round being budget_s). The two sides always hold as many samples as each other: the
   i-th of A and the i-th of B are adjacent calls.
@@ -129,14 +131,14 @@ def measure_round(runs: Sequence[Callable[[], None]], clock: Clock, policy: Timi
                     n = min(batch, 2 * max(1, policy.reps - len(samples[0])))
                     got = clock.time_batch_ms(pair, n, policy.flush)
                     who = pair.sides[-len(got):]  # a batch timed again: its last run's calls are the samples
-                else:
-                    got = [single(pair.one(side), clock, policy.flush) for side in (first, 1 - first)]
-                    who = [first, 1 - first]
+                else:  # one call per turn of the loop, so that each side's calls follow the same host work
+                    side = first if len(taken) % 2 == 0 else 1 - first
+                    got, who = [single(pair.one(side), clock, policy.flush)], [side]
             add("timed", sum(got) / 1e3)
             for ms, side in zip(got, who):
                 samples[side].append(ms)
             taken += who
-            stop = _stop(len(samples[0]), time.perf_counter() - started, policy)
+            stop = _stop(len(samples[0]), len(samples[1]), time.perf_counter() - started, policy)
             if stop is not None:
                 break
     except Exception as e:  # noqa: BLE001 - the caller records it on the side that raised
@@ -150,8 +152,12 @@ def measure_round(runs: Sequence[Callable[[], None]], clock: Clock, policy: Timi
     return Round(timings, taken)
 
 
-def _stop(each: int, elapsed_s: float, policy: TimingPolicy) -> Stop | None:
-    """Why the round's sampling ends after `each` samples of each side, or None to go on."""
+def _stop(a: int, b: int, elapsed_s: float, policy: TimingPolicy) -> Stop | None:
+    """Why the round's sampling ends with `a` and `b` samples of the two sides, or None to go on (always while
+    one side has more than the other)."""
+    each = min(a, b)
+    if a != b:
+        return None
     if each >= policy.reps:
         return Stop.REPS
     if each >= policy.min_reps and elapsed_s >= SIDES * policy.budget_s:
