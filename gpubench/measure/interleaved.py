@@ -105,8 +105,8 @@ def calibrate(runs: Sequence[Callable[[], None]], clock: Clock, policy: TimingPo
     try:
         warm((pair.one(0), pair.one(1)), clock, policy, 0)
         with phase("calibrate"):
-            fastest = [min(single(pair.one(side), clock, policy.flush) for _ in range(CALIBRATION))
-                       for side in range(SIDES)]
+            times = [[single(pair.one(side), clock, policy.flush) for side in range(SIDES)] for _ in range(CALIBRATION)]
+        fastest = [min(column) for column in zip(*times)]
     except Exception as e:  # noqa: BLE001 - the caller records it on the side that raised
         raise SideFailed(pair.last) from e
     batch = batch_for(sum(fastest) / SIDES, policy)
