@@ -194,8 +194,10 @@ def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, 
 @options.ab_options()
 def ab(**kw):
     """A against B inside one process: two variants, two sources of a kernel, or a kernel file at two git
-    revisions, alternating round by round on the same inputs; the rounds' ratios decide. Given saved runs
-    instead (one a round, each its own process), each kernel's ratio to --baseline over them.
+    revisions, on the same inputs. Each round times their calls in turn, call by call (A B A B ..., then
+    B A B A ...); its ratio is the median of B/A over its pairs of adjacent calls, and the rounds' ratios
+    decide. Given saved runs instead (one a round, each its own process), each kernel's ratio to --baseline
+    over them.
 
     \b
     Exit codes: 0 B same as or faster than A, 1 B slower (or a side failed), 3 inconclusive.

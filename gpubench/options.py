@@ -299,19 +299,20 @@ def ab_options():
                      help="The block size of a block-axis variant (or name a configuration as NAME@LABEL)."),
         click.option("--args", "kernel_args", default=None, metavar="NAMES", help="--kernel's parameter order."),
         click.option("--rounds", default=ab.ROUNDS, show_default=True, type=click.IntRange(1, 10_000),
-                     help="Rounds at most: each measures A and B back to back (AB, then BA, ...)."),
+                     help="Rounds at most: each times A's and B's calls in turn, call by call (A B A B ..., then "
+                          "B A B A ...)."),
         click.option("--max-time", default=ab.MAX_TIME_S, show_default=True, type=click.FloatRange(0, 3600),
                      help="Seconds of rounds at most (at least 6 rounds are run)."),
         click.option("--reps", default=ab.ROUND_REPS, show_default=True, type=click.IntRange(5, 10_000),
                      help="Timed calls per side per round, at most ..."),
         click.option("--budget", default=ab.ROUND_BUDGET_S, show_default=True, type=click.FloatRange(0, 60),
-                     help="... or this many seconds per side per round."),
+                     help="... or, after 5 each, this many seconds per side per round."),
         click.option("--no-flush", is_flag=True, help="Do not flush L2 before each timed call."),
         click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=Clocks.EVENTS.value,
                      show_default=True, help="both: CUPTI's kernel times too, and their rounds' test beside the "
                                              "events' (the verdict stays the events')."),
-        click.option("--graph", default=0, show_default=True, type=click.IntRange(0, 10_000), metavar="N",
-                     help="Time each call as one launch of a CUDA graph of N captured calls."),
+        click.option("--graph", default=0, type=click.IntRange(0, 10_000), hidden=True,
+                     help="Refused: a round times A's and B's calls in turn, which a graph of one side cannot."),
         click.option("--threshold", default=ab.THRESHOLD, show_default=True, type=FRACTION,
                      help="Smallest change that counts (0.005 = 0.5%)."),
         click.option("--level", default=None, type=LEVEL,
@@ -344,9 +345,8 @@ def ab_request(kw: dict):
             raise GpubenchError("ab --rev REV --rev REV FILE:SYMBOL: give the kernel file as the one argument, got "
                                 f"{len(sides)}")
         file, sides = sides[0], []
-    policy = plan.policy(reps=kw["reps"], budget=kw["budget"], flush=not kw["no_flush"], decide=0, clock=kw["clock"],
-                         graph=kw["graph"])
-    plan.check_graph(kw["backend"], [policy])
+    ab.refuse_graph(kw["graph"])
+    policy = plan.policy(reps=kw["reps"], budget=kw["budget"], flush=not kw["no_flush"], decide=0, clock=kw["clock"])
     size, stride, dtype, layout, tf32 = kw["size"], kw["stride"], kw["dtype"], kw["layout"], kw["tf32"]
     return ab.ABRequest(names=sides, kernels=list(kw["kernels"]), revs=list(kw["revs"]), file=file, op=kw["op"],
                         shape_of=lambda o: ab.problem(o, size, stride, dtype, layout, tf32), backend=kw["backend"],

@@ -1,9 +1,11 @@
 """`gpubench ab`: A against B inside one process on the CPU backend, end to end (a planted 2×-slower Python
-variant is found slower, exit 1; A against A is the same, exit 0), the three ways of giving the sides, and the
-verdict's exit codes."""
+variant is found slower, exit 1; A against A is the same, exit 0), the three ways of giving the sides, the
+verdict's exit codes, and the rounds as gpubench/execution/paired.py runs them on a fake card whose state flips
+every few tens of calls (a 2% slow state, as an H200 showed)."""
 
 import json
 import subprocess
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +15,7 @@ from gpubench.cli import cli
 from gpubench.core.exit_codes import Exit
 from gpubench.execution.paired import order
 from gpubench.ops.gemm import GemmShape
-from gpubench.results import Point
+from gpubench.results import Point, Status
 from gpubench.usecases.ab import ABOutcome, decided
 
 FAST = "import numpy as np\n\ndef mm(A, B, C, M, N, K):\n    np.matmul(A, B, out=C)\n"
@@ -39,6 +41,10 @@ def test_a_planted_twice_slower_kernel_is_found_slower(sources):
     out = json.loads(r.output)
     assert out["verdict"] == "slower" and len(out["ratios"]) == 8
     assert out["test"]["above"] == 8 and out["test"]["low"] > 1.2
+    rounds = out["rounds"]  # each round's order and both sides' samples, kept to be looked at afterwards
+    assert [x["order"] for x in rounds] == ["AB", "BA"] * 4
+    assert all(len(x["a_ms"]) == len(x["b_ms"]) >= 5 for x in rounds)
+    assert [x["ratio"] for x in rounds] == out["ratios"]
 
 
 def test_a_against_itself_is_never_slower(sources):
@@ -136,3 +142,120 @@ def test_a_side_that_fails_has_no_verdict_and_exits_1():
     bad = Point.measured(shape, "B: x", "-", samples_ms=[1.0] * 5, rel_err=1.0, tolerance=1e-3)
     o = decided(ABOutcome(shape, ("x", "x"), ("A: x", "B: x"), ("-", "-"), "cpu", [bad]))
     assert o.verdict is None and o.exit_code == Exit.FAILED and "B: x fail" in o.problem
+
+
+def test_graph_is_refused_in_one_line():
+    r = invoke("numpy", "numpy", "--backend", "cpu", "--graph", "20")
+    assert r.exit_code == Exit.USAGE, r.output
+    assert "ab --graph 20: an A/B times A's and B's calls in turn" in r.output and "Traceback" not in r.output
+
+
+def test_many_rounds_are_summarised_in_the_text_and_split_by_order():
+    from gpubench.views import ab as view
+
+    o = _outcome([1.0, 1.01] * 30)  # AB rounds read 1.00, BA rounds 1.01
+    text = "\n".join(view.lines(o))
+    assert "B/A by round: quartiles" in text and "1.0000 1.0050 1.0100" in text
+    assert "median B/A by order: AB 1.0000 (30 rounds), BA 1.0100 (30 rounds)" in text
+    assert o.orders[:3] == ["AB", "BA", "AB"]
+
+
+# --- the rounds on a fake card (gpubench/execution/paired.py) --------------------------------------------------
+
+
+class Card:
+    """A fake GPU whose state flips every `k` calls between normal and 2% slow; B's calls take `plant` times A's."""
+
+    def __init__(self, k=60, plant=1.0):
+        self.k, self.plant, self.calls, self.log, self.last_ms = k, plant, 0, [], None
+
+    def run(self, side, real):
+        def call():
+            real()  # the variant's own call too: the verification reads its output
+            self.log.append(side)
+            self.last_ms = 0.010 * (self.plant if side else 1.0) * (1.02 if (self.calls // self.k) % 2 else 1.0)
+            self.calls += 1
+
+        return call
+
+
+class CardClock:
+    def __init__(self, card):
+        self.card = card
+
+    def sync(self):
+        pass
+
+    def flush(self):
+        pass
+
+    def time_ms(self, run):
+        run()
+        return self.card.last_ms
+
+    def time_batch_ms(self, run, n, flush):
+        return [self.time_ms(run) for _ in range(n)]
+
+
+def card_rounds(card, rounds=12, b_writes=True):
+    """An A/B of the CPU backend's numpy GEMM against itself, its calls timed by the card's clock (B's writing
+    nothing where not `b_writes`)."""
+    from gpubench.backends.cpu import CpuBackend
+    from gpubench.execution.messages import Begin, Finished
+    from gpubench.execution.paired import PairedTask
+    from gpubench.execution.tasks import PointTask, run_task
+    from gpubench.measure.timing import TimingPolicy
+    from gpubench.specs import catalog
+    from gpubench.specs.variant import NO_CONFIG
+
+    class OnTheCard(CpuBackend):
+        clock = CardClock(card)
+        sides = 0
+
+        def prepare(self, variant, config, shape, inputs, output=None):
+            made = super().prepare(variant, config, shape, inputs, output)
+            self.sides += 1
+            real = made.run if b_writes or self.sides == 1 else lambda: None
+            return replace(made, run=card.run(self.sides - 1, real))
+
+    numpy = catalog.Catalog(catalog.builtin()).get("gemm", "cpu", "numpy")
+    policy = TimingPolicy(reps=30, min_reps=5, budget_s=10, batch_below_ms=1.0)
+    points = tuple(PointTask(i, replace(numpy, name=f"{side}: numpy"), NO_CONFIG, policy)
+                   for i, side in enumerate("AB"))
+    task = PairedTask("ab", GemmShape(32, 32, 32), 0, points, rounds=rounds, max_time_s=60)
+    events = list(run_task(OnTheCard(), task))
+    finished = [e.point for e in events if isinstance(e, Finished)]
+    begun = [e.index for e in events if isinstance(e, Begin)][3:]  # after the setup and the two verifications
+    outcome = decided(ABOutcome(task.shape, ("numpy", "numpy"), ("A: numpy", "B: numpy"), ("-", "-"), "fake",
+                                finished))
+    return outcome, begun
+
+
+def test_the_rounds_cancel_a_slow_card_state_and_say_same():
+    card = Card()
+    o, begun = card_rounds(card)
+    assert len(o.rounds) == 12 and all(a.samples_ms and len(a.samples_ms) == len(b.samples_ms) for a, b in o.rounds)
+    assert o.ratios == pytest.approx([1.0] * 12, abs=1e-9)
+    assert o.verdict == Verdict.SAME and o.exit_code == Exit.OK
+    assert begun == [0, 1] * 6  # each round begins with the side whose call comes first
+    assert {a.details.batch for a, _ in o.rounds} == {64}  # queued batches of both sides' calls (60 fill a round)
+
+
+def test_the_rounds_find_a_planted_two_percent_through_the_card_states():
+    o, _ = card_rounds(Card(plant=1.02))
+    assert o.ratios == pytest.approx([1.02] * 12, rel=1e-9)
+    assert o.verdict == Verdict.SLOWER and o.exit_code == Exit.FAILED
+
+
+def test_odd_rounds_begin_with_b():
+    card = Card()
+    card_rounds(card, rounds=2)
+    calls = card.log[2:]  # after the two verifications: the calibration, then two rounds of 3 warm-up pairs + 30 pairs
+    assert len(calls) == 12 + 2 * 66
+    assert calls[-132:-66] == [0, 1] * 33 and calls[-66:] == [1, 0] * 33
+
+
+def test_a_side_that_fails_its_check_ends_the_rounds_after_one():
+    o, _ = card_rounds(Card(), b_writes=False)
+    assert len(o.points) == 2 and o.points[1].status == Status.FAIL  # one round's points, then no more
+    assert o.verdict is None and o.exit_code == Exit.FAILED and o.problem.startswith("B: numpy fail")

@@ -144,3 +144,17 @@ def test_where_cupti_refuses_the_backend_times_with_the_events_alone(fake):
     assert b.kernel_tracer(TimingPolicy(clocks=Clocks.BOTH)) is None and b._cupti is False
     assert b.kernel_tracer(TimingPolicy(clocks=Clocks.BOTH)) is None  # not tried again in this process
     assert Bare().kernel_tracer(TimingPolicy()) is None  # events only: CUPTI is not even opened
+
+
+def test_an_interleaved_rounds_kernels_are_split_between_the_sides(fake):
+    from gpubench.backends.cuda import cupti_clock
+    from gpubench.measure.interleaved import measure_round
+
+    gpu = fake()
+    trace = cupti_clock.CuptiClock().point()
+    runs = (lambda: gpu.launch("gemm_a", 10_000), lambda: gpu.launch("gemm_b", 12_000))
+    got = measure_round(runs, trace.clock(HostishClock(gpu)), TimingPolicy(reps=6, min_reps=5, budget_s=10), 1, 1)
+    a, b = trace.finish_sides(got.sides)
+    assert a["kernels"] == ("gemm_a",) and b["kernels"] == ("gemm_b",)
+    assert a["kernel_ms"] == pytest.approx([0.010] * 6) and b["kernel_ms"] == pytest.approx([0.012] * 6)
+    assert gpu.enabled == set() and trace.finish_sides(got.sides) == ({}, {})  # once

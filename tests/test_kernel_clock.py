@@ -102,3 +102,14 @@ def test_details_keep_the_second_clock_and_read_it_back():
     for bad in ({"kernel_ms": [0.0]}, {"kernel_ms": ["x"]}, {"kernels": ["a\nb"]}, {"graph": 0}, {"graph": True}):
         with pytest.raises(ValueError):
             Details(**bad)
+
+
+def test_an_interleaved_rounds_tags_are_split_by_side_and_kept_pair_by_pair():
+    kept = [1, 2, 3, 4, 5, 6, 7, 8, 9]  # a calibration call first, then the round's eight samples
+    sides = [1, 0, 1, 0, 1, 0, 1, 0]  # B A B A ...: an odd round
+    tags = kc.split(kept, sides)
+    assert tags == ([3, 5, 7, 9], [2, 4, 6, 8])
+    found = {t: kc.Call(t, 0, 1000 * t, ("a" if t % 2 else "b",)) for t in kept if t != 6}  # 6 (B's) not recorded
+    a_ms, b_ms = kc.paired_durations(found, tags)
+    assert a_ms == pytest.approx([0.003, 0.005, 0.009]) and b_ms == pytest.approx([0.002, 0.004, 0.008])  # pair 3 out
+    assert kc.split([1, 2], [0, 1, 0]) == ([], [])  # fewer tags than samples: no side gets another's times

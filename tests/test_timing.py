@@ -284,3 +284,13 @@ def test_the_time_aside_takes_is_not_counted_against_the_budget():
     t = measure(lambda: None, FakeClock([0.001] * 100), TimingPolicy(warmup=0, reps=12, min_reps=5, budget_s=0.3),
                 aside=aside)
     assert t.stop == Stop.REPS and len(t.samples_ms) == 12 and len(asides) == 12  # 0.72 s of asides
+
+
+def test_a_batch_lasts_about_the_target_and_long_calls_are_not_batched():
+    from gpubench.measure.timing import BATCH_TARGET_MS, MAX_BATCH, batch_for
+
+    policy = TimingPolicy(batch_below_ms=1.0)
+    assert batch_for(0.1, policy) == round(BATCH_TARGET_MS / 0.1)
+    assert batch_for(0.001, policy) == MAX_BATCH and batch_for(0.9, policy) == 3
+    assert batch_for(1.0, policy) == 1 and batch_for(5.0, policy) == 1
+    assert batch_for(0.9, TimingPolicy(batch_below_ms=0.5)) == 1

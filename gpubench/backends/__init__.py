@@ -105,7 +105,8 @@ class Backend(Protocol):
 
     def kernel_tracer(self, policy):
         """The second clock of one point's timed calls where the policy asks for it and the backend has one (the
-        CUDA backend's CUPTI records: cupti_clock.PointTrace, with clock(inner) and finish(samples, per)), else None."""
+        CUDA backend's CUPTI records: cupti_clock.PointTrace, with clock(inner) and finish(samples, per), or
+        finish_sides(sides) for an A/B's round), else None."""
 
     def timed_clock(self, clock, policy, prepared: Prepared):
         """The clock a point is timed by: `clock`, or (policy.graph) one that times a CUDA graph of that many captured

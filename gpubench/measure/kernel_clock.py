@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from gpubench.core.errors import GpubenchError
 
@@ -201,6 +201,25 @@ class TaggedStream:
 
     def close(self) -> None:
         self.inner.close()
+
+
+def split(kept: Sequence[int], sides: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The tags of an interleaved round's samples (measure/interleaved.py), side by side: the last len(sides) kept
+    tags are the samples' own, and `sides` says which side each sample was. Too few tags for the samples: none
+    (a side's times must not be another's)."""
+    out: tuple[list[int], list[int]] = ([], [])
+    if len(kept) < len(sides):
+        return out
+    for tag, side in zip(kept[len(kept) - len(sides):], sides):
+        out[side].append(tag)
+    return out
+
+
+def paired_durations(found: Mapping[int, Call], tags: tuple[list[int], list[int]]) -> tuple[list[float], list[float]]:
+    """Both sides' kernel durations, pair by pair: the i-th call of A with the i-th of B (adjacent calls), each pair
+    kept only where both its calls' kernels were recorded, so that the two lists stay paired."""
+    pairs = [(found[a].ms, found[b].ms) for a, b in zip(*tags) if a in found and b in found]
+    return [a for a, _ in pairs], [b for _, b in pairs]
 
 
 def aligned(kernel_ms: list[float], samples: int) -> list[float]:

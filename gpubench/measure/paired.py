@@ -1,8 +1,11 @@
-"""The paired test of an A/B run: one ratio B/A per round, A and B measured back to back in each round.
+"""The paired test of an A/B run: one ratio B/A per round, A's and B's calls timed in turn in each round.
 
-Rounds are the unit, not samples: within a round A and B ran on the same buffers, on a card in the same state, so
-what moves both (the process's launch path, the clock, the board's temperature) cancels in their ratio, and the
-rounds are the independent repeats. Two views of the same ratios:
+Rounds are the unit, not samples. Within a round, A and B ran on the same buffers, call by call in turn
+(measure/interleaved.py), so each of A's calls has a call of B next to it, on a card in the same state. A round's
+ratio is the median, over its pairs of adjacent calls, of B's time over A's (`round_ratio`). Whatever moves both
+calls of a pair cancels in its ratio: the process's launch path, the clock, the board's temperature, a state of
+the card that lasts tens of calls. The median over the pairs leaves out a pair that a state's change fell between.
+The rounds are the independent repeats. Two views of their ratios:
 
 * The exact sign test (Conover, *Practical Nonparametric Statistics*, 3rd ed., 1999, §3.4): under "no difference"
   each round's ratio lies above or below 1 with probability ½, so the count above is Binomial(n, ½); its two-sided
@@ -54,6 +57,15 @@ class PairedRatio:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+def round_ratio(a_ms, b_ms) -> float:
+    """A round's ratio B/A: the median of b_i / a_i over its pairs of adjacent calls (the i-th sample of each side;
+    a side with more samples than the other has its extra ones left out)."""
+    pairs = [b / a for a, b in zip(a_ms, b_ms)]
+    if not pairs:
+        raise ValueError("round_ratio needs at least one sample of each side")
+    return statistics.median(pairs)
 
 
 def sign_test_p(above: int, below: int) -> float:

@@ -30,7 +30,8 @@ from gpubench.measure.kernel_clock import Clocks
 from gpubench.measure.stats import Stats, decidable, summarize
 from gpubench.measure.telemetry import FreshReadings, NoTelemetry, reason_names
 
-__all__ = ["Clock", "Pace", "TimingPolicy", "Timing", "Stop", "measure", "summarize", "Stats", "HostClock"]
+__all__ = ["Clock", "Pace", "TimingPolicy", "Timing", "Stop", "measure", "summarize", "Stats", "HostClock", "batch_for",
+           "note_reading", "single"]
 
 BATCH_TARGET_MS = 2.0  # a queued batch of short calls lasts about this long on the GPU ...
 MAX_BATCH = 64  # ... with at most this many calls
@@ -178,9 +179,9 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
     if hasattr(clock, "time_batch_ms"):
         # Size the batches from the fastest of a few single calls (one slow first call must not decide).
         with phase("calibrate"):
-            calibration = [_single(run, clock, policy.flush) for _ in range(CALIBRATION)]
-        if min(calibration) < policy.batch_below_ms:
-            timing.batch = max(2, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(min(calibration), 0.002))))
+            calibration = [single(run, clock, policy.flush) for _ in range(CALIBRATION)]
+        timing.batch = batch_for(min(calibration), policy)
+        if timing.batch > 1:
             started = time.perf_counter()
         else:  # calls this long are timed one by one, flushed, after the warm-up: these are the first samples
             kept = calibration
@@ -192,9 +193,18 @@ def measure(run: Callable[[], None], clock: Clock, policy: TimingPolicy, telemet
             return new
         if timing.batch > 1:
             return clock.time_batch_ms(run, timing.batch, policy.flush)
-        return [_single(run, clock, policy.flush)]
+        return [single(run, clock, policy.flush)]
 
     return _sample(samples, timing, policy, telemetry, aside, started)
+
+
+def batch_for(call_ms: float, policy: TimingPolicy) -> int:
+    """Calls per queued batch for calls of about `call_ms` each (the fastest of a few single calls): enough for the
+    batch to last about BATCH_TARGET_MS on the GPU, 2 to MAX_BATCH; 1 (each call timed on its own) from
+    policy.batch_below_ms up."""
+    if call_ms >= policy.batch_below_ms:
+        return 1
+    return max(2, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(call_ms, 0.002))))
 
 
 def _sustained(run, clock: Clock, policy: TimingPolicy, telemetry) -> Timing:
@@ -204,7 +214,7 @@ def _sustained(run, clock: Clock, policy: TimingPolicy, telemetry) -> Timing:
     if not hasattr(clock, "stream"):
         raise GpubenchError(f"pace {Pace.SUSTAINED}: this backend's clock cannot run calls in a stream")
     with phase("calibrate"):
-        call_ms = min(_single(run, clock, policy.flush) for _ in range(CALIBRATION))
+        call_ms = min(single(run, clock, policy.flush) for _ in range(CALIBRATION))
     stream = clock.stream(run, policy.flush, call_ms)
     try:
         timing = Timing([], None)
@@ -246,21 +256,11 @@ def _sample(samples: Callable[[], list[float]], timing: Timing, policy: TimingPo
         add("timed", sum(new) / 1e3)
         with phase("telemetry"):
             reading = telemetry.sample()
-        if reading is not None:
-            timing.reasons |= reading.reasons
-            timing.instant.see(reading.instant_mw)
-            if reading.throttled(expected):
-                timing.throttled += len(new)
-                if policy.discard_throttled:
-                    timing.discarded += len(new)
-                    if time.perf_counter() - started >= policy.max_time_s:
-                        timing.stop = Stop.TIME_CAP
-                        return timing
-                    continue
-            timing.sm_mhz += [reading.sm_mhz] * len(new)
-            timing.mem_mhz += [reading.mem_mhz] * len(new)
-            if reading.power_w is not None:
-                timing.power_w += [reading.power_w] * len(new)
+        if reading is not None and not note_reading(timing, reading, len(new), expected, policy.discard_throttled):
+            if time.perf_counter() - started >= policy.max_time_s:
+                timing.stop = Stop.TIME_CAP
+                return timing
+            continue
         timing.samples_ms += new
         if aside is not None:
             before = time.perf_counter()
@@ -273,7 +273,26 @@ def _sample(samples: Callable[[], list[float]], timing: Timing, policy: TimingPo
             return timing
 
 
-def _single(run, clock: Clock, flush: bool) -> float:
+def note_reading(timing: Timing, reading, count: int, expected, discard: bool) -> bool:
+    """A telemetry reading taken after `count` new samples, noted in `timing` (its clocks and power once per
+    sample, its reasons, whether it was throttled). Returns False where those samples are to be dropped: taken
+    while throttled, with `discard` (counted as discarded; their clocks are not noted)."""
+    timing.reasons |= reading.reasons
+    timing.instant.see(reading.instant_mw)
+    if reading.throttled(expected):
+        timing.throttled += count
+        if discard:
+            timing.discarded += count
+            return False
+    timing.sm_mhz += [reading.sm_mhz] * count
+    timing.mem_mhz += [reading.mem_mhz] * count
+    if reading.power_w is not None:
+        timing.power_w += [reading.power_w] * count
+    return True
+
+
+def single(run, clock: Clock, flush: bool) -> float:
+    """One call timed on its own, after a flush where `flush`."""
     if flush:
         clock.flush()
     return clock.time_ms(run)

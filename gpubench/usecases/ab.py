@@ -5,8 +5,9 @@ sources of one kernel (`--kernel old.cu:sym --kernel new.cu:sym`, the --kernel m
 kernel file at two git revisions (`--rev HEAD~1 --rev HEAD FILE:SYMBOL`, each revision written out by `git show
 REV:PATH` into a temporary directory; the file's own directory stays on the include path, so its relative
 includes resolve as in the working tree). Both run in one worker process on the same inputs
-(gpubench/execution/paired.py), alternating round by round; each round gives one ratio B/A of the two medians,
-and the rounds decide (gpubench/measure/paired.py: the sign test's interval for the median ratio, judged by
+(gpubench/execution/paired.py). Each round times their calls in turn, call by call (A B A B ..., B A B A ... in odd
+rounds: gpubench/measure/interleaved.py), and gives one ratio B/A: the median over its pairs of adjacent calls.
+The rounds decide (gpubench/measure/paired.py: the sign test's interval for the median ratio, judged by
 `compare`'s rule at --threshold). Exit codes as compare's: B slower → 1, same or faster → 0, inconclusive → 3;
 a side that fails verification or cannot run → 1, as a sweep's failed point.
 """
@@ -24,9 +25,9 @@ from gpubench.analysis.compare import Verdict, verdict
 from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
 from gpubench.execution.executors import open_executor
-from gpubench.execution.paired import PairedTask
+from gpubench.execution.paired import PairedTask, order
 from gpubench.execution.tasks import PointTask
-from gpubench.measure.paired import PairedRatio, paired_ratio
+from gpubench.measure.paired import PairedRatio, paired_ratio, round_ratio
 from gpubench.measure.timing import TimingPolicy
 from gpubench import ops
 from gpubench.planning import plan
@@ -36,10 +37,15 @@ from gpubench.usecases.session import precompile
 
 THRESHOLD = 0.005  # ab's default: an A/B inside one process decides changes far below compare's 5% between runs
 LEVEL = 0.95
-ROUNDS = 30
-MAX_TIME_S = 45.0  # rounds stop here (the whole command stays within a minute with start and compile)
+# Rounds: at most ROUNDS, within MAX_TIME_S. A round is 2 × ROUND_REPS timed calls, a warm-up, one telemetry reading
+# and two points sent to the coordinator. On an H200, 40 rounds of the former layout (two blocks, more calls) of a
+# 24 µs kernel fitted in a 3.7 s command (docs/evidence/micro-h200.log.txt), so a ~10 µs kernel gets its ROUNDS well
+# within the time; a ~1 ms kernel's rounds (60 ms of calls, ~0.1 s in all) fill about MAX_TIME_S. With
+# the worker's start, the compile and the verification, the command stays within a minute.
+ROUNDS = 400
+MAX_TIME_S = 40.0
 ROUND_REPS = 30  # timed calls per side per round, at most ...
-ROUND_BUDGET_S = 0.2  # ... or this long
+ROUND_BUDGET_S = 0.2  # ... or, past the least, this many seconds per side (the round: twice as long)
 SIDES = ("A", "B")
 
 
@@ -76,14 +82,19 @@ class ABOutcome:
 
     @property
     def ratios(self) -> list[float]:
-        return [b.median_ms / a.median_ms for a, b in self.rounds if a.status == b.status == Status.OK]
+        """Each round's ratio B/A: the median over its pairs of adjacent calls (measure/paired.py's round_ratio)."""
+        return [round_ratio(a.samples_ms, b.samples_ms) for a, b in self.rounds if a.status == b.status == Status.OK]
+
+    @property
+    def orders(self) -> list[str]:
+        """Which side's call came first in each round, as the two letters in order ("AB", "BA")."""
+        return ["".join(SIDES[i] for i in order(r)) for r in range(len(self.rounds))]
 
     @property
     def kernel_ratios(self) -> list[float]:
-        """The rounds' ratios by the second clock (CUPTI's kernel times, --clock both), where both sides have them."""
-        import statistics
-
-        return [statistics.median(b.details.kernel_ms) / statistics.median(a.details.kernel_ms)
+        """The rounds' ratios by the second clock (CUPTI's kernel times, --clock both, pair by pair), where both
+        sides have them."""
+        return [round_ratio(a.details.kernel_ms, b.details.kernel_ms)
                 for a, b in self.rounds if a.details.kernel_ms and b.details.kernel_ms]
 
     @property
@@ -255,6 +266,7 @@ def run_ab(request: ABRequest) -> ABOutcome:
     from gpubench.specs import project as projects
     from gpubench.specs.catalog import Catalog
 
+    refuse_graph(request.policy.graph)
     proj = projects.load(request.config)
     catalog = Catalog.with_user(proj.variants)
     op = op_of(catalog, request.backend, request.names, request.op)
@@ -283,6 +295,14 @@ def run_ab(request: ABRequest) -> ABOutcome:
             worker.check(named)
             worker.run(task, outcome.points.append)
     return decided(outcome)
+
+
+def refuse_graph(graph: int) -> None:
+    """--graph is not for ab: a round times A's and B's calls in turn, one call at a time, and a captured graph would
+    hold N calls of one side."""
+    if graph:
+        raise GpubenchError(f"ab --graph {graph}: an A/B times A's and B's calls in turn, one call at a time, which a "
+                            "graph of one side's calls cannot do; leave --graph out (gemm, conv and run take it)")
 
 
 def decided(outcome: ABOutcome) -> ABOutcome:

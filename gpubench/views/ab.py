@@ -28,8 +28,16 @@ def lines(o) -> list[str]:
            f"  B  {o.sides[1]} [{o.configs[1]}]" + (f"  median of rounds {_us(_mid([m[1] for m in medians]))}"
                                                     if medians else "")]
     ratios = o.ratios
-    if ratios:
+    if ratios and len(ratios) <= SHOWN_ROUNDS:
         out.append("  B/A by round: " + " ".join(f"{r:.4f}" for r in ratios))
+    elif ratios:
+        q1, q2, q3 = _quartiles(ratios)
+        out.append(f"  B/A by round: quartiles {q1:.4f} {q2:.4f} {q3:.4f}, range {min(ratios):.4f}-{max(ratios):.4f} "
+                   f"(every round's in --format json)")
+    by_order = {first: [r for r, o_ in zip(ratios, o.orders) if o_ == first] for first in dict.fromkeys(o.orders)}
+    if len(by_order) == 2 and all(by_order.values()):
+        out.append("  median B/A by order: " + ", ".join(f"{first} {_mid(rs):.4f} ({len(rs)} rounds)"
+                                                         for first, rs in by_order.items()))
     r = o.result
     if r is not None:
         out.append(f"  median B/A {r.median:.4f} ({_pct(r.median)}), sign-test interval {r.low:.4f}-{r.high:.4f} "
@@ -51,6 +59,16 @@ def lines(o) -> list[str]:
     return out
 
 
+SHOWN_ROUNDS = 40  # more rounds than this are summarised in the text (JSON keeps each)
+
+
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    import statistics
+
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
 def _mid(values: list[float]) -> float | None:
     import statistics
 
@@ -63,10 +81,20 @@ def as_json(o) -> str:
             "configs": list(o.configs), "threshold": o.threshold, "level": o.level,
             "median_ms": [_mid([r[0] for r in rounds]), _mid([r[1] for r in rounds])],
             "ratios": o.ratios, "test": o.result.as_dict() if o.result else None,
+            "rounds": [_round(first, a, b, ratio) for first, (a, b), ratio in zip(o.orders, o.rounds, o.ratios)],
             "kernel_ratios": o.kernel_ratios, "kernel_test": o.kernel_result.as_dict() if o.kernel_result else None,
             "verdict": str(o.verdict) if o.verdict is not None else None, "problem_text": o.problem or None,
             "exit_code": int(o.exit_code)}
     return json.dumps(data, indent=1)
+
+
+def _round(first: str, a, b, ratio: float) -> dict:
+    """One round as the JSON keeps it: which side's call came first, its ratio, both sides' samples in the order
+    taken (the i-th of each side are adjacent calls) and, with --clock both, their kernel times pair by pair."""
+    out = {"order": first, "ratio": ratio, "a_ms": list(a.samples_ms), "b_ms": list(b.samples_ms)}
+    if a.details.kernel_ms and b.details.kernel_ms:
+        out.update(a_kernel_ms=list(a.details.kernel_ms), b_kernel_ms=list(b.details.kernel_ms))
+    return out
 
 
 def show(o, fmt: str, echo) -> None:

@@ -3,27 +3,39 @@ slowdowns and against itself, and one configuration timed as a CUDA graph. Run f
 machine, with the cupti-python wheels carried (WHEELS, default .devwheels: cupti_python, nvidia_cuda_cupti,
 pyelftools, and cuda_bindings/cuda_pathfinder where the machine lacks them):
 
-    python3 tools/gpu/micro.py            # writes under $OUT (8 files), about 3-4 minutes of GPU time
+    python3 tools/gpu/micro.py            # every section, writes under $OUT
+    python3 tools/gpu/micro.py b          # one section (or several: a c)
 
 (a) tools/gpu/lab-small.toml (the lab's 132 conv-small points) with --clock both: the distribution of each point's
     events/CUPTI ratio of medians, per variant, the points past 5%, and the kernels cuBLAS and cuDNN ran; then the
-    same points with the events alone, compared: whether recording CUPTI moves the events.
+    same points with the events alone, compared: whether recording CUPTI moves the events. About 1 minute.
 (b) `gpubench ab` on tools/gpu/planted/planted_gemm.cuh: the same naive GEMM as A, and as B with every block first
-    waiting PLANT_CYCLES SM cycles. A short A/B with a first guess measures the share those cycles add; the cycles
-    are scaled to the target (2% at 256, a ~10 µs call; 1% at 1024, a ~1 ms call) and the A/B runs again, one
-    process of at most a minute each; its verdict should be `slower` (exit 1). Then A against A (exit 0, `same`).
-    Each A/B runs with --clock both: the rounds' test on CUPTI's kernel times is printed beside the events'.
+    waiting PLANT_CYCLES SM cycles. First, one quick gemm run of A picks the sizes whose call is nearest ~10 µs
+    (160, 176 or 192) and ~1 ms (1280, 1344 or 1408). Then, for each plant:
+    - Short A/Bs (40 rounds, at most 8 s) measure the share the cycles add, from a first guess and then up to three
+      secant steps, until it is within ±25% of the target: 2% at ~10 µs, 1% at ~1 ms. (The wait per block is not
+      linear in cycles: blocks overlap it.)
+    - The A/B then runs with ab's defaults: one process of at most a minute, whose verdict should be `slower`
+      (exit 1).
+    Last, A against a copy of its own source file, loaded as a second module, at the ~10 µs size with the defaults:
+    `same` (exit 0). Each A/B's rounds are summarised: quartiles, the median by which side went first, and the
+    rounds past ±1%. The block layout's A/A had most of its rounds there (docs/evidence/ab-aa-blocks-h200.txt).
+    About 4-5 minutes.
 (c) the naive GEMM and cuBLAS at 256, and the sliding convolution and cuDNN at 64² stride 2, timed alone and as a
-    CUDA graph of 20 calls (--graph 20, with both clocks), shown side by side with `compare --across`.
+    CUDA graph of 20 calls (--graph 20, with both clocks), shown side by side with `compare --across`. About
+    half a minute.
 
-Files: micro.log (everything printed), conv-small-clocks.json, ab-10us.json, ab-1ms.json, ab-aa.json,
-gemm-alone.json, gemm-graph.json, conv-graph.json.
+Files: micro.log (everything printed), conv-small-clocks.json, sizes.json, ab-10us.json, ab-1ms.json, ab-aa.json
+(each A/B's JSON keeps every round's order and both sides' samples), gemm-alone.json, gemm-graph.json,
+conv-graph.json.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,7 +48,11 @@ OUT = Path(os.environ.get("OUT", "/tmp/micro-out"))
 SITE = Path("/tmp/cupti-site")
 LOG = None
 HEADER = REPO / "tools" / "gpu" / "planted" / "planted_gemm.cuh"
-PLANTS = [("10us", 256, 0.02, 400), ("1ms", 1024, 0.01, 5000)]  # label, size, target share, first guess (cycles)
+SIZES = {"10us": ((160, 176, 192), 0.010), "1ms": ((1280, 1344, 1408), 1.0)}  # candidate sizes, target ms
+FALLBACK = {"10us": 176, "1ms": 1344}  # where the quick timing gave nothing
+PLANTS = [("10us", 0.02, 400), ("1ms", 0.01, 8000)]  # label, target share, first guess (cycles)
+SECANT_STEPS = 3  # calibration steps after the first guess, at most ...
+CLOSE = 0.25  # ... until the measured share is within this fraction of the target
 
 
 def say(text: str = "") -> None:
@@ -159,10 +175,32 @@ def source(folder: Path, name: str, cycles: int) -> Path:
     return path
 
 
+def pick_sizes(a: Path) -> dict[str, int]:
+    """The candidate size of each plant whose unplanted call is nearest its target time (log scale), from one quick
+    gemm run of the A source; FALLBACK where a size was not measured."""
+    path = OUT / "sizes.json"
+    every = [size for sizes, _ in SIZES.values() for size in sizes]
+    gpubench("gemm", "--kernel", f"a={a}:planted_gemm", "--args", "A,B,C,M,N,K", "--sizes", ",".join(map(str, every)),
+             "--block-sizes", "16", "--reps", "20", "-o", str(path), "--force", quiet=True)
+    ms = {}
+    if path.exists():
+        sys.path.insert(0, str(REPO))
+        from gpubench import results
+
+        ms = {p.problem.m: p.median_ms for p in results.load(path).points if p.variant == "a" and p.median_ms}
+    say("  unplanted call by size: " + (", ".join(f"{n}: {ms[n] * 1e3:.2f} µs" for n in sorted(ms)) or "none timed"))
+    chosen = {}
+    for label, (sizes, target_ms) in SIZES.items():
+        timed = [n for n in sizes if n in ms]
+        chosen[label] = min(timed, key=lambda n: abs(math.log(ms[n] / target_ms))) if timed else FALLBACK[label]
+        say(f"  {label}: size {chosen[label]}" + (f" ({ms[chosen[label]] * 1e3:.2f} µs)" if timed else " (fallback)"))
+    return chosen
+
+
 def ab(a: Path, b: Path, size: int, *extra: str, out: Path | None = None) -> dict | None:
+    """`gpubench ab` of two sources at `size` (its defaults, but for `extra`): its JSON, summarised in the log."""
     code, text = gpubench("ab", "--kernel", f"a={a}:planted_gemm", "--kernel", f"b={b}:planted_gemm",
                           "--args", "A,B,C,M,N,K", "--size", str(size), "--block-size", "16", "--format", "json",
-                          "--clock", "both",
                           *extra, quiet=True)
     try:
         data = json.loads(text)
@@ -175,28 +213,79 @@ def ab(a: Path, b: Path, size: int, *extra: str, out: Path | None = None) -> dic
         say(f"  no rounds: {data.get('problem_text')}, exit {code}")
         return data
     say(f"  A {data['median_ms'][0] * 1e3:.3f} µs, B {data['median_ms'][1] * 1e3:.3f} µs; median B/A "
-        f"{test.get('median', float('nan')):.4f} ({test.get('low', float('nan')):.4f}-{test.get('high', float('nan')):.4f}), "
-        f"{len(data['ratios'])} rounds; verdict {data['verdict']}, exit {code}"
-        + (f"; by CUPTI {data['kernel_test']['median']:.4f} ({data['kernel_test']['low']:.4f}-"
-           f"{data['kernel_test']['high']:.4f})" if data.get("kernel_test") else "; no CUPTI times"))
+        f"{test.get('median', float('nan')):.4f} ({test.get('low', float('nan')):.4f}-"
+        f"{test.get('high', float('nan')):.4f}), {len(data['ratios'])} rounds; verdict {data['verdict']}, exit {code}")
     return data
 
 
+def rounds_summary(data: dict | None) -> None:
+    """The rounds' ratios of an A/B: quartiles, by which side went first, and how many lie past ±1% (the block
+    layout's A/A on an H200 had most of its rounds near 0.98 or 1.02: docs/evidence/ab-aa-blocks-h200.txt)."""
+    rounds = (data or {}).get("rounds") or []
+    if len(rounds) < 4:
+        return
+    ratios = [r["ratio"] for r in rounds]
+    q1, q2, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    by = {o: [r["ratio"] for r in rounds if r["order"] == o] for o in ("AB", "BA")}
+    say(f"  rounds' B/A: quartiles {q1:.4f} {q2:.4f} {q3:.4f}, range {min(ratios):.4f}-{max(ratios):.4f}; median AB "
+        f"{statistics.median(by['AB']):.4f}, BA {statistics.median(by['BA']):.4f}; past ±1%: "
+        f"{sum(abs(r - 1) > 0.01 for r in ratios)} of {len(ratios)}; samples per side per round "
+        f"{statistics.median(len(r['a_ms']) for r in rounds):.0f}")
+    say("  first 40 rounds: " + " ".join(f"{r['order']}:{r['ratio']:.4f}" for r in rounds[:40]))
+
+
+def share_of(a: Path, folder: Path, label: str, size: int, cycles: int) -> float | None:
+    """The share a plant of `cycles` adds to the call at `size`: a short A/B's median ratio − 1."""
+    data = ab(a, source(folder, f"{label}-{cycles}", cycles), size, "--rounds", "40", "--max-time", "8")
+    median = ((data or {}).get("test") or {}).get("median")
+    return None if median is None else median - 1
+
+
+def calibrate(a: Path, folder: Path, label: str, size: int, target: float, guess: int) -> int:
+    """Cycles whose share lands within CLOSE of `target`: the first guess, then up to SECANT_STEPS secant steps
+    (the first scaled in proportion); the wait per block is not linear in cycles (blocks overlap it). The cycles
+    whose share came nearest, where none landed within CLOSE."""
+    tried: list[tuple[int, float]] = []
+    cycles = guess
+    for step in range(1 + SECANT_STEPS):
+        share = share_of(a, folder, label, size, cycles)
+        say(f"  step {step}: {cycles} cycles added {100 * share:.2f}%" if share is not None else
+            f"  step {step}: {cycles} cycles: no ratio")
+        if share is None:
+            break
+        tried.append((cycles, share))
+        if abs(share - target) <= CLOSE * target:
+            return cycles
+        if len(tried) >= 2 and tried[-1][1] != tried[-2][1]:
+            (c0, s0), (c1, s1) = tried[-2], tried[-1]
+            step_to = c1 + (target - s1) * (c1 - c0) / (s1 - s0)
+        else:
+            step_to = cycles * target / share if share > 0.001 else cycles * 4
+        cycles = int(round(min(max(step_to, cycles / 4), cycles * 4, 10 ** 7)))
+        cycles = max(1, cycles)
+    if not tried:
+        return guess
+    best = min(tried, key=lambda t: abs(t[1] - target))
+    say(f"  none within ±{100 * CLOSE:.0f}% of the target: the nearest, {best[0]} cycles ({100 * best[1]:.2f}%)")
+    return best[0]
+
+
 def planted() -> None:
-    say("\n== (b) gpubench ab: planted slowdowns, then A against A")
+    say("\n== (b) gpubench ab: planted slowdowns, then A against A (two copies of one source)")
     with tempfile.TemporaryDirectory(prefix="planted-") as tmp:
         folder = Path(tmp)
         a = source(folder, "a", 0)
-        for label, size, target, guess in PLANTS:
-            say(f"-- {label}: size {size}, target +{100 * target:.0f}%; calibration with {guess} cycles")
-            first = ab(a, source(folder, f"guess{label}", guess), size, "--rounds", "8", "--max-time", "10")
-            share = ((first or {}).get("test") or {}).get("median", 1.0) - 1
-            cycles = int(round(guess * target / share)) if share > 0.001 else guess * 4
-            say(f"  {guess} cycles added {100 * share:.2f}%: {cycles} cycles for {100 * target:.0f}%")
-            ab(a, source(folder, f"b{label}", cycles), size, "--rounds", "40", "--max-time", "40",
-               out=OUT / f"ab-{label}.json")
-        say("-- A against A (the same file twice), size 256")
-        ab(a, a, 256, "--rounds", "40", "--max-time", "40", out=OUT / "ab-aa.json")
+        sizes = pick_sizes(a)
+        for label, target, guess in PLANTS:
+            size = sizes[label]
+            say(f"-- {label}: size {size}, target +{100 * target:.0f}%; calibration from {guess} cycles")
+            cycles = calibrate(a, folder, label, size, target, guess)
+            say(f"-- {label}: the A/B with ab's defaults, {cycles} cycles planted")
+            rounds_summary(ab(a, source(folder, f"b{label}", cycles), size, out=OUT / f"ab-{label}.json"))
+        copy = folder / "a-copy.cu"
+        shutil.copyfile(a, copy)  # the same source in a second file: a second module, loaded on its own
+        say(f"-- A against A (a.cu and a copy of it), size {sizes['10us']}, ab's defaults")
+        rounds_summary(ab(a, copy, sizes["10us"], out=OUT / "ab-aa.json"))
 
 
 # --- (c) one configuration as a CUDA graph ----------------------------------------------------------------------
@@ -220,18 +309,24 @@ def graphs() -> None:
         gpubench("show", str(conv))
 
 
-def main() -> int:
+SECTIONS = {"a": lambda: clocks_on_conv_small(), "b": lambda: planted(), "c": lambda: graphs()}
+
+
+def main(argv: list[str]) -> int:
     global LOG
+    asked = argv or list(SECTIONS)
+    if not set(asked) <= set(SECTIONS):
+        print(f"micro.py: sections are {', '.join(SECTIONS)} (none: all of them), got {' '.join(asked)}")
+        return 2
     OUT.mkdir(parents=True, exist_ok=True)
     LOG = open(OUT / "micro.log", "w")
     started = time.perf_counter()
     install_cupti()
-    clocks_on_conv_small()
-    planted()
-    graphs()
+    for section in asked:
+        SECTIONS[section]()
     say(f"\nall done in {time.perf_counter() - started:.0f} s")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

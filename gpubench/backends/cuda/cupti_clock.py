@@ -98,7 +98,8 @@ class CuptiClock:
 
 
 class PointTrace:
-    """One point's second clock: wrap() its call and clock, finish(samples) for what its details record."""
+    """One point's second clock (or an A/B round's): clock(inner) for its tagged clock, then finish(samples) for
+    what its details record (finish_sides(sides) for both sides of a round)."""
 
     def __init__(self, owner: CuptiClock):
         self.owner = owner
@@ -112,6 +113,27 @@ class PointTrace:
     def finish(self, samples: int, per: int = 1) -> dict:
         """Flush and stop the records; the point's kernel durations (aligned with its samples, each over `per`: a
         graph's launch holds that many calls) and kernel names."""
+        found = self._stopped()
+        if not found:
+            return {}
+        ms = kernel_clock.aligned([t / per for t in kernel_clock.durations(found, self.tagger.kept)], samples)
+        return {"kernel_ms": tuple(ms), "kernels": kernel_clock.names(found)} if ms else {}
+
+    def finish_sides(self, sides: list[int]) -> tuple[dict, dict]:
+        """Flush and stop the records of an interleaved round (measure/interleaved.py): A's and B's kernel
+        durations, pair by pair (kernel_clock.paired_durations; `sides` says which side each sample was), and
+        the names of each side's kernels."""
+        found = self._stopped()
+        if not found:
+            return {}, {}
+        tags = kernel_clock.split(self.tagger.kept, sides)
+        times = kernel_clock.paired_durations(found, tags)
+        return tuple({"kernel_ms": tuple(ms), "kernels": kernel_clock.names({t: found[t] for t in mine if t in found})}
+                     if ms else {} for ms, mine in zip(times, tags))
+
+    def _stopped(self) -> dict:
+        """The calls recorded (kernel_clock.calls), recording stopped; {} after the first time, or where CUPTI
+        refused the flush."""
         if self.done:
             return {}
         self.done = True
@@ -123,5 +145,4 @@ class PointTrace:
         with owner.lock:
             found = kernel_clock.calls(owner.kernels, owner.links)
             owner.kernels, owner.links = [], {}
-        ms = kernel_clock.aligned([t / per for t in kernel_clock.durations(found, self.tagger.kept)], samples)
-        return {"kernel_ms": tuple(ms), "kernels": kernel_clock.names(found)} if ms else {}
+        return found
