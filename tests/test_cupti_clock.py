@@ -14,6 +14,8 @@ from gpubench.measure.timing import TimingPolicy, measure
 class Kind(IntEnum):
     CONCURRENT_KERNEL = 10
     EXTERNAL_CORRELATION = 20
+    DRIVER = 30
+    RUNTIME = 40
 
 
 class External(IntEnum):
@@ -22,7 +24,8 @@ class External(IntEnum):
 
 class FakeCupti:
     """Enough of cupti.cupti: activities enabled or not, a correlation id per launch, the external id pushed around
-    it, and the records handed to the buffer callback at a forced flush."""
+    it (linked to the launch only where an API kind is enabled too, as the real CUPTI does), and the records handed
+    to the buffer callback at a forced flush."""
 
     ActivityKind, ExternalCorrelationKind = Kind, External
 
@@ -54,7 +57,10 @@ class FakeCupti:
         if Kind.CONCURRENT_KERNEL in self.enabled:
             self.pending.append(types.SimpleNamespace(kind=Kind.CONCURRENT_KERNEL, start=start, end=start + ns,
                                                       name=name, correlation_id=self.correlation))
-            if self.stack:
+            api = self.enabled & {Kind.DRIVER, Kind.RUNTIME}
+            if api:  # the launch's own API record: what the clock drops
+                self.pending.append(types.SimpleNamespace(kind=min(api), correlation_id=self.correlation))
+            if self.stack and api:  # as on an H200: a link is written beside an API record only
                 self.pending.append(types.SimpleNamespace(kind=Kind.EXTERNAL_CORRELATION, external_kind=External.CUSTOM0,
                                                           external_id=self.stack[-1],
                                                           correlation_id=self.correlation))

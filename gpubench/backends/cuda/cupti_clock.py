@@ -45,7 +45,13 @@ class CuptiClock:
         from cupti import cupti
 
         self.cupti = cupti
-        self.kinds = (cupti.ActivityKind.CONCURRENT_KERNEL, cupti.ActivityKind.EXTERNAL_CORRELATION)
+        kind = cupti.ActivityKind
+        self.kernel, self.link = kind.CONCURRENT_KERNEL, kind.EXTERNAL_CORRELATION
+        # CUPTI writes an external-correlation record beside an API record only: with the kernels and the links
+        # alone enabled it traced every kernel and linked none on an H200 (tools/gpu/cupti_probe.py). The driver's
+        # and the runtime's API records are enabled for that (CuPy and PyCUDA launch through the driver, cuBLAS and
+        # cuDNN through the runtime) and dropped as they arrive.
+        self.kinds = (self.kernel, self.link, kind.DRIVER, kind.RUNTIME)
         self.external = cupti.ExternalCorrelationKind.CUSTOM0
         self.lock = threading.Lock()  # CUPTI may deliver buffers from a thread of its own
         self.kernels: list[KernelRecord] = []
@@ -56,7 +62,7 @@ class CuptiClock:
         return BUFFER_BYTES, 0
 
     def _completed(self, activities) -> None:
-        kernel, link = self.kinds
+        kernel, link = self.kernel, self.link
         kernels, links = [], {}
         for a in activities:
             if a.kind == kernel:
