@@ -467,14 +467,20 @@ def test_unknown_keys_are_named_in_one_warning_per_file(make_run, tmp_path):
 def test_no_file_gpubench_saved_has_an_unknown_key(make_run, tmp_path):
     """Every field a run and a point write is one the reader knows, and so is every field of every saved file of
     every version (after its migration)."""
-    point = make_run().points[0]
-    assert set(point.to_dict()) == results.schema.POINT_KEYS
+    from dataclasses import replace
+
+    run = make_run()
+    point = run.points[0]
+    several = replace(point, processes=(1, len(point.samples_ms) - 1))  # measured in two worker processes
+    assert set(point.to_dict()) | set(several.to_dict()) == results.schema.POINT_KEYS
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", results.schema.UnknownKeys)
         warnings.simplefilter("ignore", results.schema.PointsMerged)  # the lab runs of before 1.0: their own test
         results.load(results.save(make_run(), tmp_path / "r.json"))
+        run.points[0] = several
+        assert results.load(results.save(run, tmp_path / "k2.json")).points[0].processes == several.processes
         for path in SAVED:
             results.load(path)
 

@@ -166,7 +166,8 @@ class UnknownKeys(GpubenchWarning):
 
 RUN_KEYS = frozenset(f.name for f in fields(Run))  # what Run.to_json writes
 POINT_KEYS = frozenset(("op", "variant", "config", "problem", "status", "reason", "rel_err", "tolerance", "samples_ms",
-                        "details", "device", "telemetry", "flops", "min_bytes", "stats", "gflops", "gbps"))  # to_dict's
+                        "processes", "details", "device", "telemetry", "flops", "min_bytes", "stats", "gflops",
+                        "gbps"))  # to_dict's (processes: only a point measured in several worker processes writes it)
 
 
 def _key(name: str) -> str:
