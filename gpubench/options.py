@@ -8,7 +8,7 @@ import click
 
 from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
-from gpubench.planning.plan import DEFAULTS
+from gpubench.planning.plan import DEFAULTS, PREHEAT_S
 from gpubench.ops import params as op_params
 from gpubench.ops.base import OpDef, ParamKind
 from gpubench.planning.settings import Selection, Settings
@@ -54,6 +54,10 @@ PACING = [
                  help="Idle the GPU this long before each point's first call, so that every point starts from a "
                       "rested card (at tensor-core rates the power limit the points before ran into otherwise carries "
                       "over) [default: 0, or the suite's]."),
+    click.option("--preheat", default=None, type=float, metavar="SECONDS",
+                 help="Burn the GPU this long (matmuls and copies) before timing, where it idled: a process's first "
+                      "point, or one after a compile, so that every process measures a GPU in its working state "
+                      f"(0: off) [default: {PREHEAT_S:g} on a GPU, 0 on the CPU, or the suite's]."),
     click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=None,
                  help=f"{Clocks.EVENTS}: CUDA events time each call; {Clocks.BOTH}: CUPTI's records of its kernels "
                       "too (pip install cupti-python), saved beside the samples with the kernels' names "
@@ -346,7 +350,8 @@ def ab_request(kw: dict):
                                 f"{len(sides)}")
         file, sides = sides[0], []
     ab.refuse_graph(kw["graph"])
-    policy = plan.policy(reps=kw["reps"], budget=kw["budget"], flush=not kw["no_flush"], decide=0, clock=kw["clock"])
+    policy = plan.policy(reps=kw["reps"], budget=kw["budget"], flush=not kw["no_flush"], decide=0, clock=kw["clock"],
+                         preheat=plan.default_preheat(kw["backend"]))
     size, stride, dtype, layout, tf32 = kw["size"], kw["stride"], kw["dtype"], kw["layout"], kw["tf32"]
     return ab.ABRequest(names=sides, kernels=list(kw["kernels"]), revs=list(kw["revs"]), file=file, op=kw["op"],
                         shape_of=lambda o: ab.problem(o, size, stride, dtype, layout, tf32), backend=kw["backend"],

@@ -103,6 +103,13 @@ class Backend(Protocol):
     def energy_later(self, run: Callable[[], None], flush: bool, flops: float, timing) -> dict | None:
         """A point's energy from a window taken now, after later points ran (where window_wanted said so)."""
 
+    def preheat(self, seconds: float) -> None:
+        """Bring the device to its working state before timing where it idled (the CUDA backend burns the GPU for
+        `seconds`: backends/cuda/preheat.py); nothing where there is no such state."""
+
+    def worked(self) -> None:
+        """Timed work just ended (what preheat measures an idle gap from)."""
+
     def kernel_tracer(self, policy):
         """The second clock of one point's timed calls where the policy asks for it and the backend has one (the
         CUDA backend's CUPTI records: cupti_clock.PointTrace, with clock(inner) and finish(samples, per), or
@@ -152,6 +159,12 @@ class ArrayBackend:
 
     def energy_later(self, run, flush: bool, flops: float, timing) -> dict | None:
         return None
+
+    def preheat(self, seconds: float) -> None:
+        """No device state to bring about here."""
+
+    def worked(self) -> None:
+        pass
 
     def kernel_tracer(self, policy):
         """No second clock here (the host's time is the call's)."""

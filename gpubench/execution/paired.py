@@ -82,6 +82,8 @@ def run_rounds(backend, task: PairedTask, inputs, ref) -> Iterator:
             yield Begin(task.points[first].index)
             try:
                 if batch is None:
+                    with phase("preheat"):  # the GPU in its working state before the first round (preheat.py)
+                        backend.preheat(policy.preheat_s)
                     batch = interleaved.calibrate(runs, backend.clock, policy)
                 with phase("round"):
                     points = _round(backend, task, prepared, rel_errs, first, batch)

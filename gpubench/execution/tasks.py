@@ -97,6 +97,9 @@ def timed(backend, prepared, policy: TimingPolicy, aside=None, warm_s: float = 0
     the details the second clock recorded: kernel_ms and kernels, or nothing)."""
     trace = timing = None
     clock = backend.clock
+    if not policy.cooldown_s:  # a cool-down asks for a rested card on purpose
+        with phase("preheat"):
+            backend.preheat(policy.preheat_s)
     try:
         trace = backend.kernel_tracer(policy)  # None where there is no second clock
         clock = trace.clock(clock) if trace else clock
@@ -107,6 +110,7 @@ def timed(backend, prepared, policy: TimingPolicy, aside=None, warm_s: float = 0
         second = trace.finish(len(timing.samples_ms) if timing else 0, policy.graph or 1) if trace else {}
         if hasattr(clock, "close"):  # a graph's clock lets its graphs go
             clock.close()
+        backend.worked()
     return timing, second
 
 

@@ -103,6 +103,8 @@ class TimingPolicy:
     settle_s: float = 1.0  # ... after running back to back at least this long (and until their time is steady)
     cooldown_s: float = 0.0  # the GPU idles this long before a point's first call, so that every point starts from a
     # rested card: at tensor-core rates the power limiter's clamp, set by the points before, otherwise carries over
+    preheat_s: float = 0.0  # a GPU that idled (a process's first point, or after a compile) is burnt this long before
+    # it is timed, so that every process measures a GPU in its working state (backends/cuda/preheat.py)
     processes: int = 1  # worker processes that each sample the point under this policy (execution/processes.py)
     clocks: Clocks = Clocks.EVENTS  # both: CUPTI's kernel records of the timed calls beside the events (kernel_clock.py)
     graph: int = 0  # N > 0: each timed call is one launch of a CUDA graph of N captured calls (the CUDA clock)

@@ -64,6 +64,11 @@ class Defaults:
 DEFAULTS = Defaults()
 
 
+def default_preheat(backend: str) -> float:
+    """GPU runs burn the GPU after it idled; the CPU backend has no such state to bring about."""
+    return PREHEAT_S if backend == BackendKind.CUDA else 0.0
+
+
 def default_decide(backend: str) -> float | None:
     """GPU runs sample on until decidable; host timings of NumPy are not what gpubench compares, so not there."""
     return DECIDE if backend == BackendKind.CUDA else None
@@ -71,13 +76,15 @@ def default_decide(backend: str) -> float | None:
 
 _T = TimingPolicy()
 MAX_GRAPH = 10_000  # calls captured in one CUDA graph at most
+MAX_PREHEAT_S = 60.0  # a minute of burn is three times what made the GPU's state show on an H200
+PREHEAT_S = 3.0  # a GPU run's default burn after the GPU idled (backends/cuda/preheat.py, docs/measuring/preheat.md)
 MAX_COOLDOWN_S = 60.0  # a minute of idle per point is already far more than a power limiter needs
 
 
 def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.budget_s, max_noise: float | None = None,
            max_time: float = _T.max_time_s, flush: bool = _T.flush, decide: float | None = None,
            discard_throttled: bool = False, pace: Pace | str = _T.pace, settle: float = _T.settle_s,
-           cooldown: float = _T.cooldown_s, processes: int = _T.processes, clock: Clocks | str = _T.clocks,
+           cooldown: float = _T.cooldown_s, preheat: float = _T.preheat_s, processes: int = _T.processes, clock: Clocks | str = _T.clocks,
            graph: int = _T.graph,
            where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
     """A timing policy, every value checked; `where(key)` names the option or suite key in messages.
@@ -101,7 +108,7 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
         raise GpubenchError(f"{where('discard_throttled')} drops the samples of a power-limited GPU, which are what "
                             f"pace {Pace.SUSTAINED} measures: use one or the other")
     for key, value in (("budget", budget), ("max_time", max_time), ("max_noise", max_noise), ("decide", decide),
-                       ("settle", settle), ("cooldown", cooldown)):
+                       ("settle", settle), ("cooldown", cooldown), ("preheat", preheat)):
         if value is None and key in ("max_noise", "decide"):
             continue
         if key == "decide" and value == 0:
@@ -109,9 +116,12 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise GpubenchError(f"{where(key)} must be a finite number, got {value!r}")
-        zero_allowed = key in ("budget", "settle", "cooldown")
+        zero_allowed = key in ("budget", "settle", "cooldown", "preheat")
         if value < 0 or (value == 0 and not zero_allowed):
             raise GpubenchError(f"{where(key)} must be {'0 or more' if zero_allowed else 'more than 0'}, got {value}")
+    if preheat > MAX_PREHEAT_S:
+        raise GpubenchError(f"{where('preheat')} is seconds of GPU burn after the GPU idled: at most "
+                            f"{MAX_PREHEAT_S:g}, got {preheat}")
     if cooldown > MAX_COOLDOWN_S:
         raise GpubenchError(f"{where('cooldown')} is seconds of idle before each point: at most {MAX_COOLDOWN_S:g}, "
                             f"got {cooldown}")
@@ -126,7 +136,8 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
     return TimingPolicy(warmup=warmup, reps=reps, min_reps=MIN_REPS, budget_s=float(budget), flush=flush,
                         max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time),
                         decide=None if decide is None else float(decide), discard_throttled=discard_throttled,
-                        pace=pace, settle_s=float(settle), cooldown_s=float(cooldown), processes=processes,
+                        pace=pace, settle_s=float(settle), cooldown_s=float(cooldown),
+                        preheat_s=float(preheat), processes=processes,
                         clocks=Clocks(clock), graph=graph)
 
 

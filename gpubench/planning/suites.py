@@ -6,6 +6,7 @@
                             # decide (a threshold, 0 = off), discard_throttled,
                             # pace ("idle", the default, or "sustained"), settle (seconds, for sustained),
                             # cooldown (seconds of idle before each point),
+                            # preheat (seconds of GPU burn after the GPU idled),
                             # processes (worker processes that each measure every point, interleaved),
                             # clock ("events", or "both": CUPTI's kernel times beside them), graph (calls per
                             # captured CUDA graph, 0: none)
@@ -47,7 +48,7 @@ from gpubench.specs.catalog import Catalog
 from gpubench.execution.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
-               "settle", "cooldown", "processes", "clock", "graph"}
+               "settle", "cooldown", "preheat", "processes", "clock", "graph"}
 PRECISION_KEYS = {"dtypes", "layouts"}
 SWEEP_KEYS = {"name", "op", "variants", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}  # and the op's own params
 TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}
@@ -68,7 +69,8 @@ def suites_dir() -> Path:
 
 def _timing(table: dict, base: dict, where: str, backend: str = BackendKind.CUDA):
     """The sweep's timing: [defaults] overridden by the sweep's own keys, checked by plan.policy."""
-    values = {"decide": plan.default_decide(backend), **base, **{k: table[k] for k in TIMING_KEYS if k in table}}
+    values = {"decide": plan.default_decide(backend), "preheat": plan.default_preheat(backend), **base,
+              **{k: table[k] for k in TIMING_KEYS if k in table}}
     if isinstance(values.get("budget"), int) and not isinstance(values.get("budget"), bool):
         values["budget"] = float(values["budget"])
     return plan.policy(**values, where=lambda key: f"{where}.{key}")

@@ -19,6 +19,7 @@ from gpubench.measure import telemetry
 from gpubench.backends import ArrayBackend, Prepared
 from gpubench.backends.cuda import cupti_clock, placement, profiler, storage
 from gpubench.backends.cuda.clock import CudaClock, GraphClock
+from gpubench.backends.cuda.preheat import Preheater
 from gpubench.backends.cuda.device import DeviceFacts
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
@@ -84,6 +85,7 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         spin = self.probe("spin")
         self.clock = CudaClock(self.cp, self.l2_bytes, lambda ns: spin(np.int64(ns), block=(1, 1, 1), grid=(1, 1)))
         self._chain_sink = self.cp.zeros(1, dtype=self.cp.int32)  # where the placement probe's chain ends
+        self._preheater = Preheater(self.cp)
 
     def inputs(self, shape, seed: int) -> dict:
         """The shape's inputs, each small one at the place whose lines answer soonest (placement.py)."""
@@ -110,6 +112,12 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
             self.clock.flush()
             samples.append(self.clock.time_ms(lambda: chain(*args, block=(1, 1, 1), grid=(1, 1))))
         return placement.median_us(samples)
+
+    def preheat(self, seconds: float) -> None:
+        self._preheater.before(seconds)
+
+    def worked(self) -> None:
+        self._preheater.after()
 
     def kernel_tracer(self, policy):
         """CUPTI's kernel records beside the events where the policy asks for both clocks and `cupti` imports here
