@@ -252,7 +252,8 @@ def test_odd_rounds_begin_with_b():
     card_rounds(card, rounds=2)
     calls = card.log[2:]  # after the two verifications: the calibration, then two rounds of 3 warm-up pairs + 30 pairs
     assert len(calls) == 12 + 2 * 66
-    assert calls[-132:-66] == [0, 1] * 33 and calls[-66:] == [1, 0] * 33
+    # each round: three warm-up pairs in turn, then thirty pairs counterbalanced
+    assert calls[-132:-66] == [0, 1] * 3 + [0, 1, 1, 0] * 15 and calls[-66:] == [1, 0] * 3 + [1, 0, 0, 1] * 15
 
 
 def test_a_side_that_fails_its_check_ends_the_rounds_after_one():

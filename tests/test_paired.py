@@ -60,9 +60,12 @@ def test_the_bootstrap_is_reproducible():
     assert bootstrap_geomean([1.2], 0.95)[1:] == (0.0, math.inf)
 
 
-def test_a_rounds_ratio_is_the_median_over_its_pairs_of_adjacent_calls():
-    assert round_ratio([1.0, 2.0, 4.0], [1.1, 2.2, 4.4]) == pytest.approx(1.1)
-    assert round_ratio([1.0, 1.0, 1.0], [1.0, 5.0, 1.02]) == pytest.approx(1.02)  # one wild pair moves it little
+def test_a_rounds_ratio_is_the_median_over_its_quartets_of_calls():
+    assert round_ratio([1.0, 2.0, 4.0], [1.1, 2.2, 4.4]) == pytest.approx(1.1)  # the last pair counts alone
+    wild = [1.02, 1.02, 1.02, 1.02, 5.0, 1.02, 1.02, 1.02]  # the pairs' b/a: one wild pair moves it little
+    assert round_ratio([1.0] * 8, wild) == pytest.approx(1.02)
+    place = [0.97, 1 / 0.97] * 4  # A-first pairs and B-first pairs differing by place alone: it cancels
+    assert round_ratio([1.0] * 8, place) == pytest.approx(1.0)
     assert round_ratio([1.0, 1.0], [2.0, 2.0, 9.0]) == pytest.approx(2.0)  # an unpaired sample is left out
     with pytest.raises(ValueError):
         round_ratio([], [1.0])

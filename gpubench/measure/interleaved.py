@@ -2,10 +2,16 @@
 
 Why call by call. Timed as a block of ~30 calls of A and then a block of ~30 calls of B, a 24 µs naive GEMM
 against itself on an H200 gave round ratios near 1.02 or near 0.98 (docs/evidence/micro-h200.log.txt). The card
-has states that last tens of calls, and a state often changed between the two blocks. Timed in turn (A B A B ...,
-or B A B A ... in odd rounds), both sides see any state that lasts longer than one call alike. Each pair of
-adjacent calls, one of each side, then gives a ratio in which that state cancels
-(measure/paired.py's `round_ratio`).
+has states that last tens of calls, and a state often changed between the two blocks. Timed in turn, both sides see
+any state that lasts longer than one call alike.
+
+Why counterbalanced (A B B A, not A B A B). Timed A B A B on an H200, a 16 µs kernel against a copy of itself gave
+round ratios of 0.96-0.99 and 1.02-1.05 by turns: within a round, the calls in even places ran 2-4% slower than
+those in odd places (or the other way), the same kernel either side (docs/evidence/micro-ab-h200.txt). With A B A B,
+place and side coincide, and that difference read as A against B. In A B B A A B B A each side takes one even and
+one odd place in every four calls: the i-th pair of adjacent calls (the i-th sample of each side) comes A-first and
+B-first by turns, and measure/paired.py's `round_ratio` takes each such two pairs together, so a difference by place
+cancels, as does a drift through the round.
 
 A round uses the clock's own methods, not a copy of measure/timing.py's batching:
 
@@ -48,18 +54,30 @@ class SideFailed(Exception):
         self.side = side
 
 
+def abba(first: int, k: int) -> int:
+    """The side of the k-th call of a sequence that starts with side `first`, counterbalanced: A B B A A B B A ...
+    (B A A B ... from B). Each side then takes one even and one odd place in every four calls, and the pairs of
+    adjacent calls come in both orders alike."""
+    return first if k % 4 in (0, 3) else 1 - first
+
+
 class Alternating:
-    """A's call and B's in turn, starting with `first`: each call runs the next side and records which side it was
-    (`sides`, in the order made, a call the clock made again included). `last` is the side of the call made last."""
+    """A's call and B's in turn, counterbalanced (`abba`), starting with `first`: each call runs the next side and
+    records which side it was (`sides`, in the order made, a call the clock made again included). `last` is the side
+    of the call made last. `restart(first)` begins the sequence again (each queued batch does)."""
 
     def __init__(self, runs: Sequence[Callable[[], None]], first: int):
-        self.runs, self.next = runs, first
+        self.runs = runs
         self.sides: list[int] = []
         self.last = first
+        self.restart(first)
+
+    def restart(self, first: int) -> None:
+        self.first, self.k = first, 0
 
     def __call__(self) -> None:
-        side = self.last = self.next
-        self.next = 1 - side
+        side = self.last = abba(self.first, self.k)
+        self.k += 1
         self.sides.append(side)
         self.runs[side]()
 
@@ -127,12 +145,12 @@ def measure_round(runs: Sequence[Callable[[], None]], clock: Clock, policy: Timi
         while True:
             with phase("sample"):
                 if batch > 1:
-                    pair.next = first
+                    pair.restart(first)
                     n = min(batch, 2 * max(1, policy.reps - len(samples[0])))
                     got = clock.time_batch_ms(pair, n, policy.flush)
                     who = pair.sides[-len(got):]  # a batch timed again: its last run's calls are the samples
                 else:  # one call per turn of the loop, so that each side's calls follow the same host work
-                    side = first if len(taken) % 2 == 0 else 1 - first
+                    side = abba(first, len(taken))
                     got, who = [single(pair.one(side), clock, policy.flush)], [side]
             add("timed", sum(got) / 1e3)
             for ms, side in zip(got, who):

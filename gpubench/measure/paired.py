@@ -60,12 +60,17 @@ class PairedRatio:
 
 
 def round_ratio(a_ms, b_ms) -> float:
-    """A round's ratio B/A: the median of b_i / a_i over its pairs of adjacent calls (the i-th sample of each side;
-    a side with more samples than the other has its extra ones left out)."""
+    """A round's ratio B/A: the median, over its quartets of calls (A B B A, measure/interleaved.py), of each
+    quartet's ratio, the geometric mean of its two pairs' b_i / a_i (one pair A-first, the other B-first, so a
+    difference by place in the sequence cancels); a last pair without its partner counts alone. A side with more
+    samples than the other has its extra ones left out."""
     pairs = [b / a for a, b in zip(a_ms, b_ms)]
     if not pairs:
         raise ValueError("round_ratio needs at least one sample of each side")
-    return statistics.median(pairs)
+    quartets = [math.sqrt(x * y) for x, y in zip(pairs[0::2], pairs[1::2])]
+    if len(pairs) % 2:
+        quartets.append(pairs[-1])
+    return statistics.median(quartets)
 
 
 def sign_test_p(above: int, below: int) -> float:
