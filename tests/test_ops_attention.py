@@ -127,3 +127,18 @@ def test_problems_that_cannot_be_are_left_out_in_a_suite_and_refused_on_the_comm
         attention.problems({"causal": "0,2"}, "attention", strict=True)
     with pytest.raises(GpubenchError, match="--tokens sets the batch"):
         attention.problems({"tokens": 4096, "batch": "2"}, "attention", strict=True)
+
+
+def test_the_shipped_suite_holds_the_rule_set_and_llama_3s_prefill():
+    from gpubench.planning import suites
+
+    sweeps = {w.name: w for w in suites.load("attention", "cuda").sweeps}
+    rule = {(s.batch, s.seq, s.heads, s.head_dim, s.causal, s.dtype) for s in sweeps["rule-16k-tokens"].shapes}
+    assert rule == {(16384 // s, s, 16, 128, c, d) for s in (4096, 8192, 16384) for c in (False, True)
+                    for d in (DType.FP16, DType.BF16)}
+    for name, heads in (("llama3-8b-prefill", 32), ("llama3-70b-prefill", 64)):
+        shapes = sweeps[name].shapes
+        assert {(s.heads, s.kv_heads, s.head_dim, s.batch) for s in shapes} == {(heads, 8, 128, 1)}
+        assert sorted({s.seq for s in shapes}) == [1024, 2048, 4096, 8192, 16384] and {s.causal for s in shapes} == {
+            False, True}
+    assert sweeps["rule-16k-tokens"].variants[0].name == "cudnn-sdpa"

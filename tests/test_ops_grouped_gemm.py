@@ -117,3 +117,15 @@ def test_problems_are_equal_groups_and_explicit_lists():
     assert cli[0].group_m == (1, 0, 3)
     with pytest.raises(GpubenchError, match="--group-m"):
         grouped_gemm.problems({"group_m": ("1,x",)}, "grouped-gemm", strict=True)
+
+
+def test_the_shipped_suite_holds_deepgemms_contiguous_and_masked_shapes():
+    from gpubench.planning import suites
+
+    shapes = [s for w in suites.load("grouped-gemm", "cuda").sweeps for s in w.shapes]
+    contiguous = {(s.group_m, s.n, s.k) for s in shapes if not s.layout.masked}
+    assert contiguous == {((m,) * g, n, k) for g, m in ((4, 8192), (8, 4096)) for n, k in ((4096, 7168), (7168, 2048))}
+    masked = {(s.group_m, s.capacity, s.n, s.k) for s in shapes if s.layout.masked}
+    assert masked == {((m,) * g, 4096, n, k) for g, m in ((1, 1024), (2, 512), (4, 256))
+                      for n, k in ((4096, 7168), (7168, 2048))}
+    assert all(s.dtype == DType.FP8 for s in shapes if s.layout.block_scaled)  # no bf16 point with block scales
