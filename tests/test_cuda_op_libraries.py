@@ -62,7 +62,7 @@ def test_the_loop_runs_one_gemm_per_group_with_rows_at_its_offsets(monkeypatch, 
     shape = GroupedShape((100, 0, 300), 64, 32, dtype=DType.BF16, layout=layout)
     backend = SimpleNamespace(cp=None, clock=SimpleNamespace(sync=lambda: None))
     inputs = {"A": FakeArray(10_000), "B": FakeArray(20_000), "SA": FakeArray(0), "SB": FakeArray(0)}
-    prepared = GroupedLibraries.prepare_cublas_loop(backend, None, None, shape, inputs, FakeArray(30_000))
+    prepared = GroupedLibraries.prepare_cublas_loop(backend, shape, inputs, FakeArray(30_000))
     third = shape.offsets[2]  # 128 contiguous (100 rows aligned), 2 · 384 masked
     assert made == [(100, 64, 32, 10_000, False, 20_000, True, 30_000),
                     (300, 64, 32, 10_000 + third * 32 * 2, False, 20_000 + 2 * 64 * 32 * 2, True,
@@ -73,5 +73,27 @@ def test_the_loop_runs_one_gemm_per_group_with_rows_at_its_offsets(monkeypatch, 
 def test_block_scales_are_refused_in_words_by_both_libraries():
     shape = GroupedShape((100,), 256, 256, dtype=DType.FP8, layout=GroupedLayout.CONTIGUOUS_BLOCK)
     with pytest.raises(Skip, match="128x128 block scales"):
-        GroupedLibraries.prepare_cublas_loop(SimpleNamespace(), None, None, shape, {}, None)
+        GroupedLibraries.prepare_cublas_loop(SimpleNamespace(), shape, {}, None)
     assert "block" in grouped_libraries.BLOCK_SCALES
+
+
+@pytest.mark.parametrize("library,engine", [("first", "cuBLAS loop; not torch: no torch here"),
+                                            ("loop", "cuBLAS loop"), ("torch", None)])
+def test_the_grouped_library_falls_back_to_the_loop_only_where_asked_and_says_so(library, engine):
+    from gpubench.backends import Prepared
+    from gpubench.results import Details
+
+    def no_torch(shape, inputs, out):
+        raise Skip("no torch here")
+
+    backend = SimpleNamespace(prepare_torch_grouped_mm=no_torch,
+                              prepare_cublas_loop=lambda s, i, o: Prepared(lambda: None, o,
+                                                                           details=Details(engine="cuBLAS loop")))
+    variant = SimpleNamespace(code=SimpleNamespace(runner=runner_from("grouped-library", {"library": library})))
+    shape = GroupedShape((10,), 16, 16, dtype=DType.BF16)
+    if engine is None:
+        with pytest.raises(Skip, match="no torch here"):
+            GroupedLibraries.prepare_grouped_library(backend, variant, None, shape, {}, None)
+    else:
+        assert GroupedLibraries.prepare_grouped_library(backend, variant, None, shape, {}, None).details.engine == \
+            engine

@@ -42,7 +42,7 @@ def test_a_problem_comes_back_from_its_record_and_checks_itself():
     assert ops.shape_from("grouped-gemm", s.record()) == s and ops.of(s).name == "grouped-gemm"
     with pytest.raises(GpubenchError, match="m_max 500 must hold the largest group's 1000 rows"):
         GroupedShape((300, 1000), 64, 64, m_max=500)
-    with pytest.raises(GpubenchError, match="group_m must be a list"):
+    with pytest.raises(GpubenchError, match="group_m must list each group.s rows"):
         GroupedShape((0, 0), 64, 64)
 
 
@@ -129,3 +129,10 @@ def test_the_shipped_suite_holds_deepgemms_contiguous_and_masked_shapes():
     assert masked == {((m,) * g, 4096, n, k) for g, m in ((1, 1024), (2, 512), (4, 256))
                       for n, k in ((4096, 7168), (7168, 2048))}
     assert all(s.dtype == DType.FP8 for s in shapes if s.layout.block_scaled)  # no bf16 point with block scales
+
+
+def test_too_many_groups_or_too_many_rows_are_one_line():
+    with pytest.raises(GpubenchError, match="--groups: 70000 groups; at most 65536"):
+        grouped_gemm.problems({"groups": "70000"}, "grouped-gemm", strict=True)
+    with pytest.raises(GpubenchError, match="group_m must list"):
+        GroupedShape((2**64,), 16, 16)

@@ -32,34 +32,34 @@ def sweep(tmp_path, op: str, variants: str, *options: str):
 
 
 def test_a_missing_causal_mask_fails_where_the_mask_matters(tmp_path):
-    done, points = sweep(tmp_path, "attention", "numpy,no-causal-mask", "--seq", "100", "--heads", "4",
+    done, points = sweep(tmp_path, "attention", "numpy-flash,no-causal-mask", "--seq", "100", "--heads", "4",
                          "--kv-heads", "2", "--head-dim", "32", "--causal", "0,1", "--dtype", "fp16,bf16")
     assert done.returncode == 1, done.stdout + done.stderr
     for dtype in ("FP16", "BF16"):
         assert points[("no-causal-mask", f"1x4/2x100x32 {dtype}")].status == Status.OK  # right without a mask
         wrong = points[("no-causal-mask", f"1x4/2x100x32 causal {dtype}")]
         assert wrong.status == Status.FAIL and wrong.rel_err > 10 * wrong.tolerance
-        assert points[("numpy", f"1x4/2x100x32 causal {dtype}")].status == Status.OK
+        assert points[("numpy-flash", f"1x4/2x100x32 causal {dtype}")].status == Status.OK
 
 
 def test_an_offset_off_by_one_fails_in_both_layouts(tmp_path):
-    done, points = sweep(tmp_path, "grouped-gemm", "numpy,offset-off-by-one", "--group-m", "30,20,40", "--n",
+    done, points = sweep(tmp_path, "grouped-gemm", "numpy-grouped,offset-off-by-one", "--group-m", "30,20,40", "--n",
                          "64", "--k", "256", "--dtype", "bf16,fp8", "--layout", "contiguous,masked")
     assert done.returncode == 1, done.stdout + done.stderr
     for tag in ("BF16", "FP8", "BF16 MASKED", "FP8 MASKED"):
         wrong = points[("offset-off-by-one", f"3x[20-40]x64x256 {tag}")]
         assert wrong.status == Status.FAIL and wrong.rel_err > 10 * wrong.tolerance
-        assert points[("numpy", f"3x[20-40]x64x256 {tag}")].status == Status.OK
+        assert points[("numpy-grouped", f"3x[20-40]x64x256 {tag}")].status == Status.OK
 
 
 def test_a_block_scale_applied_to_the_wrong_block_fails(tmp_path):
-    done, points = sweep(tmp_path, "grouped-gemm", "numpy-block,scale-of-the-next-block", "--group-m", "100,60,120",
+    done, points = sweep(tmp_path, "grouped-gemm", "numpy-grouped-block,scale-of-the-next-block", "--group-m", "100,60,120",
                          "--n", "200", "--k", "384", "--dtype", "fp8", "--layout", "contiguous-block,masked-block")
     assert done.returncode == 1, done.stdout + done.stderr
     for tag in ("FP8 CONTIGUOUS-BLOCK", "FP8 MASKED-BLOCK"):
         wrong = points[("scale-of-the-next-block", f"3x[60-120]x200x384 {tag}")]
         assert wrong.status == Status.FAIL and wrong.rel_err > 10 * wrong.tolerance
-        assert points[("numpy-block", f"3x[60-120]x200x384 {tag}")].status == Status.OK
+        assert points[("numpy-grouped-block", f"3x[60-120]x200x384 {tag}")].status == Status.OK
 
 
 # --- softmax without its running maximum: data with large logits -----------------------------------------------

@@ -29,7 +29,7 @@ scale applied to the wrong block errs by order 1. The error model is the dot pro
 
 from __future__ import annotations
 
-import math
+import itertools
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar, Mapping
@@ -39,11 +39,13 @@ import numpy as np
 from gpubench.core.dtypes import FP8_MAX, PRECISIONS, DType
 from gpubench.core.errors import GpubenchError
 from gpubench.ops import params
-from gpubench.ops.base import Array, OpDef, Param, ParamKind, Shape, Storage, TableLayout, enum_field, positive
+from gpubench.ops.base import (MAX_DIM, Array, OpDef, Param, ParamKind, Shape, Storage, TableLayout, enum_field,
+                               positive)
 
 ALIGN = 128  # rows: a contiguous group's run starts at a multiple of this (DeepGEMM's M alignment on SM90)
 SCALE_BLOCK = 128  # a 1×128 run of an A row, a 128×128 tile of B: one scale each in the block layouts
 MAGNITUDE_OCTAVES = 3  # each scale block's values are drawn at 2^u, u in [-3, 3]
+MAX_GROUPS = 1 << 16  # groups a problem may have (MoE layers have up to a few hundred experts)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -86,9 +88,10 @@ class GroupedShape(Shape):
 
     def __post_init__(self):
         m = self.group_m
-        if not isinstance(m, (tuple, list)) or not m or any(type(x) is not int or x < 0 for x in m) or not sum(m):
-            raise GpubenchError(f"a grouped GEMM: group_m must be a list of rows per group (0 or more, some rows in "
-                                f"all), got {m!r:.60}")
+        if not isinstance(m, (tuple, list)) or not 1 <= len(m) <= MAX_GROUPS or not sum(m) \
+                or any(type(x) is not int or not 0 <= x <= MAX_DIM for x in m):
+            raise GpubenchError(f"a grouped GEMM: group_m must list each group's rows (1 to {MAX_GROUPS} groups, 0 "
+                                f"or more rows each, some rows in all), got {m!r:.60}")
         object.__setattr__(self, "group_m", tuple(m))
         positive("a grouped GEMM", n=self.n, k=self.k)
         if type(self.m_max) is not int or (self.m_max and self.m_max < max(m)):
@@ -110,7 +113,7 @@ class GroupedShape(Shape):
     def offsets(self) -> tuple[int, ...]:
         """Each group's first row in A's rows (as a [rows, K] matrix), and the rows in all."""
         runs = [self.capacity] * self.groups if self.layout.masked else [cdiv(m, ALIGN) * ALIGN for m in self.group_m]
-        return tuple(int(x) for x in np.concatenate([[0], np.cumsum(runs)]))
+        return (0, *itertools.accumulate(runs))
 
     @property
     def rows(self) -> int:
@@ -302,7 +305,10 @@ def problems(values: dict, where: str, strict: bool):
     if isinstance(given, list) and given and all(isinstance(v, int) for v in given):
         given = [given]  # a suite's one list of rows, not a list of lists
     lists = [_group_list(v, at("group_m")) for v in given]
-    equal = [] if lists and "m" not in values else [(m,) * g for g in ints("groups") for m in ints("m")]
+    groups = ints("groups")
+    if max(groups) > MAX_GROUPS:
+        raise GpubenchError(f"{at('groups')}: {max(groups)} groups; at most {MAX_GROUPS}")
+    equal = [] if lists and "m" not in values else [(m,) * g for g in groups for m in ints("m")]
     m_max = params.one_int(values["m_max"], at("m_max")) if values.get("m_max") is not None else 0
     shapes = [GroupedShape(gm, n, k, m_max) for gm in [*equal, *lists] for n in ints("n") for k in ints("k")]
     return list(dict.fromkeys(shapes)), []
@@ -338,7 +344,7 @@ OP = OpDef(
     problems=problems,
     sample=GroupedShape((300, 0, 1000), 4000, 1000),
     table=TableLayout("library", "speed vs library", lambda r: f"{r:.2f}×"),
-    baselines={"torch-grouped-mm": "torch._grouped_mm", "cublas-loop": "cuBLAS, a GEMM per group"},
+    baselines={"library": "torch._grouped_mm, or a cuBLAS loop"},
     command_help="""Sweep grouped GEMM variants (MoE experts); verify, time, tabulate, save.
 
     \b

@@ -200,26 +200,30 @@ class TorchSdpaRunner(Runner):
         return True
 
 
-@dataclass(frozen=True)
-class TorchGroupedMmRunner(Runner):
-    """torch._grouped_mm (bf16) and torch._scaled_grouped_mm (fp8 with its row-wise scales, given the per-tensor
-    ones) where the installed PyTorch has them: a grouped GEMM baseline; else the point is skipped, saying so."""
+class GroupedLibrary(StrEnum):
+    """Which library a grouped-library variant calls."""
 
-    NAME = "torch-grouped-mm"
-    BACKEND = BackendKind.CUDA
-
-    @property
-    def library_math(self) -> bool:
-        return True
+    FIRST = "first"  # torch's grouped product where it runs, else the loop: the op's baseline
+    TORCH = "torch"  # torch._grouped_mm (bf16) / torch._scaled_grouped_mm (fp8), and nothing else
+    LOOP = "loop"  # one cuBLAS (fp16, bf16) or cuBLASLt (fp8) GEMM per group, launched back to back
 
 
 @dataclass(frozen=True)
-class CublasLoopRunner(Runner):
-    """A grouped GEMM as one library GEMM per group, launched back to back: cuBLAS's GemmEx in fp16 and bf16,
-    cuBLASLt's matmul with per-tensor scales in fp8. The baseline wherever no grouped library runs."""
+class GroupedLibraryRunner(Runner):
+    """A grouped GEMM's library: torch._grouped_mm where the installed PyTorch has it, or a loop of one library GEMM
+    per group; which one ran is recorded (the point's engine). A library that is missing or refuses skips the
+    point with its words."""
 
-    NAME = "cublas-loop"
+    NAME = "grouped-library"
     BACKEND = BackendKind.CUDA
+
+    library: GroupedLibrary = GroupedLibrary.FIRST
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "library", GroupedLibrary(self.library))
+        except ValueError:
+            raise ValueError(f"options: library {self.library!r}; allowed: {', '.join(GroupedLibrary)}") from None
 
     @property
     def library_math(self) -> bool:
@@ -332,9 +336,9 @@ class PythonGpuRunner(Runner):
 
 
 RUNNERS: dict[str, type[Runner]] = {r.NAME: r for r in (KernelRunner, CublasRunner, CublasLtRunner, CudnnRunner,
-                                                        CudnnSdpaRunner, TorchSdpaRunner, TorchGroupedMmRunner,
-                                                        CublasLoopRunner, Im2colRunner, NumpyMatmul, NumpySliding,
-                                                        NumpyIm2col, PythonRunner, PythonGpuRunner)}
+                                                        CudnnSdpaRunner, TorchSdpaRunner, GroupedLibraryRunner,
+                                                        Im2colRunner, NumpyMatmul, NumpySliding, NumpyIm2col,
+                                                        PythonRunner, PythonGpuRunner)}
 # a spec that names no runner: the user's own code
 DEFAULT = {BackendKind.CUDA: KernelRunner, BackendKind.CPU: PythonRunner}
 

@@ -28,8 +28,8 @@ from gpubench.backends.cuda.python_calls import PythonCalls
 from gpubench.core.errors import GpubenchError, NoDevice, Skip
 from gpubench.core.phases import phase
 from gpubench.measure.kernel_clock import Clocks
-from gpubench.specs.runners import (CublasLoopRunner, CublasLtRunner, CublasRunner, CudnnRunner, CudnnSdpaRunner,
-                                    Im2colRunner, KernelRunner, PythonGpuRunner, TorchGroupedMmRunner, TorchSdpaRunner)
+from gpubench.specs.runners import (CublasLtRunner, CublasRunner, CudnnRunner, CudnnSdpaRunner, GroupedLibraryRunner,
+                                    Im2colRunner, KernelRunner, PythonGpuRunner, TorchSdpaRunner)
 
 
 def import_gpu_stack():
@@ -221,8 +221,7 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, AttentionLibraries, Gr
         CudnnRunner: Libraries.prepare_cudnn,
         CudnnSdpaRunner: AttentionLibraries.prepare_cudnn_sdpa,
         TorchSdpaRunner: AttentionLibraries.prepare_torch_sdpa,
-        TorchGroupedMmRunner: GroupedLibraries.prepare_torch_grouped_mm,
-        CublasLoopRunner: GroupedLibraries.prepare_cublas_loop,
+        GroupedLibraryRunner: GroupedLibraries.prepare_grouped_library,
         PythonGpuRunner: PythonCalls.prepare_python,
     }
 

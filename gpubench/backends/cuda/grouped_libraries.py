@@ -15,6 +15,8 @@ offsets, layout) by name, as every backend reads a shape.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpubench import ops
 from gpubench.backends import Prepared
 from gpubench.backends.cuda import blas, storage
@@ -22,7 +24,7 @@ from gpubench.backends.cuda.attention_libraries import import_torch, one_line
 from gpubench.core.dtypes import PRECISIONS
 from gpubench.core.errors import GpubenchError, Skip
 from gpubench.results import Details
-from gpubench.specs.runners import CublasLtRunner
+from gpubench.specs.runners import CublasLtRunner, GroupedLibrary
 
 BLOCK_SCALES = "DeepGEMM's 1x128 / 128x128 block scales"
 
@@ -30,7 +32,26 @@ BLOCK_SCALES = "DeepGEMM's 1x128 / 128x128 block scales"
 class GroupedLibraries:
     """torch's grouped products and the per-group library loop (methods of the CUDA backend)."""
 
-    def prepare_torch_grouped_mm(self, variant, config, shape, inputs, out) -> Prepared:
+    def prepare_grouped_library(self, variant, config, shape, inputs, out) -> Prepared:
+        """The runner's library: torch's, the loop, or (first) torch's where it runs and else the loop, the reason
+        torch's did not run kept in the point's engine."""
+        library = variant.code.runner.library
+        if library == GroupedLibrary.LOOP:
+            return self.prepare_cublas_loop(shape, inputs, out)
+        try:
+            return self.prepare_torch_grouped_mm(shape, inputs, out)
+        except Skip as why:
+            if library == GroupedLibrary.TORCH:
+                raise
+            torch_why = str(why)
+        try:
+            prepared = self.prepare_cublas_loop(shape, inputs, out)
+        except Skip as why:
+            raise Skip(f"{torch_why}; and {why}") from None
+        prepared.details = replace(prepared.details, engine=f"{prepared.details.engine}; not torch: {torch_why}")
+        return prepared
+
+    def prepare_torch_grouped_mm(self, shape, inputs, out) -> Prepared:
         from gpubench.backends.cuda.python_calls import torch_views
 
         torch = import_torch()
@@ -72,7 +93,7 @@ class GroupedLibraries:
         return Prepared(run, out, parts={"copy into D": lambda: t["D"].copy_(last["D"])}, details=details,
                         capturable=False)
 
-    def prepare_cublas_loop(self, variant, config, shape, inputs, out) -> Prepared:
+    def prepare_cublas_loop(self, shape, inputs, out) -> Prepared:
         """One GEMM per group with rows, D_g = A_g·B_gᵀ (row-major, B stored N×K: the `nt` product)."""
         if shape.layout.block_scaled:
             raise Skip(f"the cuBLASLt loop takes per-tensor fp8 scales, not {BLOCK_SCALES}")
