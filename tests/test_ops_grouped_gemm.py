@@ -136,3 +136,12 @@ def test_too_many_groups_or_too_many_rows_are_one_line():
         grouped_gemm.problems({"groups": "70000"}, "grouped-gemm", strict=True)
     with pytest.raises(GpubenchError, match="group_m must list"):
         GroupedShape((2**64,), 16, 16)
+
+
+def test_one_group_in_a_block_layout_is_the_dense_block_scaled_fp8_gemm():
+    s = GroupedShape((200,), 256, 384, dtype=DType.FP8, layout=L.CONTIGUOUS_BLOCK)
+    x = draw(np.random.default_rng(4), s)
+    a = x["A"].astype(np.float64) * np.repeat(x["SA"].astype(np.float64), 128, axis=1)  # 1x128 scales along K
+    b = x["B"][0].astype(np.float64) * np.kron(x["SB"][0].astype(np.float64), np.ones((128, 128)))  # 128x128
+    d = reference(np, s, {k: v.astype(np.float64) for k, v in x.items()})["D"]
+    assert np.allclose(d[:200], a[:200] @ b.T, rtol=1e-12) and np.isnan(d[200:]).all()  # 200 rows of 256

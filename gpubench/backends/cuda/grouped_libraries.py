@@ -22,7 +22,7 @@ from gpubench.backends import Prepared
 from gpubench.backends.cuda import blas, storage
 from gpubench.backends.cuda.attention_libraries import import_torch, one_line
 from gpubench.core.dtypes import PRECISIONS
-from gpubench.core.errors import GpubenchError, Skip
+from gpubench.core.errors import Skip
 from gpubench.results import Details
 from gpubench.specs.runners import CublasLtRunner, GroupedLibrary
 
@@ -120,9 +120,9 @@ class GroupedLibraries:
                     calls.append(lambda a=a, b=b, d=d, product=products[m]: product.run(a, b, d))
                 else:
                     calls.append(blas.cublas_gemm(self.cp, m, n, k, a, False, b, True, d, types))
-        except ImportError:
+        except ImportError:  # nvmath-python (cuBLASLt's bindings) is not installed: this point says so
             close()
-            raise GpubenchError(CublasLtRunner.MISSING) from None
+            raise Skip(CublasLtRunner.MISSING) from None
         except blas.LtRefused as e:
             close()
             raise Skip(str(e)) from None
