@@ -113,8 +113,9 @@ def test_problems_are_equal_groups_and_explicit_lists():
     assert [(s.group_m, s.n, s.k) for s in shapes] == [((4000, 4100, 3900), 7168, 2048)]
     assert problems(group_m=[10, 20], n=[64], k=[64])[0].group_m == (10, 20)  # one list, as a suite writes it
     assert problems(m=[256], groups=[4], m_max=4096)[0].capacity == 4096
-    cli = grouped_gemm.problems({"group_m": ("1,0,3",), "n": "64", "k": "128"}, "grouped-gemm", strict=True)[0]
-    assert cli[0].group_m == (1, 0, 3)
+    cli = grouped_gemm.problems({"group_m": ("1,0,3", "20,20"), "n": "64", "k": "128"}, "grouped-gemm",
+                                strict=True)[0]
+    assert [s.group_m for s in cli] == [(1, 0, 3), (20, 20)]  # two groups of 20 rows: sizes may repeat
     with pytest.raises(GpubenchError, match="--group-m"):
         grouped_gemm.problems({"group_m": ("1,x",)}, "grouped-gemm", strict=True)
 

@@ -315,9 +315,13 @@ def problems(values: dict, where: str, strict: bool):
 
 
 def _group_list(value, where: str) -> tuple[int, ...]:
-    """One group_m: "4000,4100,3900" (the command line) or [4000, 4100, 3900] (a suite)."""
-    return params.ints(value, where, example="4000,4100,3900", lo=0) if isinstance(value, str) \
-        else tuple(params.toml_ints(value, where, lo=0))
+    """One group_m: "4000,4100,3900" (the command line) or [4000, 4100, 3900] (a suite); groups may repeat a size."""
+    if not isinstance(value, str):
+        return tuple(params.toml_ints(value, where, lo=0))
+    items = [t.strip() for t in value.split(",")]
+    if not all(items):
+        raise GpubenchError(f"{where} {value!r:.60}: give each group's rows, comma-separated, e.g. 4000,4100,3900")
+    return tuple(params.int_list(item, where, lo=0, example="4000,4100,3900")[0] for item in items)
 
 
 DEFAULTS = {"groups": (4,), "m": (4096,), "n": (4096,), "k": (7168,)}
