@@ -24,6 +24,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from gpubench import ops
 from gpubench.cli import cli
 from gpubench.core.exit_codes import Exit
 
@@ -53,6 +54,7 @@ ALLOWED = {
     "list": {Exit.OK, Exit.USAGE}, "check": {Exit.OK, Exit.USAGE}, "tune": {Exit.OK, Exit.USAGE},
     "env": {Exit.OK, Exit.USAGE}, "ab": {Exit.OK, Exit.FAILED, Exit.USAGE, Exit.INCONCLUSIVE},
     "sweep": {Exit.OK, Exit.USAGE}, "profile": {Exit.OK, Exit.USAGE}, "stability": {Exit.OK, Exit.FAILED, Exit.USAGE},
+    **{op.name: {Exit.OK, Exit.USAGE} for op in ops.builtin()},  # each op's own command, as gemm's and conv's
 }
 
 

@@ -136,6 +136,12 @@ def setup_files(directory) -> None:
     (directory / "big.json").write_text(RUN.replace('"m": 1024', '"m": ' + "9" * 5000, 1))  # past Python's 4300 digits
 
 
+# The ops' own commands run on the CPU (no GPU here: the default backend falls back to it) at sizes that take no
+# time: a line that gets past every check may run points (--processes starts real workers).
+SMALL = {"gemm": ["--sizes", "16"], "conv": ["--sizes", "16"],
+         "attention": ["--seq", "16", "--heads", "2", "--head-dim", "16"],
+         "grouped-gemm": ["--groups", "2", "--m", "16", "--n", "16", "--k", "16"]}
+
 ARGUMENTS = {"run": ["suite.toml", "quick", "lab"], "show": ["run.json", NOT_UTF8], "plot": ["run.json"],
              "compare": ["run.json", "other.json", NOT_UTF8], "report": ["run.json", "other.json", "adir", NOT_UTF8],
              "history": ["run.json", "other.json", "adir", NOT_UTF8], "ab": ["numpy", "tiled", "k.py:f", "run.json"]}
@@ -164,10 +170,13 @@ def command_line(draw):
         args += [flag] if p.is_flag else [flag, value(PLAUSIBLE.get(p.name, []))]
     if words in OUTPUTS and not any(p.name == "output" for p in chosen) and draw(st.integers(0, 4)):
         args += ["-o", OUTPUTS[words]]
-    if words in ("gemm", "conv", "run") and "--backend" not in args and draw(st.integers(0, 4)):
+    if words in (*SMALL, "run") and "--backend" not in args and draw(st.integers(0, 4)):
         args += ["--backend", "cpu"]
-    if words in ("gemm", "conv") and "--reps" not in args:
+    if words in SMALL and "--reps" not in args:
         args += ["--reps", "5"]
+    if words in SMALL and words not in ("gemm", "conv"):  # gemm's and conv's sizes are drawn like any option
+        args += [a for flag, size in zip(SMALL[words][::2], SMALL[words][1::2]) if flag not in args
+                 for a in (flag, size)]
     return words.split()[0], args
 
 
@@ -197,8 +206,8 @@ def test_every_option_of_every_command_alone(tmp_path, monkeypatch, words):
     base = words.split() + [{"show": "run.json", "plot": "run.json", "run": "suite.toml", "compare": "run.json",
                              "report": "run.json", "history": "run.json"}.get(words, "")]
     base = [w for w in base if w] + (["run.json"] if words == "compare" else [])
-    if words in ("gemm", "conv"):
-        base += ["--backend", "cpu", "--sizes", "16"]
+    if words in SMALL:
+        base += ["--backend", "cpu", *SMALL[words]]
     if words in ("plot", "report"):
         base += ["-o", "out.png" if words == "plot" else "out.html", "--force"]
     for p in command.params:

@@ -83,7 +83,8 @@ def order(name: str) -> tuple[int, str]:
 def shape_from(op: str, record: Mapping[str, object]):
     """The problem a results file's record describes (the inverse of a shape's `record()`); GpubenchError when the
     record is not one. A declared op's record carries its declaration, so any command reads it anywhere."""
-    if isinstance(op, str) and op not in _BUILTIN and isinstance(record, Mapping) and "declaration" in record:
+    if isinstance(op, str) and isinstance(record, Mapping) and "declaration" in record:  # a project's op, even one
+        # named as a built-in op came to be named later (a run of a project's "attention" before gpubench had one)
         from gpubench.ops.declared import DeclaredShape
 
         return DeclaredShape.from_record(record)

@@ -8,7 +8,10 @@ gpubench/ops/ (or as an ``[[op]]`` table in a project's gpubench.toml, gpubench/
 - its arrays: any number of inputs and outputs, each with dims the shape gives (:meth:`Shape.array_dims`) and a
   storage precision (the problem's input or output type, or a fixed one);
 - its float64 reference, written once for NumPy and the device's array module (:meth:`OpDef.reference`);
-- its error model: the reduction length each output sums (:attr:`Shape.reduction`);
+- its error model: the reduction length each output sums (:attr:`Shape.reduction`), or a model of its own
+  (:attr:`OpDef.error_model`) where a dot product's does not fit (attention's softmax);
+- how its inputs are drawn, where they have structure (:attr:`OpDef.draw`: a grouped GEMM's offsets and block
+  scales), and which outputs no variant need write (:attr:`OpDef.unchecked`: a masked group's rows past its count);
 - its command-line and suite parameters and their defaults (:class:`Param`), which build its problems;
 - its table layout and plot metric (:class:`TableLayout`, :attr:`OpDef.by_flops`);
 - the library baselines it offers (:attr:`OpDef.baselines`) and the sample problem that spec checks evaluate
@@ -193,6 +196,12 @@ class OpDef:
     im2col: tuple[str, Any] | None = None  # the input the copy engine's im2col mode reads, and the layout it needs
     tolerance: float | Mapping[str, float] | None = None  # its own bound on rel_err, or one per precision (None:
     # the error model's)
+    error_model: Callable | None = None  # (shape) -> the largest rel_err a correct variant may have, where the dot
+    # product's model (dtypes.tolerance over `reduction`) does not describe the op (None: that model)
+    draw: Callable | None = None  # (rng, shape) -> {input name: host array as stored}: its inputs where they have
+    # structure (a group's offsets, block scales); None: each input drawn on its own by dtypes.draw
+    unchecked: bool = False  # its reference marks with NaN the output elements no variant need write (rows of no
+    # group); rel_err leaves them out
     builtin: bool = True  # gpubench's own (False: a project's [[op]])
     rank: int = 100  # where its tables come in a run's listing (gemm first, then conv, then the rest by name)
 

@@ -149,6 +149,88 @@ class CudnnRunner(Runner):
 
 
 @dataclass(frozen=True)
+class CudnnSdpaRunner(Runner):
+    """cuDNN's scaled dot-product attention (forward) through its frontend's graph API: the attention baseline
+    (fp16, bf16; fp8 where cuDNN has it). A problem cuDNN refuses, or a machine without it, skips the point saying
+    why (the op's hand kernels still run)."""
+
+    NAME = "cudnn-sdpa"
+    BACKEND = BackendKind.CUDA
+
+    plans: PlanPolicy = PlanPolicy.BEST
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "plans", PlanPolicy(self.plans))
+        except ValueError:
+            raise ValueError(f"options: plans {self.plans!r}; allowed: {', '.join(PlanPolicy)}") from None
+
+    @property
+    def library_math(self) -> bool:
+        return True
+
+
+class SdpaBackend(StrEnum):
+    """Which of PyTorch's scaled_dot_product_attention backends a torch-sdpa variant pins."""
+
+    FLASH = "flash"  # FlashAttention-2, built into PyTorch
+    EFFICIENT = "efficient"  # the memory-efficient kernels (xFormers')
+    CUDNN = "cudnn"  # cuDNN's, through PyTorch
+    MATH = "math"  # the unfused reference: for checking, not racing
+
+
+@dataclass(frozen=True)
+class TorchSdpaRunner(Runner):
+    """torch.nn.functional.scaled_dot_product_attention pinned to one backend (sdpa_kernel), its result copied
+    into O. Where PyTorch or the backend is missing, or refuses the problem, the point is skipped with its words."""
+
+    NAME = "torch-sdpa"
+    BACKEND = BackendKind.CUDA
+
+    backend: SdpaBackend = SdpaBackend.FLASH
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "backend", SdpaBackend(self.backend))
+        except ValueError:
+            raise ValueError(f"options: backend {self.backend!r}; allowed: {', '.join(SdpaBackend)}") from None
+
+    @property
+    def library_math(self) -> bool:
+        return True
+
+
+class GroupedLibrary(StrEnum):
+    """Which library a grouped-library variant calls."""
+
+    FIRST = "first"  # torch's grouped product where it runs, else the loop: the op's baseline
+    TORCH = "torch"  # torch._grouped_mm (bf16) / torch._scaled_grouped_mm (fp8), and nothing else
+    LOOP = "loop"  # one cuBLAS (fp16, bf16) or cuBLASLt (fp8) GEMM per group, launched back to back
+
+
+@dataclass(frozen=True)
+class GroupedLibraryRunner(Runner):
+    """A grouped GEMM's library: torch._grouped_mm where the installed PyTorch has it, or a loop of one library GEMM
+    per group; which one ran is recorded (the point's engine). A library that is missing or refuses skips the
+    point with its words."""
+
+    NAME = "grouped-library"
+    BACKEND = BackendKind.CUDA
+
+    library: GroupedLibrary = GroupedLibrary.FIRST
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "library", GroupedLibrary(self.library))
+        except ValueError:
+            raise ValueError(f"options: library {self.library!r}; allowed: {', '.join(GroupedLibrary)}") from None
+
+    @property
+    def library_math(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
 class Im2colRunner(Runner):
     """A convolution as the spec's `before` kernels (the unfold into the column matrix, a workspace array) and then
     cuBLAS's GEMM of the filters by that matrix. (With a GEMM of ours instead, it is a plain kernel variant.)"""
@@ -172,7 +254,8 @@ class Im2colRunner(Runner):
 
 @dataclass(frozen=True)
 class NumpyMatmul(Runner):
-    """NumPy's matmul (BLAS), the CPU's GEMM baseline: the gemm op's "numpy" emulation (gpubench/ops/gemm.py)."""
+    """An op's "numpy" emulation: NumPy's matmul (BLAS) for GEMM, the CPU's GEMM baseline (gpubench/ops/gemm.py);
+    attention's FlashAttention loop and grouped GEMM's per-group products likewise (their modules)."""
 
     NAME = "numpy"
     BACKEND = BackendKind.CPU
@@ -253,6 +336,7 @@ class PythonGpuRunner(Runner):
 
 
 RUNNERS: dict[str, type[Runner]] = {r.NAME: r for r in (KernelRunner, CublasRunner, CublasLtRunner, CudnnRunner,
+                                                        CudnnSdpaRunner, TorchSdpaRunner, GroupedLibraryRunner,
                                                         Im2colRunner, NumpyMatmul, NumpySliding, NumpyIm2col,
                                                         PythonRunner, PythonGpuRunner)}
 # a spec that names no runner: the user's own code

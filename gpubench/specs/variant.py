@@ -392,8 +392,13 @@ class Scope:
         """The largest rel_err the variant may have on the shape: its spec's, else the error model's."""
         if self.tolerance is not None:
             return self.tolerance
-        own = ops.of(shape).tolerance_for(shape.dtype)  # an op's own (a project's op may set one)
-        return own if own is not None else dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
+        op = ops.of(shape)
+        own = op.tolerance_for(shape.dtype)  # an op's own (a project's op may set one)
+        if own is not None:
+            return own
+        if op.error_model is not None:  # an op whose error is no dot product's (attention's softmax)
+            return op.error_model(shape)
+        return dtypes.tolerance(shape.dtype, shape.reduction, shape.output_elems)
 
 
 def default_scope(op: str) -> Scope:

@@ -17,7 +17,7 @@ python3 -m gpubench sweep softmax --rows 4096 --cols 1000,4096,16384 --dtype fp3
 python3 -m gpubench sweep softmax --config planted.toml --rows 4096 --cols 1000 --dtype fp16 -o /tmp/planted.json \
   2>&1 | tail -3; echo "planted exit ${PIPESTATUS[0]}"
 cd /tmp/ex/attention
-python3 -m gpubench sweep attention --B 1 --H 16 --S 1024,4096 --D 128 --causal 0,1 --dtype fp16,bf16 \
+python3 -m gpubench sweep my-attention --B 1 --H 16 --S 1024,4096 --D 128 --causal 0,1 --dtype fp16,bf16 \
   -o "$OUT/attention.json.gz" 2>&1 | tail -14; echo "attention exit ${PIPESTATUS[0]}"
 cd /tmp
 PYTHONPATH=$site:$old python3 -m gpubench run lab -o "$OUT/lab-before.json.gz" 2>&1 | tail -2

@@ -18,16 +18,19 @@ from gpubench.core.backend_kind import BackendKind
 from gpubench.measure import telemetry
 from gpubench.backends import ArrayBackend, Prepared
 from gpubench.backends.cuda import cupti_clock, placement, profiler, storage
+from gpubench.backends.cuda.attention_libraries import AttentionLibraries
 from gpubench.backends.cuda.clock import CudaClock, GraphClock
 from gpubench.backends.cuda.preheat import Preheater
 from gpubench.backends.cuda.device import DeviceFacts
+from gpubench.backends.cuda.grouped_libraries import GroupedLibraries
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
 from gpubench.backends.cuda.python_calls import PythonCalls
 from gpubench.core.errors import GpubenchError, NoDevice, Skip
 from gpubench.core.phases import phase
 from gpubench.measure.kernel_clock import Clocks
-from gpubench.specs.runners import CublasLtRunner, CublasRunner, CudnnRunner, Im2colRunner, KernelRunner, PythonGpuRunner
+from gpubench.specs.runners import (CublasLtRunner, CublasRunner, CudnnRunner, CudnnSdpaRunner, GroupedLibraryRunner,
+                                    Im2colRunner, KernelRunner, PythonGpuRunner, TorchSdpaRunner)
 
 
 def import_gpu_stack():
@@ -55,9 +58,11 @@ def import_gpu_stack():
     return drv, cupy
 
 
-class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBackend):
-    """The device's facts (device.py), its kernels (kernels.py), its libraries (libraries.py) and a project's
-    Python functions (python_calls.py) over one primary context, timed by its clock (clock.py)."""
+class CudaBackend(DeviceFacts, KernelLaunches, Libraries, AttentionLibraries, GroupedLibraries, PythonCalls,
+                  ArrayBackend):
+    """The device's facts (device.py), its kernels (kernels.py), its libraries (libraries.py; attention's and
+    grouped GEMM's: attention_libraries.py, grouped_libraries.py) and a project's Python functions
+    (python_calls.py) over one primary context, timed by its clock (clock.py)."""
 
     name = BackendKind.CUDA
     flushes = True
@@ -222,6 +227,9 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBack
         CublasRunner: Libraries.prepare_cublas,
         CublasLtRunner: Libraries.prepare_cublaslt,
         CudnnRunner: Libraries.prepare_cudnn,
+        CudnnSdpaRunner: AttentionLibraries.prepare_cudnn_sdpa,
+        TorchSdpaRunner: AttentionLibraries.prepare_torch_sdpa,
+        GroupedLibraryRunner: GroupedLibraries.prepare_grouped_library,
         PythonGpuRunner: PythonCalls.prepare_python,
     }
 

@@ -1,0 +1,77 @@
+"""On a GPU: every attention variant (the hand kernels, cuDNN's SDPA, PyTorch's SDPA backends) in every precision
+it declares, on shapes that are multiples of no tile (S of 100, 257, 1000: no multiple of 64), grouped-query heads
+and causal or not, verified against the float64 reference with the output poisoned first (tasks.verify). A library
+that is missing or refuses a problem must say why (Skip); the test then skips with its words. Then the full-size
+problem (S = 16k, the float64 reference in chunks on the device) and large logits, where a softmax without its
+running maximum overflows fp16."""
+
+import math
+
+import pytest
+
+from gpubench.core.dtypes import DType
+from gpubench.core.errors import Skip
+from gpubench.execution.tasks import verify
+from gpubench.ops.attention import AttentionShape
+from gpubench.specs import catalog
+
+pytestmark = pytest.mark.gpu
+
+CATALOG = catalog.Catalog(catalog.builtin())
+VARIANTS = CATALOG.variants("attention", "cuda")
+RAGGED = [(2, 4, 2, 100, 128, False), (2, 4, 2, 100, 128, True), (1, 6, 1, 257, 128, True),
+          (1, 2, 2, 1000, 128, False), (1, 4, 4, 77, 64, True)]
+
+
+def cases():
+    for v in VARIANTS:
+        for dtype in v.scope.dtypes:
+            for b, h, hkv, s, d, causal in RAGGED:
+                shape = AttentionShape(b, h, hkv, s, d, causal, dtype=dtype)
+                yield pytest.param(v, shape, id=f"{v.name}-{dtype}-{shape.label.replace(' ', '-')}")
+
+
+def check(cuda, variant, shape, inputs, ref):
+    unfit = variant.scope.unfit(shape.dims())
+    if unfit:
+        pytest.skip(f"{variant.name} {unfit}")
+    try:
+        prepared = cuda.prepare(variant, variant.space.configs[0], shape, inputs)
+    except Skip as why:
+        assert str(why), "a refusal says why"
+        pytest.skip(f"{variant.name} refused {shape.full_label}: {why}")
+    try:
+        err = verify(cuda, prepared, ref, shape)
+    finally:
+        prepared.release()
+    assert math.isfinite(err), f"{variant.name} {shape.full_label}: NaN or unwritten output"
+    tol = cuda.tolerance(variant, shape)
+    assert err <= tol, f"{variant.name} {shape.full_label}: rel_err {err:.2e} over {tol:.2e}"
+    return err
+
+
+@pytest.mark.parametrize("variant,shape", list(cases()))
+def test_each_variant_verifies_on_ragged_shapes(cuda, data, variant, shape):
+    check(cuda, variant, shape, *data(shape))
+
+
+@pytest.mark.parametrize("name", ["flash-mma", "cudnn-sdpa"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_full_size_problem_verifies_against_the_chunked_reference(cuda, name, causal):
+    shape = AttentionShape(1, 16, 16, 16384, 128, causal, dtype=DType.BF16)  # B·S = 16k tokens, H = 16
+    inputs = cuda.inputs(shape, seed=3)
+    check(cuda, CATALOG.get("attention", "cuda", name), shape, inputs, cuda.reference(shape, inputs))
+
+
+def test_flash_mma_keeps_its_running_maximum_at_large_logits(cuda):
+    """Q and K times 4 (exact in fp16): many scores pass ln(65504) ≈ 11.1, where exp of a raw score overflows a
+    16-bit P. With its running maximum the kernel still verifies."""
+    shape = AttentionShape(1, 4, 2, 300, 128, True, dtype=DType.FP16)
+    inputs = cuda.inputs(shape, seed=5)
+    for name in ("Q", "K"):
+        inputs[name] *= 4
+    ref = cuda.reference(shape, inputs)
+    scores = cuda.xp.einsum("hsd,htd->hst", inputs["Q"][0].astype("float32"),
+                            inputs["K"][0].repeat(2, axis=0).astype("float32")) / math.sqrt(128)
+    assert float(scores.max()) > 11.1  # the data does reach fp16's overflow
+    check(cuda, CATALOG.get("attention", "cuda", "flash-mma"), shape, inputs, ref)
