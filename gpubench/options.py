@@ -119,6 +119,9 @@ def problem_options(op: OpDef, defaults: dict | None = None):
             opts.append(click.option(p.flag, p.name, multiple=True, help=p.help))
         elif p.kind == ParamKind.FLAG:
             opts.append(click.option(p.flag, p.name, is_flag=True, help=p.help))
+        elif p.kind == ParamKind.FLOAT:
+            opts.append(click.option(p.flag, p.name, default=default, show_default=default is not None, type=float,
+                                     help=p.help))
         else:
             opts.append(click.option(p.flag, p.name, default=default, show_default=True,
                                      type=int if p.kind == ParamKind.INT else str, help=p.help))

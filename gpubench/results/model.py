@@ -26,7 +26,7 @@ from gpubench.measure.timing import Pace, Stats, Stop, summarize
 from gpubench.results.profile import Profile
 
 SCHEMA = "gpubench-run"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 MAX_REASON = 2000  # characters of why a point did not measure: a user's exception may carry megabytes
 SAMPLE_RANGE = (1e-9, 1e12)  # milliseconds: a femtosecond to thirty years; anything else is corruption
 
