@@ -72,9 +72,11 @@ def conv(size: int, stride: int = 1, *, batch: int = 1, in_channels: int = 3, ou
     bias-relu-add; scaling "channel" multiplies α by per-channel scales)."""
     fused = fused_from({"epilogue": epilogue, "alpha": alpha, "beta": beta, "gamma": gamma, "scaling": scaling},
                        lambda key: key)
+    if len(fused) != 1:
+        raise GpubenchError(f"conv: epilogue {epilogue!r} names {len(fused)} epilogues; give one")
     return conv_shape(size, stride, batch=batch, in_channels=in_channels, out_channels=out_channels, kernel=kernel,
                       padding=padding, dtype=_one(dtype, "dtype"), layout=_one(layout, "layout", ConvLayout),
-                      fused=fused)
+                      fused=fused[0])
 
 
 def problem(op: str, *, dtype: str = "fp32", config: str | None = None, **sizes):

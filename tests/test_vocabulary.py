@@ -90,6 +90,7 @@ OP_MODULE_USERS = {
     "backends/cuda/libraries.py": "cuBLAS and cuDNN calls: the baselines GEMM and conv offer",
     "backends/cuda/kernels.py": "the im2col runner: conv's unfold before its GEMM",
     "backends/cuda/device.py": "the tensor-core ceilings, measured as cuBLAS GEMMs",
+    "backends/cuda/fused_conv.py": "cuDNN's fused convolution graphs: conv's epilogue and layouts",
     "api.py": "gpubench.api.gemm() and conv(), the named problem builders users call",
 }
 

@@ -11,6 +11,7 @@ and strides by block size). The arithmetic is gpubench/ops/conv_math.py's.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Mapping
@@ -300,23 +301,26 @@ def problems(values: dict, where: str, strict: bool):
     strides = params.ints(values.get("strides", STRIDES if strict else [1]), at("strides"), example="1,2,3")
     fused = fused_from(values, at)
     shapes, skipped = [], []
-    for size in sizes:
-        for stride in strides:
-            try:
-                shapes.append(conv_shape(size, stride, padding=padding, fused=fused, **layer))
-            except GpubenchError as e:
-                if strict:
-                    raise
-                skipped.append((f"{values.get('name', where)}: size {size} stride {stride}", str(e)))
+    for size, stride, epi in itertools.product(sizes, strides, fused):
+        try:
+            shapes.append(conv_shape(size, stride, padding=padding, fused=epi, **layer))
+        except GpubenchError as e:
+            if strict:
+                raise
+            skipped.append((f"{values.get('name', where)}: size {size} stride {stride}", str(e)))
     return shapes, skipped
 
 
-def fused_from(values: dict, at) -> Fused:
-    """The epilogue a sweep asks for: --epilogue, --alpha, --beta, --gamma, --scaling (or a suite's keys)."""
-    kind = params.word(values.get("epilogue", Epilogue.NONE), at("epilogue"), Epilogue)
+def fused_from(values: dict, at) -> list[Fused]:
+    """The epilogues a sweep asks for: --epilogue (one or several, comma-separated, or a suite's list), --alpha,
+    --beta, --gamma, --scaling (β and γ apply to the epilogues with their terms, and at least one must have it)."""
+    kinds = params.words(values.get("epilogue", Epilogue.NONE), at("epilogue"), Epilogue)
     scaling = params.word(values.get("scaling", Scaling.TENSOR), at("scaling"), Scaling)
     alpha, beta, gamma = (params.number(values.get(k, d), at(k)) for k, d in zip(SCALARS, (None, 1.0, 1.0)))
-    return Fused(kind, alpha, beta, gamma, scaling)
+    out = [Fused(k, alpha, beta if k.bias else 1.0, gamma if k.add else 1.0, scaling) for k in kinds]
+    last = max(kinds, key=lambda k: k.index)
+    Fused(last, alpha, beta, gamma, scaling)  # β without a bias, γ without a residual: refused, saying why
+    return out
 
 
 def _draw(rng, shape: ConvShape, name: str, dims: tuple[int, ...], host_type):
@@ -349,8 +353,9 @@ OP = OpDef(
                   cli_name="--kernel-size"),
             Param("padding", ParamKind.TEXT, "same (the lab's), valid, or an integer.",
                   default=LAB_LAYER["padding"]),
-            Param("epilogue", ParamKind.TEXT, "The fused epilogue, y = act(α·s·conv + β·bias + γ·z): none, bias, "
-                  "bias-relu, bias-relu-add (the ReLU after the residual).", default=str(Epilogue.NONE)),
+            Param("epilogue", ParamKind.TEXT, "The fused epilogue(s), comma-separated, y = act(α·s·conv + β·bias + "
+                  "γ·z): none, bias, bias-relu, bias-relu-add (the ReLU after the residual).",
+                  default=str(Epilogue.NONE)),
             Param("alpha", ParamKind.FLOAT, "α, the accumulators' factor [default: 1; for int8-int8 the power of two "
                   "that fits a typical output to int8]."),
             Param("beta", ParamKind.FLOAT, "β, the bias's factor.", default=1.0),

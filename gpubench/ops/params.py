@@ -114,3 +114,11 @@ def word(value, where: str, kind):
         return kind(str(value).strip().lower()) if isinstance(value, str) else kind(value)
     except ValueError:
         raise GpubenchError(f"{where}: {value!r:.40} is not allowed; allowed: {', '.join(kind)}") from None
+
+
+def words(value, where: str, kind) -> tuple:
+    """One or more of an enum's words, each once: comma-separated text (the command line) or a suite's list."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",") if isinstance(value, str) else [value]
+    if not items or (isinstance(value, str) and not value.strip()):
+        raise GpubenchError(f"{where} is empty; allowed: {', '.join(kind)}")
+    return tuple(dict.fromkeys(word(v, where, kind) for v in items))

@@ -20,6 +20,7 @@ from gpubench.backends import ArrayBackend, Prepared
 from gpubench.backends.cuda import cupti_clock, placement, profiler, storage
 from gpubench.backends.cuda.clock import CudaClock, GraphClock
 from gpubench.backends.cuda.device import DeviceFacts
+from gpubench.backends.cuda.fused_conv import FusedConvCalls
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
 from gpubench.backends.cuda.python_calls import PythonCalls
@@ -54,9 +55,9 @@ def import_gpu_stack():
     return drv, cupy
 
 
-class CudaBackend(DeviceFacts, KernelLaunches, Libraries, PythonCalls, ArrayBackend):
-    """The device's facts (device.py), its kernels (kernels.py), its libraries (libraries.py) and a project's
-    Python functions (python_calls.py) over one primary context, timed by its clock (clock.py)."""
+class CudaBackend(DeviceFacts, KernelLaunches, Libraries, FusedConvCalls, PythonCalls, ArrayBackend):
+    """The device's facts (device.py), its kernels (kernels.py), its libraries (libraries.py, fused_conv.py) and a
+    project's Python functions (python_calls.py) over one primary context, timed by its clock (clock.py)."""
 
     name = BackendKind.CUDA
     flushes = True
