@@ -16,6 +16,10 @@
 #define ELEM_OUT float
 #endif
 
+#include <type_traits>
+
+constexpr bool INT_OUT = std::is_same<ACC, int>::value && std::is_same<ELEM_OUT, int>::value;
+
 __device__ __forceinline__ int channel_of(long long i, int layout, int K, int plane)
 {
     if (layout == 1) return static_cast<int>(i % K);
@@ -31,8 +35,12 @@ extern "C" __global__ void epilogue_pass(const ACC* __restrict__ acc, const floa
     const EpilogueArgs e{alpha, beta, gamma, bias, scale};
     for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
          i += static_cast<long long>(gridDim.x) * blockDim.x) {
-        const ChannelTerms t = channel_terms(e, channel_of(i, layout, K, plane));
-        const float zi = EPI_HAS_ADD ? epilogue_load<ELEM_OUT>(z[i]) : 0.f;
-        y[i] = epilogue_store<ELEM_OUT>(epilogue_value(static_cast<float>(acc[i]), t, gamma, zi));
+        const int k = channel_of(i, layout, K, plane);
+        if constexpr (INT_OUT) {  // int32 accumulators to an int32 output: integer arithmetic, exact
+            y[i] = epilogue_value_int(acc[i], e, k, EPI_HAS_ADD ? epilogue_load_int<ELEM_OUT>(z[i]) : 0);
+        } else {
+            const float zi = EPI_HAS_ADD ? epilogue_load<ELEM_OUT>(z[i]) : 0.f;
+            y[i] = epilogue_store<ELEM_OUT>(epilogue_value(static_cast<float>(acc[i]), channel_terms(e, k), gamma, zi));
+        }
     }
 }

@@ -59,6 +59,17 @@ __device__ __forceinline__ float epilogue_value(float acc, const ChannelTerms& t
     return v;
 }
 
+// An int32 output's epilogue, in integers: its α, β and γ are whole numbers and its scaling per tensor
+// (gpubench/ops/epilogue.py refuses anything else there), so every step is exact, whatever the accumulator's size.
+__device__ __forceinline__ int32_t epilogue_value_int(int32_t acc, const EpilogueArgs& e, int k, int32_t z)
+{
+    long long v = static_cast<long long>(e.alpha) * acc;
+    if constexpr (EPI_HAS_BIAS) v += static_cast<long long>(e.beta) * static_cast<long long>(e.bias[k]);
+    if constexpr (EPI_HAS_ADD) v += static_cast<long long>(e.gamma) * z;
+    if constexpr (EPI_HAS_RELU) v = v > 0 ? v : 0;
+    return static_cast<int32_t>(v);
+}
+
 // The value stored in the output's type (the only rounding of a float output).
 template <typename T>
 __device__ __forceinline__ T epilogue_store(float v);
@@ -83,7 +94,7 @@ __device__ __forceinline__ int8_t epilogue_store<int8_t>(float v)
     return static_cast<int8_t>(r);
 }
 
-// A residual element as a float (z lies in the output's type).
+// A residual element as a float (z lies in the output's type) ...
 template <typename T>
 __device__ __forceinline__ float epilogue_load(T z) { return static_cast<float>(z); }
 
@@ -92,3 +103,10 @@ __device__ __forceinline__ float epilogue_load<__half>(__half z) { return __half
 
 template <>
 __device__ __forceinline__ float epilogue_load<__nv_bfloat16>(__nv_bfloat16 z) { return __bfloat162float(z); }
+
+// ... and as an integer, for the integer epilogue (an int32 residual as it is).
+template <typename T>
+__device__ __forceinline__ int32_t epilogue_load_int(T z) { return static_cast<int32_t>(epilogue_load<T>(z)); }
+
+template <>
+__device__ __forceinline__ int32_t epilogue_load_int<int32_t>(int32_t z) { return z; }
