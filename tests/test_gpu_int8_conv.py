@@ -101,3 +101,21 @@ def test_cudnn_fuses_the_epilogue_in_every_precision(cuda, data, dtype, epilogue
     prepared = check(cuda, data, v, v.space.configs[0], shape)
     print(f"{dtype} {epilogue}: engine {prepared.details.engine}, unfused: {prepared.details.unfused}")
 
+
+
+def fused_16bit_cases():
+    """tc-wgmma-tma with its bias-relu-add compiled in: every configuration, fp16 and bf16, ragged pixel counts,
+    filters that fill no tile (40, 72) and K % 8 != 0 (70: no map_y, the copy loop stores)."""
+    v = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
+    for config in v.space.configs:
+        for dtype in (DType.FP16, DType.BF16):
+            for kw in (dict(size=23, stride=1, batch=3, in_channels=24, out_channels=40, padding=1),
+                       dict(size=25, stride=2, batch=2, in_channels=40, out_channels=72, padding=1),
+                       dict(size=23, stride=1, batch=3, in_channels=24, out_channels=70, padding=1)):
+                shape = shape_of(kw, dtype, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD))
+                yield pytest.param(v, config, shape, id=f"{config.label}-{dtype}-{kw['size']}-k{kw['out_channels']}")
+
+
+@pytest.mark.parametrize("variant,config,shape", list(fused_16bit_cases()))
+def test_the_16bit_kernel_fuses_bias_relu_add(cuda, data, variant, config, shape):
+    check(cuda, data, variant, config, shape)

@@ -219,3 +219,13 @@ def test_the_int8_suite_is_resnets_layers_and_llamas_projections():
     (gemm,) = [w for w in s.sweeps if w.op == "gemm"]
     assert {(x.m, x.n, x.k) for x in gemm.shapes} >= {(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
                                                        (8192, 4096, 14336)}
+
+
+def test_the_fused_suite_sets_the_16_bit_fused_kernel_against_cudnns_graph():
+    from gpubench.ops.epilogue import Epilogue
+
+    s = suites.load("fused-conv", "cuda")
+    assert len(s.sweeps) == 5
+    for w in s.sweeps:
+        assert {v.name for v in w.variants} == {"cudnn", "tc-wgmma-tma"}
+        assert {x.fused.epilogue for x in w.shapes} == {Epilogue.BIAS_RELU_ADD} and len(w.shapes) == 2
