@@ -240,7 +240,9 @@ class FusedConvGraph:
         self._bound: dict[str, int] = {}
 
     def bind(self, arrays: dict) -> None:
-        """The epilogue's device arrays by tensor name (alpha, bias, z, gamma), as every run() passes them."""
+        """The epilogue's device arrays by tensor name (alpha, bias, z, gamma), as every run() passes them (kept
+        here too: a pointer outlives no array)."""
+        self._arrays = dict(arrays)
         self._bound = {name: a.data.ptr for name, a in arrays.items() if name in self.uids}
 
     def run(self, plan: CudnnPlan, x, w, y) -> None:

@@ -58,9 +58,15 @@ class FusedConvCalls:
             if shape.fused.default and not problem.scaled:
                 raise Skip(str(refused)) from None  # a bare convolution: nothing to unfuse
             return self._cudnn_unfused(variant, shape, inputs, out, problem, str(refused))
-        graph.bind(self._graph_terms(shape, problem, inputs))
-        plan, details = self.cudnn_plan(variant, graph, inputs["x"], inputs["w"], out, shape)
-        return Prepared(lambda: graph.run(plan, inputs["x"], inputs["w"], out), out, details=details)
+        terms = self._graph_terms(shape, problem, inputs)
+        graph.bind(terms)
+        x, w = inputs["x"], inputs["w"]
+        plan, details = self.cudnn_plan(variant, graph, x, w, out, shape)
+
+        def run():
+            graph.run(plan, x, w, out)
+
+        return Prepared(run, out, details=details, release=terms.clear)  # the terms live as long as the point
 
     def _cudnn_graph(self, key, problem: FusedProblem) -> FusedConvGraph:
         """The graph of a problem, built once per process (CudnnMissing: the user must install something)."""
