@@ -203,7 +203,8 @@ def sweep_options(op: OpDef):
     return group([
         click.option("--dtype", default=None, metavar="fp32,bf16,...",
                      help="Precisions, comma-separated: fp32 (the lab's), tf32, fp16, bf16, fp8 (e4m3, scaled, bf16 "
-                          "out), int8 [default: fp32]. Each variant runs those it takes."),
+                          "out), int8 (int32 out), int8-fp32, int8-int8 (requantised) [default: fp32]. Each variant "
+                          "runs those it takes."),
         click.option("--layout", default=None, metavar=",".join(list(op.shape.LAYOUT)[:2]) + ",...",
                      help=f"Memory layouts, comma-separated: {', '.join(op.shape.LAYOUT)} [default: "
                           f"{op.shape.DEFAULT_LAYOUT}]."),
