@@ -179,8 +179,8 @@ class ConvShape(Shape):
         """The input size, the rest of the problem where it is not the lab's, and the epilogue where there is one."""
         hw = str(self.height) if self.height == self.width else f"{self.height}x{self.width}"
         text = hw if self._lab_layer() else \
-            f"{self.batch}x{self.in_channels}x{hw} k{self.out_channels} {self.kernel}x{self.kernel}"
-        return f"{text} {self.fused.label}" if self.fused.label else text  # the lab's shape: the size says it all
+            f"{self.batch}x{self.in_channels}x{hw} k{self.out_channels} {self.kernel}x{self.kernel}"  # the lab's: the
+        return f"{text} {self.fused.label}" if self.fused.label else text  # size says it all
 
     def row_key(self) -> tuple[str, ...]:
         """What a table row stands for (one value per ROW_HEADERS): the problem and the stride."""
