@@ -38,7 +38,7 @@ from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError, NoDevice, NoDeviceInTheApi, OtherBackendOnly, Skip
 from gpubench import ops
 from gpubench.ops.base import Shape
-from gpubench.ops.conv import STRIDES, ConvShape, conv_shape
+from gpubench.ops.conv import STRIDES, ConvShape, conv_shape, fused_from
 from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Run, Status, load, save
 from gpubench.execution.tasks import PointTask, run_point, unmeasured
@@ -65,11 +65,18 @@ def gemm(m: int, n: int | None = None, k: int | None = None, *, dtype: str = "fp
 
 
 def conv(size: int, stride: int = 1, *, batch: int = 1, in_channels: int = 3, out_channels: int = 1, kernel: int = 3,
-         padding: str | int = "same", dtype: str = "fp32", layout: str = "nchw") -> ConvShape:
+         padding: str | int = "same", dtype: str = "fp32", layout: str = "nchw", epilogue: str = "none",
+         alpha: float | None = None, beta: float = 1.0, gamma: float = 1.0, scaling: str = "tensor") -> ConvShape:
     """A size × size convolution layer (the lab's defaults: one image, 3 channels in, one filter, 3×3, SAME,
-    FP32, NCHW)."""
+    FP32, NCHW), with a fused epilogue y = act(α·s·conv + β·bias + γ·z) where asked (none, bias, bias-relu,
+    bias-relu-add; scaling "channel" multiplies α by per-channel scales)."""
+    fused = fused_from({"epilogue": epilogue, "alpha": alpha, "beta": beta, "gamma": gamma, "scaling": scaling},
+                       lambda key: key)
+    if len(fused) != 1:
+        raise GpubenchError(f"conv: epilogue {epilogue!r} names {len(fused)} epilogues; give one")
     return conv_shape(size, stride, batch=batch, in_channels=in_channels, out_channels=out_channels, kernel=kernel,
-                      padding=padding, dtype=_one(dtype, "dtype"), layout=_one(layout, "layout", ConvLayout))
+                      padding=padding, dtype=_one(dtype, "dtype"), layout=_one(layout, "layout", ConvLayout),
+                      fused=fused[0])
 
 
 def problem(op: str, *, dtype: str = "fp32", config: str | None = None, **sizes):
@@ -183,12 +190,14 @@ def backend_for(name: str):
 
 def _call_args(problem: Problem, args: Sequence[str] | None) -> tuple[str, ...]:
     op = ops.of(problem)
-    names = tuple(args) if args is not None else op.array_names + op.dims
-    unknown = [a for a in names if a not in op.array_names + op.dims]
-    missing = [a for a in op.array_names if a not in names]
+    arrays = tuple(ops.laid_out_arrays(problem))  # the problem's own (an epilogue's bias and residual too)
+    scalars = op.scalars if not problem.fused.default else ()  # the epilogue's factors
+    names = tuple(args) if args is not None else arrays + scalars + op.dims
+    unknown = [a for a in names if a not in op.array_names + op.scalars + op.dims]
+    missing = [a for a in arrays if a not in names]
     if unknown or missing or len(set(names)) < len(names):
-        raise GpubenchError(f"args {list(names)}: give each of {', '.join(op.array_names)} once, and any of "
-                            f"{', '.join(op.dims)}")
+        raise GpubenchError(f"args {list(names)}: give each of {', '.join(arrays)} once, and any of "
+                            f"{', '.join(scalars + op.dims)}")
     return names
 
 
@@ -238,7 +247,8 @@ def measure(fn: Callable, problem: Problem, *, name: str | None = None, args: Se
                       function=fn)
     variant = Variant(name=name, op=problem.op, backend=backend, code=Code(runner, program),
                       entry=CatalogEntry(origin="measure"),
-                      scope=Scope(layouts=(problem.layout,), dtypes=(problem.dtype,), tolerance=tolerance))
+                      scope=Scope(layouts=(problem.layout,), dtypes=(problem.dtype,), tolerance=tolerance,
+                                  epilogues=(problem.fused.epilogue,)))
     config = Config(label, tuple(params.items()))
     user_code.check(variant, [config])
     if not isinstance(flush, bool):

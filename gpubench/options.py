@@ -123,6 +123,9 @@ def problem_options(op: OpDef, defaults: dict | None = None):
             opts.append(click.option(p.flag, p.name, multiple=True, help=p.help))
         elif p.kind == ParamKind.FLAG:
             opts.append(click.option(p.flag, p.name, is_flag=True, help=p.help))
+        elif p.kind == ParamKind.FLOAT:
+            opts.append(click.option(p.flag, p.name, default=default, show_default=default is not None, type=float,
+                                     help=p.help))
         else:
             opts.append(click.option(p.flag, p.name, default=default, show_default=True,
                                      type=int if p.kind == ParamKind.INT else str, help=p.help))
@@ -204,7 +207,8 @@ def sweep_options(op: OpDef):
     return group([
         click.option("--dtype", default=None, metavar="fp32,bf16,...",
                      help="Precisions, comma-separated: fp32 (the lab's), tf32, fp16, bf16, fp8 (e4m3, scaled, bf16 "
-                          "out), int8 [default: fp32]. Each variant runs those it takes."),
+                          "out), int8 (int32 out), int8-fp32, int8-int8 (requantised) [default: fp32]. Each variant "
+                          "runs those it takes."),
         click.option("--layout", default=None, metavar=",".join(list(op.shape.LAYOUT)[:2]) + ",...",
                      help=f"Memory layouts, comma-separated: {', '.join(op.shape.LAYOUT)} [default: "
                           f"{op.shape.DEFAULT_LAYOUT}]."),

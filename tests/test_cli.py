@@ -121,7 +121,7 @@ def test_default_output_goes_under_results_device():
     (["conv", "--in-channels", "-1"], ["in-channels"]),
     (["conv", "--out-channels", "0"], ["out-channels"]),
     (["show", "missing.json"], ["does not exist"]),
-    (["run", "nosuch.toml"], ["does not exist", "shipped suites (attention, ci, grouped-gemm, lab, precision, quick, resnet, tensor-cores)"]),
+    (["run", "nosuch.toml"], ["does not exist", "shipped suites (attention, ci, fused-conv, grouped-gemm, int8-conv, lab, precision, quick, resnet, tensor-cores)"]),
     (["gemm", "--bogus"], ["No such option"]),
     (["gemm", "--config", "nowhere.toml"], ["--config: nowhere.toml is not a file"]),
     (["check", "--arch", "hopper"], ["--arch 'hopper'"]),

@@ -75,6 +75,9 @@ def test_fp8_needs_ada_or_hopper():
     assert DType.BF16 in storage.dtypes_for((8, 0)) and DType.BF16 not in storage.dtypes_for((7, 5))
 
 
-def test_every_dtype_has_its_blas_types():
-    assert set(storage.BLAS_TYPES) == set(DType)
+def test_every_dtype_a_gemm_computes_in_has_its_blas_types():
+    from gpubench.specs import catalog
+
+    gemms = {d for v in catalog.Catalog(catalog.builtin()).variants("gemm", "cuda") for d in v.scope.dtypes}
+    assert set(storage.BLAS_TYPES) == gemms  # int8-fp32 and int8-int8 are convolutions' only (cuDNN's)
     assert storage.BLAS_TYPES[DType.FP8].out == blas.CUDA_R_16BF  # fp8 in, bf16 out

@@ -30,7 +30,12 @@ def test_a_precision_the_gpu_lacks_is_not_measured():
 
 
 def test_without_a_plan_every_tensor_core_precision_is_measured():
-    assert device.peak_precisions(HOPPER, None) == [d for d in HOPPER if d != DType.FP32]
+    once = [DType.TF32, DType.FP16, DType.BF16, DType.FP8, DType.INT8]  # int8-fp32 and int8-int8 are int8's peak
+    assert device.peak_precisions(HOPPER, None) == once
+
+
+def test_an_int8_output_of_another_type_measures_int8s_peak_once():
+    assert device.peak_precisions(HOPPER, [DType.INT8_INT8, DType.INT8_FP32]) == [DType.INT8]
 
 
 class Facts(device.DeviceFacts):

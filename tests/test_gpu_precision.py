@@ -14,7 +14,8 @@ import math
 import pytest
 
 from gpubench.specs import catalog
-from gpubench.core.dtypes import DType
+from gpubench.core.dtypes import PRECISIONS, DType
+from gpubench.ops.conv import ConvLayout
 from gpubench.ops.gemm import GemmLayout
 from gpubench.core.errors import Skip
 from gpubench.ops.gemm import GemmShape
@@ -51,11 +52,12 @@ def gemm_cases():
 
 
 def conv_cases():
+    """The float precisions in NCHW and NHWC (int8 and 32-channel vectors: tests/test_gpu_int8_conv.py)."""
     for v in CATALOG.variants("conv", "cuda"):
         if not v.code.runner.library_math or v.code.runner.STEPS:
             continue
-        for dtype in v.scope.dtypes:
-            for layout in v.scope.layouts:
+        for dtype in (d for d in v.scope.dtypes if not PRECISIONS[d].integer):
+            for layout in (x for x in v.scope.layouts if x != ConvLayout.NCHW_VECT_C):
                 for shape in (conv_shape(17, 1, batch=3, in_channels=13, out_channels=7, dtype=dtype, layout=layout),
                               conv_shape(19, 2, batch=2, in_channels=9, out_channels=33, padding="valid", dtype=dtype,
                                          layout=layout)):

@@ -20,7 +20,8 @@ BUILTIN = catalog.builtin()
 CATALOG = catalog.Catalog(BUILTIN)
 KERNELS = catalog.kernels_dir()
 # Kernel files that no spec names, and who compiles them instead.
-OUTSIDE_SPECS = {"probes.cu": "the CUDA backend: the timer's wait kernel and the ceilings' microbenchmarks"}
+OUTSIDE_SPECS = {"probes.cu": "the CUDA backend: the timer's wait kernel and the ceilings' microbenchmarks",
+                 "conv/epilogue_pass.cu": "the CUDA backend: the epilogue of cuDNN's unfused sequence"}
 
 
 def rel(path) -> str:
@@ -51,7 +52,8 @@ def builds():
 # The tensor-core kernels whose every build ptxas reports on (spills, serialized wgmmas: below). Such a report is a
 # whole compile with compile_cubin's own flags, so those builds are compiled there, once, not again by test_compiles.
 TC_GEMMS = ["wgmma-tma", "fp8-tma"]
-TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo"]
+TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo", "tc-int8-mma"]  # (the int8 one: mma.sync,
+# no wgmma to serialize; its report checks that no output type, layout or epilogue spills)
 
 
 def reported_builds() -> set:
@@ -268,3 +270,20 @@ def test_a_wgmma_behind_a_branch_is_reported_serialized(tmp_path):
         '    for (int v = 0; v < 32; ++v) out[threadIdx.x * 32 + v] = acc[v];\n}\n')
     (usage,) = nvcc.resource_usage(tmp_path / "k.cu", "sm_90a", {})
     assert usage.wgmma_serialized
+
+
+def test_the_int8_kernel_is_built_in_every_output_layout_and_epilogue():
+    """tc-int8-mma's binaries: int32, float and int8 outputs, NC/32HW32 and NHWC, each epilogue compiled in."""
+    kinds = {(d.get("ELEM_OUT"), next(k for k in d if k.startswith("LAYOUT_")), d.get("EPILOGUE"))
+             for src, defines, _ in spec_builds() if src == "conv/17_tc_int8_mma.cu" for d in [dict(defines)]}
+    assert kinds == {(o, x, e) for o in ("int", "float", "int8_t") for x in ("LAYOUT_NCHW_VECT_C", "LAYOUT_NHWC")
+                     for e in range(4)}
+
+
+@pytest.mark.parametrize("out,acc", [("int8_t", "int"), ("int", "int"), ("float", "int"), ("__half", "float"),
+                                     ("__nv_bfloat16", "float"), ("float", "float")])
+@pytest.mark.parametrize("epilogue", range(4))
+def test_the_unfused_epilogue_pass_compiles_for_every_output(out, acc, epilogue):
+    """cuda_src/conv/epilogue_pass.cu, as the CUDA backend compiles it for cuDNN's unfused sequence."""
+    cubin = nvcc.compile_cubin("conv/epilogue_pass.cu", "sm_90", {"ACC": acc, "ELEM_OUT": out, "EPILOGUE": epilogue})
+    assert cubin.stat().st_size > 0

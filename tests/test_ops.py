@@ -153,6 +153,6 @@ def test_each_op_declares_its_arrays_dims_and_sample():
 
     for op in ops.builtin():
         dims = op.sample.array_dims()
-        assert set(dims) == set(op.array_names) and op.outputs and op.inputs
+        assert set(dims) == set(op.required) and op.outputs and op.inputs  # the optional arrays: an epilogue's
         assert set(op.sample.dims()) >= set(op.dims)
         assert op.sample.reduction > 0 and op.sample.flops > 0 and op.sample.min_bytes > 0

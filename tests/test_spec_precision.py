@@ -82,3 +82,57 @@ def test_the_shipped_libraries_take_every_precision_they_compute():
     assert set(by_name["cudnn", "cuda"].scope.layouts) == set(ConvLayout)
     assert by_name["numpy", "cpu"].scope.takes(GemmShape(8, 8, 8, DType.FP8, GemmLayout.TN)) is None
     assert by_name["sliding", "cpu"].scope.takes(conv_shape(8, 1, dtype=DType.BF16, layout=ConvLayout.NHWC)) is None
+
+
+CONV_KERNEL = ('extern "C" __global__ void k(const signed char* x, const signed char* w, const float* bias, '
+               'const signed char* z, const float* channel_scale, signed char* y, float alpha, int N) {}\n')
+CONV_ARGS = ["x", "w", "bias", "z", "channel_scale", "y", "alpha", "N"]
+
+
+def parse_conv(tmp_path, **table):
+    (tmp_path / "c.cu").write_text(CONV_KERNEL)
+    base = {"name": "mine-conv", "op": "conv", "source": "c.cu", "kernel": "k", "args": CONV_ARGS, "grid": ["1"],
+            "block": ["32"], "dtypes": ["int8-int8"], "layouts": ["nhwc"]}
+    (variant,) = files.parse_specs({"variant": [{**base, **table}]}, "gpubench.toml", tmp_path)
+    return variant
+
+
+def test_a_kernel_takes_the_epilogues_it_lists_and_reads_their_arrays(tmp_path):
+    from gpubench.ops.epilogue import Epilogue, Fused, Scaling
+
+    v = parse_conv(tmp_path, epilogues=["none", "bias-relu-add"], epilogue_define="EPILOGUE")
+    shape = conv_shape(9, 1, in_channels=32, out_channels=32, dtype=DType.INT8_INT8, layout=ConvLayout.NHWC,
+                       fused=Fused(Epilogue.BIAS_RELU_ADD))
+    assert v.scope.takes(shape) is None and v.scope.reads == ("bias", "channel_scale", "z")
+    assert "epilogue(s) none, bias-relu-add, not bias-relu" in v.scope.takes(
+        conv_shape(9, 1, in_channels=32, out_channels=32, dtype=DType.INT8_INT8, layout=ConvLayout.NHWC,
+                   fused=Fused(Epilogue.BIAS_RELU)))
+    assert v.code.defines(v.space.configs[0], shape.dtype, shape.layout, shape.fused.epilogue)["EPILOGUE"] == 3
+    built = {dict(b[1])["EPILOGUE"] for b in v.builds(v.space.configs[0], "sm_90")}
+    assert built == {0, 3}  # CI compiles each epilogue the kernel lists
+    plain = parse_conv(tmp_path, args=["x", "w", "y", "N"])
+    per_channel = conv_shape(9, 1, in_channels=32, out_channels=32, dtype=DType.INT8_INT8, layout=ConvLayout.NHWC,
+                             fused=Fused(scaling=Scaling.CHANNEL))
+    assert "does not read channel_scale" in plain.scope.takes(per_channel)  # its args do not name it
+
+
+@pytest.mark.parametrize("table,words", [
+    ({"epilogues": ["bias-relu-add"], "args": ["x", "w", "bias", "y", "N"]}, "bias-relu-add brings z, which args"),
+    ({"epilogues": ["none", "bias"]}, r"name the macro \(or keyword\) that tells the code which"),
+    ({"epilogues": ["relu"]}, "epilogues: 'relu' is not allowed; allowed: none, bias, bias-relu, bias-relu-add"),
+])
+def test_an_epilogue_a_kernel_cannot_compute_is_refused(tmp_path, table, words):
+    with pytest.raises(SpecError, match=words):
+        parse_conv(tmp_path, **table)
+
+
+def test_the_library_and_numpy_compute_every_epilogue_the_kernels_of_the_document_too():
+    from gpubench.ops.epilogue import Epilogue
+    from gpubench.specs.catalog import Catalog
+
+    by_name = {(v.name, v.backend): v for v in Catalog.with_user([]).all}
+    for key in (("cudnn", "cuda"), ("im2col", "cpu"), ("sliding", "cpu"), ("tc-int8-mma", "cuda")):
+        assert set(by_name[key].scope.epilogues) == set(Epilogue), key
+    assert by_name["cudnn", "cuda"].scope.reads is None  # a library computes the whole problem
+    assert set(by_name["tc-wgmma-tma", "cuda"].scope.epilogues) == {Epilogue.NONE, Epilogue.BIAS_RELU_ADD}
+    assert by_name["im2col-cublas", "cuda"].scope.epilogues == (Epilogue.NONE,)  # cuBLAS's GEMM: no epilogue

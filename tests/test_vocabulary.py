@@ -11,6 +11,7 @@ import pytest
 from gpubench.analysis.compare import Verdict
 from gpubench.core.dtypes import DType
 from gpubench.ops.conv import ConvLayout
+from gpubench.ops.epilogue import Epilogue, Scaling
 from gpubench.ops.gemm import GemmLayout
 from gpubench import ops
 from gpubench.core.backend_kind import BackendKind
@@ -25,6 +26,7 @@ WORDS = {
     **{str(v): "core/dtypes.py" for v in DType},
     **{str(v): "ops/gemm.py" for v in GemmLayout},
     **{str(v): "ops/conv.py" for v in ConvLayout},
+    **{str(v): "ops/epilogue.py" for v in (*Epilogue, *Scaling)},
     **{name: "specs/runners.py" for name in RUNNERS},
     **{str(v): "results/model.py" for v in (*Status, *RunStatus)},
     **{str(v): "measure/timing.py" for v in (*Stop, *Pace)},
@@ -39,6 +41,7 @@ OTHER_MEANINGS = {
     ("planning/plan.py", "budget"): "the --budget option's name, not a stop reason",
     ("views/tables.py", "fail"): "a cell's style (bold red), not a status",
     ("specs/runners.py", "tf32"): "the kernel runner's option `tf32 = true`, which sets a spec's default dtypes",
+    ("views/profile.py", "tensor"): "the profile's busier tensor pipe, not an epilogue's scaling",
 }
 
 
@@ -87,6 +90,7 @@ OP_MODULE_USERS = {
     "backends/cuda/libraries.py": "cuBLAS and cuDNN calls: the baselines GEMM and conv offer",
     "backends/cuda/kernels.py": "the im2col runner: conv's unfold before its GEMM",
     "backends/cuda/device.py": "the tensor-core ceilings, measured as cuBLAS GEMMs",
+    "backends/cuda/fused_conv.py": "cuDNN's fused convolution graphs: conv's epilogue and layouts",
     "api.py": "gpubench.api.gemm() and conv(), the named problem builders users call",
 }
 

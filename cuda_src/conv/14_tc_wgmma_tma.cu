@@ -65,7 +65,13 @@
 // filter tiles fastest, a cluster's CLUSTER blocks sharing one), with PERSISTENT at most one per SM;
 // 128·(CONSUMERS + 1) threads; STAGES·(BM + BN)·128 (the ring) + CONSUMERS·128·BN (staging) + 1024 (alignment) +
 // 16·STAGES (mbarriers) bytes of dynamic shared memory.
+//
+// The fused epilogue (-DEPILOGUE, include/epilogue.cuh; gpubench/ops/epilogue.py): y = act(α·acc + β·bias[k] + γ·z),
+// the ReLU after the residual, applied to each pair of accumulators as it is rounded into the staging area, so that
+// the tile still leaves as TMA boxes (or the copy loop's chunks). A build without it (EPILOGUE = 0) only scales by
+// α, 1 unless the problem says otherwise: the accumulators as they were.
 
+#include "../include/epilogue.cuh"       // EpilogueArgs, channel_terms, epilogue_value
 #include "../include/hopper.cuh"         // wgmma_ss, smem_desc, mbarriers, ring_init, RingCursor, TMA loads
 #include "../include/mma_sync.cuh"       // smem_addr, pack2
 #include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
@@ -148,8 +154,9 @@ constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes:
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                  const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, float* __restrict__ partials, int N,
-                  int C, int H, int W, int K, int R, int S, int stride, int pad, int OH, int OW)
+                  const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, float* __restrict__ partials,
+                  const float* __restrict__ bias, const ELEM_OUT* __restrict__ z, float alpha, float beta, float gamma,
+                  int N, int C, int H, int W, int K, int R, int S, int stride, int pad, int OH, int OW)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* ring = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);  // 128B swizzle: 1024-aligned
@@ -360,6 +367,21 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                     const float2 p = __ldcg(sums + (i * BN / 2 + v) / 2 * CT + tid);
                     lo += p.x, hi += p.y;
                 }
+#if EPILOGUE != EPI_NONE
+                // output (m, k) and (m, k + 1): row 16·w + lane/4 (+ 8 for the pair's second row) of block i,
+                // filters 8·(v / 4) + 2·(lane % 4) of the tile; past M or K nothing is read (and nothing stored)
+                const int m = m0 + wg_off + i * 64 + 16 * w + lane / 4 + 8 * ((v / 2) % 2);
+                const int k = n0 + 8 * (v / 4) + 2 * (lane % 4);
+                if (m < M && k < K) {
+                    const bool two = k + 1 < K;
+                    const ELEM_OUT* zr = z + (size_t)m * K + k;
+                    const ChannelTerms t0{alpha, beta * bias[k]}, t1{alpha, two ? beta * bias[k + 1] : 0.f};
+                    lo = epilogue_value(lo, t0, gamma, EPI_HAS_ADD ? epilogue_load<ELEM_OUT>(zr[0]) : 0.f);
+                    hi = epilogue_value(hi, t1, gamma, EPI_HAS_ADD && two ? epilogue_load<ELEM_OUT>(zr[1]) : 0.f);
+                }
+#else
+                lo *= alpha, hi *= alpha;
+#endif
                 return pack2(lo, hi, staging);
             };
 

@@ -57,7 +57,9 @@ def bound(p: Point, run: Run) -> tuple[float, str] | None:
 def peaks(run: Run) -> list[tuple[str, float]]:
     """(precision, GFLOPS) of every compute peak the run measured, FP32 first."""
     c = ceilings(run)
-    return [(d.upper(), c[PRECISIONS[d].ceiling]) for d in DType if c.get(PRECISIONS[d].ceiling)]
+    first = {PRECISIONS[d].ceiling: d for d in reversed(DType)}  # each ceiling by the first precision that has it
+    return [(d.upper(), c[key]) for key, d in sorted(first.items(), key=lambda kd: list(DType).index(kd[1]))
+            if c.get(key)]
 
 
 def share(p: Point, run: Run) -> float | None:

@@ -203,15 +203,19 @@ class ArrayBackend:
         if op.draw is not None:  # inputs with structure (a group's offsets, block scales): the op draws them
             return {name: self.upload(values) for name, values in op.draw(np.random.default_rng(seed), shape).items()}
         dims = shape.array_dims()
-        inputs = [a for a in op.arrays if not a.output]
-        if all(a.storage.host_type(shape.dtype) is np.float32 for a in inputs):  # fp32, tf32: drawn where they live
-            rng = self.xp.random.default_rng(seed)
+        inputs = op.inputs_of(shape)
+        own = op.draw_input is not None and any(a.optional for a in inputs)  # an epilogue's, drawn the op's way
+        if not own and all(a.storage.host_type(shape.dtype) is np.float32 for a in inputs):  # fp32, tf32: drawn
+            rng = self.xp.random.default_rng(seed)  # where they live
             # symmetric around 0, so sums cancel as in real data, never all zeros
             return {a.name: rng.random(dims[a.name], dtype=self.xp.float32) * 2 - 1 for a in inputs}
         rng = np.random.default_rng(seed)
         out = {}
         for a in inputs:
-            values, scale = dtypes.draw(rng, dims[a.name], shape.dtype, a.storage.host_type(shape.dtype))
+            host_type = a.storage.host_type(shape.dtype)
+            drawn = op.draw_input(rng, shape, a.name, dims[a.name], host_type) if op.draw_input else None
+            values, scale = (drawn, None) if drawn is not None else dtypes.draw(rng, dims[a.name], shape.dtype,
+                                                                                host_type)
             out[a.name] = self.upload(values)
             if scale is not None and a.scale:
                 out[a.scale] = self.upload(np.array([scale], dtype=np.float32))
@@ -237,7 +241,7 @@ class ArrayBackend:
     def _reference(self, shape, inputs: dict):
         op = ops.of(shape)
         values = {a.name: self.values64(inputs[a.name], a.storage.host_type(shape.dtype))
-                  * (self.scale(inputs, a.scale) if a.scale else 1.0) for a in op.arrays if not a.output}
+                  * (self.scale(inputs, a.scale) if a.scale else 1.0) for a in op.inputs_of(shape)}
         refs = {name: self.xp.ascontiguousarray(out) for name, out in op.reference(self.xp, shape, values).items()}
         return one_or_all(refs)
 
@@ -313,22 +317,29 @@ def call_arrays(shape, inputs: dict, out, scratch=None) -> dict:
     return {**inputs, **outs, **(scratch or {})}
 
 
-def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratch=None) -> tuple[str, tuple]:
+def kernel_arguments(args, shape, inputs: dict, out, pointer=lambda a: a, scratch=None,
+                     null=np.uintp(0)) -> tuple[str, tuple]:
     """The values a kernel receives, in the order its spec gives (`args`): arrays (through `pointer`), including
-    the variant's workspace arrays (`scratch`), and int dims. A per-tensor scale (A_scale, ...) that the problem's
-    precision does not have arrives as a null pointer, which a kernel serving several precisions reads as 1.
+    the variant's workspace arrays (`scratch`), int dims and float scalars (an epilogue's factors). A per-tensor scale
+    (A_scale, ...) that the problem's precision does not have arrives as a null pointer, which a kernel serving
+    several precisions reads as 1; an optional array the problem does not have (an epilogue's bias) arrives as
+    `null` (a null pointer; None for a Python function).
 
-    Returns (PyCUDA's prepared-call format: "P" per pointer, "i" per int, the values)."""
+    Returns (PyCUDA's prepared-call format: "P" per pointer, "i" per int, "f" per float, the values)."""
     arrays = call_arrays(shape, inputs, out, scratch)
-    dims = shape.dims()
+    dims, scalars, op = shape.dims(), shape.scalars(), ops.of(shape)
+    absent = set(op.scales) | {a.name for a in op.arrays if a.optional}
     fmt, values = "", []
     for name in args:
         if name in arrays:
             fmt += "P"
             values.append(pointer(arrays[name]))
-        elif name in ops.of(shape).scales:
+        elif name in absent:
             fmt += "P"
-            values.append(np.uintp(0))
+            values.append(np.uintp(0) if name in op.scales else null)
+        elif name in op.scalars:
+            fmt += "f"
+            values.append(np.float32(scalars[name]))
         else:
             if not -2**31 <= dims[name] < 2**31:
                 raise Skip(f"{name} = {dims[name]} does not fit the kernel's 32-bit int parameter {name}")

@@ -74,11 +74,10 @@ def emulated(shape, inputs: dict) -> tuple[dict, type]:
     each times its scale; and that type."""
     acc = np.float64 if PRECISIONS[shape.dtype].integer else np.float32
     values = {}
-    for a in ops.of(shape).arrays:
-        if not a.output:
-            values[a.name] = inputs[a.name].astype(acc)
-            if a.scale in inputs:
-                values[a.name] *= inputs[a.scale][0]
+    for a in ops.of(shape).inputs_of(shape):
+        values[a.name] = inputs[a.name].astype(acc)
+        if a.scale in inputs:
+            values[a.name] *= inputs[a.scale][0]
     return values, acc
 
 
@@ -126,8 +125,8 @@ class CpuBackend(ArrayBackend):
 
     def _python(self, variant, config, shape, inputs, out) -> Prepared:
         fn = user_code.function_of(variant)
-        _, args = kernel_arguments(variant.code.program.args, shape, inputs, out)
-        params = variant.code.call_keywords(config, shape.dtype, shape.layout)
+        _, args = kernel_arguments(variant.code.program.args, shape, inputs, out, null=None)
+        params = variant.code.call_keywords(config, shape.dtype, shape.layout, shape.fused.epilogue)
         first_ms, returned = first_call(variant, lambda: fn(*args, **params))  # what it reports is recorded too
         details = Details(first_call_ms=first_ms, reported=user_code.report_of(returned))
         return Prepared(lambda: fn(*args, **params), out, details=details)

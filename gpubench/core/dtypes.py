@@ -44,6 +44,8 @@ class DType(StrEnum):
     BF16 = "bf16"  # bfloat16 in, float32 accumulate, bfloat16 out
     FP8 = "fp8"  # e4m3 in with a per-tensor scale each, float32 accumulate, bfloat16 out
     INT8 = "int8"  # int8 in, int32 accumulate and out (exact)
+    INT8_FP32 = "int8-fp32"  # int8 in, int32 accumulate, the epilogue in float32, float32 out
+    INT8_INT8 = "int8-int8"  # int8 in, int32 accumulate, requantised to int8: rounded half to even, saturated
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class Precision:
     floor: float = 0.0  # the least tolerance (see the module's docstring)
     ceiling: str = "ffma_gflops"  # the key of its compute peak among a GPU run's measured ceilings (roofline.py)
     scaled: bool = False  # each input carries a per-tensor scale (fp8)
+    requantised: bool = False  # the output is an integer narrower than the accumulator: the epilogue's value
+    # rounded half to even and saturated to its range (gpubench/ops/epilogue.py states the rule)
 
     @property
     def in_bytes(self) -> int:
@@ -91,6 +95,11 @@ PRECISIONS: dict[DType, Precision] = {
     DType.FP8: Precision(ml_dtypes.float8_e4m3fn, ml_dtypes.bfloat16, "__nv_fp8_e4m3", "__nv_bfloat16", "fp32",
                          2.0 ** -8, FP8_MMA_U, ceiling="fp8_gflops", scaled=True),
     DType.INT8: Precision(np.int8, np.int32, "int8_t", "int", "int32", 0.0, 0.0, ceiling="int8_gops"),
+    # The floor: an epilogue's float32 steps (a product and two sums) round up to three times per output.
+    DType.INT8_FP32: Precision(np.int8, np.float32, "int8_t", "float", "int32", FP32_U, 0.0, floor=4 * FP32_U,
+                               ceiling="int8_gops"),
+    DType.INT8_INT8: Precision(np.int8, np.int8, "int8_t", "int8_t", "int32", 0.0, 0.0, ceiling="int8_gops",
+                               requantised=True),
 }
 
 C_OUT, C_OUT_FEW, FEW, C_ACC, C_MATH = 0.7, 0.4, 64, 2.0, 2.0

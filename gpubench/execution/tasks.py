@@ -178,7 +178,7 @@ def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
     seen, out = set(), []
     for task in work:
         for p in task.points:
-            key = (p.variant.name, p.config.label, task.shape.dtype, task.shape.layout)
+            key = (p.variant.name, p.config.label, task.shape.dtype, task.shape.layout, task.shape.fused.epilogue)
             if p.variant.code.runner.FUNCTION and key not in seen:
                 seen.add(key)
                 out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))

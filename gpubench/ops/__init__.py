@@ -15,7 +15,7 @@ from typing import Mapping
 from gpubench.core.errors import GpubenchError
 from gpubench.ops.base import OpDef
 
-_NOT_OPS = {"base", "params", "reference", "declared"}  # the package's own helpers
+_NOT_OPS = {"base", "params", "reference", "declared", "epilogue", "conv_math"}  # the package's own helpers
 _BUILTIN: dict[str, OpDef] = {}
 _DECLARED: dict[str, OpDef] = {}  # a project's [[op]] tables, as this process has met them
 
@@ -89,7 +89,7 @@ def shape_from(op: str, record: Mapping[str, object]):
 
         return DeclaredShape.from_record(record)
     kind = get(op).shape
-    unknown = [k for k in record if k not in kind.KEYS]
+    unknown = [k for k in record if k not in kind.KEYS + kind.OPTIONAL_KEYS]
     if unknown:
         raise GpubenchError(f"a {op} problem has the keys {', '.join(kind.KEYS)}, not {', '.join(unknown)}")
     try:

@@ -23,7 +23,7 @@ gpubench/ops/__init__.py's registry; no other module branches on an op.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum, StrEnum
 from typing import Any, Callable, ClassVar, Mapping
 
@@ -31,6 +31,7 @@ import numpy as np
 
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.errors import GpubenchError
+from gpubench.ops.epilogue import NO_EPILOGUE, Fused
 
 MAX_DIM = 2**63 - 1  # past this a size is no int64: NumPy axes, C's long and the plots lose it
 LAB_SIZES = (512, 1024, 2048, 4096, 8192)  # the lab's square sizes: every op's default problem sizes
@@ -60,6 +61,8 @@ class Array:
     output: bool = False
     storage: Storage | None = None  # None: the problem's input type for an input, its output type for an output
     scale: str | None = None  # the name of its per-tensor dequantisation scale, where the dtype is scaled (fp8)
+    optional: bool = False  # only some problems have it (an epilogue's bias): those whose array_dims list it; a
+    # kernel that names it gets a null pointer where the problem has none
 
     def __post_init__(self):
         if self.storage is None:
@@ -74,6 +77,7 @@ class ParamKind(Enum):
     TEXT = "text"  # a word or a number ("same", 1)
     TRIPLES = "triples"  # repeatable M,N,K / a list of [M, N, K]
     FLAG = "flag"  # on or off
+    FLOAT = "float"  # one number (0.5)
 
 
 @dataclass(frozen=True)
@@ -135,12 +139,18 @@ class Shape:
 
     op: ClassVar[str]  # the op's name, as files and specs write it
     KEYS: ClassVar[tuple[str, ...]]  # a saved point's problem record
+    OPTIONAL_KEYS: ClassVar[tuple[str, ...]] = ()  # keys a record has only where they are not at their defaults
     ROW_HEADERS: ClassVar[tuple[str, ...]] = ("size",)
     PLOT_AXIS: ClassVar[str] = "size"
     LAYOUT: ClassVar[type[StrEnum]]
     DEFAULT_LAYOUT: ClassVar[StrEnum]
     dtype: DType
     layout: StrEnum
+    fused: Fused = NO_EPILOGUE  # its fused epilogue (an op whose shape has the field; none for the others)
+
+    def scalars(self) -> dict[str, float]:
+        """Its float kernel parameters by name (the epilogue's factors), where it has any."""
+        return {}
 
     @property
     def tag(self) -> str:
@@ -199,9 +209,14 @@ class OpDef:
     error_model: Callable | None = None  # (shape) -> the largest rel_err a correct variant may have, where the dot
     # product's model (dtypes.tolerance over `reduction`) does not describe the op (None: that model)
     draw: Callable | None = None  # (rng, shape) -> {input name: host array as stored}: its inputs where they have
-    # structure (a group's offsets, block scales); None: each input drawn on its own by dtypes.draw
+    # structure (a group's offsets, block scales); None: each input drawn on its own (draw_input, dtypes.draw)
+    draw_input: Callable | None = None  # (rng, shape, name, dims, host type) -> a host array for the inputs it draws
+    # its own way (an epilogue's), None for the rest (dtypes.draw's)
     unchecked: bool = False  # its reference marks with NaN the output elements no variant need write (rows of no
     # group); rel_err leaves them out
+    layout_samples: Mapping[Any, Any] = field(default_factory=dict)  # the sample problem where a layout needs other
+    # sizes (channels in whole vectors)
+    scalars: tuple[str, ...] = ()  # the float parameters its shapes give kernels (Shape.scalars)
     builtin: bool = True  # gpubench's own (False: a project's [[op]])
     rank: int = 100  # where its tables come in a run's listing (gemm first, then conv, then the rest by name)
 
@@ -218,6 +233,11 @@ class OpDef:
         return tuple(a.name for a in self.arrays)
 
     @property
+    def required(self) -> tuple[str, ...]:
+        """The arrays every problem has, which every kernel spec's arguments must name."""
+        return tuple(a.name for a in self.arrays if not a.optional)
+
+    @property
     def scales(self) -> tuple[str, ...]:
         """fp8's per-tensor scales, one float32 each, passed like arrays (only problems of a scaled dtype have
         them)."""
@@ -231,9 +251,20 @@ class OpDef:
         return next(a for a in self.arrays if a.name == name)
 
     def laid_out_arrays(self, shape) -> dict[str, tuple[tuple[int, ...], object]]:
-        """Every array by name (inputs, then outputs): its dims as it lies in memory and its host element type."""
+        """Every array the problem has by name (inputs, then outputs): its dims as it lies in memory and its host
+        element type (an optional array only where the problem has it)."""
         dims = shape.array_dims()
-        return {a.name: (dims[a.name], a.storage.host_type(shape.dtype)) for a in self.arrays}
+        return {a.name: (dims[a.name], a.storage.host_type(shape.dtype)) for a in self.arrays if a.name in dims}
+
+    def inputs_of(self, shape) -> tuple[Array, ...]:
+        """The input arrays the problem has (an optional one only where its array_dims list it)."""
+        dims = shape.array_dims()
+        return tuple(a for a in self.arrays if not a.output and a.name in dims)
+
+    def sample_in(self, dtype: DType, layout, fused: Fused = NO_EPILOGUE):
+        """The sample problem in a precision, layout and epilogue (where the layout needs its own sizes, its own)."""
+        extra = {} if fused.default else {"fused": fused}
+        return replace(self.layout_samples.get(layout, self.sample), dtype=dtype, layout=layout, **extra)
 
     def tolerance_for(self, dtype: DType) -> float | None:
         """Its own bound on a variant's rel_err in the precision, if it sets one."""

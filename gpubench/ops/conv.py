@@ -1,29 +1,68 @@
-"""Convolution: y = x ⋆ w, cross-correlation with symmetric zero padding and no bias.
+"""Convolution: y = x ⋆ w, cross-correlation with symmetric zero padding, and an optional fused epilogue.
 
 The lab's second problem: one image of three channels and one 3×3 filter with SAME padding by default, and any
-layer (batch, channels, filter, stride, padding) on request. Kernels live in cuda_src/conv/, the library baseline
-is cuDNN (its best plan). The lab's problems are memory-bound, so plots rate them in GB/s of minimum bytes; the
-run view gives the lab's per-variant tables (sizes and strides by block size).
+layer (batch, channels, filter, stride, padding) on request, in any precision (int8 too: exact) and layout (NCHW,
+NHWC, and for channels in multiples of 32 cuDNN's NCHW_VECT_C with 32-channel vectors, the source document's
+NC/32HW32). A problem may end in the fused epilogue y = act(α·s·conv + β·bias + γ·z) (gpubench/ops/epilogue.py).
+Kernels live in cuda_src/conv/, the library baseline is cuDNN (its best plan). The lab's problems are
+memory-bound, so plots rate them in GB/s of minimum bytes; the run view gives the lab's per-variant tables (sizes
+and strides by block size). The arithmetic is gpubench/ops/conv_math.py's.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Mapping
 
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.errors import GpubenchError
-from gpubench.ops import params
-from gpubench.ops.base import (LAB_SIZES, MAX_DIM, Array, OpDef, Param, ParamKind, Shape, TableLayout, enum_field,
-                               positive)
+from gpubench.ops import epilogue, params
+from gpubench.ops.base import (LAB_SIZES, MAX_DIM, Array, OpDef, Param, ParamKind, Shape, Storage, TableLayout,
+                               enum_field, positive)
+from gpubench.ops.conv_math import im2col, in_layout, out_size, sliding, via_im2col  # noqa: F401 (read from here)
+from gpubench.ops.epilogue import NO_EPILOGUE, Epilogue, Fused, Scaling
+
+SCALARS = ("alpha", "beta", "gamma")  # the epilogue's factors, float parameters of a kernel
+VECTOR = 32  # NCHW_VECT_C's channels per vector (cuDNN's INT8x32): 32 bytes of int8, what one thread loads twice
 
 
 class ConvLayout(StrEnum):
-    """How a convolution's tensors lie in memory."""
+    """How a convolution's tensors lie in memory (a tensor's dims in its layout: `dims`; to and from the logical
+    NCHW order: `to_nchw`, `from_nchw`)."""
 
     NCHW = "nchw"  # x[N,C,H,W], w[K,C,R,S], y[N,K,OH,OW] (the lab's)
     NHWC = "nhwc"  # x[N,H,W,C], w[K,R,S,C], y[N,OH,OW,K]: channels innermost, what tensor cores read best
+    # cuDNN's CUDNN_TENSOR_NCHW_VECT_C with 32-channel vectors (MegEngine's NCHW32, the document's NC/32HW32):
+    # x[N,C/32,H,W,32], w[K,C/32,R,S,32], y[N,K/32,OH,OW,32]; channels in multiples of 32
+    NCHW_VECT_C = "nchw_vect_c"
+
+    def dims(self, n: int, c: int, h: int, w: int) -> tuple[int, ...]:
+        """A tensor of logical dims (N, C, H, W) as it lies in this layout (a filter: N = K, H = R, W = S)."""
+        if self == ConvLayout.NHWC:
+            return (n, h, w, c)
+        if self == ConvLayout.NCHW_VECT_C:
+            return (n, c // VECTOR, h, w, VECTOR)
+        return (n, c, h, w)
+
+    def to_nchw(self, a):
+        """A stored tensor as a logical (N, C, H, W) one (a view, or a copy for the vectors)."""
+        if self == ConvLayout.NHWC:
+            return a.transpose(0, 3, 1, 2)
+        if self == ConvLayout.NCHW_VECT_C:
+            n, cv, h, w, v = a.shape
+            return a.transpose(0, 1, 4, 2, 3).reshape(n, cv * v, h, w)
+        return a
+
+    def from_nchw(self, a):
+        """A logical (N, C, H, W) tensor as this layout stores it."""
+        if self == ConvLayout.NHWC:
+            return a.transpose(0, 2, 3, 1)
+        if self == ConvLayout.NCHW_VECT_C:
+            n, c, h, w = a.shape
+            return a.reshape(n, c // VECTOR, VECTOR, h, w).transpose(0, 1, 3, 4, 2)
+        return a
 
 
 # The lab's problem: one image of three channels, one 3×3 filter, SAME padding. The command line, the suites and
@@ -48,12 +87,14 @@ class ConvShape(Shape):
     padding: str = field(default="", compare=False)  # how the pad was asked for ("same", "valid", "1"), for tables
     dtype: DType = DType.FP32
     layout: ConvLayout = ConvLayout.NCHW
+    fused: Fused = NO_EPILOGUE  # the epilogue (none: y = conv(x, w) as the lab's)
 
     op: ClassVar[str] = "conv"
     LAYOUT: ClassVar[type[ConvLayout]] = ConvLayout
     DEFAULT_LAYOUT: ClassVar[ConvLayout] = ConvLayout.NCHW
     KEYS: ClassVar[tuple[str, ...]] = ("batch", "in_channels", "out_channels", "height", "width", "kernel", "stride",
                                        "padding", "dtype", "layout")
+    OPTIONAL_KEYS: ClassVar[tuple[str, ...]] = epilogue.KEYS  # only where the epilogue is not none
     ROW_HEADERS: ClassVar[tuple[str, ...]] = ("size", "stride")
     PLOT_AXIS: ClassVar[str] = "input size H = W"
     DEFAULTS: ClassVar[Mapping[str, object]] = LAB_LAYER
@@ -65,6 +106,12 @@ class ConvShape(Shape):
             raise GpubenchError(f"a convolution: pad must be 0 or more (at most 2**63 - 1), got {self.pad!r:.40}")
         enum_field(self, "dtype", DType)
         enum_field(self, "layout", ConvLayout)
+        if not isinstance(self.fused, Fused):
+            raise GpubenchError(f"a convolution's epilogue is a Fused record, got {self.fused!r:.40}")
+        self.fused.check(self.dtype)
+        if self.layout == ConvLayout.NCHW_VECT_C and (self.in_channels % VECTOR or self.out_channels % VECTOR):
+            raise GpubenchError(f"{self.layout} holds channels in vectors of {VECTOR}: C and K must be multiples of "
+                                f"{VECTOR}, got C={self.in_channels}, K={self.out_channels}")
         if self.out_height < 1 or self.out_width < 1:
             raise GpubenchError(
                 f"kernel size {self.kernel} is larger than the padded input "
@@ -102,7 +149,8 @@ class ConvShape(Shape):
 
     @property
     def flops(self) -> float:
-        return 2.0 * self.output_elems * self.gemm_k
+        """The products and sums, and the epilogue's arithmetic per output."""
+        return 2.0 * self.output_elems * self.gemm_k + self.fused.flops_per_output() * self.output_elems
 
     @property
     def reduction(self) -> int:
@@ -112,7 +160,14 @@ class ConvShape(Shape):
     @property
     def min_bytes(self) -> float:
         p = PRECISIONS[self.dtype]
-        return p.in_bytes * (self.input_elems + self.filter_elems) + p.out_bytes * self.output_elems
+        extra = 4 * self.out_channels * len({epilogue.BIAS, epilogue.SCALE} & set(self.fused.arrays()))
+        residual = p.out_bytes * self.output_elems if self.fused.epilogue.add else 0
+        return p.in_bytes * (self.input_elems + self.filter_elems) + p.out_bytes * self.output_elems + extra + \
+            residual
+
+    def scalars(self) -> dict[str, float]:
+        """The epilogue's factors as kernels receive them (float parameters alpha, beta, gamma)."""
+        return dict(zip(SCALARS, self.fused.factors(self.dtype, self.reduction)))
 
     def _lab_layer(self) -> bool:
         d = LAB_LAYER
@@ -121,11 +176,11 @@ class ConvShape(Shape):
 
     @property
     def label(self) -> str:
-        """The input size, and the rest of the problem where it is not the lab's."""
+        """The input size, the rest of the problem where it is not the lab's, and the epilogue where there is one."""
         hw = str(self.height) if self.height == self.width else f"{self.height}x{self.width}"
-        if self._lab_layer():
-            return hw  # the lab's shape: the size says it all
-        return f"{self.batch}x{self.in_channels}x{hw} k{self.out_channels} {self.kernel}x{self.kernel}"
+        text = hw if self._lab_layer() else \
+            f"{self.batch}x{self.in_channels}x{hw} k{self.out_channels} {self.kernel}x{self.kernel}"  # the lab's: the
+        return f"{text} {self.fused.label}" if self.fused.label else text  # size says it all
 
     def row_key(self) -> tuple[str, ...]:
         """What a table row stands for (one value per ROW_HEADERS): the problem and the stride."""
@@ -143,8 +198,8 @@ class ConvShape(Shape):
 
     @classmethod
     def from_record(cls, r: Mapping[str, object]) -> ConvShape:
-        fields = {("pad" if k == "padding" else k): v for k, v in r.items()}
-        return cls(**fields, padding=str(r.get("padding", "")))
+        fields = {("pad" if k == "padding" else k): v for k, v in r.items() if k not in epilogue.KEYS}
+        return cls(**fields, padding=str(r.get("padding", "")), fused=Fused.from_record(r))
 
     @property
     def series(self) -> str | None:
@@ -154,21 +209,23 @@ class ConvShape(Shape):
             return None
         rest = "" if self._lab_layer() else \
             f"{self.batch}x{self.in_channels} k{self.out_channels} {self.kernel}x{self.kernel} "
+        rest += f"{self.fused.label} " if self.fused.label else ""
         return f"{rest}stride {self.stride} pad {self.pad}" + (f" {self.tag}" if self.tag else "")
 
     def record(self) -> dict[str, object]:
         """The problem as a results file keeps it (KEYS; padding is the pad applied on each side)."""
         return {"batch": self.batch, "in_channels": self.in_channels, "out_channels": self.out_channels,
                 "height": self.height, "width": self.width, "kernel": self.kernel, "stride": self.stride,
-                "padding": self.pad, "dtype": str(self.dtype), "layout": str(self.layout)}
+                "padding": self.pad, "dtype": str(self.dtype), "layout": str(self.layout), **self.fused.record()}
 
     def array_dims(self) -> dict[str, tuple[int, ...]]:
-        """Each array's dimensions as it lies in memory, by its spec name."""
+        """Each array's dimensions as it lies in memory, by its spec name (the epilogue's only where it has them:
+        bias and the channel scales K each, the residual z as y)."""
         n, c, h, w, k, r = self.batch, self.in_channels, self.height, self.width, self.out_channels, self.kernel
-        oh, ow = self.out_height, self.out_width
-        if self.layout == ConvLayout.NHWC:
-            return {"x": (n, h, w, c), "w": (k, r, r, c), "y": (n, oh, ow, k)}
-        return {"x": (n, c, h, w), "w": (k, c, r, r), "y": (n, k, oh, ow)}
+        x = self.layout
+        dims = {"x": x.dims(n, c, h, w), "w": x.dims(k, c, r, r), "y": x.dims(n, k, self.out_height, self.out_width)}
+        extra = {epilogue.BIAS: (k,), epilogue.SCALE: (k,), epilogue.RESIDUAL: dims["y"]}
+        return {**dims, **{name: extra[name] for name in self.fused.arrays()}}
 
     def dims(self) -> dict[str, int]:
         """The values of the op's dims, for kernel arguments and launch expressions."""
@@ -180,74 +237,8 @@ class ConvShape(Shape):
 # --- the arithmetic, written once for any array module xp (NumPy on the CPU, CuPy on the GPU) -----------------
 
 
-def _padded(xp, x, pad: int, dtype):
-    x = x.astype(dtype, copy=False)
-    if pad == 0:
-        return x
-    return xp.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-
-
-def _tap(xp_in, r: int, s: int, stride: int, oh: int, ow: int):
-    """The input pixels filter tap (r, s) meets, for every output pixel: a strided view (N, C, OH, OW)."""
-    return xp_in[:, :, r : r + stride * (oh - 1) + 1 : stride, s : s + stride * (ow - 1) + 1 : stride]
-
-
-def out_size(size: int, kernel: int, stride: int, pad: int) -> int:
-    return (size + 2 * pad - kernel) // stride + 1
-
-
-def sliding(xp, x, w, stride: int, pad: int, dtype="float64"):
-    """Direct convolution (NCHW, KCRS) as R·S shifted, strided views of the padded input, each contracted over
-    channels."""
-    n, c, h, wd = x.shape
-    k, _, r_, s_ = w.shape
-    oh, ow = out_size(h, r_, stride, pad), out_size(wd, s_, stride, pad)
-    xin = _padded(xp, x, pad, dtype)
-    w = w.astype(dtype, copy=False)
-    y = xp.zeros((n, k, oh, ow), dtype=dtype)
-    for r in range(r_):
-        for s in range(s_):
-            y += xp.einsum("nchw,kc->nkhw", _tap(xin, r, s, stride, oh, ow), w[:, :, r, s])
-    return y
-
-
-def im2col(xp, x, kernel: int, stride: int, pad: int, dtype="float32"):
-    """The column matrix, batch-major: (N, C·R·S, OH·OW), row index c·R·S + r·S + s as in a KCRS filter."""
-    n, c, h, wd = x.shape
-    oh, ow = out_size(h, kernel, stride, pad), out_size(wd, kernel, stride, pad)
-    xin = _padded(xp, x, pad, dtype)
-    cols = xp.empty((n, c, kernel, kernel, oh, ow), dtype=dtype)
-    for r in range(kernel):
-        for s in range(kernel):
-            cols[:, :, r, s] = _tap(xin, r, s, stride, oh, ow)
-    return cols.reshape(n, c * kernel * kernel, oh * ow)
-
-
-def via_im2col(xp, x, w, stride: int, pad: int, dtype="float32"):
-    """im2col followed by one (batched) matmul: y[n] = W[K, CRS] · cols[n]."""
-    n = x.shape[0]
-    k, _, r_, _ = w.shape
-    cols = im2col(xp, x, r_, stride, pad, dtype)
-    oh = out_size(x.shape[2], r_, stride, pad)
-    ow = out_size(x.shape[3], r_, stride, pad)
-    y = xp.matmul(w.reshape(k, -1).astype(dtype, copy=False), cols)
-    return y.reshape(n, k, oh, ow)
-
-
-def _in_layout(convolve):
-    """An NCHW convolution applied to the problem's arrays as stored: NHWC read and written through views."""
-    def run(xp, shape: ConvShape, values: dict, dtype="float64") -> dict:
-        x, w = values["x"], values["w"]
-        nhwc = shape.layout == ConvLayout.NHWC
-        if nhwc:
-            x, w = x.transpose(0, 3, 1, 2), w.transpose(0, 3, 1, 2)
-        y = convolve(xp, x, w, shape.stride, shape.pad, dtype=dtype)
-        return {"y": y.transpose(0, 2, 3, 1) if nhwc else y}
-
-    return run
-
-
-reference = _in_layout(sliding)
+# The float64 reference: the direct convolution, summed in int64 for an int8 problem (exact), then the epilogue.
+reference = in_layout(sliding, exact_integers=True)
 
 
 # --- problems -------------------------------------------------------------------------------------------------
@@ -280,7 +271,7 @@ def resolve_padding(padding: str | int, size: int, kernel: int, stride: int) -> 
 def conv_shape(size: int, stride: int, *, batch: int = LAB_LAYER["batch"], in_channels: int = LAB_LAYER["in_channels"],
                out_channels: int = LAB_LAYER["out_channels"], kernel: int = LAB_LAYER["kernel"],
                padding: str | int = LAB_LAYER["padding"], dtype: DType = DType.FP32,
-               layout: ConvLayout = ConvLayout.NCHW) -> ConvShape:
+               layout: ConvLayout = ConvLayout.NCHW, fused: Fused = NO_EPILOGUE) -> ConvShape:
     """A square conv problem (H = W = size) with the padding resolved the way the lab does it."""
     for name, value in (("size", size), ("stride", stride), ("batch", batch), ("in-channels", in_channels),
                         ("out-channels", out_channels), ("kernel-size", kernel)):
@@ -288,7 +279,7 @@ def conv_shape(size: int, stride: int, *, batch: int = LAB_LAYER["batch"], in_ch
             raise GpubenchError(f"{name} must be a positive integer, got {value}")
     pad = resolve_padding(padding, size, kernel, stride)
     return ConvShape(batch, in_channels, out_channels, size, size, kernel, stride, pad, str(padding).lower(), dtype,
-                     layout)
+                     layout, fused)
 
 
 LAYER_KEYS = ("batch", "in_channels", "out_channels", "kernel")
@@ -308,16 +299,36 @@ def problems(values: dict, where: str, strict: bool):
                           "\"same\", \"valid\" or a non-negative integer")
     sizes = params.ints(values.get("sizes", LAB_SIZES if strict else [512]), at("sizes"), example="512,1024,2048")
     strides = params.ints(values.get("strides", STRIDES if strict else [1]), at("strides"), example="1,2,3")
+    fused = fused_from(values, at)
     shapes, skipped = [], []
-    for size in sizes:
-        for stride in strides:
-            try:
-                shapes.append(conv_shape(size, stride, padding=padding, **layer))
-            except GpubenchError as e:
-                if strict:
-                    raise
-                skipped.append((f"{values.get('name', where)}: size {size} stride {stride}", str(e)))
+    for size, stride, epi in itertools.product(sizes, strides, fused):
+        try:
+            shapes.append(conv_shape(size, stride, padding=padding, fused=epi, **layer))
+        except GpubenchError as e:
+            if strict:
+                raise
+            skipped.append((f"{values.get('name', where)}: size {size} stride {stride}", str(e)))
     return shapes, skipped
+
+
+def fused_from(values: dict, at) -> list[Fused]:
+    """The epilogues a sweep asks for: --epilogue (one or several, comma-separated, or a suite's list), --alpha,
+    --beta, --gamma, --scaling (β and γ apply to the epilogues with their terms, and at least one must have it)."""
+    kinds = params.words(values.get("epilogue", Epilogue.NONE), at("epilogue"), Epilogue)
+    scaling = params.word(values.get("scaling", Scaling.TENSOR), at("scaling"), Scaling)
+    alpha, beta, gamma = (params.number(values.get(k, d), at(k)) for k, d in zip(SCALARS, (None, 1.0, 1.0)))
+    out = [Fused(k, alpha, beta if k.bias else 1.0, gamma if k.add else 1.0, scaling) for k in kinds]
+    last = max(kinds, key=lambda k: k.index)
+    Fused(last, alpha, beta, gamma, scaling)  # β without a bias, γ without a residual: refused, saying why
+    return out
+
+
+def _draw(rng, shape: ConvShape, name: str, dims: tuple[int, ...], host_type):
+    """The epilogue's inputs, drawn its way (gpubench/ops/epilogue.py); None for x and w (dtypes.draw's)."""
+    if name not in shape.fused.arrays():
+        return None
+    spread = epilogue.spread(shape.fused, shape.dtype, shape.reduction)
+    return epilogue.draw(rng, name, dims, host_type, shape.dtype, spread)
 
 
 OP = OpDef(
@@ -326,7 +337,11 @@ OP = OpDef(
     summary="y[N,K,OH,OW] = x[N,C,H,W] ⋆ w[K,C,R,S]",
     noun="convolution",
     shape=ConvShape,
-    arrays=(Array("x", scale="x_scale"), Array("w", scale="w_scale"), Array("y", output=True)),
+    arrays=(Array("x", scale="x_scale"), Array("w", scale="w_scale"),
+            Array(epilogue.BIAS, storage=Storage.FLOAT32, optional=True),  # K: the epilogue's, where it has them
+            Array(epilogue.RESIDUAL, storage=Storage.OUTPUT, optional=True),  # as y, in y's type
+            Array(epilogue.SCALE, storage=Storage.FLOAT32, optional=True),  # K: α's per-channel factors
+            Array("y", output=True)),
     dims=("N", "C", "H", "W", "K", "R", "S", "stride", "pad", "OH", "OW"),
     reference=reference,
     params=(Param("sizes", ParamKind.INTS, "Square sizes, comma-separated", default=LAB_SIZES),
@@ -337,9 +352,21 @@ OP = OpDef(
             Param("kernel", ParamKind.INT, "Filter height = width (R = S).", default=LAB_LAYER["kernel"],
                   cli_name="--kernel-size"),
             Param("padding", ParamKind.TEXT, "same (the lab's), valid, or an integer.",
-                  default=LAB_LAYER["padding"])),
+                  default=LAB_LAYER["padding"]),
+            Param("epilogue", ParamKind.TEXT, "The fused epilogue(s), comma-separated, y = act(α·s·conv + β·bias + "
+                  "γ·z): none, bias, bias-relu, bias-relu-add (the ReLU after the residual).",
+                  default=str(Epilogue.NONE)),
+            Param("alpha", ParamKind.FLOAT, "α, the accumulators' factor [default: 1; for int8-int8 the power of two "
+                  "that fits a typical output to int8]."),
+            Param("beta", ParamKind.FLOAT, "β, the bias's factor.", default=1.0),
+            Param("gamma", ParamKind.FLOAT, "γ, the residual's factor.", default=1.0),
+            Param("scaling", ParamKind.TEXT, "α per tensor, or per output channel (times the K powers of two of "
+                  "channel_scale).", default=str(Scaling.TENSOR))),
     problems=problems,
     sample=conv_shape(1000, 2, batch=2, in_channels=3, out_channels=4, kernel=3),
+    layout_samples={ConvLayout.NCHW_VECT_C: conv_shape(1000, 2, batch=2, in_channels=32, out_channels=96, kernel=3)},
+    draw_input=_draw,
+    scalars=SCALARS,
     table=TableLayout("cuDNN", "speed vs library", lambda r: f"{r:.2f}×", lab_tables=True),
     by_flops=False,
     baselines={"cudnn": "cuDNN (best plan)"},
@@ -351,11 +378,13 @@ OP = OpDef(
       gpubench conv --sizes 56 --batch 32 --in-channels 64 --out-channels 64 --padding 1 --stride 1
       gpubench conv --kernel my_conv.cu:conv_lab --args x,w,y,H,W,C,R,stride,pad,OH,OW --sizes 1024
       gpubench conv --backend cpu --sizes 64,100 --stride 1,2,3
+      gpubench conv --sizes 56 --batch 128 --in-channels 64 --out-channels 64 --padding 1 --stride 1 \\
+        --dtype int8-int8 --layout nhwc,nchw_vect_c --epilogue bias-relu-add
     """,
     kernel_args="x,w,y,N,C,H,W,K,R,S,stride,pad,OH,OW",
     kernel_args_help="--kernel's parameter order. Default x,w,y,N,C,H,W,K,R,S,stride,pad,OH,OW (x is N×C×H×W, w "
                      "K×C×R×S, y N×K×OH×OW).",
     kernel_grid=("cdiv(OW, BLOCK_SIZE)", "cdiv(OH, BLOCK_SIZE)", "N * K"),
-    emulations={"numpy-sliding": _in_layout(sliding), "numpy-im2col": _in_layout(via_im2col)},
+    emulations={"numpy-sliding": in_layout(sliding), "numpy-im2col": in_layout(via_im2col)},
     im2col=("x", ConvLayout.NHWC),
 )

@@ -89,3 +89,36 @@ def text(value, where: str, allowed: str) -> str | int:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise GpubenchError(f"{where} must be {allowed}")
     return value
+
+
+def number(value, where: str) -> float | None:
+    """A finite number, from text (the command line) or TOML (a suite); None stays None (not given)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            if not value.strip().isascii():
+                raise ValueError(value)
+            value = float(value)
+        except ValueError:
+            raise GpubenchError(f"{where}: {value!r} is not a number; give one such as 0.5 or 2") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (
+            float("inf"), float("-inf")):
+        raise GpubenchError(f"{where} must be a finite number, got {value!r:.40}")
+    return float(value)
+
+
+def word(value, where: str, kind):
+    """One of an enum's words (any case), from the command line or a suite; one line naming the allowed ones."""
+    try:
+        return kind(str(value).strip().lower()) if isinstance(value, str) else kind(value)
+    except ValueError:
+        raise GpubenchError(f"{where}: {value!r:.40} is not allowed; allowed: {', '.join(kind)}") from None
+
+
+def words(value, where: str, kind) -> tuple:
+    """One or more of an enum's words, each once: comma-separated text (the command line) or a suite's list."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",") if isinstance(value, str) else [value]
+    if not items or (isinstance(value, str) and not value.strip()):
+        raise GpubenchError(f"{where} is empty; allowed: {', '.join(kind)}")
+    return tuple(dict.fromkeys(word(v, where, kind) for v in items))

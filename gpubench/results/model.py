@@ -26,7 +26,7 @@ from gpubench.measure.timing import Pace, Stats, Stop, summarize
 from gpubench.results.profile import Profile
 
 SCHEMA = "gpubench-run"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 MAX_REASON = 2000  # characters of why a point did not measure: a user's exception may carry megabytes
 SAMPLE_RANGE = (1e-9, 1e12)  # milliseconds: a femtosecond to thirty years; anything else is corruption
 
@@ -93,6 +93,8 @@ class Details:
     kernel_ms: tuple[float, ...] = ()  # the second clock: each timed call's kernels on the GPU (CUPTI), in ms
     kernels: tuple[str, ...] = ()  # ... and the kernels the calls ran, by name (what a library chose)
     graph: int | None = None  # each timed call was one launch of a CUDA graph of this many calls (samples per call)
+    unfused: str | None = None  # the library refused the problem's fused graph (its words): the call timed is its
+    # unfused sequence, the bare convolution and then the epilogue as a pass of its own (schema 6)
 
     def __post_init__(self):
         if self.profile is not None and not isinstance(self.profile, Profile):
@@ -143,7 +145,7 @@ class Details:
 
 FIELD_KINDS = {"tf32": bool, "accumulator": str, "engine": str, "plans": int, "engine_kept": str, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
                "batch": int, "flushed": bool, "pace": Pace, "settled_s": float, "tuned": bool, "tuned_from": str,
-               "tuned_exact": bool, "first_call_ms": float, "graph": int}
+               "tuned_exact": bool, "first_call_ms": float, "graph": int, "unfused": str}
 
 
 @dataclass(frozen=True)

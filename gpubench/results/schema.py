@@ -9,7 +9,9 @@ Versions: 1 (gpubench 0.1) kept no variant records; 2 kept a point's problem as 
 loose `extra` dict (sub-steps' times as `<name>_ms`), and `--gpus N` as "nN"; 3 keeps `problem`, a `details`
 record with `parts_ms`, and the `--gpus` selection as it was written; 4 gives every problem a precision and a
 layout (`dtype`, `layout`); 5 lets a point's details hold a `profile` (Nsight Compute's counters of one timed call,
-gpubench/results/profile.py). Each migration lifts a file one version. A point measured in several worker processes
+gpubench/results/profile.py); 6 lets a convolution's problem hold a fused epilogue (its keys `epilogue`, `alpha`, `beta`,
+`gamma`, `scaling`, only where they are not at their defaults) and a precision be int8-fp32 or int8-int8 (int8 in,
+float32 or requantised int8 out: gpubench/core/dtypes.py). Each migration lifts a file one version. A point measured in several worker processes
 (`--processes K`) also keeps `processes`, its samples' count per process: an optional key (a reader without it
 pools the samples, as a one-process point's).
 """
@@ -97,7 +99,14 @@ def _from_v4(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {1: _from_v1, 2: _from_v2, 3: _from_v3, 4: _from_v4}  # version -> the function that lifts it one version up
+def _from_v5(data: dict) -> dict:
+    """Version 5 knew no fused epilogue and no int8 outputs but int32: its problems are version 6's as they are (a
+    convolution without the epilogue's keys has none)."""
+    data["schema_version"] = 6
+    return data
+
+
+MIGRATIONS = {1: _from_v1, 2: _from_v2, 3: _from_v3, 4: _from_v4, 5: _from_v5}  # version -> the function that lifts it one version up
 
 
 def migrate(data: dict, path: Path) -> dict:

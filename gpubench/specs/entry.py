@@ -63,11 +63,11 @@ def args_of(entry: Entry, op: str, scratch: tuple[str, ...] = (), table: dict | 
         entry.fail(f"{where} must be a list of names (strings)")
     o = ops.get(op)
     lab = o.lab_names
-    known = set(o.array_names) | set(o.scales) | set(o.dims) | set(lab) | set(scratch)
+    known = set(o.array_names) | set(o.scales) | set(o.scalars) | set(o.dims) | set(lab) | set(scratch)
     unknown = [a for a in args if a not in known]
     if unknown:
         entry.fail(f"{where}: unknown name(s) {', '.join(unknown)}; allowed for {op}: "
-                   f"{', '.join(o.array_names + o.scales + o.dims + scratch)}" +
+                   f"{', '.join(o.array_names + o.scales + o.scalars + o.dims + scratch)}" +
                    (f" (or the lab's {', '.join(lab)})" if lab else ""))
     repeated = sorted({a for a in args if args.count(a) > 1})
     if repeated:
@@ -81,7 +81,7 @@ def args_of(entry: Entry, op: str, scratch: tuple[str, ...] = (), table: dict | 
 
 
 def require_args(entry: Entry, op: str, args, where: str = "args") -> None:
-    required = ops.get(op).array_names + ops.get(op).required_args
+    required = ops.get(op).required + ops.get(op).required_args
     missing = [a for a in required if a not in args]
     if missing:
         entry.fail(f"{where}: missing {', '.join(missing)} (a {op} kernel needs {', '.join(required)})")

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 import tokenize
-from dataclasses import replace
 from pathlib import Path
 
 from gpubench.core import expr
 from gpubench.core import paths
 from gpubench import ops
+from gpubench.ops.epilogue import Fused
 from gpubench.specs.entry import IDENT, Entry, args_of
 from gpubench.specs.variant import SAMPLE_SMS, SMS, TENSOR_MAP_MAX_DIMS, Config, LaunchSpec, Step, TensorMap, Variant
 
@@ -185,9 +185,10 @@ def check_launches(entry: Entry, v: Variant) -> None:
 
 
 def sample_problems(v: Variant) -> list:
-    """The sample problem in every precision and layout the variant takes (a tensor map's elements and shape
-    follow them)."""
-    return [replace(ops.get(v.op).sample, dtype=d, layout=x) for d in v.scope.dtypes for x in v.scope.layouts]
+    """The sample problem in every precision, layout and epilogue the variant takes (a tensor map's elements and
+    shape follow them; a kernel is built for each)."""
+    o = ops.get(v.op)
+    return [o.sample_in(d, x, Fused(e)) for d in v.scope.dtypes for x in v.scope.layouts for e in v.scope.epilogues]
 
 
 def _checklaunch_of(entry: Entry, v: Variant, c: Config, step: Step, dims) -> None:

@@ -75,7 +75,8 @@ def variant_from(entry: Entry, sets: dict, base_dir: Path, builtin: bool) -> Var
     program = _program(entry, base_dir, source, kernel, args, chosen)
     space = _space(entry, axis, define, tables, params, kernels.launch if kernels else None)
     scope = Scope(layouts=chosen["layouts"], dtypes=chosen["dtypes"], requires=_requires(entry, op),
-                  tolerance=_tolerance(entry))
+                  tolerance=_tolerance(entry), epilogues=chosen["epilogues"],
+                  reads=spec_precision.reads(entry, op, runner, kernels, args, chosen["epilogues"]))
     variant = Variant(name=name, op=op, backend=backend, code=Code(runner, program, kernels),
                       entry=_catalog_entry(entry, builtin), space=space, scope=scope)
     _check_on_samples(entry, variant)
@@ -229,7 +230,8 @@ def _program(entry: Entry, base_dir: Path, source: Path | None, kernel: str | No
             entry.fail(f"includes: {inc} is not a directory (looked for {path})")
         includes.append(path)
     program = Program(source=source, kernel=kernel, args=args, arch=arch, includes=tuple(includes),
-                      dtype_define=chosen["dtype_define"], layout_define=chosen["layout_define"])
+                      dtype_define=chosen["dtype_define"], layout_define=chosen["layout_define"],
+                      epilogue_define=chosen["epilogue_define"])
     return program if program != Program() else None
 
 

@@ -29,6 +29,7 @@ from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.expr import Expr
 from gpubench import ops
 from gpubench.ops import laid_out_arrays
+from gpubench.ops.epilogue import Epilogue
 from gpubench.specs.runners import Runner
 
 # Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
@@ -235,6 +236,7 @@ class Program:
     includes: tuple[Path, ...] = ()  # extra -I directories
     dtype_define: str | None = None  # a kernel gets its element type as -D<this>=<C type> (and <this>_OUT)
     layout_define: str | None = None  # ... and its layout as -D<this>_<LAYOUT>=1 (-DLAYOUT_NT=1)
+    epilogue_define: str | None = None  # ... and its epilogue as -D<this>=<index> (-DEPILOGUE=3: bias-relu-add)
     function: Callable | None = field(default=None, compare=False)  # a live callable (gpubench.api's measure, run
     # in its caller's process) in place of source and kernel
 
@@ -288,9 +290,10 @@ class Code:
         values = {**dims, **config.values}
         return {name: size(values) for name, size in (self.kernels.workspace if self.kernels else ())}
 
-    def defines(self, config: Config, dtype=None, layout=None) -> dict:
+    def defines(self, config: Config, dtype=None, layout=None, epilogue=None) -> dict:
         """The -D defines of one build: the configuration's parameters and, where the program names a macro for
-        them, the dtype's element types (-DELEM=__half -DELEM_OUT=__half) and the layout (-DLAYOUT_NT=1)."""
+        them, the dtype's element types (-DELEM=__half -DELEM_OUT=__half), the layout (-DLAYOUT_NT=1) and the
+        epilogue (-DEPILOGUE=3)."""
         params = dict(config.params) if self.runner.COMPILES_CONFIG else {}
         program = self.program or Program()
         if program.dtype_define and dtype is not None:
@@ -298,11 +301,13 @@ class Code:
             params.update({program.dtype_define: p.c_type, f"{program.dtype_define}_OUT": p.c_out_type})
         if program.layout_define and layout is not None:
             params[f"{program.layout_define}_{str(layout).upper()}"] = 1
+        if program.epilogue_define and epilogue is not None:
+            params[program.epilogue_define] = Epilogue(epilogue).index
         return params
 
-    def call_keywords(self, config: Config, dtype, layout) -> dict:
+    def call_keywords(self, config: Config, dtype, layout, epilogue=None) -> dict:
         """What a Python function gets as keywords: its configuration's parameters and, where the program names a
-        keyword for them, the problem's precision and layout by name (dtype_define = "precision":
+        keyword for them, the problem's precision, layout and epilogue by name (dtype_define = "precision":
         precision="tf32")."""
         keywords = dict(config.params)
         program = self.program or Program()
@@ -310,6 +315,8 @@ class Code:
             keywords[program.dtype_define] = str(dtype)
         if program.layout_define:
             keywords[program.layout_define] = str(layout)
+        if program.epilogue_define:
+            keywords[program.epilogue_define] = str(Epilogue(epilogue or Epilogue.NONE))
         return keywords
 
 
@@ -372,13 +379,21 @@ class Scope:
     dtypes: tuple[DType, ...] = (DType.FP32,)  # the precisions it computes in
     requires: tuple[Expr, ...] = ()  # conditions on the problem; a point outside them is skipped, saying why
     tolerance: float | None = None  # the spec's own bound on rel_err; None: the error model's (dtypes.tolerance)
+    epilogues: tuple[Epilogue, ...] = (Epilogue.NONE,)  # the fused epilogues it computes
+    reads: tuple[str, ...] | None = None  # the optional arrays its code reads (an epilogue's); None: all it needs
+    # (a library or an emulation computes the whole problem)
 
     def takes(self, shape) -> str | None:
-        """Why the variant cannot compute the shape's precision or layout (None if it can)."""
+        """Why the variant cannot compute the shape's precision, layout or epilogue (None if it can)."""
         if shape.dtype not in self.dtypes:
             return f"computes in {', '.join(self.dtypes)}, not {shape.dtype}"
         if shape.layout not in self.layouts:
             return f"takes the layout(s) {', '.join(self.layouts)}, not {shape.layout}"
+        if shape.fused.epilogue not in self.epilogues:
+            return f"computes the epilogue(s) {', '.join(self.epilogues)}, not {shape.fused.epilogue}"
+        unread = [a for a in shape.fused.arrays() if self.reads is not None and a not in self.reads]
+        if unread:
+            return f"does not read {', '.join(unread)}"
         return None
 
     def unfit(self, dims: Mapping[str, int]) -> str | None:
@@ -435,11 +450,12 @@ class Variant:
         if not arch.startswith(device_arch):
             return []
         if shape is not None:
-            choices = [(shape.dtype, shape.layout)]
+            choices = [(shape.dtype, shape.layout, shape.fused.epilogue)]
         else:
-            choices = [(d if program.dtype_define else None, x if program.layout_define else None)
-                       for d in self.scope.dtypes for x in self.scope.layouts]
-        defines = dict.fromkeys(tuple(self.code.defines(config, d, x).items()) for d, x in choices)
+            choices = [(d if program.dtype_define else None, x if program.layout_define else None,
+                        e if program.epilogue_define else None)
+                       for d in self.scope.dtypes for x in self.scope.layouts for e in self.scope.epilogues]
+        defines = dict.fromkeys(tuple(self.code.defines(config, d, x, e).items()) for d, x, e in choices)
         return [(program.source, d, arch, program.includes) for d in defines]
 
     def record(self) -> dict:
@@ -449,6 +465,9 @@ class Variant:
             "op": self.op, "name": self.name, "backend": self.backend, "runner": self.code.runner.NAME,
             "summary": self.entry.summary, "baseline": self.entry.baseline, "origin": self.entry.origin,
             "tolerance": self.scope.tolerance, "dtypes": [str(d) for d in self.scope.dtypes],
-            "layouts": [str(x) for x in self.scope.layouts], "source": str(source) if source else None,
+            "layouts": [str(x) for x in self.scope.layouts],
+            **({"epilogues": [str(e) for e in self.scope.epilogues]} if self.scope.epilogues != (Epilogue.NONE,)
+               else {}),
+            "source": str(source) if source else None,
             "sha256": self.code.program.fingerprint() if self.code.program else None,
         }

@@ -22,6 +22,7 @@ from gpubench.backends.cuda.attention_libraries import AttentionLibraries
 from gpubench.backends.cuda.clock import CudaClock, GraphClock
 from gpubench.backends.cuda.preheat import Preheater
 from gpubench.backends.cuda.device import DeviceFacts
+from gpubench.backends.cuda.fused_conv import FusedConvCalls
 from gpubench.backends.cuda.grouped_libraries import GroupedLibraries
 from gpubench.backends.cuda.kernels import KernelLaunches
 from gpubench.backends.cuda.libraries import Libraries
@@ -58,11 +59,11 @@ def import_gpu_stack():
     return drv, cupy
 
 
-class CudaBackend(DeviceFacts, KernelLaunches, Libraries, AttentionLibraries, GroupedLibraries, PythonCalls,
-                  ArrayBackend):
-    """The device's facts (device.py), its kernels (kernels.py), its libraries (libraries.py; attention's and
-    grouped GEMM's: attention_libraries.py, grouped_libraries.py) and a project's Python functions
-    (python_calls.py) over one primary context, timed by its clock (clock.py)."""
+class CudaBackend(DeviceFacts, KernelLaunches, Libraries, FusedConvCalls, AttentionLibraries, GroupedLibraries,
+                  PythonCalls, ArrayBackend):
+    """The device's facts (device.py), its kernels (kernels.py), its libraries (libraries.py; the fused convolution's,
+    attention's and grouped GEMM's: fused_conv.py, attention_libraries.py, grouped_libraries.py) and a project's
+    Python functions (python_calls.py) over one primary context, timed by its clock (clock.py)."""
 
     name = BackendKind.CUDA
     flushes = True

@@ -239,10 +239,13 @@ class DeviceFacts:
 
 
 def peak_precisions(available: list[DType], asked: Collection[DType] | None) -> list[DType]:
-    """The precisions whose tensor-core peak a run measures: those of `asked` (None: all) this GPU computes,
-    FP32 left out (the FFMA microbenchmark is its ceiling). Each costs an 8192² draw on the host and seconds of
+    """The precisions whose tensor-core peak a run measures: those of `asked` (None: all) this GPU computes, one per
+    ceiling (an int8 output of another type is int8's peak, measured as int8), FP32 left out (the FFMA microbenchmark is its ceiling). Each costs an 8192² draw on the host and seconds of
     products, so an FP32 run such as the lab measures none."""
-    return [d for d in available if d != DType.FP32 and (asked is None or d in asked)]
+    wanted = {PRECISIONS[d].ceiling for d in (available if asked is None else asked)}
+    first = {PRECISIONS[d].ceiling: d for d in reversed(available)}  # int8-fp32 and int8-int8 share int8's peak
+    return [d for d in available if d != DType.FP32 and PRECISIONS[d].ceiling in wanted and first[
+        PRECISIONS[d].ceiling] == d]
 
 
 def _nvidia_smi(bus_id: str) -> dict:

@@ -90,8 +90,8 @@ class KernelLaunches:
         launches = []
         for step in variant.code.steps():
             fmt, args = kernel_arguments(step.args, shape, inputs, out, pointer=_ptr, scratch=scratch)
-            fn = self.kernel(variant, {**config.values, **variant.code.defines(config, shape.dtype, shape.layout)},
-                             step.kernel)
+            defines = variant.code.defines(config, shape.dtype, shape.layout, shape.fused.epilogue)
+            fn = self.kernel(variant, {**config.values, **defines}, step.kernel)
             launches.append(self.launcher(fn, step.launch_for({**dims, SMS: self.sms}, config), fmt, args))
         return launches, scratch
 

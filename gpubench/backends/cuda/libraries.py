@@ -14,6 +14,7 @@ from functools import cached_property
 from gpubench.backends import Prepared
 from gpubench.backends.cuda import blas, storage
 from gpubench.backends.cuda.cudnn_conv import CudnnConvGraph, CudnnMissing, CudnnUnavailable, cudnn_version
+from gpubench.backends.cuda.fused_conv import fused_graph_needed
 from gpubench.backends.cuda.plan_cache import PlanCache
 from gpubench.core.dtypes import DType
 from gpubench.ops.conv import ConvLayout
@@ -126,6 +127,10 @@ class Libraries:
         return Prepared(run, out, details=Details(workspace_bytes=product.workspace_bytes), release=product.close)
 
     def prepare_cudnn(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
+        """cuDNN's convolution at its best (or heuristic) plan. A problem with an epilogue, int8 data or 32-channel
+        vectors is a fused graph of cuDNN's C++ API (fused_conv.py); the others the frontend's conv_fprop graph."""
+        if fused_graph_needed(shape):
+            return self.prepare_cudnn_fused(variant, config, shape, inputs, out)
         key = shape  # its dtype says whether TF32 is allowed, its layout how the tensors lie
         try:
             if key not in self._cudnn:
@@ -140,21 +145,26 @@ class Libraries:
             raise Skip(str(e)) from None
         graph = self._cudnn[key]
         x, w = inputs["x"], inputs["w"]
+        plan, details = Libraries.cudnn_plan(self, variant, graph, x, w, out, shape)
+        return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
+
+    def cudnn_plan(self, variant, graph, x, w, out, shape, key=None):
+        """The plan a cuDNN variant runs (its heuristic's first, or the fastest: kept between runs under `key`, the
+        problem's record unless given) and the details that say which."""
         kept = None
         if variant.code.runner.plans == PlanPolicy.HEURISTIC:
             plan = graph.heuristic
         else:
-            problem = shape.record()
+            problem = shape.record() if key is None else key
             engine = self.plan_cache.get(problem)
             plan = kept = next((p for p in graph.plans if p.engine == engine), None) if engine else None
             if plan is None:
                 with phase("cudnn plans"):
                     plan = self._fastest_plan(graph, x, w, out, shape)
                 self.plan_cache.put(problem, plan.engine)
-        details = Details(engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
-                          workspace_bytes=plan.workspace_bytes,
-                          engine_kept=str(self.plan_cache.path) if kept else None)
-        return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
+        return plan, Details(engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
+                             workspace_bytes=plan.workspace_bytes,
+                             engine_kept=str(self.plan_cache.path) if kept else None)
 
     def _fastest_plan(self, graph, x, w, out, shape=None):
         """The plan of least median (pick_plan), every plan timed as points are but those screened out; `shape`,

@@ -106,8 +106,8 @@ class PythonCalls:
             given_out = {name: views.pop(name) for name in outs}
             given_out = given_out if isinstance(out, dict) else next(iter(given_out.values()))
             given = views
-        _, args = kernel_arguments(variant.code.program.args, shape, given, given_out)
-        params = variant.code.call_keywords(config, shape.dtype, shape.layout)
+        _, args = kernel_arguments(variant.code.program.args, shape, given, given_out, null=None)
+        params = variant.code.call_keywords(config, shape.dtype, shape.layout, shape.fused.epilogue)
         self.on_timed_stream()
 
         def call():

@@ -28,8 +28,11 @@ BLAS_TYPES = {
     DType.FP8: blas.BlasTypes(blas.CUDA_R_8F_E4M3, blas.CUDA_R_16BF, blas.COMPUTE_32F, blas.CUDA_R_32F),
     DType.INT8: blas.BlasTypes(blas.CUDA_R_8I, blas.CUDA_R_32I, blas.COMPUTE_32I, blas.CUDA_R_32I),
 }
-# cudnn.data_type's name for the tensors of a convolution in each dtype it runs (compute is always FLOAT).
-CUDNN_IO = {DType.FP32: "FLOAT", DType.TF32: "FLOAT", DType.FP16: "HALF", DType.BF16: "BFLOAT16"}
+# cudnn.data_type's name for the inputs of a convolution in each dtype it runs (compute FLOAT, INT32 for int8) ...
+CUDNN_IO = {DType.FP32: "FLOAT", DType.TF32: "FLOAT", DType.FP16: "HALF", DType.BF16: "BFLOAT16", DType.INT8: "INT8",
+            DType.INT8_FP32: "INT8", DType.INT8_INT8: "INT8"}
+# ... and for its output (and an epilogue's residual)
+CUDNN_OUT = {**CUDNN_IO, DType.INT8: "INT32", DType.INT8_FP32: "FLOAT", DType.INT8_INT8: "INT8"}
 # The first compute capability with tensor cores for each dtype that needs them to be worth measuring: FP8 MMA
 # arrived with Ada (8.9) and Hopper (9.0); the rest with Volta/Turing/Ampere, below any GPU CUDA 13 supports
 # except bf16 and tf32 (Ampere, 8.0).

@@ -1,0 +1,260 @@
+"""cuDNN's convolution with the fused epilogue, and in int8, as one graph of the frontend's classic C++ API.
+
+The graph is the problem's (gpubench/ops/epilogue.py), in the document's order:
+
+    conv_fprop(x, w) → scale(α·s[k]) → bias(β·bias[k]) → add(γ·z) → relu → y
+
+each node only where the problem has its term (a bare int8 convolution is conv_fprop → y in int32; a requantised
+int8 output keeps the scale node, its α). The convolution computes in INT32 for int8 data (FLOAT otherwise), the
+pointwise nodes in FLOAT, and y is written in the output's type: cuDNN's own conversion rounds and saturates an int8
+output. β is folded into the bias (β·bias[k], K values made once before the timing) and α into the channel
+scales (α·s[k]); γ·z is a scale node of its own where γ is not 1.
+
+This path builds on ``cudnn._pybind_module.backend_graph`` rather than the frontend's Python graph
+(gpubench/backends/cuda/cudnn_conv.py's), because only the C++ graph's tensors take a vector count: cuDNN's
+NCHW_VECT_C with 32-channel vectors is a tensor of dims [N, C/32, H, W] and packed strides in units of vectors,
+vectorized (32) along dimension 1 (MegEngine's NCHW32 descriptors: the channel dimension counts vectors). Plans
+that need the filters or the bias reordered (cuDNN's INT8x32 reorder) are left out: the arrays are given as they
+lie. Where cuDNN refuses the graph the caller times cuDNN's unfused sequence instead (the bare convolution, then
+cuda_src/conv/epilogue_pass.cu), and records the refusal.
+
+Nothing here imports CuPy or cuDNN at module import: `describe` is plain data, tested on the CPU against a stand-in
+of the frontend (tests/test_cudnn_fused.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from gpubench.backends.cuda.cudnn_conv import (CudnnNotSupported, CudnnPlan, _handle, _import_cudnn, _import_cupy,
+                                               _one_line)
+from gpubench.ops.epilogue import Epilogue
+
+VECTOR = 32  # NCHW_VECT_C's channels per vector
+UID_BASE = 101  # the graph's own tensors' uids (its virtual ones get theirs from cuDNN)
+
+
+class Lay(Enum):
+    """How the graph's 4-D tensors lie: cuDNN's three formats of them."""
+
+    PACKED = "NCHW"
+    CHANNELS_LAST = "NHWC"
+    VECTORS = "NCHW_VECT_C"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One tensor as the graph declares it: dims and strides in cuDNN's order (N, C, H, W), its type's name
+    (cudnn.data_type's), and its vector count along dimension 1 (1: none)."""
+
+    name: str
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    data_type: str
+    vector: int = 1
+
+
+def laid(name: str, n: int, c: int, h: int, w: int, lay: Lay, data_type: str) -> Tensor:
+    """A logical (N, C, H, W) tensor in a format: NCHW packed, NHWC channels last, or 32-channel vectors."""
+    if lay == Lay.CHANNELS_LAST:
+        return Tensor(name, (n, c, h, w), (h * w * c, 1, w * c, c), data_type)
+    if lay == Lay.VECTORS:
+        cv = c // VECTOR
+        return Tensor(name, (n, cv, h, w), (cv * h * w, h * w, w, 1), data_type, VECTOR)
+    return Tensor(name, (n, c, h, w), (c * h * w, h * w, w, 1), data_type)
+
+
+@dataclass(frozen=True)
+class FusedProblem:
+    """What the graph computes, in cuDNN's words (no gpubench op type here)."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    stride: int
+    pad: int
+    io_type: str  # x and w: FLOAT, HALF, BFLOAT16, INT8
+    out_type: str  # y (and z): FLOAT, HALF, BFLOAT16, INT8, INT32
+    lay: Lay = Lay.PACKED
+    epilogue: Epilogue = Epilogue.NONE
+    scaled: bool = False  # an α·s[k] node (α is not 1, or the scaling is per channel, or the output requantised)
+    gamma_node: bool = False  # a γ·z node (γ is not 1)
+    tensor_cores: bool | None = None  # False: only plans without TENSOR_CORE (fp32 data, no TF32); None: any
+
+    @property
+    def integer(self) -> bool:
+        return self.io_type == "INT8"
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        return (self.h + 2 * self.pad - self.r) // self.stride + 1, (self.w + 2 * self.pad - self.s) // self.stride + 1
+
+    def text(self) -> str:
+        return (f"{self.io_type.lower()}→{self.out_type.lower()} {self.lay.value} N={self.n} C={self.c} H={self.h} "
+                f"W={self.w} K={self.k} {self.r}x{self.s} stride {self.stride} pad {self.pad} epilogue {self.epilogue}")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation: its kind (the C++ graph's method), its inputs (tensor names) and its compute type."""
+
+    op: str
+    inputs: tuple[str, ...]
+    compute: str
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """The whole graph as data: its tensors by name (inputs and y) and its nodes in order (each node's output feeds
+    the next; the last one's is y)."""
+
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    nodes: tuple[Node, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return tuple(name for name in self.tensors if name != "y")
+
+
+def describe(p: FusedProblem) -> GraphSpec:
+    """The graph of a problem: conv_fprop, then its epilogue's nodes, y in the output's type."""
+    oh, ow = p.out_hw
+    channel = Lay.VECTORS if p.lay == Lay.VECTORS else Lay.PACKED  # a per-channel vector lies like y's channels
+    tensors = {"x": laid("x", p.n, p.c, p.h, p.w, p.lay, p.io_type),
+               "w": laid("w", p.k, p.c, p.r, p.s, p.lay, p.io_type)}
+    nodes = [Node("conv_fprop", ("x", "w"), "INT32" if p.integer else "FLOAT")]
+    if p.scaled:
+        tensors["alpha"] = laid("alpha", 1, p.k, 1, 1, channel, "FLOAT")
+        nodes.append(Node("scale", ("alpha",), "FLOAT"))
+    if p.epilogue.bias:
+        tensors["bias"] = laid("bias", 1, p.k, 1, 1, channel, "FLOAT")
+        nodes.append(Node("bias", ("bias",), "FLOAT"))
+    if p.epilogue.add:
+        tensors["z"] = laid("z", p.n, p.k, oh, ow, p.lay, p.out_type)
+        if p.gamma_node:
+            tensors["gamma"] = Tensor("gamma", (1, 1, 1, 1), (1, 1, 1, 1), "FLOAT")
+        nodes.append(Node("add", ("z",) + (("gamma",) if p.gamma_node else ()), "FLOAT"))
+    if p.epilogue.relu:
+        nodes.append(Node("relu", (), "FLOAT"))
+    tensors["y"] = laid("y", p.n, p.k, oh, ow, p.lay, p.out_type)
+    return GraphSpec(tensors, tuple(nodes))
+
+
+def build(cudnn, spec: GraphSpec, p: FusedProblem, handle=None):
+    """The C++ graph of a spec, validated and its operation graph built: (graph, uid of each tensor by name)."""
+    m = cudnn._pybind_module
+    dt = m.data_type
+    g = m.backend_graph(name="gpubench_fused_conv", io_data_type=getattr(dt, p.io_type),
+                        intermediate_data_type=dt.FLOAT, compute_data_type=dt.FLOAT, handle=handle)
+    made, uids = {}, {name: UID_BASE + i for i, name in enumerate(spec.tensors)}
+    for name, t in spec.tensors.items():
+        if name != "y":
+            made[name] = _declare(g.tensor(dim=list(t.dims), stride=list(t.strides),
+                                           data_type=getattr(dt, t.data_type), name=name), t, uids[name])
+    out = None
+    for node in spec.nodes:
+        compute = getattr(dt, node.compute)
+        if node.op == "conv_fprop":
+            out = g.conv_fprop(made["x"], made["w"], pre_padding=[p.pad, p.pad], post_padding=[p.pad, p.pad],
+                               stride=[p.stride, p.stride], dilation=[1, 1], compute_data_type=compute, name="conv")
+        elif node.op == "add" and len(node.inputs) == 2:  # γ·z first, then the sum
+            scaled_z = g.scale(made["z"], made["gamma"], compute_data_type=compute, name="gamma_z")
+            out = g.add(out, scaled_z, compute_data_type=compute, name="add")
+        else:
+            out = getattr(g, node.op)(out, *(made[n] for n in node.inputs), compute_data_type=compute, name=node.op)
+    y = spec.tensors["y"]
+    out.set_output(True)
+    out.set_data_type(getattr(dt, y.data_type))
+    out.set_dim(list(y.dims))
+    out.set_stride(list(y.strides))
+    _declare(out, y, uids["y"])
+    g.validate()
+    g.build_operation_graph()
+    return g, uids
+
+
+def _declare(t, spec: Tensor, uid: int):
+    """A C++ tensor given its uid (the variant pack's key), its vector count (vectorized along dimension 1) and
+    16-byte alignment (CuPy's allocations are 256-byte aligned)."""
+    if spec.vector > 1:
+        t.set_vector_count_and_dimension(spec.vector, 1)
+    t.set_alignment(16)
+    t.set_uid(uid)
+    return t
+
+
+class FusedConvGraph:
+    """One problem's fused graph and every plan cuDNN builds for it (ranked as cuDNN ranks them: heuristic mode A,
+    then FALLBACK, then the engines neither lists), run on CuPy arrays like cudnn_conv.CudnnConvGraph: x, w, y,
+    and the epilogue's arrays bound once (`bind`)."""
+
+    def __init__(self, problem: FusedProblem):
+        self._cupy = cupy = _import_cupy()
+        self._cudnn = cudnn = _import_cudnn()
+        self._h = _handle(cudnn, cupy)
+        self.problem, self.spec = problem, describe(problem)
+        m = cudnn._pybind_module
+        try:
+            self._g, self.uids = build(cudnn, self.spec, problem, self._h.backend_handle)
+            if problem.integer:  # plans that want the filters or bias reordered first: not these arrays
+                self._g.deselect_behavior_notes([m.behavior_note.REQUIRES_FILTER_INT8x32_REORDER,
+                                                 m.behavior_note.REQUIRES_BIAS_INT8x32_REORDER])
+            if problem.tensor_cores is False:  # fp32 data: no TF32 rounding of the inputs
+                self._g.deselect_numeric_notes([m.numerical_note.TENSOR_CORE])
+            if problem.io_type in ("HALF", "BFLOAT16"):  # sums kept in the 16-bit type: not fp32 accumulation
+                self._g.deselect_numeric_notes([m.numerical_note.REDUCED_PRECISION_REDUCTION])
+            self._g.create_execution_plans([m.heur_mode.A, m.heur_mode.FALLBACK])
+            listed = {self._g.get_engine_and_knobs_at_index(i)[0] for i in range(self._g.get_execution_plan_count())}
+            for engine_id in range(int(self._g.get_engine_count())):
+                if engine_id not in listed:
+                    try:
+                        self._g.create_execution_plan(engine_id, {})
+                    except Exception:  # noqa: BLE001 - the engine does not take this graph
+                        pass
+        except Exception as exc:  # noqa: BLE001 - cuDNN's refusal, whatever it raised
+            raise CudnnNotSupported(f"cuDNN cannot build the graph {problem.text()}: {_one_line(exc)}") from None
+        self.plans, self._index, failures, seen = [], [], [], set()
+        for i in range(self._g.get_execution_plan_count()):
+            try:
+                name = self._g.get_plan_name_at_index(i)
+                if name in seen:
+                    continue
+                seen.add(name)
+                self._g.build_plan_at_index(i)
+                ws = int(self._g.get_workspace_size_plan_at_index(i))
+            except Exception as exc:  # noqa: BLE001 - cuDNN declined this plan
+                failures.append(_one_line(exc))
+                continue
+            self.plans.append(CudnnPlan(len(self.plans), name, ws, None))
+            self._index.append(i)
+        if not self.plans:
+            raise CudnnNotSupported(f"cuDNN has no plan for the graph {problem.text()} "
+                                    f"({failures[0] if failures else 'no engines'})")
+        self.heuristic = self.plans[0]
+        self._workspaces: dict[int, object] = {}
+        self._bound: dict[str, int] = {}
+
+    def bind(self, arrays: dict) -> None:
+        """The epilogue's device arrays by tensor name (alpha, bias, z, gamma), as every run() passes them (kept
+        here too: a pointer outlives no array)."""
+        self._arrays = dict(arrays)
+        self._bound = {name: a.data.ptr for name, a in arrays.items() if name in self.uids}
+
+    def run(self, plan: CudnnPlan, x, w, y) -> None:
+        """Execute `plan` once, asynchronously on CuPy's current stream (workspace cached per plan)."""
+        ws = self._workspaces.get(plan.index)
+        if ws is None and plan.workspace_bytes > 0:
+            ws = self._workspaces[plan.index] = self._cupy.empty(plan.workspace_bytes, dtype=self._cupy.uint8)
+        self._cudnn.set_stream(self._h, self._cupy.cuda.get_current_stream().ptr)
+        pointers = {"x": x.data.ptr, "w": w.data.ptr, "y": y.data.ptr, **self._bound}
+        pack = {self.uids[name]: ptr for name, ptr in pointers.items()}
+        self._g._execute_plan_at_index(pack, 0 if ws is None else ws.data.ptr, self._index[plan.index],
+                                       self._h.backend_handle)
+
+    def release_workspaces(self) -> None:
+        self._workspaces.clear()

@@ -1,0 +1,232 @@
+"""cuDNN's fused convolution graph (gpubench/backends/cuda/cudnn_fused.py, fused_conv.py), built against a stand-in of
+the frontend's C++ graph that records every call: the nodes in the document's order (the ReLU after the residual
+add), int8 computed in INT32 and written in the output's type, NCHW_VECT_C as 32-vectors along dimension 1, the
+plans cuDNN ranks, and a refusal becoming CudnnNotSupported (the backend then times the unfused sequence). The
+graphs themselves run on a GPU in tests/test_gpu_int8_conv.py."""
+
+import types
+from dataclasses import replace
+
+import pytest
+
+from gpubench.backends.cuda import cudnn_conv, cudnn_fused, fused_conv
+from gpubench.backends.cuda.cudnn_fused import FusedConvGraph, FusedProblem, Lay, describe
+from gpubench.core.dtypes import DType
+from gpubench.ops.conv import ConvLayout, conv_shape
+from gpubench.ops.epilogue import Epilogue, Fused, Scaling
+
+
+class Names:
+    """An enum of the frontend's, by attribute: its members are their names."""
+
+    def __getattr__(self, name):
+        return name
+
+
+class FakeTensor:
+    def __init__(self, log, **kw):
+        self.log, self.kw = log, kw
+
+    def __getattr__(self, name):
+        if not name.startswith("set_"):
+            raise AttributeError(name)
+
+        def setter(*args):
+            self.kw[name[4:]] = args if len(args) > 1 else args[0]
+            return self
+        return setter
+
+
+class FakeGraph:
+    """The C++ graph's surface fused graphs use; `refuse` makes validate() raise, as cuDNN does."""
+
+    refuse = None
+    engines = ("eng7_k2=1", "eng0", "eng7_k2=1", "eng31")  # a name twice: built once
+
+    def __init__(self, **kw):
+        self.kw, self.ops, self.tensors, self.calls = kw, [], [], []
+
+    def tensor(self, **kw):
+        t = FakeTensor(self.ops, **kw)
+        self.tensors.append(t)
+        return t
+
+    def _node(self, op, *inputs, **kw):
+        self.ops.append((op, tuple(t.kw.get("name") for t in inputs), kw.get("compute_data_type")))
+        out = FakeTensor(self.ops, name=f"{op}_out")
+        self.tensors.append(out)
+        return out
+
+    def conv_fprop(self, x, w, **kw):
+        self.conv_kw = kw
+        return self._node("conv_fprop", x, w, **kw)
+
+    def __getattr__(self, op):
+        if op in ("scale", "bias", "add", "relu"):
+            return lambda *inputs, **kw: self._node(op, *inputs, **kw)
+        raise AttributeError(op)
+
+    def validate(self):
+        if self.refuse:
+            raise RuntimeError(self.refuse + "\nmore detail")
+
+    def build_operation_graph(self):
+        pass
+
+    def deselect_behavior_notes(self, notes):
+        self.calls.append(("deselect_behavior_notes", tuple(notes)))
+
+    def deselect_numeric_notes(self, notes):
+        self.calls.append(("deselect_numeric_notes", tuple(notes)))
+
+    def create_execution_plans(self, modes):
+        self.plans = list(self.engines)
+
+    def get_execution_plan_count(self):
+        return len(self.plans)
+
+    def get_engine_and_knobs_at_index(self, i):
+        return (int(self.plans[i].split("_")[0][3:]), {})
+
+    def get_engine_count(self):
+        return 40
+
+    def create_execution_plan(self, engine_id, knobs):
+        if engine_id == 12:  # one more engine takes it, at its default knobs
+            self.plans.append("eng12")
+        else:
+            raise RuntimeError("not supported")
+
+    def get_plan_name_at_index(self, i):
+        return self.plans[i]
+
+    def build_plan_at_index(self, i):
+        if self.plans[i] == "eng31":
+            raise RuntimeError("eng31 declined")
+
+    def get_workspace_size_plan_at_index(self, i):
+        return 1024 * i
+
+
+@pytest.fixture
+def frontend(monkeypatch):
+    """A stand-in `cudnn` (its _pybind_module) and CuPy, so FusedConvGraph builds here as it would on a GPU."""
+    graphs = []
+
+    def backend_graph(**kw):
+        graphs.append(FakeGraph(**kw))
+        return graphs[-1]
+
+    module = types.SimpleNamespace(backend_graph=backend_graph, data_type=Names(), behavior_note=Names(),
+                                   numerical_note=Names(), heur_mode=Names())
+    cudnn = types.SimpleNamespace(_pybind_module=module, set_stream=lambda *a: None)
+    monkeypatch.setattr(cudnn_fused, "_import_cudnn", lambda: cudnn)
+    monkeypatch.setattr(cudnn_fused, "_import_cupy", lambda: types.SimpleNamespace())
+    monkeypatch.setattr(cudnn_fused, "_handle", lambda cudnn, cupy: types.SimpleNamespace(backend_handle=7))
+    FakeGraph.refuse = None
+    return graphs
+
+
+def problem(dtype=DType.INT8_INT8, layout=ConvLayout.NCHW_VECT_C, fused=Fused(Epilogue.BIAS_RELU_ADD), **kw):
+    shape = conv_shape(28, 1, batch=4, in_channels=64, out_channels=96, padding=1, dtype=dtype, layout=layout,
+                       fused=fused, **kw)
+    return fused_conv.fused_problem(shape)
+
+
+def test_the_graph_is_the_documents_epilogue_relu_last(frontend):
+    graph = FusedConvGraph(problem())
+    g = frontend[0]
+    assert [op for op, _, _ in g.ops] == ["conv_fprop", "scale", "bias", "add", "relu"]
+    assert g.ops[0][2] == "INT32" and all(c == "FLOAT" for _, _, c in g.ops[1:])  # int8 sums in int32
+    assert [inputs for _, inputs, _ in g.ops] == [("x", "w"), ("conv_fprop_out", "alpha"), ("scale_out", "bias"),
+                                                  ("bias_out", "z"), ("add_out",)]
+    y = g.tensors[-1].kw
+    assert y["output"] is True and y["data_type"] == "INT8" and y["dim"] == [4, 3, 28, 28]
+    assert g.kw["io_data_type"] == "INT8" and g.kw["intermediate_data_type"] == "FLOAT"
+    assert g.conv_kw["pre_padding"] == [1, 1] and g.conv_kw["stride"] == [1, 1]
+    assert set(graph.uids) == {"x", "w", "alpha", "bias", "z", "y"}
+
+
+def test_32_channel_vectors_are_declared_as_cudnn_reads_them(frontend):
+    FusedConvGraph(problem())
+    by_name = {t.kw.get("name"): t.kw for t in frontend[0].tensors}
+    x = by_name["x"]
+    assert x["dim"] == [4, 2, 28, 28] and x["stride"] == [2 * 28 * 28, 28 * 28, 28, 1]  # in units of vectors
+    assert x["vector_count_and_dimension"] == (32, 1) and by_name["w"]["dim"] == [96, 2, 3, 3]
+    assert by_name["bias"]["dim"] == [1, 3, 1, 1] and by_name["bias"]["vector_count_and_dimension"] == (32, 1)
+    assert by_name["z"]["data_type"] == "INT8" and frontend[0].tensors[-1].kw["vector_count_and_dimension"] == (32, 1)
+
+
+def test_nhwc_is_channels_last_without_vectors(frontend):
+    FusedConvGraph(problem(layout=ConvLayout.NHWC))
+    x = {t.kw.get("name"): t.kw for t in frontend[0].tensors}["x"]
+    assert x["dim"] == [4, 64, 28, 28] and x["stride"] == [28 * 28 * 64, 1, 28 * 64, 64]
+    assert "vector_count_and_dimension" not in x
+
+
+@pytest.mark.parametrize("dtype,out,nodes", [
+    (DType.INT8, "INT32", ["conv_fprop"]),  # the bare accumulators
+    (DType.INT8_INT8, "INT8", ["conv_fprop", "scale"]),  # requantised: α's scale stays
+    (DType.FP16, "HALF", ["conv_fprop"]),
+])
+def test_a_bare_convolution_has_only_what_its_output_needs(frontend, dtype, out, nodes):
+    FusedConvGraph(problem(dtype, ConvLayout.NHWC, Fused()))
+    assert [op for op, _, _ in frontend[0].ops] == nodes and frontend[0].tensors[-1].kw["data_type"] == out
+
+
+def test_each_precision_keeps_its_own_arithmetic(frontend):
+    FusedConvGraph(problem(DType.INT8, ConvLayout.NHWC))
+    assert ("deselect_behavior_notes", ("REQUIRES_FILTER_INT8x32_REORDER", "REQUIRES_BIAS_INT8x32_REORDER")) in \
+        frontend[0].calls  # arrays given as they lie: no plan that wants them reordered
+    FusedConvGraph(problem(DType.FP32, ConvLayout.NHWC))
+    assert ("deselect_numeric_notes", ("TENSOR_CORE",)) in frontend[1].calls  # fp32: no TF32
+    FusedConvGraph(problem(DType.BF16, ConvLayout.NHWC))
+    assert ("deselect_numeric_notes", ("REDUCED_PRECISION_REDUCTION",)) in frontend[2].calls
+
+
+def test_factors_other_than_one_get_their_nodes():
+    p = problem(DType.FP16, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD, gamma=-2.0))
+    assert not p.scaled and p.gamma_node and describe(p).nodes[-2].inputs == ("z", "gamma")
+    assert problem(DType.FP16, ConvLayout.NHWC, Fused(scaling=Scaling.CHANNEL)).scaled
+    assert problem(DType.FP16, ConvLayout.NHWC, Fused(Epilogue.BIAS, beta=0.5)).scaled is False  # β: in the bias
+
+
+def test_plans_are_cudnns_ranking_each_once_the_declined_left_out(frontend):
+    graph = FusedConvGraph(problem())
+    assert [p.engine for p in graph.plans] == ["eng7_k2=1", "eng0", "eng12"] and graph.heuristic.engine == "eng7_k2=1"
+    assert [p.index for p in graph.plans] == [0, 1, 2] and graph.plans[2].workspace_bytes == 4 * 1024
+
+
+def test_a_refused_graph_is_not_supported_in_one_line(frontend):
+    FakeGraph.refuse = "CUDNN_STATUS_NOT_SUPPORTED: no fusion engine for this graph"
+    with pytest.raises(cudnn_conv.CudnnNotSupported, match="cuDNN cannot build the graph int8→int8 NCHW_VECT_C N=4 "
+                                                           "C=64 .* epilogue bias-relu-add: CUDNN_STATUS_NOT_SUP"):
+        FusedConvGraph(problem())
+
+
+def test_which_problems_take_the_fused_graph():
+    plain = conv_shape(28, 1, batch=4, in_channels=64, out_channels=64, padding=1, dtype=DType.FP16,
+                       layout=ConvLayout.NHWC)
+    assert not fused_conv.fused_graph_needed(plain)  # the frontend's conv_fprop graph, as before
+    for changed in (dict(dtype=DType.INT8), dict(fused=Fused(Epilogue.BIAS)), dict(layout=ConvLayout.NCHW_VECT_C)):
+        assert fused_conv.fused_graph_needed(replace(plain, **changed))
+
+
+def test_the_unfused_pass_reads_the_layouts_channel_as_the_reference_does():
+    """epilogue_pass.cu's channel of element i in each layout, written out in Python against ConvLayout's own."""
+    import numpy as np
+
+    n, k, oh, ow = 2, 64, 3, 5
+    channels = np.broadcast_to(np.arange(k).reshape(1, k, 1, 1), (n, k, oh, ow))
+    for layout, code in fused_conv.PASS_LAYOUT.items():
+        stored = layout.from_nchw(channels).ravel()
+        plane = oh * ow
+        i = np.arange(stored.size)
+        if code == 1:
+            want = i % k
+        elif code == 2:
+            want = ((i // (32 * plane)) % (k // 32)) * 32 + i % 32
+        else:
+            want = (i // plane) % k
+        assert np.array_equal(stored, want), layout
+    assert fused_conv.LAYS[ConvLayout.NCHW_VECT_C] == Lay.VECTORS

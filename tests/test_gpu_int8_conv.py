@@ -1,0 +1,121 @@
+"""On a GPU: INT8 convolution and the fused epilogue, every variant that takes them checked against the exact
+reference (int64 sums, the float64 epilogue, int8 rounded half to even and saturated) on shapes that are multiples
+of no tile, the output poisoned first (verify): the document's step (tc-int8-mma) bit for bit in every output type,
+layout, epilogue and configuration; cuDNN's int8 in NHWC and NCHW_VECT_C exactly (its fused graph, or where it
+refuses that its unfused sequence, which the point's details name); cuDNN's fused graph in fp16 and bf16 within the
+error model's tolerance. Run: python3 -m pytest -q -m gpu tests/test_gpu_int8_conv.py -n 0"""
+
+import math
+
+import pytest
+
+from gpubench.core.dtypes import PRECISIONS, DType
+from gpubench.execution.tasks import verify
+from gpubench.ops.conv import ConvLayout, conv_shape
+from gpubench.ops.epilogue import Epilogue, Fused, Scaling
+from gpubench.specs import catalog
+
+pytestmark = pytest.mark.gpu
+
+CATALOG = catalog.Catalog(catalog.builtin())
+INT8S = (DType.INT8, DType.INT8_FP32, DType.INT8_INT8)
+
+# Channels 32 and 64 (one and two vectors: less than any BK of 64 or 128), filters 32, 64 and 96 (no BN's multiple),
+# odd spatial sizes and batch 3 (pixel counts that fill no BM), strides 1 and 2, padding and not, a 1×1 and a 5×5.
+SHAPES = [
+    dict(size=13, stride=1, batch=3, in_channels=32, out_channels=96, padding=1),
+    dict(size=17, stride=2, batch=3, in_channels=64, out_channels=32, padding=1),
+    dict(size=9, stride=1, batch=3, in_channels=64, out_channels=64, padding="valid"),
+    dict(size=11, stride=1, batch=3, in_channels=96, out_channels=64, kernel=1, padding="valid"),
+    dict(size=15, stride=2, batch=3, in_channels=32, out_channels=32, kernel=5, padding=2),
+]
+NHWC_ONLY = [dict(size=13, stride=1, batch=3, in_channels=32, out_channels=40, padding=1)]  # K % 16 != 0: the tail
+EPILOGUES = [Fused(), Fused(Epilogue.BIAS), Fused(Epilogue.BIAS_RELU), Fused(Epilogue.BIAS_RELU_ADD)]
+
+
+def shape_of(kw, dtype, layout, fused):
+    size, stride = kw["size"], kw["stride"]
+    rest = {k: v for k, v in kw.items() if k not in ("size", "stride")}
+    return conv_shape(size, stride, dtype=dtype, layout=layout, fused=fused, **rest)
+
+
+def check(cuda, data, variant, config, shape):
+    inputs, ref = data(shape)
+    prepared = cuda.prepare(variant, config, shape, inputs)
+    err = verify(cuda, prepared, ref, shape)
+    tol = cuda.tolerance(variant, shape)
+    prepared.release()
+    assert math.isfinite(err), f"{variant.name} {config.label} {shape.full_label}: NaN or unwritten output"
+    assert err <= tol, f"{variant.name} {config.label} {shape.full_label}: rel_err {err:.3e} over {tol:.3e}"
+    if PRECISIONS[shape.dtype].integer and shape.dtype != DType.INT8_FP32:
+        assert err == 0.0  # int32 and int8 outputs: exactly the reference
+    return prepared
+
+
+def cases():
+    v = CATALOG.get("conv", "cuda", "tc-int8-mma")
+    for config in v.space.configs:
+        for dtype in INT8S:
+            for layout in v.scope.layouts:
+                for kw in SHAPES + (NHWC_ONLY if layout == ConvLayout.NHWC else []):
+                    for fused in EPILOGUES:
+                        yield pytest.param(v, config, shape_of(kw, dtype, layout, fused),
+                                           id=f"{config.label}-{dtype}-{layout}-{kw['size']}-{kw['in_channels']}-"
+                                              f"{kw['out_channels']}-s{kw['stride']}-{fused.epilogue}")
+
+
+@pytest.mark.parametrize("variant,config,shape", list(cases()))
+def test_the_documents_step_is_exact(cuda, data, variant, config, shape):
+    check(cuda, data, variant, config, shape)
+
+
+@pytest.mark.parametrize("layout", [ConvLayout.NCHW_VECT_C, ConvLayout.NHWC])
+def test_the_documents_step_takes_per_channel_scales_and_other_factors(cuda, data, layout):
+    v = CATALOG.get("conv", "cuda", "tc-int8-mma")
+    for fused in (Fused(Epilogue.BIAS_RELU_ADD, 0.001953125, -2.0, 0.5, Scaling.CHANNEL),
+                  Fused(Epilogue.NONE, scaling=Scaling.CHANNEL)):
+        check(cuda, data, v, v.space.configs[0], shape_of(SHAPES[0], DType.INT8_INT8, layout, fused))
+    check(cuda, data, v, v.space.configs[0],
+          shape_of(SHAPES[1], DType.INT8, layout, Fused(Epilogue.BIAS_RELU_ADD, 3.0, 2.0, -1.0)))
+    check(cuda, data, v, v.space.configs[0],
+          shape_of(SHAPES[0], DType.INT8_FP32, layout, Fused(Epilogue.BIAS_RELU_ADD, 0.3, 0.7, 1.5)))
+
+
+@pytest.mark.parametrize("dtype", INT8S)
+@pytest.mark.parametrize("layout", [ConvLayout.NHWC, ConvLayout.NCHW_VECT_C])
+@pytest.mark.parametrize("fused", [Fused(), Fused(Epilogue.BIAS_RELU_ADD)], ids=["none", "bias-relu-add"])
+def test_cudnn_int8_is_exact(cuda, data, dtype, layout, fused):
+    """cuDNN's int8 in both layouts, bare and with the document's epilogue: its fused graph, or (the details say
+    why) its unfused sequence; a bare convolution it refuses is a skip with cuDNN's words."""
+    v = CATALOG.get("conv", "cuda", "cudnn")
+    prepared = check(cuda, data, v, v.space.configs[0], shape_of(SHAPES[0], dtype, layout, fused))
+    print(f"{dtype} {layout} {fused.epilogue}: engine {prepared.details.engine}, unfused: {prepared.details.unfused}")
+
+
+@pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16, DType.FP32])
+@pytest.mark.parametrize("epilogue", [Epilogue.BIAS, Epilogue.BIAS_RELU, Epilogue.BIAS_RELU_ADD])
+def test_cudnn_fuses_the_epilogue_in_every_precision(cuda, data, dtype, epilogue):
+    v = CATALOG.get("conv", "cuda", "cudnn")
+    shape = shape_of(dict(size=23, stride=1, batch=3, in_channels=24, out_channels=40, padding=1), dtype,
+                     ConvLayout.NHWC, Fused(epilogue))
+    prepared = check(cuda, data, v, v.space.configs[0], shape)
+    print(f"{dtype} {epilogue}: engine {prepared.details.engine}, unfused: {prepared.details.unfused}")
+
+
+
+def fused_16bit_cases():
+    """tc-wgmma-tma with its bias-relu-add compiled in: every configuration, fp16 and bf16, ragged pixel counts,
+    filters that fill no tile (40, 72) and K % 8 != 0 (70: no map_y, the copy loop stores)."""
+    v = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
+    for config in v.space.configs:
+        for dtype in (DType.FP16, DType.BF16):
+            for kw in (dict(size=23, stride=1, batch=3, in_channels=24, out_channels=40, padding=1),
+                       dict(size=25, stride=2, batch=2, in_channels=40, out_channels=72, padding=1),
+                       dict(size=23, stride=1, batch=3, in_channels=24, out_channels=70, padding=1)):
+                shape = shape_of(kw, dtype, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD))
+                yield pytest.param(v, config, shape, id=f"{config.label}-{dtype}-{kw['size']}-k{kw['out_channels']}")
+
+
+@pytest.mark.parametrize("variant,config,shape", list(fused_16bit_cases()))
+def test_the_16bit_kernel_fuses_bias_relu_add(cuda, data, variant, config, shape):
+    check(cuda, data, variant, config, shape)
