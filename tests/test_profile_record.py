@@ -6,6 +6,7 @@ import json
 import pytest
 
 from gpubench import results
+from gpubench.results.model import SCHEMA_VERSION
 from ncu_fakes import profiled_run
 
 # --- the results file -----------------------------------------------------------------------------------------
@@ -16,7 +17,7 @@ from ncu_fakes import profiled_run
 def test_a_profile_survives_a_save_and_load(make_run, tmp_path):
     run = profiled_run(make_run)
     again = results.load(results.save(run, tmp_path / "p.json"))
-    assert again == run and again.schema_version == 5
+    assert again == run and again.schema_version == SCHEMA_VERSION  # the profile came with version 5
     assert again.points[2].details.profile.stalls == (("barrier", 6.0),)
 
 
@@ -39,4 +40,4 @@ def test_a_version_4_file_loads_without_profiles(make_run, tmp_path):
     data["schema_version"] = 4
     path.write_text(json.dumps(data))
     run = results.load(path)
-    assert run.schema_version == 5 and all(p.details.profile is None for p in run.points)
+    assert run.schema_version == SCHEMA_VERSION and all(p.details.profile is None for p in run.points)
