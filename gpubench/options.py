@@ -162,6 +162,9 @@ COMPARING = [
                                                 "geometric means, no regression verdict (exit 0)."),
     click.option("--allow-partial", is_flag=True,
                  help="Compare the points in common when a run is not complete (interrupted, or still running)."),
+    click.option("--clock", type=click.Choice(["events", "kernel"]), default="events", show_default=True,
+                 help="The samples compared: the events', or CUPTI's kernel times of the same calls (runs timed with "
+                      "--clock both): the kernels alone, without the launch path's few microseconds a call."),
 ]
 STABILITY = [
     click.argument("suite"),

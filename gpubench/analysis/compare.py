@@ -37,6 +37,7 @@ from enum import StrEnum
 from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
 from gpubench.results import Point, Run, RunStatus, Status
+from gpubench.analysis.kernel_times import CompareClock
 from gpubench.analysis.roofline import floor_ms
 from gpubench.measure import hierarchical
 from gpubench.measure.stats import fewest_samples, ratio_interval
@@ -119,6 +120,7 @@ class Report:
     env_diffs: list[tuple[str, object, object]] = field(default_factory=list)
     source_changes: list[SourceChange] = field(default_factory=list)
     floors_ms: tuple[float, float] | None = None  # the empty kernel's median in each run, where both measured it
+    clock: CompareClock = CompareClock.EVENTS  # the samples compared: the events', or CUPTI's kernel times
 
     @property
     def floor_moved(self) -> float | None:

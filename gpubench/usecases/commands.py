@@ -186,19 +186,24 @@ class Comparison:
 
 
 def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env: bool,
-                 allow_partial: bool = False, across: bool = False) -> Comparison:
-    """`gpubench compare`: two saved runs, point by point (the rules: gpubench/analysis/compare.py's)."""
+                 allow_partial: bool = False, across: bool = False, clock: str = "events") -> Comparison:
+    """`gpubench compare`: two saved runs, point by point (the rules: gpubench/analysis/compare.py's), by the events'
+    samples or (clock "kernel") by CUPTI's kernel times (gpubench/analysis/kernel_times.py)."""
     from gpubench import results
-    from gpubench.analysis import compare
+    from gpubench.analysis import compare, kernel_times
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
     base_run, new_run = results.load(base), results.load(new)
+    clock = kernel_times.CompareClock(clock)
+    if clock == kernel_times.CompareClock.KERNEL:
+        base_run, new_run = kernel_times.by_kernel_clock(base_run, base), kernel_times.by_kernel_clock(new_run, new)
     for name, run in ((base, base_run), (new, new_run)):
         if run.status == results.RunStatus.RUNNING and not allow_partial and not results.being_written(name):
             raise GpubenchError(f"{name} is marked running, but no gpubench run is writing it (ended outright: "
                                 f"SIGKILL, SIGQUIT, out of memory?), so its {len(run.points)} point(s) are all it will "
                                 "have: run it again, or pass --allow-partial to compare the points both runs have")
     report = compare.compare(base_run, new_run, threshold, alpha)
+    report.clock = clock
     compare.check(report, strict_env, base, new, (base_run, new_run), allow_partial, across)
     return Comparison(base_run, new_run, report)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+from gpubench.analysis.kernel_times import CompareClock
 from gpubench.analysis.compare import Change, Report, Verdict, point_label
 from gpubench.views.profile import deltas_table
 from gpubench.views.tables import Cell, Table, escape, plural, to_markdown, to_rich
@@ -118,7 +119,12 @@ def notes(report: Report) -> list[str]:
 
 
 def _counts(report: Report) -> str:
-    return ", ".join(f"{report.count(v)} {v}" for v in COUNTED)
+    return ", ".join(f"{report.count(v)} {v}" for v in COUNTED) + _clock(report)
+
+
+def _clock(report: Report) -> str:
+    """What the samples were, where not the events': said beside the counts."""
+    return "; by the kernels' own times (CUPTI)" if report.clock == CompareClock.KERNEL else ""
 
 
 def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
@@ -168,7 +174,7 @@ def to_json_report(report: Report, exit_code: int) -> str:
 
     return json.dumps({
         "outcome": report.outcome, "exit_code": exit_code, "threshold": report.threshold, "alpha": report.alpha,
-        "counts": {v: report.count(v) for v in COUNTED},
+        "clock": str(report.clock), "counts": {v: report.count(v) for v in COUNTED},
         "broken": [{"op": n.op, "variant": n.variant, "config": n.config, "problem": n.problem.record(), "status": n.status,
                     "reason": n.reason} for _, n in report.broken],
         "geomean": report.geomeans(), "changes": [point(c) for c in report.changes], "notes": notes(report),
