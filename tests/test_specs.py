@@ -97,8 +97,8 @@ KERNELS = [(v, c) for v in BUILTIN if isinstance(v.code.runner, KernelRunner) fo
 @pytest.mark.parametrize("v,c", KERNELS, ids=lambda x: getattr(x, "name", None) or x.label)
 def test_spec_block_matches_the_kernels_launch_bounds(v, c, tmp_path, monkeypatch):
     """The spec's block (an expression) and the kernel's __launch_bounds__ (C++) must agree: read from the PTX."""
-    sample = GemmShape(1000, 1500, 777) if v.op == "gemm" else conv_shape(99, 2)
-    sample = replace(sample, dtype=v.scope.dtypes[0], layout=v.scope.layouts[0])  # (a kernel told its element type)
+    # the op's own ragged sample, in the variant's first precision and layout (a kernel told its element type)
+    sample = ops.get(v.op).sample_in(v.scope.dtypes[0], v.scope.layouts[0])
     bounds = nvcc.launch_bounds(v.code.program.source, v.code.program.arch or "sm_90", v.code.defines(c, sample.dtype, sample.layout), v.code.program.includes)
     dims = sample.dims()
     for step in v.code.steps():  # a Winograd variant's filter transform as well as its main kernel
