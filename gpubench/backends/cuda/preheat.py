@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import time
 
-IDLE_GAP_S = 2.0  # a GPU that has not been timed for this long is burnt again before it is
+IDLE_GAP_S = 10.0  # a GPU that has not been timed for this long is burnt again before it is: the A/A series'
+# processes, 3-5 s apart, stayed in the working state, and the run after tens of idle seconds did not. Short gaps (a
+# test suite's benchmarks between other tests) cost no burn each.
 SIDE = 4096  # the matmul's size: fp16, ~0.2 ms a call on an H100/H200, so the loop checks the time often
 COPY_BYTES = 256 << 20  # and a copy this large beside it, so that memory works as well as the SMs
 
