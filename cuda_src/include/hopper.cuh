@@ -1,6 +1,6 @@
 // Hopper (sm_90a) building blocks shared by the tensor-core GEMMs (gemm/08_tf32.cu, gemm/09_tf32_tma.cu,
-// gemm/10_wgmma_tma.cu) and convolutions (conv/12-14): warpgroup MMA (wgmma), its shared-memory descriptors, and the
-// TMA + mbarrier pieces of an async pipeline.
+// gemm/10_wgmma_tma.cu), convolutions (conv/12-16) and attention (attention/03_fa3_wgmma.cu): warpgroup MMA
+// (wgmma), its shared-memory descriptors, and the TMA + mbarrier pieces of an async pipeline.
 #pragma once
 #include <cstdint>
 #include <cuda_bf16.h>
