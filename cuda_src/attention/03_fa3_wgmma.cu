@@ -20,10 +20,13 @@
 //    c = log2(e)/√D, one FFMA and one ex2 a score. ℓ sums the fp32 p of each thread's columns; the quad's four
 //    partial sums are added once, at the end.
 //  * Overlap (OVERLAP = 1, FA3's intra-warpgroup pipelining): tile i's Q·Kᵀ is issued, then tile i−1's P·V, and the
-//    softmax of tile i runs while P·V is on the tensor cores. Only then does the warpgroup wait for P·V, rescale O
-//    by exp2(c·(m_old − m_new)) and round the new P (P's registers are read by the P·V in flight, so the new P is
-//    made after that wait). A thread holds S (BN/2 floats), O (64) and P (BN/4) at once. OVERLAP = 0 runs the plain
-//    order (Q·Kᵀ, wait, softmax, P·V, wait): the fallback should the overlap misbehave on some toolkit.
+//    softmax of tile i runs while P·V is on the tensor cores. Only then does the warpgroup wait for P·V and round
+//    the new P (P's registers are read by the P·V in flight, so the new P is made after that wait); O is rescaled
+//    by exp2(c·(m_old − m_new)) at the next step, between its two issues. A thread holds S (BN/2 floats), O (64)
+//    and P (BN/4) at once. OVERLAP = 0 runs the plain order (Q·Kᵀ, wait, softmax, P·V, wait): the fallback should
+//    the overlap misbehave on some toolkit.
+//  * Ping-pong (PINGPONG = 1, with OVERLAP; FA3's inter-warpgroup overlap): the two consumers take turns to issue
+//    their products (two named barriers), so that one warpgroup's softmax runs under the other's wgmmas.
 //
 // Tiles are visited from the last to the first, as FA3 does: the tiles that need masking (the ragged end past S,
 // the causal diagonal) come first, where every row still meets a key it may see, so the running maximum is finite
@@ -34,8 +37,9 @@
 // The epilogue: O / ℓ rounded to 16 bits into this warpgroup's 16 KB of Q (free once its last Q·Kᵀ has completed),
 // in the swizzle the O map reads, then two TMA stores of 64 rows × 64 columns; rows past S are clipped.
 //
-// Parameters (-DNAME=value): BN (keys a tile: 64 or 128), STAGES (ring slots), OVERLAP (above). BM = 128 and
-// HD = 128 are fixed: two consumer warpgroups of 64 rows, and the head size the spec's `requires` admits.
+// Parameters (-DNAME=value): BN (keys a tile: 64 or 128), STAGES (ring slots), OVERLAP and PINGPONG (above).
+// BM = 128 and HD = 128 are fixed: two consumer warpgroups of 64 rows, and the head size the spec's `requires`
+// admits.
 // Shared memory: 1024 (alignment) + BM·HD·2 (Q) + STAGES·2·BN·HD·2 (K and V) + 8·(3·STAGES + 1) (barriers).
 // Launch: grid (cdiv(S, 128), B·H), 384 threads: consumer warpgroups 0 and 1, then the producer.
 
@@ -57,6 +61,9 @@
 #endif
 #ifndef OVERLAP
 #define OVERLAP 1
+#endif
+#ifndef PINGPONG
+#define PINGPONG 0
 #endif
 
 constexpr int HD = 128;                      // the head size, D
@@ -80,6 +87,7 @@ constexpr int CONSUMER_REGS = 240;
 static_assert(BN == 64 || BN == 128, "BN: 64 or 128 keys a tile (wgmma n64 or n128; S's BN/2 registers)");
 static_assert(STAGES >= 2, "STAGES: a ring of one slot cannot overlap copies with products");
 static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP: 0 or 1");
+static_assert(PINGPONG == 0 || (PINGPONG == 1 && OVERLAP == 1), "PINGPONG: 0, or 1 with OVERLAP = 1");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file");
 static_assert(sizeof(ELEM) == 2 && sizeof(ELEM_OUT) == 2, "16-bit inputs and output");
 
@@ -241,10 +249,26 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
     RingSlot<STAGES> ring;  // the slot of the tile being read
     int tile = tiles - 1;
 #if OVERLAP
+    // PINGPONG: the two consumer warpgroups take turns to issue their wgmmas (named barrier TURN + wg, 256 threads:
+    // the warpgroup whose turn it is waits, the other arrives once it has issued), so that one's softmax runs while
+    // the other's products keep the tensor cores busy. Warpgroup 0 goes first. Each warpgroup takes tiles + 1 turns;
+    // warpgroup 1's last hand-over is left out, as no turn of warpgroup 0 waits for it.
+    constexpr int TURN = 3;  // (1 and 2: the epilogue's barriers)
+    auto take_turn = [&]() {
+        if (PINGPONG) named_sync(TURN + wg, 256);
+    };
+    auto pass_turn = [&](bool last) {
+        if (PINGPONG && !(last && wg == 1)) named_arrive(TURN + 1 - wg, 256);
+    };
+    if (PINGPONG && wg == 1) named_arrive(TURN, 256);
+
     // The first tile alone: S, its softmax, P. Then each step issues the next tile's Q·Kᵀ and this tile's P·V
-    // together, and runs the next tile's softmax while P·V multiplies.
+    // together, and runs the next tile's softmax while P·V multiplies. O is rescaled by a tile's alpha one step
+    // later, between the next step's two issues (Q·Kᵀ on the tensor cores, O not in flight), as FA3 does.
     mbar_wait(full_k(ring.slot), ring.phase);
+    take_turn();
     issue_qk(ring.slot);
+    pass_turn(false);
     wgmma_hold<0>(s_acc);
     softmax(tile * BN);
     round_p();
@@ -254,19 +278,24 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         ring.advance();
         --tile;
         mbar_wait(full_k(ring.slot), ring.phase);
+        take_turn();
         issue_qk(ring.slot);
+        if (i > 1) rescale_o();  // the alpha of tile i − 1's softmax (O held tiles up to i − 2)
         mbar_wait(full_v(prev.slot), prev.phase);
         issue_pv(prev.slot, i > 1);
+        pass_turn(false);
         wgmma_hold<1>(s_acc);  // Q·Kᵀ done (groups complete in order); P·V still in flight
         softmax(tile * BN);
         wgmma_hold<0>(o_acc);
         hold_operand(p_frag);
         release(prev.slot);
-        rescale_o();
         round_p();
     }
+    if (tiles > 1) rescale_o();
     mbar_wait(full_v(ring.slot), ring.phase);
+    take_turn();
     issue_pv(ring.slot, tiles > 1);
+    pass_turn(true);
     wgmma_hold<0>(o_acc);
     hold_operand(p_frag);
     release(ring.slot);
