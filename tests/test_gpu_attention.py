@@ -20,23 +20,28 @@ pytestmark = pytest.mark.gpu
 CATALOG = catalog.Catalog(catalog.builtin())
 VARIANTS = CATALOG.variants("attention", "cuda")
 RAGGED = [(2, 4, 2, 100, 128, False), (2, 4, 2, 100, 128, True), (1, 6, 1, 257, 128, True),
-          (1, 2, 2, 1000, 128, False), (1, 4, 4, 77, 64, True)]
+          (2, 4, 1, 257, 128, False), (1, 2, 2, 1000, 128, False), (1, 8, 2, 1000, 128, True),
+          (1, 4, 4, 77, 64, True)]
 
 
 def cases():
+    """Every variant, precision and ragged shape; each configuration of a variant that has several (fa3-wgmma's
+    overlapped and plain orders)."""
     for v in VARIANTS:
-        for dtype in v.scope.dtypes:
-            for b, h, hkv, s, d, causal in RAGGED:
-                shape = AttentionShape(b, h, hkv, s, d, causal, dtype=dtype)
-                yield pytest.param(v, shape, id=f"{v.name}-{dtype}-{shape.label.replace(' ', '-')}")
+        for config in v.space.configs:
+            tag = f"-{config.label.replace(' ', '-')}" if len(v.space.configs) > 1 else ""
+            for dtype in v.scope.dtypes:
+                for b, h, hkv, s, d, causal in RAGGED:
+                    shape = AttentionShape(b, h, hkv, s, d, causal, dtype=dtype)
+                    yield pytest.param(v, config, shape, id=f"{v.name}{tag}-{dtype}-{shape.label.replace(' ', '-')}")
 
 
-def check(cuda, variant, shape, inputs, ref):
+def check(cuda, variant, shape, inputs, ref, config=None):
     unfit = variant.scope.unfit(shape.dims())
     if unfit:
         pytest.skip(f"{variant.name} {unfit}")
     try:
-        prepared = cuda.prepare(variant, variant.space.configs[0], shape, inputs)
+        prepared = cuda.prepare(variant, config or variant.space.configs[0], shape, inputs)
     except Skip as why:
         assert str(why), "a refusal says why"
         pytest.skip(f"{variant.name} refused {shape.full_label}: {why}")
@@ -50,12 +55,12 @@ def check(cuda, variant, shape, inputs, ref):
     return err
 
 
-@pytest.mark.parametrize("variant,shape", list(cases()))
-def test_each_variant_verifies_on_ragged_shapes(cuda, data, variant, shape):
-    check(cuda, variant, shape, *data(shape))
+@pytest.mark.parametrize("variant,config,shape", list(cases()))
+def test_each_variant_verifies_on_ragged_shapes(cuda, data, variant, config, shape):
+    check(cuda, variant, shape, *data(shape), config=config)
 
 
-@pytest.mark.parametrize("name", ["flash-mma", "cudnn-sdpa"])
+@pytest.mark.parametrize("name", ["flash-mma", "fa3-wgmma", "cudnn-sdpa"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_full_size_problem_verifies_against_the_chunked_reference(cuda, name, causal):
     shape = AttentionShape(1, 16, 16, 16384, 128, causal, dtype=DType.BF16)  # B·S = 16k tokens, H = 16
@@ -63,7 +68,8 @@ def test_the_full_size_problem_verifies_against_the_chunked_reference(cuda, name
     check(cuda, CATALOG.get("attention", "cuda", name), shape, inputs, cuda.reference(shape, inputs))
 
 
-def test_flash_mma_keeps_its_running_maximum_at_large_logits(cuda):
+@pytest.mark.parametrize("name", ["flash-mma", "fa3-wgmma"])
+def test_the_hand_kernels_keep_their_running_maximum_at_large_logits(cuda, name):
     """Q and K times 4 (exact in fp16): many scores pass ln(65504) ≈ 11.1, where exp of a raw score overflows a
     16-bit P. With its running maximum the kernel still verifies."""
     shape = AttentionShape(1, 4, 2, 300, 128, True, dtype=DType.FP16)
@@ -74,4 +80,4 @@ def test_flash_mma_keeps_its_running_maximum_at_large_logits(cuda):
     scores = cuda.xp.einsum("hsd,htd->hst", inputs["Q"][0].astype("float32"),
                             inputs["K"][0].repeat(2, axis=0).astype("float32")) / math.sqrt(128)
     assert float(scores.max()) > 11.1  # the data does reach fp16's overflow
-    check(cuda, CATALOG.get("attention", "cuda", "flash-mma"), shape, inputs, ref)
+    check(cuda, CATALOG.get("attention", "cuda", name), shape, inputs, ref)

@@ -54,10 +54,12 @@ def builds():
 TC_GEMMS = ["wgmma-tma", "fp8-tma"]
 TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo", "tc-int8-mma"]  # (the int8 one: mma.sync,
 # no wgmma to serialize; its report checks that no output type, layout or epilogue spills)
+TC_ATTENTION = ["fa3-wgmma"]
 
 
 def reported_builds() -> set:
-    return {(rel(source), defines, arch) for op, names in (("gemm", TC_GEMMS), ("conv", TC_CONVS)) for name in names
+    return {(rel(source), defines, arch)
+            for op, names in (("gemm", TC_GEMMS), ("conv", TC_CONVS), ("attention", TC_ATTENTION)) for name in names
             for v in [CATALOG.get(op, "cuda", name)] for c in v.space.configs
             for source, defines, arch, _ in v.builds(c, "sm_90")}
 
@@ -255,6 +257,16 @@ def test_tensor_core_convolutions_spill_nothing_and_keep_their_wgmmas_in_flight(
         for u in nvcc.resource_usage(source, arch, dict(defines)):
             assert not u.wgmma_serialized, (config.label, defines, u)
             assert (u.spill_stores, u.spill_loads) == (0, 0), (config.label, defines, u)
+
+
+@pytest.mark.parametrize("variant,config", configs_of("attention", TC_ATTENTION))
+def test_tensor_core_attention_spills_nothing_and_keeps_its_wgmmas_in_flight(variant, config):
+    """fa3-wgmma holds S, O and P at once (BN/2 + 64 + BN/4 registers a consumer thread) within the 240 that
+    setmaxnreg gives the consumers; its wgmmas in a loop of a runtime trip count must stay asynchronous."""
+    for source, defines, arch, _ in variant.builds(config, "sm_90"):
+        for u in nvcc.resource_usage(source, arch, dict(defines)):
+            assert not u.wgmma_serialized, (config.label, defines, u)
+            assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (config.label, defines, u)
 
 
 def test_a_wgmma_behind_a_branch_is_reported_serialized(tmp_path):

@@ -1,6 +1,6 @@
 // Hopper (sm_90a) building blocks shared by the tensor-core GEMMs (gemm/08_tf32.cu, gemm/09_tf32_tma.cu,
-// gemm/10_wgmma_tma.cu) and convolutions (conv/12-14): warpgroup MMA (wgmma), its shared-memory descriptors, and the
-// TMA + mbarrier pieces of an async pipeline.
+// gemm/10_wgmma_tma.cu), convolutions (conv/12-16) and attention (attention/03_fa3_wgmma.cu): warpgroup MMA
+// (wgmma), its shared-memory descriptors, and the TMA + mbarrier pieces of an async pipeline.
 #pragma once
 #include <cstdint>
 #include <cuda_bf16.h>
@@ -142,6 +142,41 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t
         else
             WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", WGMMA_D64, "64", "65", "66",
                          ", %67, %68", ACC_N128, "n"(TA), "n"(TB));
+    }
+}
+
+// d[64×N] (+)= A[64×16] · B[16×N] with A in registers (16-bit T) and B in shared memory (descriptor b; TB = 1:
+// MN-major, transposed as read). Thread t of the warpgroup holds A as mma.sync m16n8k16's A fragment of its warp's
+// 16 rows: a[0] = (r, c..c+1), a[1] = (r+8, c..c+1), a[2] = (r, c+8..c+9), a[3] = (r+8, c+8..c+9), r = 16·warp +
+// lane/4, c = 2·(lane%4). That is exactly where an m64nNk16 accumulator keeps columns 16j.. 16j+15: registers
+// 8j .. 8j+7 in pairs (attention/03_fa3_wgmma.cu feeds its softmax's P to the second product this way). The
+// registers must not change until the wgmma has completed (a wait).
+template <typename T, int N, int TB = 0>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, uint32_t accumulate)
+{
+    static_assert(sizeof(T) == 2 && (N == 64 || N == 128), "wgmma_rs: 16-bit types, N 64 or 128");
+    if constexpr (N == 64) {
+        if constexpr (std::is_same_v<T, __half>)
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " WGMMA_D32
+                         ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}"
+                         : ACC_N64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TB));
+        else
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WGMMA_D32
+                         ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}"
+                         : ACC_N64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TB));
+    } else {
+        if constexpr (std::is_same_v<T, __half>)
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " WGMMA_D64
+                         ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}"
+                         : ACC_N128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TB));
+        else
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WGMMA_D64
+                         ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}"
+                         : ACC_N128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TB));
     }
 }
 
