@@ -51,7 +51,7 @@ def builds():
 
 # The tensor-core kernels whose every build ptxas reports on (spills, serialized wgmmas: below). Such a report is a
 # whole compile with compile_cubin's own flags, so those builds are compiled there, once, not again by test_compiles.
-TC_GEMMS = ["wgmma-tma", "fp8-tma"]
+TC_GEMMS = ["wgmma-tma", "fp8-tma", "int8-wgmma-tma"]
 TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo", "tc-int8-mma"]  # (the int8 one: mma.sync,
 # no wgmma to serialize; its report checks that no output type, layout or epilogue spills)
 
