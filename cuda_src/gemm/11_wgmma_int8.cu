@@ -10,8 +10,8 @@
 //  * One producer thread (in a warpgroup of its own, which setmaxnreg strips to 40 registers a thread) keeps the ring
 //    full through two mbarriers a slot: "full" (its arrive plus the bytes it announces) and "empty" (one arrive per
 //    consumer warpgroup, once its wgmmas have read the slot).
-//  * Two consumer warpgroups: warpgroup wg owns rows BM/2·wg .. of the tile in MI = BM/128 blocks of 64 and issues,
-//    per slot, four k steps of MI wgmma.m64nBNk32.s32.s8.s8 (32 bytes of k each: the descriptor's start moves 32
+//  * Two consumer warpgroups: warpgroup wg owns rows BM/2·wg .. of the tile in MI = BM/128 blocks of 64 (PING = 1:
+//    every other tile whole, MI = BM/64, see below) and issues, per slot, four k steps of MI wgmma.m64nBNk32.s32.s8.s8 (32 bytes of k each: the descriptor's start moves 32
 //    bytes along the swizzled rows), both operands by descriptor (hopper.cuh's wgmma_s8). One slot's wgmmas stay in
 //    flight while the next slot's are issued; the slot before is then released.
 //  * Persistent blocks: at most one per SM, walking the tiles gridDim apart (in bands of SWIZZLE tile rows where
@@ -24,9 +24,15 @@
 //  * C leaves straight from the accumulators: for a register pair a quad of threads writes 32 consecutive bytes of
 //    one row (a whole sector), 8-byte stores where N is even (the pair's address is then 8-byte aligned), one int32
 //    at a time otherwise, rows past M and columns past N skipped. No staging, no TMA store: the first version.
+//    While the consumers store, the tensor cores idle (the int32 tile needs all its registers until it has left).
+//  * PING = 1 (CUTLASS's "pingpong"): the warpgroups take the block's tiles in turn, each a whole BM × BN tile
+//    (BM = 64 or 128). A tile's slots follow the other warpgroup's tile's in the ring, so one warpgroup's wgmmas
+//    start as the other's end and run while the other's C leaves: the stores come off the tensor cores' path. Each
+//    slot is read by one warpgroup (its "empty" barrier counts one arrive); a warpgroup skips its ring cursor over
+//    the other's slots (RingCursor::seek). The same bytes a slot feed half the products of a shared 2·BM-row tile.
 //
-// Tiles (-DNAME=value): BM (128, or 256 with BN = 128), BN (128 or 256), STAGES (ring slots), SWIZZLE (0 or a band
-// of tile rows). A consumer thread holds MI·BN/2 ≤ 128 int32 accumulators. Shared memory: STAGES·(BM + BN)·128 +
+// Tiles (-DNAME=value): BM (128, or 256 with BN = 128; PING: 64 with BN = 256, or 128 with BN = 128), BN (128 or
+// 256), STAGES (ring slots), SWIZZLE (0 or a band of tile rows), PING (0 or 1). A consumer thread holds MI·BN/2 ≤ 128 int32 accumulators. Shared memory: STAGES·(BM + BN)·128 +
 // 1024 (alignment) + 16·STAGES (barriers). Launch: a 1-D grid of at most one block per SM; block 384 threads
 // (consumer warpgroups 0 and 1, then the producer warpgroup). Maps: A (M×K) and B (N×K), boxes of 64 rows × 128
 // bytes, 128B swizzle; TMA needs K % 16 == 0 (rows on 16-byte boundaries).
@@ -52,10 +58,14 @@
 #ifndef SWIZZLE
 #define SWIZZLE 0
 #endif
+#ifndef PING
+#define PING 0
+#endif
 
 constexpr int BK = 128;                      // k per slot: one 128-byte swizzle row of int8
-constexpr int CONSUMERS = 2;                 // warpgroups of BM/2 rows each
-constexpr int MI = BM / 128;                 // ... in MI blocks of 64 rows
+constexpr int CONSUMERS = 2;
+// PING = 0: the two consumer warpgroups share each tile, BM/2 rows each; PING = 1: each takes every other tile whole
+constexpr int WG_M = PING ? BM : BM / CONSUMERS, MI = WG_M / 64;  // a warpgroup's rows, in MI blocks of 64
 constexpr int THREADS = 128 * (CONSUMERS + 1);
 constexpr int KSTEPS = BK / 32;              // wgmmas (k32) per slot and block
 constexpr int BOX = 64 * 128;                // one TMA box: 64 rows × 128 bytes
@@ -65,7 +75,9 @@ constexpr int CONSUMER_REGS = 232;           // (65536 − 128·40) / 256, round
 
 static_assert(std::is_same_v<ELEM, int8_t> && std::is_same_v<ELEM_OUT, int>, "int8 in, int32 out");
 static_assert(BN == 128 || BN == 256, "BN: 128 or 256 (one wgmma's N)");
-static_assert(BM == 128 || (BM == 256 && BN == 128), "BM: 128, or 256 with BN = 128 (MI·BN/2 ≤ 128 accumulators)");
+static_assert(PING == 0 || PING == 1, "PING: 0 (the warpgroups share a tile) or 1 (they take tiles in turn)");
+static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 rows a consumer warpgroup (BM/2 without PING, BM with it)");
+static_assert(WG_M * BN <= 16384, "a consumer thread holds MI·BN/2 ≤ 128 int32 accumulators");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -89,7 +101,7 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
         m0 = tm * BM, n0 = tn * BN;
     };
 
-    ring_init<STAGES, 1>(bars, CONSUMERS);
+    ring_init<STAGES, 1>(bars, PING ? 1 : CONSUMERS);  // empty: the one or two warpgroups reading a slot
 
     if (warp >= 4 * CONSUMERS) {
         // ---- producer: one thread, two operands' boxes a slot ----------------------------------------------------
@@ -116,19 +128,25 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
         return;
     }
 
-    // ---- consumers: warpgroup wg multiplies rows BM/2·wg.. of the tile (MI blocks of 64) by all BN columns ---------
+    // ---- consumers: warpgroup wg multiplies its WG_M rows of a tile (MI blocks of 64) by all BN columns ------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
     const int wg = warpgroup_of<true>(warp), w = warp % 4;
     const bool leader = tid % 128 == 0;
     // Slot 0's descriptors at k step 0 for this warpgroup (A: its first block of 64 rows); a slot, a block and a k
     // step only move the start address (16-byte units).
-    RingCursor<STAGES, (A_STAGE >> 4), (B_STAGE >> 4)> ring(smem_desc(sA + MI * wg * BOX), smem_desc(sB));
+    const int wg_row = PING ? 0 : wg * WG_M;  // the warpgroup's first row in a tile it works on
+    RingCursor<STAGES, (A_STAGE >> 4), (B_STAGE >> 4)> ring(smem_desc(sA + wg_row / 64 * BOX), smem_desc(sB));
     constexpr uint32_t BLOCK_STEP = BOX >> 4, KSTEP = 32 >> 4;
     bool ready = false;  // slot ring.slot's data seen to have come (asked while the slot before ran)
     int held = 0;        // the slot whose wgmmas may still be in flight
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    // j: the block's j-th tile, all of them (PING = 0) or every other one (PING = 1: warpgroup wg takes j = wg, wg +
+    // 2, ..., whose slots follow the other warpgroup's in the ring, so that its wgmmas run while the other's tile
+    // leaves: the ring itself makes them take turns)
+    for (int j = PING ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += 1 + PING) {
+        const int tile = blockIdx.x + j * gridDim.x;
         int m0, n0;
         origin(tile, m0, n0);
+        if (PING) ring.seek(j * ktiles), ready = false;  // the tile's first slot, counted as the producer counts
         int32_t acc[MI][BN / 2];
         for (int t = 0; t < ktiles; ++t) {
             const int s = ring.slot;
@@ -137,10 +155,10 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
             ring.advance();
             wgmma_fence();
 #pragma unroll
-            for (int j = 0; j < KSTEPS; ++j)
+            for (int kk = 0; kk < KSTEPS; ++kk)
 #pragma unroll
                 for (int i = 0; i < MI; ++i)  // the tile's first k step overwrites the accumulators
-                    wgmma_s8<BN>(acc[i], da + i * BLOCK_STEP + j * KSTEP, db + j * KSTEP, t > 0 || j > 0);
+                    wgmma_s8<BN>(acc[i], da + i * BLOCK_STEP + kk * KSTEP, db + kk * KSTEP, t > 0 || kk > 0);
             wgmma_commit();
             ready = mbar_test(full(ring.slot), ring.phase);
             wgmma_wait<1>();  // the slot before's wgmmas are done ...
@@ -156,7 +174,7 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
         for (int i = 0; i < MI; ++i)
 #pragma unroll
             for (int v = 0; v < BN / 2; v += 2) {
-                const int m = m0 + 64 * (MI * wg + i) + 16 * w + lane / 4 + 8 * ((v >> 1) & 1);
+                const int m = m0 + wg_row + 64 * i + 16 * w + lane / 4 + 8 * ((v >> 1) & 1);
                 const int n = n0 + 8 * (v >> 2) + 2 * (lane % 4);
                 if (m >= M || n >= N) continue;
                 int* dst = C + (size_t)m * N + n;
