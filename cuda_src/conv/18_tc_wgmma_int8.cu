@@ -18,16 +18,21 @@
 //    stores land in 32 distinct banks), then its threads read whole 16-byte chunks of output (4 int32 or float32,
 //    16 int8) along a row, apply the epilogue and store them, with the residual read in the same chunks: coalesced
 //    stores along NHWC rows (17_tc_int8_mma.cu's "data exchange").
+//  * PING = 1 (14's PING, CUTLASS's "pingpong"): the two consumer warpgroups take the block's tiles in turn, each a
+//    whole tile of BM ≤ 128 pixels. A tile's slices follow the other warpgroup's tile's in the ring, so one's wgmmas
+//    start as the other's end and run while the other's epilogue stages and stores: at ResNet-50's layers a tile is
+//    only 9-36 slices, so the epilogue is a large share of a shared tile's time. A slot is read by one warpgroup
+//    (its "empty" barrier counts one arrive), which skips its ring cursor over the other's (RingCursor::seek).
 // The rest is 14's (with its u1 d1 q1 loop always on): persistent blocks walking the tiles gridDim apart, filter
 // tiles fastest; one producer thread (its warpgroup stripped to 40 registers by setmaxnreg) keeping an mbarrier ring
-// of STAGES slots full, walking (tap, channel chunk) with a carry; two consumer warpgroups of BM/2 pixels each, the
+// of STAGES slots full, walking (tap, channel chunk) with a carry; two consumer warpgroups (BM/2 pixels each), the
 // slot, phase and descriptors carried from slice to slice, the next slot's full barrier asked about while this
 // slice's wgmmas run, one slice's wgmmas in flight. While the consumers write a tile out, the producer already loads
-// the next tile's first slices. Not here (14 has them for 16-bit): clusters, SPLIT, PING, three consumers, TMA stores.
+// the next tile's first slices. Not here (14 has them for 16-bit): clusters, SPLIT, three consumers, TMA stores.
 //
-// Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup), BN filters (64 or 128), STAGES.
-// A consumer thread holds BM/128·BN/2 ≤ 128 int32 accumulators. Launch: a 1-D grid of at most one block per SM;
-// 384 threads; STAGES·(BM + BN)·128 (the ring) + 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers)
+// Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's
+// whole tile), BN filters (64 or 128), STAGES, PING (0 or 1). A consumer thread holds WG_M/64·BN/2 ≤ 128 int32
+// accumulators. Launch: a 1-D grid of at most one block per SM; 384 threads; STAGES·(BM + BN)·128 (the ring) + 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers)
 // bytes of dynamic shared memory. Maps: map_x, im2col boxes of BM pixels × 128 channels; map_w, K × R·S·C in boxes of
 // BN × 128. Needs C % 16 == 0 (TMA rows on 16-byte boundaries).
 
@@ -49,11 +54,15 @@
 #ifndef STAGES
 #define STAGES 3
 #endif
+#ifndef PING
+#define PING 0
+#endif
 
 constexpr int BK = 128;                      // channels a slice: one 128-byte swizzle row of int8
 constexpr int CONSUMERS = 2;
 constexpr int THREADS = 128 * (CONSUMERS + 1);
-constexpr int WG_M = BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, its m64 wgmmas a k step
+// PING = 0: the consumer warpgroups share each tile (BM / 2 pixels each); PING = 1: each takes every other tile whole
+constexpr int WG_M = PING ? BM : BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, its m64 wgmmas a k step
 constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;
 constexpr int CLD = BN + 8;                  // a staged row of int32, padded (see the header)
@@ -63,8 +72,10 @@ constexpr bool INT_OUT = std::is_same_v<ELEM_OUT, int>;  // int32 out: the integ
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 
 static_assert(std::is_same_v<ELEM, int8_t>, "int8 operands");
-static_assert(WG_M == 64 || WG_M == 128, "BM: 128 or 256 (64 or 128 pixels per consumer warpgroup)");
+static_assert(PING == 0 || PING == 1, "PING: 0 (the warpgroups share a tile) or 1 (they take tiles in turn)");
+static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warpgroup (BM/2 without PING, BM with it)");
 static_assert(BN == 64 || BN == 128, "BN: 64 or 128 filters (one wgmma's N)");
+static_assert(WG_M * BN <= 16384, "a consumer thread holds MI·BN/2 ≤ 128 int32 accumulators");
 static_assert(STAGES >= 2, "a ring of at least two slices");
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -85,7 +96,7 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
     auto origin = [&](int g, int& m0, int& n0) { m0 = (g / tiles_n) * BM, n0 = (g % tiles_n) * BN; };
     const int cslices = (C + BK - 1) / BK, slices = R * S * cslices;
 
-    ring_init<STAGES, 1>(bars, CONSUMERS);
+    ring_init<STAGES, 1>(bars, PING ? 1 : CONSUMERS);  // empty: the one or two warpgroups reading a slot
 
     if (warp >= 4 * CONSUMERS) {  // ---- the producer: one thread issues two TMA copies a slice ----------------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
@@ -129,13 +140,17 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
     // Slot 0's descriptors at k step 0 (A: this warpgroup's first m64 block); a slot, a block and a k step only move
     // the start address (16-byte units).
     constexpr uint32_t A_BLOCK = 64 * BK >> 4, KSTEP = 32 >> 4;
-    RingCursor<STAGES, (STAGE_BYTES >> 4), (STAGE_BYTES >> 4)> ring(smem_desc(ring_addr + wg * WG_M * BK),
+    const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
+    RingCursor<STAGES, (STAGE_BYTES >> 4), (STAGE_BYTES >> 4)> ring(smem_desc(ring_addr + wg_off * BK),
                                                                     smem_desc(ring_addr + A_BYTES));
     bool ready = false;  // slot ring.slot's data seen to have come (asked while the slice before ran)
     int held = 0;        // the slot whose wgmmas may still be in flight
-    for (int g = blockIdx.x; g < tiles; g += gridDim.x) {
+    // j: the block's j-th tile, all of them (PING = 0) or every other one (PING = 1, see the header)
+    for (int j = PING ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += 1 + PING) {
+        const int g = blockIdx.x + j * gridDim.x;
         int m0, n0;
         origin(g, m0, n0);
+        if (PING) ring.seek(j * slices), ready = false;  // the tile's first slice, counted as the producer counts
         int32_t acc[MI][BN / 2];
         for (int t = 0; t < slices; ++t) {
             const int s = ring.slot;
@@ -160,7 +175,7 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
         // ---- epilogue: each m64 block through this warpgroup's staging, then out in 16-byte chunks of a row
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
-            const int r0 = m0 + wg * WG_M + 64 * i;
+            const int r0 = m0 + wg_off + 64 * i;
             named_sync(2 + wg, 128);  // the block before has been read out of the staging
 #pragma unroll
             for (int v = 0; v < BN / 2; v += 2) {  // accumulators v, v + 1: row 16·w + lane/4 (+8), columns c, c + 1
