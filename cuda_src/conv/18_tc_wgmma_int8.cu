@@ -19,10 +19,11 @@
 //    16 int8) along a row, apply the epilogue and store them, with the residual read in the same chunks: coalesced
 //    stores along NHWC rows (17_tc_int8_mma.cu's "data exchange").
 //  * PING = 1 (14's PING, CUTLASS's "pingpong"): the two consumer warpgroups take the block's tiles in turn, each a
-//    whole tile of BM ≤ 128 pixels. A tile's slices follow the other warpgroup's tile's in the ring, so one's wgmmas
-//    start as the other's end and run while the other's epilogue stages and stores: at ResNet-50's layers a tile is
-//    only 9-36 slices, so the epilogue is a large share of a shared tile's time. A slot is read by one warpgroup
-//    (its "empty" barrier counts one arrive), which skips its ring cursor over the other's (RingCursor::seek).
+//    whole tile of BM ≤ 128 pixels. A tile's slices follow the other warpgroup's tile's in the ring, and its wgmmas
+//    are issued once the other's are (named barriers 8 and 9), so they run while the other's epilogue stages and
+//    stores: at ResNet-50's layers a tile is only 9-36 slices, so the epilogue is a large share of a shared tile's
+//    time. A slot is read by one warpgroup (its "empty" barrier counts one arrive), which skips its ring cursor over
+//    the other's (RingCursor::seek).
 // The rest is 14's (with its u1 d1 q1 loop always on): persistent blocks walking the tiles gridDim apart, filter
 // tiles fastest; one producer thread (its warpgroup stripped to 40 registers by setmaxnreg) keeping an mbarrier ring
 // of STAGES slots full, walking (tap, channel chunk) with a carry; two consumer warpgroups (BM/2 pixels each), the
@@ -32,9 +33,10 @@
 //
 // Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's
 // whole tile), BN filters (64 or 128), STAGES, PING (0 or 1). A consumer thread holds WG_M/64·BN/2 ≤ 128 int32
-// accumulators. Launch: a 1-D grid of at most one block per SM; 384 threads; STAGES·(BM + BN)·128 (the ring) + 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers)
-// bytes of dynamic shared memory. Maps: map_x, im2col boxes of BM pixels × 128 channels; map_w, K × R·S·C in boxes of
-// BN × 128. Needs C % 16 == 0 (TMA rows on 16-byte boundaries).
+// accumulators. Launch: a 1-D grid of at most one block per SM; 384 threads; STAGES·(BM + BN)·128 (the ring) +
+// 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers) bytes of dynamic shared memory. Maps: map_x,
+// im2col boxes of BM pixels × 128 channels; map_w, K × R·S·C in boxes of BN × 128. Needs C % 16 == 0 (TMA rows on
+// 16-byte boundaries).
 
 #include "../include/epilogue.cuh"  // EpilogueArgs, channel_terms, epilogue_value(_int), epilogue_store, epilogue_load
 #include "../include/hopper.cuh"    // wgmma_s8, smem_desc, mbarriers, ring_init, RingCursor, TMA loads
@@ -70,6 +72,7 @@ constexpr int STAGING_BYTES = 64 * CLD * 4;  // one consumer warpgroup's m64 blo
 constexpr int V = 16 / sizeof(ELEM_OUT);     // outputs in one 16-byte chunk
 constexpr bool INT_OUT = std::is_same_v<ELEM_OUT, int>;  // int32 out: the integer epilogue
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int PING_BARRIER = 8;  // PING's named barriers 8 and 9: "your turn" to warpgroup 0 and 1 (2, 3: staging)
 
 static_assert(std::is_same_v<ELEM, int8_t>, "int8 operands");
 static_assert(PING == 0 || PING == 1, "PING: 0 (the warpgroups share a tile) or 1 (they take tiles in turn)");
@@ -151,6 +154,10 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
         int m0, n0;
         origin(g, m0, n0);
         if (PING) ring.seek(j * slices), ready = false;  // the tile's first slice, counted as the producer counts
+        // PING: this tile's wgmmas go after the other warpgroup's tile's are issued. Not only an order: a slot's
+        // full barrier tells its phase by parity, so a warpgroup may wait on a slot only once its use before (a slot
+        // of the other's tile) has been filled, or a fresh phase of the wrong parity would pass it at once.
+        if (PING && j > 0) named_sync(PING_BARRIER + wg, 256);
         int32_t acc[MI][BN / 2];
         for (int t = 0; t < slices; ++t) {
             const int s = ring.slot;
@@ -169,6 +176,8 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             if (t > 0 && leader) mbar_arrive(empty(held));  // ... so its slot may be refilled
             held = s;
         }
+        if (PING && blockIdx.x + (j + 1) * gridDim.x < tiles)
+            named_arrive(PING_BARRIER + 1 - wg, 256);  // the other warpgroup's turn
         wgmma_hold<0>(acc);
         if (leader) mbar_arrive(empty(held));
 

@@ -11,9 +11,10 @@
 //    full through two mbarriers a slot: "full" (its arrive plus the bytes it announces) and "empty" (one arrive per
 //    consumer warpgroup, once its wgmmas have read the slot).
 //  * Two consumer warpgroups: warpgroup wg owns rows BM/2·wg .. of the tile in MI = BM/128 blocks of 64 (PING = 1:
-//    every other tile whole, MI = BM/64, see below) and issues, per slot, four k steps of MI wgmma.m64nBNk32.s32.s8.s8 (32 bytes of k each: the descriptor's start moves 32
-//    bytes along the swizzled rows), both operands by descriptor (hopper.cuh's wgmma_s8). One slot's wgmmas stay in
-//    flight while the next slot's are issued; the slot before is then released.
+//    every other tile whole, MI = BM/64, see below) and issues, per slot, four k steps of MI
+//    wgmma.m64nBNk32.s32.s8.s8 (32 bytes of k each: the descriptor's start moves 32 bytes along the swizzled rows),
+//    both operands by descriptor (hopper.cuh's wgmma_s8). One slot's wgmmas stay in flight while the next slot's are
+//    issued; the slot before is then released.
 //  * Persistent blocks: at most one per SM, walking the tiles gridDim apart (in bands of SWIZZLE tile rows where
 //    SWIZZLE > 0, gemm_common.cuh's tile_coords, so that the blocks resident together share panels in L2). The ring
 //    runs on from one tile to the next: while the consumers store a tile, the producer already loads the next one's
@@ -25,17 +26,19 @@
 //    one row (a whole sector), 8-byte stores where N is even (the pair's address is then 8-byte aligned), one int32
 //    at a time otherwise, rows past M and columns past N skipped. No staging, no TMA store: the first version.
 //    While the consumers store, the tensor cores idle (the int32 tile needs all its registers until it has left).
-//  * PING = 1 (CUTLASS's "pingpong"): the warpgroups take the block's tiles in turn, each a whole BM × BN tile
-//    (BM = 64 or 128). A tile's slots follow the other warpgroup's tile's in the ring, so one warpgroup's wgmmas
-//    start as the other's end and run while the other's C leaves: the stores come off the tensor cores' path. Each
-//    slot is read by one warpgroup (its "empty" barrier counts one arrive); a warpgroup skips its ring cursor over
-//    the other's slots (RingCursor::seek). The same bytes a slot feed half the products of a shared 2·BM-row tile.
+//  * PING = 1 (CUTLASS's "pingpong"; conv/14's PING): the warpgroups take the block's tiles in turn, each a whole
+//    BM × BN tile (BM = 64 or 128). A tile's slots follow the other warpgroup's tile's in the ring, and its wgmmas
+//    are issued once the other's are (named barriers 8 and 9), so they run while the other's C leaves: the stores
+//    come off the tensor cores' path. Each slot is read by one warpgroup (its "empty" barrier counts one arrive); a
+//    warpgroup skips its ring cursor over the other's slots (RingCursor::seek). The same bytes a slot feed half the
+//    products of a shared 2·BM-row tile.
 //
 // Tiles (-DNAME=value): BM (128, or 256 with BN = 128; PING: 64 with BN = 256, or 128 with BN = 128), BN (128 or
-// 256), STAGES (ring slots), SWIZZLE (0 or a band of tile rows), PING (0 or 1). A consumer thread holds MI·BN/2 ≤ 128 int32 accumulators. Shared memory: STAGES·(BM + BN)·128 +
-// 1024 (alignment) + 16·STAGES (barriers). Launch: a 1-D grid of at most one block per SM; block 384 threads
-// (consumer warpgroups 0 and 1, then the producer warpgroup). Maps: A (M×K) and B (N×K), boxes of 64 rows × 128
-// bytes, 128B swizzle; TMA needs K % 16 == 0 (rows on 16-byte boundaries).
+// 256), STAGES (ring slots), SWIZZLE (0 or a band of tile rows), PING (0 or 1). A consumer thread holds MI·BN/2 ≤
+// 128 int32 accumulators. Shared memory: STAGES·(BM + BN)·128 + 1024 (alignment) + 16·STAGES (barriers). Launch: a
+// 1-D grid of at most one block per SM; block 384 threads (consumer warpgroups 0 and 1, then the producer
+// warpgroup). Maps: A (M×K) and B (N×K), boxes of 64 rows × 128 bytes, 128B swizzle; TMA needs K % 16 == 0 (rows on
+// 16-byte boundaries).
 
 #include "../include/gemm_common.cuh"  // tile_coords
 #include "../include/hopper.cuh"       // wgmma_s8, smem_desc, mbarriers, ring_init, RingCursor, tma_load_2d
@@ -72,6 +75,7 @@ constexpr int BOX = 64 * 128;                // one TMA box: 64 rows × 128 byte
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;           // (65536 − 128·40) / 256, rounded down to 8 and capped as 10's
+constexpr int PING_BARRIER = 8;             // PING's named barriers 8 and 9: "your turn" to warpgroup 0 and 1
 
 static_assert(std::is_same_v<ELEM, int8_t> && std::is_same_v<ELEM_OUT, int>, "int8 in, int32 out");
 static_assert(BN == 128 || BN == 256, "BN: 128 or 256 (one wgmma's N)");
@@ -118,9 +122,11 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
                     mbar_sleep(empty(s), ring.phase ^ 1);  // released (a fresh barrier passes)
                     mbar_expect_bytes(full(s), A_STAGE + B_STAGE);  // whole boxes, zero-filled past the edges
 #pragma unroll
-                    for (int b = 0; b < BM / 64; ++b) tma_load_2d(sA + s * A_STAGE + b * BOX, map_a, k0, m0 + 64 * b, full(s));
+                    for (int b = 0; b < BM / 64; ++b)
+                        tma_load_2d(sA + s * A_STAGE + b * BOX, map_a, k0, m0 + 64 * b, full(s));
 #pragma unroll
-                    for (int b = 0; b < BN / 64; ++b) tma_load_2d(sB + s * B_STAGE + b * BOX, map_b, k0, n0 + 64 * b, full(s));
+                    for (int b = 0; b < BN / 64; ++b)
+                        tma_load_2d(sB + s * B_STAGE + b * BOX, map_b, k0, n0 + 64 * b, full(s));
                     ring.advance();
                 }
             }
@@ -140,13 +146,16 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
     bool ready = false;  // slot ring.slot's data seen to have come (asked while the slot before ran)
     int held = 0;        // the slot whose wgmmas may still be in flight
     // j: the block's j-th tile, all of them (PING = 0) or every other one (PING = 1: warpgroup wg takes j = wg, wg +
-    // 2, ..., whose slots follow the other warpgroup's in the ring, so that its wgmmas run while the other's tile
-    // leaves: the ring itself makes them take turns)
+    // 2, ..., whose slots follow the other warpgroup's in the ring)
     for (int j = PING ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += 1 + PING) {
         const int tile = blockIdx.x + j * gridDim.x;
         int m0, n0;
         origin(tile, m0, n0);
         if (PING) ring.seek(j * ktiles), ready = false;  // the tile's first slot, counted as the producer counts
+        // PING: this tile's wgmmas go after the other warpgroup's tile's are issued. Not only an order: a slot's
+        // full barrier tells its phase by parity, so a warpgroup may wait on a slot only once its use before (a slot
+        // of the other's tile) has been filled, or a fresh phase of the wrong parity would pass it at once.
+        if (PING && j > 0) named_sync(PING_BARRIER + wg, 256);
         int32_t acc[MI][BN / 2];
         for (int t = 0; t < ktiles; ++t) {
             const int s = ring.slot;
@@ -165,6 +174,8 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
             if (t > 0 && leader) mbar_arrive(empty(held));  // ... so it may be refilled
             held = s;
         }
+        if (PING && blockIdx.x + (j + 1) * gridDim.x < tiles)
+            named_arrive(PING_BARRIER + 1 - wg, 256);  // the other warpgroup's turn
         wgmma_hold<0>(acc);
         if (leader) mbar_arrive(empty(held));
 
