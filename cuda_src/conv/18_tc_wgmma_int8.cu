@@ -197,13 +197,17 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 const int row = c / (BN / V), col = (c % (BN / V)) * V, m = r0 + row, k = n0 + col;
                 if (m >= M || k >= K) continue;
                 const size_t at = (size_t)m * K + k;
+                alignas(16) int sums[V];  // the chunk's accumulators, read 16 bytes at a time (rows are 16-byte aligned)
                 alignas(16) ELEM_OUT out[V];
                 alignas(16) ELEM_OUT zv[V];
+#pragma unroll
+                for (int q = 0; q < V; q += 4)
+                    *reinterpret_cast<int4*>(sums + q) = *reinterpret_cast<const int4*>(staged + row * CLD + col + q);
                 if (EPI_HAS_ADD && whole) *reinterpret_cast<uint4*>(zv) = *reinterpret_cast<const uint4*>(z + at);
 #pragma unroll
                 for (int q = 0; q < V; ++q) {
                     if (!whole && k + q >= K) break;
-                    const int a = staged[row * CLD + col + q];
+                    const int a = sums[q];
                     const ELEM_OUT zq = EPI_HAS_ADD ? (whole ? zv[q] : z[at + q]) : ELEM_OUT(0);
                     if constexpr (INT_OUT)
                         out[q] = epilogue_value_int(a, e, k + q, epilogue_load_int<ELEM_OUT>(zq));
