@@ -1,9 +1,10 @@
 """On a GPU: INT8 convolution and the fused epilogue, every variant that takes them checked against the exact
 reference (int64 sums, the float64 epilogue, int8 rounded half to even and saturated) on shapes that are multiples
 of no tile, the output poisoned first (verify): the document's step (tc-int8-mma) bit for bit in every output type,
-layout, epilogue and configuration; cuDNN's int8 in NHWC and NCHW_VECT_C exactly (its fused graph, or where it
-refuses that its unfused sequence, which the point's details name); cuDNN's fused graph in fp16 and bf16 within the
-error model's tolerance. Run: python3 -m pytest -q -m gpu tests/test_gpu_int8_conv.py -n 0"""
+layout, epilogue and configuration; the Hopper step (tc-wgmma-int8, NHWC) likewise, and on ResNet-50's 3×3 layers
+with filters that fill no tile; cuDNN's int8 in NHWC and NCHW_VECT_C exactly (its fused graph, or where it refuses
+that its unfused sequence, which the point's details name); cuDNN's fused graph in fp16 and bf16 within the error
+model's tolerance. Run: python3 -m pytest -q -m gpu tests/test_gpu_int8_conv.py -n 0"""
 
 import math
 
@@ -101,6 +102,47 @@ def test_cudnn_fuses_the_epilogue_in_every_precision(cuda, data, dtype, epilogue
     prepared = check(cuda, data, v, v.space.configs[0], shape)
     print(f"{dtype} {epilogue}: engine {prepared.details.engine}, unfused: {prepared.details.unfused}")
 
+
+
+# ResNet-50's 3×3 layers (56², 28², 14², 7² at stride 1, and 28² at stride 2) at batch 3, with filters 24 fewer than
+# the layer's, a multiple of no BN (40, 104, 232, 488) nor of 16 (the int8 rows' whole chunks: the tail path); C as
+# the layer's (64: half a 128-channel slice, the filter box running into the next tap's channels), pixel counts
+# that fill no BM (3·56² = 9408, 2352, 588, 147).
+RESNET = [dict(size=56, stride=1, batch=3, in_channels=64, out_channels=40, padding=1),
+          dict(size=28, stride=1, batch=3, in_channels=128, out_channels=104, padding=1),
+          dict(size=14, stride=1, batch=3, in_channels=256, out_channels=232, padding=1),
+          dict(size=7, stride=1, batch=3, in_channels=512, out_channels=488, padding=1),
+          dict(size=56, stride=2, batch=3, in_channels=128, out_channels=104, padding=1)]
+
+
+def wgmma_int8_cases():
+    """tc-wgmma-int8 (NHWC): every configuration and output type; the small odd shapes in every epilogue, the ResNet
+    layers bare and with bias-relu-add."""
+    v = CATALOG.get("conv", "cuda", "tc-wgmma-int8")
+    for config in v.space.configs:
+        for dtype in INT8S:
+            for kw, epilogues in [(k, EPILOGUES) for k in SHAPES + NHWC_ONLY] + [(k, EPILOGUES[::3]) for k in RESNET]:
+                for fused in epilogues:
+                    yield pytest.param(v, config, shape_of(kw, dtype, ConvLayout.NHWC, fused),
+                                       id=f"{config.label}-{dtype}-{kw['size']}-{kw['in_channels']}-"
+                                          f"{kw['out_channels']}-s{kw['stride']}-{fused.epilogue}")
+
+
+@pytest.mark.parametrize("variant,config,shape", list(wgmma_int8_cases()))
+def test_the_hopper_int8_kernel_is_exact(cuda, data, variant, config, shape):
+    check(cuda, data, variant, config, shape)
+
+
+def test_the_hopper_int8_kernel_takes_per_channel_scales_and_other_factors(cuda, data):
+    v = CATALOG.get("conv", "cuda", "tc-wgmma-int8")
+    for config in v.space.configs:
+        for fused in (Fused(Epilogue.BIAS_RELU_ADD, 0.001953125, -2.0, 0.5, Scaling.CHANNEL),
+                      Fused(Epilogue.NONE, scaling=Scaling.CHANNEL)):
+            check(cuda, data, v, config, shape_of(RESNET[2], DType.INT8_INT8, ConvLayout.NHWC, fused))
+        check(cuda, data, v, config,
+              shape_of(SHAPES[1], DType.INT8, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD, 3.0, 2.0, -1.0)))
+        check(cuda, data, v, config,
+              shape_of(SHAPES[0], DType.INT8_FP32, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD, 0.3, 0.7, 1.5)))
 
 
 def fused_16bit_cases():

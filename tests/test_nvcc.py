@@ -51,9 +51,10 @@ def builds():
 
 # The tensor-core kernels whose every build ptxas reports on (spills, serialized wgmmas: below). Such a report is a
 # whole compile with compile_cubin's own flags, so those builds are compiled there, once, not again by test_compiles.
-TC_GEMMS = ["wgmma-tma", "fp8-tma"]
-TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo", "tc-int8-mma"]  # (the int8 one: mma.sync,
-# no wgmma to serialize; its report checks that no output type, layout or epilogue spills)
+TC_GEMMS = ["wgmma-tma", "fp8-tma", "int8-wgmma-tma"]
+# (tc-int8-mma: mma.sync, no wgmma to serialize; its report, as the int8 wgmma ones', checks that no output type,
+# layout or epilogue spills)
+TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo", "tc-int8-mma", "tc-wgmma-int8"]
 TC_ATTENTION = ["fa3-wgmma"]
 
 

@@ -200,7 +200,8 @@ def test_a_suite_with_a_byte_order_mark_loads(tmp_path):
 
 def test_the_int8_suite_is_resnets_layers_and_llamas_projections():
     """configs/int8-conv.toml: ResNet-50's four 3x3 layers, its stride-2 3x3 and a 1x1 bottleneck at N = 128, int8
-    in NHWC and NCHW_VECT_C, bare and with bias-relu-add; the Llama-style int8 GEMMs in nt."""
+    in NHWC and NCHW_VECT_C, bare and with bias-relu-add (the Hopper kernel in NHWC alone); the Llama-style int8
+    GEMMs in nt, cuBLASLt's and the hand one."""
     from gpubench.core.dtypes import DType
     from gpubench.ops.conv import ConvLayout
     from gpubench.ops.epilogue import Epilogue
@@ -211,12 +212,14 @@ def test_the_int8_suite_is_resnets_layers_and_llamas_projections():
     assert layers == {(64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 256, 14, 3, 1), (512, 512, 7, 3, 1),
                       (128, 128, 56, 3, 2), (64, 256, 56, 1, 1)}
     for w in convs:
-        assert {v.name for v in w.variants} == {"cudnn", "tc-int8-mma"}
-        assert len(w) == 4 * (3 + 1)  # 2 layouts x 2 epilogues, for tc-int8-mma's 3 configurations and cuDNN
+        assert {v.name for v in w.variants} == {"cudnn", "tc-int8-mma", "tc-wgmma-int8"}
+        # 2 layouts x 2 epilogues for tc-int8-mma's 3 configurations and cuDNN; tc-wgmma-int8's 5 in NHWC alone
+        assert len(w) == 4 * (3 + 1) + 2 * 5
         assert {(x.batch, x.dtype) for x in w.shapes} == {(128, DType.INT8_INT8)}
         assert {x.layout for x in w.shapes} == {ConvLayout.NHWC, ConvLayout.NCHW_VECT_C}
         assert {x.fused.epilogue for x in w.shapes} == {Epilogue.NONE, Epilogue.BIAS_RELU_ADD}
     (gemm,) = [w for w in s.sweeps if w.op == "gemm"]
+    assert {v.name for v in gemm.variants} == {"cublaslt", "int8-wgmma-tma"}
     assert {(x.m, x.n, x.k) for x in gemm.shapes} >= {(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
                                                        (8192, 4096, 14336)}
 

@@ -180,6 +180,45 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
     }
 }
 
+// ---- int8: wgmma s8 × s8 → s32 ----------------------------------------------------------------------------
+// The integer wgmma takes only K-major operands (no transpose bits) and no scale-a/-b immediates: its operands are
+// the two descriptors and scale-d. k32: 32 bytes of k a wgmma, as fp8's. Its accumulators are int32, held in the same
+// places as the float ones above (row 16·warp + lane/4 + 8·((v>>1)&1), column 8·(v>>2) + 2·(lane%4) + (v&1)). No
+// .satfinite: the sums of int8 products stay far inside int32 for any K gpubench draws (K·127² < 2³¹ up to K 133k).
+#define IACC8(i) "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3]), "+r"(d[i + 4]), "+r"(d[i + 5]), \
+                 "+r"(d[i + 6]), "+r"(d[i + 7])
+#define IACC32(i) IACC8(i), IACC8(i + 8), IACC8(i + 16), IACC8(i + 24)
+#define IACC64(i) IACC32(i), IACC32(i + 32)
+#define WGMMA_S8_ASM(SHAPE, DREGS, IA, IB, IP, ...)                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IP ", 0;\n"                                          \
+                 "wgmma.mma_async.sync.aligned." SHAPE ".s32.s8.s8 " DREGS ", %" IA ", %" IB ", p;\n}"    \
+                 : __VA_ARGS__ : "l"(a), "l"(b), "r"(accumulate))
+
+// d[64×N] (+)= A[64×32] · B[32×N], int8 operands from shared memory (K-major descriptors), int32 accumulators.
+// accumulate = 0 overwrites d.
+template <int N>
+__device__ __forceinline__ void wgmma_s8(int32_t (&d)[N / 2], uint64_t a, uint64_t b, uint32_t accumulate)
+{
+    static_assert(N == 64 || N == 128 || N == 256, "wgmma_s8: N 64, 128 or 256");
+    if constexpr (N == 64)
+        WGMMA_S8_ASM("m64n64k32", WGMMA_D32, "32", "33", "34", IACC32(0));
+    else if constexpr (N == 128)
+        WGMMA_S8_ASM("m64n128k32", WGMMA_D64, "64", "65", "66", IACC64(0));
+    else
+        WGMMA_S8_ASM("m64n256k32", WGMMA_D128, "128", "129", "130", IACC64(0), IACC64(64));
+}
+
+// wgmma_hold's wait for int32 accumulators.
+template <int PENDING, int MI, int R>
+__device__ __forceinline__ void wgmma_hold(int32_t (&acc)[MI][R])
+{
+    wgmma_wait<PENDING>();
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int v = 0; v < R; ++v) asm volatile("" : "+r"(acc[i][v])::"memory");
+}
+
 // Wait for every wgmma in flight, and keep the compiler from reading the accumulators before that wait (it
 // cannot see that the asynchronous wgmmas write them).
 template <int MI>

@@ -1,0 +1,226 @@
+// INT8 tensor-core implicit-GEMM convolution fed by TMA (sm_90a): int8 NHWC, int32 accumulate, the fused epilogue,
+// output int32, float32 or int8 (requantised: rounded half to even, saturated).
+//
+// 14_tc_wgmma_tma.cu's machinery with int8 operands; what differs is what int8 asks for:
+//  * A slice is BK = 128 channels of one filter tap: 128 bytes, one 128-byte swizzle row, as 14's 64 channels of
+//    16 bits. A is one box of the im2col map of x (BM output pixels × 128 channels: the copy engine walks the
+//    pixels across rows and images and zero-fills the padding, the channels past C and the pixels past the last
+//    image), B one box of the plain map of w as K × R·S·C (BN filters × the same 128 channels, at column tap·C + c0).
+//    Where C is not a multiple of 128 (the first ResNet-50 stage, C = 64), B's box runs into the next tap's
+//    channels: A is zero there, so those products add exactly 0 (integers: no NaN to fear).
+//  * wgmma.m64nBNk32.s32.s8.s8 (hopper.cuh's wgmma_s8): four k32 steps a slice, the descriptor's start moving 32
+//    bytes along the swizzled rows; int32 accumulators, exact. The integer wgmma reads K-major operands only: both
+//    are (channels contiguous in NHWC x and in KRSC w).
+//  * The epilogue (include/epilogue.cuh, gpubench/ops/epilogue.py): y = act(α·s[k]·acc + β·bias[k] + γ·z), per
+//    tensor or per output channel (channel_scale), the ReLU after the residual; int32 outputs in integers (exact),
+//    float and int8 ones in float32 steps, int8 rounded half to even and saturated. Each consumer warpgroup stages
+//    its m64 blocks of int32 accumulators in shared memory of its own (rows padded by 8 ints: a half-warp's 8-byte
+//    stores land in 32 distinct banks), then its threads read whole 16-byte chunks of output (4 int32 or float32,
+//    16 int8) along a row, apply the epilogue and store them, with the residual read in the same chunks: coalesced
+//    stores along NHWC rows (17_tc_int8_mma.cu's "data exchange").
+//  * PING = 1 (14's PING, CUTLASS's "pingpong"): the two consumer warpgroups take the block's tiles in turn, each a
+//    whole tile of BM ≤ 128 pixels. A tile's slices follow the other warpgroup's tile's in the ring, and its wgmmas
+//    are issued once the other's are (named barriers 8 and 9), so they run while the other's epilogue stages and
+//    stores: at ResNet-50's layers a tile is only 9-36 slices, so the epilogue is a large share of a shared tile's
+//    time. A slot is read by one warpgroup (its "empty" barrier counts one arrive), which skips its ring cursor over
+//    the other's (RingCursor::seek).
+// The rest is 14's (with its u1 d1 q1 loop always on): persistent blocks walking the tiles gridDim apart, filter
+// tiles fastest; one producer thread (its warpgroup stripped to 40 registers by setmaxnreg) keeping an mbarrier ring
+// of STAGES slots full, walking (tap, channel chunk) with a carry; two consumer warpgroups (BM/2 pixels each), the
+// slot, phase and descriptors carried from slice to slice, the next slot's full barrier asked about while this
+// slice's wgmmas run, one slice's wgmmas in flight. While the consumers write a tile out, the producer already loads
+// the next tile's first slices. Not here (14 has them for 16-bit): clusters, SPLIT, three consumers, TMA stores.
+//
+// Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's
+// whole tile), BN filters (64 or 128), STAGES, PING (0 or 1). A consumer thread holds WG_M/64·BN/2 ≤ 128 int32
+// accumulators. Launch: a 1-D grid of at most one block per SM; 384 threads; STAGES·(BM + BN)·128 (the ring) +
+// 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers) bytes of dynamic shared memory. Maps: map_x,
+// im2col boxes of BM pixels × 128 channels; map_w, K × R·S·C in boxes of BN × 128. Needs C % 16 == 0 (TMA rows on
+// 16-byte boundaries).
+
+#include "../include/epilogue.cuh"  // EpilogueArgs, channel_terms, epilogue_value(_int), epilogue_store, epilogue_load
+#include "../include/hopper.cuh"    // wgmma_s8, smem_desc, mbarriers, ring_init, RingCursor, TMA loads
+
+#ifndef ELEM
+#define ELEM int8_t
+#endif
+#ifndef ELEM_OUT
+#define ELEM_OUT int8_t
+#endif
+#ifndef BM
+#define BM 256
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef PING
+#define PING 0
+#endif
+
+constexpr int BK = 128;                      // channels a slice: one 128-byte swizzle row of int8
+constexpr int CONSUMERS = 2;
+constexpr int THREADS = 128 * (CONSUMERS + 1);
+// PING = 0: the consumer warpgroups share each tile (BM / 2 pixels each); PING = 1: each takes every other tile whole
+constexpr int WG_M = PING ? BM : BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, its m64 wgmmas a k step
+constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+constexpr int CLD = BN + 8;                  // a staged row of int32, padded (see the header)
+constexpr int STAGING_BYTES = 64 * CLD * 4;  // one consumer warpgroup's m64 block
+constexpr int V = 16 / sizeof(ELEM_OUT);     // outputs in one 16-byte chunk
+constexpr bool INT_OUT = std::is_same_v<ELEM_OUT, int>;  // int32 out: the integer epilogue
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int PING_BARRIER = 8;  // PING's named barriers 8 and 9: "your turn" to warpgroup 0 and 1 (2, 3: staging)
+
+static_assert(std::is_same_v<ELEM, int8_t>, "int8 operands");
+static_assert(PING == 0 || PING == 1, "PING: 0 (the warpgroups share a tile) or 1 (they take tiles in turn)");
+static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warpgroup (BM/2 without PING, BM with it)");
+static_assert(BN == 64 || BN == 128, "BN: 64 or 128 filters (one wgmma's N)");
+static_assert(WG_M * BN <= 16384, "a consumer thread holds MI·BN/2 ≤ 128 int32 accumulators");
+static_assert(STAGES >= 2, "a ring of at least two slices");
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w, ELEM_OUT* __restrict__ y,
+                   const float* __restrict__ bias, const ELEM_OUT* __restrict__ z,
+                   const float* __restrict__ channel_scale, float alpha, float beta, float gamma, int N, int C, int H,
+                   int W, int K, int R, int S, int stride, int pad, int OH, int OW)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    const uint32_t pad_bytes = (1024 - raw % 1024) % 1024;  // 128B swizzle: the ring 1024-byte aligned
+    const uint32_t ring_addr = raw + pad_bytes, bars = ring_addr + RING_BYTES + CONSUMERS * STAGING_BYTES;
+    auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its slice"
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "both consumer warpgroups are done with it"
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int P = OH * OW, M = N * P;
+    const int tiles_n = (K + BN - 1) / BN, tiles = (M + BM - 1) / BM * tiles_n;
+    auto origin = [&](int g, int& m0, int& n0) { m0 = (g / tiles_n) * BM, n0 = (g % tiles_n) * BN; };
+    const int cslices = (C + BK - 1) / BK, slices = R * S * cslices;
+
+    ring_init<STAGES, 1>(bars, PING ? 1 : CONSUMERS);  // empty: the one or two warpgroups reading a slot
+
+    if (warp >= 4 * CONSUMERS) {  // ---- the producer: one thread issues two TMA copies a slice ----------------------
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        if (warp == 4 * CONSUMERS && lane == 0) {
+            tma_acquire(map_x);
+            tma_acquire(map_w);
+            RingSlot<STAGES> ring;
+            for (int g = blockIdx.x; g < tiles; g += gridDim.x) {
+                int m0, n0;
+                origin(g, m0, n0);
+                // The input pixel under the tile's first output pixel at tap (0, 0); the map walks on from there.
+                const int img = m0 / P, p = m0 % P;
+                const int w0 = (p % OW) * stride - pad, h0 = (p / OW) * stride - pad;
+                // Slice t: channels c0.. of tap (r, col), walked: channel chunks, then the taps of a row, then rows.
+                int c0 = 0, r = 0, col = 0;
+                for (int t = 0; t < slices; ++t) {
+                    const int s = ring.slot;
+                    mbar_sleep(empty(s), ring.phase ^ 1);  // released (a fresh barrier passes)
+                    mbar_expect_bytes(full(s), STAGE_BYTES);
+                    const uint32_t a = ring_addr + s * STAGE_BYTES;
+                    tma_load_im2col_4d(a, map_x, c0, w0, h0, img, col, r, full(s));
+                    tma_load_2d(a + A_BYTES, map_w, (r * S + col) * C + c0, n0, full(s));
+                    ring.advance();
+                    c0 += BK;
+                    if (c0 >= C) {
+                        c0 = 0;
+                        if (++col == S) col = 0, ++r;
+                    }
+                }
+            }
+        }
+        return;
+    }
+
+    // ---- the consumers -----------------------------------------------------------------------------------------
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    const int wg = warpgroup_of<true>(warp), w = warp % 4;
+    const bool leader = tid % 128 == 0;
+    int* const staged = reinterpret_cast<int*>(smem_raw + pad_bytes + RING_BYTES + wg * STAGING_BYTES);
+    const EpilogueArgs e{alpha, beta, gamma, bias, channel_scale};
+    // Slot 0's descriptors at k step 0 (A: this warpgroup's first m64 block); a slot, a block and a k step only move
+    // the start address (16-byte units).
+    constexpr uint32_t A_BLOCK = 64 * BK >> 4, KSTEP = 32 >> 4;
+    const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
+    RingCursor<STAGES, (STAGE_BYTES >> 4), (STAGE_BYTES >> 4)> ring(smem_desc(ring_addr + wg_off * BK),
+                                                                    smem_desc(ring_addr + A_BYTES));
+    bool ready = false;  // slot ring.slot's data seen to have come (asked while the slice before ran)
+    int held = 0;        // the slot whose wgmmas may still be in flight
+    // j: the block's j-th tile, all of them (PING = 0) or every other one (PING = 1, see the header)
+    for (int j = PING ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += 1 + PING) {
+        const int g = blockIdx.x + j * gridDim.x;
+        int m0, n0;
+        origin(g, m0, n0);
+        if (PING) ring.seek(j * slices), ready = false;  // the tile's first slice, counted as the producer counts
+        // PING: this tile's wgmmas go after the other warpgroup's tile's are issued. Not only an order: a slot's
+        // full barrier tells its phase by parity, so a warpgroup may wait on a slot only once its use before (a slot
+        // of the other's tile) has been filled, or a fresh phase of the wrong parity would pass it at once.
+        if (PING && j > 0) named_sync(PING_BARRIER + wg, 256);
+        int32_t acc[MI][BN / 2];
+        for (int t = 0; t < slices; ++t) {
+            const int s = ring.slot;
+            const uint64_t da = ring.desc_a, db = ring.desc_b;
+            if (!ready) mbar_sleep(full(s), ring.phase);
+            ring.advance();
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 32; ++kk)
+#pragma unroll
+                for (int i = 0; i < MI; ++i)  // the tile's first k step overwrites the accumulators
+                    wgmma_s8<BN>(acc[i], da + i * A_BLOCK + kk * KSTEP, db + kk * KSTEP, t > 0 || kk > 0);
+            wgmma_commit();
+            ready = mbar_test(full(ring.slot), ring.phase);
+            wgmma_wait<1>();                                // the slice before's wgmmas are done ...
+            if (t > 0 && leader) mbar_arrive(empty(held));  // ... so its slot may be refilled
+            held = s;
+        }
+        if (PING && blockIdx.x + (j + 1) * gridDim.x < tiles)
+            named_arrive(PING_BARRIER + 1 - wg, 256);  // the other warpgroup's turn
+        wgmma_hold<0>(acc);
+        if (leader) mbar_arrive(empty(held));
+
+        // ---- epilogue: each m64 block through this warpgroup's staging, then out in 16-byte chunks of a row
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+            const int r0 = m0 + wg_off + 64 * i;
+            named_sync(2 + wg, 128);  // the block before has been read out of the staging
+#pragma unroll
+            for (int v = 0; v < BN / 2; v += 2) {  // accumulators v, v + 1: row 16·w + lane/4 (+8), columns c, c + 1
+                const int row = 16 * w + lane / 4 + 8 * ((v >> 1) & 1), col = 8 * (v >> 2) + 2 * (lane % 4);
+                *reinterpret_cast<int2*>(staged + row * CLD + col) = make_int2(acc[i][v], acc[i][v + 1]);
+            }
+            named_sync(2 + wg, 128);
+            const bool whole = K % V == 0;  // output rows of whole 16-byte chunks: aligned, none past K in a chunk
+            for (int c = tid % 128; c < 64 * (BN / V); c += 128) {  // consecutive threads, consecutive chunks
+                const int row = c / (BN / V), col = (c % (BN / V)) * V, m = r0 + row, k = n0 + col;
+                if (m >= M || k >= K) continue;
+                const size_t at = (size_t)m * K + k;
+                alignas(16) int sums[V];  // the chunk's accumulators, read 16 bytes at a time (rows are 16-byte aligned)
+                alignas(16) ELEM_OUT out[V];
+                alignas(16) ELEM_OUT zv[V];
+#pragma unroll
+                for (int q = 0; q < V; q += 4)
+                    *reinterpret_cast<int4*>(sums + q) = *reinterpret_cast<const int4*>(staged + row * CLD + col + q);
+                if (EPI_HAS_ADD && whole) *reinterpret_cast<uint4*>(zv) = *reinterpret_cast<const uint4*>(z + at);
+#pragma unroll
+                for (int q = 0; q < V; ++q) {
+                    if (!whole && k + q >= K) break;
+                    const int a = sums[q];
+                    const ELEM_OUT zq = EPI_HAS_ADD ? (whole ? zv[q] : z[at + q]) : ELEM_OUT(0);
+                    if constexpr (INT_OUT)
+                        out[q] = epilogue_value_int(a, e, k + q, epilogue_load_int<ELEM_OUT>(zq));
+                    else
+                        out[q] = epilogue_store<ELEM_OUT>(epilogue_value(static_cast<float>(a), channel_terms(e, k + q),
+                                                                         gamma, epilogue_load<ELEM_OUT>(zq)));
+                }
+                if (whole) {
+                    *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(out);
+                } else {
+                    for (int q = 0; q < V && k + q < K; ++q) y[at + q] = out[q];
+                }
+            }
+        }
+    }
+}

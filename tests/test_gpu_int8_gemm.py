@@ -1,0 +1,52 @@
+"""On a GPU: the hand INT8 GEMM (int8-wgmma-tma, wgmma s8 in nt) exactly the int64 reference, in every configuration,
+on shapes that are multiples of no tile (M, N) and whose K fills no 128-byte slot, the output poisoned first (verify):
+a block that left a tile or a row unwritten, or a slot's products added twice or not at all, shows as a non-zero
+error. cuBLASLt's int8 on the same shapes is exact too (the baseline it is timed against).
+Run: python3 -m pytest -q -m gpu tests/test_gpu_int8_gemm.py -n 0"""
+
+import math
+
+import pytest
+
+from gpubench.core.dtypes import DType
+from gpubench.execution.tasks import verify
+from gpubench.ops.gemm import GemmLayout, GemmShape
+from gpubench.specs import catalog
+
+pytestmark = pytest.mark.gpu
+
+CATALOG = catalog.Catalog(catalog.builtin())
+OURS = CATALOG.get("gemm", "cuda", "int8-wgmma-tma")
+
+# K a multiple of 16 (TMA's 16-byte rows), none of M, N or K a multiple of 64 or 128 past that. 1000 × 1030 × 4112:
+# 8 × 5 tiles of 128 × 256 (fewer than the SMs, one tile a block) with 33 slots of 128 k (the last one 16 k, the rest
+# zero-filled), N even (8-byte stores); 4112 × 3000 × 1040: 33 × 12 tiles, more than the SMs, so persistent blocks
+# walk up to 4 tiles each and the ring's phases run on across tiles; 777 × 1001 × 48: odd M and N (the one-int32
+# stores of an odd N), less than one slot of k; 24 × 40 × 16: smaller than one tile.
+SHAPES = [(1000, 1030, 4112), (4112, 3000, 1040), (777, 1001, 48), (24, 40, 16)]
+
+
+def check(cuda, data, variant, config, shape):
+    inputs, ref = data(shape)
+    prepared = cuda.prepare(variant, config, shape, inputs)
+    err = verify(cuda, prepared, ref, shape)
+    prepared.release()
+    assert math.isfinite(err), f"{variant.name} {config.label} {shape.full_label}: unwritten output"
+    assert err == 0.0, f"{variant.name} {config.label} {shape.full_label}: rel_err {err:.3e}, not exact"
+
+
+@pytest.mark.parametrize("config", OURS.space.configs, ids=lambda c: c.label)
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_the_hand_int8_gemm_is_exact(cuda, data, config, mnk):
+    check(cuda, data, OURS, config, GemmShape(*mnk, DType.INT8, GemmLayout.NT))
+
+
+@pytest.mark.parametrize("mnk", [s for s in SHAPES if all(d % 2 == 0 for d in s)], ids=lambda s: "x".join(map(str, s)))
+def test_cublaslt_int8_is_exact_on_the_same_shapes(cuda, data, mnk):
+    lt = CATALOG.get("gemm", "cuda", "cublaslt")
+    check(cuda, data, lt, lt.space.configs[0], GemmShape(*mnk, DType.INT8, GemmLayout.NT))
+
+
+def test_a_layout_other_than_nt_is_not_offered():
+    """The integer wgmma reads K-major operands only: the variant declares nt alone, so nn and tn never reach it."""
+    assert list(OURS.scope.layouts) == [GemmLayout.NT] and list(OURS.scope.dtypes) == [DType.INT8]
