@@ -22,6 +22,15 @@ class PlanPolicy(StrEnum):
     BEST = "best"  # every plan timed once (not as the point is), the fastest kept
 
 
+def _option_as(runner, name: str, kind: type[StrEnum]) -> None:
+    """A runner's option `name` turned into its enum `kind`; one line naming the allowed values where it is not one."""
+    value = getattr(runner, name)
+    try:
+        object.__setattr__(runner, name, kind(value))
+    except ValueError:
+        raise ValueError(f"options: {name} {value!r}; allowed: {', '.join(kind)}") from None
+
+
 @dataclass(frozen=True)
 class Runner:
     """The kind of call a variant is. Subclasses set the class constants and add their options as fields."""
@@ -142,10 +151,7 @@ class CudnnRunner(Runner):
     plans: PlanPolicy = PlanPolicy.BEST
 
     def __post_init__(self):
-        try:
-            object.__setattr__(self, "plans", PlanPolicy(self.plans))
-        except ValueError:
-            raise ValueError(f"options: plans {self.plans!r}; allowed: {', '.join(PlanPolicy)}") from None
+        _option_as(self, "plans", PlanPolicy)
 
 
 @dataclass(frozen=True)
@@ -160,10 +166,7 @@ class CudnnSdpaRunner(Runner):
     plans: PlanPolicy = PlanPolicy.BEST
 
     def __post_init__(self):
-        try:
-            object.__setattr__(self, "plans", PlanPolicy(self.plans))
-        except ValueError:
-            raise ValueError(f"options: plans {self.plans!r}; allowed: {', '.join(PlanPolicy)}") from None
+        _option_as(self, "plans", PlanPolicy)
 
     @property
     def library_math(self) -> bool:
@@ -190,10 +193,7 @@ class TorchSdpaRunner(Runner):
     backend: SdpaBackend = SdpaBackend.FLASH
 
     def __post_init__(self):
-        try:
-            object.__setattr__(self, "backend", SdpaBackend(self.backend))
-        except ValueError:
-            raise ValueError(f"options: backend {self.backend!r}; allowed: {', '.join(SdpaBackend)}") from None
+        _option_as(self, "backend", SdpaBackend)
 
     @property
     def library_math(self) -> bool:
@@ -220,10 +220,7 @@ class GroupedLibraryRunner(Runner):
     library: GroupedLibrary = GroupedLibrary.FIRST
 
     def __post_init__(self):
-        try:
-            object.__setattr__(self, "library", GroupedLibrary(self.library))
-        except ValueError:
-            raise ValueError(f"options: library {self.library!r}; allowed: {', '.join(GroupedLibrary)}") from None
+        _option_as(self, "library", GroupedLibrary)
 
     @property
     def library_math(self) -> bool:
@@ -313,10 +310,7 @@ class PythonGpuRunner(Runner):
     tf32_math: bool = False  # it computes with TF32 tensor cores (its tolerance is TF32's); `tf32` in the spec
 
     def __post_init__(self):
-        try:
-            object.__setattr__(self, "arrays", Arrays(self.arrays))
-        except ValueError:
-            raise ValueError(f"options: arrays {self.arrays!r}; allowed: {', '.join(Arrays)}") from None
+        _option_as(self, "arrays", Arrays)
         if not isinstance(self.tf32_math, bool):
             raise ValueError(f"options: tf32 is true or false, got {self.tf32_math!r}")
 
