@@ -194,9 +194,9 @@ def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, 
 @options.ab_options()
 def ab(**kw):
     """A against B inside one process: two variants, two sources of a kernel, or a kernel file at two git
-    revisions, on the same inputs. Each round times their calls in turn, call by call (A B A B ..., then
-    B A B A ...); its ratio is the median of B/A over its pairs of adjacent calls, and the rounds' ratios
-    decide. Given saved runs instead (one a round, each its own process), each kernel's ratio to --baseline
+    revisions, on the same inputs. Each round times their calls in turn, call by call, counterbalanced
+    (A B B A ..., then B A A B ...); its ratio is the median over its quartets of calls of B/A, and the rounds'
+    ratios decide. Given saved runs instead (one a round, each its own process), each kernel's ratio to --baseline
     over them.
 
     \b

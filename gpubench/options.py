@@ -310,8 +310,8 @@ def ab_options():
                      help="The block size of a block-axis variant (or name a configuration as NAME@LABEL)."),
         click.option("--args", "kernel_args", default=None, metavar="NAMES", help="--kernel's parameter order."),
         click.option("--rounds", default=ab.ROUNDS, show_default=True, type=click.IntRange(1, 10_000),
-                     help="Rounds at most: each times A's and B's calls in turn, call by call (A B A B ..., then "
-                          "B A B A ...)."),
+                     help="Rounds at most: each times A's and B's calls in turn, call by call, counterbalanced (A B B A "
+                          "..., then B A A B ...)."),
         click.option("--max-time", default=ab.MAX_TIME_S, show_default=True, type=click.FloatRange(0, 3600),
                      help="Seconds of rounds at most (at least 6 rounds are run)."),
         click.option("--reps", default=ab.ROUND_REPS, show_default=True, type=click.IntRange(5, 10_000),

@@ -4,8 +4,8 @@ A :class:`PairedTask` is a ShapeTask of exactly two points (A, then B) that the 
 one point after another. Both calls are prepared once, on the same inputs and writing the same output (a small
 buffer's place alone moves a short kernel by several percent: placement.py), their workspaces kept, and both are
 verified. Whether their calls are queued in batches is decided once (measure/interleaved.py's `calibrate`). Then
-each round times A's and B's calls in turn, A B A B ... in even rounds and B A B A ... in odd ones, so neither side
-always goes first (measure/interleaved.py). Each round gives two points, A's and B's, with the same telemetry, sent
+each round times A's and B's calls in turn, counterbalanced, A B B A ... in even rounds and B A A B ... in odd ones,
+so neither side holds one parity of place or always goes first (measure/interleaved.py). Each round gives two points, A's and B's, with the same telemetry, sent
 as they finish (events as :func:`gpubench.execution.tasks.run_task` sends them). The coordinator pairs the i-th
 point of A with the i-th of B. Rounds go on until `rounds` are done or `max_time_s` has gone by (after at least
 MIN_ROUNDS). With the second clock (--clock both), each round is traced once and CUPTI's kernel times are split

@@ -5,8 +5,8 @@ sources of one kernel (`--kernel old.cu:sym --kernel new.cu:sym`, the --kernel m
 kernel file at two git revisions (`--rev HEAD~1 --rev HEAD FILE:SYMBOL`, each revision written out by `git show
 REV:PATH` into a temporary directory; the file's own directory stays on the include path, so its relative
 includes resolve as in the working tree). Both run in one worker process on the same inputs
-(gpubench/execution/paired.py). Each round times their calls in turn, call by call (A B A B ..., B A B A ... in odd
-rounds: gpubench/measure/interleaved.py), and gives one ratio B/A: the median over its pairs of adjacent calls.
+(gpubench/execution/paired.py). Each round times their calls in turn, call by call, counterbalanced (A B B A ...,
+B A A B ... in odd rounds: gpubench/measure/interleaved.py), and gives one ratio B/A: the median over its quartets.
 The rounds decide (gpubench/measure/paired.py: the sign test's interval for the median ratio, judged by
 `compare`'s rule at --threshold). Exit codes as compare's: B slower → 1, same or faster → 0, inconclusive → 3;
 a side that fails verification or cannot run → 1, as a sweep's failed point.
