@@ -13,7 +13,7 @@ from gpubench.ops import params as op_params
 from gpubench.ops.base import OpDef, ParamKind
 from gpubench.planning.settings import Selection, Settings
 from gpubench.specs.parse import MAX_BLOCK_SIZE
-from gpubench.measure.kernel_clock import Clocks
+from gpubench.measure.kernel_clock import Clocks, CompareClock
 from gpubench.measure.timing import Pace
 
 
@@ -162,7 +162,8 @@ COMPARING = [
                                                 "geometric means, no regression verdict (exit 0)."),
     click.option("--allow-partial", is_flag=True,
                  help="Compare the points in common when a run is not complete (interrupted, or still running)."),
-    click.option("--clock", type=click.Choice(["events", "kernel"]), default="events", show_default=True,
+    click.option("--clock", type=click.Choice([c.value for c in CompareClock]), default=CompareClock.EVENTS.value,
+                 show_default=True,
                  help="The samples compared: the events', or CUPTI's kernel times of the same calls (runs timed with "
                       "--clock both): the kernels alone, without the launch path's few microseconds a call."),
 ]

@@ -37,9 +37,9 @@ from enum import StrEnum
 from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
 from gpubench.results import Point, Run, RunStatus, Status
-from gpubench.analysis.kernel_times import CompareClock
 from gpubench.analysis.roofline import floor_ms
 from gpubench.measure import hierarchical
+from gpubench.measure.kernel_clock import CompareClock
 from gpubench.measure.stats import fewest_samples, ratio_interval
 
 ENV_FIELDS = {

@@ -11,17 +11,10 @@ runs must have been timed with both clocks: a point without kernel times is refu
 from __future__ import annotations
 
 from dataclasses import replace
-from enum import StrEnum
 
+from gpubench.analysis.compare import point_label
 from gpubench.core.errors import GpubenchError
 from gpubench.results import Run, Status
-
-
-class CompareClock(StrEnum):
-    """Which samples `compare` reads."""
-
-    EVENTS = "events"  # the events' samples (samples_ms): every run has them
-    KERNEL = "kernel"  # CUPTI's kernel times (details.kernel_ms): runs timed with --clock both
 
 
 def by_kernel_clock(run: Run, name: str) -> Run:
@@ -30,9 +23,9 @@ def by_kernel_clock(run: Run, name: str) -> Run:
     missing = [p for p in run.points if p.status == Status.OK and p.samples_ms and not p.details.kernel_ms]
     if missing:
         first = missing[0]
-        raise GpubenchError(f"{name}: {len(missing)} measured point(s) have no kernel times (the first: {first.variant}"
-                            f" {first.config} {first.problem.full_label}); compare --clock kernel reads runs timed with "
-                            f"--clock both: compare by the events (--clock events), or time both runs with both clocks")
+        raise GpubenchError(f"{name}: {len(missing)} measured point(s) have no kernel times (the first: "
+                            f"{point_label(first)}); compare --clock kernel reads runs timed with --clock both: compare "
+                            f"by the events (--clock events), or time both runs with both clocks")
     points = []
     for p in run.points:
         kernel = p.details.kernel_ms

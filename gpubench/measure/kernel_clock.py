@@ -33,6 +33,14 @@ class Clocks(StrEnum):
     BOTH = "both"  # the events, and CUPTI's kernel records of the same calls beside them (kernel_ms, kernels)
 
 
+class CompareClock(StrEnum):
+    """Which samples `compare` reads (--clock of compare): the events' (every run has them), or CUPTI's kernel times
+    of the same calls (runs timed with Clocks.BOTH; analysis/kernel_times.py)."""
+
+    EVENTS = "events"  # samples_ms
+    KERNEL = "kernel"  # details.kernel_ms
+
+
 def clocks_of(value) -> Clocks:
     try:
         return Clocks(value)

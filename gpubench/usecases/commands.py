@@ -19,6 +19,7 @@ from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError, NoDevice
 from gpubench.core.paths import shown_path, temporary
 from gpubench.core.exit_codes import Exit
+from gpubench.measure.kernel_clock import CompareClock
 from gpubench.execution.executors import open_executor
 from gpubench import ops
 from gpubench.ops import params as op_params
@@ -186,7 +187,8 @@ class Comparison:
 
 
 def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env: bool,
-                 allow_partial: bool = False, across: bool = False, clock: str = "events") -> Comparison:
+                 allow_partial: bool = False, across: bool = False,
+                 clock: CompareClock | str = CompareClock.EVENTS) -> Comparison:
     """`gpubench compare`: two saved runs, point by point (the rules: gpubench/analysis/compare.py's), by the events'
     samples or (clock "kernel") by CUPTI's kernel times (gpubench/analysis/kernel_times.py)."""
     from gpubench import results
@@ -194,8 +196,8 @@ def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
     base_run, new_run = results.load(base), results.load(new)
-    clock = kernel_times.CompareClock(clock)
-    if clock == kernel_times.CompareClock.KERNEL:
+    clock = CompareClock(clock)
+    if clock == CompareClock.KERNEL:
         base_run, new_run = kernel_times.by_kernel_clock(base_run, base), kernel_times.by_kernel_clock(new_run, new)
     for name, run in ((base, base_run), (new, new_run)):
         if run.status == results.RunStatus.RUNNING and not allow_partial and not results.being_written(name):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from gpubench.analysis.kernel_times import CompareClock
+from gpubench.measure.kernel_clock import CompareClock
 from gpubench.analysis.compare import Change, Report, Verdict, point_label
 from gpubench.views.profile import deltas_table
 from gpubench.views.tables import Cell, Table, escape, plural, to_markdown, to_rich
