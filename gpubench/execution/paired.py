@@ -107,6 +107,7 @@ def run_rounds(backend, task: PairedTask, inputs, ref) -> Iterator:
             if any(point.status != Status.OK for point in points):  # a side that failed its check is not compared
                 return
     finally:
+        backend.worked()  # the preheat's idle gap counts from the last round, as from a point's timing (tasks.timed)
         for made in prepared:
             made.release()
 
