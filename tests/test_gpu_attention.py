@@ -10,10 +10,9 @@ import math
 import pytest
 
 from gpubench.core.dtypes import DType
-from gpubench.core.errors import Skip
-from gpubench.execution.tasks import verify
 from gpubench.ops.attention import AttentionShape
 from gpubench.specs import catalog
+from gpu_verify import check
 
 pytestmark = pytest.mark.gpu
 
@@ -34,25 +33,6 @@ def cases():
                 for b, h, hkv, s, d, causal in RAGGED:
                     shape = AttentionShape(b, h, hkv, s, d, causal, dtype=dtype)
                     yield pytest.param(v, config, shape, id=f"{v.name}{tag}-{dtype}-{shape.label.replace(' ', '-')}")
-
-
-def check(cuda, variant, shape, inputs, ref, config=None):
-    unfit = variant.scope.unfit(shape.dims())
-    if unfit:
-        pytest.skip(f"{variant.name} {unfit}")
-    try:
-        prepared = cuda.prepare(variant, config or variant.space.configs[0], shape, inputs)
-    except Skip as why:
-        assert str(why), "a refusal says why"
-        pytest.skip(f"{variant.name} refused {shape.full_label}: {why}")
-    try:
-        err = verify(cuda, prepared, ref, shape)
-    finally:
-        prepared.release()
-    assert math.isfinite(err), f"{variant.name} {shape.full_label}: NaN or unwritten output"
-    tol = cuda.tolerance(variant, shape)
-    assert err <= tol, f"{variant.name} {shape.full_label}: rel_err {err:.2e} over {tol:.2e}"
-    return err
 
 
 @pytest.mark.parametrize("variant,config,shape", list(cases()))

@@ -4,14 +4,12 @@ sizes the libraries' fp8 paths take (multiples of 16), verified against the exac
 poisoned first; rows of no group are not checked. A library that refuses says why (Skip) and the test skips with
 its words."""
 
-import math
 
 import pytest
 
-from gpubench.core.errors import Skip
-from gpubench.execution.tasks import verify
 from gpubench.ops.grouped_gemm import GroupedShape
 from gpubench.specs import catalog
+from gpu_verify import check
 
 pytestmark = pytest.mark.gpu
 
@@ -30,16 +28,4 @@ def cases():
 
 @pytest.mark.parametrize("variant,shape", list(cases()))
 def test_each_variant_verifies_on_ragged_groups(cuda, data, variant, shape):
-    inputs, ref = data(shape)
-    try:
-        prepared = cuda.prepare(variant, variant.space.configs[0], shape, inputs)
-    except Skip as why:
-        assert str(why), "a refusal says why"
-        pytest.skip(f"{variant.name} refused {shape.full_label}: {why}")
-    try:
-        err = verify(cuda, prepared, ref, shape)
-    finally:
-        prepared.release()
-    assert math.isfinite(err), f"{variant.name} {shape.full_label}: NaN in a group's rows"
-    tol = cuda.tolerance(variant, shape)
-    assert err <= tol, f"{variant.name} {shape.full_label}: rel_err {err:.2e} over {tol:.2e}"
+    check(cuda, variant, shape, *data(shape), unwritten="NaN in a group's rows")
