@@ -54,8 +54,8 @@ def test_the_hand_kernels_keep_their_running_maximum_at_large_logits(cuda, name)
     16-bit P. With its running maximum the kernel still verifies."""
     shape = AttentionShape(1, 4, 2, 300, 128, True, dtype=DType.FP16)
     inputs = cuda.inputs(shape, seed=5)
-    for name in ("Q", "K"):
-        inputs[name] *= 4
+    for array in ("Q", "K"):
+        inputs[array] *= 4
     ref = cuda.reference(shape, inputs)
     scores = cuda.xp.einsum("hsd,htd->hst", inputs["Q"][0].astype("float32"),
                             inputs["K"][0].repeat(2, axis=0).astype("float32")) / math.sqrt(128)
