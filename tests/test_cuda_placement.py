@@ -56,3 +56,56 @@ def test_candidates_lie_in_distinct_address_blocks():
     cp.empty = lambda n, dtype: sizes.append(n) or real_empty(n, dtype)
     placement.place(cp, array, lambda a: 1.0)
     assert sizes and all(n >= 2 * placement.SPACING for n in sizes)
+
+
+class Copies(Arrays):
+    """What spread() asks of CuPy, on NumPy: its array type and copy()."""
+
+    ndarray = np.ndarray
+
+    def copy(self, a):
+        self.made += 1
+        return a.copy()
+
+
+def prepared_on(inputs, calls, capturable=True):
+    """A Prepared whose run records which inputs it ran on."""
+    from gpubench.backends import Prepared
+    released = []
+    p = Prepared(run=lambda: calls.append(id(inputs["x"])), output=np.empty(4, dtype=np.float32),
+                 release=lambda: released.append(id(inputs["x"])), capturable=capturable)
+    return p, released
+
+
+def test_a_small_call_goes_in_turn_to_every_set_of_its_buffers():
+    cp, calls, made, released = Copies(), [], [], []
+    inputs = {"x": np.arange(64, dtype=np.float32), "n": 64}
+
+    def prepare_on(copies):
+        assert copies["n"] == 64 and copies["x"] is not inputs["x"]
+        assert np.array_equal(copies["x"], inputs["x"])  # the same values, another place
+        p, r = prepared_on(copies, calls)
+        made.append(id(copies["x"]))
+        released.append(r)
+        return p
+
+    first, first_released = prepared_on(inputs, calls)
+    spread = placement.spread(cp, first, inputs, first.output, prepare_on)
+    assert spread.details.places == placement.PLACES and len(made) == placement.PLACES - 1
+    for _ in range(2 * placement.PLACES):
+        spread.run()
+    order = [id(inputs["x"])] + made
+    assert calls == order + order  # each set in turn, the verified one first
+    spread.release()
+    assert first_released and all(r for r in released)
+
+
+def test_large_or_foreign_calls_are_timed_as_prepared():
+    cp, calls = Copies(), []
+    big = {"x": np.zeros(placement.SPREAD_BYTES // 4, dtype=np.float32)}
+    p, _ = prepared_on(big, calls)
+    assert placement.spread(cp, p, big, p.output, lambda c: pytest.fail("no copies of large buffers")) is p
+    small = {"x": np.zeros(8, dtype=np.float32)}
+    user, _ = prepared_on(small, calls, capturable=False)  # a user's Python function: not ours to repeat
+    assert placement.spread(cp, user, small, user.output, lambda c: pytest.fail("no copies")) is user
+    assert cp.made == 0

@@ -110,6 +110,10 @@ class Backend(Protocol):
     def worked(self) -> None:
         """Timed work just ended (what preheat measures an idle gap from)."""
 
+    def spread(self, variant, config, shape, inputs, prepared: Prepared) -> Prepared:
+        """The prepared call as it is timed: `prepared`, or (the CUDA backend, for a call on small buffers) one that
+        runs in turn on copies of its buffers at other places (placement.spread), its details saying how many."""
+
     def kernel_tracer(self, policy):
         """The second clock of one point's timed calls where the policy asks for it and the backend has one (the
         CUDA backend's CUPTI records: cupti_clock.PointTrace, with clock(inner) and finish(samples, per), or
@@ -165,6 +169,10 @@ class ArrayBackend:
 
     def worked(self) -> None:
         pass
+
+    def spread(self, variant, config, shape, inputs, prepared):
+        """Where host memory lies moves no call here: the call as prepared."""
+        return prepared
 
     def kernel_tracer(self, policy):
         """No second clock here (the host's time is the call's)."""

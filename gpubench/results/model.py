@@ -93,6 +93,8 @@ class Details:
     kernel_ms: tuple[float, ...] = ()  # the second clock: each timed call's kernels on the GPU (CUPTI), in ms
     kernels: tuple[str, ...] = ()  # ... and the kernels the calls ran, by name (what a library chose)
     graph: int | None = None  # each timed call was one launch of a CUDA graph of this many calls (samples per call)
+    places: int | None = None  # the timed calls ran in turn on this many copies of their buffers, each at another
+    # place (the CUDA backend's small calls: backends/cuda/placement.py)
     unfused: str | None = None  # the library refused the problem's fused graph (its words): the call timed is its
     # unfused sequence, the bare convolution and then the epilogue as a pass of its own (schema 6)
 
@@ -145,7 +147,7 @@ class Details:
 
 FIELD_KINDS = {"tf32": bool, "accumulator": str, "engine": str, "plans": int, "engine_kept": str, "tensor_cores": bool, "workspace_bytes": int, "stop": Stop,
                "batch": int, "flushed": bool, "pace": Pace, "settled_s": float, "tuned": bool, "tuned_from": str,
-               "tuned_exact": bool, "first_call_ms": float, "graph": int, "unfused": str}
+               "tuned_exact": bool, "first_call_ms": float, "graph": int, "places": int, "unfused": str}
 
 
 @dataclass(frozen=True)
