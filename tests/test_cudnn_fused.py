@@ -62,7 +62,7 @@ class FakeGraph:
         return self._node("conv_fprop", x, w, **kw)
 
     def __getattr__(self, op):
-        if op in ("scale", "bias", "add", "relu"):
+        if op in ("scale", "bias", "add", "relu", "identity"):
             return lambda *inputs, **kw: self._node(op, *inputs, **kw)
         raise AttributeError(op)
 
@@ -165,7 +165,7 @@ def test_nhwc_is_channels_last_without_vectors(frontend):
 
 
 @pytest.mark.parametrize("dtype,out,nodes", [
-    (DType.INT8, "INT32", ["conv_fprop"]),  # the bare accumulators
+    (DType.INT8, "INT32", ["conv_fprop", "identity"]),  # the bare accumulators, written by a pointwise node
     (DType.INT8_INT8, "INT8", ["conv_fprop", "scale"]),  # requantised: α's scale stays
     (DType.FP16, "HALF", ["conv_fprop"]),
 ])
@@ -230,3 +230,61 @@ def test_the_unfused_pass_reads_the_layouts_channel_as_the_reference_does():
             want = (i // plane) % k
         assert np.array_equal(stored, want), layout
     assert fused_conv.LAYS[ConvLayout.NCHW_VECT_C] == Lay.VECTORS
+
+
+def test_a_bare_int32_output_is_written_by_an_exact_identity(frontend):
+    graph = FusedConvGraph(problem(DType.INT8, ConvLayout.NHWC, Fused()))
+    g = frontend[0]
+    assert [(op, compute) for op, _, compute in g.ops] == [("conv_fprop", "INT32"), ("identity", "INT32")]
+    conv_out, y = (t.kw for t in g.tensors if t.kw.get("name") in ("conv_fprop_out", "identity_out"))
+    assert conv_out["data_type"] == "INT32"  # the sums reach the identity as int32, not through FLOAT
+    assert y["output"] is True and y["data_type"] == "INT32" and graph.spec.nodes[-1].op == "identity"
+
+
+def test_a_float_identity_only_where_every_int8_sum_is_a_float32():
+    small = problem(DType.INT8, ConvLayout.NHWC, Fused())  # C·R·S = 64·9 = 576: |sum| ≤ 128²·576 < 2^24
+    assert cudnn_fused.float_pass(small).pass_type == "FLOAT"
+    assert [n.compute for n in describe(cudnn_fused.float_pass(small)).nodes] == ["INT32", "FLOAT"]
+    wide = fused_conv.fused_problem(conv_shape(14, 1, batch=2, in_channels=256, out_channels=64, padding=1,
+                                               dtype=DType.INT8, layout=ConvLayout.NHWC))
+    assert cudnn_fused.float_pass(wide) is None  # 256·9 = 2304 > 1024: sums past 2^24 would round
+    assert cudnn_fused.float_pass(problem(DType.INT8_INT8, ConvLayout.NHWC, Fused())) is None  # not int32 out
+
+
+@pytest.mark.parametrize("dtype,fused", [
+    (dtype, fused) for dtype in (DType.INT8, DType.INT8_INT8, DType.INT8_FP32)
+    for fused in (Fused(), Fused(Epilogue.BIAS_RELU_ADD, gamma=-2.0), Fused(Epilogue.BIAS_RELU_ADD, gamma=2.0))
+] + [(DType.INT8_INT8, Fused(Epilogue.BIAS_RELU_ADD, scaling=Scaling.CHANNEL))])
+def test_vector_tensors_agree_with_every_node_between(frontend, dtype, fused):
+    """In NCHW_VECT_C every tensor a node reads or writes has dims in vectors, [N, K/32, OH, OW] or a per-channel
+    [1, K/32, 1, 1], so each pair broadcasts (the frontend infers conv_fprop's output as [N, K, OH, OW] itself)."""
+    FusedConvGraph(problem(dtype, ConvLayout.NCHW_VECT_C, fused))
+    g = frontend[0]
+    y = (4, 3, 28, 28)
+    for t in g.tensors:
+        if t.kw.get("name", "").endswith("_out"):  # every node's output, y last
+            assert tuple(t.kw["dim"]) == y and t.kw["vector_count_and_dimension"] == (32, 1), t.kw["name"]
+            assert tuple(t.kw["stride"]) == (3 * 28 * 28, 28 * 28, 28, 1)
+    for name in ("alpha", "bias", "z"):
+        t = next((t.kw for t in g.tensors if t.kw.get("name") == name), None)
+        if t is not None:
+            assert t["vector_count_and_dimension"] == (32, 1)
+            assert all(a in (1, b) for a, b in zip(t["dim"], y)), name  # broadcasts against y's dims
+
+
+def test_nhwc_leaves_the_virtual_tensors_to_the_frontend(frontend):
+    FusedConvGraph(problem(DType.INT8_INT8, ConvLayout.NHWC))
+    assert all("dim" not in t.kw for t in frontend[0].tensors if t.kw.get("name") in ("conv_fprop_out", "bias_out"))
+
+
+def test_fp32_with_an_epilogue_is_never_the_fused_graph():
+    """fp32's fused graph computes in TF32 (fused_conv.py): the backend times the unfused sequence instead."""
+    fp32 = problem(DType.FP32, ConvLayout.NHWC, Fused(Epilogue.BIAS))
+    assert fp32.tensor_cores is False and len(describe(fp32).nodes) > 1
+    assert "TF32" in fused_conv.FP32_UNFUSED
+
+
+def test_an_int8_refusal_says_reordered_plans_were_left_out(frontend):
+    FakeGraph.refuse = "No valid engine configs"
+    with pytest.raises(cudnn_conv.CudnnNotSupported, match="No valid engine configs .*INT8x32 filter or bias reorder"):
+        FusedConvGraph(problem(DType.INT8, ConvLayout.NCHW_VECT_C, Fused()))

@@ -10,7 +10,9 @@ import math
 
 import pytest
 
+from gpubench.backends.cuda import fused_conv
 from gpubench.core.dtypes import PRECISIONS, DType
+from gpubench.core.errors import Skip
 from gpubench.execution.tasks import verify
 from gpubench.ops.conv import ConvLayout, conv_shape
 from gpubench.ops.epilogue import Epilogue, Fused, Scaling
@@ -40,9 +42,17 @@ def shape_of(kw, dtype, layout, fused):
     return conv_shape(size, stride, dtype=dtype, layout=layout, fused=fused, **rest)
 
 
-def check(cuda, data, variant, config, shape):
+def check(cuda, data, variant, config, shape, refusal_ok=False):
+    """The variant's output against the reference within its tolerance (exactly for int32 and int8 outputs).
+    refusal_ok: a library's refusal to prepare the problem (Skip, in its words) is a skip, not a failure; what it
+    does prepare is checked all the same."""
     inputs, ref = data(shape)
-    prepared = cuda.prepare(variant, config, shape, inputs)
+    try:
+        prepared = cuda.prepare(variant, config, shape, inputs)
+    except Skip as why:
+        if not refusal_ok:
+            raise
+        pytest.skip(str(why))
     err = verify(cuda, prepared, ref, shape)
     tol = cuda.tolerance(variant, shape)
     prepared.release()
@@ -87,19 +97,24 @@ def test_the_documents_step_takes_per_channel_scales_and_other_factors(cuda, dat
 @pytest.mark.parametrize("fused", [Fused(), Fused(Epilogue.BIAS_RELU_ADD)], ids=["none", "bias-relu-add"])
 def test_cudnn_int8_is_exact(cuda, data, dtype, layout, fused):
     """cuDNN's int8 in both layouts, bare and with the document's epilogue: its fused graph, or (the details say
-    why) its unfused sequence; a bare convolution it refuses is a skip with cuDNN's words."""
+    why) its unfused sequence; a convolution it refuses is a skip with cuDNN's words (NCHW_VECT_C's int8 engines
+    may all want the filters reordered, which gpubench does not do: cudnn_fused.py). What it runs must be exact."""
     v = CATALOG.get("conv", "cuda", "cudnn")
-    prepared = check(cuda, data, v, v.space.configs[0], shape_of(SHAPES[0], dtype, layout, fused))
+    prepared = check(cuda, data, v, v.space.configs[0], shape_of(SHAPES[0], dtype, layout, fused), refusal_ok=True)
     print(f"{dtype} {layout} {fused.epilogue}: engine {prepared.details.engine}, unfused: {prepared.details.unfused}")
 
 
 @pytest.mark.parametrize("dtype", [DType.FP16, DType.BF16, DType.FP32])
 @pytest.mark.parametrize("epilogue", [Epilogue.BIAS, Epilogue.BIAS_RELU, Epilogue.BIAS_RELU_ADD])
 def test_cudnn_fuses_the_epilogue_in_every_precision(cuda, data, dtype, epilogue):
+    """fp16 and bf16 in cuDNN's fused graph; fp32 in its unfused sequence (its fused graph computes in TF32:
+    fused_conv.py), held to fp32's tolerance either way."""
     v = CATALOG.get("conv", "cuda", "cudnn")
     shape = shape_of(dict(size=23, stride=1, batch=3, in_channels=24, out_channels=40, padding=1), dtype,
                      ConvLayout.NHWC, Fused(epilogue))
     prepared = check(cuda, data, v, v.space.configs[0], shape)
+    if dtype == DType.FP32:  # never the TF32 fused graph
+        assert prepared.details.unfused == fused_conv.FP32_UNFUSED, prepared.details.unfused
     print(f"{dtype} {epilogue}: engine {prepared.details.engine}, unfused: {prepared.details.unfused}")
 
 

@@ -4,18 +4,29 @@ The graph is the problem's (gpubench/ops/epilogue.py), in the document's order:
 
     conv_fprop(x, w) → scale(α·s[k]) → bias(β·bias[k]) → add(γ·z) → relu → y
 
-each node only where the problem has its term (a bare int8 convolution is conv_fprop → y in int32; a requantised
-int8 output keeps the scale node, its α). The convolution computes in INT32 for int8 data (FLOAT otherwise), the
-pointwise nodes in FLOAT, and y is written in the output's type: cuDNN's own conversion rounds and saturates an int8
-output. β is folded into the bias (β·bias[k], K values made once before the timing) and α into the channel
+each node only where the problem has its term (a requantised int8 output keeps the scale node, its α). The
+convolution computes in INT32 for int8 data (FLOAT otherwise), the pointwise nodes in FLOAT, and y is written in the
+output's type: cuDNN's own conversion rounds and saturates an int8 output.
+
+y is always written by a pointwise node. A bare int8 convolution into int32 gets an identity node: on an H200
+(cuDNN frontend 1.32) a conv_fprop written straight to an INT32 y ran and gave wrong sums, while every graph ending
+in a pointwise node was exact. The identity computes in INT32 on an INT32 conv output (`pass_type`), so the sums
+come through unchanged at any size; where cuDNN refuses that, a FLOAT identity is used only if every sum is exact
+in float32 (|sum| ≤ 128·128·C·R·S ≤ 2^24: `float_pass`), else the refusal stands. An int8 graph with an epilogue
+passes its sums through FLOAT (the graph's intermediate type): exact up to 2^24 like the float pass. β is folded into the bias (β·bias[k], K values made once before the timing) and α into the channel
 scales (α·s[k]); γ·z is a scale node of its own where γ is not 1.
 
 This path builds on ``cudnn._pybind_module.backend_graph`` rather than the frontend's Python graph
 (gpubench/backends/cuda/cudnn_conv.py's), because only the C++ graph's tensors take a vector count: cuDNN's
 NCHW_VECT_C with 32-channel vectors is a tensor of dims [N, C/32, H, W] and packed strides in units of vectors,
-vectorized (32) along dimension 1 (MegEngine's NCHW32 descriptors: the channel dimension counts vectors). Plans
-that need the filters or the bias reordered (cuDNN's INT8x32 reorder) are left out: the arrays are given as they
-lie. Where cuDNN refuses the graph the caller times cuDNN's unfused sequence instead (the bare convolution, then
+vectorized (32) along dimension 1 (MegEngine's NCHW32 descriptors, and the frontend's own INT8x32 sample,
+samples/legacy_samples/conv_sample.cpp's run_imma: x [N, C/32, H, W], w [K, C/32, R, S], y [N, K/32, OH, OW]).
+Per-channel terms lie the same way ([1, K/32, 1, 1], 32-vectors) and so does every virtual tensor between the
+nodes: the frontend infers conv_fprop's output as [N, w's dim 0 = K, OH, OW] (it knows no vectors), which no
+[1, K/32, 1, 1] term broadcasts against, so the graph declares each intermediate's dims itself (`GraphSpec.between`).
+Plans that need the filters or the bias reordered (cuDNN's INT8x32 reorder: the filter tensor declared with
+reordering INT8x32 and its data reordered by cudnnReorderFilterAndBias, which the frontend's Python does not
+offer) are left out: the arrays are given as they lie, declared with the frontend's default reordering, NONE. Where cuDNN refuses the graph the caller times cuDNN's unfused sequence instead (the bare convolution, then
 cuda_src/conv/epilogue_pass.cu), and records the refusal.
 
 Nothing here imports CuPy or cuDNN at module import: `describe` is plain data, tested on the CPU against a stand-in
@@ -24,7 +35,7 @@ of the frontend (tests/test_cudnn_fused.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from gpubench.backends.cuda.cudnn_conv import (CudnnNotSupported, CudnnPlan, _handle, _import_cudnn, _import_cupy,
@@ -32,6 +43,9 @@ from gpubench.backends.cuda.cudnn_conv import (CudnnNotSupported, CudnnPlan, _ha
 from gpubench.ops.epilogue import Epilogue
 
 VECTOR = 32  # NCHW_VECT_C's channels per vector
+FLOAT_EXACT = 2 ** 24  # every integer up to this is a float32
+INT8_PRODUCT = 128 * 128  # the largest |x·w| of two int8 values
+REORDER_LEFT_OUT = " (plans that need cuDNN's INT8x32 filter or bias reorder are left out)"
 UID_BASE = 101  # the graph's own tensors' uids (its virtual ones get theirs from cuDNN)
 
 
@@ -85,10 +99,15 @@ class FusedProblem:
     scaled: bool = False  # an α·s[k] node (α is not 1, or the scaling is per channel, or the output requantised)
     gamma_node: bool = False  # a γ·z node (γ is not 1)
     tensor_cores: bool | None = None  # False: only plans without TENSOR_CORE (fp32 data, no TF32); None: any
+    pass_type: str = "INT32"  # a bare int32 output's identity node: its compute type and its input's
 
     @property
     def integer(self) -> bool:
         return self.io_type == "INT8"
+
+    @property
+    def reduction(self) -> int:
+        return self.c * self.r * self.s
 
     @property
     def out_hw(self) -> tuple[int, int]:
@@ -101,20 +120,24 @@ class FusedProblem:
 
 @dataclass(frozen=True)
 class Node:
-    """One operation: its kind (the C++ graph's method), its inputs (tensor names) and its compute type."""
+    """One operation: its kind (the C++ graph's method), its inputs (tensor names), its compute type, and its
+    output's type where not the graph's intermediate (FLOAT)."""
 
     op: str
     inputs: tuple[str, ...]
     compute: str
+    out_type: str | None = None
 
 
 @dataclass(frozen=True)
 class GraphSpec:
-    """The whole graph as data: its tensors by name (inputs and y) and its nodes in order (each node's output feeds
-    the next; the last one's is y)."""
+    """The whole graph as data: its tensors by name (inputs and y), its nodes in order (each node's output feeds
+    the next; the last one's is y), and where given the dims, strides and vectors every virtual tensor between
+    them takes (None: the frontend infers them)."""
 
     tensors: dict[str, Tensor] = field(default_factory=dict)
     nodes: tuple[Node, ...] = ()
+    between: Tensor | None = None
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -128,6 +151,9 @@ def describe(p: FusedProblem) -> GraphSpec:
     tensors = {"x": laid("x", p.n, p.c, p.h, p.w, p.lay, p.io_type),
                "w": laid("w", p.k, p.c, p.r, p.s, p.lay, p.io_type)}
     nodes = [Node("conv_fprop", ("x", "w"), "INT32" if p.integer else "FLOAT")]
+    if p.out_type == "INT32" and not (p.scaled or p.epilogue.bias or p.epilogue.add or p.epilogue.relu):
+        # y written by a pointwise node, never by conv_fprop itself (module docstring)
+        nodes = [replace(nodes[0], out_type=p.pass_type), Node("identity", (), p.pass_type)]
     if p.scaled:
         tensors["alpha"] = laid("alpha", 1, p.k, 1, 1, channel, "FLOAT")
         nodes.append(Node("scale", ("alpha",), "FLOAT"))
@@ -142,7 +168,16 @@ def describe(p: FusedProblem) -> GraphSpec:
     if p.epilogue.relu:
         nodes.append(Node("relu", (), "FLOAT"))
     tensors["y"] = laid("y", p.n, p.k, oh, ow, p.lay, p.out_type)
-    return GraphSpec(tensors, tuple(nodes))
+    between = laid("between", p.n, p.k, oh, ow, p.lay, "FLOAT") if p.lay == Lay.VECTORS else None
+    return GraphSpec(tensors, tuple(nodes), between)
+
+
+def float_pass(p: FusedProblem) -> FusedProblem | None:
+    """The problem with its int32 output's identity computed in FLOAT, where every sum it can hold is exact in
+    float32 (|sum| ≤ 128·128·C·R·S ≤ 2^24), else None (then only an INT32 pass keeps the sums)."""
+    if p.pass_type != "INT32" or p.out_type != "INT32" or INT8_PRODUCT * p.reduction > FLOAT_EXACT:
+        return None
+    return replace(p, pass_type="FLOAT")
 
 
 def build(cudnn, spec: GraphSpec, p: FusedProblem, handle=None):
@@ -163,10 +198,14 @@ def build(cudnn, spec: GraphSpec, p: FusedProblem, handle=None):
             out = g.conv_fprop(made["x"], made["w"], pre_padding=[p.pad, p.pad], post_padding=[p.pad, p.pad],
                                stride=[p.stride, p.stride], dilation=[1, 1], compute_data_type=compute, name="conv")
         elif node.op == "add" and len(node.inputs) == 2:  # γ·z first, then the sum
-            scaled_z = g.scale(made["z"], made["gamma"], compute_data_type=compute, name="gamma_z")
+            scaled_z = _between(g.scale(made["z"], made["gamma"], compute_data_type=compute, name="gamma_z"), spec)
             out = g.add(out, scaled_z, compute_data_type=compute, name="add")
         else:
             out = getattr(g, node.op)(out, *(made[n] for n in node.inputs), compute_data_type=compute, name=node.op)
+        if node.out_type is not None:
+            out.set_data_type(getattr(dt, node.out_type))
+        if node is not spec.nodes[-1]:
+            _between(out, spec)
     y = spec.tensors["y"]
     out.set_output(True)
     out.set_data_type(getattr(dt, y.data_type))
@@ -176,6 +215,15 @@ def build(cudnn, spec: GraphSpec, p: FusedProblem, handle=None):
     g.validate()
     g.build_operation_graph()
     return g, uids
+
+
+def _between(t, spec: GraphSpec):
+    """A virtual tensor between two nodes given the graph's layout for them, where it has one (32-channel vectors)."""
+    if spec.between is not None:
+        t.set_dim(list(spec.between.dims))
+        t.set_stride(list(spec.between.strides))
+        t.set_vector_count_and_dimension(spec.between.vector, 1)
+    return t
 
 
 def _declare(t, spec: Tensor, uid: int):
@@ -217,7 +265,8 @@ class FusedConvGraph:
                     except Exception:  # noqa: BLE001 - the engine does not take this graph
                         pass
         except Exception as exc:  # noqa: BLE001 - cuDNN's refusal, whatever it raised
-            raise CudnnNotSupported(f"cuDNN cannot build the graph {problem.text()}: {_one_line(exc)}") from None
+            raise CudnnNotSupported(f"cuDNN cannot build the graph {problem.text()}: {_one_line(exc)}"
+                                    f"{REORDER_LEFT_OUT if problem.integer else ''}") from None
         self.plans, self._index, failures, seen = [], [], [], set()
         for i in range(self._g.get_execution_plan_count()):
             try:
@@ -234,7 +283,8 @@ class FusedConvGraph:
             self._index.append(i)
         if not self.plans:
             raise CudnnNotSupported(f"cuDNN has no plan for the graph {problem.text()} "
-                                    f"({failures[0] if failures else 'no engines'})")
+                                    f"({failures[0] if failures else 'no engines'})"
+                                    f"{REORDER_LEFT_OUT if problem.integer else ''}")
         self.heuristic = self.plans[0]
         self._workspaces: dict[int, object] = {}
         self._bound: dict[str, int] = {}

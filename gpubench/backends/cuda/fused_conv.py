@@ -3,6 +3,14 @@ cudnn_fused.py where cuDNN builds it, else cuDNN's unfused sequence (the bare co
 accumulators, then cuda_src/conv/epilogue_pass.cu), with cuDNN's refusal recorded in the point's details
 (`unfused`) and each step's time in its parts.
 
+fp32 data with an epilogue (or an α node) runs the unfused sequence at once (FP32_UNFUSED says why): on an H200
+(cuDNN frontend 1.32, tests/test_gpu_int8_conv.py) the fused fp32 graph, its TENSOR_CORE plans deselected, still
+came out with rel_err 2.0-2.2e-4 on a 3×3 of 24 channels, TF32's size and twice fp32's tolerance: its fusion
+engines round fp32 to TF32 whatever the notes say, and no per-graph knob that forbids it was found (the numerical
+notes are the frontend's only TF32 filter; NVIDIA_TF32_OVERRIDE=0 would change the whole process). The bare
+convolution is a conv_fprop alone, its TENSOR_CORE plans deselected as in cudnn_conv.py's fp32 path, and the
+epilogue pass computes in fp32: the point is fp32's, held to fp32's tolerance.
+
 A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
 """
 
@@ -14,8 +22,8 @@ import numpy as np
 
 from gpubench.backends import Prepared
 from gpubench.backends.cuda import storage
-from gpubench.backends.cuda.cudnn_conv import CudnnMissing, CudnnUnavailable
-from gpubench.backends.cuda.cudnn_fused import FusedConvGraph, FusedProblem, Lay
+from gpubench.backends.cuda.cudnn_conv import CudnnMissing, CudnnNotSupported, CudnnUnavailable
+from gpubench.backends.cuda.cudnn_fused import FusedConvGraph, FusedProblem, Lay, describe, float_pass
 from gpubench.core import paths
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.errors import GpubenchError, Skip
@@ -29,6 +37,8 @@ from gpubench.specs.variant import Launch
 LAYS = {ConvLayout.NCHW: Lay.PACKED, ConvLayout.NHWC: Lay.CHANNELS_LAST, ConvLayout.NCHW_VECT_C: Lay.VECTORS}
 PASS_LAYOUT = {ConvLayout.NCHW: 0, ConvLayout.NHWC: 1, ConvLayout.NCHW_VECT_C: 2}  # epilogue_pass.cu's codes
 PASS_THREADS = 256
+FP32_UNFUSED = ("cuDNN's fused fp32 graph computes with TF32 even with its TENSOR_CORE plans left out: fp32 "
+                "runs cuDNN's bare convolution, then the epilogue pass")
 
 
 def fused_problem(shape: ConvShape) -> FusedProblem:
@@ -52,6 +62,8 @@ class FusedConvCalls:
 
     def prepare_cudnn_fused(self, variant, config, shape: ConvShape, inputs, out) -> Prepared:
         problem = fused_problem(shape)
+        if problem.tensor_cores is False and len(describe(problem).nodes) > 1:
+            return self._cudnn_unfused(variant, shape, inputs, out, problem, FP32_UNFUSED)
         try:
             graph = self._cudnn_graph(("fused", shape), problem)
         except CudnnUnavailable as refused:
@@ -69,11 +81,21 @@ class FusedConvCalls:
         return Prepared(run, out, details=details, release=terms.clear)  # the terms live as long as the point
 
     def _cudnn_graph(self, key, problem: FusedProblem) -> FusedConvGraph:
-        """The graph of a problem, built once per process (CudnnMissing: the user must install something)."""
+        """The graph of a problem, built once per process (CudnnMissing: the user must install something). A bare
+        int32 output whose INT32 identity cuDNN refuses takes a FLOAT one where that is exact (float_pass)."""
         try:
             if key not in self._cudnn:
                 with phase("cudnn graph"):
-                    self._cudnn[key] = FusedConvGraph(problem)
+                    try:
+                        self._cudnn[key] = FusedConvGraph(problem)
+                    except CudnnNotSupported as int32_pass:
+                        exact_in_float = float_pass(problem)
+                        if exact_in_float is None:
+                            raise
+                        try:
+                            self._cudnn[key] = FusedConvGraph(exact_in_float)
+                        except CudnnNotSupported as again:
+                            raise CudnnNotSupported(f"{int32_pass}; with a FLOAT identity: {again}") from None
         except CudnnMissing as e:
             raise GpubenchError(str(e)) from None
         return self._cudnn[key]
