@@ -92,6 +92,11 @@ def write(tmp_path, text):
     ('name = "s\\n"\n[[sweep]]\nop = "gemm"\nsizes = [64]', "name must be a non-empty string of printable"),
     ('name = ""\n[[sweep]]\nop = "gemm"\nsizes = [64]', "name must be a non-empty string"),
     ('[[sweep]]\nop = "gemm"\nsizes = [9223372036854775808]', "at most 2\\*\\*63 - 1"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nconfigs = ["128x256x64 s4"]', "configs must be a table of variant"),
+    ('[[sweep]]\nop = "gemm"\nvariants = ["cublas"]\nsizes = [64]\nconfigs = { "wgmma-tma" = ["x"] }',
+     "configs: wgmma-tma is not among the sweep's variants \\(cublas\\)"),
+    ('[[sweep]]\nop = "gemm"\nvariants = ["wgmma-tma"]\nsizes = [64]\ndtypes = ["bf16"]\nconfigs = { "wgmma-tma" = ["9x9"] }',
+     "wgmma-tma has no configuration '9x9'; allowed are '"),
     ("a = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("[[sweep]]\nop = 'gemm'\nsizes = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
 ])
@@ -232,3 +237,19 @@ def test_the_fused_suite_sets_the_16_bit_fused_kernel_against_cudnns_graph():
     for w in s.sweeps:
         assert {v.name for v in w.variants} == {"cudnn", "tc-wgmma-tma"}
         assert {x.fused.epilogue for x in w.shapes} == {Epilogue.BIAS_RELU_ADD} and len(w.shapes) == 2
+
+
+def test_a_sweep_runs_only_the_configurations_its_configs_table_lists(tmp_path):
+    """A target's rounds run the configuration fixed for them: the listed labels, in the listed order; the other
+    variants keep all of theirs."""
+    every = [c.label for c in next(v for v in suites.load(write(tmp_path, WGMMA), "cuda").sweeps[0].variants
+                                   if v.name == "wgmma-tma").space.configs]
+    assert len(every) > 2
+    chosen = [every[2], every[0]]
+    text = WGMMA + f'configs = {{ "wgmma-tma" = ["{chosen[0]}", "{chosen[1]}"] }}\n'
+    sweep = suites.load(write(tmp_path, text), "cuda").sweeps[0]
+    ran = [(variant.name, config.label) for _, variant, config in sweep.points()]
+    assert ran == [("cublas", "-"), ("wgmma-tma", chosen[0]), ("wgmma-tma", chosen[1])]
+
+
+WGMMA = '[[sweep]]\nop = "gemm"\nvariants = ["cublas", "wgmma-tma"]\nsizes = [256]\ndtypes = ["bf16"]\nlayouts = ["nt"]\n'

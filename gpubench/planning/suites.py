@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpubench.core.backend_kind import BackendKind
@@ -50,7 +50,7 @@ from gpubench.execution.sweep import Sweep
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
                "settle", "cooldown", "preheat", "processes", "clock", "graph"}
 PRECISION_KEYS = {"dtypes", "layouts"}
-SWEEP_KEYS = {"name", "op", "variants", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}  # and the op's own params
+SWEEP_KEYS = {"name", "op", "variants", "configs", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}  # and the op's own params
 TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}
 
 
@@ -115,7 +115,8 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
             skipped.append((f"{name}: variants {', '.join(n for n in names if n not in here)}",
                             "not on the cpu backend; it runs its NumPy variants"))
         names = here or None
-    chosen = plan.variants(catalog, op, backend, names or None, f"{where}.variants")
+    chosen = _narrowed(plan.variants(catalog, op, backend, names or None, f"{where}.variants"),
+                       table.get("configs"), f"{where}.configs", backend)
     if "block_sizes" in table and backend != BackendKind.CPU:  # the CPU backend has no thread blocks to give them to
         plan.check_block_option(chosen, f"{where}.block_sizes")
     blocks = plan.block_sizes(_ints(table.get("block_sizes", list(LAB_BLOCK_SIZES)), f"{where}.block_sizes"),
@@ -133,6 +134,35 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
                       timing, skipped, where)
 
 
+
+
+def _narrowed(chosen: list, asked, where: str, backend: str) -> list:
+    """The sweep's variants, those named in its `configs` table running only the configurations it lists, by label
+    and in its order (e.g. `configs = { "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }`: the rounds of a target
+    run the configuration fixed for them, not all of them)."""
+    if asked is None:
+        return chosen
+    if not isinstance(asked, dict) or not asked or not all(
+            isinstance(labels, list) and labels and all(isinstance(x, str) for x in labels) for labels in asked.values()):
+        raise GpubenchError(f"{where} must be a table of variant names to lists of configuration labels, e.g. "
+                            '{ "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }')
+    by_name = {v.name: v for v in chosen}
+    unknown = [name for name in asked if name not in by_name]
+    if unknown and backend != BackendKind.CPU:  # the CPU backend runs none of the GPU variants named
+        raise GpubenchError(f"{where}: {', '.join(unknown)} is not among the sweep's variants "
+                            f"({', '.join(by_name)})")
+    out = []
+    for v in chosen:
+        if v.name not in asked:
+            out.append(v)
+            continue
+        labels = {c.label: c for c in v.space.configs}
+        missing = [x for x in asked[v.name] if x not in labels]
+        if missing:
+            raise GpubenchError(f"{where}: {v.name} has no configuration {missing[0]!r}; allowed are "
+                                f"{', '.join(repr(x) for x in labels)}")
+        out.append(replace(v, space=replace(v.space, configs=tuple(labels[x] for x in asked[v.name]))))
+    return out
 
 
 def find(name: str | Path) -> Path:
