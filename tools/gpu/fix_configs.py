@@ -1,0 +1,71 @@
+"""The rounds' suite of a target, from its pass 0: the suite that pass ran, each sweep given a `configs` table that
+keeps, of each variant with several configurations, the ones that were fastest on at least one of the sweep's
+problems in the pass (docs/evidence/int8-attention-rounds.md says why the configuration is fixed before the rounds).
+It prints, per problem, the configuration fixed for it.
+
+    python3 tools/gpu/fix_configs.py SUITE.toml PASS0.json.gz ROUNDS.toml [--timing "reps = 30"...]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gpubench.planning import suites  # noqa: E402
+from gpubench.results import load  # noqa: E402
+
+ROUNDS_TIMING = {"warmup": 3, "reps": 30, "budget": 0.5, "max_time": 3.0}  # the shipped suites' timing, deciding on
+
+
+def fastest(run, sweep) -> dict[str, dict[str, str]]:
+    """{variant: {problem text: label}} of the sweep's variants with several configurations: each problem's
+    fastest configuration in the pass (its median; failed points never count)."""
+    problems = {json.dumps(s.record(), sort_keys=True): s for s in sweep.shapes}
+    several = {v.name for v in sweep.variants if len(v.space.configs) > 1}
+    best: dict[tuple[str, str], tuple[float, str]] = {}
+    for p in run.points:
+        key = json.dumps(p.problem.record(), sort_keys=True)
+        if key not in problems or p.variant not in several or not p.samples_ms or p.status != "ok":
+            continue
+        median = statistics.median(p.samples_ms)
+        if (p.variant, key) not in best or median < best[(p.variant, key)][0]:
+            best[(p.variant, key)] = (median, p.config)
+    out: dict[str, dict[str, str]] = {}
+    for (variant, key), (_, label) in best.items():
+        out.setdefault(variant, {})[problems[key].full_label] = label
+    return out
+
+
+def toml_list(values) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def main(suite_path: str, pass0: str, target: str) -> None:
+    suite, run = suites.load(suite_path, "cuda"), load(pass0)
+    text = Path(suite_path).read_text(encoding="utf-8")
+    for key, value in ROUNDS_TIMING.items():  # the rounds sample as the shipped suites do, and decide
+        text = text.replace(f"\n{key} = ", f"\n#pass 0: {key} = ")
+    text = text.replace("\ndecide = 0", "\n#pass 0: decide = 0")
+    text = text.replace("[defaults]\n", "[defaults]\n" + "".join(f"{k} = {v}\n" for k, v in ROUNDS_TIMING.items()), 1)
+    blocks = text.split("[[sweep]]")
+    for i, sweep in enumerate(suite.sweeps):
+        fixed = fastest(run, sweep)
+        for variant, by_problem in fixed.items():
+            for problem, label in by_problem.items():
+                print(f"{sweep.name}: {problem}: {variant} {label}")
+        if fixed:
+            table = ", ".join(f"{json.dumps(v)} = {toml_list(dict.fromkeys(by.values()))}" for v, by in fixed.items())
+            blocks[i + 1] = blocks[i + 1].rstrip("\n") + f"\nconfigs = {{ {table} }}\n\n"
+    Path(target).write_text("[[sweep]]".join(blocks), encoding="utf-8")
+    suites.load(target, "cuda")  # the written suite loads, its labels checked
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])

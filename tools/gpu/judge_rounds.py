@@ -1,0 +1,82 @@
+"""The INT8/epilogue and attention targets judged over their rounds, by the rule of
+docs/evidence/int8-attention-rounds.md: each row's hand kernel runs the configuration fastest on that problem in
+pass 0; per round the ratio is the library's median over the kernel's (every pair counts, whatever its clocks; the
+clocks are shown); met when the rounds' median ratio reaches the row's threshold and the 90% sign-test interval of
+that median holds the threshold or lies above it, not met when the interval lies below it, else at the line.
+
+    python3 tools/gpu/judge_rounds.py PASS0.json.gz ROUND1.json.gz ROUND2.json.gz ...   # a markdown table
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gpubench.analysis.rounds import problem_of, rows  # noqa: E402
+from gpubench.results import load  # noqa: E402
+
+LEVEL = 0.90
+# (op, the hand kernel judged, its library, the threshold of a problem; None: reported, not judged)
+TARGETS = [
+    ("attention", "fa3-wgmma", "cudnn-sdpa", lambda shape: 0.95),
+    ("gemm", "int8-wgmma-tma", "cublaslt", lambda shape: 0.95),
+    ("conv", "tc-wgmma-int8", "cudnn", lambda shape: 1.00 if shape.stride == 1 else 0.90),
+    ("conv", "tc-wgmma-tma", "cudnn", lambda shape: 1.00 if shape.stride == 1 else None),
+]
+
+
+def fixed(pass0) -> dict[tuple[str, str], tuple[str, object]]:
+    """{(problem, variant): (configuration, shape)}: the configuration fastest in pass 0, of each judged kernel."""
+    judged = {(op, v) for op, v, _, _ in TARGETS}
+    best: dict[tuple[str, str], tuple[float, str, object]] = {}
+    for p in pass0.points:
+        if (p.problem.op, p.variant) not in judged or p.status != "ok" or not p.samples_ms:
+            continue
+        key, median = (problem_of(p), p.variant), statistics.median(p.samples_ms)
+        if key not in best or median < best[key][0]:
+            best[key] = (median, p.config, p.problem)
+    return {key: (config, shape) for key, (_, config, shape) in best.items()}
+
+
+def verdict(interval, threshold: float | None) -> str:
+    if threshold is None:
+        return "reported"
+    if interval is None or interval.level < LEVEL:
+        return "too few rounds"
+    if interval.median >= threshold and interval.low >= threshold:
+        return "met"
+    if interval.high < threshold:
+        return "not met"
+    return "at the line"
+
+
+def main(pass0_path: str, round_paths: list[str]) -> None:
+    pass0, rounds = load(pass0_path), [load(p) for p in round_paths]
+    chosen = fixed(pass0)
+    print(f"| problem | kernel (fixed in pass 0) | library | rounds' ratios | median (90% interval) | target | verdict |")
+    print("|---|---|---|---|---:|---:|---|")
+    for op, variant, library, threshold_of in TARGETS:
+        by_kernel = {(r.problem, r.kernel): r for r in rows(rounds, library, any_state=True)}
+        for (problem, v), (config, shape) in chosen.items():
+            if v != variant:
+                continue
+            row = by_kernel.get((problem, f"{variant} {config}"))
+            threshold = threshold_of(shape)
+            if row is None:
+                print(f"| {shape.full_label} | {variant} {config} | {library} | not in the rounds | | {threshold} | — |")
+                continue
+            m = row.interval(LEVEL)
+            ratios = " ".join("—" if r is None else f"{r:.3f}" for r in row.ratios)
+            span = f"{m.median:.3f} ({m.low:.3f}-{m.high:.3f})" if m else "—"
+            print(f"| {shape.full_label} | {variant} {config} | {library} | {ratios} | {span} | "
+                  f"{'' if threshold is None else f'{threshold:.2f}'} | {verdict(m, threshold)} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2:])

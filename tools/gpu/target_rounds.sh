@@ -1,0 +1,26 @@
+#!/bin/bash
+# The rounds of the INT8/epilogue and attention targets, by the rule of docs/evidence/int8-attention-rounds.md.
+# Two steps, each one device call, from the repository root ($OUT set by the caller):
+#   bash tools/gpu/target_rounds.sh pass0 tools/gpu/targets-explore.toml   # every configuration once; writes
+#        $OUT/pass0.json.gz, $OUT/rounds.toml (the suite with each row's fastest configuration fixed) and
+#        $OUT/fixed.txt: commit rounds.toml and fixed.txt under tools/gpu/rounds/ before any round runs
+#   bash tools/gpu/target_rounds.sh rounds tools/gpu/rounds/targets.toml 5 [FIRST]   # rounds FIRST.. (default 1),
+#        each its own process, back to back: $OUT/rounds.tgz holds round-K.json.gz and its log
+# Then, here: python3 tools/gpu/judge_rounds.py PASS0 round-*.json.gz > the verdicts.
+set -u
+step=${1:?pass0 or rounds}
+case $step in
+  pass0)
+    suite=${2:?the suite of pass 0}
+    python3 -m gpubench run "$suite" -o "$OUT/pass0.json.gz" > "$OUT/pass0.log" 2>&1
+    echo "pass 0: exit $?, $(tail -1 "$OUT/pass0.log")"
+    python3 tools/gpu/fix_configs.py "$suite" "$OUT/pass0.json.gz" "$OUT/rounds.toml" | tee "$OUT/fixed.txt" ;;
+  rounds)
+    suite=${2:?the rounds suite} n=${3:?how many rounds} first=${4:-1}
+    for r in $(seq "$first" $((first + n - 1))); do
+      python3 -m gpubench run "$suite" -o "$OUT/round-$r.json.gz" > "$OUT/round-$r.log" 2>&1
+      echo "round $r: exit $? ($(date -u +%T)): $(tail -1 "$OUT/round-$r.log")"
+    done
+    (cd "$OUT" && tar czf rounds.tgz round-* && rm -f round-*) ;;
+  *) echo "unknown step $step: pass0 or rounds" >&2; exit 2 ;;
+esac
