@@ -35,6 +35,11 @@ def main(force: bool = False) -> None:
         (SNAPSHOTS / f"{name}.md").write_text("\n".join(to_markdown(t) for t in view.run_tables(run)))
         hashes[name] = hashlib.sha256(view.to_csv(run).encode()).hexdigest()
         print(f"snapshot of {path.relative_to(REPO)}")
+    saved = {f"{path.parent.name}__{results.run_name(path)}" for path in results.saved_under(REPO / "results")}
+    for name in sorted(set(hashes) - saved):  # a run that left results/ takes its snapshot with it
+        del hashes[name]
+        (SNAPSHOTS / f"{name}.md").unlink(missing_ok=True)
+        print(f"snapshot of {name} removed: its run left results/")
     hashes_file.write_text(json.dumps(hashes, indent=1, sort_keys=True))
 
 
