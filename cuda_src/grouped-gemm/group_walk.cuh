@@ -56,15 +56,13 @@ struct GroupWalk {
             }
             end += first + units;  // where this lane's group's units end in the global order
             const unsigned past = __ballot_sync(0xffffffffu, g < G && unit < end);
-            // Broadcast from a constant lane (0 or 31) so that the compiler knows the values are the warp's own:
-            // the loops over them hold wgmmas, which must not sit behind a branch it cannot prove uniform.
-            if (past) {
+            if (past) {  // the first such lane's group holds the unit
                 const int l = __ffs(past) - 1;
-                const int e = __shfl_sync(0xffffffffu, end, l), n = __shfl_sync(0xffffffffu, c, l);
-                group = __shfl_sync(0xffffffffu, base + l, 0);
-                count = __shfl_sync(0xffffffffu, n, 0);
-                units = __shfl_sync(0xffffffffu, (n + ROWS - 1) / ROWS * tiles_n, 0);
-                first = __shfl_sync(0xffffffffu, e, 0) - units;
+                const int e = __shfl_sync(0xffffffffu, end, l);
+                count = __shfl_sync(0xffffffffu, c, l);
+                group = base + l;
+                units = (count + ROWS - 1) / ROWS * tiles_n;
+                first = e - units;
             } else {  // all 32 end at or before the unit: past them (lane 31's end is the last one's)
                 first = __shfl_sync(0xffffffffu, end, 31);
                 units = 0;
