@@ -56,7 +56,7 @@ TC_GEMMS = ["wgmma-tma", "fp8-tma", "int8-wgmma-tma"]
 # layout or epilogue spills)
 TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo", "tc-int8-mma", "tc-wgmma-int8"]
 TC_ATTENTION = ["fa3-wgmma"]
-TC_GROUPED = ["wgmma-grouped"]
+TC_GROUPED = ["wgmma-grouped", "fp8-grouped"]
 
 
 def reported_builds() -> set:
@@ -274,9 +274,10 @@ def test_tensor_core_attention_spills_nothing_and_keeps_its_wgmmas_in_flight(var
 
 @pytest.mark.parametrize("variant,config", configs_of("grouped-gemm", TC_GROUPED))
 def test_the_grouped_gemm_kernel_spills_nothing_and_keeps_its_wgmmas_in_flight(variant, config):
-    """wgmma-grouped's slot loop sits inside a walk whose trip count comes from the groups' counts (read on the
-    device, found by shuffles and a ballot): its wgmmas must stay asynchronous, and its BN/2 accumulators with the
-    BN/4 registers of packed outputs must fit the consumers' registers, in every precision and layout."""
+    """The grouped kernel's slot loop sits inside a walk whose trip count comes from the groups' counts (read on the
+    device, found by shuffles and a ballot): its wgmmas must stay asynchronous, and its accumulators (fp8: the
+    tensor cores' and the promoted float32 ones) with the packed outputs must fit the consumers' registers, in
+    every precision and layout."""
     for source, defines, arch, _ in variant.builds(config, "sm_90"):
         for u in nvcc.resource_usage(source, arch, dict(defines)):
             assert not u.wgmma_serialized, (config.label, defines, u)

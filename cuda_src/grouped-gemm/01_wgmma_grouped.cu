@@ -1,5 +1,6 @@
-// Grouped GEMM on Hopper (sm_90a) in fp16 and bf16: D_g[M_g, N] = A_g[M_g, K] · B_g[N, K]ᵀ for G groups, float32
-// accumulators, the input's type out (gpubench/ops/grouped_gemm.py; DeepGEMM's contiguous and masked layouts).
+// Grouped GEMM on Hopper (sm_90a) in fp16, bf16 and fp8 e4m3: D_g[M_g, N] = A_g[M_g, K] · B_g[N, K]ᵀ for G groups,
+// float32 accumulators, the input's type out (bfloat16 for fp8) (gpubench/ops/grouped_gemm.py; DeepGEMM's
+// contiguous and masked layouts, and for fp8 their block-scaled forms).
 //
 // The loop is gemm/10_wgmma_tma.cu's, for its nt layout (both operands K-major, as the op lays A and B): a producer
 // warp keeps an mbarrier ring of STAGES slots full by TMA, two consumer warpgroups multiply with wgmma m64nBNk16
@@ -22,12 +23,21 @@
 // Empty groups have no tiles; a ragged K reads zeros past K (TMA's fill). The counts and offsets are read on the
 // device: the same binary runs any split of the rows (as a MoE layer's router makes them).
 //
+// fp8 (ELEM = __nv_fp8_e4m3; 10's PROMOTE = 1 with scales): a slot is 128 k, one scale block. Each slot's four k32
+// wgmmas sum from zero into acc; the warpgroup waits for them, frees the slot and adds acc into float32 `total`,
+// times the slot's scales: in the block layouts (-DLAYOUT_CONTIGUOUS_BLOCK, -DLAYOUT_MASKED_BLOCK) SA[row][t] for
+// each of the thread's two rows and SB[g][n0/128][t] for the tile (BN = 128: one 128-column block), read from
+// global memory before the slot's wait; with per-tensor scales, 1, and SA[0]·SB[0] at the end. The tensor cores'
+// ~14-bit accumulation never runs past 128 products (DeepGEMM's promotion). While one warpgroup adds, the other's
+// wgmmas can run.
+//
 // Tiles (compile-time, -DNAME=value): BN (128 or 256: a consumer thread's BN/2 accumulators), STAGES (ring slots of
 // (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
-// UWG, CARRY, PEEK (loop_switches.cuh, as in 10). BM is 128 (64 rows a consumer warpgroup), BK 64 (128 bytes).
+// UWG, CARRY, PEEK (loop_switches.cuh, as in 10). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64
+// 16-bit elements, 128 fp8 ones).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
-// Arguments: the maps of A, B and D, D itself (the partial rows), the op's SA, SB (fp8's scales) and groups (each
-// row's group), which this kernel does not read, then counts, offsets, G, N, K.
+// Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
+// the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks) and NB (N's).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; 384 threads: consumer warpgroups 0 and
 // 1, then the producer warpgroup (its first warp walks the tiles, lane 0 issues the copies).
 
@@ -54,10 +64,17 @@
 #define SWIZZLE 0
 #endif
 
-constexpr int BM = 128, BK = 64;
+#if defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK)
+constexpr bool BLOCK_SCALES = true;  // SA [rows, KB], SB [G, NB, KB]
+#else
+constexpr bool BLOCK_SCALES = false;  // fp8: one scale each; 16-bit types: none
+#endif
+
+constexpr bool FP8 = sizeof(ELEM) == 1;
+constexpr int BM = 128, BK = 128 / sizeof(ELEM);
 constexpr int CONSUMERS = 2;                   // warpgroups of 64 rows each
 constexpr int THREADS = 128 * (CONSUMERS + 1);
-constexpr int KSTEPS = 4;                      // wgmmas per slot: 16 k each
+constexpr int KSTEPS = 4;                      // wgmmas per slot: 32 bytes of k each (k16, fp8 k32)
 constexpr int BOX = 8192;                      // one TMA box: 64 rows × 128 bytes
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
 constexpr int B_BOXES = BN / 64 / CLUSTER;     // B's boxes this block loads (and multicasts) a slot
@@ -67,8 +84,10 @@ constexpr int ROUNDS = (C_BOXES + 1) / 2;
 constexpr int PRODUCER_REGS = 40;              // setmaxnreg, as 10: the producer's registers go to the consumers
 constexpr int CONSUMER_REGS = 232;
 
-static_assert(sizeof(ELEM) == 2 && sizeof(ELEM_OUT) == 2, "fp16 and bf16: two 16-bit outputs per register");
+static_assert(sizeof(ELEM_OUT) == 2, "two 16-bit outputs per register (fp8's out: bfloat16)");
 static_assert(BN == 128 || BN == 256, "BN: 128 or 256 (a consumer thread's BN/2 accumulators)");
+static_assert(!FP8 || BN == 128, "fp8: BN 128 (one scale block of B's columns; acc and total: 2·BN/2 registers)");
+static_assert(FP8 || !BLOCK_SCALES, "block scales: fp8 only");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1, or 2 blocks along M sharing B");
 static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows of a band");
@@ -96,7 +115,7 @@ extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,
               const TensorMap* __restrict__ map_d, ELEM_OUT* __restrict__ D, const float* __restrict__ SA,
               const float* __restrict__ SB, const int* __restrict__ groups, const int* __restrict__ counts,
-              const int* __restrict__ offsets, int G, int N, int K)
+              const int* __restrict__ offsets, int G, int N, int K, int KB, int NB)
 {
     extern __shared__ uint8_t smem_raw[];
     // The swizzle repeats every 1024 bytes and TMA writes it relative to 1024-byte boundaries: align ourselves.
@@ -166,6 +185,9 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         float acc[1][BN / 2];
 #pragma unroll
         for (int v = 0; v < BN / 2; ++v) acc[0][v] = 0.f;
+        float total[FP8 ? BN / 2 : 1];  // fp8: the slots' sums, scaled, in float32
+        // fp8's per-tensor scales, applied once at the end (block scales: slot by slot)
+        const float scale = FP8 && !BLOCK_SCALES ? SA[0] * SB[0] : 1.f;
         // The descriptors of slot 0's first k step for this warpgroup: A's box wg, B's first; a k16 step moves
         // the start 32 bytes along the swizzled rows, a slot A_STAGE (B_STAGE) bytes.
         RingCursor<STAGES, (A_STAGE >> 4), (B_STAGE >> 4)> ring(smem_desc(sA + wg * BOX), smem_desc(sB));
@@ -229,19 +251,46 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         };
         for (uint32_t it = 0; walk.locate(); walk.next()) {
             const GroupTile tile = walk.tile(rank);
-#pragma unroll 1
-            for (int t = 0; t < ktiles; ++t, ++it) {
-                issue(it, t == 0);
-                // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
-                wgmma_wait<1>();
-                if (t > 0) release((it - 1) % STAGES);
-            }
-            wgmma_hold<0>(acc);
-            release((it - 1) % STAGES);
-            // ---- epilogue: this warpgroup's rows 64·wg.. of the tile, those of the group only ----
+            const int m0 = tile.m0 + 64 * wg, valid = tile.valid - 64 * wg;  // this warpgroup's rows
+            if constexpr (FP8) {
+                // The thread's two rows' scales (SA's rows; none for a row that is not the group's, never stored,
+                // whose scale row may lie past SA), and the tile's column block's (SB).
+                const float* const sa0 = SA + (size_t)(row < valid ? m0 + row : 0) * KB;
+                const float* const sa1 = SA + (size_t)(row + 8 < valid ? m0 + row + 8 : 0) * KB;
+                const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
 #pragma unroll
-            for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(acc[0][v], acc[0][v + 1]);
-            const int m0 = tile.m0 + 64 * wg, valid = tile.valid - 64 * wg;
+                for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+#pragma unroll 1
+                for (int t = 0; t < ktiles; ++t, ++it) {
+                    float s0 = 1.f, s1 = 1.f;
+                    if (BLOCK_SCALES) {  // read before the slot's wait, their latency under it
+                        const float b = sb[t];
+                        s0 = row < valid ? sa0[t] * b : 0.f;
+                        s1 = row + 8 < valid ? sa1[t] * b : 0.f;
+                    }
+                    issue(it, true);  // the slot's 128 k summed from zero ...
+                    wgmma_hold<0>(acc);
+                    release(it % STAGES);
+#pragma unroll
+                    for (int v = 0; v < BN / 2; ++v)  // ... and added in at its scales (rows row, row + 8)
+                        total[v] += acc[0][v] * ((v >> 1) & 1 ? s1 : s0);
+                }
+#pragma unroll
+                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(scale * total[v], scale * total[v + 1]);
+            } else {
+#pragma unroll 1
+                for (int t = 0; t < ktiles; ++t, ++it) {
+                    issue(it, t == 0);
+                    // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
+                    wgmma_wait<1>();
+                    if (t > 0) release((it - 1) % STAGES);
+                }
+                wgmma_hold<0>(acc);
+                release((it - 1) % STAGES);
+#pragma unroll
+                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(acc[0][v], acc[0][v + 1]);
+            }
+            // ---- epilogue: this warpgroup's rows 64·wg.. of the tile, those of the group only ----
             if (valid >= 64) {
 #pragma unroll
                 for (int q = 0; q < ROUNDS; ++q) store_round(q, m0, tile.n0);
