@@ -56,11 +56,13 @@ TC_GEMMS = ["wgmma-tma", "fp8-tma", "int8-wgmma-tma"]
 # layout or epilogue spills)
 TC_CONVS = ["tc-wgmma", "tc-wgmma-ws", "tc-wgmma-tma", "tc-wgmma-halo", "tc-int8-mma", "tc-wgmma-int8"]
 TC_ATTENTION = ["fa3-wgmma"]
+TC_GROUPED = ["wgmma-grouped", "fp8-grouped"]
 
 
 def reported_builds() -> set:
     return {(rel(source), defines, arch)
-            for op, names in (("gemm", TC_GEMMS), ("conv", TC_CONVS), ("attention", TC_ATTENTION)) for name in names
+            for op, names in (("gemm", TC_GEMMS), ("conv", TC_CONVS), ("attention", TC_ATTENTION),
+                              ("grouped-gemm", TC_GROUPED)) for name in names
             for v in [CATALOG.get(op, "cuda", name)] for c in v.space.configs
             for source, defines, arch, _ in v.builds(c, "sm_90")}
 
@@ -264,6 +266,18 @@ def test_tensor_core_convolutions_spill_nothing_and_keep_their_wgmmas_in_flight(
 def test_tensor_core_attention_spills_nothing_and_keeps_its_wgmmas_in_flight(variant, config):
     """fa3-wgmma holds S, O and P at once (BN/2 + 64 + BN/4 registers a consumer thread) within the 240 that
     setmaxnreg gives the consumers; its wgmmas in a loop of a runtime trip count must stay asynchronous."""
+    for source, defines, arch, _ in variant.builds(config, "sm_90"):
+        for u in nvcc.resource_usage(source, arch, dict(defines)):
+            assert not u.wgmma_serialized, (config.label, defines, u)
+            assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (config.label, defines, u)
+
+
+@pytest.mark.parametrize("variant,config", configs_of("grouped-gemm", TC_GROUPED))
+def test_the_grouped_gemm_kernel_spills_nothing_and_keeps_its_wgmmas_in_flight(variant, config):
+    """The grouped kernel's slot loop sits inside a walk whose trip count comes from the groups' counts (read on the
+    device, found by shuffles and a ballot): its wgmmas must stay asynchronous, and its accumulators (fp8: the
+    tensor cores' and the promoted float32 ones) with the packed outputs must fit the consumers' registers, in
+    every precision and layout."""
     for source, defines, arch, _ in variant.builds(config, "sm_90"):
         for u in nvcc.resource_usage(source, arch, dict(defines)):
             assert not u.wgmma_serialized, (config.label, defines, u)

@@ -38,6 +38,16 @@ def test_the_element_type_and_layout_reach_the_kernel_as_defines(tmp_path):
     assert dict(build[1]) == params
 
 
+def test_a_hyphenated_layout_reaches_the_kernel_as_a_c_name():
+    """grouped-gemm's block layouts (contiguous-block, masked-block) become -DLAYOUT_CONTIGUOUS_BLOCK=1: a hyphen is
+    no part of a macro's name."""
+    from gpubench.ops.grouped_gemm import GroupedLayout
+    from gpubench.specs import catalog
+    v = catalog.Catalog(catalog.builtin()).get("grouped-gemm", "cuda", "fp8-grouped")
+    params = v.code.defines(v.space.configs[0], DType.FP8, GroupedLayout.MASKED_BLOCK)
+    assert [k for k in params if k.startswith("LAYOUT")] == ["LAYOUT_MASKED_BLOCK"]
+
+
 def test_without_a_problem_every_precision_and_layout_is_built(tmp_path):
     """What `gpubench check` and CI's nvcc tests compile: each element type and layout the kernel takes, not only
     its first (a kernel that breaks only in bf16, or only in nt, fails there)."""

@@ -235,7 +235,7 @@ class Program:
     arch: str | None = None  # a fixed target such as "sm_90a" (wgmma); None = the device's own sm_XY
     includes: tuple[Path, ...] = ()  # extra -I directories
     dtype_define: str | None = None  # a kernel gets its element type as -D<this>=<C type> (and <this>_OUT)
-    layout_define: str | None = None  # ... and its layout as -D<this>_<LAYOUT>=1 (-DLAYOUT_NT=1)
+    layout_define: str | None = None  # ... and its layout as -D<this>_<LAYOUT>=1 (-DLAYOUT_NT=1, -DLAYOUT_MASKED_BLOCK=1)
     epilogue_define: str | None = None  # ... and its epilogue as -D<this>=<index> (-DEPILOGUE=3: bias-relu-add)
     function: Callable | None = field(default=None, compare=False)  # a live callable (gpubench.api's measure, run
     # in its caller's process) in place of source and kernel
@@ -300,7 +300,8 @@ class Code:
             p = PRECISIONS[dtype]
             params.update({program.dtype_define: p.c_type, f"{program.dtype_define}_OUT": p.c_out_type})
         if program.layout_define and layout is not None:
-            params[f"{program.layout_define}_{str(layout).upper()}"] = 1
+            # (a hyphen, as in grouped-gemm's contiguous-block, is no part of a C name: an underscore)
+            params[f"{program.layout_define}_{str(layout).upper().replace('-', '_')}"] = 1
         if program.epilogue_define and epilogue is not None:
             params[program.epilogue_define] = Epilogue(epilogue).index
         return params

@@ -1,0 +1,305 @@
+// Grouped GEMM on Hopper (sm_90a) in fp16, bf16 and fp8 e4m3: D_g[M_g, N] = A_g[M_g, K] · B_g[N, K]ᵀ for G groups,
+// float32 accumulators, the input's type out (bfloat16 for fp8) (gpubench/ops/grouped_gemm.py; DeepGEMM's
+// contiguous and masked layouts, and for fp8 their block-scaled forms).
+//
+// The loop is gemm/10_wgmma_tma.cu's, for its nt layout (both operands K-major, as the op lays A and B): a producer
+// warp keeps an mbarrier ring of STAGES slots full by TMA, two consumer warpgroups multiply with wgmma m64nBNk16
+// from 128-byte-swizzled shared memory, blocks are persistent and the ring runs on from one tile to the next,
+// optionally in clusters of 2 whose blocks take two row blocks of the same group and column block and multicast
+// halves of B's tile to each other. What is new is where a tile is:
+//  * One walk over every group's tiles (group_walk.cuh): persistent blocks (clusters) take units gridDim apart,
+//    and every warp maps its unit to (group, row block, column block) from the groups' counts, 32 groups a step.
+//    Within a group the row blocks are walked in bands of SWIZZLE (gemm_common.cuh's tile_coords), as 10 does.
+//  * A is one 2-D map over all of its rows ([M, K]: the stacked runs, or the masked slabs G·M_max rows end to
+//    end): a tile's rows start at its group's first row (offsets[g]) plus a multiple of BM, so a tile never starts
+//    in another group, but its last rows may run past the group's count, into pad rows or the next group's rows
+//    (or past M, where TMA reads zeros). They multiply into rows of D that are not the group's.
+//  * B is one 2-D map over [G·N, K]: group g's tile at column block n0 reads rows g·N + n0 ..; past N they are the
+//    next group's rows (or zeros past G·N), which reach only columns of D past N, never stored.
+//  * The epilogue stores a warpgroup's 64 rows × BN by TMA (map_d over [M, N], clipped to N) where all 64 rows are
+//    the group's; a group's last, partial rows are stored by the threads themselves, straight from the registers,
+//    row by row up to the group's count (the TMA clip knows only M, and the rows past the count may be another
+//    group's); rows of no group are left as they were.
+// Empty groups have no tiles; a ragged K reads zeros past K (TMA's fill). The counts and offsets are read on the
+// device: the same binary runs any split of the rows (as a MoE layer's router makes them).
+//
+// fp8 (ELEM = __nv_fp8_e4m3; 10's PROMOTE = 1 with scales): a slot is 128 k, one scale block. Each slot's four k32
+// wgmmas sum from zero into acc; the warpgroup waits for them, frees the slot and adds acc into float32 `total`,
+// times the slot's scales: in the block layouts (-DLAYOUT_CONTIGUOUS_BLOCK, -DLAYOUT_MASKED_BLOCK) SA[row][t] for
+// each of the thread's two rows and SB[g][n0/128][t] for the tile (BN = 128: one 128-column block), read from
+// global memory before the slot's wait; with per-tensor scales, 1, and SA[0]·SB[0] at the end. The tensor cores'
+// ~14-bit accumulation never runs past 128 products (DeepGEMM's promotion). While one warpgroup adds, the other's
+// wgmmas can run.
+//
+// Tiles (compile-time, -DNAME=value): BN (128 or 256: a consumer thread's BN/2 accumulators), STAGES (ring slots of
+// (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
+// UWG, CARRY, PEEK (loop_switches.cuh, as in 10). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64
+// 16-bit elements, 128 fp8 ones).
+// Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
+// Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
+// the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks) and NB (N's).
+// Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; 384 threads: consumer warpgroups 0 and
+// 1, then the producer warpgroup (its first warp walks the tiles, lane 0 issues the copies).
+
+#include "../include/hopper.cuh"
+#include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
+#include "group_walk.cuh"
+
+#ifndef ELEM
+#define ELEM __nv_bfloat16
+#endif
+#ifndef ELEM_OUT
+#define ELEM_OUT ELEM
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 0
+#endif
+
+#if defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK)
+constexpr bool BLOCK_SCALES = true;  // SA [rows, KB], SB [G, NB, KB]
+#else
+constexpr bool BLOCK_SCALES = false;  // fp8: one scale each; 16-bit types: none
+#endif
+
+constexpr bool FP8 = sizeof(ELEM) == 1;
+constexpr int BM = 128, BK = 128 / sizeof(ELEM);
+constexpr int CONSUMERS = 2;                   // warpgroups of 64 rows each
+constexpr int THREADS = 128 * (CONSUMERS + 1);
+constexpr int KSTEPS = 4;                      // wgmmas per slot: 32 bytes of k each (k16, fp8 k32)
+constexpr int BOX = 8192;                      // one TMA box: 64 rows × 128 bytes
+constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
+constexpr int B_BOXES = BN / 64 / CLUSTER;     // B's boxes this block loads (and multicasts) a slot
+constexpr int C_STAGE = 2 * BOX;               // a consumer warpgroup's staging: 64 rows × 128 columns of D
+constexpr int C_BOXES = BN / 64;               // D's boxes of 64 columns across a tile, staged two at a time
+constexpr int ROUNDS = (C_BOXES + 1) / 2;
+constexpr int PRODUCER_REGS = 40;              // setmaxnreg, as 10: the producer's registers go to the consumers
+constexpr int CONSUMER_REGS = 232;
+
+static_assert(sizeof(ELEM_OUT) == 2, "two 16-bit outputs per register (fp8's out: bfloat16)");
+static_assert(BN == 128 || BN == 256, "BN: 128 or 256 (a consumer thread's BN/2 accumulators)");
+static_assert(!FP8 || BN == 128, "fp8: BN 128 (one scale block of B's columns; acc and total: 2·BN/2 registers)");
+static_assert(FP8 || !BLOCK_SCALES, "block scales: fp8 only");
+static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1, or 2 blocks along M sharing B");
+static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows of a band");
+
+#if CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
+
+using Walk = GroupWalk<BM * CLUSTER, BM, BN, SWIZZLE>;
+
+__device__ __forceinline__ uint32_t pack2(float lo, float hi)
+{
+    if constexpr (std::is_same_v<ELEM_OUT, __half>) {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&h);
+    } else {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&h);
+    }
+}
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
+grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,
+              const TensorMap* __restrict__ map_d, ELEM_OUT* __restrict__ D, const float* __restrict__ SA,
+              const float* __restrict__ SB, const int* __restrict__ groups, const int* __restrict__ counts,
+              const int* __restrict__ offsets, int G, int N, int K, int KB, int NB)
+{
+    extern __shared__ uint8_t smem_raw[];
+    // The swizzle repeats every 1024 bytes and TMA writes it relative to 1024-byte boundaries: align ourselves.
+    const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    const uint32_t pad = (1024 - (raw & 1023)) & 1023;
+    const uint32_t sA = raw + pad, sB = sA + STAGES * A_STAGE, sC = sB + STAGES * B_STAGE;
+    const uint32_t bars = sC + CONSUMERS * C_STAGE;
+    uint8_t* const stage_base = smem_raw + pad + (sC - sA);
+    auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its tiles"
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer of the cluster is done with s"
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int ktiles = (K + BK - 1) / BK;
+    const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
+    // A cluster's blocks walk the same units (each its own row block of them).
+    Walk walk(counts, offsets, G, N, blockIdx.x / CLUSTER, gridDim.x / CLUSTER);
+
+    ring_init<STAGES, CLUSTER>(bars, CONSUMERS * CLUSTER);  // full(s), then empty(s)
+
+    // Both roles count slots with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1.
+    if (warp >= 4 * CONSUMERS) {
+        // ---- producer: the first warp walks the tiles, its lane 0 keeps the ring full ----
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        if (warp == 4 * CONSUMERS) {
+            if (lane == 0) {
+                tma_acquire(map_a);
+                tma_acquire(map_b);
+            }
+            const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
+            uint32_t it = 0;
+            for (; walk.locate(); walk.next()) {
+                const GroupTile tile = walk.tile(rank);
+                // This rank's share of B's tile (multicast to the cluster), rows group·N + n0 + ...
+                const int b_row = tile.group * N + tile.n0 + rank * B_BOXES * 64;
+                if (lane == 0) {
+                    for (int t = 0; t < ktiles; ++t, ++it) {
+                        const int s = it % STAGES, k0 = t * BK;
+                        mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
+                        mbar_expect_bytes(full(s), A_STAGE + B_STAGE);  // all of both, B partly from the peer
+                        tma_load_2d(sA + s * A_STAGE, map_a, k0, tile.m0, full(s));
+                        tma_load_2d(sA + s * A_STAGE + BOX, map_a, k0, tile.m0 + 64, full(s));
+#pragma unroll
+                        for (int b = 0; b < B_BOXES; ++b)
+                            tma_load_2d(sB + s * B_STAGE + (rank * B_BOXES + b) * BOX, map_b, k0, b_row + 64 * b,
+                                        full(s), mask);
+                    }
+                }
+                __syncwarp();
+            }
+        }
+    } else {
+        // ---- consumers: warpgroup wg multiplies rows 64·wg.. of the tile by all BN columns ----
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+        const int wg = warpgroup_of<UWG>(warp), w = warp % 4;
+        const bool leader = tid % 128 == 0;
+        // Slot s is free once this warpgroup's wgmmas have read it: one arrive on every cluster block's "empty".
+        auto release = [&](int s) {
+            if (leader) {
+                if (CLUSTER == 1) {
+                    mbar_arrive(empty(s));
+                } else {
+                    mbar_arrive_cluster(empty(s), 0);
+                    mbar_arrive_cluster(empty(s), 1);
+                }
+            }
+        };
+        float acc[1][BN / 2];
+#pragma unroll
+        for (int v = 0; v < BN / 2; ++v) acc[0][v] = 0.f;
+        float total[FP8 ? BN / 2 : 1];  // fp8: the slots' sums, scaled, in float32
+        // fp8's per-tensor scales, applied once at the end (block scales: slot by slot)
+        const float scale = FP8 && !BLOCK_SCALES ? SA[0] * SB[0] : 1.f;
+        // The descriptors of slot 0's first k step for this warpgroup: A's box wg, B's first; a k16 step moves
+        // the start 32 bytes along the swizzled rows, a slot A_STAGE (B_STAGE) bytes.
+        RingCursor<STAGES, (A_STAGE >> 4), (B_STAGE >> 4)> ring(smem_desc(sA + wg * BOX), smem_desc(sB));
+        constexpr uint32_t KSTEP = 32 >> 4;
+        bool ready = false;
+        // Wait for slot `it`, then issue its four wgmmas (the first overwriting acc where `fresh`).
+        auto issue = [&](uint32_t it, bool fresh) {
+#if CARRY
+            const int s = ring.slot;
+            const uint64_t da = ring.desc_a, db = ring.desc_b;
+            if (!(PEEK && ready)) mbar_sleep(full(s), ring.phase);
+            ring.advance();
+#else
+            const int s = it % STAGES;
+            mbar_sleep(full(s), (it / STAGES) & 1);
+            const uint64_t da = ring.first_a + s * (A_STAGE >> 4), db = ring.first_b + s * (B_STAGE >> 4);
+#endif
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < KSTEPS; ++j)
+                wgmma_ss<ELEM, BN>(acc[0], da + j * KSTEP, db + j * KSTEP, !(fresh && j == 0));
+            wgmma_commit();
+            if (PEEK) ready = mbar_test(full(ring.slot), ring.phase);
+        };
+        // A tile's D rounded: accumulators v and v + 1 as one register of two 16-bit outputs, out[v/2].
+        uint32_t out[BN / 4];
+        const uint32_t stage = sC + wg * C_STAGE;
+        uint8_t* const staged = stage_base + wg * C_STAGE;
+        const int row = 16 * w + lane / 4;  // this thread's rows of the warpgroup's 64: row, row + 8
+        // Round q of a full warpgroup's TMA store: D's boxes 2q and 2q + 1 (one in a last round of an odd count),
+        // columns n0 + 128q.., through this warpgroup's 16 KB of staging once the round before has left it
+        // (gemm/10_wgmma_tma.cu's store_round with one block of 64 rows).
+        auto store_round = [&](int q, int m0, int n0) {
+            const int boxes = C_BOXES - 2 * q < 2 ? 1 : 2;
+            if (leader) bulk_wait<true>();
+            named_sync(2 + wg, 128);
+#pragma unroll
+            for (int p = 0; p < 16 * boxes; ++p) {
+                const int v = 64 * q + 2 * p;
+                const int r8 = row + 8 * ((v >> 1) & 1), box = (v / 32) % 2, chunk = (v >> 2) % 8;
+                *reinterpret_cast<uint32_t*>(staged + box * BOX + r8 * 128 + ((chunk ^ (r8 & 7)) << 4) +
+                                             (lane % 4) * 4) = out[v / 2];
+            }
+            fence_proxy_async();  // our stores, before the copy engine reads them
+            named_sync(2 + wg, 128);
+            if (leader) {
+                tma_store_2d(map_d, stage, n0 + 128 * q, m0);
+                if (boxes == 2) tma_store_2d(map_d, stage + BOX, n0 + 128 * q + 64, m0);
+                bulk_commit();
+            }
+        };
+        // A group's last rows: each thread stores its pairs of rows below `valid` (of the warpgroup's 64 at m0),
+        // columns below N, from the registers.
+        auto store_rows = [&](int m0, int n0, int valid) {
+#pragma unroll
+            for (int v = 0; v < BN / 2; v += 2) {
+                const int r = row + 8 * ((v >> 1) & 1), c = n0 + 8 * (v >> 2) + 2 * (lane % 4);
+                if (r < valid && c < N)
+                    *reinterpret_cast<uint32_t*>(D + (size_t)(m0 + r) * N + c) = out[v / 2];
+            }
+        };
+        for (uint32_t it = 0; walk.locate(); walk.next()) {
+            const GroupTile tile = walk.tile(rank);
+            const int m0 = tile.m0 + 64 * wg, valid = tile.valid - 64 * wg;  // this warpgroup's rows
+            if constexpr (FP8) {
+                // The thread's two rows' scales (SA's rows; none for a row that is not the group's, never stored,
+                // whose scale row may lie past SA), and the tile's column block's (SB).
+                const float* const sa0 = SA + (size_t)(row < valid ? m0 + row : 0) * KB;
+                const float* const sa1 = SA + (size_t)(row + 8 < valid ? m0 + row + 8 : 0) * KB;
+                const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+#pragma unroll 1
+                for (int t = 0; t < ktiles; ++t, ++it) {
+                    float s0 = 1.f, s1 = 1.f;
+                    if (BLOCK_SCALES) {  // read before the slot's wait, their latency under it
+                        const float b = sb[t];
+                        s0 = row < valid ? sa0[t] * b : 0.f;
+                        s1 = row + 8 < valid ? sa1[t] * b : 0.f;
+                    }
+                    issue(it, true);  // the slot's 128 k summed from zero ...
+                    wgmma_hold<0>(acc);
+                    release(it % STAGES);
+#pragma unroll
+                    for (int v = 0; v < BN / 2; ++v)  // ... and added in at its scales (rows row, row + 8)
+                        total[v] += acc[0][v] * ((v >> 1) & 1 ? s1 : s0);
+                }
+#pragma unroll
+                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(scale * total[v], scale * total[v + 1]);
+            } else {
+#pragma unroll 1
+                for (int t = 0; t < ktiles; ++t, ++it) {
+                    issue(it, t == 0);
+                    // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
+                    wgmma_wait<1>();
+                    if (t > 0) release((it - 1) % STAGES);
+                }
+                wgmma_hold<0>(acc);
+                release((it - 1) % STAGES);
+#pragma unroll
+                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(acc[0][v], acc[0][v + 1]);
+            }
+            // ---- epilogue: this warpgroup's rows 64·wg.. of the tile, those of the group only ----
+            if (valid >= 64) {
+#pragma unroll
+                for (int q = 0; q < ROUNDS; ++q) store_round(q, m0, tile.n0);
+            } else if (valid > 0) {
+                store_rows(m0, tile.n0, valid);
+            }
+        }
+        if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
+    }
+    // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
+    if (CLUSTER > 1) cluster_sync();
+}
