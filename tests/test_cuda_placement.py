@@ -109,3 +109,34 @@ def test_large_or_foreign_calls_are_timed_as_prepared():
     user, _ = prepared_on(small, calls, capturable=False)  # a user's Python function: not ours to repeat
     assert placement.spread(cp, user, small, user.output, lambda c: pytest.fail("no copies")) is user
     assert cp.made == 0
+
+
+def test_a_point_is_timed_by_the_call_its_backend_spreads_and_records_the_places():
+    """run_point asks the backend to spread the verified call (after verification, before timing): every timed
+    call goes through what spread returns, and the point's details carry what it records."""
+    from dataclasses import replace
+
+    from gpubench.backends import cpu
+    from gpubench.execution.tasks import PointTask, run_point
+    from gpubench.measure.timing import TimingPolicy
+    from gpubench.ops.gemm import GemmShape
+    from gpubench.results import Details
+    from gpubench.specs.catalog import Catalog
+
+    backend, shape = cpu.CpuBackend(), GemmShape(16, 16, 16)
+    variant = next(iter(Catalog.with_user([]).variants("gemm", "cpu")))
+    inputs = backend.inputs(shape, 0)
+    spread_calls = []
+
+    def spread(variant, config, shape, inputs, prepared):
+        def run():
+            spread_calls.append(1)
+            prepared.run()
+        return replace(prepared, run=run, details=prepared.details.merged(Details(places=3)))
+
+    backend.spread = spread
+    policy = TimingPolicy(reps=7, min_reps=5, budget_s=0.0, warmup=0)
+    point = run_point(backend, shape, PointTask(0, variant, variant.space.configs[0], policy), inputs,
+                      backend.reference(shape, inputs))
+    assert point.details.places == 3
+    assert len(spread_calls) >= len(point.samples_ms) >= 5
