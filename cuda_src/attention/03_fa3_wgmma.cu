@@ -27,6 +27,12 @@
 //    the overlap misbehave on some toolkit.
 //  * Ping-pong (PINGPONG = 1, with OVERLAP; FA3's inter-warpgroup overlap): the two consumers take turns to issue
 //    their products (two named barriers), so that one warpgroup's softmax runs under the other's wgmmas.
+//  * The ring's slack. With OVERLAP, a step holds two slots (tile i's K and V, tile i−1's V for the P·V in flight),
+//    so with STAGES = 2 the slot of tile i+1 is tile i−1's, given back only when that P·V completes, just before tile
+//    i+1's Q·Kᵀ wants it: every step may wait a whole copy's latency. Two ways out, both FA3's: STAGES = 3 (it fits
+//    for BN = 128: 225 KB), and KV_SPLIT = 1, separate "empty" barriers for K and V, K's given back as soon as its
+//    Q·Kᵀ completes (FA3's two pipelines), so that tile i+1's K is copied a step ahead; V, wanted a step later than K,
+//    still waits for its P·V.
 //
 // Tiles are visited from the last to the first, as FA3 does: the tiles that need masking (the ragged end past S,
 // the causal diagonal) come first, where every row still meets a key it may see, so the running maximum is finite
@@ -37,10 +43,12 @@
 // The epilogue: O / ℓ rounded to 16 bits into this warpgroup's 16 KB of Q (free once its last Q·Kᵀ has completed),
 // in the swizzle the O map reads, then two TMA stores of 64 rows × 64 columns; rows past S are clipped.
 //
-// Parameters (-DNAME=value): BN (keys a tile: 64 or 128), STAGES (ring slots), OVERLAP and PINGPONG (above).
+// Parameters (-DNAME=value): BN (keys a tile: 64, 128, 176 or 192; FA3 takes 176 for D = 128 without a causal
+// mask, fewer steps, each one's softmax and barrier costs spread over more keys), STAGES (ring slots), OVERLAP,
+// PINGPONG and KV_SPLIT (above).
 // BM = 128 and HD = 128 are fixed: two consumer warpgroups of 64 rows, and the head size the spec's `requires`
 // admits.
-// Shared memory: 1024 (alignment) + BM·HD·2 (Q) + STAGES·2·BN·HD·2 (K and V) + 8·(3·STAGES + 1) (barriers).
+// Shared memory: 1024 (alignment) + BM·HD·2 (Q) + STAGES·2·BN·HD·2 (K and V) + 8·(4·STAGES + 1) (barriers).
 // Launch: grid (cdiv(S, 128), B·H), 384 threads: consumer warpgroups 0 and 1, then the producer.
 
 #include "attention_common.cuh"         // kv_head
@@ -65,6 +73,9 @@
 #ifndef PINGPONG
 #define PINGPONG 0
 #endif
+#ifndef KV_SPLIT
+#define KV_SPLIT 0
+#endif
 
 constexpr int HD = 128;                      // the head size, D
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 query rows each
@@ -84,10 +95,13 @@ constexpr float SCALE_LOG2 = 1.4426950408889634f * 0.08838834764831845f;  // log
 constexpr int PRODUCER_REGS = 24;
 constexpr int CONSUMER_REGS = 240;
 
-static_assert(BN == 64 || BN == 128, "BN: 64 or 128 keys a tile (wgmma n64 or n128; S's BN/2 registers)");
+static_assert(BN == 64 || BN == 128 || BN == 176 || BN == 192,
+              "BN: 64, 128, 176 or 192 keys a tile (wgmma n64 .. n192, S's BN/2 registers; a multiple of 16 for P·V's "
+              "k steps and of 8 for the 1024-byte swizzle atoms of a panel)");
 static_assert(STAGES >= 2, "STAGES: a ring of one slot cannot overlap copies with products");
 static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP: 0 or 1");
 static_assert(PINGPONG == 0 || (PINGPONG == 1 && OVERLAP == 1), "PINGPONG: 0, or 1 with OVERLAP = 1");
+static_assert(KV_SPLIT == 0 || KV_SPLIT == 1, "KV_SPLIT: 0 or 1");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file");
 static_assert(sizeof(ELEM) == 2 && sizeof(ELEM_OUT) == 2, "16-bit inputs and output");
 
@@ -122,7 +136,9 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
     auto full_k = [&](int s) { return bars + 8 * s; };                // ring_init's "full": K of slot s has come
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };      // ... its "empty": both consumers are done
     auto full_v = [&](int s) { return bars + 8 * (2 * STAGES + s); };  // V of slot s has come
-    const uint32_t q_bar = bars + 8 * 3 * STAGES;                     // the block's Q has come
+    // KV_SPLIT: "empty" speaks for K only, and V of slot s has its own (both consumers are done with it).
+    auto empty_v = [&](int s) { return bars + 8 * (3 * STAGES + s); };
+    const uint32_t q_bar = bars + 8 * 4 * STAGES;                     // the block's Q has come
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int q_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest causal blocks first
@@ -131,7 +147,10 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
 
     if (tid == 0) {
         mbar_init(q_bar, 1);
-        for (int s = 0; s < STAGES; ++s) mbar_init(full_v(s), 1);
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_v(s), 1);
+            if (KV_SPLIT) mbar_init(empty_v(s), CONSUMERS);
+        }
     }
     ring_init<STAGES, 1>(bars, CONSUMERS);  // full_k(s), empty(s); its fence and barrier cover the inits above
 
@@ -154,6 +173,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
                 mbar_expect_bytes(full_k(s), KV_TILE);
                 for (int p = 0; p < PANELS; ++p)
                     tma_load_4d(sK + s * KV_TILE + p * KV_PANEL, map_k, p * PANEL_COLS, n0, h_kv, b, full_k(s));
+                if (KV_SPLIT) mbar_sleep(empty_v(s), ring.phase ^ 1);
                 mbar_expect_bytes(full_v(s), KV_TILE);
                 for (int p = 0; p < PANELS; ++p)
                     tma_load_4d(sV + s * KV_TILE + p * KV_PANEL, map_v, p * PANEL_COLS, n0, h_kv, b, full_v(s));
@@ -240,9 +260,13 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
             for (int r = 0; r < 4; ++r)
                 p_frag[j][r] = pack2(s_acc[0][8 * j + 2 * r], s_acc[0][8 * j + 2 * r + 1], (ELEM*)nullptr);
     };
-    // Slot s goes back to the producer once this warpgroup's wgmmas have read it (K's and V's both).
-    auto release = [&](int s) {
-        if (leader) mbar_arrive(empty(s));
+    // Slot s goes back to the producer once this warpgroup's wgmmas have read it: K's and V's both at once
+    // (release_v, after P·V), or with KV_SPLIT K's as soon as Q·Kᵀ has completed (release_k) and V's after P·V.
+    auto release_k = [&](int s) {
+        if (KV_SPLIT && leader) mbar_arrive(empty(s));
+    };
+    auto release_v = [&](int s) {
+        if (leader) mbar_arrive(KV_SPLIT ? empty_v(s) : empty(s));
     };
 
     mbar_wait(q_bar, 0);
@@ -270,6 +294,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
     issue_qk(ring.slot);
     pass_turn(false);
     wgmma_hold<0>(s_acc);
+    release_k(ring.slot);
     softmax(tile * BN);
     round_p();
 #pragma unroll 1
@@ -285,10 +310,11 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         issue_pv(prev.slot, i > 1);
         pass_turn(false);
         wgmma_hold<1>(s_acc);  // Q·Kᵀ done (groups complete in order); P·V still in flight
+        release_k(ring.slot);
         softmax(tile * BN);
         wgmma_hold<0>(o_acc);
         hold_operand(p_frag);
-        release(prev.slot);
+        release_v(prev.slot);
         round_p();
     }
     if (tiles > 1) rescale_o();
@@ -298,7 +324,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
     pass_turn(true);
     wgmma_hold<0>(o_acc);
     hold_operand(p_frag);
-    release(ring.slot);
+    release_v(ring.slot);
 #else
     // The plain order: each tile's Q·Kᵀ, its softmax, then its P·V, each waited for.
 #pragma unroll 1
@@ -306,6 +332,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         mbar_wait(full_k(ring.slot), ring.phase);
         issue_qk(ring.slot);
         wgmma_hold<0>(s_acc);
+        release_k(ring.slot);
         softmax(tile * BN);
         if (i > 0) rescale_o();
         round_p();
@@ -313,7 +340,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         issue_pv(ring.slot, i > 0);
         wgmma_hold<0>(o_acc);
         hold_operand(p_frag);
-        release(ring.slot);
+        release_v(ring.slot);
     }
 #endif
 
