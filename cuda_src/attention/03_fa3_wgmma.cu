@@ -33,6 +33,9 @@
 //    for BN = 128: 225 KB), and KV_SPLIT = 1, separate "empty" barriers for K and V, K's given back as soon as its
 //    Q·Kᵀ completes (FA3's two pipelines), so that tile i+1's K is copied a step ahead; V, wanted a step later than K,
 //    still waits for its P·V.
+//  * Lazy rescaling (LAZY_RESCALE = 1): O is multiplied by alpha only where some row of the warp has a new maximum
+//    (alpha ≠ 1); otherwise the product would change nothing. Past the first few tiles a row's maximum seldom grows,
+//    so most steps skip 64 FMULs a thread, which sit between Q·Kᵀ's issue and P·V's.
 //
 // Tiles are visited from the last to the first, as FA3 does: the tiles that need masking (the ragged end past S,
 // the causal diagonal) come first, where every row still meets a key it may see, so the running maximum is finite
@@ -45,7 +48,7 @@
 //
 // Parameters (-DNAME=value): BN (keys a tile: 64, 128, 176 or 192; FA3 takes 176 for D = 128 without a causal
 // mask, fewer steps, each one's softmax and barrier costs spread over more keys), STAGES (ring slots), OVERLAP,
-// PINGPONG and KV_SPLIT (above).
+// PINGPONG, KV_SPLIT and LAZY_RESCALE (above).
 // BM = 128 and HD = 128 are fixed: two consumer warpgroups of 64 rows, and the head size the spec's `requires`
 // admits.
 // Shared memory: 1024 (alignment) + BM·HD·2 (Q) + STAGES·2·BN·HD·2 (K and V) + 8·(4·STAGES + 1) (barriers).
@@ -76,6 +79,9 @@
 #ifndef KV_SPLIT
 #define KV_SPLIT 0
 #endif
+#ifndef LAZY_RESCALE
+#define LAZY_RESCALE 0
+#endif
 
 constexpr int HD = 128;                      // the head size, D
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 query rows each
@@ -102,6 +108,7 @@ static_assert(STAGES >= 2, "STAGES: a ring of one slot cannot overlap copies wit
 static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP: 0 or 1");
 static_assert(PINGPONG == 0 || (PINGPONG == 1 && OVERLAP == 1), "PINGPONG: 0, or 1 with OVERLAP = 1");
 static_assert(KV_SPLIT == 0 || KV_SPLIT == 1, "KV_SPLIT: 0 or 1");
+static_assert(LAZY_RESCALE == 0 || LAZY_RESCALE == 1, "LAZY_RESCALE: 0 or 1");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file");
 static_assert(sizeof(ELEM) == 2 && sizeof(ELEM_OUT) == 2, "16-bit inputs and output");
 
@@ -249,7 +256,10 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
             l[i] = l[i] * alpha[i] + sum;
         }
     };
+    // LAZY_RESCALE: a warp whose rows all kept their maximum (alpha = exp2(0) = 1 exactly) skips the 64 multiplies by
+    // one, the same O bit for bit; past the first tiles a row's maximum seldom grows.
     auto rescale_o = [&]() {
+        if (LAZY_RESCALE && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
         for (int v = 0; v < HD / 2; ++v) o_acc[0][v] *= alpha[(v >> 1) & 1];
     };
