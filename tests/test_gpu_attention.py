@@ -54,9 +54,9 @@ FA3 = CATALOG.get("attention", "cuda", "fa3-wgmma")
 @pytest.mark.parametrize("config", FA3.space.configs[1:], ids=lambda c: c.label.replace(" ", "-"))
 @pytest.mark.parametrize("causal", [False, True])
 def test_each_fa3_configuration_verifies_on_the_full_size_problem(cuda, config, causal):
-    """The test above runs the first configuration; here the others, fp16: hundreds of tiles a block go round the
-    ring (its phases, KV_SPLIT's separate barriers for K and V, three slots), and S = 16k is no multiple of BN = 176,
-    so the ragged last key tile meets the causal diagonal on full-size data."""
+    """The test above runs the first configuration; here the others, fp16: about a hundred key tiles a block go
+    round the ring (its phases, KV_SPLIT's separate barriers for K and V, three slots), and S = 16k is a multiple of
+    neither 176 nor 192, so the ragged last key tile meets the causal diagonal on full-size data."""
     shape = AttentionShape(1, 16, 16, 16384, 128, causal, dtype=DType.FP16)
     inputs = cuda.inputs(shape, seed=4)
     check(cuda, FA3, shape, inputs, cuda.reference(shape, inputs), config=config)
