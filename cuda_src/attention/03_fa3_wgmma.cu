@@ -32,7 +32,7 @@
 //    i+1's Q·Kᵀ wants it: every step may wait a whole copy's latency. Two ways out, both FA3's: STAGES = 3 (it fits
 //    for BN = 128: 225 KB), and KV_SPLIT = 1, separate "empty" barriers for K and V, K's given back as soon as its
 //    Q·Kᵀ completes (FA3's two pipelines), so that tile i+1's K is copied a step ahead; V, wanted a step later than K,
-//    still waits for its P·V.
+//    still waits for its P·V, and the producer issues it a tile behind K (FA3's order: K i+1, then V i).
 //  * Lazy rescaling (LAZY_RESCALE = 1): O is multiplied by alpha only where some row of the warp has a new maximum
 //    (alpha ≠ 1); otherwise the product would change nothing. Past the first few tiles a row's maximum seldom grows,
 //    so most steps skip 64 FMULs a thread, which sit between Q·Kᵀ's issue and P·V's.
@@ -173,17 +173,38 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
             for (int wg = 0; wg < CONSUMERS; ++wg)
                 for (int p = 0; p < PANELS; ++p)
                     tma_load_4d(sQ + wg * Q_WG + p * Q_PANEL, map_q, p * PANEL_COLS, q0 + 64 * wg, h, b, q_bar);
+            // K's tile into its slot once free, and V's (KV_SPLIT: each waits for its own "empty" barrier).
+            auto load_k = [&](const RingSlot<STAGES>& r, int tile) {
+                mbar_sleep(empty(r.slot), r.phase ^ 1);
+                mbar_expect_bytes(full_k(r.slot), KV_TILE);
+                for (int p = 0; p < PANELS; ++p)
+                    tma_load_4d(sK + r.slot * KV_TILE + p * KV_PANEL, map_k, p * PANEL_COLS, tile * BN, h_kv, b,
+                                full_k(r.slot));
+            };
+            auto load_v = [&](const RingSlot<STAGES>& r, int tile) {
+                if (KV_SPLIT) mbar_sleep(empty_v(r.slot), r.phase ^ 1);
+                mbar_expect_bytes(full_v(r.slot), KV_TILE);
+                for (int p = 0; p < PANELS; ++p)
+                    tma_load_4d(sV + r.slot * KV_TILE + p * KV_PANEL, map_v, p * PANEL_COLS, tile * BN, h_kv, b,
+                                full_v(r.slot));
+            };
             RingSlot<STAGES> ring;
-            for (int tile = tiles - 1; tile >= 0; --tile, ring.advance()) {
-                const int s = ring.slot, n0 = tile * BN;
-                mbar_sleep(empty(s), ring.phase ^ 1);
-                mbar_expect_bytes(full_k(s), KV_TILE);
-                for (int p = 0; p < PANELS; ++p)
-                    tma_load_4d(sK + s * KV_TILE + p * KV_PANEL, map_k, p * PANEL_COLS, n0, h_kv, b, full_k(s));
-                if (KV_SPLIT) mbar_sleep(empty_v(s), ring.phase ^ 1);
-                mbar_expect_bytes(full_v(s), KV_TILE);
-                for (int p = 0; p < PANELS; ++p)
-                    tma_load_4d(sV + s * KV_TILE + p * KV_PANEL, map_v, p * PANEL_COLS, n0, h_kv, b, full_v(s));
+            if (KV_SPLIT) {
+                // FA3's order, V a tile behind K: each step's consumers want the next tile's K before this one's V,
+                // and the next K's slot comes free (its Q·Kᵀ done) before this V's (its P·V done).
+                RingSlot<STAGES> ring_v;
+                load_k(ring, tiles - 1);
+                for (int tile = tiles - 2; tile >= 0; --tile, ring_v.advance()) {
+                    ring.advance();
+                    load_k(ring, tile);
+                    load_v(ring_v, tile + 1);
+                }
+                load_v(ring_v, 0);
+            } else {
+                for (int tile = tiles - 1; tile >= 0; --tile, ring.advance()) {
+                    load_k(ring, tile);
+                    load_v(ring, tile);
+                }
             }
         }
         return;
