@@ -44,11 +44,12 @@
 // run heaviest first (the grid's x reversed). GQA: query head h reads key/value head h / (H / H_kv).
 //
 // The epilogue: O / ℓ rounded to 16 bits into this warpgroup's 16 KB of Q (free once its last Q·Kᵀ has completed),
-// in the swizzle the O map reads, then two TMA stores of 64 rows × 64 columns; rows past S are clipped.
+// in the swizzle the O map reads, then two TMA stores of 64 rows × 64 columns; rows past S are clipped. EARLY_EXIT
+// = 1: the block leaves once the stores have read shared memory, not once they have landed.
 //
 // Parameters (-DNAME=value): BN (keys a tile: 64, 128, 176 or 192; FA3 takes 176 for D = 128 without a causal
 // mask, fewer steps, each one's softmax and barrier costs spread over more keys), STAGES (ring slots), OVERLAP,
-// PINGPONG, KV_SPLIT and LAZY_RESCALE (above).
+// PINGPONG, KV_SPLIT, LAZY_RESCALE and EARLY_EXIT (above).
 // BM = 128 and HD = 128 are fixed: two consumer warpgroups of 64 rows, and the head size the spec's `requires`
 // admits.
 // Shared memory: 1024 (alignment) + BM·HD·2 (Q) + STAGES·2·BN·HD·2 (K and V) + 8·(4·STAGES + 1) (barriers).
@@ -82,6 +83,9 @@
 #ifndef LAZY_RESCALE
 #define LAZY_RESCALE 0
 #endif
+#ifndef EARLY_EXIT
+#define EARLY_EXIT 0
+#endif
 
 constexpr int HD = 128;                      // the head size, D
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 query rows each
@@ -109,6 +113,7 @@ static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP: 0 or 1");
 static_assert(PINGPONG == 0 || (PINGPONG == 1 && OVERLAP == 1), "PINGPONG: 0, or 1 with OVERLAP = 1");
 static_assert(KV_SPLIT == 0 || KV_SPLIT == 1, "KV_SPLIT: 0 or 1");
 static_assert(LAZY_RESCALE == 0 || LAZY_RESCALE == 1, "LAZY_RESCALE: 0 or 1");
+static_assert(EARLY_EXIT == 0 || EARLY_EXIT == 1, "EARLY_EXIT: 0 or 1");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file");
 static_assert(sizeof(ELEM) == 2 && sizeof(ELEM_OUT) == 2, "16-bit inputs and output");
 
@@ -400,6 +405,9 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         for (int p = 0; p < PANELS; ++p)
             tma_store_4d(map_o, sQ + wg * Q_WG + p * Q_PANEL, p * PANEL_COLS, row_lo, h, b);
         bulk_commit();
-        bulk_wait<false>();  // the stores complete before the block may leave
+        // The block may not leave while the copy engine still reads its shared memory. EARLY_EXIT = 0 waits for
+        // the stores to complete in global memory as well; 1 only until they have read the staging rows, as CUTLASS's
+        // epilogues do (the grid's end makes them visible), so the next block may start on this SM that much sooner.
+        bulk_wait<EARLY_EXIT == 1>();
     }
 }
