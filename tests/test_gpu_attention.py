@@ -25,7 +25,7 @@ RAGGED = [(2, 4, 2, 100, 128, False), (2, 4, 2, 100, 128, True), (1, 6, 1, 257, 
 
 def cases():
     """Every variant, precision and ragged shape; each configuration of a variant that has several (fa3-wgmma's
-    overlapped and plain orders)."""
+    orders, rings and tiles)."""
     for v in VARIANTS:
         for config in v.space.configs:
             tag = f"-{config.label.replace(' ', '-')}" if len(v.space.configs) > 1 else ""
@@ -46,6 +46,20 @@ def test_the_full_size_problem_verifies_against_the_chunked_reference(cuda, name
     shape = AttentionShape(1, 16, 16, 16384, 128, causal, dtype=DType.BF16)  # B·S = 16k tokens, H = 16
     inputs = cuda.inputs(shape, seed=3)
     check(cuda, CATALOG.get("attention", "cuda", name), shape, inputs, cuda.reference(shape, inputs))
+
+
+FA3 = CATALOG.get("attention", "cuda", "fa3-wgmma")
+
+
+@pytest.mark.parametrize("config", FA3.space.configs[1:], ids=lambda c: c.label.replace(" ", "-"))
+@pytest.mark.parametrize("causal", [False, True])
+def test_each_fa3_configuration_verifies_on_the_full_size_problem(cuda, config, causal):
+    """The test above runs the first configuration; here the others, fp16: about a hundred key tiles a block go
+    round the ring (its phases, KV_SPLIT's separate barriers for K and V, three slots), and S = 16k is a multiple of
+    neither 176 nor 192, so the ragged last key tile meets the causal diagonal on full-size data."""
+    shape = AttentionShape(1, 16, 16, 16384, 128, causal, dtype=DType.FP16)
+    inputs = cuda.inputs(shape, seed=4)
+    check(cuda, FA3, shape, inputs, cuda.reference(shape, inputs), config=config)
 
 
 @pytest.mark.parametrize("name", ["flash-mma", "fa3-wgmma"])

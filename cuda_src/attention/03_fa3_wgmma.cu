@@ -27,6 +27,15 @@
 //    the overlap misbehave on some toolkit.
 //  * Ping-pong (PINGPONG = 1, with OVERLAP; FA3's inter-warpgroup overlap): the two consumers take turns to issue
 //    their products (two named barriers), so that one warpgroup's softmax runs under the other's wgmmas.
+//  * The ring's slack. With OVERLAP, a step holds two slots (tile i's K and V, tile i−1's V for the P·V in flight),
+//    so with STAGES = 2 the slot of tile i+1 is tile i−1's, given back only when that P·V completes, just before tile
+//    i+1's Q·Kᵀ wants it: every step may wait a whole copy's latency. Two ways out, both FA3's: STAGES = 3 (it fits
+//    for BN = 128: 225 KB), and KV_SPLIT = 1, separate "empty" barriers for K and V, K's given back as soon as its
+//    Q·Kᵀ completes (FA3's two pipelines), so that tile i+1's K is copied a step ahead; V, wanted a step later than K,
+//    still waits for its P·V, and the producer issues it a tile behind K (FA3's order: K i+1, then V i).
+//  * Lazy rescaling (LAZY_RESCALE = 1): O is multiplied by alpha only where some row of the warp has a new maximum
+//    (alpha ≠ 1); otherwise the product would change nothing. Past the first few tiles a row's maximum seldom grows,
+//    so most steps skip 64 FMULs a thread, which sit between Q·Kᵀ's issue and P·V's.
 //
 // Tiles are visited from the last to the first, as FA3 does: the tiles that need masking (the ragged end past S,
 // the causal diagonal) come first, where every row still meets a key it may see, so the running maximum is finite
@@ -35,12 +44,15 @@
 // run heaviest first (the grid's x reversed). GQA: query head h reads key/value head h / (H / H_kv).
 //
 // The epilogue: O / ℓ rounded to 16 bits into this warpgroup's 16 KB of Q (free once its last Q·Kᵀ has completed),
-// in the swizzle the O map reads, then two TMA stores of 64 rows × 64 columns; rows past S are clipped.
+// in the swizzle the O map reads, then two TMA stores of 64 rows × 64 columns; rows past S are clipped. EARLY_EXIT
+// = 1: the block leaves once the stores have read shared memory, not once they have landed.
 //
-// Parameters (-DNAME=value): BN (keys a tile: 64 or 128), STAGES (ring slots), OVERLAP and PINGPONG (above).
+// Parameters (-DNAME=value): BN (keys a tile: 64, 128, 176 or 192; FA3 takes 176 for D = 128 without a causal
+// mask, fewer steps, each one's softmax and barrier costs spread over more keys), STAGES (ring slots), OVERLAP,
+// PINGPONG, KV_SPLIT, LAZY_RESCALE and EARLY_EXIT (above).
 // BM = 128 and HD = 128 are fixed: two consumer warpgroups of 64 rows, and the head size the spec's `requires`
 // admits.
-// Shared memory: 1024 (alignment) + BM·HD·2 (Q) + STAGES·2·BN·HD·2 (K and V) + 8·(3·STAGES + 1) (barriers).
+// Shared memory: 1024 (alignment) + BM·HD·2 (Q) + STAGES·2·BN·HD·2 (K and V) + 8·(4·STAGES + 1) (barriers).
 // Launch: grid (cdiv(S, 128), B·H), 384 threads: consumer warpgroups 0 and 1, then the producer.
 
 #include "attention_common.cuh"         // kv_head
@@ -65,6 +77,15 @@
 #ifndef PINGPONG
 #define PINGPONG 0
 #endif
+#ifndef KV_SPLIT
+#define KV_SPLIT 0
+#endif
+#ifndef LAZY_RESCALE
+#define LAZY_RESCALE 0
+#endif
+#ifndef EARLY_EXIT
+#define EARLY_EXIT 0
+#endif
 
 constexpr int HD = 128;                      // the head size, D
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 query rows each
@@ -84,10 +105,15 @@ constexpr float SCALE_LOG2 = 1.4426950408889634f * 0.08838834764831845f;  // log
 constexpr int PRODUCER_REGS = 24;
 constexpr int CONSUMER_REGS = 240;
 
-static_assert(BN == 64 || BN == 128, "BN: 64 or 128 keys a tile (wgmma n64 or n128; S's BN/2 registers)");
+static_assert(BN == 64 || BN == 128 || BN == 176 || BN == 192,
+              "BN: 64, 128, 176 or 192 keys a tile (wgmma n64 .. n192, S's BN/2 registers; a multiple of 16 for P·V's "
+              "k steps and of 8 for the 1024-byte swizzle atoms of a panel)");
 static_assert(STAGES >= 2, "STAGES: a ring of one slot cannot overlap copies with products");
 static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP: 0 or 1");
 static_assert(PINGPONG == 0 || (PINGPONG == 1 && OVERLAP == 1), "PINGPONG: 0, or 1 with OVERLAP = 1");
+static_assert(KV_SPLIT == 0 || KV_SPLIT == 1, "KV_SPLIT: 0 or 1");
+static_assert(LAZY_RESCALE == 0 || LAZY_RESCALE == 1, "LAZY_RESCALE: 0 or 1");
+static_assert(EARLY_EXIT == 0 || EARLY_EXIT == 1, "EARLY_EXIT: 0 or 1");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file");
 static_assert(sizeof(ELEM) == 2 && sizeof(ELEM_OUT) == 2, "16-bit inputs and output");
 
@@ -122,7 +148,9 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
     auto full_k = [&](int s) { return bars + 8 * s; };                // ring_init's "full": K of slot s has come
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };      // ... its "empty": both consumers are done
     auto full_v = [&](int s) { return bars + 8 * (2 * STAGES + s); };  // V of slot s has come
-    const uint32_t q_bar = bars + 8 * 3 * STAGES;                     // the block's Q has come
+    // KV_SPLIT: "empty" speaks for K only, and V of slot s has its own (both consumers are done with it).
+    auto empty_v = [&](int s) { return bars + 8 * (3 * STAGES + s); };
+    const uint32_t q_bar = bars + 8 * 4 * STAGES;                     // the block's Q has come
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int q_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest causal blocks first
@@ -131,7 +159,10 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
 
     if (tid == 0) {
         mbar_init(q_bar, 1);
-        for (int s = 0; s < STAGES; ++s) mbar_init(full_v(s), 1);
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_v(s), 1);
+            if (KV_SPLIT) mbar_init(empty_v(s), CONSUMERS);
+        }
     }
     ring_init<STAGES, 1>(bars, CONSUMERS);  // full_k(s), empty(s); its fence and barrier cover the inits above
 
@@ -147,16 +178,38 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
             for (int wg = 0; wg < CONSUMERS; ++wg)
                 for (int p = 0; p < PANELS; ++p)
                     tma_load_4d(sQ + wg * Q_WG + p * Q_PANEL, map_q, p * PANEL_COLS, q0 + 64 * wg, h, b, q_bar);
+            // K's tile into its slot once free, and V's (KV_SPLIT: each waits for its own "empty" barrier).
+            auto load_k = [&](const RingSlot<STAGES>& r, int tile) {
+                mbar_sleep(empty(r.slot), r.phase ^ 1);
+                mbar_expect_bytes(full_k(r.slot), KV_TILE);
+                for (int p = 0; p < PANELS; ++p)
+                    tma_load_4d(sK + r.slot * KV_TILE + p * KV_PANEL, map_k, p * PANEL_COLS, tile * BN, h_kv, b,
+                                full_k(r.slot));
+            };
+            auto load_v = [&](const RingSlot<STAGES>& r, int tile) {
+                if (KV_SPLIT) mbar_sleep(empty_v(r.slot), r.phase ^ 1);
+                mbar_expect_bytes(full_v(r.slot), KV_TILE);
+                for (int p = 0; p < PANELS; ++p)
+                    tma_load_4d(sV + r.slot * KV_TILE + p * KV_PANEL, map_v, p * PANEL_COLS, tile * BN, h_kv, b,
+                                full_v(r.slot));
+            };
             RingSlot<STAGES> ring;
-            for (int tile = tiles - 1; tile >= 0; --tile, ring.advance()) {
-                const int s = ring.slot, n0 = tile * BN;
-                mbar_sleep(empty(s), ring.phase ^ 1);
-                mbar_expect_bytes(full_k(s), KV_TILE);
-                for (int p = 0; p < PANELS; ++p)
-                    tma_load_4d(sK + s * KV_TILE + p * KV_PANEL, map_k, p * PANEL_COLS, n0, h_kv, b, full_k(s));
-                mbar_expect_bytes(full_v(s), KV_TILE);
-                for (int p = 0; p < PANELS; ++p)
-                    tma_load_4d(sV + s * KV_TILE + p * KV_PANEL, map_v, p * PANEL_COLS, n0, h_kv, b, full_v(s));
+            if (KV_SPLIT) {
+                // FA3's order, V a tile behind K: each step's consumers want the next tile's K before this one's V,
+                // and the next K's slot comes free (its Q·Kᵀ done) before this V's (its P·V done).
+                RingSlot<STAGES> ring_v;
+                load_k(ring, tiles - 1);
+                for (int tile = tiles - 2; tile >= 0; --tile, ring_v.advance()) {
+                    ring.advance();
+                    load_k(ring, tile);
+                    load_v(ring_v, tile + 1);
+                }
+                load_v(ring_v, 0);
+            } else {
+                for (int tile = tiles - 1; tile >= 0; --tile, ring.advance()) {
+                    load_k(ring, tile);
+                    load_v(ring, tile);
+                }
             }
         }
         return;
@@ -229,7 +282,10 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
             l[i] = l[i] * alpha[i] + sum;
         }
     };
+    // LAZY_RESCALE: a warp whose rows all kept their maximum (alpha = exp2(0) = 1 exactly) skips the 64 multiplies by
+    // one, the same O bit for bit; past the first tiles a row's maximum seldom grows.
     auto rescale_o = [&]() {
+        if (LAZY_RESCALE && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
         for (int v = 0; v < HD / 2; ++v) o_acc[0][v] *= alpha[(v >> 1) & 1];
     };
@@ -240,9 +296,13 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
             for (int r = 0; r < 4; ++r)
                 p_frag[j][r] = pack2(s_acc[0][8 * j + 2 * r], s_acc[0][8 * j + 2 * r + 1], (ELEM*)nullptr);
     };
-    // Slot s goes back to the producer once this warpgroup's wgmmas have read it (K's and V's both).
-    auto release = [&](int s) {
-        if (leader) mbar_arrive(empty(s));
+    // Slot s goes back to the producer once this warpgroup's wgmmas have read it: K's and V's both at once
+    // (release_v, after P·V), or with KV_SPLIT K's as soon as Q·Kᵀ has completed (release_k) and V's after P·V.
+    auto release_k = [&](int s) {
+        if (KV_SPLIT && leader) mbar_arrive(empty(s));
+    };
+    auto release_v = [&](int s) {
+        if (leader) mbar_arrive(KV_SPLIT ? empty_v(s) : empty(s));
     };
 
     mbar_wait(q_bar, 0);
@@ -270,6 +330,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
     issue_qk(ring.slot);
     pass_turn(false);
     wgmma_hold<0>(s_acc);
+    release_k(ring.slot);
     softmax(tile * BN);
     round_p();
 #pragma unroll 1
@@ -285,10 +346,11 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         issue_pv(prev.slot, i > 1);
         pass_turn(false);
         wgmma_hold<1>(s_acc);  // Q·Kᵀ done (groups complete in order); P·V still in flight
+        release_k(ring.slot);
         softmax(tile * BN);
         wgmma_hold<0>(o_acc);
         hold_operand(p_frag);
-        release(prev.slot);
+        release_v(prev.slot);
         round_p();
     }
     if (tiles > 1) rescale_o();
@@ -298,7 +360,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
     pass_turn(true);
     wgmma_hold<0>(o_acc);
     hold_operand(p_frag);
-    release(ring.slot);
+    release_v(ring.slot);
 #else
     // The plain order: each tile's Q·Kᵀ, its softmax, then its P·V, each waited for.
 #pragma unroll 1
@@ -306,6 +368,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         mbar_wait(full_k(ring.slot), ring.phase);
         issue_qk(ring.slot);
         wgmma_hold<0>(s_acc);
+        release_k(ring.slot);
         softmax(tile * BN);
         if (i > 0) rescale_o();
         round_p();
@@ -313,7 +376,7 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         issue_pv(ring.slot, i > 0);
         wgmma_hold<0>(o_acc);
         hold_operand(p_frag);
-        release(ring.slot);
+        release_v(ring.slot);
     }
 #endif
 
@@ -342,6 +405,9 @@ attention_fa3_wgmma(const TensorMap* __restrict__ map_q, const TensorMap* __rest
         for (int p = 0; p < PANELS; ++p)
             tma_store_4d(map_o, sQ + wg * Q_WG + p * Q_PANEL, p * PANEL_COLS, row_lo, h, b);
         bulk_commit();
-        bulk_wait<false>();  // the stores complete before the block may leave
+        // The block may not leave while the copy engine still reads its shared memory. EARLY_EXIT = 0 waits for
+        // the stores to complete in global memory as well; 1 only until they have read the staging rows, as CUTLASS's
+        // epilogues do (the grid's end makes them visible), so the next block may start on this SM that much sooner.
+        bulk_wait<EARLY_EXIT == 1>();
     }
 }
