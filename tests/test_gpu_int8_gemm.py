@@ -1,7 +1,8 @@
-"""On a GPU: the hand INT8 GEMM (int8-wgmma-tma, wgmma s8 in nt) exactly the int64 reference, in every configuration,
-on shapes that are multiples of no tile (M, N) and whose K fills no 128-byte slot, the output poisoned first (verify):
-a block that left a tile or a row unwritten, or a slot's products added twice or not at all, shows as a non-zero
-error. cuBLASLt's int8 on the same shapes is exact too (the baseline it is timed against).
+"""On a GPU: the hand INT8 GEMM (int8-wgmma-tma, wgmma s8 in nt) exactly the int64 reference, in every configuration
+(clusters multicasting an operand, C stored from the accumulators or copied out by TMA), on shapes that are multiples
+of no tile (M, N) and whose K fills no 128-byte slot, the output poisoned first (verify): a block that left a tile or
+a row unwritten, a slot's products added twice or not at all, or a box of C staged in the wrong swizzle, shows as a
+non-zero error. cuBLASLt's int8 on the same shapes is exact too (the baseline it is timed against).
 Run: python3 -m pytest -q -m gpu tests/test_gpu_int8_gemm.py -n 0"""
 
 import math
@@ -20,10 +21,14 @@ OURS = CATALOG.get("gemm", "cuda", "int8-wgmma-tma")
 
 # K a multiple of 16 (TMA's 16-byte rows), none of M, N or K a multiple of 64 or 128 past that. 1000 × 1030 × 4112:
 # 8 × 5 tiles of 128 × 256 (fewer than the SMs, one tile a block) with 33 slots of 128 k (the last one 16 k, the rest
-# zero-filled), N even (8-byte stores); 4112 × 3000 × 1040: 33 × 12 tiles, more than the SMs, so persistent blocks
-# walk up to 4 tiles each and the ring's phases run on across tiles; 777 × 1001 × 48: odd M and N (the one-int32
-# stores of an odd N), less than one slot of k; 24 × 40 × 16: smaller than one tile.
-SHAPES = [(1000, 1030, 4112), (4112, 3000, 1040), (777, 1001, 48), (24, 40, 16)]
+# zero-filled), N even but not a multiple of 4 (8-byte stores; t1 has no map of C there and stores as t0 does);
+# 1000 × 1036 × 4112: the same with N % 4 == 0, so t1 copies C out by TMA, its last box column 12 wide, and 9 tile
+# columns of 128 (an odd count: 256 × 128 c2's last cluster has a tile past N); 4112 × 3000 × 1040: 33 × 12 tiles,
+# more than the SMs, so persistent blocks walk up to 4 tiles each and the ring's phases run on across tiles, and 33
+# tile rows (c2 along M: the last cluster's second tile lies past M, computed on zeros, stored nowhere), t1's boxes
+# ragged in both M and N; 777 × 1001 × 48: odd M and N (the one-int32 stores of an odd N), less than one slot of k;
+# 24 × 40 × 16: smaller than one tile (t1: boxes clipped to 24 × 32 and 24 × 8, the others wholly outside C).
+SHAPES = [(1000, 1030, 4112), (1000, 1036, 4112), (4112, 3000, 1040), (777, 1001, 48), (24, 40, 16)]
 
 
 def check(cuda, data, variant, config, shape):
