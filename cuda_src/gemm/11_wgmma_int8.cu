@@ -46,10 +46,12 @@
 //    are issued once the other's are (named barriers 8 and 9), so they run while the other's C leaves: the stores
 //    come off the tensor cores' path. Each slot is read by one warpgroup (its "empty" barrier counts one arrive); a
 //    warpgroup skips its ring cursor over the other's slots (RingCursor::seek). The same bytes a slot feed half the
-//    products of a shared 2·BM-row tile.
+//    products of a shared 2·BM-row tile. With CLUSTER, the blocks of a cluster walk the same sequence of groups, so
+//    warpgroup wg of each takes its tile of the same group, whose shared operand its peers multicast into the same
+//    slots: a slot is released by that one warpgroup of each block.
 //
 // Tiles (-DNAME=value): BM (128, or 256 with BN = 128; PING: 64 with BN = 256, or 128 with BN = 128), BN (128 or
-// 256), STAGES (ring slots), SWIZZLE (0 or a band of tile rows), PING (0 or 1), CLUSTER (1, 2 or 4; 1 with PING),
+// 256), STAGES (ring slots), SWIZZLE (0 or a band of tile rows), PING (0 or 1), CLUSTER (1, 2 or 4),
 // TMASTORE (0 or 1). A consumer thread holds MI·BN/2 ≤ 128 int32 accumulators. Shared memory: STAGES·(BM + BN)·128
 // + TMASTORE·32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers). Launch: a 1-D grid of whole clusters,
 // at most one block per SM; block 384 threads (consumer warpgroups 0 and 1, then the producer warpgroup). Maps: A
@@ -113,7 +115,6 @@ static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 rows a consumer warpgrou
 static_assert(WG_M * BN <= 16384, "a consumer thread holds MI·BN/2 ≤ 128 int32 accumulators");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER: 1, 2 or 4");
-static_assert(CLUSTER == 1 || PING == 0, "CLUSTER: 1 with PING (its slots are read by one warpgroup each)");
 static_assert((SHARE_A ? BM : BN) % (64 * CLUSTER) == 0, "the shared tile splits into whole boxes of 64 rows a block");
 static_assert(TMASTORE == 0 || TMASTORE == 1, "TMASTORE: 0 (C straight from the accumulators) or 1 (staged, TMA)");
 
@@ -140,8 +141,9 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
     const int ktiles = (K + BK - 1) / BK;
     const Walk walk(M, N);  // the block's j-th tile: walk.has(j), walk.origin_of(walk.group + j * walk.stride, ...)
 
-    // empty: the one warpgroup reading a slot (PING), or both of every block the slot's bytes are multicast into
-    ring_init<STAGES, CLUSTER>(bars, PING ? 1 : CONSUMERS * CLUSTER);
+    // empty: the warpgroups reading a slot (both, or with PING the one whose tile it feeds) in every block of the
+    // cluster (the slot's bytes are multicast into each)
+    ring_init<STAGES, CLUSTER>(bars, (PING ? 1 : CONSUMERS) * CLUSTER);
 
     if (warp >= 4 * CONSUMERS) {
         // ---- producer: one thread, two operands' boxes a slot ----------------------------------------------------
