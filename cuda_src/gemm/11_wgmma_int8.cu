@@ -41,6 +41,10 @@
 //    and the LSU issues 8 shared stores a box instead of 8 global ones with their address arithmetic and bounds
 //    tests. The map of C needs rows on 16-byte boundaries (N % 4 == 0): where N is not, it is not built and the
 //    kernel stores as TMASTORE = 0 does (a test of N, uniform across the block).
+//  * TMASTORE = 2: the same staging split by warps, with no barrier across the warpgroup: each warp stages its own
+//    16 rows of a box (2 KB, its two buffers in its own 4 KB) and its lane 0 copies them out (boxes of 16 rows × 32),
+//    the warp's threads ordered by __syncwarp where t1 has two 128-thread barriers a box. Four times as many copies,
+//    a quarter the size each (the map's box is 16 rows).
 //  * PING = 1 (CUTLASS's "pingpong"; conv/14's PING): the warpgroups take the block's tiles in turn, each a whole
 //    BM × BN tile (BM = 64 or 128). A tile's slots follow the other warpgroup's tile's in the ring, and its wgmmas
 //    are issued once the other's are (named barriers 8 and 9), so they run while the other's C leaves: the stores
@@ -51,12 +55,12 @@
 //    slots: a slot is released by that one warpgroup of each block.
 //
 // Tiles (-DNAME=value): BM (128, or 256 with BN = 128; PING: 64 with BN = 256, or 128 with BN = 128), BN (128 or
-// 256), STAGES (ring slots), SWIZZLE (0 or a band of tile rows), PING (0 or 1), CLUSTER (1, 2 or 4),
-// TMASTORE (0 or 1). A consumer thread holds MI·BN/2 ≤ 128 int32 accumulators. Shared memory: STAGES·(BM + BN)·128
-// + TMASTORE·32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers). Launch: a 1-D grid of whole clusters,
-// at most one block per SM; block 384 threads (consumer warpgroups 0 and 1, then the producer warpgroup). Maps: A
-// (M×K) and B (N×K), boxes of 64 rows × 128 bytes, 128B swizzle; TMA needs K % 16 == 0 (rows on 16-byte
-// boundaries); C (M×N int32, boxes of 64 rows × 32) where TMASTORE = 1 and N % 4 == 0.
+// 256), STAGES (ring slots), SWIZZLE (0 or a band of tile rows), PING (0 or 1), CLUSTER (1, 2 or 4), TMASTORE (0, 1
+// or 2). A consumer thread holds MI·BN/2 ≤ 128 int32 accumulators. Shared memory: STAGES·(BM + BN)·128 + 32768 where
+// TMASTORE > 0 (C's staging) + 1024 (alignment) + 16·STAGES (barriers). Launch: a 1-D grid of whole clusters, at
+// most one block per SM; block 384 threads (consumer warpgroups 0 and 1, then the producer warpgroup). Maps: A (M×K)
+// and B (N×K), boxes of 64 rows × 128 bytes, 128B swizzle; TMA needs K % 16 == 0 (rows on 16-byte boundaries); C
+// (M×N int32, boxes of 64 rows × 32, t2: 16 × 32) where TMASTORE > 0 and N % 4 == 0.
 
 #include "../include/hopper.cuh"     // wgmma_s8, smem_desc, mbarriers, ring_init, RingCursor, TMA loads and stores
 #include "../include/tile_walk.cuh"  // TileWalk: the persistent walk (gemm/10's), in clusters
@@ -98,6 +102,8 @@ constexpr int KSTEPS = BK / 32;              // wgmmas (k32) per slot and block
 constexpr int BOX = 64 * 128;                // one TMA box: 64 rows × 128 bytes (of int8 operands or int32 C)
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
 constexpr int C_STAGE = 2 * BOX;             // TMASTORE: a consumer warpgroup's staging, two boxes used in turn
+constexpr int C_ROWS = TMASTORE == 2 ? 16 : 64;  // ... of C_ROWS rows (t1: the warpgroup's 64, t2: a warp's 16)
+constexpr int C_BUF = C_ROWS * 128;          // ... of C_BUF bytes (t2: each warp its own two)
 constexpr int C_COLS = 128 / 4;             // ... each 64 rows × 32 int32 (128 bytes) of C
 constexpr int C_ROUNDS = MI * BN / 32;       // a warpgroup's boxes of C a tile
 constexpr int PRODUCER_REGS = 40;
@@ -116,7 +122,8 @@ static_assert(WG_M * BN <= 16384, "a consumer thread holds MI·BN/2 ≤ 128 int3
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER: 1, 2 or 4");
 static_assert((SHARE_A ? BM : BN) % (64 * CLUSTER) == 0, "the shared tile splits into whole boxes of 64 rows a block");
-static_assert(TMASTORE == 0 || TMASTORE == 1, "TMASTORE: 0 (C straight from the accumulators) or 1 (staged, TMA)");
+static_assert(TMASTORE >= 0 && TMASTORE <= 2,
+              "TMASTORE: 0 (C straight from the accumulators), 1 or 2 (staged, TMA: by warpgroup or by warp)");
 
 #if CLUSTER > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
@@ -133,7 +140,7 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
     const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
     const uint32_t pad = (1024 - (raw & 1023)) & 1023;
     const uint32_t sA = raw + pad, sB = sA + STAGES * A_STAGE, sC = sB + STAGES * B_STAGE;
-    const uint32_t bars = sC + TMASTORE * CONSUMERS * C_STAGE;
+    const uint32_t bars = sC + (TMASTORE ? CONSUMERS * C_STAGE : 0);
     auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its tiles"
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer warpgroup reading s is done"
 
@@ -190,8 +197,16 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
         // TMASTORE, where C's rows may be copied (N·4 bytes a multiple of 16: the map was built); elsewhere, and
         // without TMASTORE, C leaves straight from the accumulators
         const bool staged = TMASTORE && N % 4 == 0;
-        const uint32_t stage = sC + wg * C_STAGE;
+        const uint32_t stage = sC + wg * C_STAGE + (TMASTORE == 2 ? w * 2 * C_BUF : 0);  // this thread's buffers
         uint8_t* const stage_ptr = smem_raw + pad + (stage - sA);
+        // Who copies the staged boxes out, and the barrier between them and the threads writing them
+        const bool issuer = TMASTORE == 2 ? lane == 0 : leader;
+        auto stage_sync = [&] {
+            if (TMASTORE == 2)
+                __syncwarp();
+            else
+                named_sync(STAGE_BARRIER + wg, 128);
+        };
         // j: the block's j-th tile, all of them (PING = 0) or every other one (PING = 1: warpgroup wg takes j = wg,
         // wg + 2, ..., whose slots follow the other warpgroup's in the ring)
         for (int j = PING ? wg : 0; walk.has(j); j += 1 + PING) {
@@ -228,26 +243,28 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
             // ---- epilogue: accumulators v, v + 1 of block i are C(m, n), C(m, n + 1)
             const int row = 16 * w + lane / 4;  // +8 for odd register pairs
             if (staged) {
-                // Through this warpgroup's staging, one box of 64 rows × 32 columns at a time, the two buffers in
-                // turn: box r is written once the copy of box r − 2 has read its buffer (the copy of box r − 1 may
-                // go on meanwhile), then copied out by TMA, which clips it to M × N.
+                // Through staging, one box of C_ROWS rows × 32 columns at a time, the two buffers in turn: box r is
+                // written once the copy of box r − 2 has read its buffer (the copy of box r − 1 may go on
+                // meanwhile), then copied out by TMA, which clips it to M × N.
+                const int box_row = TMASTORE == 2 ? lane / 4 : row;  // the thread's row in its box (+8: odd pairs)
 #pragma unroll
                 for (int r = 0; r < C_ROUNDS; ++r) {
                     const int i = r / (BN / C_COLS), q = r % (BN / C_COLS);
-                    if (leader) bulk_wait_read<1>();
-                    named_sync(STAGE_BARRIER + wg, 128);
+                    if (issuer) bulk_wait_read<1>();
+                    stage_sync();
 #pragma unroll
                     for (int v = 16 * q; v < 16 * q + 16; v += 2) {  // the register pairs of columns 32q .. 32q + 31
                         // row r8, 16-byte chunk (8·(v>>2) − 32q + 2·(lane%4)) / 4 of the box's row, swizzled as TMA
                         // reads it: chunk ^ (r8 % 8); the pair's 8 bytes at (lane % 2)·8 in the chunk
-                        const int r8 = row + 8 * ((v >> 1) & 1), chunk = 2 * ((v >> 2) % 4) + (lane % 4) / 2;
-                        *reinterpret_cast<int2*>(stage_ptr + (r % 2) * BOX + r8 * 128 + ((chunk ^ (r8 & 7)) << 4) +
+                        const int r8 = box_row + 8 * ((v >> 1) & 1), chunk = 2 * ((v >> 2) % 4) + (lane % 4) / 2;
+                        *reinterpret_cast<int2*>(stage_ptr + (r % 2) * C_BUF + r8 * 128 + ((chunk ^ (r8 & 7)) << 4) +
                                                  (lane % 2) * 8) = make_int2(acc[i][v], acc[i][v + 1]);
                     }
                     fence_proxy_async();  // our stores, before the copy engine reads them
-                    named_sync(STAGE_BARRIER + wg, 128);
-                    if (leader) {
-                        tma_store_2d(map_c, stage + (r % 2) * BOX, n0 + C_COLS * q, m0 + wg_row + 64 * i);
+                    stage_sync();
+                    if (issuer) {
+                        const int rows = m0 + wg_row + 64 * i + (TMASTORE == 2 ? 16 * w : 0);
+                        tma_store_2d(map_c, stage + (r % 2) * C_BUF, n0 + C_COLS * q, rows);
                         bulk_commit();
                     }
                 }
@@ -271,7 +288,7 @@ gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict
                     }
                 }
         }
-        if (TMASTORE && leader) bulk_wait<false>();  // the last copies out complete before the block may leave
+        if (TMASTORE && issuer) bulk_wait<false>();  // the last copies out complete before the block may leave
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
     if (CLUSTER > 1) cluster_sync();
