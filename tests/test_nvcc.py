@@ -142,12 +142,15 @@ def configs_of(op: str, names: list[str]) -> list:
 
 
 @pytest.mark.parametrize("variant,config", configs_of("gemm", TC_GEMMS))
-def test_tensor_core_gemms_spill_nothing(variant, config):
+def test_tensor_core_gemms_spill_nothing_and_keep_their_wgmmas_in_flight(variant, config):
     """Each configuration in each precision and layout: fp8-tma's two alternating fp8 sets (x2) need 192
     accumulator registers a consumer thread, past the 168 that __launch_bounds__(384, 1) gives the whole kernel;
-    they fit only because ptxas allocates the code after setmaxnreg.inc (232) within that budget."""
+    they fit only because ptxas allocates the code after setmaxnreg.inc (232) within that budget. int8-wgmma-tma's
+    t1 holds its 128 int32 accumulators beside the staging's addresses, and its epilogue's test of N (TMA or not)
+    must leave the slot loop's wgmmas asynchronous."""
     for source, defines, arch, _ in variant.builds(config, "sm_90"):
         for u in nvcc.resource_usage(source, arch, dict(defines)):
+            assert not u.wgmma_serialized, (config.label, defines, u)
             assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (config.label, defines, u)
 
 

@@ -62,8 +62,8 @@
 // engine zero-fills loads past the edges (so a ragged K adds zeros) and clips stores to M × N. TMA needs rows
 // that start on 16-byte boundaries: the spec's `requires`.
 
-#include "../include/gemm_common.cuh"  // tile_coords
 #include "../include/hopper.cuh"
+#include "../include/tile_walk.cuh"  // TileWalk: the persistent walk, in clusters
 #include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
 
 #ifndef ELEM
@@ -122,8 +122,10 @@ constexpr int CONSUMERS = 2;                     // warpgroups of BM/2 rows each
 constexpr int MI = BM / 128;                     // ... in MI blocks of 64 rows (one m64 wgmma each a k step)
 // The cluster shares the larger operand tile (B where BN >= BM, A where BM > BN) and so runs along the other
 // dimension: CM × CN tiles, CM·CN = CLUSTER.
-constexpr bool SHARE_A = BM > BN;
-constexpr int CM = SHARE_A ? 1 : CLUSTER, CN = SHARE_A ? CLUSTER : 1;
+// (tile_walk.cuh's TileWalk: a block's tiles, in order)
+using Walk = TileWalk<BM, BN, CLUSTER, SWIZZLE>;
+constexpr bool SHARE_A = Walk::SHARE_A;  // BM > BN
+constexpr int CM = Walk::CM, CN = Walk::CN;
 constexpr int THREADS = 128 * (CONSUMERS + 1);
 constexpr int KSTEPS = 4;                        // wgmmas per slot: 32 bytes of k each
 constexpr int BOX = 8192;                        // one TMA box: 64 rows × 128 bytes
@@ -163,25 +165,6 @@ static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per 
 #else
 #define CLUSTER_DIMS
 #endif
-
-// The tiles of one block, in order. A cluster takes groups of CM × CN tiles (CLUSTER stacked in M with the same
-// columns, so the same B tile, or side by side in N with the same rows of A); cluster c takes groups c,
-// c + clusters, ... (in bands of SWIZZLE group rows); this block the tile at its rank in each.
-struct TileWalk {
-    int groups_m, groups_n, groups, group, stride, rank;
-    __device__ TileWalk(int M, int N)
-        : groups_m(((M + BM - 1) / BM + CM - 1) / CM), groups_n(((N + BN - 1) / BN + CN - 1) / CN),
-          groups(groups_m * groups_n), group(blockIdx.x / CLUSTER), stride(gridDim.x / CLUSTER),
-          rank(CLUSTER > 1 ? cluster_rank() : 0) {}
-    __device__ bool more() const { return group < groups; }
-    __device__ void next() { group += stride; }
-    __device__ void origin(int& m0, int& n0) const {
-        int group_m, group_n;
-        tile_coords<SWIZZLE>(group, groups_m, groups_n, group_m, group_n);
-        m0 = (group_m * CM + (SHARE_A ? 0 : rank)) * BM;
-        n0 = (group_n * CN + (SHARE_A ? rank : 0)) * BN;
-    }
-};
 
 // Box `box` of an operand's slot at k0, whose rows or columns start at mn0 (see the header for the two majors).
 template <int MN_MAJOR, int ROWS = 64>
@@ -229,7 +212,7 @@ gemm_wgmma_tma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict_
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int ktiles = (K + BK - 1) / BK;
-    TileWalk walk(M, N);
+    Walk walk(M, N);
 
     ring_init<STAGES, CLUSTER>(bars, CONSUMERS * CLUSTER);  // full(s), then empty(s)
 

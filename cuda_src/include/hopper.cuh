@@ -454,6 +454,25 @@ __device__ __forceinline__ void mbar_arrive_cluster_release(uint32_t bar, uint32
         "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar), "r"(rank) : "memory");
 }
 
+// One arrive on the barrier at this offset in each of the cluster's CLUSTER_BLOCKS blocks (1, 2 or 4; this block
+// included): a consumer warpgroup's "done with this slot" to every producer that multicasts into it. Written out,
+// not looped (a loop here made ptxas serialise gemm/09's wgmmas).
+template <int CLUSTER_BLOCKS>
+__device__ __forceinline__ void mbar_arrive_each_block(uint32_t bar)
+{
+    static_assert(CLUSTER_BLOCKS == 1 || CLUSTER_BLOCKS == 2 || CLUSTER_BLOCKS == 4, "clusters of 1, 2 or 4 blocks");
+    if (CLUSTER_BLOCKS == 1) {
+        mbar_arrive(bar);
+    } else {
+        mbar_arrive_cluster(bar, 0);
+        mbar_arrive_cluster(bar, 1);
+        if (CLUSTER_BLOCKS == 4) {
+            mbar_arrive_cluster(bar, 2);
+            mbar_arrive_cluster(bar, 3);
+        }
+    }
+}
+
 // A flag in global memory between blocks of one grid: the writer's earlier stores (each thread's, fenced, then
 // gathered by a barrier) are visible to whoever acquires the value it releases (conv/14_tc_wgmma_tma.cu's SPLIT).
 __device__ __forceinline__ void flag_release(uint32_t* flag, uint32_t value)
@@ -539,6 +558,14 @@ __device__ __forceinline__ void bulk_wait()
         asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     else
         asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+// Wait until at most PENDING of this thread's bulk groups are still reading their shared memory (a staging area
+// used in turns: the group before may go on reading its buffer while the next one is written).
+template <int PENDING>
+__device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
 }
 
 // A barrier for `threads` threads (whole warps) under id 1..15, leaving the block's __syncthreads (id 0) alone.
