@@ -162,13 +162,18 @@ def test_the_hopper_int8_kernel_takes_per_channel_scales_and_other_factors(cuda,
 
 def fused_16bit_cases():
     """tc-wgmma-tma with its bias-relu-add compiled in: every configuration, fp16 and bf16, ragged pixel counts,
-    filters that fill no tile (40, 72) and K % 8 != 0 (70: no map_y, the copy loop stores)."""
+    filters that fill no tile (40, 72) and K % 8 != 0 (70: no map_y nor map_z, the copy loop stores and z is read
+    from global memory). Where K % 8 == 0 the copy engine brings z and the bias into the staging area during the
+    tile's slices; 32 images of 28² with 136 filters (the last filter tile 8 wide, its second box of 64 wholly past
+    K) make 196-588 tiles, so each persistent block's epilogue barrier runs through several tiles' phases, the split1
+    configuration halves the last wave's tiles, and consumers of 128 pixels load a second block's z a tile."""
     v = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
     for config in v.space.configs:
         for dtype in (DType.FP16, DType.BF16):
             for kw in (dict(size=23, stride=1, batch=3, in_channels=24, out_channels=40, padding=1),
                        dict(size=25, stride=2, batch=2, in_channels=40, out_channels=72, padding=1),
-                       dict(size=23, stride=1, batch=3, in_channels=24, out_channels=70, padding=1)):
+                       dict(size=23, stride=1, batch=3, in_channels=24, out_channels=70, padding=1),
+                       dict(size=28, stride=1, batch=32, in_channels=64, out_channels=136, padding=1)):
                 shape = shape_of(kw, dtype, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD))
                 yield pytest.param(v, config, shape, id=f"{config.label}-{dtype}-{kw['size']}-k{kw['out_channels']}")
 
