@@ -59,12 +59,13 @@
 // (the descriptors in uniform registers, no R2UR), the ring's slot, phase and descriptors carried from slice to slice
 // (the producer's tap and channel chunk walked, not divided), the next slot's full barrier asked about while this
 // slice's wgmmas run. Maps: map_x, im2col boxes of BM pixels × 64
-// channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64; map_y, N·OH·OW × K in boxes of 64 × 64 (read only where
-// K % 8 == 0). Launch: a 1-D grid
+// channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64; map_y and map_z (y and the residual z), N·OH·OW × K in
+// boxes of 64 × 64 (read only where K % 8 == 0; map_z only with the epilogue's residual). Launch: a 1-D grid
 // of whole clusters, at most one block per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN),
 // filter tiles fastest, a cluster's CLUSTER blocks sharing one), with PERSISTENT at most one per SM;
 // 128·(CONSUMERS + 1) threads; STAGES·(BM + BN)·128 (the ring) + CONSUMERS·128·BN (staging) + 1024 (alignment) +
-// 16·STAGES (mbarriers) bytes of dynamic shared memory.
+// 16·STAGES (mbarriers) + 32 (the epilogue's mbarriers) + CONSUMERS·BN·4 (the epilogue's bias values) bytes of
+// dynamic shared memory.
 //
 // The fused epilogue (-DEPILOGUE, include/epilogue.cuh; gpubench/ops/epilogue.py): y = act(α·acc + β·bias[k] + γ·z),
 // the ReLU after the residual, applied to each pair of accumulators as it is rounded into the staging area, so that
@@ -77,12 +78,15 @@
 //    into the staging area itself, box for box where the result will be staged, and the tile's BN bias values
 //    beside it (one bulk copy), on an mbarrier of the warpgroup's. The first m64 block's z and the bias are asked
 //    for while the tile's slices run (after its first slice's wgmmas are issued, once the copy engine has read the
-//    tile before out of the staging area), so they have come by the epilogue; a later block's z (MI = 2) as soon as
-//    the block before has left the staging area (no room for a second one: the large tiles fill shared memory).
-//    Each lane then reads its z with ldmatrix_x4 at the very address its stmatrix_x4 will write (ldmatrix gives a
-//    lane the (row, column) pairs stmatrix takes from it), adds it in registers and stores the result in place: no
-//    global load on the consumers' path. The arithmetic is the first version's, in the same order: bit for bit the
-//    same output. Where K % 8 != 0 (no map_z) or the bias is not 16-byte aligned, the first version's reads.
+//    tile before out of the staging area), so they have come by the epilogue. Each lane then reads its z with
+//    ldmatrix_x4 at the very address its stmatrix_x4 will write (ldmatrix gives a lane the (row, column) pairs
+//    stmatrix takes from it), adds it in registers and stores the result in place. A second m64 block (MI = 2) has
+//    no room of its own in shared memory (the large tiles fill it): its lanes load those same fragments from global
+//    memory ahead, without waiting (during the last slice where registers allow, else as the first block's
+//    stmatrix frees accumulators), or with SPLIT, which has no registers for that, the copy engine brings them
+//    once the first block has left the staging area. No wait for memory on the consumers' path but that last one.
+//    The arithmetic is the first version's, in the same order: bit for bit the same output. Where K % 8 != 0 (no
+//    map_z) or the bias is not 16-byte aligned, the first version's reads.
 
 #include "../include/epilogue.cuh"       // EpilogueArgs, channel_terms, epilogue_value
 #include "../include/hopper.cuh"         // wgmma_ss, smem_desc, mbarriers, ring_init, RingCursor, TMA loads
@@ -170,7 +174,8 @@ constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes:
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                  const TensorMap* __restrict__ map_y, const TensorMap* __restrict__ map_z, ELEM_OUT* __restrict__ y, float* __restrict__ partials,
+                  const TensorMap* __restrict__ map_y, const TensorMap* __restrict__ map_z,
+                  ELEM_OUT* __restrict__ y, float* __restrict__ partials,
                   const float* __restrict__ bias, const ELEM_OUT* __restrict__ z, float alpha, float beta, float gamma,
                   int N, int C, int H, int W, int K, int R, int S, int stride, int pad, int OH, int OW)
 {
@@ -306,13 +311,13 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
         // are); elsewhere the global reads of `rounded`.
         const bool epi_tma = whole_chunks && (!EPI_HAS_BIAS || reinterpret_cast<uintptr_t>(bias) % 16 == 0);
         const float* const tile_bias = reinterpret_cast<const float*>(ring + (bias_at(wg) - ring_addr));
-        uint32_t epi_phase = 0;  // the parity of the warpgroup's next epilogue load (one load, one wait)
+        uint32_t epi_phase = 0;  // the parity of the warpgroup's next epilogue load (one load, one wait a tile)
         if (EPI_HAS_ADD && epi_tma && leader) tma_acquire(map_z);
-        // (the leader) Ask for block i's z boxes of the tile at (m0, n0) into the staging area, the tile's bias values
-        // too for block 0; rows past M and filters past K arrive as zeros, boxes wholly past them are not asked for.
-        // An empty request still arrives, so every load completes one phase.
+        // (the leader) Ask for m64 block i's z boxes of the tile at (m0, n0) into the staging area, and with block 0
+        // for the tile's bias values; rows past M and filters past K arrive as zeros, boxes wholly past them are not
+        // asked for. An empty request still arrives, so every load completes one phase.
         auto load_epilogue = [&](int m0, int n0, int i) {
-            const int r0 = m0 + wg_off + i * 64, filters = min(BN, K - n0);  // (K - n0: a multiple of 8)
+            const int r0 = m0 + wg_off + 64 * i, filters = min(BN, K - n0);  // (K - n0: a multiple of 8)
             int bytes = 0;
             if (EPI_HAS_ADD && r0 < M) bytes += (filters + 63) / 64 * BOX_BYTES;
             if (EPI_HAS_BIAS && i == 0) bytes += filters * 4;
@@ -321,6 +326,29 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 for (int b = 0; b < BN / 64; ++b)
                     if (n0 + 64 * b < K) tma_load_2d(staging_addr + b * BOX_BYTES, map_z, n0 + 64 * b, r0, epi_bar(wg));
             if (EPI_HAS_BIAS && i == 0) bulk_load(bias_at(wg), bias + n0, filters * 4, epi_bar(wg));
+        };
+        // MI = 2: the second block's z has no room in shared memory (the staging area holds the first block's until
+        // that has been written out, and the large tiles leave no more), and asking the copy engine only then would
+        // put a round trip to memory on the consumers' path. So its lanes load their own fragments (the pairs
+        // ldmatrix_x4 would give them) from global memory ahead, without waiting: BN / 4 registers. Where the
+        // accumulators leave room beside them (BN = 64), all at once during the tile's last slice (they arrive under
+        // its wgmmas); else (ptxas gives 384 threads 168 registers, 128 of them accumulators at BN = 128) each chunk
+        // pair's as the first block's stmatrix frees its accumulators, arriving under the rest of that epilogue.
+        // SPLIT (its first half also reads the second's sums there) spills with them: there the copy engine brings
+        // the second block's z once the first's output has left the staging area (Z_SECOND).
+        constexpr bool Z_AHEAD = EPI_HAS_ADD && MI == 2 && !SPLIT, Z_IN_LOOP = MI * BN / 2 + BN / 4 <= 96;
+        constexpr bool Z_SECOND = EPI_HAS_ADD && MI == 2 && SPLIT;
+        uint32_t z_ahead[Z_AHEAD ? BN / 16 : 1][4];
+        // chunk pair j of the second block of the tile at (m0, n0): matrix q holds row 16·w + lane/4 + 8·(q % 2),
+        // filters 16·j + 8·(q / 2) + 2·(lane % 4), + 1 (zeros past M or K)
+        auto load_z_ahead = [&](int m0, int n0, int j) {
+            const int r = m0 + wg_off + 64 + 16 * w + lane / 4;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int m = r + 8 * (q % 2), k = n0 + 16 * j + 8 * (q / 2) + 2 * (lane % 4);
+                z_ahead[Z_AHEAD ? j : 0][q] =
+                    m < M && k < K ? __ldg(reinterpret_cast<const unsigned*>(z + (size_t)m * K + k)) : 0u;
+            }
         };
 #endif
         uint32_t it = 0;
@@ -383,6 +411,9 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                     if (tma_out) bulk_wait<true>();
                     load_epilogue(m0, n0, 0);
                 }
+                if (Z_AHEAD && Z_IN_LOOP && tt == t1 - 1 && epi_tma && !(SPLIT && u >= whole && half))
+#pragma unroll
+                    for (int j = 0; j < BN / 16; ++j) load_z_ahead(m0, n0, j);  // (MI = 2) the second block's z
 #endif
             }
             if (PING && first + (t + 1) * step < units) named_arrive(PING_BARRIER + 1 - wg, 256);  // the other's turn
@@ -453,8 +484,8 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                     const float2 p = __ldcg(sums + (i * BN / 2 + v) / 2 * CT + tid);
                     lo += p.x, hi += p.y;
                 }
-                const float2 b = EPI_HAS_BIAS ? *reinterpret_cast<const float2*>(tile_bias + 8 * (v / 4) + 2 * (lane % 4))
-                                              : make_float2(0.f, 0.f);
+                const float* const bk = tile_bias + 8 * (v / 4) + 2 * (lane % 4);
+                const float2 b = EPI_HAS_BIAS ? *reinterpret_cast<const float2*>(bk) : make_float2(0.f, 0.f);
                 const float2 zz = EPI_HAS_ADD ? unpack2(z2, staging) : make_float2(0.f, 0.f);
                 lo = epilogue_value(lo, ChannelTerms{alpha, beta * b.x}, gamma, zz.x);
                 hi = epilogue_value(hi, ChannelTerms{alpha, beta * b.y}, gamma, zz.y);
@@ -472,9 +503,9 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 const int r0 = m0 + wg_off + i * 64;
                 if (tma_out && leader) bulk_wait<true>();  // the boxes before have been read out of the staging area
 #if EPILOGUE != EPI_NONE
-                // (block 0's z came during the slices) block i's now that the staging area is free: the copy
-                // engine has read it out (the wait above) or the copy loop's readers have passed their barrier
-                if (EPI_HAS_ADD && i > 0 && epi_tma && leader) load_epilogue(m0, n0, i);
+                // (Z_SECOND) the second block's z, now that the staging area is free: the copy engine has read the
+                // first block out (the wait above) or the copy loop's readers have passed their barrier
+                if (Z_SECOND && i > 0 && epi_tma && leader) load_epilogue(m0, n0, i);
 #endif
                 named_sync(2 + wg, 128);  // ... and the warpgroup's last copy-out has read it
                 // Four 8×8 matrices: accumulators 8j .. 8j + 7 are rows R and R + 8 (R = 16·w + lane/4) of 16-byte
@@ -486,17 +517,22 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 };
 #if EPILOGUE != EPI_NONE
                 if (epi_tma) {
-                    if (EPI_HAS_ADD || i == 0) {  // block i's z (and block 0's bias) have come
+                    if (i == 0 || Z_SECOND) {  // block i's z (and with the first, the tile's bias) have come
                         mbar_wait(epi_bar(wg), epi_phase);
                         epi_phase ^= 1;
                     }
 #pragma unroll
                     for (int j = 0; j < BN / 16; ++j) {
                         // z where the result goes: ldmatrix_x4 gives each lane the pairs stmatrix_x4 takes from it
+                        // (the second block's, loaded ahead, as it would give them)
                         uint32_t z2[4] = {0, 0, 0, 0};
-                        if (EPI_HAS_ADD) ldmatrix_x4(z2, fragment(j));
+                        if (EPI_HAS_ADD && (i == 0 || Z_SECOND)) ldmatrix_x4(z2, fragment(j));
+                        if (Z_AHEAD && i == 1)
+#pragma unroll
+                            for (int q = 0; q < 4; ++q) z2[q] = z_ahead[Z_AHEAD ? j : 0][q];
                         stmatrix_x4(fragment(j), staged(i, 8 * j, z2[0]), staged(i, 8 * j + 2, z2[1]),
                                     staged(i, 8 * j + 4, z2[2]), staged(i, 8 * j + 6, z2[3]));
+                        if (Z_AHEAD && !Z_IN_LOOP && i == 0) load_z_ahead(m0, n0, j);  // into the freed registers
                     }
                 } else {
 #else
@@ -531,8 +567,8 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                     }
                 }
 #if EPILOGUE != EPI_NONE
-                // The copy engine writes the next z into what this loop read: every reader's reads first
-                if (epi_tma) fence_proxy_async(), named_sync(2 + wg, 128);
+                // The copy engine writes the next tile's z into what this loop read: every reader's reads first
+                if (epi_tma && (i == MI - 1 || Z_SECOND)) fence_proxy_async(), named_sync(2 + wg, 128);
 #endif
             }
         }
