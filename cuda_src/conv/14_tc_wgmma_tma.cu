@@ -73,7 +73,8 @@
 // α, 1 unless the problem says otherwise: the accumulators as they were.
 //  * First version: each consumer thread read z and bias[k] from global memory for each pair of accumulators as it
 //    rounded them, a quad of lanes 16 bytes of a row, each load waited for before its stmatrix. Those waits were the
-//    epilogue's cost: 9-80 µs a call on ResNet-50's 3×3 layers (H200), where cuDNN's fused graph pays 2-33.
+//    epilogue's cost: the best configurations ran ResNet-50's 3×3 layers fused at 0.63-1.01 of cuDNN's fused graph
+//    on an H200 (results/nvidia-h200/fused-explore.json.gz).
 //  * Now, where K % 8 == 0 (map_z, z as N·OH·OW × K in the boxes and swizzle of map_y): the copy engine brings z
 //    into the staging area itself, box for box where the result will be staged, and the tile's BN bias values
 //    beside it (one bulk copy), on an mbarrier of the warpgroup's. The first m64 block's z and the bias are asked
@@ -84,13 +85,14 @@
 //    no room of its own in shared memory (the large tiles fill it): its lanes load those same fragments from global
 //    memory ahead, without waiting (during the last slice where registers allow, else as the first block's
 //    stmatrix frees accumulators), or with SPLIT, which has no registers for that, the copy engine brings them
-//    once the first block has left the staging area. No wait for memory on the consumers' path but that last one.
+//    once the first block has left the staging area. The consumers wait for memory only where what was asked for
+//    early has not come yet (and, with SPLIT, for that last load).
 //    The arithmetic is the first version's, in the same order: bit for bit the same output. Where K % 8 != 0 (no
 //    map_z) or the bias is not 16-byte aligned, the first version's reads.
 
 #include "../include/epilogue.cuh"       // EpilogueArgs, channel_terms, epilogue_value
 #include "../include/hopper.cuh"         // wgmma_ss, smem_desc, mbarriers, ring_init, RingCursor, TMA loads
-#include "../include/mma_sync.cuh"       // smem_addr, pack2
+#include "../include/mma_sync.cuh"       // smem_addr, pack2, unpack2, ldmatrix_x4
 #include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
 
 #ifndef ELEM
