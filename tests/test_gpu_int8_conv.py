@@ -130,13 +130,19 @@ RESNET = [dict(size=56, stride=1, batch=3, in_channels=64, out_channels=40, padd
           dict(size=56, stride=2, batch=3, in_channels=128, out_channels=104, padding=1)]
 
 
+# More tiles than an H200 has SMs (196-392 at 25088 pixels and 144 filters, the last filter tile 16 wide): each
+# persistent block walks several tiles, so tc-wgmma-int8's epilogue alternates its two buffers of bias and scales.
+MANY_TILES = [dict(size=28, stride=1, batch=32, in_channels=64, out_channels=144, padding=1)]
+
+
 def wgmma_int8_cases():
     """tc-wgmma-int8 (NHWC): every configuration and output type; the small odd shapes in every epilogue, the ResNet
-    layers bare and with bias-relu-add."""
+    layers and a shape of many tiles a block bare and with bias-relu-add."""
     v = CATALOG.get("conv", "cuda", "tc-wgmma-int8")
     for config in v.space.configs:
         for dtype in INT8S:
-            for kw, epilogues in [(k, EPILOGUES) for k in SHAPES + NHWC_ONLY] + [(k, EPILOGUES[::3]) for k in RESNET]:
+            for kw, epilogues in [(k, EPILOGUES) for k in SHAPES + NHWC_ONLY] + [(k, EPILOGUES[::3])
+                                                                               for k in RESNET + MANY_TILES]:
                 for fused in epilogues:
                     yield pytest.param(v, config, shape_of(kw, dtype, ConvLayout.NHWC, fused),
                                        id=f"{config.label}-{dtype}-{kw['size']}-{kw['in_channels']}-"
@@ -153,7 +159,8 @@ def test_the_hopper_int8_kernel_takes_per_channel_scales_and_other_factors(cuda,
     for config in v.space.configs:
         for fused in (Fused(Epilogue.BIAS_RELU_ADD, 0.001953125, -2.0, 0.5, Scaling.CHANNEL),
                       Fused(Epilogue.NONE, scaling=Scaling.CHANNEL)):
-            check(cuda, data, v, config, shape_of(RESNET[2], DType.INT8_INT8, ConvLayout.NHWC, fused))
+            for kw in (RESNET[2], MANY_TILES[0]):
+                check(cuda, data, v, config, shape_of(kw, DType.INT8_INT8, ConvLayout.NHWC, fused))
         check(cuda, data, v, config,
               shape_of(SHAPES[1], DType.INT8, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD, 3.0, 2.0, -1.0)))
         check(cuda, data, v, config,
@@ -162,13 +169,18 @@ def test_the_hopper_int8_kernel_takes_per_channel_scales_and_other_factors(cuda,
 
 def fused_16bit_cases():
     """tc-wgmma-tma with its bias-relu-add compiled in: every configuration, fp16 and bf16, ragged pixel counts,
-    filters that fill no tile (40, 72) and K % 8 != 0 (70: no map_y, the copy loop stores)."""
+    filters that fill no tile (40, 72) and K % 8 != 0 (70: no map_y nor map_z, the copy loop stores and z is read
+    from global memory). Where K % 8 == 0 the copy engine brings z and the bias into the staging area during the
+    tile's slices; 32 images of 28² with 136 filters (the last filter tile 8 wide, its second box of 64 wholly past
+    K) make 196-588 tiles, so each persistent block's epilogue barrier runs through several tiles' phases, the split1
+    configuration halves the last wave's tiles, and consumers of 128 pixels load a second block's z a tile."""
     v = CATALOG.get("conv", "cuda", "tc-wgmma-tma")
     for config in v.space.configs:
         for dtype in (DType.FP16, DType.BF16):
             for kw in (dict(size=23, stride=1, batch=3, in_channels=24, out_channels=40, padding=1),
                        dict(size=25, stride=2, batch=2, in_channels=40, out_channels=72, padding=1),
-                       dict(size=23, stride=1, batch=3, in_channels=24, out_channels=70, padding=1)):
+                       dict(size=23, stride=1, batch=3, in_channels=24, out_channels=70, padding=1),
+                       dict(size=28, stride=1, batch=32, in_channels=64, out_channels=136, padding=1)):
                 shape = shape_of(kw, dtype, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD))
                 yield pytest.param(v, config, shape, id=f"{config.label}-{dtype}-{kw['size']}-k{kw['out_channels']}")
 

@@ -8,6 +8,7 @@ import ml_dtypes
 import pytest
 
 from gpubench import ops
+from gpubench.core import expr
 from gpubench.execution import nvcc
 from gpubench.specs import catalog
 from gpubench.specs import files as spec_files
@@ -18,6 +19,7 @@ from gpubench.ops.gemm import GemmLayout
 from gpubench.core.errors import GpubenchError
 from gpubench.ops.gemm import GemmShape
 from gpubench.ops.conv import conv_shape
+from gpubench.ops.epilogue import Epilogue, Fused
 from gpubench.specs.catalog import Catalog
 from gpubench.specs.parse import SpecError
 from gpubench.specs.files import parse_specs
@@ -492,6 +494,29 @@ def test_builtin_tma_conv_stores_through_map_y_only_where_rows_are_whole_16_byte
         whole = conv_shape(28, 1, batch=2, in_channels=128, out_channels=128, kernel=3).dims()
         assert not maps["map_y"].applies(ragged) and maps["map_y"].applies(whole)
         assert all(maps[m].applies(ragged) for m in ("map_x", "map_w"))
+
+
+def test_the_residual_map_is_built_only_where_the_problem_has_z_in_whole_16_byte_rows():
+    """tc-wgmma-tma's map_z (the fused epilogue's residual, loaded where the output will be staged): a problem
+    without z has no map (so nothing about it is unfit: its elements would be float32's, too wide for the box), one
+    with it has a map where K % 8 == 0, of y's type and box."""
+    (m,) = [m for m in CATALOG.get("conv", "cuda", "tc-wgmma-tma").code.kernels.tensor_maps if m.name == "map_z"]
+    config = {"BM": 256, "BN": 128, "CLUSTER": 1}
+    for k, built in ((128, True), (70, False)):
+        bare = conv_shape(28, 1, batch=2, in_channels=128, out_channels=k, kernel=3, dtype=DType.FP16,
+                          layout=ConvLayout.NHWC)
+        fused = conv_shape(28, 1, batch=2, in_channels=128, out_channels=k, kernel=3, dtype=DType.FP16,
+                           layout=ConvLayout.NHWC, fused=Fused(Epilogue.BIAS_RELU_ADD))
+        assert not m.present(bare) and m.present(fused) and m.present()
+        assert m.applies({**fused.dims(), **config}) == built
+        assert m.unfit({**bare.dims(), **config}, bare) is None and m.unfit({**fused.dims(), **config}, fused) is None
+        if built:
+            assert m.resolve({**fused.dims(), **config}, fused) == ((2 * 28 * 28, k), (64, 64))
+    # where the problem has z (and K % 8 == 0), the map is checked: a box wider than the swizzle is refused
+    fused = conv_shape(28, 1, batch=2, in_channels=128, out_channels=128, kernel=3, dtype=DType.FP16,
+                       layout=ConvLayout.NHWC, fused=Fused(Epilogue.BIAS_RELU_ADD))
+    wide = replace(m, box=(m.box[0], expr.parse("128")))
+    assert "box 64 × 128 of 2-byte elements" in wide.unfit({**fused.dims(), **config}, fused)
 
 
 @pytest.mark.parametrize("changes,message", [

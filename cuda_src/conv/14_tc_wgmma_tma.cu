@@ -59,21 +59,40 @@
 // (the descriptors in uniform registers, no R2UR), the ring's slot, phase and descriptors carried from slice to slice
 // (the producer's tap and channel chunk walked, not divided), the next slot's full barrier asked about while this
 // slice's wgmmas run. Maps: map_x, im2col boxes of BM pixels × 64
-// channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64; map_y, N·OH·OW × K in boxes of 64 × 64 (read only where
-// K % 8 == 0). Launch: a 1-D grid
+// channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 64; map_y and map_z (y and the residual z), N·OH·OW × K in
+// boxes of 64 × 64 (read only where K % 8 == 0; map_z only with the epilogue's residual). Launch: a 1-D grid
 // of whole clusters, at most one block per tile (tiles: cdiv(cdiv(N·OH·OW, BM), CLUSTER)·CLUSTER·cdiv(K, BN),
 // filter tiles fastest, a cluster's CLUSTER blocks sharing one), with PERSISTENT at most one per SM;
 // 128·(CONSUMERS + 1) threads; STAGES·(BM + BN)·128 (the ring) + CONSUMERS·128·BN (staging) + 1024 (alignment) +
-// 16·STAGES (mbarriers) bytes of dynamic shared memory.
+// 16·STAGES (mbarriers) + 32 (the epilogue's mbarriers) + CONSUMERS·BN·4 (the epilogue's bias values) bytes of
+// dynamic shared memory.
 //
 // The fused epilogue (-DEPILOGUE, include/epilogue.cuh; gpubench/ops/epilogue.py): y = act(α·acc + β·bias[k] + γ·z),
 // the ReLU after the residual, applied to each pair of accumulators as it is rounded into the staging area, so that
 // the tile still leaves as TMA boxes (or the copy loop's chunks). A build without it (EPILOGUE = 0) only scales by
 // α, 1 unless the problem says otherwise: the accumulators as they were.
+//  * First version: each consumer thread read z and bias[k] from global memory for each pair of accumulators as it
+//    rounded them, a quad of lanes 16 bytes of a row, each load waited for before its stmatrix. Those waits were the
+//    epilogue's cost: the best configurations ran ResNet-50's 3×3 layers fused at 0.63-1.01 of cuDNN's fused graph
+//    on an H200 (results/nvidia-h200/fused-explore.json.gz).
+//  * Now, where K % 8 == 0 (map_z, z as N·OH·OW × K in the boxes and swizzle of map_y): the copy engine brings z
+//    into the staging area itself, box for box where the result will be staged, and the tile's BN bias values
+//    beside it (one bulk copy), on an mbarrier of the warpgroup's. The first m64 block's z and the bias are asked
+//    for while the tile's slices run (after its first slice's wgmmas are issued, once the copy engine has read the
+//    tile before out of the staging area), so they have come by the epilogue. Each lane then reads its z with
+//    ldmatrix_x4 at the very address its stmatrix_x4 will write (ldmatrix gives a lane the (row, column) pairs
+//    stmatrix takes from it), adds it in registers and stores the result in place. A second m64 block (MI = 2) has
+//    no room of its own in shared memory (the large tiles fill it): its lanes load those same fragments from global
+//    memory ahead, without waiting (during the last slice where registers allow, else as the first block's
+//    stmatrix frees accumulators), or with SPLIT, which has no registers for that, the copy engine brings them
+//    once the first block has left the staging area. The consumers wait for memory only where what was asked for
+//    early has not come yet (and, with SPLIT, for that last load).
+//    The arithmetic is the first version's, in the same order: bit for bit the same output. Where K % 8 != 0 (no
+//    map_z) or the bias is not 16-byte aligned, the first version's reads.
 
 #include "../include/epilogue.cuh"       // EpilogueArgs, channel_terms, epilogue_value
 #include "../include/hopper.cuh"         // wgmma_ss, smem_desc, mbarriers, ring_init, RingCursor, TMA loads
-#include "../include/mma_sync.cuh"       // smem_addr, pack2
+#include "../include/mma_sync.cuh"       // smem_addr, pack2, unpack2, ldmatrix_x4
 #include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
 
 #ifndef ELEM
@@ -122,6 +141,9 @@ constexpr int RING_BYTES = STAGES * STAGE_BYTES;
 // A consumer warpgroup's m64 block of output rows, rounded: BN / 64 boxes of 64 rows × 64 filters (128 bytes), each
 // 128B-swizzled as the copy engine reads a box of map_y (16-byte chunk c of row r at chunk c ^ (r % 8))
 constexpr int BOX_BYTES = 64 * 64 * 2, STAGING_BYTES = BN / 64 * BOX_BYTES;
+// After the ring's mbarriers, the fused epilogue's: one "z and bias have come" mbarrier a consumer warpgroup (room
+// for three), then each warpgroup's BN float bias values of its tile (shared by every build: the spec's size)
+constexpr int EPI_BARS_BYTES = 32, BIAS_BYTES = BN * 4;
 // setmaxnreg: the producer keeps 40 registers a thread, the consumers share the rest of 64K (at most 232)
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 232
@@ -154,7 +176,8 @@ constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes:
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,
-                  const TensorMap* __restrict__ map_y, ELEM_OUT* __restrict__ y, float* __restrict__ partials,
+                  const TensorMap* __restrict__ map_y, const TensorMap* __restrict__ map_z,
+                  ELEM_OUT* __restrict__ y, float* __restrict__ partials,
                   const float* __restrict__ bias, const ELEM_OUT* __restrict__ z, float alpha, float beta, float gamma,
                   int N, int C, int H, int W, int K, int R, int S, int stride, int pad, int OH, int OW)
 {
@@ -163,6 +186,10 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
     const uint32_t ring_addr = smem_addr(ring), bars = ring_addr + RING_BYTES + CONSUMERS * STAGING_BYTES;
     auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its slice"
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer warp of the cluster is done"
+#if EPILOGUE != EPI_NONE
+    auto epi_bar = [&](int wg) { return bars + 16 * STAGES + 8 * wg; };  // "warpgroup wg's z (and bias) have come"
+    auto bias_at = [&](int wg) { return bars + 16 * STAGES + EPI_BARS_BYTES + wg * BIAS_BYTES; };  // its bias values
+#endif
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int P = OH * OW, M = N * P;
     // Tiles in cluster-sized groups; a group is one filter tile (filter tiles fastest, as in 12 and 13) and CLUSTER
@@ -193,7 +220,12 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
         }
     };
 
-    // full: the local producer's arrive (+ bytes); empty: every consumer warp of the cluster
+    // full: the local producer's arrive (+ bytes); empty: every consumer warp of the cluster; the epilogue's: the
+    // arrive (+ bytes) of the warpgroup's leader (ring_init's fence and barrier publish them too)
+#if EPILOGUE != EPI_NONE
+    if (tid == 0)
+        for (int c = 0; c < CONSUMERS; ++c) mbar_init(epi_bar(c), 1);
+#endif
     ring_init<STAGES, CLUSTER>(bars, 4 * TILE_WGS * CLUSTER);
 
     // Both roles count slices with `it` from one tile to the next: slot it % STAGES, phase (it / STAGES) & 1 (CARRY:
@@ -275,6 +307,52 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
         constexpr int CT = 128 * CONSUMERS;
         uint32_t* const flags = reinterpret_cast<uint32_t*>(partials + (size_t)MAX_SPLIT * BM * BN);
         const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
+#if EPILOGUE != EPI_NONE
+        // The epilogue's operands through the copy engine (see the header) where map_z exists, rows of whole 16-byte
+        // chunks, and the bias's bulk copy may start at any of its 64-filter tiles (16-byte aligned, as cuMemAlloc's
+        // are); elsewhere the global reads of `rounded`.
+        const bool epi_tma = whole_chunks && (!EPI_HAS_BIAS || reinterpret_cast<uintptr_t>(bias) % 16 == 0);
+        const float* const tile_bias = reinterpret_cast<const float*>(ring + (bias_at(wg) - ring_addr));
+        uint32_t epi_phase = 0;  // the parity of the warpgroup's next epilogue load (one load, one wait a tile)
+        if (EPI_HAS_ADD && epi_tma && leader) tma_acquire(map_z);
+        // (the leader) Ask for m64 block i's z boxes of the tile at (m0, n0) into the staging area, and with block 0
+        // for the tile's bias values; rows past M and filters past K arrive as zeros, boxes wholly past them are not
+        // asked for. An empty request still arrives, so every load completes one phase.
+        auto load_epilogue = [&](int m0, int n0, int i) {
+            const int r0 = m0 + wg_off + 64 * i, filters = min(BN, K - n0);  // (K - n0: a multiple of 8)
+            int bytes = 0;
+            if (EPI_HAS_ADD && r0 < M) bytes += (filters + 63) / 64 * BOX_BYTES;
+            if (EPI_HAS_BIAS && i == 0) bytes += filters * 4;
+            mbar_expect_bytes(epi_bar(wg), bytes);
+            if (EPI_HAS_ADD && r0 < M)
+                for (int b = 0; b < BN / 64; ++b)
+                    if (n0 + 64 * b < K) tma_load_2d(staging_addr + b * BOX_BYTES, map_z, n0 + 64 * b, r0, epi_bar(wg));
+            if (EPI_HAS_BIAS && i == 0) bulk_load(bias_at(wg), bias + n0, filters * 4, epi_bar(wg));
+        };
+        // MI = 2: the second block's z has no room in shared memory (the staging area holds the first block's until
+        // that has been written out, and the large tiles leave no more), and asking the copy engine only then would
+        // put a round trip to memory on the consumers' path. So its lanes load their own fragments (the pairs
+        // ldmatrix_x4 would give them) from global memory ahead, without waiting: BN / 4 registers. Where the
+        // accumulators leave room beside them (BN = 64), all at once during the tile's last slice (they arrive under
+        // its wgmmas); else (ptxas gives 384 threads 168 registers, 128 of them accumulators at BN = 128) each chunk
+        // pair's as the first block's stmatrix frees its accumulators, arriving under the rest of that epilogue.
+        // SPLIT (its first half also reads the second's sums there) spills with them: there the copy engine brings
+        // the second block's z once the first's output has left the staging area (Z_SECOND).
+        constexpr bool Z_AHEAD = EPI_HAS_ADD && MI == 2 && !SPLIT, Z_IN_LOOP = MI * BN / 2 + BN / 4 <= 96;
+        constexpr bool Z_SECOND = EPI_HAS_ADD && MI == 2 && SPLIT;
+        uint32_t z_ahead[Z_AHEAD ? BN / 16 : 1][4];
+        // chunk pair j of the second block of the tile at (m0, n0): matrix q holds row 16·w + lane/4 + 8·(q % 2),
+        // filters 16·j + 8·(q / 2) + 2·(lane % 4), + 1 (zeros past M or K)
+        auto load_z_ahead = [&](int m0, int n0, int j) {
+            const int r = m0 + wg_off + 64 + 16 * w + lane / 4;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int m = r + 8 * (q % 2), k = n0 + 16 * j + 8 * (q / 2) + 2 * (lane % 4);
+                z_ahead[Z_AHEAD ? j : 0][q] =
+                    m < M && k < K ? __ldg(reinterpret_cast<const unsigned*>(z + (size_t)m * K + k)) : 0u;
+            }
+        };
+#endif
         uint32_t it = 0;
         // CARRY: slot `it`'s ring index, phase and descriptors (its m64 block 0 and the filters, at k step 0),
         // carried from slice to slice, and the slot before's (released once its wgmmas are done); PEEK: whether
@@ -326,6 +404,19 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                 wgmma_wait<1>();                                              // the slice before's wgmmas are done ...
                 if (tt > t0) release(CARRY ? held : (int)((it - 1) % STAGES));  // ... so its slot may be refilled
                 held = s;
+#if EPILOGUE != EPI_NONE
+                // The tile's first slice is on the tensor pipe: its epilogue's z and bias are asked for now, to come
+                // under the rest of its slices. The staging area is free once the copy engine has read the tile
+                // before out of it (a wait of the leader's alone, under this slice's wgmmas; the copy loop's readers
+                // passed a barrier after it). A tile's second half (SPLIT) stores nothing.
+                if (tt == t0 && epi_tma && leader && !(SPLIT && u >= whole && half)) {
+                    if (tma_out) bulk_wait<true>();
+                    load_epilogue(m0, n0, 0);
+                }
+                if (Z_AHEAD && Z_IN_LOOP && tt == t1 - 1 && epi_tma && !(SPLIT && u >= whole && half))
+#pragma unroll
+                    for (int j = 0; j < BN / 16; ++j) load_z_ahead(m0, n0, j);  // (MI = 2) the second block's z
+#endif
             }
             if (PING && first + (t + 1) * step < units) named_arrive(PING_BARRIER + 1 - wg, 256);  // the other's turn
             wgmma_wait<0>();
@@ -368,6 +459,7 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                     lo += p.x, hi += p.y;
                 }
 #if EPILOGUE != EPI_NONE
+                // (the first version's reads, where the copy engine brings neither z nor the bias: see the header)
                 // output (m, k) and (m, k + 1): row 16·w + lane/4 (+ 8 for the pair's second row) of block i,
                 // filters 8·(v / 4) + 2·(lane % 4) of the tile; past M or K nothing is read (and nothing stored)
                 const int m = m0 + wg_off + i * 64 + 16 * w + lane / 4 + 8 * ((v / 2) % 2);
@@ -384,6 +476,24 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
 #endif
                 return pack2(lo, hi, staging);
             };
+#if EPILOGUE != EPI_NONE
+            // The same for the pair whose z the lane holds (read from the staging area), with the tile's bias values
+            // from shared memory: tile filters 8·(v / 4) + 2·(lane % 4), + 1. Filters past K and rows past M compute
+            // on zeros or stale values that are never stored.
+            auto staged = [&](int i, int v, uint32_t z2) {
+                float lo = acc[i][v], hi = acc[i][v + 1];
+                if (add_partial) {
+                    const float2 p = __ldcg(sums + (i * BN / 2 + v) / 2 * CT + tid);
+                    lo += p.x, hi += p.y;
+                }
+                const float* const bk = tile_bias + 8 * (v / 4) + 2 * (lane % 4);
+                const float2 b = EPI_HAS_BIAS ? *reinterpret_cast<const float2*>(bk) : make_float2(0.f, 0.f);
+                const float2 zz = EPI_HAS_ADD ? unpack2(z2, staging) : make_float2(0.f, 0.f);
+                lo = epilogue_value(lo, ChannelTerms{alpha, beta * b.x}, gamma, zz.x);
+                hi = epilogue_value(hi, ChannelTerms{alpha, beta * b.y}, gamma, zz.y);
+                return pack2(lo, hi, staging);
+            };
+#endif
 
             // ---- epilogue: each m64 block of rows is rounded into this warpgroup's staging area by stmatrix, then
             // leaves as BN / 64 TMA boxes of map_y issued by one thread (the warpgroup goes straight on to its next
@@ -394,15 +504,46 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
             for (int i = 0; i < MI; ++i) {
                 const int r0 = m0 + wg_off + i * 64;
                 if (tma_out && leader) bulk_wait<true>();  // the boxes before have been read out of the staging area
+#if EPILOGUE != EPI_NONE
+                // (Z_SECOND) the second block's z, now that the staging area is free: the copy engine has read the
+                // first block out (the wait above) or the copy loop's readers have passed their barrier
+                if (Z_SECOND && i > 0 && epi_tma && leader) load_epilogue(m0, n0, i);
+#endif
                 named_sync(2 + wg, 128);  // ... and the warpgroup's last copy-out has read it
-#pragma unroll
-                for (int j = 0; j < BN / 16; ++j) {
-                    // Four 8×8 matrices: accumulators 8j .. 8j + 7 are rows R and R + 8 (R = 16·w + lane/4) of
-                    // 16-byte chunks 2j and 2j + 1; lane 8·m + c gives row 16·w + c + 8·(m % 2) of chunk 2j + m / 2,
-                    // at chunk (chunk % 8) ^ c of its box's 128-byte row: eight rows, eight distinct bank groups
+                // Four 8×8 matrices: accumulators 8j .. 8j + 7 are rows R and R + 8 (R = 16·w + lane/4) of 16-byte
+                // chunks 2j and 2j + 1; lane 8·m + c gives row 16·w + c + 8·(m % 2) of chunk 2j + m / 2, at chunk
+                // (chunk % 8) ^ c of its box's 128-byte row: eight rows, eight distinct bank groups
+                auto fragment = [&](int j) {
                     const int m = lane / 8, c = lane % 8, row = 16 * w + c + 8 * (m % 2), chunk = 2 * j + m / 2;
-                    stmatrix_x4(staging_addr + (chunk / 8) * BOX_BYTES + row * 128 + (((chunk % 8) ^ c) << 4),
-                                rounded(i, 8 * j), rounded(i, 8 * j + 2), rounded(i, 8 * j + 4), rounded(i, 8 * j + 6));
+                    return staging_addr + (chunk / 8) * BOX_BYTES + row * 128 + (((chunk % 8) ^ c) << 4);
+                };
+#if EPILOGUE != EPI_NONE
+                if (epi_tma) {
+                    if (i == 0 || Z_SECOND) {  // block i's z (and with the first, the tile's bias) have come
+                        mbar_wait(epi_bar(wg), epi_phase);
+                        epi_phase ^= 1;
+                    }
+#pragma unroll
+                    for (int j = 0; j < BN / 16; ++j) {
+                        // z where the result goes: ldmatrix_x4 gives each lane the pairs stmatrix_x4 takes from it
+                        // (the second block's, loaded ahead, as it would give them)
+                        uint32_t z2[4] = {0, 0, 0, 0};
+                        if (EPI_HAS_ADD && (i == 0 || Z_SECOND)) ldmatrix_x4(z2, fragment(j));
+                        if (Z_AHEAD && i == 1)
+#pragma unroll
+                            for (int q = 0; q < 4; ++q) z2[q] = z_ahead[Z_AHEAD ? j : 0][q];
+                        stmatrix_x4(fragment(j), staged(i, 8 * j, z2[0]), staged(i, 8 * j + 2, z2[1]),
+                                    staged(i, 8 * j + 4, z2[2]), staged(i, 8 * j + 6, z2[3]));
+                        if (Z_AHEAD && !Z_IN_LOOP && i == 0) load_z_ahead(m0, n0, j);  // into the freed registers
+                    }
+                } else {
+#else
+                {
+#endif
+#pragma unroll
+                    for (int j = 0; j < BN / 16; ++j)
+                        stmatrix_x4(fragment(j), rounded(i, 8 * j), rounded(i, 8 * j + 2), rounded(i, 8 * j + 4),
+                                    rounded(i, 8 * j + 6));
                 }
                 if (tma_out) fence_proxy_async();  // the staged rows, visible to the copy engine
                 named_sync(2 + wg, 128);
@@ -427,6 +568,10 @@ conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restri
                         for (int j = 0; j < 8 && k + j < K; ++j) dst[j] = src[j];
                     }
                 }
+#if EPILOGUE != EPI_NONE
+                // The copy engine writes the next tile's z into what this loop read: every reader's reads first
+                if (epi_tma && (i == MI - 1 || Z_SECOND)) fence_proxy_async(), named_sync(2 + wg, 128);
+#endif
             }
         }
         if (tma_out && leader) bulk_wait<false>();  // the last boxes written before the block ends

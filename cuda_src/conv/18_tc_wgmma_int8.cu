@@ -17,7 +17,14 @@
 //    its m64 blocks of int32 accumulators in shared memory of its own (rows padded by 8 ints: a half-warp's 8-byte
 //    stores land in 32 distinct banks), then its threads read whole 16-byte chunks of output (4 int32 or float32,
 //    16 int8) along a row, apply the epilogue and store them, with the residual read in the same chunks: coalesced
-//    stores along NHWC rows (17_tc_int8_mma.cu's "data exchange").
+//    stores along NHWC rows (17_tc_int8_mma.cu's "data exchange"). First version: each chunk's residual was loaded
+//    just before its use, and each element's bias and per-channel scale from global memory, so a thread waited for
+//    memory once per chunk (2-16 chunks a block). Now the tile's BN bias values and scales are copied to shared
+//    memory once, during its first slice (by BN of the warpgroup's threads, into one of two buffers, alternately,
+//    so that no barrier guards the copy: the tile before last read the other one); the residual's rows of the tile
+//    are asked into L2 then too (prefetch, no registers); and a thread loads the residual chunks of up to four of
+//    its chunks at once, then applies the epilogue to them: one wait for L2 per four chunks. The arithmetic is
+//    unchanged: bit for bit the first version's output.
 //  * PING = 1 (14's PING, CUTLASS's "pingpong"): the two consumer warpgroups take the block's tiles in turn, each a
 //    whole tile of BM ≤ 128 pixels. A tile's slices follow the other warpgroup's tile's in the ring, and its wgmmas
 //    are issued once the other's are (named barriers 8 and 9), so they run while the other's epilogue stages and
@@ -34,7 +41,8 @@
 // Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's
 // whole tile), BN filters (64 or 128), STAGES, PING (0 or 1). A consumer thread holds WG_M/64·BN/2 ≤ 128 int32
 // accumulators. Launch: a 1-D grid of at most one block per SM; 384 threads; STAGES·(BM + BN)·128 (the ring) +
-// 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers) bytes of dynamic shared memory. Maps: map_x,
+// 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers) + 32·BN (the epilogue's bias and scales,
+// two buffers a consumer warpgroup) bytes of dynamic shared memory. Maps: map_x,
 // im2col boxes of BM pixels × 128 channels; map_w, K × R·S·C in boxes of BN × 128. Needs C % 16 == 0 (TMA rows on
 // 16-byte boundaries).
 
@@ -139,7 +147,15 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
     const int wg = warpgroup_of<true>(warp), w = warp % 4;
     const bool leader = tid % 128 == 0;
     int* const staged = reinterpret_cast<int*>(smem_raw + pad_bytes + RING_BYTES + wg * STAGING_BYTES);
-    const EpilogueArgs e{alpha, beta, gamma, bias, channel_scale};
+    // The tile's bias values and per-channel scales in shared memory, by column: buffer p of this warpgroup (see the
+    // header); epilogue.cuh's functions read them through an EpilogueArgs whose pointers are the buffer's (its "k"
+    // the column in the tile). (A build without the epilogue may still have per-channel scales.)
+    float* const tile_terms = reinterpret_cast<float*>(smem_raw + pad_bytes + RING_BYTES + CONSUMERS * STAGING_BYTES +
+                                                       16 * STAGES) + wg * 4 * BN;
+    auto terms_of = [&](int p) {
+        float* const b = tile_terms + 2 * BN * p;
+        return EpilogueArgs{alpha, beta, gamma, b, channel_scale ? b + BN : nullptr};
+    };
     // Slot 0's descriptors at k step 0 (A: this warpgroup's first m64 block); a slot, a block and a k step only move
     // the start address (16-byte units).
     constexpr uint32_t A_BLOCK = 64 * BK >> 4, KSTEP = 32 >> 4;
@@ -175,6 +191,21 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             wgmma_wait<1>();                                // the slice before's wgmmas are done ...
             if (t > 0 && leader) mbar_arrive(empty(held));  // ... so its slot may be refilled
             held = s;
+            if (t == 0) {  // under the first slice's wgmmas: the tile's bias and scales, its residual rows into L2
+                const int c = tid % 128, k = n0 + c;
+                if (c < BN) {
+                    float* const b = tile_terms + 2 * BN * ((j / (1 + PING)) & 1);
+                    if (EPI_HAS_BIAS) b[c] = k < K ? bias[k] : 0.f;
+                    if (channel_scale) b[BN + c] = k < K ? channel_scale[k] : 1.f;
+                }
+                // row c of the warpgroup's pixels: its filters n0 .. min(n0 + BN, K) - 1, 128-byte lines and the last
+                const int m = m0 + wg_off + c, bytes = (min(n0 + BN, K) - n0) * (int)sizeof(ELEM_OUT);
+                if (EPI_HAS_ADD && c < WG_M && m < M) {
+                    const char* const row = reinterpret_cast<const char*>(z + (size_t)m * K + n0);
+                    for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + o));
+                    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + bytes - 1));
+                }
+            }
         }
         if (PING && blockIdx.x + (j + 1) * gridDim.x < tiles)
             named_arrive(PING_BARRIER + 1 - wg, 256);  // the other warpgroup's turn
@@ -193,32 +224,50 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             }
             named_sync(2 + wg, 128);
             const bool whole = K % V == 0;  // output rows of whole 16-byte chunks: aligned, none past K in a chunk
-            for (int c = tid % 128; c < 64 * (BN / V); c += 128) {  // consecutive threads, consecutive chunks
-                const int row = c / (BN / V), col = (c % (BN / V)) * V, m = r0 + row, k = n0 + col;
-                if (m >= M || k >= K) continue;
-                const size_t at = (size_t)m * K + k;
-                alignas(16) int sums[V];  // the chunk's accumulators, read 16 bytes at a time (rows are 16-byte aligned)
-                alignas(16) ELEM_OUT out[V];
-                alignas(16) ELEM_OUT zv[V];
+            const EpilogueArgs et = terms_of((j / (1 + PING)) & 1);  // the tile's terms, by column
+            // Chunk c = tid % 128 + 128·n (consecutive threads, consecutive chunks) of the block's 64 · BN / V, n in
+            // groups of ZB whose residual chunks are loaded together before any is used
+            constexpr int CHUNKS = 64 * (BN / V) / 128, ZB = CHUNKS < 4 ? CHUNKS : 4;
+            static_assert(CHUNKS * 128 == 64 * (BN / V) && CHUNKS % ZB == 0, "whole groups of a thread's chunks");
+#pragma unroll 1
+            for (int g0 = 0; g0 < CHUNKS; g0 += ZB) {
+                uint4 zc[ZB];
 #pragma unroll
-                for (int q = 0; q < V; q += 4)
-                    *reinterpret_cast<int4*>(sums + q) = *reinterpret_cast<const int4*>(staged + row * CLD + col + q);
-                if (EPI_HAS_ADD && whole) *reinterpret_cast<uint4*>(zv) = *reinterpret_cast<const uint4*>(z + at);
-#pragma unroll
-                for (int q = 0; q < V; ++q) {
-                    if (!whole && k + q >= K) break;
-                    const int a = sums[q];
-                    const ELEM_OUT zq = EPI_HAS_ADD ? (whole ? zv[q] : z[at + q]) : ELEM_OUT(0);
-                    if constexpr (INT_OUT)
-                        out[q] = epilogue_value_int(a, e, k + q, epilogue_load_int<ELEM_OUT>(zq));
-                    else
-                        out[q] = epilogue_store<ELEM_OUT>(epilogue_value(static_cast<float>(a), channel_terms(e, k + q),
-                                                                         gamma, epilogue_load<ELEM_OUT>(zq)));
+                for (int n = 0; n < ZB; ++n) {
+                    const int c = tid % 128 + 128 * (g0 + n), row = c / (BN / V), col = (c % (BN / V)) * V;
+                    zc[n] = make_uint4(0, 0, 0, 0);
+                    if (EPI_HAS_ADD && whole && r0 + row < M && n0 + col < K)
+                        zc[n] = __ldg(reinterpret_cast<const uint4*>(z + (size_t)(r0 + row) * K + n0 + col));
                 }
-                if (whole) {
-                    *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(out);
-                } else {
-                    for (int q = 0; q < V && k + q < K; ++q) y[at + q] = out[q];
+#pragma unroll
+                for (int n = 0; n < ZB; ++n) {
+                    const int c = tid % 128 + 128 * (g0 + n), row = c / (BN / V), col = (c % (BN / V)) * V;
+                    const int m = r0 + row, k = n0 + col;
+                    if (m >= M || k >= K) continue;
+                    const size_t at = (size_t)m * K + k;
+                    alignas(16) int sums[V];  // the chunk's accumulators, read 16 bytes at a time (rows 16-byte aligned)
+                    alignas(16) ELEM_OUT out[V];
+                    alignas(16) ELEM_OUT zv[V];
+#pragma unroll
+                    for (int q = 0; q < V; q += 4)
+                        *reinterpret_cast<int4*>(sums + q) = *reinterpret_cast<const int4*>(staged + row * CLD + col + q);
+                    *reinterpret_cast<uint4*>(zv) = zc[n];
+#pragma unroll
+                    for (int q = 0; q < V; ++q) {
+                        if (!whole && k + q >= K) break;
+                        const int a = sums[q];
+                        const ELEM_OUT zq = EPI_HAS_ADD ? (whole ? zv[q] : z[at + q]) : ELEM_OUT(0);
+                        if constexpr (INT_OUT)
+                            out[q] = epilogue_value_int(a, et, col + q, epilogue_load_int<ELEM_OUT>(zq));
+                        else
+                            out[q] = epilogue_store<ELEM_OUT>(epilogue_value(
+                                static_cast<float>(a), channel_terms(et, col + q), gamma, epilogue_load<ELEM_OUT>(zq)));
+                    }
+                    if (whole) {
+                        *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(out);
+                    } else {
+                        for (int q = 0; q < V && k + q < K; ++q) y[at + q] = out[q];
+                    }
                 }
             }
         }

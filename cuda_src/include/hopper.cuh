@@ -597,6 +597,14 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, 
             ::"r"(dst), "l"(m), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
 }
 
+// Copy `bytes` (a multiple of 16) of global memory at `src` into shared memory at `dst`, both 16-byte aligned, as
+// one bulk copy (no tensor map) whose bytes count towards `bar`'s phase (conv/14's epilogue: a tile's bias values).
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, int bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+
 // Copy one im2col box of a 4-D NHWC map (cuTensorMapEncodeIm2col; conv/14_tc_wgmma_tma.cu) into `dst`: the
 // pixels-per-column pixels that start at input pixel (w, h) of image n, walked as the map's bounding box and
 // traversal stride say (one output pixel after another, across rows and images), each seen through the filter tap

@@ -61,6 +61,15 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi, __nv_bfloat16*)
     const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&h);
 }
+// The other way: one 32-bit word of two 16-bit values (an ldmatrix fragment's pair) as two floats, exactly.
+__device__ __forceinline__ float2 unpack2(uint32_t w, __half*)
+{
+    return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+__device__ __forceinline__ float2 unpack2(uint32_t w, __nv_bfloat16*)
+{
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+}
 __device__ __forceinline__ void store1(__half* p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void store1(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 

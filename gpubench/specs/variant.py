@@ -145,6 +145,13 @@ class TensorMap:
         """Whether the map is built for this problem and configuration (its `when` holds, or it has none)."""
         return self.when is None or bool(self.when(values))
 
+    def present(self, problem=None) -> bool:
+        """Whether the problem has the mapped array: an optional one (an epilogue's residual z) only where the problem
+        has it, and the backend builds no map where it has not (without a problem: assumed present)."""
+        if problem is None or self.array not in ops.of(problem).array_names:  # a workspace array: always there
+            return True
+        return self.array in laid_out_arrays(problem)
+
     def element(self, problem=None):
         """The host element type of the mapped array (float32 for a workspace array, or without a problem)."""
         if problem is None:
@@ -162,8 +169,8 @@ class TensorMap:
 
     def unfit(self, values: Mapping[str, int], problem=None) -> str | None:
         """What the copy engine would refuse in this map (the first rule broken), or None (also where the map is not
-        built at all: its `when` does not hold)."""
-        if not self.applies(values):
+        built at all: its `when` does not hold, or the problem lacks its optional array)."""
+        if not self.applies(values) or not self.present(problem):
             return None
         shape, box = self.resolve(values, problem)
         if min(shape) < 1:

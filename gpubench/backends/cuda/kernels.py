@@ -77,10 +77,13 @@ class KernelLaunches:
         # TMA descriptors travel like arrays: 128 bytes each in device memory, passed by pointer.
         arrays = call_arrays(shape, inputs, out, scratch)
         for m in variant.code.kernels.tensor_maps:
-            pointer, values = int(arrays[m.array].data.ptr), {**dims, **config.values}
-            if not m.applies(values):  # no map for this problem: zeros in its place, which the kernel never reads
+            values = {**dims, **config.values}
+            # no map for this problem (its condition fails, or it lacks the optional array): zeros in its place,
+            # which the kernel never reads
+            if m.array not in arrays or not m.applies(values):
                 scratch[m.name] = self.cp.zeros(tma.DESCRIPTOR_BYTES, dtype=self.cp.uint8)
                 continue
+            pointer = int(arrays[m.array].data.ptr)
             if m.im2col:
                 encoded = tma.encode_im2col(m.name, pointer, dims, m.resolve(values, shape)[1], m.element(shape),
                                             m.swizzle)
