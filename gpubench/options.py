@@ -8,7 +8,7 @@ import click
 
 from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
-from gpubench.planning.plan import DEFAULTS, PREHEAT_S
+from gpubench.planning.plan import DEFAULTS, PLACES, PREHEAT_S
 from gpubench.ops import params as op_params
 from gpubench.ops.base import OpDef, ParamKind
 from gpubench.planning.settings import Selection, Settings
@@ -58,6 +58,10 @@ PACING = [
                  help="Burn the GPU this long (matmuls and copies) before timing, where it idled: a process's first "
                       "point, or one after a compile, so that every process measures a GPU in its working state "
                       f"(0: off) [default: {PREHEAT_S:g} on a GPU, 0 on the CPU, or the suite's]."),
+    click.option("--places", default=None, type=int, metavar="N",
+                 help="Time a call whose buffers are small (4 MiB at most) on N sets of them in turn, its own and "
+                      "copies at other places: on an H200 where they lie moves a call of a few microseconds by up to "
+                      f"9% (1: its own only) [default: {PLACES} on a GPU, 1 on the CPU, or the suite's]."),
     click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=None,
                  help=f"{Clocks.EVENTS}: CUDA events time each call; {Clocks.BOTH}: CUPTI's records of its kernels "
                       "too (pip install cupti-python), saved beside the samples with the kernels' names "

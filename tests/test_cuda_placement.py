@@ -90,9 +90,9 @@ def test_a_small_call_goes_in_turn_to_every_set_of_its_buffers():
         return p
 
     first, first_released = prepared_on(inputs, calls)
-    spread = placement.spread(cp, first, inputs, first.output, prepare_on)
-    assert spread.details.places == placement.PLACES and len(made) == placement.PLACES - 1
-    for _ in range(2 * placement.PLACES):
+    spread = placement.spread(cp, first, inputs, first.output, prepare_on, 8)
+    assert spread.details.places == 8 and len(made) == 7
+    for _ in range(2 * 8):
         spread.run()
     order = [id(inputs["x"])] + made
     assert calls == order + order  # each set in turn, the verified one first
@@ -104,10 +104,11 @@ def test_large_or_foreign_calls_are_timed_as_prepared():
     cp, calls = Copies(), []
     big = {"x": np.zeros(placement.SPREAD_BYTES // 4, dtype=np.float32)}
     p, _ = prepared_on(big, calls)
-    assert placement.spread(cp, p, big, p.output, lambda c: pytest.fail("no copies of large buffers")) is p
+    assert placement.spread(cp, p, big, p.output, lambda c: pytest.fail("no copies of large buffers"), 8) is p
     small = {"x": np.zeros(8, dtype=np.float32)}
     user, _ = prepared_on(small, calls, capturable=False)  # a user's Python function: not ours to repeat
-    assert placement.spread(cp, user, small, user.output, lambda c: pytest.fail("no copies")) is user
+    assert placement.spread(cp, user, small, user.output, lambda c: pytest.fail("no copies"), 8) is user
+    assert placement.spread(cp, p, small, p.output, lambda c: pytest.fail("--places 1: no copies"), 1) is p
     assert cp.made == 0
 
 
@@ -128,14 +129,16 @@ def test_a_point_is_timed_by_the_call_its_backend_spreads_and_records_the_places
     inputs = backend.inputs(shape, 0)
     spread_calls = []
 
-    def spread(variant, config, shape, inputs, prepared):
+    def spread(variant, config, shape, inputs, prepared, places):
+        assert places == 5  # the policy's
+
         def run():
             spread_calls.append(1)
             prepared.run()
         return replace(prepared, run=run, details=prepared.details.merged(Details(places=3)))
 
     backend.spread = spread
-    policy = TimingPolicy(reps=7, min_reps=5, budget_s=0.0, warmup=0)
+    policy = TimingPolicy(reps=7, min_reps=5, budget_s=0.0, warmup=0, places=5)
     point = run_point(backend, shape, PointTask(0, variant, variant.space.configs[0], policy), inputs,
                       backend.reference(shape, inputs))
     assert point.details.places == 3

@@ -97,6 +97,8 @@ def write(tmp_path, text):
      "configs: wgmma-tma is not among the sweep's variants \\(cublas\\)"),
     ('[[sweep]]\nop = "gemm"\nvariants = ["wgmma-tma"]\nsizes = [64]\ndtypes = ["bf16"]\nconfigs = { "wgmma-tma" = ["9x9"] }',
      "wgmma-tma has no configuration '9x9'; allowed are '"),
+    ('[defaults]\nplaces = 0\n[[sweep]]\nop = "gemm"\nsizes = [64]', "places is how many sets of its buffers"),
+    ('[[sweep]]\nop = "gemm"\nsizes = [64]\nplaces = 1.5', "places must be an integer"),
     ("a = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("[[sweep]]\nop = 'gemm'\nsizes = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
 ])

@@ -110,9 +110,9 @@ class Backend(Protocol):
     def worked(self) -> None:
         """Timed work just ended (what preheat measures an idle gap from)."""
 
-    def spread(self, variant, config, shape, inputs, prepared: Prepared) -> Prepared:
-        """The prepared call as it is timed: `prepared`, or (the CUDA backend, for a call on small buffers) one that
-        runs in turn on copies of its buffers at other places (placement.spread), its details saying how many."""
+    def spread(self, variant, config, shape, inputs, prepared: Prepared, places: int) -> Prepared:
+        """The prepared call as it is timed: `prepared`, or (the CUDA backend, for a call on small buffers, places >
+        1) one that runs in turn on `places` sets of its buffers (placement.spread), its details saying how many."""
 
     def kernel_tracer(self, policy):
         """The second clock of one point's timed calls where the policy asks for it and the backend has one (the
@@ -170,7 +170,7 @@ class ArrayBackend:
     def worked(self) -> None:
         pass
 
-    def spread(self, variant, config, shape, inputs, prepared):
+    def spread(self, variant, config, shape, inputs, prepared, places):
         """Where host memory lies moves no call here: the call as prepared."""
         return prepared
 

@@ -132,7 +132,7 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
         if earlier:
             earlier()
         # the point's energy window (or an earlier point's waiting one), taken when a refresh is due
-        prepared = backend.spread(variant, point.config, shape, inputs, prepared)  # small buffers: at other places too
+        prepared = backend.spread(variant, point.config, shape, inputs, prepared, policy.places)  # small buffers: more places
         aside = backend.energy_aside(prepared.run, policy, earlier)
         timing, second = timed(backend, prepared, policy, aside, ran_s)
         if not timing.samples_ms:

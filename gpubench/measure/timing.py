@@ -105,6 +105,7 @@ class TimingPolicy:
     # rested card: at tensor-core rates the power limiter's clamp, set by the points before, otherwise carries over
     preheat_s: float = 0.0  # a GPU that idled (a process's first point, or after a compile) is burnt this long before
     # it is timed, so that every process measures a GPU in its working state (backends/cuda/preheat.py)
+    places: int = 1  # a small call's timed calls go in turn to this many sets of its buffers (backends/cuda/placement.py)
     processes: int = 1  # worker processes that each sample the point under this policy (execution/processes.py)
     clocks: Clocks = Clocks.EVENTS  # both: CUPTI's kernel records of the timed calls beside the events (kernel_clock.py)
     graph: int = 0  # N > 0: each timed call is one launch of a CUDA graph of N captured calls (the CUDA clock)

@@ -69,6 +69,12 @@ def default_preheat(backend: str) -> float:
     return PREHEAT_S if backend == BackendKind.CUDA else 0.0
 
 
+def default_places(backend: str) -> int:
+    """GPU runs time a small call on several sets of its buffers (backends/cuda/placement.py); the host's NumPy
+    arrays have no such places."""
+    return PLACES if backend == BackendKind.CUDA else 1
+
+
 def default_decide(backend: str) -> float | None:
     """GPU runs sample on until decidable; host timings of NumPy are not what gpubench compares, so not there."""
     return DECIDE if backend == BackendKind.CUDA else None
@@ -78,19 +84,22 @@ _T = TimingPolicy()
 MAX_GRAPH = 10_000  # calls captured in one CUDA graph at most
 MAX_PREHEAT_S = 60.0  # a minute of burn is three times what made the GPU's state show on an H200
 PREHEAT_S = 3.0  # a GPU run's default burn after the GPU idled (backends/cuda/preheat.py, docs/measuring/preheat.md)
+PLACES = 8  # sets of buffers a GPU run times a small call on (backends/cuda/placement.py, docs/measuring/paces-and-power.md)
+MAX_PLACES = 64
 MAX_COOLDOWN_S = 60.0  # a minute of idle per point is already far more than a power limiter needs
 
 
 def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.budget_s, max_noise: float | None = None,
            max_time: float = _T.max_time_s, flush: bool = _T.flush, decide: float | None = None,
            discard_throttled: bool = False, pace: Pace | str = _T.pace, settle: float = _T.settle_s,
-           cooldown: float = _T.cooldown_s, preheat: float = _T.preheat_s, processes: int = _T.processes, clock: Clocks | str = _T.clocks,
+           cooldown: float = _T.cooldown_s, preheat: float = _T.preheat_s, places: int = _T.places, processes: int = _T.processes, clock: Clocks | str = _T.clocks,
            graph: int = _T.graph,
            where=lambda key: f"--{key.replace('_', '-')}") -> TimingPolicy:
     """A timing policy, every value checked; `where(key)` names the option or suite key in messages.
     decide = 0 (or None) turns the decidability target off. pace sustained times calls in a steady stream after
     `settle` seconds of them (timing.Pace); `cooldown` seconds of idle come before each point's first call."""
-    for key, value, kind in (("warmup", warmup, int), ("reps", reps, int), ("processes", processes, int)):
+    for key, value, kind in (("warmup", warmup, int), ("reps", reps, int), ("processes", processes, int),
+                             ("places", places, int)):
         if type(value) is not kind:
             raise GpubenchError(f"{where(key)} must be an integer, got {value!r}")
     if warmup < 0:
@@ -98,6 +107,9 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
     if not 1 <= processes <= MAX_PROCESSES:
         raise GpubenchError(f"{where('processes')} is how many worker processes measure each point: 1 to "
                             f"{MAX_PROCESSES}, got {processes}")
+    if not 1 <= places <= MAX_PLACES:
+        raise GpubenchError(f"{where('places')} is how many sets of its buffers a small call is timed on: 1 (its own "
+                            f"only) to {MAX_PLACES}, got {places}")
     if reps < MIN_REPS:
         raise GpubenchError(f"{where('reps')} must be at least {MIN_REPS} (a median and compare's interval need "
                             f"them), got {reps}")
@@ -137,7 +149,7 @@ def policy(*, warmup: int = _T.warmup, reps: int = _T.reps, budget: float = _T.b
                         max_noise=None if max_noise is None else float(max_noise), max_time_s=float(max_time),
                         decide=None if decide is None else float(decide), discard_throttled=discard_throttled,
                         pace=pace, settle_s=float(settle), cooldown_s=float(cooldown),
-                        preheat_s=float(preheat), processes=processes,
+                        preheat_s=float(preheat), places=places, processes=processes,
                         clocks=Clocks(clock), graph=graph)
 
 

@@ -59,6 +59,7 @@ class TimingSettings:
     settle: float | None = None
     cooldown: float | None = None
     preheat: float | None = None
+    places: int | None = None
     processes: int | None = None
     clock: str | None = None
     graph: int | None = None
@@ -73,7 +74,8 @@ class TimingSettings:
     def policy(self, backend: str, where: Callable[[str], str] | None = None) -> TimingPolicy:
         """The policy of a sweep of the command line or the library: the defaults where not given (decide: on a
         GPU only), every value checked; `where(key)` names a value in messages (default: its option)."""
-        values = {"decide": plan.default_decide(backend), "preheat": plan.default_preheat(backend), **self.given()}
+        values = {"decide": plan.default_decide(backend), "preheat": plan.default_preheat(backend),
+                  "places": plan.default_places(backend), **self.given()}
         return plan.policy(**values, **({"where": where} if where is not None else {}))
 
     def over(self, p: TimingPolicy) -> TimingPolicy:

@@ -48,7 +48,7 @@ from gpubench.specs.catalog import Catalog
 from gpubench.execution.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
-               "settle", "cooldown", "preheat", "processes", "clock", "graph"}
+               "settle", "cooldown", "preheat", "places", "processes", "clock", "graph"}
 PRECISION_KEYS = {"dtypes", "layouts"}
 SWEEP_KEYS = {"name", "op", "variants", "configs", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}  # and the op's own params
 TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}
@@ -69,7 +69,8 @@ def suites_dir() -> Path:
 
 def _timing(table: dict, base: dict, where: str, backend: str = BackendKind.CUDA):
     """The sweep's timing: [defaults] overridden by the sweep's own keys, checked by plan.policy."""
-    values = {"decide": plan.default_decide(backend), "preheat": plan.default_preheat(backend), **base,
+    values = {"decide": plan.default_decide(backend), "preheat": plan.default_preheat(backend),
+              "places": plan.default_places(backend), **base,
               **{k: table[k] for k in TIMING_KEYS if k in table}}
     if isinstance(values.get("budget"), int) and not isinstance(values.get("budget"), bool):
         values["budget"] = float(values["budget"])

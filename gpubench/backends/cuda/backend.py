@@ -104,12 +104,12 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, FusedConvCalls, Attent
         (the lab's 64² stride-2 outputs, 3.8 KiB, moved `sliding` by 6-10% between two runs at 74ef567)."""
         return self.placed(super().output(shape))
 
-    def spread(self, variant, config, shape, inputs, prepared: Prepared) -> Prepared:
-        """The call timed over placement.PLACES sets of its buffers where they are small (placement.spread); the
-        copies' outputs are left where the allocator puts them (choosing each one's place would cost a probe)."""
+    def spread(self, variant, config, shape, inputs, prepared: Prepared, places: int) -> Prepared:
+        """The call timed over `places` sets of its buffers where they are small (placement.spread); the copies'
+        outputs are left where the allocator puts them (choosing each one's place would cost a probe)."""
         with phase("placements"):
             return placement.spread(self.cp, prepared, inputs, prepared.output, lambda copies: self.prepare(
-                variant, config, shape, copies, ArrayBackend.output(self, shape)))
+                variant, config, shape, copies, ArrayBackend.output(self, shape)), places)
 
     def placed(self, array):
         return placement.place(self.cp, array, self._line_latency_us)[0]

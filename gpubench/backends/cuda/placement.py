@@ -15,12 +15,13 @@ kept (a chain of dependent loads through it, timed flushed, as points are): the 
 inputs spread over both halves whatever their address, and are left where they are.
 
 On an H200 that choice is not enough. There a lab point of 7-10 µs prepared six times in one process, each time on
-fresh buffers, ran 3-9% apart from one preparation to the next, placed or not, while one preparation timed twice
-agreed within 0.5-2% (tools/gpu/placement_probe.py, docs/evidence/placement-h200.txt): the places of all its buffers
-together decide such a point, and one process draws one set of places. So a call on small buffers is timed on
-PLACES sets of them (`spread`): the calls go in turn to copies of the inputs and output at other places, and the
-point's median is taken over all of them. Two processes then draw PLACES sets each, and their medians differ by
-about 1/sqrt(PLACES) of what one set's would.
+fresh buffers, ran 1.3-9.3% apart from one preparation to the next, placed or not, while one preparation timed
+again agreed with itself within about 1.5% (tools/gpu/placement_probe.py, docs/evidence/placement-h200.txt): the
+places of all its buffers together decide such a point, and one process draws one set of places. So a call on small
+buffers is timed on several sets of them (`spread`; plan.PLACES by default, --places): the calls go in turn to
+copies of the inputs and output at other places, and the point's median is taken over all of them. Two processes
+then draw as many sets each, and their medians should differ by about 1/sqrt(sets) of what one set's would (not yet
+measured between processes).
 """
 
 from __future__ import annotations
@@ -37,8 +38,7 @@ CANDIDATES = 4  # places tried: all four in the far half happens once in 16
 PROBE_SAMPLES = 9  # flushed timings of the chain at each place (a median; the halves differ by 5-15%)
 MAX_LINES = 16  # the chain visits at most this many lines, spread over the buffer
 SPACING = 4096  # candidates lie at least this far apart, so each sits in another block of the address hash
-PLACES = 8  # sets of buffers a small call's timed calls go to in turn
-SPREAD_BYTES = 4 << 20  # calls whose inputs and output together take at most this are spread over PLACES sets
+SPREAD_BYTES = 4 << 20  # calls whose inputs and output together take at most this are spread over several sets
 
 
 def chain_shape(nbytes: int) -> tuple[int, int]:
@@ -70,18 +70,18 @@ def median_us(samples_ms) -> float:
     return statistics.median(samples_ms) * 1000
 
 
-def spread(cp, prepared, inputs: dict, output, prepare_on):
-    """`prepared`, or where its buffers are small (inputs and output within SPREAD_BYTES) and its call is ours to
-    repeat (a capturable launch, not a user's Python function), a Prepared whose run goes in turn to it and to
-    PLACES - 1 preparations of copies of the inputs, each with an output of its own (`prepare_on(copies)`, fresh
+def spread(cp, prepared, inputs: dict, output, prepare_on, places: int):
+    """`prepared`, or where places > 1, its buffers are small (inputs and output within SPREAD_BYTES) and its call
+    is ours to repeat (a capturable launch, not a user's Python function), a Prepared whose run goes in turn to it
+    and to places - 1 preparations of copies of the inputs, each with an output of its own (`prepare_on(copies)`, fresh
     allocations while the others are held: other places). Verification stays with `prepared`'s own output."""
     arrays = [a for a in inputs.values() if isinstance(a, cp.ndarray)]
     outputs = list(output.values()) if isinstance(output, dict) else [output]
     size = sum(a.nbytes for a in arrays) + sum(getattr(o, "nbytes", 0) for o in outputs)
-    if not prepared.capturable or size > SPREAD_BYTES:
+    if places <= 1 or not prepared.capturable or size > SPREAD_BYTES:
         return prepared
     others = [prepare_on({name: cp.copy(a) if isinstance(a, cp.ndarray) else a for name, a in inputs.items()})
-              for _ in range(PLACES - 1)]
+              for _ in range(places - 1)]
     turns = itertools.cycle([prepared.run] + [o.run for o in others])
 
     def run():
@@ -91,4 +91,4 @@ def spread(cp, prepared, inputs: dict, output, prepare_on):
         for p in [prepared, *others]:
             p.release()
 
-    return replace(prepared, run=run, release=release, details=prepared.details.merged(Details(places=PLACES)))
+    return replace(prepared, run=run, release=release, details=prepared.details.merged(Details(places=places)))
