@@ -11,6 +11,8 @@
 #            in two interleaved processes (tools/gpu/lab-processes.toml), compared as measured, and compared with
 #            each run cut to its first process (a one-process run of the same points: the default settings' verdicts)
 #   default  two plain lab runs (configs/lab.toml), cold then warm, compared
+#   places   the A/A series twice, R = 6 each: each call on its own buffers (tools/gpu/lab-small-places1.toml), then on
+#            eight sets of them (lab-small.toml, the default): does the spread narrow the runs' spread? (~5 minutes)
 # Everything printed goes to $OUT/summary.txt too; runs are saved under $OUT (at most 7 files).
 steps=${1:-aa,pair}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/lead-site .devwheels/*.whl 2>/dev/null
@@ -47,6 +49,21 @@ lab_pair() {  # lab_pair SUITE NAME: cold (a fresh kernel cache) then warm, each
     say "$2 $kind: rc=$rc, $(( SECONDS - s )) s"
   done
 }
+
+if [[ $steps == *places* ]]; then
+  for suite in lab-small-places1 lab-small; do
+    s=$SECONDS
+    gb stability tools/gpu/$suite.toml -R 6 -o $OUT/stability-$suite.json.gz
+    say "== places: gpubench stability $suite -R 6: rc=$?, $(( SECONDS - s )) s"
+    python3 -c "
+import sys
+from gpubench import results
+from gpubench.analysis import stability
+from gpubench.views import stability as view
+from gpubench.views.tables import to_markdown
+print(to_markdown(view.classes_table(stability.analyse(results.load(sys.argv[1])))))" $OUT/stability-$suite.json.gz | tee -a $OUT/summary.txt
+  done
+fi
 
 if [[ $steps == *aa* ]]; then
   s=$SECONDS
