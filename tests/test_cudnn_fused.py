@@ -9,11 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from gpubench.backends.cuda import cudnn_conv, cudnn_fused, fused_conv
+from gpubench.backends.cuda import cudnn_conv, cudnn_fused, cudnn_reorder, fused_conv
 from gpubench.backends.cuda.cudnn_fused import FusedConvGraph, FusedProblem, Lay, describe
 from gpubench.core.dtypes import DType
 from gpubench.ops.conv import ConvLayout, conv_shape
 from gpubench.ops.epilogue import Epilogue, Fused, Scaling
+from gpubench.results import Details
 
 
 class Names:
@@ -118,11 +119,12 @@ def frontend(monkeypatch):
         return graphs[-1]
 
     module = types.SimpleNamespace(backend_graph=backend_graph, data_type=Names(), behavior_note=Names(),
-                                   numerical_note=Names(), heur_mode=Names())
+                                   numerical_note=Names(), heur_mode=Names(), tensor_reordering=Names())
     cudnn = types.SimpleNamespace(_pybind_module=module, set_stream=lambda *a: None)
     monkeypatch.setattr(cudnn_fused, "_import_cudnn", lambda: cudnn)
     monkeypatch.setattr(cudnn_fused, "_import_cupy", lambda: types.SimpleNamespace())
     monkeypatch.setattr(cudnn_fused, "_handle", lambda cudnn, cupy: types.SimpleNamespace(backend_handle=7))
+    monkeypatch.setattr(cudnn_reorder, "library", lambda: "libcudnn")  # found: tests/test_cudnn_reorder.py
     FakeGraph.refuse = None
     return graphs
 
@@ -284,7 +286,65 @@ def test_fp32_with_an_epilogue_is_never_the_fused_graph():
     assert "TF32" in fused_conv.FP32_UNFUSED
 
 
-def test_an_int8_refusal_says_reordered_plans_were_left_out(frontend):
+def test_an_int8_refusal_says_which_reordered_plans_were_left_out(frontend):
     FakeGraph.refuse = "No valid engine configs"
     with pytest.raises(cudnn_conv.CudnnNotSupported, match="No valid engine configs .*INT8x32 filter or bias reorder"):
+        FusedConvGraph(problem(DType.INT8, ConvLayout.NHWC, Fused()))
+    with pytest.raises(cudnn_conv.CudnnNotSupported, match=r"No valid engine configs \(filters reordered\)$"):
         FusedConvGraph(problem(DType.INT8, ConvLayout.NCHW_VECT_C, Fused()))
+    with pytest.raises(cudnn_conv.CudnnNotSupported, match="filters reordered; plans that need cuDNN's INT8x32 bias"):
+        FusedConvGraph(problem(DType.INT8_INT8, ConvLayout.NCHW_VECT_C))
+
+
+@pytest.mark.parametrize("dtype", [DType.INT8, DType.INT8_INT8, DType.INT8_FP32])
+def test_vector_int8_filters_are_declared_reordered_and_their_plans_kept(frontend, dtype):
+    """NCHW_VECT_C int8: w declared with reordering INT8x32 (the frontend's run_imma sample), no other tensor; the
+    filter-reorder plans stay; the bias-reorder plans go only where the graph has a per-channel term."""
+    FusedConvGraph(problem(dtype, ConvLayout.NCHW_VECT_C, Fused()))
+    FusedConvGraph(problem(dtype, ConvLayout.NCHW_VECT_C, Fused(Epilogue.BIAS_RELU_ADD)))
+    for g in frontend:
+        by_name = {t.kw.get("name"): t.kw for t in g.tensors}
+        assert by_name["w"]["reordering_type"] == "INT8x32"
+        assert all("reordering_type" not in t for name, t in by_name.items() if name != "w")
+        notes = [n for call, ns in g.calls if call == "deselect_behavior_notes" for n in ns]
+        assert "REQUIRES_FILTER_INT8x32_REORDER" not in notes
+        per_channel = "alpha" in by_name or "bias" in by_name
+        assert ("REQUIRES_BIAS_INT8x32_REORDER" in notes) == per_channel
+    assert "bias" in {t.kw.get("name") for t in frontend[1].tensors}  # the second graph has one: its notes went
+
+
+@pytest.mark.parametrize("dtype,layout", [(DType.INT8, ConvLayout.NHWC), (DType.INT8_INT8, ConvLayout.NHWC),
+                                          (DType.FP16, ConvLayout.NHWC), (DType.FP16, ConvLayout.NCHW_VECT_C)])
+def test_other_problems_never_reorder(frontend, monkeypatch, dtype, layout):
+    monkeypatch.setattr(cudnn_reorder, "library", lambda: pytest.fail("no reorder outside NCHW_VECT_C int8"))
+    graph = FusedConvGraph(problem(dtype, layout, Fused(Epilogue.BIAS)))
+    w = object()
+    assert not graph.problem.reorder_filters and graph.filters(w) is w
+    assert all("reordering_type" not in t.kw for t in frontend[0].tensors)
+    assert fused_conv.reordered(graph, Details(engine="eng7", plans=3)).engine == "eng7"
+
+
+def test_vector_int8_binds_a_reordered_copy_and_says_so(frontend, monkeypatch):
+    made = []
+
+    def reorder(cupy, w, shape, lib):
+        made.append((w, shape, lib))
+        return "reordered"
+
+    monkeypatch.setattr(cudnn_reorder, "reorder_filters", reorder)
+    graph = FusedConvGraph(problem())
+    assert graph.filters("w") == "reordered"
+    assert made == [("w", cudnn_reorder.FilterShape(96, 64, 3, 3), "libcudnn")]  # K, C (logical), R, S
+    details = fused_conv.reordered(graph, Details(engine="eng7", plans=3))
+    assert details.engine == f"eng7; {cudnn_reorder.REORDERED}" and details.plans == 3
+
+
+def test_vector_int8_without_the_reorder_call_is_refused_before_any_graph(frontend, monkeypatch):
+    def missing():
+        raise cudnn_reorder.ReorderUnavailable("cuDNN's INT8x32 filter reorder is unavailable: libcudnn.so.9 does "
+                                               "not export cudnnReorderFilterAndBias")
+
+    monkeypatch.setattr(cudnn_reorder, "library", missing)
+    with pytest.raises(cudnn_reorder.ReorderUnavailable, match="^cuDNN's INT8x32 filter reorder is unavailable"):
+        FusedConvGraph(problem())
+    assert frontend == []

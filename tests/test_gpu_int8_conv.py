@@ -3,14 +3,14 @@ reference (int64 sums, the float64 epilogue, int8 rounded half to even and satur
 of no tile, the output poisoned first (verify): the document's step (tc-int8-mma) bit for bit in every output type,
 layout, epilogue and configuration; the Hopper step (tc-wgmma-int8, NHWC) likewise, and on ResNet-50's 3×3 layers
 with filters that fill no tile; cuDNN's int8 in NHWC and NCHW_VECT_C exactly (its fused graph, or where it refuses
-that its unfused sequence, which the point's details name); cuDNN's fused graph in fp16 and bf16 within the error
-model's tolerance. Run: python3 -m pytest -q -m gpu tests/test_gpu_int8_conv.py -n 0"""
+that its unfused sequence, which the point's details name; NCHW_VECT_C's filters reordered by cuDNN first); cuDNN's
+fused graph in fp16 and bf16 within the error model's tolerance. Run: python3 -m pytest -q -m gpu tests/test_gpu_int8_conv.py -n 0"""
 
 import math
 
 import pytest
 
-from gpubench.backends.cuda import fused_conv
+from gpubench.backends.cuda import cudnn_reorder, fused_conv
 from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.errors import Skip
 from gpubench.execution.tasks import verify
@@ -97,10 +97,13 @@ def test_the_documents_step_takes_per_channel_scales_and_other_factors(cuda, dat
 @pytest.mark.parametrize("fused", [Fused(), Fused(Epilogue.BIAS_RELU_ADD)], ids=["none", "bias-relu-add"])
 def test_cudnn_int8_is_exact(cuda, data, dtype, layout, fused):
     """cuDNN's int8 in both layouts, bare and with the document's epilogue: its fused graph, or (the details say
-    why) its unfused sequence; a convolution it refuses is a skip with cuDNN's words (NCHW_VECT_C's int8 engines
-    may all want the filters reordered, which gpubench does not do: cudnn_fused.py). What it runs must be exact."""
+    why) its unfused sequence; a convolution it refuses is a skip with cuDNN's words. NCHW_VECT_C's int8 engines
+    all want the filters reordered: the graph reads a copy reordered by cudnnReorderFilterAndBias (cudnn_fused.py,
+    cudnn_reorder.py), which the engine's text names. What it runs must be exact."""
     v = CATALOG.get("conv", "cuda", "cudnn")
     prepared = check(cuda, data, v, v.space.configs[0], shape_of(SHAPES[0], dtype, layout, fused), refusal_ok=True)
+    reordered = cudnn_reorder.REORDERED in (prepared.details.engine or "")
+    assert reordered == (layout == ConvLayout.NCHW_VECT_C), prepared.details.engine
     print(f"{dtype} {layout} {fused.epilogue}: engine {prepared.details.engine}, unfused: {prepared.details.unfused}")
 
 

@@ -24,9 +24,15 @@ samples/legacy_samples/conv_sample.cpp's run_imma: x [N, C/32, H, W], w [K, C/32
 Per-channel terms lie the same way ([1, K/32, 1, 1], 32-vectors) and so does every virtual tensor between the
 nodes: the frontend infers conv_fprop's output as [N, w's dim 0 = K, OH, OW] (it knows no vectors), which no
 [1, K/32, 1, 1] term broadcasts against, so the graph declares each intermediate's dims itself (`GraphSpec.between`).
-Plans that need the filters or the bias reordered (cuDNN's INT8x32 reorder: the filter tensor declared with
-reordering INT8x32 and its data reordered by cudnnReorderFilterAndBias, which the frontend's Python does not
-offer) are left out: the arrays are given as they lie, declared with the frontend's default reordering, NONE. Where cuDNN refuses the graph the caller times cuDNN's unfused sequence instead (the bare convolution, then
+Every int8 plan cuDNN offers for NCHW_VECT_C wants the filters reordered (behaviour note
+REQUIRES_FILTER_INT8x32_REORDER, on an H200 with cuDNN frontend 1.32), so there w is declared with the frontend's
+reordering INT8x32 and the graph reads a copy of the filters reordered once, untimed, by cuDNN's
+cudnnReorderFilterAndBias (`FusedConvGraph.filters`, through cudnn_reorder.py: the frontend's Python does not offer
+the call; its sample run_imma does the same in C++). Plans that want the bias reordered
+(REQUIRES_BIAS_INT8x32_REORDER) are left out wherever the graph has a per-channel term (alpha or bias): those are
+given as they lie, and how such a plan would read a per-channel scale, which no note covers, is not known. Other
+layouts and types declare every tensor with reordering NONE and leave out both kinds of plan. Where cuDNN refuses
+the graph the caller times cuDNN's unfused sequence instead (the bare convolution, then
 cuda_src/conv/epilogue_pass.cu), and records the refusal.
 
 Nothing here imports CuPy or cuDNN at module import: `describe` is plain data, tested on the CPU against a stand-in
@@ -38,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from gpubench.backends.cuda import cudnn_reorder
 from gpubench.backends.cuda.cudnn_conv import (CudnnNotSupported, CudnnPlan, _handle, _import_cudnn, _import_cupy,
                                                _one_line)
 from gpubench.ops.epilogue import Epilogue
@@ -46,6 +53,8 @@ VECTOR = 32  # NCHW_VECT_C's channels per vector
 FLOAT_EXACT = 2 ** 24  # every integer up to this is a float32
 INT8_PRODUCT = 128 * 128  # the largest |x·w| of two int8 values
 REORDER_LEFT_OUT = " (plans that need cuDNN's INT8x32 filter or bias reorder are left out)"
+BIAS_REORDER_LEFT_OUT = " (filters reordered; plans that need cuDNN's INT8x32 bias reorder are left out)"
+PER_CHANNEL = ("alpha", "bias")  # the graph's per-channel terms, which the bias-reorder plans may read reordered
 UID_BASE = 101  # the graph's own tensors' uids (its virtual ones get theirs from cuDNN)
 
 
@@ -67,6 +76,7 @@ class Tensor:
     strides: tuple[int, ...]
     data_type: str
     vector: int = 1
+    reordering: str = "NONE"  # cudnn.tensor_reordering's name: INT8x32 for NCHW_VECT_C int8 filters
 
 
 def laid(name: str, n: int, c: int, h: int, w: int, lay: Lay, data_type: str) -> Tensor:
@@ -104,6 +114,11 @@ class FusedProblem:
     @property
     def integer(self) -> bool:
         return self.io_type == "INT8"
+
+    @property
+    def reorder_filters(self) -> bool:
+        """int8 in NCHW_VECT_C: the graph reads the filters reordered by cuDNN (module docstring)."""
+        return self.integer and self.lay == Lay.VECTORS
 
     @property
     def reduction(self) -> int:
@@ -150,6 +165,8 @@ def describe(p: FusedProblem) -> GraphSpec:
     channel = Lay.VECTORS if p.lay == Lay.VECTORS else Lay.PACKED  # a per-channel vector lies like y's channels
     tensors = {"x": laid("x", p.n, p.c, p.h, p.w, p.lay, p.io_type),
                "w": laid("w", p.k, p.c, p.r, p.s, p.lay, p.io_type)}
+    if p.reorder_filters:
+        tensors["w"] = replace(tensors["w"], reordering="INT8x32")
     nodes = [Node("conv_fprop", ("x", "w"), "INT32" if p.integer else "FLOAT")]
     if p.out_type == "INT32" and not (p.scaled or p.epilogue.bias or p.epilogue.add or p.epilogue.relu):
         # y written by a pointwise node, never by conv_fprop itself (module docstring)
@@ -190,7 +207,7 @@ def build(cudnn, spec: GraphSpec, p: FusedProblem, handle=None):
     for name, t in spec.tensors.items():
         if name != "y":
             made[name] = _declare(g.tensor(dim=list(t.dims), stride=list(t.strides),
-                                           data_type=getattr(dt, t.data_type), name=name), t, uids[name])
+                                           data_type=getattr(dt, t.data_type), name=name), t, uids[name], m)
     out = None
     for node in spec.nodes:
         compute = getattr(dt, node.compute)
@@ -211,10 +228,30 @@ def build(cudnn, spec: GraphSpec, p: FusedProblem, handle=None):
     out.set_data_type(getattr(dt, y.data_type))
     out.set_dim(list(y.dims))
     out.set_stride(list(y.strides))
-    _declare(out, y, uids["y"])
+    _declare(out, y, uids["y"], m)
     g.validate()
     g.build_operation_graph()
     return g, uids
+
+
+def reorder_notes_left_out(p: FusedProblem, spec: GraphSpec) -> tuple[str, ...]:
+    """The behaviour notes (cudnn.behavior_note's names) whose plans the graph leaves out: for int8, those wanting
+    the filters reordered unless it reorders them (NCHW_VECT_C), and those wanting the bias reordered where it
+    has a per-channel term; none for other types."""
+    if not p.integer:
+        return ()
+    filters = () if p.reorder_filters else ("REQUIRES_FILTER_INT8x32_REORDER",)
+    bias = ("REQUIRES_BIAS_INT8x32_REORDER",) if not p.reorder_filters or any(
+        name in spec.tensors for name in PER_CHANNEL) else ()
+    return filters + bias
+
+
+def left_out_text(p: FusedProblem, spec: GraphSpec) -> str:
+    """What a refusal adds about the plans left out (reorder_notes_left_out), for the reader of the skip."""
+    left_out = reorder_notes_left_out(p, spec)
+    if not left_out:
+        return " (filters reordered)" if p.reorder_filters else ""
+    return BIAS_REORDER_LEFT_OUT if p.reorder_filters else REORDER_LEFT_OUT
 
 
 def _between(t, spec: GraphSpec):
@@ -226,11 +263,14 @@ def _between(t, spec: GraphSpec):
     return t
 
 
-def _declare(t, spec: Tensor, uid: int):
-    """A C++ tensor given its uid (the variant pack's key), its vector count (vectorized along dimension 1) and
-    16-byte alignment (CuPy's allocations are 256-byte aligned)."""
+def _declare(t, spec: Tensor, uid: int, m):
+    """A C++ tensor given its uid (the variant pack's key), its vector count (vectorized along dimension 1), its
+    reordering where not NONE (m: the frontend's pybind module) and 16-byte alignment (CuPy's allocations are
+    256-byte aligned)."""
     if spec.vector > 1:
         t.set_vector_count_and_dimension(spec.vector, 1)
+    if spec.reordering != "NONE":
+        t.set_reordering_type(getattr(m.tensor_reordering, spec.reordering))
     t.set_alignment(16)
     t.set_uid(uid)
     return t
@@ -247,11 +287,12 @@ class FusedConvGraph:
         self._h = _handle(cudnn, cupy)
         self.problem, self.spec = problem, describe(problem)
         m = cudnn._pybind_module
+        self._reorder = cudnn_reorder.library() if problem.reorder_filters else None  # else its one-line refusal
         try:
             self._g, self.uids = build(cudnn, self.spec, problem, self._h.backend_handle)
-            if problem.integer:  # plans that want the filters or bias reordered first: not these arrays
-                self._g.deselect_behavior_notes([m.behavior_note.REQUIRES_FILTER_INT8x32_REORDER,
-                                                 m.behavior_note.REQUIRES_BIAS_INT8x32_REORDER])
+            left_out = reorder_notes_left_out(problem, self.spec)
+            if left_out:  # plans that want arrays reordered which are given as they lie
+                self._g.deselect_behavior_notes([getattr(m.behavior_note, note) for note in left_out])
             if problem.tensor_cores is False:  # fp32 data: no TF32 rounding of the inputs
                 self._g.deselect_numeric_notes([m.numerical_note.TENSOR_CORE])
             if problem.io_type in ("HALF", "BFLOAT16"):  # sums kept in the 16-bit type: not fp32 accumulation
@@ -266,7 +307,7 @@ class FusedConvGraph:
                         pass
         except Exception as exc:  # noqa: BLE001 - cuDNN's refusal, whatever it raised
             raise CudnnNotSupported(f"cuDNN cannot build the graph {problem.text()}: {_one_line(exc)}"
-                                    f"{REORDER_LEFT_OUT if problem.integer else ''}") from None
+                                    f"{left_out_text(problem, self.spec)}") from None
         self.plans, self._index, failures, seen = [], [], [], set()
         for i in range(self._g.get_execution_plan_count()):
             try:
@@ -284,10 +325,19 @@ class FusedConvGraph:
         if not self.plans:
             raise CudnnNotSupported(f"cuDNN has no plan for the graph {problem.text()} "
                                     f"({failures[0] if failures else 'no engines'})"
-                                    f"{REORDER_LEFT_OUT if problem.integer else ''}")
+                                    f"{left_out_text(problem, self.spec)}")
         self.heuristic = self.plans[0]
         self._workspaces: dict[int, object] = {}
         self._bound: dict[str, int] = {}
+
+    def filters(self, w):
+        """The filters as the graph reads them: w itself, or for int8 in NCHW_VECT_C a new array of w reordered by
+        cuDNN (made now, untimed; w is left as it is, for the reference)."""
+        if self._reorder is None:
+            return w
+        p = self.problem
+        return cudnn_reorder.reorder_filters(self._cupy, w, cudnn_reorder.FilterShape(p.k, p.c, p.r, p.s),
+                                             self._reorder)
 
     def bind(self, arrays: dict) -> None:
         """The epilogue's device arrays by tensor name (alpha, bias, z, gamma), as every run() passes them (kept

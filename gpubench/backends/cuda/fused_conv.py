@@ -21,7 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from gpubench.backends import Prepared
-from gpubench.backends.cuda import storage
+from gpubench.backends.cuda import cudnn_reorder, storage
 from gpubench.backends.cuda.cudnn_conv import CudnnMissing, CudnnNotSupported, CudnnUnavailable
 from gpubench.backends.cuda.cudnn_fused import FusedConvGraph, FusedProblem, Lay, describe, float_pass
 from gpubench.core import paths
@@ -51,6 +51,13 @@ def fused_problem(shape: ConvShape) -> FusedProblem:
                         tensor_cores=None if shape.dtype != DType.FP32 else False)
 
 
+def reordered(graph: FusedConvGraph, details: Details) -> Details:
+    """The details with the engine's text saying the filters it read were reordered by cuDNN, where they were."""
+    if not graph.problem.reorder_filters:
+        return details
+    return replace(details, engine=f"{details.engine}; {cudnn_reorder.REORDERED}")
+
+
 def fused_graph_needed(shape: ConvShape) -> bool:
     """Whether cuDNN runs the problem as a graph of this module (an epilogue, int8 data, 32-channel vectors) rather
     than the frontend's conv_fprop graph (cudnn_conv.py), as every other problem ran before."""
@@ -66,14 +73,17 @@ class FusedConvCalls:
             return self._cudnn_unfused(variant, shape, inputs, out, problem, FP32_UNFUSED)
         try:
             graph = self._cudnn_graph(("fused", shape), problem)
+        except cudnn_reorder.ReorderUnavailable as refused:
+            raise Skip(str(refused)) from None  # the unfused sequence's convolution would need it too
         except CudnnUnavailable as refused:
             if shape.fused.default and not problem.scaled:
                 raise Skip(str(refused)) from None  # a bare convolution: nothing to unfuse
             return self._cudnn_unfused(variant, shape, inputs, out, problem, str(refused))
         terms = self._graph_terms(shape, problem, inputs)
         graph.bind(terms)
-        x, w = inputs["x"], inputs["w"]
+        x, w = inputs["x"], self._filters(graph, inputs["w"])
         plan, details = self.cudnn_plan(variant, graph, x, w, out, shape)
+        details = reordered(graph, details)
 
         def run():
             graph.run(plan, x, w, out)
@@ -90,7 +100,7 @@ class FusedConvCalls:
                         self._cudnn[key] = FusedConvGraph(problem)
                     except CudnnNotSupported as int32_pass:
                         exact_in_float = float_pass(problem)
-                        if exact_in_float is None:
+                        if exact_in_float is None or isinstance(int32_pass, cudnn_reorder.ReorderUnavailable):
                             raise
                         try:
                             self._cudnn[key] = FusedConvGraph(exact_in_float)
@@ -99,6 +109,14 @@ class FusedConvCalls:
         except CudnnMissing as e:
             raise GpubenchError(str(e)) from None
         return self._cudnn[key]
+
+    def _filters(self, graph: FusedConvGraph, w):
+        """The filters the graph reads (a reordered copy for int8 in NCHW_VECT_C), made before any timing; cuDNN's
+        refusal of the reorder is a skip in its words."""
+        try:
+            return self.fits(lambda: graph.filters(w), "cuDNN's reordered filters")
+        except CudnnUnavailable as refused:
+            raise Skip(str(refused)) from None
 
     def _graph_terms(self, shape: ConvShape, problem: FusedProblem, inputs) -> dict:
         """The epilogue's device arrays as the graph reads them: α·s[k] and β·bias[k] (K floats each, made once,
@@ -130,8 +148,9 @@ class FusedConvCalls:
             raise Skip(f"{refused}; and unfused: {again}") from None
         acc = self.fits(lambda: self.cp.empty(out.shape, dtype=self.cp.int32 if integer else self.cp.float32),
                         "the unfused sequence's accumulators")
-        x, w = inputs["x"], inputs["w"]
+        x, w = inputs["x"], self._filters(conv, inputs["w"])
         plan, details = self.cudnn_plan(variant, conv, x, w, acc, shape, key={**shape.record(), "unfused": True})
+        details = reordered(conv, details)
         epilogue_pass = self._epilogue_pass(shape, inputs, acc, out)
 
         def convolve():
