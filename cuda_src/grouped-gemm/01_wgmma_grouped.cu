@@ -43,6 +43,7 @@
 
 #include "../include/hopper.cuh"
 #include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
+#include "../include/mma_sync.cuh"       // pack2: two floats rounded into one 32-bit word of ELEM_OUT
 #include "group_walk.cuh"
 
 #ifndef ELEM
@@ -99,17 +100,6 @@ static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows o
 #endif
 
 using Walk = GroupWalk<BM * CLUSTER, BM, BN, SWIZZLE>;
-
-__device__ __forceinline__ uint32_t pack2(float lo, float hi)
-{
-    if constexpr (std::is_same_v<ELEM_OUT, __half>) {
-        __half2 h = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&h);
-    } else {
-        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&h);
-    }
-}
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,
@@ -276,7 +266,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                         total[v] += acc[0][v] * ((v >> 1) & 1 ? s1 : s0);
                 }
 #pragma unroll
-                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(scale * total[v], scale * total[v + 1]);
+                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(scale * total[v], scale * total[v + 1], (ELEM_OUT*)nullptr);
             } else {
 #pragma unroll 1
                 for (int t = 0; t < ktiles; ++t, ++it) {
@@ -288,7 +278,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 wgmma_hold<0>(acc);
                 release((it - 1) % STAGES);
 #pragma unroll
-                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(acc[0][v], acc[0][v + 1]);
+                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(acc[0][v], acc[0][v + 1], (ELEM_OUT*)nullptr);
             }
             // ---- epilogue: this warpgroup's rows 64·wg.. of the tile, those of the group only ----
             if (valid >= 64) {
