@@ -17,27 +17,34 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gpubench.planning import suites  # noqa: E402
-from gpubench.results import load  # noqa: E402
+from gpubench.results import Status, load  # noqa: E402
 
 ROUNDS_TIMING = {"warmup": 3, "reps": 30, "budget": 0.5, "max_time": 3.0}  # the shipped suites' timing, deciding on
 
 
+def fastest_points(points, wanted) -> dict[tuple, object]:
+    """{(variant, problem record as text): point} of each wanted(point)'s fastest configuration (its median; failed
+    points never count). The rounds' suite (here) and their judge (judge_rounds.py) read pass 0 through this."""
+    best: dict[tuple, object] = {}
+    for p in points:
+        if not wanted(p) or not p.samples_ms or p.status != Status.OK:
+            continue
+        key = (p.variant, json.dumps(p.problem.record(), sort_keys=True))
+        if key not in best or statistics.median(p.samples_ms) < statistics.median(best[key].samples_ms):
+            best[key] = p
+    return best
+
+
 def fastest(run, sweep) -> dict[str, dict[str, str]]:
     """{variant: {problem text: label}} of the sweep's variants with several configurations: each problem's
-    fastest configuration in the pass (its median; failed points never count)."""
+    fastest configuration in the pass."""
     problems = {json.dumps(s.record(), sort_keys=True): s for s in sweep.shapes}
     several = {v.name for v in sweep.variants if len(v.space.configs) > 1}
-    best: dict[tuple[str, str], tuple[float, str]] = {}
-    for p in run.points:
-        key = json.dumps(p.problem.record(), sort_keys=True)
-        if key not in problems or p.variant not in several or not p.samples_ms or p.status != "ok":
-            continue
-        median = statistics.median(p.samples_ms)
-        if (p.variant, key) not in best or median < best[(p.variant, key)][0]:
-            best[(p.variant, key)] = (median, p.config)
+    best = fastest_points(run.points, lambda p: p.variant in several
+                          and json.dumps(p.problem.record(), sort_keys=True) in problems)
     out: dict[str, dict[str, str]] = {}
-    for (variant, key), (_, label) in best.items():
-        out.setdefault(variant, {})[problems[key].full_label] = label
+    for (variant, key), p in best.items():
+        out.setdefault(variant, {})[problems[key].full_label] = p.config
     return out
 
 

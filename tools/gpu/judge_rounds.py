@@ -9,7 +9,6 @@ that median holds the threshold or lies above it, not met when the interval lies
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -18,6 +17,9 @@ sys.path.insert(0, str(REPO))
 
 from gpubench.analysis.rounds import problem_of, rows  # noqa: E402
 from gpubench.results import load  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fix_configs import fastest_points  # noqa: E402
 
 LEVEL = 0.90
 # (op, the hand kernel judged, its library, the threshold of a problem; None: reported, not judged)
@@ -32,14 +34,8 @@ TARGETS = [
 def fixed(pass0) -> dict[tuple[str, str], tuple[str, object]]:
     """{(problem, variant): (configuration, shape)}: the configuration fastest in pass 0, of each judged kernel."""
     judged = {(op, v) for op, v, _, _ in TARGETS}
-    best: dict[tuple[str, str], tuple[float, str, object]] = {}
-    for p in pass0.points:
-        if (p.problem.op, p.variant) not in judged or p.status != "ok" or not p.samples_ms:
-            continue
-        key, median = (problem_of(p), p.variant), statistics.median(p.samples_ms)
-        if key not in best or median < best[key][0]:
-            best[key] = (median, p.config, p.problem)
-    return {key: (config, shape) for key, (_, config, shape) in best.items()}
+    best = fastest_points(pass0.points, lambda p: (p.problem.op, p.variant) in judged)
+    return {(problem_of(p), p.variant): (p.config, p.problem) for p in best.values()}
 
 
 def verdict(interval, threshold: float | None) -> str:
