@@ -5,7 +5,9 @@
 #        $OUT/pass0.json.gz, $OUT/rounds.toml (the suite with each row's fastest configuration fixed) and
 #        $OUT/fixed.txt: commit rounds.toml and fixed.txt under tools/gpu/rounds/ before any round runs
 #   bash tools/gpu/target_rounds.sh rounds tools/gpu/rounds/targets.toml 5 [FIRST]   # rounds FIRST.. (default 1),
-#        each its own process, back to back: $OUT/rounds.tgz holds round-K.json.gz and its log
+#        each its own process, back to back: $OUT/rounds.tgz holds round-K.json.gz and its log. With
+#        SECONDS_LEFT=N set, a round is not started unless N seconds minus those spent still hold one more round as
+#        long as the longest so far (the call's ten minutes); the next call starts at the first round not run.
 # Then, here: python3 tools/gpu/judge_rounds.py PASS0 round-*.json.gz > the verdicts.
 set -u
 step=${1:?pass0 or rounds}
@@ -17,9 +19,15 @@ case $step in
     python3 tools/gpu/fix_configs.py "$suite" "$OUT/pass0.json.gz" "$OUT/rounds.toml" | tee "$OUT/fixed.txt" ;;
   rounds)
     suite=${2:?the rounds suite} n=${3:?how many rounds} first=${4:-1}
+    longest=0
     for r in $(seq "$first" $((first + n - 1))); do
+      if [ -n "${SECONDS_LEFT:-}" ] && [ $((SECONDS_LEFT - SECONDS)) -lt $((longest + 10)) ]; then
+        echo "round $r not started: $((SECONDS_LEFT - SECONDS)) s left, the longest round took $longest s"; break
+      fi
+      start=$SECONDS
       python3 -m gpubench run "$suite" -o "$OUT/round-$r.json.gz" > "$OUT/round-$r.log" 2>&1
-      echo "round $r: exit $? ($(date -u +%T)): $(tail -1 "$OUT/round-$r.log")"
+      echo "round $r: exit $? ($(date -u +%T), $((SECONDS - start)) s): $(tail -1 "$OUT/round-$r.log")"
+      longest=$(( SECONDS - start > longest ? SECONDS - start : longest ))
     done
     (cd "$OUT" && tar czf rounds.tgz round-* && rm -f round-*) ;;
   *) echo "unknown step $step: pass0 or rounds" >&2; exit 2 ;;
