@@ -181,7 +181,8 @@ def test_each_precision_keeps_its_own_arithmetic(frontend):
     assert ("deselect_behavior_notes", ("REQUIRES_FILTER_INT8x32_REORDER", "REQUIRES_BIAS_INT8x32_REORDER")) in \
         frontend[0].calls  # arrays given as they lie: no plan that wants them reordered
     FusedConvGraph(problem(DType.FP32, ConvLayout.NHWC))
-    assert ("deselect_numeric_notes", ("TENSOR_CORE",)) in frontend[1].calls  # fp32: no TF32
+    assert ("deselect_numeric_notes", ("TENSOR_CORE", "DOWN_CONVERT_INPUTS", "REDUCED_PRECISION_REDUCTION")) in \
+        frontend[1].calls  # fp32: no TF32, no inputs converted down, no narrower sums
     FusedConvGraph(problem(DType.BF16, ConvLayout.NHWC))
     assert ("deselect_numeric_notes", ("REDUCED_PRECISION_REDUCTION",)) in frontend[2].calls
 

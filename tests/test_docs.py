@@ -25,7 +25,8 @@ PAGES = sorted({README, ROOT / "CHANGELOG.md", ROOT / "DEVELOPERS.md", ROOT / "c
 PROVENANCE = re.compile(r"\b(?:session|issue)s? ?#?\d+|\bs\d\d\b", re.IGNORECASE)
 # A saved run's or a log's file name is a name, not prose: some carry the tag of the round that made them.
 FILE_NAME = re.compile(r"[\w.<>*…/-]*\.(?:json(?:\.gz)?|md|txt|toml|py|cuh?|html|png)\b")
-CITED_RUN = re.compile(r"results/([\w<>.-]+)/([\w.-]+\.json(?:\.gz)?)")
+# a run under results/; one named after a revision (`git show 6e09672:results/...`) is history, not a cite of the tree
+CITED_RUN = re.compile(r"(?<![\w:])results/([\w<>.-]+)/([\w.-]+\.json(?:\.gz)?)")
 CITED_TOOL = re.compile(r"\btools/[\w/.-]+\.(?:py|sh|toml|cu)\b")
 CITED_EVIDENCE = re.compile(r"docs/evidence/([\w.*-]*\w)")  # a name, or a pattern: phases-lab-*.txt
 
@@ -54,6 +55,12 @@ def test_the_check_finds_what_it_looks_for():
     assert provenance_mentions("as issue 20 asked, after Session 33; s32's run; issue #7; issues 4")
     assert provenance_mentions("issue20 met")
     assert not provenance_mentions("`results/nvidia-h200/tc-conv-issue20-s33-r1.json.gz`, 192x128 s4 c1 g16")
+
+
+def test_a_run_named_after_a_revision_is_not_a_cite_of_the_tree():
+    cites = [m.groups() for m in CITED_RUN.finditer(
+        "`results/nvidia-h200/lab.json.gz` and `git show 6e09672:results/nvidia-h200/gone.json.gz`")]
+    assert cites == [("nvidia-h200", "lab.json.gz")]
 
 
 def test_a_missing_run_is_missing():

@@ -110,7 +110,7 @@ def test_the_documented_metric_table_is_the_code_s():
 def test_the_pages_an_h200_printed_read_back_as_they_did_there():
     """The ncu pages gpubench's own profile run printed on an H200 (tools/gpu/profile.sh, recorded as they came):
     each point's one launch, its kernel named, and the figures that run's table showed (ncu by hand read the same
-    within 0.5%: docs/evidence/profile-h200.log.txt)."""
+    within 0.5%: docs/evidence/profile-h200.log.txt.gz)."""
     from pathlib import Path
 
     from gpubench.measure import ncu

@@ -15,7 +15,7 @@ from gpubench.results import load
 from gpubench.views import report
 
 REPO = Path(__file__).resolve().parent.parent
-LAB = REPO / "results" / "nvidia-h100-80gb-hbm3" / "lab-a.json.gz"
+LAB = REPO / "results" / "nvidia-h100-80gb-hbm3" / "lab-r5-c8eda63-a.json.gz"
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM, DRIVER = shutil.which("chromium") or "/usr/bin/chromium", shutil.which("chromedriver") or "/usr/bin/chromedriver"
 FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -74,7 +74,7 @@ def metrics_for(arch: str | None) -> list[Metric]:
 def is_launch_attribute(name: str) -> bool:
     """Whether a metric is one of the launch's attributes (launch__registers_per_thread, launch__block_size): read
     from the launch, not counted by the hardware, so `ncu --query-metrics` does not list them, yet every GPU has them
-    (an H200's ncu 2025.3.1 gave both: docs/evidence/profile-h200.log.txt)."""
+    (an H200's ncu 2025.3.1 gave both: docs/evidence/profile-h200.log.txt.gz)."""
     return name.startswith("launch__")
 
 

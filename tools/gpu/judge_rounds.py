@@ -9,6 +9,7 @@ that median holds the threshold or lies above it, not met when the interval lies
 
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -50,11 +51,31 @@ def verdict(interval, threshold: float | None) -> str:
     return "at the line"
 
 
+def clocks(rounds, problem: str, names: tuple[str, str]) -> str:
+    """Where the power limiter stood: the library's and the kernel's median SM clock over the rounds, and in how
+    many rounds either had NVML-capped samples (the verdict counts every pair whatever its clocks)."""
+    mhz: dict[str, list[float]] = {n: [] for n in names}
+    capped = 0
+    for run in rounds:
+        points = {f"{p.variant} {p.config}": p for p in run.points if problem_of(p) == problem}
+        points.update({p.variant: p for p in run.points if problem_of(p) == problem and p.variant == names[0]})
+        hit = False
+        for n in names:
+            t = points[n].telemetry or {} if n in points else {}
+            if "sm_mhz" in t:
+                mhz[n].append(t["sm_mhz"])
+                hit |= bool(t.get("throttled"))
+        capped += hit
+    text = " / ".join(f"{statistics.median(v):.0f}" if v else "?" for v in mhz.values())
+    return f"{text}; capped in {capped} of {len(rounds)}"
+
+
 def main(pass0_path: str, round_paths: list[str]) -> None:
     pass0, rounds = load(pass0_path), [load(p) for p in round_paths]
     chosen = fixed(pass0)
-    print(f"| problem | kernel (fixed in pass 0) | library | rounds' ratios | median (90% interval) | target | verdict |")
-    print("|---|---|---|---|---:|---:|---|")
+    print("| problem | kernel (fixed in pass 0) | library | rounds' ratios | median (90% interval) | target | verdict "
+          "| SM MHz, library / kernel |")
+    print("|---|---|---|---|---:|---:|---|---|")
     for op, variant, library, threshold_of in TARGETS:
         by_kernel = {(r.problem, r.kernel): r for r in rows(rounds, library, any_state=True)}
         for (problem, v), (config, shape) in chosen.items():
@@ -69,7 +90,8 @@ def main(pass0_path: str, round_paths: list[str]) -> None:
             ratios = " ".join("—" if r is None else f"{r:.3f}" for r in row.ratios)
             span = f"{m.median:.3f} ({m.low:.3f}-{m.high:.3f})" if m else "—"
             print(f"| {shape.full_label} | {variant} {config} | {library} | {ratios} | {span} | "
-                  f"{'' if threshold is None else f'{threshold:.2f}'} | {verdict(m, threshold)} |")
+                  f"{'' if threshold is None else f'{threshold:.2f}'} | {verdict(m, threshold)} | "
+                  f"{clocks(rounds, problem, (library, f'{variant} {config}'))} |")
 
 
 if __name__ == "__main__":

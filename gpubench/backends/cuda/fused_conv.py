@@ -7,9 +7,10 @@ fp32 data with an epilogue (or an α node) runs the unfused sequence at once (FP
 (cuDNN frontend 1.32, tests/test_gpu_int8_conv.py) the fused fp32 graph, its TENSOR_CORE plans deselected, came out
 with rel_err 2.0-2.2e-4 on a 3×3 of 24 channels, TF32's size and twice fp32's tolerance, and no per-graph knob
 that forbids TF32 was found (the numerical notes are the frontend's only filter; NVIDIA_TF32_OVERRIDE=0 would change
-the whole process). The cause is not established: the unfused sequence failed the same test on its first GPU run
-too (docs/evidence/gpu-tests-int8-attention-h200.txt). The bare convolution is a conv_fprop alone, its TENSOR_CORE
-plans deselected as in cudnn_conv.py's fp32 path, and the epilogue pass computes in fp32.
+the whole process). The unfused sequence failed the same test at the same error size
+(docs/evidence/gpu-tests-int8-attention-h200.txt), so the convolution itself rounds. Its plans that convert their
+inputs down or sum in a narrower type are now deselected too (cudnn_fused.FP32_NOTES); that has not yet run on a
+GPU. The bare convolution is a conv_fprop alone, and the epilogue pass computes in fp32.
 
 A mixin of :class:`~gpubench.backends.cuda.backend.CudaBackend`.
 """
