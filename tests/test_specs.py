@@ -24,7 +24,8 @@ from gpubench.specs.catalog import Catalog
 from gpubench.specs.parse import SpecError
 from gpubench.specs.files import parse_specs
 from gpubench.specs.runners import Arrays, KernelRunner, PythonGpuRunner, PythonRunner
-from gpubench.specs.variant import SAMPLE_SMS, SMS, Axis, Launch
+from gpubench.specs.geometry import SAMPLE_SMS, SMS, Launch
+from gpubench.specs.variant import Axis
 
 BUILTIN = catalog.builtin()
 CATALOG = Catalog(BUILTIN)

@@ -14,7 +14,8 @@ from gpubench.core import paths
 from gpubench import ops
 from gpubench.ops.epilogue import Fused
 from gpubench.specs.entry import IDENT, Entry, args_of
-from gpubench.specs.variant import SAMPLE_SMS, SMS, TENSOR_MAP_MAX_DIMS, Config, LaunchSpec, Step, TensorMap, Variant
+from gpubench.specs.geometry import SAMPLE_SMS, SMS, TENSOR_MAP_MAX_DIMS, LaunchSpec, Step, TensorMap
+from gpubench.specs.variant import Config, Variant
 
 LAB_BLOCK_SIZES = (8, 16, 24, 32)
 # Every launch is evaluated on its op's sample problem (ragged, so that a formula's slips show early).

@@ -25,7 +25,8 @@ from gpubench import ops
 from gpubench.specs.entry import ARCH, IDENT, NAME, NAME_RULE, Entry, SpecError, args_of, require_args  # noqa: F401
 from gpubench.specs.launch import (LAB_BLOCK_SIZES, before_of, check_launches, launch_of,  # noqa: F401
                                   sample_problems, symbol_defined, tensor_maps_of, workspace_of)
-from gpubench.specs.variant import (SMS, Axis, CatalogEntry, Code, Config, ConfigSpace, Kernels, Program, Scope,
+from gpubench.specs.geometry import SMS
+from gpubench.specs.variant import (Axis, CatalogEntry, Code, Config, ConfigSpace, Kernels, Program, Scope,
                                     Variant, config_label)
 
 BACKENDS = tuple(BackendKind)

@@ -33,7 +33,8 @@ from gpubench.specs.project import Project
 from gpubench.results import Point, Run, RunStatus, RunWriter
 from gpubench.execution.tasks import ShapeTask, first_calls, with_first_calls
 from gpubench.specs.tuned import Tuned, slug
-from gpubench.specs.variant import SMS, Variant
+from gpubench.specs.geometry import SMS
+from gpubench.specs.variant import Variant
 from gpubench.execution.worker import DEFAULT_TIMEOUT_S
 from gpubench.usecases.profiling import Profiling
 

@@ -33,7 +33,7 @@ from gpubench.ops import epilogue
 from gpubench.ops.conv import ConvLayout, ConvShape
 from gpubench.ops.epilogue import Epilogue, Scaling
 from gpubench.results import Details
-from gpubench.specs.variant import Launch
+from gpubench.specs.geometry import Launch
 
 LAYS = {ConvLayout.NCHW: Lay.PACKED, ConvLayout.NHWC: Lay.CHANNELS_LAST, ConvLayout.NCHW_VECT_C: Lay.VECTORS}
 PASS_LAYOUT = {ConvLayout.NCHW: 0, ConvLayout.NHWC: 1, ConvLayout.NCHW_VECT_C: 2}  # epilogue_pass.cu's codes

@@ -17,7 +17,7 @@ from gpubench.core.errors import Skip
 from gpubench.core.phases import phase
 from gpubench.ops.conv import ConvShape
 from gpubench.results import Details
-from gpubench.specs.variant import SMS, Launch
+from gpubench.specs.geometry import SMS, Launch
 
 
 def _ptr(array) -> np.uintp:

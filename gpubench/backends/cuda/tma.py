@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from gpubench.core.errors import Skip
-from gpubench.specs.variant import TENSOR_MAP_MAX_DIMS
+from gpubench.specs.geometry import TENSOR_MAP_MAX_DIMS
 
 # CUtensorMapDataType per host element type (gpubench/core/dtypes.py's storage and output types). The copy engine
 # only moves bytes and zero-fills, so e4m3 and int8 travel as bytes (CUTLASS does the same).
