@@ -197,6 +197,11 @@ def precompile(work: list[ShapeTask], arch: str | None) -> int:
     return len(set(jobs))
 
 
+# A probe switch, not a setting: set, the worker starts only once every kernel is compiled, so that its CUDA context
+# is not made while nvcc holds every core (does that make a cold run's small calls slower? docs/measuring/preheat.md)
+COMPILE_FIRST = "GPUBENCH_COMPILE_FIRST"
+
+
 def start_while_compiling(worker, request: RunRequest) -> dict:
     """worker.start(), with the sweeps' kernels compiled meanwhile for the architecture NVML reports here (what
     the worker will report, where the machine has one GPU model): nvcc and the worker's own start (a Python
@@ -205,6 +210,12 @@ def start_while_compiling(worker, request: RunRequest) -> dict:
     resolved once the worker has named its device: those alone are compiled after it starts.)"""
     arch = telemetry.one_arch() if request.backend == BackendKind.CUDA else None
     if arch is None:
+        return worker.start()
+    if os.environ.get(COMPILE_FIRST):  # the cold-run probe's other arm (tools/gpu/cold_probe.sh)
+        try:
+            precompile(sweep.tasks(request.sweeps, request.seed), arch)
+        except GpubenchError:  # reported by precompile() below, as in the overlapped start
+            pass
         return worker.start()
     with ThreadPoolExecutor(1) as pool:
         early = pool.submit(precompile, sweep.tasks(request.sweeps, request.seed), arch)

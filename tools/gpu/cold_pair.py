@@ -1,0 +1,53 @@
+"""One cold-then-warm pair of saved runs, read as the cold-run probe reads it (tools/gpu/cold_probe.sh): per duration
+class of the cold run's medians, the median warm/cold ratio and the median cold - warm difference per call in µs;
+each run's empty-kernel floor; and `gpubench compare`'s counts at its default threshold.
+
+    python3 tools/gpu/cold_pair.py COLD.json.gz WARM.json.gz
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gpubench.analysis import compare  # noqa: E402
+from gpubench.results import load  # noqa: E402
+
+CLASSES = ((0.0, 0.010, "< 10 µs"), (0.010, 0.020, "10-20 µs"), (0.020, 0.100, "20-100 µs"), (0.100, 1e9, "> 0.1 ms"))
+
+
+def by_class(cold, warm) -> list[str]:
+    """One line per duration class with points in both runs."""
+    warm_ms = {p.key(): p.median_ms for p in warm.points if p.samples_ms}
+    lines = []
+    for low, high, name in CLASSES:
+        pairs = [(p.median_ms, warm_ms[p.key()]) for p in cold.points
+                 if p.samples_ms and p.key() in warm_ms and low <= p.median_ms < high]
+        if pairs:
+            ratio = statistics.median(w / c for c, w in pairs)
+            extra_us = statistics.median((c - w) * 1000 for c, w in pairs)
+            lines.append(f"  {name}: {len(pairs)} points, warm/cold {ratio:.4f}, cold - warm {extra_us:+.3f} µs")
+    return lines
+
+
+def floor_us(run) -> str:
+    floor = (run.environment.get("device") or {}).get("floor_ms")
+    return "?" if floor is None else f"{floor * 1000:.3f}"
+
+
+def main(cold_path: str, warm_path: str) -> None:
+    cold, warm = load(cold_path), load(warm_path)
+    report = compare.compare(cold, warm)
+    counts = ", ".join(f"{report.count(v)} {v}" for v in compare.Verdict)
+    print(f"{Path(cold_path).name} -> {Path(warm_path).name}: {counts}; floor {floor_us(cold)} -> {floor_us(warm)} µs")
+    print("\n".join(by_class(cold, warm)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])
