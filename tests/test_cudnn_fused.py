@@ -42,6 +42,7 @@ class FakeGraph:
     """The C++ graph's surface fused graphs use; `refuse` makes validate() raise, as cuDNN does."""
 
     refuse = None
+    refuse_reordered = None  # validate() raises this where a tensor is declared reordered (an H200's cuDNN did)
     engines = ("eng7_k2=1", "eng0", "eng7_k2=1", "eng31")  # a name twice: built once
 
     def __init__(self, **kw):
@@ -70,6 +71,8 @@ class FakeGraph:
     def validate(self):
         if self.refuse:
             raise RuntimeError(self.refuse + "\nmore detail")
+        if self.refuse_reordered and any("reordering_type" in t.kw for t in self.tensors):
+            raise RuntimeError(self.refuse_reordered)
 
     def build_operation_graph(self):
         pass
@@ -125,7 +128,7 @@ def frontend(monkeypatch):
     monkeypatch.setattr(cudnn_fused, "_import_cupy", lambda: types.SimpleNamespace())
     monkeypatch.setattr(cudnn_fused, "_handle", lambda cudnn, cupy: types.SimpleNamespace(backend_handle=7))
     monkeypatch.setattr(cudnn_reorder, "library", lambda: "libcudnn")  # found: tests/test_cudnn_reorder.py
-    FakeGraph.refuse = None
+    FakeGraph.refuse = FakeGraph.refuse_reordered = None
     return graphs
 
 
@@ -312,6 +315,27 @@ def test_vector_int8_filters_are_declared_reordered_and_their_plans_kept(fronten
         per_channel = "alpha" in by_name or "bias" in by_name
         assert ("REQUIRES_BIAS_INT8x32_REORDER" in notes) == per_channel
     assert "bias" in {t.kw.get("name") for t in frontend[1].tensors}  # the second graph has one: its notes went
+
+
+def test_vector_int8_refused_as_declared_reordered_is_planned_with_w_as_it_lies(frontend):
+    """Where cuDNN has no engine for w declared INT8x32 (an H200's, frontend 1.32), the graph is built again with w
+    declared as it lies: its plans that ask for the filters reordered stay, read the reordered copy, and the engine's
+    text says how w was declared."""
+    FakeGraph.refuse_reordered = "No valid engine configs for __"
+    graph = FusedConvGraph(problem(DType.INT8, ConvLayout.NCHW_VECT_C, Fused()))
+    assert len(frontend) == 2 and not graph.problem.declare_reordered and graph.problem.reorder_filters
+    assert all("reordering_type" not in t.kw for t in frontend[1].tensors)
+    notes = [n for call, ns in frontend[1].calls if call == "deselect_behavior_notes" for n in ns]
+    assert "REQUIRES_FILTER_INT8x32_REORDER" not in notes and graph.plans
+    engine = fused_conv.reordered(graph, Details(engine="eng7", plans=3)).engine
+    assert engine.endswith(f"{cudnn_reorder.REORDERED}, w declared as it lies")
+
+
+def test_a_vector_int8_refusal_gives_both_declarations_reasons(frontend):
+    FakeGraph.refuse = "No valid engine configs"
+    with pytest.raises(cudnn_conv.CudnnNotSupported, match="; with w declared as it lies: cuDNN cannot build"):
+        FusedConvGraph(problem(DType.INT8, ConvLayout.NCHW_VECT_C, Fused()))
+    assert len(frontend) == 2
 
 
 @pytest.mark.parametrize("dtype,layout", [(DType.INT8, ConvLayout.NHWC), (DType.INT8_INT8, ConvLayout.NHWC),

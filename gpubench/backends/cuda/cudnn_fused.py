@@ -28,7 +28,9 @@ Every int8 plan cuDNN offers for NCHW_VECT_C wants the filters reordered (behavi
 REQUIRES_FILTER_INT8x32_REORDER, on an H200 with cuDNN frontend 1.32), so there w is declared with the frontend's
 reordering INT8x32 and the graph reads a copy of the filters reordered once, untimed, by cuDNN's
 cudnnReorderFilterAndBias (`FusedConvGraph.filters`, through cudnn_reorder.py: the frontend's Python does not offer
-the call; its sample run_imma does the same in C++). Plans that want the bias reordered
+the call; its sample run_imma does the same in C++). On that H200 cuDNN then offered no engine at all, so where the
+declared graph is refused the graph is built again with w declared as it lies, keeping the plans that ask for the
+filters reordered: they read the same reordered copy (not yet run on a GPU). Plans that want the bias reordered
 (REQUIRES_BIAS_INT8x32_REORDER) are left out wherever the graph has a per-channel term (alpha or bias): those are
 given as they lie, and how such a plan would read a per-channel scale, which no note covers, is not known. Other
 layouts and types declare every tensor with reordering NONE and leave out both kinds of plan. Where cuDNN refuses
@@ -115,6 +117,8 @@ class FusedProblem:
     gamma_node: bool = False  # a γ·z node (γ is not 1)
     tensor_cores: bool | None = None  # False: only plans without TENSOR_CORE (fp32 data, no TF32); None: any
     pass_type: str = "INT32"  # a bare int32 output's identity node: its compute type and its input's
+    declare_reordered: bool = True  # NCHW_VECT_C int8: w declared INT8x32-reordered (False: as it lies, the data
+    # reordered all the same, for the plans whose behaviour note asks for it: FusedConvGraph's second attempt)
 
     @property
     def integer(self) -> bool:
@@ -170,7 +174,7 @@ def describe(p: FusedProblem) -> GraphSpec:
     channel = Lay.VECTORS if p.lay == Lay.VECTORS else Lay.PACKED  # a per-channel vector lies like y's channels
     tensors = {"x": laid("x", p.n, p.c, p.h, p.w, p.lay, p.io_type),
                "w": laid("w", p.k, p.c, p.r, p.s, p.lay, p.io_type)}
-    if p.reorder_filters:
+    if p.reorder_filters and p.declare_reordered:
         tensors["w"] = replace(tensors["w"], reordering="INT8x32")
     nodes = [Node("conv_fprop", ("x", "w"), "INT32" if p.integer else "FLOAT")]
     if p.out_type == "INT32" and not (p.scaled or p.epilogue.bias or p.epilogue.add or p.epilogue.relu):
@@ -288,11 +292,27 @@ class FusedConvGraph:
 
     def __init__(self, problem: FusedProblem):
         self._cupy = cupy = _import_cupy()
-        self._cudnn = cudnn = _import_cudnn()
-        self._h = _handle(cudnn, cupy)
+        self._cudnn = _import_cudnn()
+        self._h = _handle(self._cudnn, cupy)
+        self._reorder = cudnn_reorder.library() if problem.reorder_filters else None  # else its one-line refusal
+        try:
+            self._plan(problem)
+        except CudnnNotSupported as declared:
+            if not (problem.reorder_filters and problem.declare_reordered):
+                raise
+            # On an H200 (frontend 1.32) cuDNN had no engine for w declared INT8x32, while with w declared as it
+            # lies every plan it offered asked for the filters reordered (REQUIRES_FILTER_INT8x32_REORDER): those
+            # plans read the reordered copy all the same (filters()).
+            try:
+                self._plan(replace(problem, declare_reordered=False))
+            except CudnnNotSupported as undeclared:
+                raise CudnnNotSupported(f"{declared}; with w declared as it lies: {undeclared}") from None
+
+    def _plan(self, problem: FusedProblem) -> None:
+        """Build the problem's graph and every plan cuDNN builds for it (CudnnNotSupported where none)."""
+        cudnn = self._cudnn
         self.problem, self.spec = problem, describe(problem)
         m = cudnn._pybind_module
-        self._reorder = cudnn_reorder.library() if problem.reorder_filters else None  # else its one-line refusal
         try:
             self._g, self.uids = build(cudnn, self.spec, problem, self._h.backend_handle)
             left_out = reorder_notes_left_out(problem, self.spec)

@@ -56,7 +56,8 @@ def reordered(graph: FusedConvGraph, details: Details) -> Details:
     """The details with the engine's text saying the filters it read were reordered by cuDNN, where they were."""
     if not graph.problem.reorder_filters:
         return details
-    return replace(details, engine=f"{details.engine}; {cudnn_reorder.REORDERED}")
+    declared = "" if graph.problem.declare_reordered else ", w declared as it lies"
+    return replace(details, engine=f"{details.engine}; {cudnn_reorder.REORDERED}{declared}")
 
 
 def fused_graph_needed(shape: ConvShape) -> bool:
