@@ -256,7 +256,8 @@ def show(file, example, fmt, threshold):
 
 @cli.command()
 @group(options.COMPARING)
-def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, across, allow_partial, clock):
+def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, across, allow_partial, clock,
+            thresholds):
     """Compare two saved runs point by point and fail only on a real regression.
 
     \b
@@ -277,8 +278,9 @@ def compare(base, new, threshold, alpha, fmt, strict_env, fail_on_inconclusive, 
       gpubench compare h100.json h200.json --across      # two GPU models, side by side
       gpubench compare idle.json sustained.json --across # one GPU rested and under sustained load
       gpubench compare a.json b.json --clock kernel      # by CUPTI's kernel times (runs timed with --clock both)
+      gpubench compare a.json b.json --thresholds aa.json # each duration class at what an A/A run suggests
     """
-    c = app.compare_runs(base, new, threshold, alpha, strict_env, allow_partial, across, clock)
+    c = app.compare_runs(base, new, threshold, alpha, strict_env, allow_partial, across, clock, thresholds)
     code = Exit.OK if across else c.report.exit_code(fail_on_inconclusive)
     with terminal.reader_may_leave():
         terminal.comparison(c, base, new, fmt, across, code, click.echo)

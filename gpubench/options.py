@@ -170,6 +170,9 @@ COMPARING = [
                  show_default=True,
                  help="The samples compared: the events', or CUPTI's kernel times of the same calls (runs timed with "
                       "--clock both): the kernels alone, without the launch path's few microseconds a call."),
+    click.option("--thresholds", "thresholds", metavar="STABILITY_RUN", default=None,
+                 help="A run saved by gpubench stability: each duration class it measured is judged by the "
+                      "threshold it suggests for that class (never below --threshold); the others by --threshold."),
 ]
 STABILITY = [
     click.argument("suite"),

@@ -477,3 +477,55 @@ def test_a_point_that_failed_in_both_runs_is_no_regression(make_run):
     report = compare.compare(base, new)
     assert len(report.not_measured) == 2 and report.broken == []
     assert report.exit_code() == 0 and "passed now fail" not in report.outcome
+
+
+# --- a threshold per duration class (compare --thresholds, from an A/A run) -------------------------------------
+
+def by_label(report):
+    return {c.label: c for c in report.changes}
+
+
+def test_a_duration_class_of_its_own_judges_its_points_by_its_threshold(make_run):
+    from gpubench.measure.stability import Duration
+
+    base, new = make_run(seed=1), make_run(seed=2, scale={("tiled", 1024): 1.07})
+    assert by_label(compare.compare(base, new))["gemm tiled 128x128x8/8x8 1024"].verdict == compare.Verdict.SLOWER
+    report = compare.compare(base, new, by_duration={Duration.OVER_1_MS: 0.10, Duration.UNDER_10_US: 0.20})
+    change = by_label(report)["gemm tiled 128x128x8/8x8 1024"]
+    assert change.verdict == compare.Verdict.SAME and change.threshold == 0.10  # every point here takes over 1 ms
+    assert report.exit_code() == 0 and report.threshold == 0.05
+
+
+def test_a_class_threshold_never_falls_below_the_threshold_given(make_run):
+    from gpubench.measure.stability import Duration
+
+    base, new = make_run(seed=1), make_run(seed=2, scale={("tiled", 1024): 1.07})
+    report = compare.compare(base, new, 0.05, by_duration={Duration.OVER_1_MS: 0.01})
+    assert report.by_duration == {Duration.OVER_1_MS: 0.05}
+    assert by_label(report)["gemm tiled 128x128x8/8x8 1024"].verdict == compare.Verdict.SLOWER
+
+
+def test_compare_takes_its_class_thresholds_from_a_saved_stability_run(make_run, run_file):
+    from gpubench.analysis import stability
+
+    runs = []
+    for seed, shift in ((1, 1.0), (2, 1.0), (3, 1.09)):  # identical code, one process 9% slower on every point
+        run = make_run(seed=seed)
+        run.points = [replace(p, samples_ms=tuple(s * shift for s in p.samples_ms)) for p in run.points]
+        runs.append(run)
+    aa = run_file(stability.assemble(runs, suite="s", asked=3, threshold=0.05, alpha=0.05, command=[],
+                                     status=results.RunStatus.COMPLETE), "aa.json")
+    base, new = run_file(make_run(seed=4), "base.json"), run_file(make_run(seed=5, scale={("tiled", 1024): 1.07}),
+                                                                    "new.json")
+    assert invoke("compare", base, new).exit_code == 1
+    r = invoke("compare", base, new, "--thresholds", aa, "--format", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["thresholds_by_duration"]["> 1 ms"] >= 0.09 and out["counts"]["slower"] == 0
+    assert "thresholds > 1 ms" in invoke("compare", base, new, "--thresholds", aa, "--format", "markdown").output
+
+
+def test_thresholds_from_a_run_that_is_not_a_stability_run_are_refused_in_one_line(make_run, run_file):
+    path = run_file(make_run())
+    r = invoke("compare", path, path, "--thresholds", path)
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "not a stability run" in r.output, r.output

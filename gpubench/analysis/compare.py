@@ -21,6 +21,10 @@ because either mode's time did: `Change.mode_flip` says so and the views say why
 modes moved), the verdict stands. So `compare`'s exit code fails CI on a mode flip only with
 --fail-on-inconclusive (3), never as a regression (1).
 
+A threshold per duration class (`by_duration`, from an A/A run of `gpubench stability`: its suggested thresholds,
+never below the threshold given) replaces the one threshold for the points of those classes, by the base's median:
+calls of a few microseconds then count a change only past what identical code showed between processes.
+
 Where a point was measured in two or more worker processes in both runs (`--processes K`), its interval is instead
 a hierarchical bootstrap over processes, then samples (gpubench/measure/hierarchical.py): it counts the spread
 between processes, which the rank interval of one process's samples cannot see. `Change.between` says so; with one
@@ -38,6 +42,7 @@ from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.analysis.roofline import floor_ms
+from gpubench.measure.stability import Duration, duration
 from gpubench.measure import hierarchical
 from gpubench.measure.kernel_clock import CompareClock
 from gpubench.measure.stats import fewest_samples, ratio_interval
@@ -89,6 +94,7 @@ class Change:
     verdict: Verdict
     mode_flip: bool = False  # slower or faster by the interval, inconclusive as the modes' shares changing (above)
     between: bool = False  # the interval is the bootstrap's over processes (both runs measured it in K ≥ 2 of them)
+    threshold: float | None = None  # the threshold its verdict used, where its duration class has one of its own
 
     @property
     def clock_change(self) -> tuple[float, float] | None:
@@ -121,6 +127,11 @@ class Report:
     source_changes: list[SourceChange] = field(default_factory=list)
     floors_ms: tuple[float, float] | None = None  # the empty kernel's median in each run, where both measured it
     clock: CompareClock = CompareClock.EVENTS  # the samples compared: the events', or CUPTI's kernel times
+    by_duration: dict[Duration, float] = field(default_factory=dict)  # a duration class's own threshold
+
+    def threshold_of(self, p: Point) -> float:
+        """The threshold a point's verdict uses: its duration class's (by its median) where there is one."""
+        return self.by_duration.get(duration(p.median_ms), self.threshold)
 
     @property
     def floor_moved(self) -> float | None:
@@ -196,7 +207,8 @@ class Report:
             return (f"regression: {len(self.broken)} point(s) that passed now fail"
                     + (f", {slower} slower by more than {self.threshold:.0%}" if slower else ""))
         if slower:
-            return f"regression: {slower} point(s) slower by more than {self.threshold:.0%}"
+            beyond = "their duration class's threshold" if self.by_duration else f"{self.threshold:.0%}"
+            return f"regression: {slower} point(s) slower by more than {beyond}"
         if inconclusive:
             return f"no significant regression; {inconclusive} point(s) inconclusive{flips}"
         return "no significant regression"
@@ -251,12 +263,16 @@ def source_changes(base: Run, new: Run) -> list[SourceChange]:
     return out
 
 
-def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -> Report:
+def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05,
+            by_duration: dict[Duration, float] | None = None) -> Report:
+    """Every point of both runs judged (module docstring); `by_duration`: a threshold per duration class, each at
+    least `threshold`."""
     base_points = {p.key(): p for p in base.points}
     new_points = {p.key(): p for p in new.points}
     floors = (floor_ms(base), floor_ms(new))
     report = Report(threshold, alpha, [], env_diffs=env_differences(base, new),
-                    source_changes=source_changes(base, new), floors_ms=floors if all(floors) else None)
+                    source_changes=source_changes(base, new), floors_ms=floors if all(floors) else None,
+                    by_duration={d: max(t, threshold) for d, t in (by_duration or {}).items()})
     report.only_base = [p for k, p in base_points.items() if k not in new_points]
     report.only_new = [p for k, p in new_points.items() if k not in base_points]
     pairs = []
@@ -271,15 +287,17 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05) -
     family_alpha = alpha / max(1, len(pairs))  # Bonferroni: every interval at 1 − alpha/m
     for b, n in pairs:
         between = len(b.processes) >= 2 and len(n.processes) >= 2
+        own = report.threshold_of(b) if report.by_duration else None
+        t = own or threshold
         if list(b.samples_ms) == list(n.samples_ms):  # one measurement on both sides (a run against itself): no
-            report.changes.append(Change(b, n, 1.0, 1.0, 1.0, Verdict.SAME, between=between))  # sampling between
+            report.changes.append(Change(b, n, 1.0, 1.0, 1.0, Verdict.SAME, between=between, threshold=own))
             continue
         est, low, high = (hierarchical.ratio_interval(b.process_samples, n.process_samples, family_alpha) if between
                           else ratio_interval(b.samples_ms, n.samples_ms, family_alpha))
-        v = verdict(low, high, threshold)
-        flip = v in (Verdict.SLOWER, Verdict.FASTER) and shares_a_mode(b, n, threshold)
+        v = verdict(low, high, t)
+        flip = v in (Verdict.SLOWER, Verdict.FASTER) and shares_a_mode(b, n, t)
         report.changes.append(Change(b, n, est, low, high, Verdict.INCONCLUSIVE if flip else v, mode_flip=flip,
-                                     between=between))
+                                     between=between, threshold=own))
     report.changes.sort(key=lambda c: (ORDER.index(c.verdict), -abs(math.log(c.ratio))))
     return report
 

@@ -23,7 +23,7 @@ from itertools import combinations
 
 from gpubench.analysis.compare import Verdict, compare, point_label
 from gpubench.core.errors import GpubenchError
-from gpubench.measure.stability import ClassRuns, PointRuns, classes
+from gpubench.measure.stability import ClassRuns, Duration, PointRuns, classes
 from gpubench.results import Point, Run, RunStatus, Status
 from gpubench.results.pooled import pooled
 
@@ -119,3 +119,9 @@ def analyse(run: Run, threshold: float | None = None, alpha: float | None = None
                                 statistics.median(s["half"])))
     return StabilityReport(str(recorded.get("suite", "")), len(runs), threshold, alpha, points,
                            classes(points, threshold, alpha))
+
+
+def suggested_thresholds(run: Run) -> dict[Duration, float]:
+    """A stability run's suggested threshold of each duration class it measured: what `gpubench compare
+    --thresholds` judges those classes' points by (GpubenchError, one line, for a run that is not one)."""
+    return {c.duration: c.suggested for c in analyse(run).classes}

@@ -188,13 +188,15 @@ class Comparison:
 
 def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env: bool,
                  allow_partial: bool = False, across: bool = False,
-                 clock: CompareClock | str = CompareClock.EVENTS) -> Comparison:
+                 clock: CompareClock | str = CompareClock.EVENTS, thresholds: str | None = None) -> Comparison:
     """`gpubench compare`: two saved runs, point by point (the rules: gpubench/analysis/compare.py's), by the events'
-    samples or (clock "kernel") by CUPTI's kernel times (gpubench/analysis/kernel_times.py)."""
+    samples or (clock "kernel") by CUPTI's kernel times (gpubench/analysis/kernel_times.py); `thresholds`: a saved
+    stability run whose suggested threshold per duration class judges that class's points."""
     from gpubench import results
-    from gpubench.analysis import compare, kernel_times
+    from gpubench.analysis import compare, kernel_times, stability
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
+    by_duration = stability.suggested_thresholds(results.load(thresholds)) if thresholds else None
     base_run, new_run = results.load(base), results.load(new)
     clock = CompareClock(clock)
     if clock == CompareClock.KERNEL:
@@ -204,7 +206,7 @@ def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env
             raise GpubenchError(f"{name} is marked running, but no gpubench run is writing it (ended outright: "
                                 f"SIGKILL, SIGQUIT, out of memory?), so its {len(run.points)} point(s) are all it will "
                                 "have: run it again, or pass --allow-partial to compare the points both runs have")
-    report = compare.compare(base_run, new_run, threshold, alpha)
+    report = compare.compare(base_run, new_run, threshold, alpha, by_duration)
     report.clock = clock
     compare.check(report, strict_env, base, new, (base_run, new_run), allow_partial, across)
     return Comparison(base_run, new_run, report)

@@ -127,9 +127,17 @@ def _clock(report: Report) -> str:
     return "; by the kernels' own times (CUPTI)" if report.clock == CompareClock.KERNEL else ""
 
 
+def _thresholds(report: Report) -> str:
+    """The threshold, or each duration class's where it has its own (compare --thresholds)."""
+    if not report.by_duration:
+        return f"threshold {report.threshold:.0%}"
+    own = ", ".join(f"{d} {t:.1%}" for d, t in report.by_duration.items())
+    return f"thresholds {own}, else {report.threshold:.0%}"
+
+
 def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
     style = "bold red" if report.count(Verdict.SLOWER) or report.broken else "bold green"
-    console.print(f"[bold]{escape(base_name)}[/] → [bold]{escape(new_name)}[/]: threshold {report.threshold:.0%}; "
+    console.print(f"[bold]{escape(base_name)}[/] → [bold]{escape(new_name)}[/]: {escape(_thresholds(report))}; "
                   f"{_counts(report)}")
     console.print(to_rich(changes_table(report)))
     console.print(to_rich(geomean_table(report)))
@@ -144,7 +152,7 @@ def print_rich(report: Report, console, base_name: str, new_name: str) -> None:
 def to_markdown_report(report: Report, base_name: str, new_name: str) -> str:
     mark = "❌" if report.count(Verdict.SLOWER) or report.broken else "✅"
     out = [f"### gpubench compare: {mark} {report.outcome}", "",
-           f"`{base_name}` → `{new_name}` · threshold {report.threshold:.0%} · {_counts(report)}", ""]
+           f"`{base_name}` → `{new_name}` · {_thresholds(report)} · {_counts(report)}", ""]
     if any(c.verdict != Verdict.SAME for c in report.changes):
         out.append(to_markdown(changes_table(report, include_same=False)))
     out.append(to_markdown(geomean_table(report)))
@@ -169,11 +177,12 @@ def to_json_report(report: Report, exit_code: int) -> str:
                 "tf32": c.new.tf32, "dtype": str(c.new.dtype), "layout": str(c.new.problem.layout), "base_ms": c.base.median_ms, "new_ms": c.new.median_ms, "ratio": c.ratio,
                 "low": c.low, "high": c.high if math.isfinite(c.high) else None, "verdict": c.verdict,
                 "sm_mhz": list(c.clock_change) if c.clock_change else None, "mode_flip": c.mode_flip,
-                "between_processes": c.between,
+                "between_processes": c.between, "threshold": c.threshold,
                 "modes": {side: _modes_record(p) for side, p in (("base", c.base), ("new", c.new))}}
 
     return json.dumps({
         "outcome": report.outcome, "exit_code": exit_code, "threshold": report.threshold, "alpha": report.alpha,
+        "thresholds_by_duration": {str(d): t for d, t in report.by_duration.items()},
         "clock": str(report.clock), "counts": {v: report.count(v) for v in COUNTED},
         "broken": [{"op": n.op, "variant": n.variant, "config": n.config, "problem": n.problem.record(), "status": n.status,
                     "reason": n.reason} for _, n in report.broken],
