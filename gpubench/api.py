@@ -362,14 +362,19 @@ def _output(output: str | Path | None, force: bool) -> OutputSettings:
 
 
 def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float = plan.DEFAULTS.threshold,
-            alpha: float = plan.DEFAULTS.alpha, allow_partial: bool = False) -> Report:
+            alpha: float = plan.DEFAULTS.alpha, allow_partial: bool = False,
+            thresholds: Run | str | Path | None = None) -> Report:
     """`gpubench compare` as a function: the per-point verdicts; report.exit_code() is the command's exit code.
-    Runs may be given as Run objects or as files."""
+    Runs may be given as Run objects or as files; `thresholds`, a stability run (`--thresholds`)."""
     from gpubench.analysis import compare as comparing
+    from gpubench.analysis import stability
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
     runs = [r if isinstance(r, Run) else load(r) for r in (base, new)]
     names = [str(r) if not isinstance(r, Run) else what for r, what in ((base, "base"), (new, "new"))]
-    report = comparing.compare(runs[0], runs[1], threshold, alpha)
+    by_duration = None
+    if thresholds is not None:
+        by_duration = stability.suggested_thresholds(thresholds if isinstance(thresholds, Run) else load(thresholds))
+    report = comparing.compare(runs[0], runs[1], threshold, alpha, by_duration)
     comparing.check(report, False, names[0], names[1], (runs[0], runs[1]), allow_partial)
     return report

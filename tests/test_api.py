@@ -186,3 +186,22 @@ def test_a_project_s_own_op_is_measured_through_the_api(tmp_path):
     assert api.measure(unnormalised, problem, backend="cpu", reps=5).status == "fail"
     with pytest.raises(GpubenchError, match="unknown size"):
         api.problem("softmax", rows=8, depth=3, config=str(tmp_path / "gpubench.toml"))
+
+
+def test_api_compare_takes_class_thresholds_from_a_stability_run(make_run):
+    from dataclasses import replace
+
+    from gpubench.analysis import stability
+    from gpubench.results import RunStatus
+
+    runs = []
+    for seed, shift in ((1, 1.0), (2, 1.0), (3, 1.09)):
+        run = make_run(seed=seed)
+        run.points = [replace(p, samples_ms=tuple(s * shift for s in p.samples_ms)) for p in run.points]
+        runs.append(run)
+    aa = stability.assemble(runs, suite="s", asked=3, threshold=0.05, alpha=0.05, command=[],
+                            status=RunStatus.COMPLETE)
+    base, new = make_run(seed=4), make_run(seed=5, scale={("tiled", 1024): 1.07})
+    assert api.compare(base, new).exit_code() == 1
+    report = api.compare(base, new, thresholds=aa)
+    assert report.exit_code() == 0 and report.by_duration
