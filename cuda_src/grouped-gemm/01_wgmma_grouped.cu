@@ -27,7 +27,7 @@
 // wgmmas sum from zero into acc; the warpgroup waits for them, frees the slot and adds acc into float32 `total`,
 // times the slot's scales: in the block layouts (-DLAYOUT_CONTIGUOUS_BLOCK, -DLAYOUT_MASKED_BLOCK) SA[row][t] for
 // each of the thread's two rows and SB[g][n0/128][t] for the tile (BN = 128: one 128-column block), read from
-// global memory before the slot's wait; with per-tensor scales, 1, and SA[0]·SB[0] at the end. The tensor cores'
+// global memory a slot ahead; with per-tensor scales, 1, and SA[0]·SB[0] at the end. The tensor cores'
 // ~14-bit accumulation never runs past 128 products (DeepGEMM's promotion). While one warpgroup adds, the other's
 // wgmmas can run.
 //
@@ -250,14 +250,22 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+                // Block scales are read one slot ahead: slot t + 1's while slot t's wgmmas run and are added in.
+                // Read just before their own slot, they came from L2 (the ring leaves L1 little room) in about
+                // the time of a slot's four wgmmas, and the sums waited for them.
+                float a0 = 1.f, a1 = 1.f, b = 1.f;  // slot t's scales: SA's two rows, SB's column block
+                auto scales_of = [&](int t) {
+                    if (BLOCK_SCALES && t < ktiles) {
+                        b = sb[t];
+                        a0 = row < valid ? sa0[t] : 0.f;
+                        a1 = row + 8 < valid ? sa1[t] : 0.f;
+                    }
+                };
+                scales_of(0);
 #pragma unroll 1
                 for (int t = 0; t < ktiles; ++t, ++it) {
-                    float s0 = 1.f, s1 = 1.f;
-                    if (BLOCK_SCALES) {  // read before the slot's wait, their latency under it
-                        const float b = sb[t];
-                        s0 = row < valid ? sa0[t] * b : 0.f;
-                        s1 = row + 8 < valid ? sa1[t] * b : 0.f;
-                    }
+                    const float s0 = a0 * b, s1 = a1 * b;  // 1 with per-tensor scales (applied at the end)
+                    scales_of(t + 1);
                     issue(it, true);  // the slot's 128 k summed from zero ...
                     wgmma_hold<0>(acc);
                     release(it % STAGES);
