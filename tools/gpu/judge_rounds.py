@@ -52,29 +52,35 @@ def verdict(interval, threshold: float | None) -> str:
 
 
 def clocks(rounds, problem: str, names: tuple[str, str]) -> str:
-    """Where the power limiter stood: the library's and the kernel's median SM clock over the rounds, and in how
-    many rounds either had NVML-capped samples (the verdict counts every pair whatever its clocks)."""
+    """Where the power limiter stood: the library's and the kernel's median SM clock over the rounds, in how many
+    rounds either had NVML-capped samples, and the ratio per clock: per round, the library's cycles over the
+    kernel's (time × median SM clock), their median. The verdict counts every pair whatever its clocks."""
     mhz: dict[str, list[float]] = {n: [] for n in names}
-    capped = 0
+    capped, per_clock = 0, []
     for run in rounds:
         points = {f"{p.variant} {p.config}": p for p in run.points if problem_of(p) == problem}
         points.update({p.variant: p for p in run.points if problem_of(p) == problem and p.variant == names[0]})
-        hit = False
+        hit, cycles = False, []
         for n in names:
-            t = points[n].telemetry or {} if n in points else {}
-            if "sm_mhz" in t:
+            p = points.get(n)
+            t = (p.telemetry or {}) if p is not None else {}
+            if "sm_mhz" in t and p.samples_ms:
                 mhz[n].append(t["sm_mhz"])
+                cycles.append(p.median_ms * t["sm_mhz"])
                 hit |= bool(t.get("throttled"))
         capped += hit
+        if len(cycles) == 2:
+            per_clock.append(cycles[0] / cycles[1])
     text = " / ".join(f"{statistics.median(v):.0f}" if v else "?" for v in mhz.values())
-    return f"{text}; capped in {capped} of {len(rounds)}"
+    ratio = f"; per clock {statistics.median(per_clock):.3f}" if per_clock else ""
+    return f"{text}; capped in {capped} of {len(rounds)}{ratio}"
 
 
 def main(pass0_path: str, round_paths: list[str]) -> None:
     pass0, rounds = load(pass0_path), [load(p) for p in round_paths]
     chosen = fixed(pass0)
     print("| problem | kernel (fixed in pass 0) | library | rounds' ratios | median (90% interval) | target | verdict "
-          "| SM MHz, library / kernel |")
+          "| SM MHz, library / kernel; the ratio per clock |")
     print("|---|---|---|---|---:|---:|---|---|")
     for op, variant, library, threshold_of in TARGETS:
         by_kernel = {(r.problem, r.kernel): r for r in rows(rounds, library, any_state=True)}
