@@ -49,7 +49,7 @@ def test_the_full_size_problem_verifies_against_the_chunked_reference(cuda, name
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_the_fp8_kernel_verifies_on_the_full_size_problem(cuda, causal):
+def test_flash_fp8_verifies_on_the_full_size_problem(cuda, causal):
     """flash-fp8 over 256 key tiles a block: P requantised to e4m3 on every tile and O rescaled as the maximum grows,
     held to the same tolerance as on the ragged shapes."""
     shape = AttentionShape(1, 16, 16, 16384, 128, causal, dtype=DType.FP8)
@@ -86,7 +86,7 @@ def test_the_hand_kernels_keep_their_running_maximum_at_large_logits(cuda, name)
     check(cuda, CATALOG.get("attention", "cuda", name), shape, inputs, ref)
 
 
-def test_the_fp8_kernel_keeps_its_running_maximum_at_large_logits(cuda):
+def test_flash_fp8_keeps_its_running_maximum_at_large_logits(cuda):
     """Q_scale and K_scale times 4 (the stored bytes unchanged): the logits pass 11 as above. fp8's P is scaled by
     448 before its rounding to e4m3, so that without the running maximum every positive score would saturate it."""
     shape = AttentionShape(1, 4, 2, 300, 128, True, dtype=DType.FP8)
