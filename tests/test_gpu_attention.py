@@ -3,13 +3,13 @@ it declares, on shapes that are multiples of no tile (S of 100, 257, 1000: no mu
 and causal or not, verified against the float64 reference with the output poisoned first (tasks.verify). A library
 that is missing or refuses a problem must say why (Skip); the test then skips with its words. Then the full-size
 problem (S = 16k, the float64 reference in chunks on the device) and large logits, where a softmax without its
-running maximum overflows fp16."""
+running maximum overflows fp16 (and saturates fp8's P, scaled by 448 before its rounding)."""
 
 import math
 
 import pytest
 
-from gpubench.core.dtypes import DType
+from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.ops.attention import AttentionShape
 from gpubench.specs import catalog
 from gpu_verify import check
@@ -48,6 +48,15 @@ def test_the_full_size_problem_verifies_against_the_chunked_reference(cuda, name
     check(cuda, CATALOG.get("attention", "cuda", name), shape, inputs, cuda.reference(shape, inputs))
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_fp8_verifies_on_the_full_size_problem(cuda, causal):
+    """flash-fp8 over 256 key tiles a block: P requantised to e4m3 on every tile and O rescaled as the maximum grows,
+    held to the same tolerance as on the ragged shapes."""
+    shape = AttentionShape(1, 16, 16, 16384, 128, causal, dtype=DType.FP8)
+    inputs = cuda.inputs(shape, seed=3)
+    check(cuda, CATALOG.get("attention", "cuda", "flash-fp8"), shape, inputs, cuda.reference(shape, inputs))
+
+
 FA3 = CATALOG.get("attention", "cuda", "fa3-wgmma")
 
 
@@ -75,3 +84,18 @@ def test_the_hand_kernels_keep_their_running_maximum_at_large_logits(cuda, name)
                             inputs["K"][0].repeat(2, axis=0).astype("float32")) / math.sqrt(128)
     assert float(scores.max()) > 11.1  # the data does reach fp16's overflow
     check(cuda, CATALOG.get("attention", "cuda", name), shape, inputs, ref)
+
+
+def test_flash_fp8_keeps_its_running_maximum_at_large_logits(cuda):
+    """Q_scale and K_scale times 4 (the stored bytes unchanged): the logits pass 11 as above. fp8's P is scaled by
+    448 before its rounding to e4m3, so that without the running maximum every positive score would saturate it."""
+    shape = AttentionShape(1, 4, 2, 300, 128, True, dtype=DType.FP8)
+    inputs = cuda.inputs(shape, seed=5)
+    for scale in ("Q_scale", "K_scale"):
+        inputs[scale] *= 4
+    ref = cuda.reference(shape, inputs)
+    q, k = (cuda.values64(inputs[a], PRECISIONS[DType.FP8].storage) * cuda.scale(inputs, f"{a}_scale")
+            for a in ("Q", "K"))
+    scores = cuda.xp.einsum("hsd,htd->hst", q[0], k[0].repeat(2, axis=0)) / math.sqrt(128)
+    assert float(scores.max()) > 11.1
+    check(cuda, CATALOG.get("attention", "cuda", "flash-fp8"), shape, inputs, ref)

@@ -275,6 +275,17 @@ def test_tensor_core_attention_spills_nothing_and_keeps_its_wgmmas_in_flight(var
             assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (config.label, defines, u)
 
 
+@pytest.mark.parametrize("name", ["flash-mma", "flash-fp8"])
+def test_the_mma_sync_attention_kernels_spill_nothing(name):
+    """Each thread holds its 16 rows' O (HD/2 floats), a tile's scores (32) and Q's fragments through the key loop;
+    flash-fp8 adds the V transpose's words and P's e4m3 packing, in every precision the kernel is built in."""
+    v = CATALOG.get("attention", "cuda", name)
+    for c in v.space.configs:
+        for source, defines, arch, _ in v.builds(c, "sm_90"):
+            for u in nvcc.resource_usage(source, arch, dict(defines)):
+                assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (defines, u)
+
+
 @pytest.mark.parametrize("variant,config", configs_of("grouped-gemm", TC_GROUPED))
 def test_the_grouped_gemm_kernel_spills_nothing_and_keeps_its_wgmmas_in_flight(variant, config):
     """The grouped kernel's slot loop sits inside a walk whose trip count comes from the groups' counts (read on the

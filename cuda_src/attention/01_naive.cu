@@ -47,8 +47,8 @@ attention_naive(const ELEM* __restrict__ Q, const ELEM* __restrict__ K, const EL
     const ELEM* v = V + head_offset(b, kv_head(h, H, H_kv), H_kv, S, D);
     const size_t row = head_offset(b, h, H, S, D) + static_cast<size_t>(i) * D;
     // fp8's dequantisation: the scores carry Q's and K's scales, the output V's (1 where there are none)
-    const float score_scale = (Q_scale ? *Q_scale : 1.f) * (K_scale ? *K_scale : 1.f) * rsqrtf(static_cast<float>(D));
-    const float v_scale = V_scale ? *V_scale : 1.f;
+    const float score_scale = scale_of(Q_scale) * scale_of(K_scale) * rsqrtf(static_cast<float>(D));
+    const float v_scale = scale_of(V_scale);
     const int keys = keys_seen(i, S, causal);
 
     for (int d = threadIdx.x; d < D; d += THREADS) q[d] = to_float(Q[row + d]);

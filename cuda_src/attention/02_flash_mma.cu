@@ -21,7 +21,7 @@
 //
 // Launch: grid (cdiv(S, 64), B·H), 128 threads, (64 + 4·64)·(HD + 8)·2 bytes of dynamic shared memory; D == HD.
 
-#include "attention_common.cuh"
+#include "attention_common.cuh"  // head_offset, kv_head, load_rows and cp.async's commit, wait_groups
 #include "../include/mma_sync.cuh"  // ldmatrix_x4, mma_16816, pack2, smem_addr
 
 #ifndef ELEM
@@ -48,25 +48,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                  : "r"(addr));
 }
 
-// 16 bytes global → shared, or 16 zero bytes where the row is past the end (the source is then not read).
-__device__ __forceinline__ void copy16(void* dst, const void* src, bool inside)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "r"(inside ? 16 : 0));
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void wait_groups() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
 // Rows row0..row0+63 of a head's [S, HD] matrix into a padded shared tile; the whole block copies.
 __device__ __forceinline__ void load_tile(ELEM* tile, const ELEM* head, int row0, int S)
 {
-    constexpr int CHUNKS = HD / 8;  // 16-byte chunks a row
-    for (int c = threadIdx.x; c < 64 * CHUNKS; c += THREADS) {
-        const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-        const bool inside = row0 + r < S;
-        copy16(tile + r * LD + col, head + static_cast<size_t>(inside ? row0 + r : 0) * HD + col, inside);
-    }
+    load_rows<64, HD, LD, THREADS>(tile, head, row0, S);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
