@@ -113,37 +113,7 @@ attention_flash_mma(const ELEM* __restrict__ Q, const ELEM* __restrict__ K, cons
             }
         }
 
-        // The online softmax, rows g (i = 0) and g + 8 (i = 1); a row's 64 scores lie in the 4 threads of a quad.
-        for (int i = 0; i < 2; ++i) {
-            const int row = row_g + 8 * i;
-            float top = -INFINITY;
-            for (int nb = 0; nb < KBLOCKS; ++nb) {
-                for (int c = 0; c < 2; ++c) {
-                    const int key = k0 + nb * 8 + 2 * t + c;
-                    float& x = s[nb][2 * i + c];
-                    x = (key < S && !(causal && key > row)) ? x * scale_log2 : -INFINITY;
-                    top = fmaxf(top, x);
-                }
-            }
-            top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
-            top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
-            const float m_new = fmaxf(m[i], top);  // finite: key 0 is in the first tile of every row
-            const float alpha = exp2f(m[i] - m_new);  // 0 at the first tile (m = −inf)
-            float sum = 0.f;
-            for (int nb = 0; nb < KBLOCKS; ++nb) {
-                for (int c = 0; c < 2; ++c) {
-                    float& x = s[nb][2 * i + c];
-                    x = exp2f(x - m_new);
-                    sum += x;
-                }
-            }
-            l[i] = l[i] * alpha + sum;
-            m[i] = m_new;
-            for (int d = 0; d < DBLOCKS; ++d) {
-                o[d][2 * i] *= alpha;
-                o[d][2 * i + 1] *= alpha;
-            }
-        }
+        online_softmax_tile(s, o, m, l, row_g, k0, t, S, causal, scale_log2);  // attention_common.cuh
 
         // O += P·V: P's fragments straight from S's registers (rounded to the input type), V's by ldmatrix .trans.
         for (int j = 0; j < BC / 16; ++j) {

@@ -1,6 +1,6 @@
 // What the attention kernels share: element conversions for every input type (fp16, bf16, fp8 e4m3), fp8's scales
 // and byte work, the query-head to key/value-head mapping of grouped-query attention, block-wide reductions, and
-// the flash kernels' cp.async tile copy.
+// the flash kernels' cp.async tile copy and their online softmax.
 //
 // Q, O are [B, H, S, D] and K, V [B, H_kv, S, D], each head's S×D rows contiguous (gpubench/ops/attention.py).
 // Query head h reads key/value head h / (H / H_kv): with H_kv = H every head has its own, with H_kv = 1 all share one.
@@ -95,5 +95,49 @@ __device__ __forceinline__ void load_rows(T* tile, const T* head, int row0, int 
         const int r = c / CHUNKS, col = (c % CHUNKS) * PER_CHUNK;
         const bool inside = row0 + r < S;
         copy16(tile + r * LD + col, head + static_cast<size_t>(inside ? row0 + r : 0) * COLS + col, inside);
+    }
+}
+
+// ---- the flash kernels' online softmax ---------------------------------------------------------------------------
+
+// One key tile of the online softmax, for a thread's two query rows g (i = 0) and g + 8 (i = 1) of an mma.sync
+// m16n8 C fragment: s[nb] holds keys k0 + 8·nb + 2t and + 1 of both rows, so a row's scores lie in the four threads
+// of a quad. Scores of keys past S (and, causal, past the row) become −inf; the rest are scaled into the log2
+// domain (scale_log2 = log2(e)/√D, times fp8's Q_scale·K_scale) and exponentiated against the rows' new maxima m,
+// which rescale the partial sums ℓ and the output rows o by exp2(m_old − m_new). s is left holding P.
+template <int KBLOCKS, int DBLOCKS>
+__device__ __forceinline__ void online_softmax_tile(float (&s)[KBLOCKS][4], float (&o)[DBLOCKS][4], float (&m)[2],
+                                                    float (&l)[2], int row_g, int k0, int t, int S, int causal,
+                                                    float scale_log2)
+{
+    for (int i = 0; i < 2; ++i) {
+        const int row = row_g + 8 * i;
+        float top = -INFINITY;
+        for (int nb = 0; nb < KBLOCKS; ++nb) {
+            for (int c = 0; c < 2; ++c) {
+                const int key = k0 + nb * 8 + 2 * t + c;
+                float& x = s[nb][2 * i + c];
+                x = (key < S && !(causal && key > row)) ? x * scale_log2 : -INFINITY;
+                top = fmaxf(top, x);
+            }
+        }
+        top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
+        top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
+        const float m_new = fmaxf(m[i], top);  // finite: key 0 is in the first tile of every row
+        const float alpha = exp2f(m[i] - m_new);  // 0 at the first tile (m = −inf)
+        float sum = 0.f;
+        for (int nb = 0; nb < KBLOCKS; ++nb) {
+            for (int c = 0; c < 2; ++c) {
+                float& x = s[nb][2 * i + c];
+                x = exp2f(x - m_new);
+                sum += x;
+            }
+        }
+        l[i] = l[i] * alpha + sum;
+        m[i] = m_new;
+        for (int d = 0; d < DBLOCKS; ++d) {
+            o[d][2 * i] *= alpha;
+            o[d][2 * i + 1] *= alpha;
+        }
     }
 }
