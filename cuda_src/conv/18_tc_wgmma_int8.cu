@@ -31,23 +31,31 @@
 //    stores: at ResNet-50's layers a tile is only 9-36 slices, so the epilogue is a large share of a shared tile's
 //    time. A slot is read by one warpgroup (its "empty" barrier counts one arrive), which skips its ring cursor over
 //    the other's (RingCursor::seek).
+//  * CLUSTER = 2 (14's clusters, not yet measured here): two blocks with neighbouring pixel tiles and the same filter
+//    tile form a cluster; each loads half of the filter box (BN/2 rows) and multicasts it into both, so the pair
+//    reads 2·BM + BN rows a slice from L2 instead of 2·(BM + BN). Why int8 may want it more than 14 did: at the
+//    same bytes a slice the tensor cores finish a slice in half the time, so L2 has half as long to deliver it, and
+//    at ResNet-50's 28² layer (C = K = 128: one filter tile) each 128-pixel tile re-reads all of w, about half the
+//    layer's L2 traffic. A slot is refilled only once its readers in both blocks have released it (its "empty"
+//    barrier counts the cluster's reading warpgroups; each releases it in both blocks). The cluster's second tile
+//    past M (the pixel tiles odd in number) loads no pixels, only its share of filters, and stores nothing. With
+//    PING the two blocks walk the same tiles, so the same warpgroup of each reads a slot (as gemm/11 does).
 // The rest is 14's (with its u1 d1 q1 loop always on): persistent blocks walking the tiles gridDim apart, filter
 // tiles fastest; one producer thread (its warpgroup stripped to 40 registers by setmaxnreg) keeping an mbarrier ring
 // of STAGES slots full, walking (tap, channel chunk) with a carry; two consumer warpgroups (BM/2 pixels each), the
 // slot, phase and descriptors carried from slice to slice, the next slot's full barrier asked about while this
 // slice's wgmmas run, one slice's wgmmas in flight. While the consumers write a tile out, the producer already loads
-// the next tile's first slices. Not here (14 has them for 16-bit): clusters, SPLIT, three consumers, TMA stores.
+// the next tile's first slices. Not here (14 has them for 16-bit): SPLIT, three consumers, TMA stores.
 //
-// Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's
-// whole tile), BN filters (64 or 128), STAGES, PING (0 or 1). A consumer thread holds WG_M/64·BN/2 ≤ 128 int32
-// accumulators. Launch: a 1-D grid of at most one block per SM; 384 threads; STAGES·(BM + BN)·128 (the ring) +
-// 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers) + 32·BN (the epilogue's bias and scales,
-// two buffers a consumer warpgroup) bytes of dynamic shared memory. Maps: map_x,
-// im2col boxes of BM pixels × 128 channels; map_w, K × R·S·C in boxes of BN × 128. Needs C % 16 == 0 (TMA rows on
-// 16-byte boundaries).
+// Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's whole
+// tile), BN filters (64 or 128), STAGES, PING (0 or 1), CLUSTER (1 or 2). A consumer thread holds WG_M/64·BN/2 ≤ 128
+// int32 accumulators. Launch: a 1-D grid of whole clusters, at most one block per SM; 384 threads; STAGES·(BM + BN)·128
+// (the ring) + 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers) + 32·BN (the epilogue's bias and
+// scales, two buffers a consumer warpgroup) bytes of dynamic shared memory. Maps: map_x, im2col boxes of BM pixels ×
+// 128 channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 128. Needs C % 16 == 0 (TMA rows on 16-byte boundaries).
 
 #include "../include/epilogue.cuh"  // EpilogueArgs, channel_terms, epilogue_value(_int), epilogue_store, epilogue_load
-#include "../include/hopper.cuh"    // wgmma_s8, smem_desc, mbarriers, ring_init, RingCursor, TMA loads
+#include "../include/hopper.cuh"    // wgmma_s8, smem_desc, mbarriers, ring_init, RingCursor, TMA loads, clusters
 
 #ifndef ELEM
 #define ELEM int8_t
@@ -67,6 +75,9 @@
 #ifndef PING
 #define PING 0
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
 
 constexpr int BK = 128;                      // channels a slice: one 128-byte swizzle row of int8
 constexpr int CONSUMERS = 2;
@@ -74,6 +85,7 @@ constexpr int THREADS = 128 * (CONSUMERS + 1);
 // PING = 0: the consumer warpgroups share each tile (BM / 2 pixels each); PING = 1: each takes every other tile whole
 constexpr int WG_M = PING ? BM : BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, its m64 wgmmas a k step
 constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int B_ROWS = BN / CLUSTER;         // the filter rows one block's TMA loads (for the whole cluster)
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;
 constexpr int CLD = BN + 8;                  // a staged row of int32, padded (see the header)
 constexpr int STAGING_BYTES = 64 * CLD * 4;  // one consumer warpgroup's m64 block
@@ -88,8 +100,16 @@ static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warp
 static_assert(BN == 64 || BN == 128, "BN: 64 or 128 filters (one wgmma's N)");
 static_assert(WG_M * BN <= 16384, "a consumer thread holds MI·BN/2 ≤ 128 int32 accumulators");
 static_assert(STAGES >= 2, "a ring of at least two slices");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 blocks sharing the filter tile");
+static_assert(B_ROWS % 8 == 0, "each block's share of the filter box is whole 8-row swizzle atoms");
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+#if CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w, ELEM_OUT* __restrict__ y,
                    const float* __restrict__ bias, const ELEM_OUT* __restrict__ z,
                    const float* __restrict__ channel_scale, float alpha, float beta, float gamma, int N, int C, int H,
@@ -100,36 +120,47 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
     const uint32_t pad_bytes = (1024 - raw % 1024) % 1024;  // 128B swizzle: the ring 1024-byte aligned
     const uint32_t ring_addr = raw + pad_bytes, bars = ring_addr + RING_BYTES + CONSUMERS * STAGING_BYTES;
     auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its slice"
-    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "both consumer warpgroups are done with it"
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "the cluster's readers are done with it"
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int P = OH * OW, M = N * P;
-    const int tiles_n = (K + BN - 1) / BN, tiles = (M + BM - 1) / BM * tiles_n;
-    auto origin = [&](int g, int& m0, int& n0) { m0 = (g / tiles_n) * BM, n0 = (g % tiles_n) * BN; };
+    // Groups of CLUSTER neighbouring pixel tiles and one filter tile (filter tiles fastest), one tile a block of the
+    // cluster (a tile wholly past M where the pixel tiles are odd in number); clusters walk them gridDim/CLUSTER apart.
+    // (Written out as 14's walk: tile_walk.cuh's, whose indices are signed, changed the CLUSTER = 1 code.)
+    const int tiles_n = (K + BN - 1) / BN, groups = ((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER * tiles_n;
+    const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
+    auto origin = [&](int g, int& m0, int& n0) {
+        m0 = ((g / tiles_n) * CLUSTER + rank) * BM, n0 = (g % tiles_n) * BN;
+    };
     const int cslices = (C + BK - 1) / BK, slices = R * S * cslices;
 
-    ring_init<STAGES, 1>(bars, PING ? 1 : CONSUMERS);  // empty: the one or two warpgroups reading a slot
+    // empty: the one or two warpgroups reading a slot, in every block of the cluster (each multicasts into it)
+    ring_init<STAGES, CLUSTER>(bars, (PING ? 1 : CONSUMERS) * CLUSTER);
 
     if (warp >= 4 * CONSUMERS) {  // ---- the producer: one thread issues two TMA copies a slice ----------------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         if (warp == 4 * CONSUMERS && lane == 0) {
             tma_acquire(map_x);
             tma_acquire(map_w);
+            const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;  // B's share multicast into every block
             RingSlot<STAGES> ring;
-            for (int g = blockIdx.x; g < tiles; g += gridDim.x) {
+            for (int g = blockIdx.x / CLUSTER; g < groups; g += gridDim.x / CLUSTER) {
                 int m0, n0;
                 origin(g, m0, n0);
-                // The input pixel under the tile's first output pixel at tap (0, 0); the map walks on from there.
+                // The input pixel under the tile's first output pixel at tap (0, 0); the map walks on from there. A
+                // tile wholly past M (a cluster's second at the end) loads no pixels, only its share of filters.
                 const int img = m0 / P, p = m0 % P;
                 const int w0 = (p % OW) * stride - pad, h0 = (p / OW) * stride - pad;
+                const bool pixels = CLUSTER == 1 || m0 < M;
                 // Slice t: channels c0.. of tap (r, col), walked: channel chunks, then the taps of a row, then rows.
                 int c0 = 0, r = 0, col = 0;
                 for (int t = 0; t < slices; ++t) {
                     const int s = ring.slot;
                     mbar_sleep(empty(s), ring.phase ^ 1);  // released (a fresh barrier passes)
-                    mbar_expect_bytes(full(s), STAGE_BYTES);
+                    mbar_expect_bytes(full(s), (pixels ? A_BYTES : 0) + B_BYTES);  // all of B, half from the peer
                     const uint32_t a = ring_addr + s * STAGE_BYTES;
-                    tma_load_im2col_4d(a, map_x, c0, w0, h0, img, col, r, full(s));
-                    tma_load_2d(a + A_BYTES, map_w, (r * S + col) * C + c0, n0, full(s));
+                    if (pixels) tma_load_im2col_4d(a, map_x, c0, w0, h0, img, col, r, full(s));
+                    tma_load_2d(a + A_BYTES + rank * B_ROWS * BK, map_w, (r * S + col) * C + c0,
+                                n0 + rank * B_ROWS, full(s), mask);
                     ring.advance();
                     c0 += BK;
                     if (c0 >= C) {
@@ -139,6 +170,8 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 }
             }
         }
+        // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
+        if (CLUSTER > 1) cluster_sync();
         return;
     }
 
@@ -164,9 +197,10 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                                                                     smem_desc(ring_addr + A_BYTES));
     bool ready = false;  // slot ring.slot's data seen to have come (asked while the slice before ran)
     int held = 0;        // the slot whose wgmmas may still be in flight
-    // j: the block's j-th tile, all of them (PING = 0) or every other one (PING = 1, see the header)
-    for (int j = PING ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += 1 + PING) {
-        const int g = blockIdx.x + j * gridDim.x;
+    // j: the block's j-th tile, all of them (PING = 0) or every other one (PING = 1, see the header). With CLUSTER,
+    // the cluster's blocks walk the same groups, so warpgroup wg of each reads the slots its peers multicast into.
+    for (int j = PING ? wg : 0; blockIdx.x / CLUSTER + j * (gridDim.x / CLUSTER) < groups; j += 1 + PING) {
+        const int g = blockIdx.x / CLUSTER + j * (gridDim.x / CLUSTER);
         int m0, n0;
         origin(g, m0, n0);
         if (PING) ring.seek(j * slices), ready = false;  // the tile's first slice, counted as the producer counts
@@ -189,7 +223,7 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             wgmma_commit();
             ready = mbar_test(full(ring.slot), ring.phase);
             wgmma_wait<1>();                                // the slice before's wgmmas are done ...
-            if (t > 0 && leader) mbar_arrive(empty(held));  // ... so its slot may be refilled
+            if (t > 0 && leader) mbar_arrive_each_block<CLUSTER>(empty(held));  // ... so its slot may be refilled
             held = s;
             if (t == 0) {  // under the first slice's wgmmas: the tile's bias and scales, its residual rows into L2
                 const int c = tid % 128, k = n0 + c;
@@ -207,10 +241,10 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 }
             }
         }
-        if (PING && blockIdx.x + (j + 1) * gridDim.x < tiles)
+        if (PING && blockIdx.x / CLUSTER + (j + 1) * (gridDim.x / CLUSTER) < groups)
             named_arrive(PING_BARRIER + 1 - wg, 256);  // the other warpgroup's turn
         wgmma_hold<0>(acc);
-        if (leader) mbar_arrive(empty(held));
+        if (leader) mbar_arrive_each_block<CLUSTER>(empty(held));
 
         // ---- epilogue: each m64 block through this warpgroup's staging, then out in 16-byte chunks of a row
 #pragma unroll
@@ -272,4 +306,5 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             }
         }
     }
+    if (CLUSTER > 1) cluster_sync();  // (as the producer's: no block leaves while its peer may write into it)
 }
