@@ -123,6 +123,10 @@ def test_stability_runs_the_suite_three_times_and_saves_one_run(tmp_path):
     assert shown.exit_code == 0 and "A/A per point" in shown.output
     compared = CliRunner().invoke(cli, ["compare", str(out), str(out)])
     assert compared.exit_code == 0 and "2 of 2 intervals from the spread between worker processes" in compared.output
+    assert f"--thresholds {out}" in r.output  # how to gate by its classes' thresholds
+    gated = CliRunner().invoke(cli, ["compare", str(kept / "run-01.json"), str(kept / "run-02.json"),
+                                     "--thresholds", str(out), "--format", "json"])
+    assert gated.exit_code == 0 and '"thresholds_by_duration"' in gated.output, gated.output
 
 
 def test_stability_without_backend_takes_the_default_backend_as_run_does(tmp_path, monkeypatch):

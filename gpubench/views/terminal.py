@@ -219,6 +219,9 @@ def stability_outcome(outcome) -> None:
     else:
         err.print(escape(f"saved the stability run ({plural(runs, 'run')}) to {outcome.path}"
                          + (f"; each run's own file is under {outcome.runs_dir}" if outcome.runs_dir else "")))
+        if runs >= 2:
+            err.print(escape(f"to judge each duration class by its suggested threshold: gpubench compare BASE NEW "
+                             f"--thresholds {outcome.path}"), soft_wrap=True)  # a command to copy: one line
 
 
 def point_label_of(p) -> str:
