@@ -94,7 +94,7 @@ class Change:
     verdict: Verdict
     mode_flip: bool = False  # slower or faster by the interval, inconclusive as the modes' shares changing (above)
     between: bool = False  # the interval is the bootstrap's over processes (both runs measured it in K ≥ 2 of them)
-    threshold: float | None = None  # the threshold its verdict used, where its duration class has one of its own
+    threshold: float = 0.05  # the threshold its verdict used: the report's, or its duration class's own
 
     @property
     def clock_change(self) -> tuple[float, float] | None:
@@ -287,17 +287,16 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05,
     family_alpha = alpha / max(1, len(pairs))  # Bonferroni: every interval at 1 − alpha/m
     for b, n in pairs:
         between = len(b.processes) >= 2 and len(n.processes) >= 2
-        own = report.threshold_of(b) if report.by_duration else None
-        t = own or threshold
+        t = report.threshold_of(b)
         if list(b.samples_ms) == list(n.samples_ms):  # one measurement on both sides (a run against itself): no
-            report.changes.append(Change(b, n, 1.0, 1.0, 1.0, Verdict.SAME, between=between, threshold=own))
+            report.changes.append(Change(b, n, 1.0, 1.0, 1.0, Verdict.SAME, between=between, threshold=t))
             continue
         est, low, high = (hierarchical.ratio_interval(b.process_samples, n.process_samples, family_alpha) if between
                           else ratio_interval(b.samples_ms, n.samples_ms, family_alpha))
         v = verdict(low, high, t)
         flip = v in (Verdict.SLOWER, Verdict.FASTER) and shares_a_mode(b, n, t)
         report.changes.append(Change(b, n, est, low, high, Verdict.INCONCLUSIVE if flip else v, mode_flip=flip,
-                                     between=between, threshold=own))
+                                     between=between, threshold=t))
     report.changes.sort(key=lambda c: (ORDER.index(c.verdict), -abs(math.log(c.ratio))))
     return report
 

@@ -68,7 +68,7 @@ def mode_notes(report: Report) -> list[str]:
         if c.mode_flip:
             was = Verdict.SLOWER if c.ratio > 1 else Verdict.FASTER
             lines.append(f"inconclusive, not {was}: {c.label}: {_two_modes(c)}; the runs share a time within "
-                         f"{report.threshold:.0%}, so the medians differ by how many samples each mode held, which "
+                         f"{c.threshold:.0%}, so the medians differ by how many samples each mode held, which "
                          "another run of the same code can change")
         elif c.verdict in (Verdict.SLOWER, Verdict.FASTER) and (c.base.modes or c.new.modes):
             lines.append(f"{c.verdict} with two modes: {c.label}: {_two_modes(c)}; the runs share no mode, so "
