@@ -148,3 +148,18 @@ def test_a_caption_of_several_lines_keeps_its_lines():
 
     html = table_html(Table("t", ["a"], caption="‡ marks two modes\n‡ gemm tiled 2048: two modes: 7.6 and 9 ms"))
     assert "‡ marks two modes<br>‡ gemm tiled 2048" in html
+
+
+def test_an_x_of_zero_is_drawn_on_a_linear_axis_inside_the_frame():
+    """A declared op's last dim can be 0 (a flag such as causal), which no log axis holds."""
+    from gpubench.views.svg import Chart, Series
+
+    chart = Chart("t", "causal", "GFLOPS", series=[Series("a", "a", [(0, 100.0), (1, 200.0)])])
+    xs = [float(x) for x in re.findall(r'<circle cx="([-\d.]+)"', chart.to_svg())]
+    assert len(xs) == 2 and 0 < xs[0] < xs[1]
+
+
+def test_the_saved_declared_attention_run_renders():
+    run = load(REPO / "results" / "nvidia-h200" / "example-attention.json.gz")
+    html = report.render([("example-attention.json.gz", run)])
+    assert marks(html) > 0 and "<svg" in html

@@ -50,7 +50,7 @@ class Chart:
     y_label: str
     series: list[Series] = field(default_factory=list)
     ceilings: list[tuple[str, list[tuple[float, float]]]] = field(default_factory=list)  # (label, polyline)
-    x_log: bool = True  # False: a linear x (a history's run number)
+    x_log: bool = True  # False: a linear x (a history's run number); drawn linear too where an x is not positive
     marks: list[tuple[float, str]] = field(default_factory=list)  # vertical rules at these x, labelled
 
     def _bounds(self):
@@ -65,13 +65,15 @@ class Chart:
 
     def to_svg(self) -> str:
         (x0, x1), (y0, y1) = self._bounds()
-        if not self.x_log:
-            x0, x1 = 0.5, max(x1 / 1.3, 1.0) + 0.5
+        xs = [x for s in self.series for x, _ in s.points] + [x for _, line in self.ceilings for x, _ in line]
+        x_log = self.x_log and all(x > 0 for x in xs)  # a declared op's last dim may be 0 (a flag): no log of it
+        if not x_log:
+            x0, x1 = min(min(xs, default=1), 1) - 0.5, max(x1 / 1.3, 1.0) + 0.5
         top, right, bottom, left = MARGIN
         w, h = WIDTH - left - right, HEIGHT - top - bottom
 
         def px(x):
-            if not self.x_log:
+            if not x_log:
                 return left + w * (x - x0) / (x1 - x0)
             return left + w * (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
 
@@ -82,7 +84,8 @@ class Chart:
                f'xmlns="http://www.w3.org/2000/svg">',
                f'<text x="{left}" y="18" class="title">{escape(self.title)}</text>',
                f'<rect x="{left}" y="{top}" width="{w}" height="{h}" class="frame"/>']
-        x_ticks = _log_ticks(x0, x1) if self.x_log else list(range(1, int(x1) + 1, max(1, int(x1) // 10)))
+        x_ticks = (_log_ticks(x0, x1) if x_log
+                   else list(range(math.ceil(x0), int(x1) + 1, max(1, int(x1 - x0) // 10))))
         for v in x_ticks:
             out.append(f'<line x1="{px(v):.1f}" x2="{px(v):.1f}" y1="{top}" y2="{top + h}" class="grid"/>'
                        f'<text x="{px(v):.1f}" y="{top + h + 14}" class="tick" text-anchor="middle">{_fmt(v)}</text>')
