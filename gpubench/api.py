@@ -372,9 +372,7 @@ def compare(base: Run | str | Path, new: Run | str | Path, *, threshold: float =
     threshold, alpha = plan.compare_settings(threshold, alpha)
     runs = [r if isinstance(r, Run) else load(r) for r in (base, new)]
     names = [str(r) if not isinstance(r, Run) else what for r, what in ((base, "base"), (new, "new"))]
-    by_duration = None
-    if thresholds is not None:
-        by_duration = stability.suggested_thresholds(thresholds if isinstance(thresholds, Run) else load(thresholds))
+    by_duration = stability.suggested_thresholds(thresholds) if thresholds is not None else None
     report = comparing.compare(runs[0], runs[1], threshold, alpha, by_duration)
     comparing.check(report, False, names[0], names[1], (runs[0], runs[1]), allow_partial)
     return report

@@ -20,11 +20,12 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 from itertools import combinations
+from pathlib import Path
 
 from gpubench.analysis.compare import Verdict, compare, point_label
 from gpubench.core.errors import GpubenchError
 from gpubench.measure.stability import ClassRuns, Duration, PointRuns, classes
-from gpubench.results import Point, Run, RunStatus, Status
+from gpubench.results import Point, Run, RunStatus, Status, load
 from gpubench.results.pooled import pooled
 
 KEY = "stability"  # the settings key that marks a stability run: {suite, runs, asked, threshold, alpha, wall_s}
@@ -121,7 +122,7 @@ def analyse(run: Run, threshold: float | None = None, alpha: float | None = None
                            classes(points, threshold, alpha))
 
 
-def suggested_thresholds(run: Run) -> dict[Duration, float]:
-    """A stability run's suggested threshold of each duration class it measured: what `gpubench compare
-    --thresholds` judges those classes' points by (GpubenchError, one line, for a run that is not one)."""
-    return {c.duration: c.suggested for c in analyse(run).classes}
+def suggested_thresholds(run: Run | str | Path) -> dict[Duration, float]:
+    """A stability run's (or its file's) suggested threshold of each duration class it measured: what `gpubench
+    compare --thresholds` judges those classes' points by (GpubenchError, one line, for a run that is not one)."""
+    return {c.duration: c.suggested for c in analyse(run if isinstance(run, Run) else load(run)).classes}

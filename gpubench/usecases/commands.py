@@ -196,7 +196,7 @@ def compare_runs(base: str, new: str, threshold: float, alpha: float, strict_env
     from gpubench.analysis import compare, kernel_times, stability
 
     threshold, alpha = plan.compare_settings(threshold, alpha)
-    by_duration = stability.suggested_thresholds(results.load(thresholds)) if thresholds else None
+    by_duration = stability.suggested_thresholds(thresholds) if thresholds else None
     base_run, new_run = results.load(base), results.load(new)
     clock = CompareClock(clock)
     if clock == CompareClock.KERNEL:
