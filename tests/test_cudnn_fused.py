@@ -44,9 +44,13 @@ class FakeGraph:
     refuse = None
     refuse_reordered = None  # validate() raises this where a tensor is declared reordered (an H200's cuDNN did)
     engines = ("eng7_k2=1", "eng0", "eng7_k2=1", "eng31")  # a name twice: built once
+    # Each plan's notes, numerical and behavioural alike; the engine appended past the heuristics' list (eng12)
+    # rounds its inputs to TF32, as an H200's cuDNN had a plan do in an fp32 graph
+    notes = {"eng12": ("TENSOR_CORE",)}
 
     def __init__(self, **kw):
         self.kw, self.ops, self.tensors, self.calls = kw, [], [], []
+        self.plans, self.barred = [], set()
 
     def tensor(self, **kw):
         t = FakeTensor(self.ops, **kw)
@@ -77,14 +81,21 @@ class FakeGraph:
     def build_operation_graph(self):
         pass
 
+    def _deselect(self, notes):
+        """As plans.h filter_*_notes: only the plans held now are marked."""
+        self.barred |= {i for i, name in enumerate(self.plans) if set(self.notes.get(name, ())) & set(notes)}
+
     def deselect_behavior_notes(self, notes):
         self.calls.append(("deselect_behavior_notes", tuple(notes)))
+        self._deselect(notes)
 
     def deselect_numeric_notes(self, notes):
         self.calls.append(("deselect_numeric_notes", tuple(notes)))
+        self._deselect(notes)
 
     def create_execution_plans(self, modes):
-        self.plans = list(self.engines)
+        if modes == ["A"]:  # FALLBACK adds nothing new here
+            self.plans += list(self.engines)
 
     def get_execution_plan_count(self):
         return len(self.plans)
@@ -105,6 +116,8 @@ class FakeGraph:
         return self.plans[i]
 
     def build_plan_at_index(self, i):
+        if i in self.barred:
+            raise RuntimeError("[cudnn_frontend] Error: Deselecting execution plan at position " + str(i))
         if self.plans[i] == "eng31":
             raise RuntimeError("eng31 declined")
 
@@ -188,6 +201,15 @@ def test_each_precision_keeps_its_own_arithmetic(frontend):
         frontend[1].calls  # fp32: no TF32, no inputs converted down, no narrower sums
     FusedConvGraph(problem(DType.BF16, ConvLayout.NHWC))
     assert ("deselect_numeric_notes", ("REDUCED_PRECISION_REDUCTION",)) in frontend[2].calls
+
+
+def test_note_filters_reach_the_engines_appended_past_the_heuristics(frontend):
+    """The backend marks only the plans it holds when a filter is set: an fp32 graph must not keep the TF32 engine
+    appended after the heuristics' list, while a 16-bit graph, which allows tensor cores, keeps it."""
+    fp32 = FusedConvGraph(problem(DType.FP32, ConvLayout.NHWC))
+    assert "eng12" not in [p.engine for p in fp32.plans] and fp32.plans
+    fp16 = FusedConvGraph(problem(DType.FP16, ConvLayout.NHWC))
+    assert "eng12" in [p.engine for p in fp16.plans]
 
 
 def test_factors_other_than_one_get_their_nodes():

@@ -315,6 +315,11 @@ class FusedConvGraph:
         m = cudnn._pybind_module
         try:
             self._g, self.uids = build(cudnn, self.spec, problem, self._h.backend_handle)
+            refused = self._offer_plans(m)
+            if not self._g.get_execution_plan_count():
+                raise refused or RuntimeError("no engine offers a plan")
+            # Only now: the backend's note filters mark the plans it holds when called (plans.h
+            # filter_*_notes), so a filter set before the plans exist, or before an engine is appended, misses them
             left_out = reorder_notes_left_out(problem, self.spec)
             if left_out:  # plans that want arrays reordered which are given as they lie
                 self._g.deselect_behavior_notes([getattr(m.behavior_note, note) for note in left_out])
@@ -322,14 +327,6 @@ class FusedConvGraph:
                 self._g.deselect_numeric_notes([getattr(m.numerical_note, note) for note in FP32_NOTES])
             if problem.io_type in ("HALF", "BFLOAT16"):  # sums kept in the 16-bit type: not fp32 accumulation
                 self._g.deselect_numeric_notes([m.numerical_note.REDUCED_PRECISION_REDUCTION])
-            self._g.create_execution_plans([m.heur_mode.A, m.heur_mode.FALLBACK])
-            listed = {self._g.get_engine_and_knobs_at_index(i)[0] for i in range(self._g.get_execution_plan_count())}
-            for engine_id in range(int(self._g.get_engine_count())):
-                if engine_id not in listed:
-                    try:
-                        self._g.create_execution_plan(engine_id, {})
-                    except Exception:  # noqa: BLE001 - the engine does not take this graph
-                        pass
         except Exception as exc:  # noqa: BLE001 - cuDNN's refusal, whatever it raised
             raise CudnnNotSupported(f"cuDNN cannot build the graph {problem.text()}: {_one_line(exc)}"
                                     f"{left_out_text(problem, self.spec)}") from None
@@ -354,6 +351,25 @@ class FusedConvGraph:
         self.heuristic = self.plans[0]
         self._workspaces: dict[int, object] = {}
         self._bound: dict[str, int] = {}
+
+    def _offer_plans(self, m) -> Exception | None:
+        """Every plan cuDNN offers, ranked as it ranks them: heuristic mode A, then FALLBACK (each asked on its
+        own, so that one mode's refusal leaves the other's plans), then every engine neither listed, at its default
+        knobs. Returns the first refusal, for the message where nothing at all is offered."""
+        refused = None
+        for mode in (m.heur_mode.A, m.heur_mode.FALLBACK):
+            try:
+                self._g.create_execution_plans([mode])
+            except Exception as exc:  # noqa: BLE001 - no engine config from this mode
+                refused = refused or exc
+        listed = {self._g.get_engine_and_knobs_at_index(i)[0] for i in range(self._g.get_execution_plan_count())}
+        for engine_id in range(int(self._g.get_engine_count())):
+            if engine_id not in listed:
+                try:
+                    self._g.create_execution_plan(engine_id, {})
+                except Exception:  # noqa: BLE001 - the engine does not take this graph
+                    pass
+        return refused
 
     def filters(self, w):
         """The filters as the graph reads them: w itself, or for int8 in NCHW_VECT_C a new array of w reordered by
