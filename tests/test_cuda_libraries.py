@@ -144,7 +144,7 @@ def test_a_second_run_reuses_the_first_runs_choice_without_searching(tmp_path):
             plan.engine, plan.tensor_cores, plan.workspace_bytes = f"eng{plan.index}", False, 0
         graph.heuristic = graph.plans[0]
         backend = SimpleNamespace(clock=Clock(graph), _cudnn={shape: graph}, plan_cache=PlanCache(cache_path),
-                                  _far_slow={},
+                                  _far_slow={}, plan_searches=0,
                                   cp=SimpleNamespace(cuda=SimpleNamespace(memory=SimpleNamespace(
                                       OutOfMemoryError=MemoryError))))
         backend._screened_out = lambda run, fastest: Libraries._screened_out(backend, run, fastest)
@@ -152,14 +152,19 @@ def test_a_second_run_reuses_the_first_runs_choice_without_searching(tmp_path):
         return backend, graph
 
     first, searched = backend_with([0.5, 0.2, 0.4])
+    assert Libraries.plan_search_due(first, variant, shape)
     prepared = Libraries.prepare_cudnn(first, variant, None, shape, {"x": None, "w": None}, None)
     assert prepared.details.engine == "eng1" and prepared.details.engine_kept is None and sum(searched.calls) > 3
+    assert first.plan_searches == 1  # counted: the process that searched is not timed in (tasks.first_calls)
 
     second, kept = backend_with([0.5, 0.2, 0.4])
     prepared = Libraries.prepare_cudnn(second, variant, None, shape, {"x": None, "w": None}, None)
     assert prepared.details.engine == "eng1" and prepared.details.engine_kept == str(cache_path)
     assert sum(kept.calls) == 0  # nothing timed: the choice came from the first run
+    assert second.plan_searches == 0 and not Libraries.plan_search_due(second, variant, shape)
 
     cache_path.unlink()  # the way to a fresh search
+    heuristic = SimpleNamespace(code=SimpleNamespace(runner=CudnnRunner(plans=PlanPolicy.HEURISTIC)))
+    assert not Libraries.plan_search_due(backend_with([0.1])[0], heuristic, shape)  # cuDNN's first choice: no search
     third, again = backend_with([0.1, 0.2, 0.4])
     assert Libraries.prepare_cudnn(third, variant, None, shape, {"x": None, "w": None}, None).details.engine == "eng0"

@@ -44,6 +44,23 @@ class Flaky(CpuBackend):
         return not self.sick
 
 
+class Searching(Flaky):
+    """A backend whose every point searches a library's plans where `due` (as cuDNN's `cudnn` does where no choice
+    is kept), counting the searches in prepare."""
+
+    def __init__(self, due=True, **kw):
+        super().__init__(**kw)
+        self.due, self.plan_searches = due, 0
+
+    def plan_search_due(self, variant, shape):
+        return self.due
+
+    def prepare(self, variant, config, shape, inputs):
+        prepared = super().prepare(variant, config, shape, inputs)
+        self.plan_searches += 1
+        return prepared
+
+
 def test_events_say_what_runs_and_what_finished():
     events = list(run_task(CpuBackend(), task(GemmShape(20, 30, 40))))
     assert [type(e) for e in events] == [Begin, Begin, Finished]
@@ -82,7 +99,7 @@ def test_whatever_a_users_function_raises_is_the_points_error_and_the_next_point
     from gpubench.execution.tasks import first_call
 
     shapes = task(conv_shape(20, 2), ("sliding", "im2col"), op="conv")
-    assert [type(e) for e in first_call(Flaky(raise_in="sliding", error=error), shapes)] == [Begin, Begin]
+    assert [type(e) for e in first_call(Searching(raise_in="sliding", error=error), shapes)] == [Begin, Begin]
     points = [e.point for e in run_task(Flaky(raise_in="sliding", error=error), shapes) if isinstance(e, Finished)]
     assert [(p.variant, p.status) for p in points] == [("sliding", "error"), ("im2col", "ok")]
     assert points[0].reason == reason and points[0].reason.encode()
@@ -199,3 +216,25 @@ def test_the_first_call_of_each_python_variant_configuration_precision_and_layou
     after = with_first_calls(work, made, done)
     assert after[0].points[1].note.first_call_ms == 1234.5 and [p.index for p in after[0].points] == [0, 1]
     assert after[1:] == work[1:]
+
+
+def test_a_plan_search_is_made_before_the_sweep_and_says_it_searched_and_a_kept_choice_costs_nothing():
+    from gpubench.execution.messages import Made
+    from gpubench.execution.tasks import first_call
+
+    shapes = task(conv_shape(20, 2), ("sliding",), op="conv")
+    assert list(first_call(Searching(), shapes)) == [Begin(SETUP), Begin(0), Made(0, None, True)]
+    assert list(first_call(Searching(due=False), shapes)) == []  # no inputs made, nothing prepared
+
+
+def test_every_point_of_a_variant_that_searches_cudnns_plans_is_prepared_before_the_sweep():
+    from gpubench.execution.tasks import first_calls
+
+    builtin = catalog.Catalog(catalog.builtin())
+    cudnn, heuristic = (builtin.get("conv", "cuda", name) for name in ("cudnn", "cudnn-heuristic"))
+    work = [ShapeTask("s", conv_shape(size, 2), 0, (PointTask(0, heuristic, heuristic.space.configs[0], TimingPolicy()),
+                                                   PointTask(1, cudnn, cudnn.space.configs[0], TimingPolicy())))
+            for size in (32, 64)]
+    firsts = first_calls(work)
+    assert [(t.shape, t.points[0].variant.name) for t in firsts] == [(w.shape, "cudnn") for w in work]
+

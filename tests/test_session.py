@@ -204,16 +204,3 @@ def test_the_kernels_compile_while_the_worker_starts(monkeypatch):
     compiling.clear()
     assert session.start_while_compiling(type("Plain", (), {"start": lambda self: {}})(), request) == {}
     assert arches == ["sm_90"]
-
-
-def test_the_cold_probes_switch_starts_the_worker_only_once_the_kernels_are_compiled(monkeypatch):
-    from gpubench.execution.sweep import Sweep
-
-    events = []
-    monkeypatch.setattr(session, "precompile", lambda work, arch: events.append(("compiled", arch)) or 0)
-    monkeypatch.setattr(session.telemetry, "one_arch", lambda: "sm_90")
-    monkeypatch.setenv(session.COMPILE_FIRST, "1")
-    request = session.RunRequest(sweeps=[Sweep("t", "gemm", [TMA], [GemmShape(512, 512, 512)], (), FAST)], label="t")
-    worker = type("Recording", (), {"start": lambda self: events.append(("started",)) or {"arch": "sm_90"}})()
-    assert session.start_while_compiling(worker, request) == {"arch": "sm_90"}
-    assert events == [("compiled", "sm_90"), ("started",)]

@@ -155,3 +155,24 @@ def test_a_broken_backend_is_replaced_and_the_rest_of_the_task_runs(variants):
     assert [i.kind for i in worker.incidents] == ["broken"] and "illegal memory" in worker.incidents[0].detail
     second = worker.sent[-1].task  # the task sent to the fresh worker holds only what was not done
     assert [x.index for x in second.points] == [2]
+
+
+class SearchingWorker(Worker):
+    """A worker whose first calls report a plan search, as a Made(searched=True) from cuDNN's does."""
+
+    def _follow(self, task, on_point, made=None):
+        done = super()._follow(task, on_point, made)
+        self.searched = made is not None
+        return done
+
+
+def test_a_process_that_searched_plans_is_ended_and_the_sweep_is_timed_in_a_fresh_one(variants):
+    got: list[Point] = []
+    with SearchingWorker(WorkerOptions("cpu", timeout_s=30.0)) as worker:
+        worker.start()
+        searched_in = worker.process.pid
+        worker.first_calls([shape_task(variants, ["good"])], got.append)
+        assert worker.process is None and worker.renewals == 1  # ended once the first calls were made
+        worker.run(shape_task(variants, ["good"]), got.append)
+        assert worker.process.pid != searched_in and worker.restarts == 0  # a fresh process, not a fault's restart
+    assert [(p.variant, p.status) for p in got] == [("good", "ok")]

@@ -130,6 +130,14 @@ class Backend(Protocol):
     def healthy(self) -> bool:
         """Whether this process can go on after a point raised."""
 
+    def plan_search_due(self, variant, shape: Shape) -> bool:
+        """Whether preparing the point would search a library's plans (the CUDA backend's cuDNN search, whose
+        choice is kept between runs: backends/cuda/plan_cache.py); False where nothing is searched."""
+
+    @property
+    def plan_searches(self) -> int:
+        """How many plan searches this process has run (a process that ran one is not timed in: tasks.first_call)."""
+
 
 class ArrayBackend:
     """What the NumPy and CuPy backends share: random inputs and float64 references through one array module.
@@ -144,6 +152,10 @@ class ArrayBackend:
 
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
     telemetry = NoTelemetry()
+    plan_searches = 0  # no library here searches plans (the CUDA backend counts cuDNN's: libraries.py)
+
+    def plan_search_due(self, variant, shape) -> bool:
+        return False
 
     def energy(self, run, flush: bool, flops: float, timing=None) -> dict | None:
         """Joules per call, where the hardware reports energy (the CUDA backend, through NVML)."""

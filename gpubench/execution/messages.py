@@ -124,10 +124,12 @@ class Broken:
 
 @dataclass(frozen=True)
 class Made:
-    """A first call made, in this many milliseconds."""
+    """A first call made, in this many milliseconds (None: not a Python variant's), and whether it searched a
+    library's plans (the process is then not timed in: Worker.first_calls)."""
 
     index: int
-    ms: float
+    ms: float | None
+    searched: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from gpubench.core.dtypes import PRECISIONS
 from gpubench import ops
 from gpubench.ops.base import Shape
 from gpubench.measure.timing import TimingPolicy, measure, summarize
+from gpubench.specs.runners import PlanPolicy
 from gpubench.specs.variant import Config, Variant
 
 PART_POLICY_REPS = 10  # sub-steps (im2col's unfold, a Winograd filter transform) are timed with fewer repetitions
@@ -173,26 +174,37 @@ def run_point(backend, shape, point: PointTask, inputs, ref, queue: EnergyQueue 
 
 
 def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
-    """The first point of each Python variant, configuration, precision and layout in the sweep's order (what a
-    Triton kernel is compiled anew for, besides the sizes), each as a task of its own: where the worker makes a
-    Python variant's first call (Triton's JIT, a RawKernel's compile) before any point runs (first_call)."""
+    """What the worker prepares before any point is timed, each point as a task of its own:
+    - the first point of each Python variant, configuration, precision and layout in the sweep's order (what a
+      Triton kernel is compiled anew for, besides the sizes): its first call (Triton's JIT, a RawKernel's compile);
+    - every point of a library variant that searches its plans (cuDNN's `cudnn`): where the backend keeps no choice
+      for it, the search runs here and the choice is kept (backends/cuda/plan_cache.py).
+    A process that searched is not timed in (Worker.first_calls): on an H200 every kernel launched after cuDNN's
+    plan search cost about 0.35 µs more on the GPU, for the rest of the process (docs/measuring/preheat.md)."""
     seen, out = set(), []
     for task in work:
         for p in task.points:
+            runner = p.variant.code.runner
             key = (p.variant.name, p.config.label, task.shape.dtype, task.shape.layout, task.shape.fused.epilogue)
-            if p.variant.code.runner.FUNCTION and key not in seen:
+            if runner.FUNCTION and key not in seen:
                 seen.add(key)
+                out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))
+            elif getattr(runner, "plans", None) == PlanPolicy.BEST:
                 out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))
     return out
 
 
 def first_call(backend, task: ShapeTask) -> Iterator[Event]:
-    """The task's one point prepared on its own inputs and released: a Python variant's first call made. Yields
-    run_task's events (Begin, Finished, Broken) and Made for a call made, or Rejected for code that does not
+    """The task's one point prepared on its own inputs and released: a Python variant's first call made, or a
+    library's plans searched (nothing at all where the backend keeps a choice for the point: plan_search_due).
+    Yields run_task's events (Begin, Finished, Broken) and Made for a call made, or Rejected for code that does not
     compile (CompileError). A first call that faults recorded the point (its error) and
     leaves the backend unusable, as in run_task; anything else it raises is left to the point, which meets it
     again when it runs and records it as it always does."""
     point = task.points[0]
+    if not point.variant.code.runner.FUNCTION and not backend.plan_search_due(point.variant, task.shape):
+        return
+    searches = getattr(backend, "plan_searches", 0)
     yield Begin(SETUP)
     try:
         inputs = backend.inputs(task.shape, task.seed)
@@ -215,7 +227,7 @@ def first_call(backend, task: ShapeTask) -> Iterator[Event]:
     finally:
         del inputs
         backend.collect()
-    yield Made(point.index, prepared.details.first_call_ms)
+    yield Made(point.index, prepared.details.first_call_ms, getattr(backend, "plan_searches", 0) != searches)
 
 
 def with_first_calls(work: list[ShapeTask], made: dict[tuple, float], done: set[tuple]) -> list[ShapeTask]:

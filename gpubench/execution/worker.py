@@ -190,6 +190,8 @@ class Worker:
         self.starts = 0
         self.stopped = False  # the run was stopped (stop()): no process is started again
         self.provisional: dict[int, Point] = {}  # the running task's points finished but for their energy
+        self.searched = False  # the process ran a library's plan search (first_calls then ends it)
+        self.renewals = 0  # processes ended after a plan search, not for a fault
 
     @property
     def restarts(self) -> int:
@@ -314,11 +316,13 @@ class Worker:
             raise GpubenchError(error)
 
     def first_calls(self, tasks: list[ShapeTask], on_point: Callable[[Point], None]) -> tuple[dict, set]:
-        """Each task's one point's first call made before the sweep (runner.first_call: where a Python variant
-        compiles): CompileError, one line, for the first whose code does not compile. A first call that faults,
-        hangs past the watchdog or kills the process is that point's outcome, recorded as run() records it (an
-        incident, the point to on_point, a fresh process for the rest). Returns the first calls' milliseconds and
-        the points recorded here, both by runner.first_call_key."""
+        """Each task's one point prepared before the sweep (tasks.first_call): a Python variant's first call (where
+        it compiles: CompileError, one line, for the first whose code does not compile), or a library's plan search.
+        A first call that faults, hangs past the watchdog or kills the process is that point's outcome, recorded as
+        run() records it (an incident, the point to on_point, a fresh process for the rest). A process that
+        searched plans is ended once the calls are made, and the sweep is timed in a fresh one that reads the
+        choices kept (tasks.first_calls says why). Returns the first calls' milliseconds and the points recorded
+        here, both by runner.first_call_key."""
         made: dict[tuple, float] = {}
         done: set[tuple] = set()
         try:
@@ -330,7 +334,17 @@ class Worker:
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the call cut short goes, and its process (the GPU too)
             self._reap()
             raise
+        if self.searched:
+            self.renew()
         return made, done
+
+    def renew(self) -> None:
+        """End the process in good order; the next request starts a fresh one (not counted as a restart)."""
+        self.searched = False
+        if self._alive():
+            self.close()
+            self.renewals += 1
+            self.starts -= 1
 
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
         for task in work:
@@ -398,8 +412,9 @@ class Worker:
                     self._reap()
                     self._keep_provisional(done, on_point)
                     return done
-                case m.Made(index, ms):
+                case m.Made(index, ms, searched):
                     made[first_call_key(task, next(p for p in task.points if p.index == index))] = ms
+                    self.searched |= searched
                 case m.Rejected(message):
                     rejected = message
                 case m.End():

@@ -197,11 +197,6 @@ def precompile(work: list[ShapeTask], arch: str | None) -> int:
     return len(set(jobs))
 
 
-# A probe switch, not a setting: set, the worker starts only once every kernel is compiled, so that its CUDA context
-# is not made while nvcc holds every core (does that make a cold run's small calls slower? docs/measuring/preheat.md)
-COMPILE_FIRST = "GPUBENCH_COMPILE_FIRST"
-
-
 def start_while_compiling(worker, request: RunRequest) -> dict:
     """worker.start(), with the sweeps' kernels compiled meanwhile for the architecture NVML reports here (what
     the worker will report, where the machine has one GPU model): nvcc and the worker's own start (a Python
@@ -210,12 +205,6 @@ def start_while_compiling(worker, request: RunRequest) -> dict:
     resolved once the worker has named its device: those alone are compiled after it starts.)"""
     arch = telemetry.one_arch() if request.backend == BackendKind.CUDA else None
     if arch is None:
-        return worker.start()
-    if os.environ.get(COMPILE_FIRST):  # the cold-run probe's other arm (tools/gpu/cold_probe.sh)
-        try:
-            precompile(sweep.tasks(request.sweeps, request.seed), arch)
-        except GpubenchError:  # reported by precompile() below, as in the overlapped start
-            pass
         return worker.start()
     with ThreadPoolExecutor(1) as pool:
         early = pool.submit(precompile, sweep.tasks(request.sweeps, request.seed), arch)
@@ -287,8 +276,10 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
         worker.check(variants)  # a project's Python functions imported and their signatures checked: exit 2 before
         # any point (gpubench/core/user_code.py)
         early: list[Point] = []  # points whose first call faulted, hung or killed the worker: recorded already
-        with phases.phase("first calls"):  # ... and each one's first call made (Triton's JIT): exit 2 if it does
-            work = with_first_calls(work, *worker.first_calls(first_calls(work), early.append))  # not compile
+        # ... and each one's first call made (Triton's JIT: exit 2 if it does not compile), and cuDNN's plan searches
+        # run, in a process that times nothing after them (tasks.first_calls)
+        with phases.phase("first calls"):
+            work = with_first_calls(work, *worker.first_calls(first_calls(work), early.append))
         path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,

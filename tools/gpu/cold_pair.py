@@ -2,7 +2,10 @@
 class of the cold run's medians, the median warm/cold ratio and the median cold - warm difference per call in µs;
 each run's empty-kernel floor; and `gpubench compare`'s counts at its default threshold.
 
-    python3 tools/gpu/cold_pair.py COLD.json.gz WARM.json.gz
+    python3 tools/gpu/cold_pair.py COLD.json.gz WARM.json.gz [--by-point]
+
+--by-point adds every point in the cold run's order with its cold - warm difference in µs: where in the run the
+difference starts, and how it scales with the kernels a call launches.
 """
 
 from __future__ import annotations
@@ -39,15 +42,27 @@ def floor_us(run) -> str:
     return "?" if floor is None else f"{floor * 1000:.3f}"
 
 
-def main(cold_path: str, warm_path: str) -> None:
+def by_point(cold, warm) -> list[str]:
+    """Each point of the cold run, in its order: its label and cold - warm in µs (blank where either has none)."""
+    warm_ms = {p.key(): p.median_ms for p in warm.points if p.samples_ms}
+    lines = []
+    for i, p in enumerate(cold.points):
+        w = warm_ms.get(p.key()) if p.samples_ms else None
+        diff = "" if w is None else f"{(p.median_ms - w) * 1000:+.3f}"
+        lines.append(f"  {i:4d} {p.variant:18s} {p.config:22s} {p.shape_label():28s} {diff}")
+    return lines
+
+
+def main(cold_path: str, warm_path: str, points: bool = False) -> None:
     cold, warm = load(cold_path), load(warm_path)
     report = compare.compare(cold, warm)
     counts = ", ".join(f"{report.count(v)} {v}" for v in compare.Verdict)
     print(f"{Path(cold_path).name} -> {Path(warm_path).name}: {counts}; floor {floor_us(cold)} -> {floor_us(warm)} µs")
-    print("\n".join(by_class(cold, warm)))
+    print("\n".join(by_class(cold, warm) + (by_point(cold, warm) if points else [])))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    args = [a for a in sys.argv[1:] if a != "--by-point"]
+    if len(args) != 2:
         sys.exit(__doc__)
-    main(*sys.argv[1:])
+    main(*args, points="--by-point" in sys.argv[1:])

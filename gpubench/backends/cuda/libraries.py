@@ -76,6 +76,8 @@ def pick_plan(timed: list):
 class Libraries:
     """cuBLAS, cuBLASLt and cuDNN calls (methods of the CUDA backend)."""
 
+    plan_searches = 0  # cuDNN plan searches run in this process (cudnn_plan)
+
     @cached_property
     def _far_slow(self) -> dict[str, dict[str, float]]:
         """By layer kind: each plan left out as over FAR times the fastest, with the FLOPs of the smallest layer
@@ -148,6 +150,13 @@ class Libraries:
         plan, details = Libraries.cudnn_plan(self, variant, graph, x, w, out, shape)
         return Prepared(lambda: graph.run(plan, x, w, out), out, details=details)
 
+    def plan_search_due(self, variant, shape) -> bool:
+        """Whether the point's cuDNN plan would be searched now: a variant that times every plan, and no choice kept
+        for the problem (its record: the key cudnn_plan keeps a bare or fused convolution under)."""
+        runner = variant.code.runner
+        return getattr(runner, "LIBRARY", None) == "cudnn" and getattr(runner, "plans", None) == PlanPolicy.BEST \
+            and self.plan_cache.get(shape.record()) is None
+
     def cudnn_plan(self, variant, graph, x, w, out, shape, key=None):
         """The plan a cuDNN variant runs (its heuristic's first, or the fastest: kept between runs under `key`, the
         problem's record unless given) and the details that say which."""
@@ -161,6 +170,7 @@ class Libraries:
             if plan is None:
                 with phase("cudnn plans"):
                     plan = self._fastest_plan(graph, x, w, out, shape)
+                self.plan_searches += 1
                 self.plan_cache.put(problem, plan.engine)
         return plan, Details(engine=plan.engine, plans=len(graph.plans), tensor_cores=plan.tensor_cores,
                              workspace_bytes=plan.workspace_bytes,
