@@ -35,3 +35,15 @@ def test_a_pair_of_saved_runs_prints_compares_counts_and_both_floors(capsys):
     cold_pair().main(str(LAB / "lab-a.json.gz"), str(LAB / "lab-b.json.gz"))
     first = capsys.readouterr().out.splitlines()[0]
     assert "1 slower, 0 faster, 347 same, 4 inconclusive" in first and "floor 4.288 -> 4.256 µs" in first
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_time_added_from_one_point_on_shows_after_it_and_not_before():
+    warm = results.load(LAB / "lab-b.json.gz")
+    first = next(i for i, p in enumerate(warm.points) if p.variant == "cudnn")
+    cold = replace(warm, points=[replace(p, samples_ms=tuple(s + 0.0004 for s in p.samples_ms))
+                                 if p.samples_ms and i >= first else p for i, p in enumerate(warm.points)])
+    lines = cold_pair().around(cold, warm, "cudnn")
+    assert lines[0].startswith(f"  before the first cudnn point (#{first}): +0.000 µs")
+    assert len(lines) > 2 and all(line.startswith("  after it, ") and "+0.400 µs" in line for line in lines[1:])
+    assert cold_pair().around(cold, warm, "no-such-variant") == ["  no no-such-variant point in the cold run"]
