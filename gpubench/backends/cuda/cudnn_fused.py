@@ -30,7 +30,9 @@ reordering INT8x32 and the graph reads a copy of the filters reordered once, unt
 cudnnReorderFilterAndBias (`FusedConvGraph.filters`, through cudnn_reorder.py: the frontend's Python does not offer
 the call; its sample run_imma does the same in C++). On that H200 cuDNN then offered no engine at all, so where the
 declared graph is refused the graph is built again with w declared as it lies, keeping the plans that ask for the
-filters reordered: they read the same reordered copy (not yet run on a GPU). Plans that want the bias reordered
+filters reordered: they would read the same reordered copy. On the H200 (cuDNN 9.19) no engine took either graph:
+neither heuristic mode, nor any of its engines tried one by one, so NCHW_VECT_C int8 points are skipped there with
+cuDNN's words. Plans that want the bias reordered
 (REQUIRES_BIAS_INT8x32_REORDER) are left out wherever the graph has a per-channel term (alpha or bias): those are
 given as they lie, and how such a plan would read a per-channel scale, which no note covers, is not known. Other
 layouts and types declare every tensor with reordering NONE and leave out both kinds of plan. Where cuDNN refuses
@@ -57,9 +59,9 @@ INT8_PRODUCT = 128 * 128  # the largest |x·w| of two int8 values
 REORDER_LEFT_OUT = " (plans that need cuDNN's INT8x32 filter or bias reorder are left out)"
 BIAS_REORDER_LEFT_OUT = " (filters reordered; plans that need cuDNN's INT8x32 bias reorder are left out)"
 # fp32 data keeps fp32 arithmetic: no TF32 tensor cores, and no plan that converts its inputs down or sums in a
-# narrower type. Deselecting TENSOR_CORE alone left fp32 graphs at TF32's error on an H200 (rel_err 1.9-2.3e-4 on a
-# 3x3 of 24 channels, fused and unfused alike; docs/evidence/gpu-tests-int8-attention-h200.txt): the
-# down-converting plans are the likely cause, not yet confirmed on a GPU.
+# narrower type. These filters once reached no plan (set before the plans existed: FusedConvGraph._plan), and fp32
+# graphs came out at TF32's error on an H200 (rel_err 1.9-2.3e-4 on a 3x3 of 24 channels); set after, the same test
+# verified at fp32's tolerance (docs/evidence/gpu-tests-int8-attention-h200.txt).
 FP32_NOTES = ("TENSOR_CORE", "DOWN_CONVERT_INPUTS", "REDUCED_PRECISION_REDUCTION")
 PER_CHANNEL = ("alpha", "bias")  # the graph's per-channel terms, which the bias-reorder plans may read reordered
 UID_BASE = 101  # the graph's own tensors' uids (its virtual ones get theirs from cuDNN)

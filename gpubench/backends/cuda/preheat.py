@@ -3,8 +3,8 @@ the GPU has idled (the process's first point, or one after a compile or a pause)
 
 Why: microsecond kernels ran 3.2% slower in the first of ten fresh A/A processes on an H200 than in the nine after
 it, every point alike (docs/measuring/preheat.md), and 2% faster right after a 20 s matmul burn. The first process
-had followed an idle GPU; the others followed one another. A cold-then-warm pair of lab runs (the first compiles
-its kernels while the GPU idles) showed the same: its 7-15 µs points were 3.5-5.5% faster in the second run. NVML
+had followed an idle GPU; the others followed one another. (A cold lab run's slower small calls have a cause of
+their own, cuDNN's plan search: gpubench/execution/tasks.py first_calls.) NVML
 read the same SM and memory clocks throughout, so the state is not a clock NVML reports; what it is stays open,
 but a burn just before timing puts every process in the same one.
 """
