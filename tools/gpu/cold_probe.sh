@@ -7,8 +7,9 @@
 #   graph    both runs with --graph 64: each sample one launch of a CUDA graph of 64 calls, no host launch inside it
 # and prints, per pair, the warm/cold ratio and the cold - warm difference per call by duration class, each run's
 # empty-kernel floor, and compare's counts; tools/gpu/cold_pair.py PAIR --by-point lists the difference point by
-# point in the run's order (where it starts). About 6 minutes on one GPU; from the repository root on the GPU
-# machine, .devwheels carried (tools/README.md); $OUT set.
+# point in the run's order (where it starts). About 6 minutes on one GPU for every arm twice (the default; or
+# `bash tools/gpu/cold_probe.sh "graph events" 1`); from the repository root on the GPU machine, .devwheels carried
+# (tools/README.md); $OUT set.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/lead-site .devwheels/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/lead-site
@@ -25,11 +26,12 @@ pair() {  # pair ARM REP
       >> "$OUT/cold-probe.log" 2>&1
     say "$arm $rep $kind: rc $?, $((SECONDS - s)) s"
   done
-  python3 tools/gpu/cold_pair.py "/tmp/cold-probe/$arm-$rep-cold.json.gz" "/tmp/cold-probe/$arm-$rep-warm.json.gz" \
+  python3 tools/gpu/cold_pair.py "/tmp/cold-probe/$arm-$rep-cold.json.gz" "/tmp/cold-probe/$arm-$rep-warm.json.gz" --around cudnn \
     | tee -a "$OUT/cold-probe.txt"
 }
+arms=${1:-events cupti graph} reps=${2:-2}  # e.g. bash tools/gpu/cold_probe.sh graph 1: one graph pair
 mkdir -p /tmp/cold-probe
-for rep in 1 2; do
-  for arm in events cupti graph; do pair $arm $rep; done
+for rep in $(seq "$reps"); do
+  for arm in $arms; do pair "$arm" "$rep"; done
 done
 tar czf "$OUT/cold-probe-runs.tgz" -C /tmp/cold-probe .
