@@ -71,3 +71,11 @@ def test_a_python_source_defaults_to_the_python_runner_of_its_backend():
 def test_only_cuda_sources_go_to_nvcc():
     assert KernelRunner.NVCC and Im2colRunner.NVCC and not PythonGpuRunner.NVCC and not PythonRunner.NVCC
     assert PythonGpuRunner.FUNCTION and PythonRunner.FUNCTION and not KernelRunner.FUNCTION
+
+
+def test_only_cudnns_searched_and_kept_plans_are_prepared_before_a_sweep():
+    from gpubench.specs.runners import CudnnRunner, CudnnSdpaRunner, PlanPolicy, searches_kept_plans
+
+    assert searches_kept_plans(CudnnRunner())
+    assert not searches_kept_plans(CudnnRunner(plans=PlanPolicy.HEURISTIC))  # cuDNN's first choice: no search
+    assert not searches_kept_plans(CudnnSdpaRunner())  # searches in each process, keeps nothing

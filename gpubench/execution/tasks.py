@@ -24,7 +24,7 @@ from gpubench.core.dtypes import PRECISIONS
 from gpubench import ops
 from gpubench.ops.base import Shape
 from gpubench.measure.timing import TimingPolicy, measure, summarize
-from gpubench.specs.runners import PlanPolicy
+from gpubench.specs.runners import searches_kept_plans
 from gpubench.specs.variant import Config, Variant
 
 PART_POLICY_REPS = 10  # sub-steps (im2col's unfold, a Winograd filter transform) are timed with fewer repetitions
@@ -189,7 +189,7 @@ def first_calls(work: list[ShapeTask]) -> list[ShapeTask]:
             if runner.FUNCTION and key not in seen:
                 seen.add(key)
                 out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))
-            elif getattr(runner, "plans", None) == PlanPolicy.BEST:
+            elif searches_kept_plans(runner):
                 out.append(ShapeTask(task.sweep, task.shape, task.seed, (p,)))
     return out
 

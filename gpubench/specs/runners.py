@@ -22,6 +22,12 @@ class PlanPolicy(StrEnum):
     BEST = "best"  # every plan timed once (not as the point is), the fastest kept
 
 
+def searches_kept_plans(runner) -> bool:
+    """Whether the runner searches a library's plans and keeps the choice between runs (cuDNN's `cudnn`): what a
+    run prepares before its sweep (execution/tasks.py first_calls)."""
+    return runner.KEEPS_PLANS and getattr(runner, "plans", None) == PlanPolicy.BEST
+
+
 def _option_as(runner, name: str, kind: type[StrEnum]) -> None:
     """A runner's option `name` turned into its enum `kind`; one line naming the allowed values where it is not one."""
     value = getattr(runner, name)
@@ -45,6 +51,7 @@ class Runner:
     COMPILES_CONFIG: ClassVar[bool] = False  # its configuration's parameters are -D defines of its own source
     NVCC: ClassVar[bool] = False  # nvcc compiles its source (a .cu file) before any point runs
     FUNCTION: ClassVar[bool] = False  # its source is a Python module whose function (`kernel`) is called
+    KEEPS_PLANS: ClassVar[bool] = False  # with plans = "best", the plan its search picks is kept between runs
     LIBRARY: ClassVar[str | None] = None  # a library the backend must describe as present (its `libraries`) ...
     MISSING: ClassVar[str] = ""  # ... and what to say when it is not
 
@@ -142,6 +149,7 @@ class CudnnRunner(Runner):
     NAME = "cudnn"
     BACKEND = BackendKind.CUDA
     LIBRARY = "cudnn"
+    KEEPS_PLANS = True  # backends/cuda/plan_cache.py
     MISSING = "cuDNN is not available (pip install nvidia-cudnn-frontend, with cuDNN 9 libraries)"
 
     @property

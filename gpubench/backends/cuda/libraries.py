@@ -24,7 +24,7 @@ from gpubench import ops
 from gpubench.ops.conv import ConvShape
 from gpubench.ops.gemm import GemmShape
 from gpubench.results import Details
-from gpubench.specs.runners import CublasLtRunner, PlanPolicy
+from gpubench.specs.runners import CublasLtRunner, PlanPolicy, searches_kept_plans
 from gpubench.measure.timing import TimingPolicy, measure, summarize
 
 # cuDNN's plan search (not the point's timing): each plan timed as points are, in queued batches after a flush.
@@ -154,8 +154,7 @@ class Libraries:
         """Whether the point's cuDNN plan would be searched now: a variant that times every plan, and no choice kept
         for the problem (its record: the key cudnn_plan keeps a bare or fused convolution under)."""
         runner = variant.code.runner
-        return getattr(runner, "LIBRARY", None) == "cudnn" and getattr(runner, "plans", None) == PlanPolicy.BEST \
-            and self.plan_cache.get(shape.record()) is None
+        return searches_kept_plans(runner) and self.plan_cache.get(shape.record()) is None
 
     def cudnn_plan(self, variant, graph, x, w, out, shape, key=None):
         """The plan a cuDNN variant runs (its heuristic's first, or the fastest: kept between runs under `key`, the
