@@ -31,15 +31,18 @@
 //    stores: at ResNet-50's layers a tile is only 9-36 slices, so the epilogue is a large share of a shared tile's
 //    time. A slot is read by one warpgroup (its "empty" barrier counts one arrive), which skips its ring cursor over
 //    the other's (RingCursor::seek).
-//  * CLUSTER = 2 (14's clusters, not yet measured here): two blocks with neighbouring pixel tiles and the same filter
-//    tile form a cluster; each loads half of the filter box (BN/2 rows) and multicasts it into both, so the pair
-//    reads 2·BM + BN rows a slice from L2 instead of 2·(BM + BN). Why int8 may want it more than 14 did: at the
-//    same bytes a slice the tensor cores finish a slice in half the time, so L2 has half as long to deliver it, and
-//    at ResNet-50's 28² layer (C = K = 128: one filter tile) each 128-pixel tile re-reads all of w, about half the
-//    layer's L2 traffic. A slot is refilled only once its readers in both blocks have released it (its "empty"
-//    barrier counts the cluster's reading warpgroups; each releases it in both blocks). The cluster's second tile
-//    past M (the pixel tiles odd in number) loads no pixels, only its share of filters, and stores nothing. With
-//    PING the two blocks walk the same tiles, so the same warpgroup of each reads a slot (as gemm/11 does).
+//  * CLUSTER = 2 (14's clusters): two blocks with neighbouring pixel tiles and the same filter tile form a cluster;
+//    each loads half of the filter box (BN/2 rows) and multicasts it into both, so the pair reads 2·BM + BN rows a
+//    slice from L2 instead of 2·(BM + BN). Why int8 might want it more than 14 did: at the same bytes a slice the
+//    tensor cores finish a slice in half the time, so L2 has half as long to deliver it, and at ResNet-50's 28²
+//    layer (C = K = 128: one filter tile) each 128-pixel tile re-reads all of w, about half the layer's L2 traffic.
+//    On an H200 it did not pay: +4% at 56², 3-15% slower at 28², 14², 7² and stride 2, where the kernel is short
+//    of cuDNN (docs/evidence/targets-explore-h200.md, its last section). Bit-exact all the same
+//    (docs/evidence/gpu-tests-int8-attention-h200.txt). A slot is refilled only once its readers in both blocks
+//    have released it (its "empty" barrier counts the cluster's reading warpgroups; each releases it in both
+//    blocks). The cluster's second tile past M (the pixel tiles odd in number) loads no pixels, only its share of
+//    filters, and stores nothing. With PING the two blocks walk the same tiles, so the same warpgroup of each reads
+//    a slot (as gemm/11 does).
 // The rest is 14's (with its u1 d1 q1 loop always on): persistent blocks walking the tiles gridDim apart, filter
 // tiles fastest; one producer thread (its warpgroup stripped to 40 registers by setmaxnreg) keeping an mbarrier ring
 // of STAGES slots full, walking (tap, channel chunk) with a carry; two consumer warpgroups (BM/2 pixels each), the

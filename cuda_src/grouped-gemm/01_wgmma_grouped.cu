@@ -251,8 +251,10 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
                 // Block scales are read one slot ahead: slot t + 1's while slot t's wgmmas run and are added in.
-                // Read just before their own slot, they came from L2 (the ring leaves L1 little room) in about
-                // the time of a slot's four wgmmas, and the sums waited for them.
+                // The reason: read just before their own slot, they come from L2 (the ring leaves L1 little room)
+                // in about the time of a slot's four wgmmas, and the sums might wait for them. On an H200 it gained
+                // nothing (1,016-1,070 TFLOP/s, against 1,070-1,084 read in their own slot;
+                // docs/evidence/targets-explore-h200.md).
                 float a0 = 1.f, a1 = 1.f, b = 1.f;  // slot t's scales: SA's two rows, SB's column block
                 auto scales_of = [&](int t) {
                     if (BLOCK_SCALES && t < ktiles) {
