@@ -2,7 +2,7 @@
 //
 // 14_tc_wgmma_tma.cu copies one im2col box per filter tap, so every input pixel crosses from L2 into shared memory
 // once per tap: 9 times for a 3×3 filter (at 56², 256×64 tiles: ~370 KB a tile, ~580 MB a call, docs/perf-notes.md),
-// and issue 20 took those bytes to set the pace and the power draw at the layers with the least reuse. Here a tile
+// and at the layers with the least reuse those bytes set the pace and the power draw. Here a tile
 // loads each input pixel once, and the taps are read out of shared memory by shifted wgmma descriptors. (Measured on
 // the H100, docs/perf-notes.md: at 56² the same 256×64 tile ran at about 14's rate per row with ~5× fewer bytes;
 // what made it faster than cuDNN there is SWAP, below.)
