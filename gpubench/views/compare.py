@@ -8,6 +8,7 @@ import math
 
 from gpubench.measure.kernel_clock import CompareClock
 from gpubench.analysis.compare import Change, Report, Verdict, point_label
+from gpubench.analysis.shift import SHORT_MS, shared_shift
 from gpubench.views.profile import deltas_table
 from gpubench.views.tables import Cell, Table, escape, plural, to_markdown, to_rich
 
@@ -101,6 +102,12 @@ def notes(report: Report) -> list[str]:
         a, b = report.floors_ms
         lines.append(f"the empty-kernel floor moved: {a * 1000:.3f} → {b * 1000:.3f} µs ({_pct(moved)}): kernels of a "
                      "few microseconds move with the process as well as with the code")
+    shift = shared_shift(report.changes)
+    if shift is not None:
+        lines.append(f"{shift.moved} of the {shift.short} calls under {SHORT_MS * 1000:g} µs ran {shift.direction}, "
+                     f"by a median {shift.per_call_us:+.2f} µs a call ({shift.share:+.1%}): a time the run's short "
+                     "calls share, as the process that timed them adds, more than a change of each kernel "
+                     "(docs/measuring/preheat.md; gpubench stability measures it between processes)")
     for c in report.changes:
         if c.verdict == Verdict.SLOWER and c.clock_change and c.clock_change[1] < c.clock_change[0]:
             lines.append(f"slower with the SM clock down: {c.label} ({c.clock_change[0]:,.0f} → "
