@@ -26,6 +26,7 @@ import sys
 from dataclasses import replace
 from gpubench import results
 from gpubench.analysis import compare
+from gpubench.analysis.shift import shared_shift
 
 base, new = (results.load(p) for p in sys.argv[1:3])
 if sys.argv[3:] == ["first"]:
@@ -39,6 +40,10 @@ print(", ".join(f"{r.count(v)} {v}" for v in compare.Verdict), f"of {len(r.chang
       f"under 20 us: {sum(c.verdict != 'same' for c in short)} of {len(short)} not same;",
       f"intervals from processes: {sum(c.between for c in r.changes)}; wall {base.settings.get('wall_s')} s ->",
       f"{new.settings.get('wall_s')} s")
+shift = shared_shift(r.changes)
+if shift is not None:
+    print(f"  shared shift: {shift.moved} of {shift.short} calls under 20 us {shift.direction}, median "
+          f"{shift.per_call_us:+.2f} us a call ({shift.share:+.1%})")
 EOF
 }
 
