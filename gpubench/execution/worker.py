@@ -192,6 +192,7 @@ class Worker:
         self.provisional: dict[int, Point] = {}  # the running task's points finished but for their energy
         self.searched = False  # the process ran a library's plan search (first_calls then ends it)
         self.renewals = 0  # processes ended after a plan search, not for a fault
+        self.standby: tuple | None = None  # (process, connection) spawned to take over from one that searched
 
     @property
     def restarts(self) -> int:
@@ -201,6 +202,11 @@ class Worker:
 
     def start(self) -> dict:
         self.starts += 1
+        self.process, self.conn = self._spawn()
+        return self._greeted()
+
+    def _spawn(self) -> tuple[subprocess.Popen, Connection]:
+        """A worker process started and sent its options; its answer is read by _greeted()."""
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])  # the same gpubench, however it was found
@@ -208,14 +214,23 @@ class Worker:
         # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
         # -P: the current directory is not put first on its path, so that a socket.py or numpy.py of the user's
         # there is never imported for the library's (a project's own modules are found beside them: user_code).
-        self.process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.worker", str(theirs.fileno()),
-                                         str(os.getpid())],
-                                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+        process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.worker", str(theirs.fileno()),
+                                    str(os.getpid())],
+                                   pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
         theirs.close()
-        self.conn = Connection(ours.detach())
+        conn = Connection(ours.detach())
         try:
-            self.conn.send(m.Start(self.options))
+            conn.send(m.Start(self.options))
+        except BaseException:  # Ctrl-C while it starts: leave nothing behind
+            _end_group(process.pid)
+            conn.close()
+            raise
+        return process, conn
+
+    def _greeted(self) -> dict:
+        """The backend's description from the process just spawned (self.process), or its refusal raised."""
+        try:
             answer = self._receive(START_TIMEOUT_S, "opening the backend")
         except BaseException:  # Ctrl-C while it starts: leave nothing behind
             self._reap()
@@ -258,6 +273,7 @@ class Worker:
             self.start()
 
     def close(self) -> None:
+        self._drop_standby()
         if self.conn is not None:
             try:
                 self.conn.send(m.Stop())
@@ -321,7 +337,7 @@ class Worker:
         A first call that faults, hangs past the watchdog or kills the process is that point's outcome, recorded as
         run() records it (an incident, the point to on_point, a fresh process for the rest). A process that
         searched plans is ended once the calls are made, and the sweep is timed in a fresh one that reads the
-        choices kept (tasks.first_calls says why). Returns the first calls' milliseconds and the points recorded
+        choices kept (tasks.first_calls says why), spawned at the first search so that it starts meanwhile. Returns the first calls' milliseconds and the points recorded
         here, both by runner.first_call_key."""
         made: dict[tuple, float] = {}
         done: set[tuple] = set()
@@ -331,20 +347,38 @@ class Worker:
                 self.conn.send(m.FirstCall(task))
                 if self._follow(task, on_point, made):
                     done.add(first_call_key(task, task.points[0]))
+                if self.searched and self.standby is None:  # its successor starts while the searches go on
+                    self.standby = self._spawn()
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the call cut short goes, and its process (the GPU too)
             self._reap()
+            self._drop_standby()
             raise
         if self.searched:
             self.renew()
         return made, done
 
     def renew(self) -> None:
-        """End the process in good order; the next request starts a fresh one (not counted as a restart)."""
+        """End the process in good order and go on in the standby spawned for it (a fresh process, not counted
+        as a restart: it does not replace a fault)."""
         self.searched = False
+        standby, self.standby = self.standby, None
         if self._alive():
             self.close()
             self.renewals += 1
-            self.starts -= 1
+        if standby is not None:
+            self.process, self.conn = standby
+            self._greeted()
+
+    def _drop_standby(self) -> None:
+        if self.standby is not None:
+            process, conn = self.standby
+            self.standby = None
+            _end_group(process.pid)
+            conn.close()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
 
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
         for task in work:
