@@ -1,5 +1,6 @@
-"""The worker protocol: every message between the coordinator and a worker process (gpubench/execution/worker.py)
-as a type, so that each side dispatches on the message's type (`match`), never on a string tag.
+"""The worker protocol: every message between the coordinator (gpubench/execution/worker.py) and a worker process
+(gpubench/execution/child.py) as a type, so that each side dispatches on the message's type (`match`), never on a
+string tag.
 
 The coordinator sends requests (Start first, then Environment, Check, RunTask or FirstCall, Stop); the worker
 answers Hello or Refused once it has opened its backend, EnvironmentRecord and Checked to the requests of those

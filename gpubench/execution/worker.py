@@ -2,7 +2,7 @@
 
 A kernel can fault (an out-of-bounds write leaves a sticky error that poisons the whole CUDA context), crash the
 process, or never finish. So points never run in the process that keeps the results. The coordinator holds a
-:class:`Worker`: a child process (a fresh interpreter, `python -m gpubench.execution.worker`, so it starts with no CUDA
+:class:`Worker`: a child process (a fresh interpreter, `python -m gpubench.execution.child`, so it starts with no CUDA
 state, and so it may be started from inside a Dask worker, whose daemon processes may not fork children of
 their own through multiprocessing) that talks over a socket pair, opens the backend and runs
 :class:`~gpubench.execution.tasks.ShapeTask` after task, sending back each finished point at once. The coordinator
@@ -25,7 +25,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -33,12 +32,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
-from gpubench.core import phases
 from gpubench.execution import messages as m
 from gpubench.core.dtypes import DType
 from gpubench.core.errors import CompileError, GpubenchError
 from gpubench.results import Point, Status
-from gpubench.execution.tasks import SETUP, ShapeTask, describe_error, first_call, first_call_key, run_task, unmeasured
+from gpubench.execution.tasks import SETUP, ShapeTask, first_call_key, unmeasured
 
 DEFAULT_TIMEOUT_S = 300.0  # the watchdog: generous for one point (the lab's slowest takes a few seconds)
 START_TIMEOUT_S = 180.0  # opening a backend: CUDA context, libraries, the copy-bandwidth probe
@@ -76,79 +74,13 @@ class Incident:
         return dict(self.__dict__)
 
 
-# --- the child ------------------------------------------------------------------------------------------------
-
-
-def _exit_with(parent: int) -> None:
-    """End this process when the one that started it has gone (killed, or a Dask worker shut down): a point
-    left running with nobody to report to would only keep the device."""
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    _end_group(os.getpid())
-    os._exit(1)
-
-
-def _end_group(leader: int) -> None:
+def end_group(leader: int) -> None:
     """SIGKILL the worker's process group (it leads a session of its own): the worker and whatever a user's kernel
     forked, which would otherwise outlive the run."""
     try:
         os.killpg(leader, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):  # all gone already
         pass
-
-
-def _serve(conn, options: WorkerOptions) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle; it stops us
-    if options.device is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = options.device  # before any CUDA library loads
-    if options.label is not None:
-        os.environ["GPUBENCH_WORKER"] = options.label
-    from gpubench.core import environment
-    from gpubench.backends import open_backend
-
-    try:
-        with phases.phase("open backend"):
-            backend = open_backend(options.backend)
-        conn.send(m.Hello(backend.describe()))
-    except Exception as e:  # noqa: BLE001 - whatever stops the backend opening is reported, in one line
-        conn.send(m.Refused(e if isinstance(e, GpubenchError) else GpubenchError(describe_error(e))))
-        return
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            return
-        match request:
-            case m.Environment(precisions):
-                with phases.phase("environment"):
-                    conn.send(m.EnvironmentRecord(environment.collect(backend, precisions)))
-            case m.Check(variants):
-                try:
-                    backend.check(variants)
-                    conn.send(m.Checked(None))
-                except GpubenchError as e:
-                    conn.send(m.Checked(str(e)))
-            case m.RunTask(task):
-                _stream(conn, "task", run_task(backend, task))
-            case m.FirstCall(task):
-                _stream(conn, "first call", first_call(backend, task))
-            case _:  # Stop
-                return
-
-
-def _stream(conn, what: str, events) -> None:
-    """Send a task's events as they come, then End; leave at once after Broken."""
-    with phases.phase(what):
-        for event in events:
-            with phases.phase("send"):
-                conn.send(event)
-            if isinstance(event, m.Broken):
-                # A faulted CUDA context makes every clean-up call fail noisily (CuPy's and PyCUDA's
-                # finalizers): leave without them. The coordinator starts a fresh process.
-                conn.close()
-                os._exit(0)
-    phases.save("worker")
-    conn.send(m.End())
 
 
 # --- the coordinator's side -----------------------------------------------------------------------------------
@@ -214,7 +146,7 @@ class Worker:
         # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
         # -P: the current directory is not put first on its path, so that a socket.py or numpy.py of the user's
         # there is never imported for the library's (a project's own modules are found beside them: user_code).
-        process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.worker", str(theirs.fileno()),
+        process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.child", str(theirs.fileno()),
                                     str(os.getpid())],
                                    pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
@@ -223,7 +155,7 @@ class Worker:
         try:
             conn.send(m.Start(self.options))
         except BaseException:  # Ctrl-C while it starts: leave nothing behind
-            _end_group(process.pid)
+            end_group(process.pid)
             conn.close()
             raise
         return process, conn
@@ -263,7 +195,7 @@ class Worker:
         self.stopped = True
         process = self.process
         if process is not None and process.poll() is None:
-            _end_group(process.pid)
+            end_group(process.pid)
 
     def _ensure_started(self) -> None:
         if self.stopped:
@@ -280,14 +212,14 @@ class Worker:
             except (OSError, BrokenPipeError):
                 pass
         if self._exitcode() is not None:  # ended and reaped: a process a user's kernel forked and left running
-            _end_group(self.process.pid)  # keeps the group (and its number) alive; it would outlive the run,
+            end_group(self.process.pid)  # keeps the group (and its number) alive; it would outlive the run,
         self._reap()  # holding the run's stdout (`gpubench gemm ... | tee log` waited for it)
 
     def _reap(self) -> None:
         """Make sure the process is gone (killing it if need be), with any process a kernel forked, and forget it."""
         if self.process is not None:
             if self.process.returncode is None:  # not reaped yet, so its number still names its group alone
-                _end_group(self.process.pid)
+                end_group(self.process.pid)
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -337,8 +269,8 @@ class Worker:
         A first call that faults, hangs past the watchdog or kills the process is that point's outcome, recorded as
         run() records it (an incident, the point to on_point, a fresh process for the rest). A process that
         searched plans is ended once the calls are made, and the sweep is timed in a fresh one that reads the
-        choices kept (tasks.first_calls says why), spawned at the first search so that it starts meanwhile. Returns the first calls' milliseconds and the points recorded
-        here, both by runner.first_call_key."""
+        choices kept (tasks.first_calls says why), spawned at the first search so that it starts meanwhile.
+        Returns the first calls' milliseconds and the points recorded here, both by runner.first_call_key."""
         made: dict[tuple, float] = {}
         done: set[tuple] = set()
         try:
@@ -373,7 +305,7 @@ class Worker:
         if self.standby is not None:
             process, conn = self.standby
             self.standby = None
-            _end_group(process.pid)
+            end_group(process.pid)
             conn.close()
             try:
                 process.wait(timeout=30)
@@ -483,19 +415,3 @@ class Worker:
         for p in lost:
             on_point(unmeasured(task.shape, p, status, reason))
         return {p.index for p in lost}
-
-
-def main(argv: list[str]) -> None:
-    """The worker process: `python -m gpubench.execution.worker FD PID`, FD one end of a socket pair to the coordinator,
-    PID the coordinator's process (this one ends when it does)."""
-    threading.Thread(target=_exit_with, args=(int(argv[2]),), daemon=True).start()
-    conn = Connection(int(argv[1]))
-    try:
-        start = conn.recv()
-        _serve(conn, start.options)
-    except (EOFError, OSError):  # the coordinator went away mid-message: nobody is left to tell
-        os._exit(1)
-
-
-if __name__ == "__main__":
-    main(sys.argv)
