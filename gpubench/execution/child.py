@@ -83,7 +83,7 @@ def _stream(conn, what: str, events) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """The worker process: `python -m gpubench.execution.worker FD PID`, FD one end of a socket pair to the coordinator,
+    """The worker process: `python -m gpubench.execution.child FD PID`, FD one end of a socket pair to the coordinator,
     PID the coordinator's process (this one ends when it does)."""
     threading.Thread(target=_exit_with, args=(int(argv[2]),), daemon=True).start()
     conn = Connection(int(argv[1]))
