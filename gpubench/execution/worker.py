@@ -124,7 +124,6 @@ class Worker:
         self.provisional: dict[int, Point] = {}  # the running task's points finished but for their energy
         self.searched = False  # the process ran a library's plan search (first_calls then ends it)
         self.renewals = 0  # processes ended after a plan search, not for a fault
-        self.standby: tuple | None = None  # (process, connection) spawned to take over from one that searched
 
     @property
     def restarts(self) -> int:
@@ -205,7 +204,6 @@ class Worker:
             self.start()
 
     def close(self) -> None:
-        self._drop_standby()
         if self.conn is not None:
             try:
                 self.conn.send(m.Stop())
@@ -269,8 +267,7 @@ class Worker:
         A first call that faults, hangs past the watchdog or kills the process is that point's outcome, recorded as
         run() records it (an incident, the point to on_point, a fresh process for the rest). A process that
         searched plans is ended once the calls are made, and the sweep is timed in a fresh one that reads the
-        choices kept (tasks.first_calls says why), spawned at the first search so that it starts meanwhile.
-        Returns the first calls' milliseconds and the points recorded here, both by runner.first_call_key."""
+        choices kept (tasks.first_calls says why). Returns the first calls' milliseconds and the points recorded here, both by runner.first_call_key."""
         made: dict[tuple, float] = {}
         done: set[tuple] = set()
         try:
@@ -279,38 +276,22 @@ class Worker:
                 self.conn.send(m.FirstCall(task))
                 if self._follow(task, on_point, made):
                     done.add(first_call_key(task, task.points[0]))
-                if self.searched and self.standby is None:  # its successor starts while the searches go on
-                    self.standby = self._spawn()
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the call cut short goes, and its process (the GPU too)
             self._reap()
-            self._drop_standby()
             raise
         if self.searched:
             self.renew()
         return made, done
 
     def renew(self) -> None:
-        """End the process in good order and go on in the standby spawned for it (a fresh process, not counted
-        as a restart: it does not replace a fault)."""
+        """End the process in good order; the next request starts a fresh one (not counted as a restart: it
+        replaces no fault). Not spawned while the searches run: a process opening then would read NVML's idle
+        clock off a busy GPU (telemetry.Nvml), and every point's throttle flags are set against it."""
         self.searched = False
-        standby, self.standby = self.standby, None
         if self._alive():
             self.close()
             self.renewals += 1
-        if standby is not None:
-            self.process, self.conn = standby
-            self._greeted()
-
-    def _drop_standby(self) -> None:
-        if self.standby is not None:
-            process, conn = self.standby
-            self.standby = None
-            end_group(process.pid)
-            conn.close()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
+            self.starts -= 1
 
     def run_all(self, work: list[ShapeTask], on_point: Callable[[Point], None]) -> None:
         for task in work:
