@@ -267,7 +267,8 @@ class Worker:
         A first call that faults, hangs past the watchdog or kills the process is that point's outcome, recorded as
         run() records it (an incident, the point to on_point, a fresh process for the rest). A process that
         searched plans is ended once the calls are made, and the sweep is timed in a fresh one that reads the
-        choices kept (tasks.first_calls says why). Returns the first calls' milliseconds and the points recorded here, both by runner.first_call_key."""
+        choices kept (tasks.first_calls says why). Returns the first calls' milliseconds and the points recorded
+        here, both by runner.first_call_key."""
         made: dict[tuple, float] = {}
         done: set[tuple] = set()
         try:
