@@ -1,7 +1,8 @@
 """Every run saved under results/ loads with today's code and renders exactly as it did when it was written
-into the snapshots (tests/snapshots/results/: the tables as Markdown, and the sha256 of the CSV), so a change to
-the model, the schema or the views that would alter what a saved run shows fails here."""
+into the snapshots (tests/snapshots/results/: the tables as gzip-compressed Markdown, NAME.md.gz, and the sha256 of
+the CSV), so a change to the model, the schema or the views that would alter what a saved run shows fails here."""
 
+import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -25,14 +26,14 @@ def snapshot_name(path: Path) -> str:
 def test_every_saved_run_has_a_snapshot():
     """A run added to results/ gets its snapshot when it is added: python3 tools/results_snapshots.py."""
     assert SAVED and {snapshot_name(p) for p in SAVED} == set(CSV_SHA256)
-    assert {snapshot_name(p) for p in SAVED} == {p.stem for p in SNAPSHOTS.glob("*.md")}
+    assert {snapshot_name(p) for p in SAVED} == {p.name.removesuffix(".md.gz") for p in SNAPSHOTS.glob("*.md.gz")}
 
 
 @pytest.mark.parametrize("path", SAVED, ids=snapshot_name)
 def test_saved_run_renders_as_its_snapshot(path):
     run = results.load(path)
     tables = "\n".join(to_markdown(t) for t in view.run_tables(run))
-    assert tables == (SNAPSHOTS / f"{snapshot_name(path)}.md").read_text()
+    assert tables == gzip.decompress((SNAPSHOTS / f"{snapshot_name(path)}.md.gz").read_bytes()).decode()
     assert hashlib.sha256(view.to_csv(run).encode()).hexdigest() == CSV_SHA256[snapshot_name(path)]
 
 
