@@ -168,11 +168,7 @@ constexpr int PING_BARRIER = 8;  // PING's named barriers 8 and 9: "your turn" t
 constexpr int MAX_SPLIT = 128;                    // tiles split at most (the spec sizes `partials` so)
 constexpr uint32_t PARTIAL_READY = 0x7FABCDEFu;   // a NaN no arithmetic writes: unlikely in uninitialised memory
 
-#if CLUSTER > 1
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
+#include "../include/cluster_dims.cuh"  // CLUSTER_DIMS
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_tma(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w,

@@ -106,11 +106,7 @@ static_assert(STAGES >= 2, "a ring of at least two slices");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 blocks sharing the filter tile");
 static_assert(B_ROWS % 8 == 0, "each block's share of the filter box is whole 8-row swizzle atoms");
 
-#if CLUSTER > 1
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
+#include "../include/cluster_dims.cuh"  // CLUSTER_DIMS
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restrict__ map_w, ELEM_OUT* __restrict__ y,

@@ -79,11 +79,7 @@ constexpr int C_STAGE = 16384;                // a consumer warpgroup's share of
 constexpr bool STORE_C = PROBE != 1 && PROBE != 3;
 static_assert(CONSUMERS * C_STAGE <= A_STAGE, "C is staged in a slot's A tile");
 
-#if CLUSTER > 1
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
+#include "../include/cluster_dims.cuh"  // CLUSTER_DIMS
 
 // The tiles of one block, in order: the block's cluster takes tile groups (CLUSTER neighbours in a row) cluster,
 // cluster + clusters, ...; this block takes the one at its rank in each.

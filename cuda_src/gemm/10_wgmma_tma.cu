@@ -160,11 +160,7 @@ static_assert(MI * BN / 2 * (PROMOTE > 0 ? SETS + 1 : 1) <= 192,
               "the accumulators must leave ~40 of 232 registers free");
 static_assert(sizeof(ELEM_OUT) == 2, "the epilogue packs two 16-bit outputs per register");
 
-#if CLUSTER > 1
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
+#include "../include/cluster_dims.cuh"  // CLUSTER_DIMS
 
 // Box `box` of an operand's slot at k0, whose rows or columns start at mn0 (see the header for the two majors).
 template <int MN_MAJOR, int ROWS = 64>

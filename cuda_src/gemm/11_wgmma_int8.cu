@@ -125,11 +125,7 @@ static_assert((SHARE_A ? BM : BN) % (64 * CLUSTER) == 0, "the shared tile splits
 static_assert(TMASTORE >= 0 && TMASTORE <= 2,
               "TMASTORE: 0 (C straight from the accumulators), 1 or 2 (staged, TMA: by warpgroup or by warp)");
 
-#if CLUSTER > 1
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
+#include "../include/cluster_dims.cuh"  // CLUSTER_DIMS
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 gemm_wgmma_int8(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,

@@ -93,11 +93,7 @@ static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with produc
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1, or 2 blocks along M sharing B");
 static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows of a band");
 
-#if CLUSTER > 1
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
+#include "../include/cluster_dims.cuh"  // CLUSTER_DIMS
 
 using Walk = GroupWalk<BM * CLUSTER, BM, BN, SWIZZLE>;
 
