@@ -204,7 +204,7 @@ def first_call(backend, task: ShapeTask) -> Iterator[Event]:
     point = task.points[0]
     if not point.variant.code.runner.FUNCTION and not backend.plan_search_due(point.variant, task.shape):
         return
-    searches = getattr(backend, "plan_searches", 0)
+    searches = backend.plan_searches
     yield Begin(SETUP)
     try:
         inputs = backend.inputs(task.shape, task.seed)
@@ -227,7 +227,7 @@ def first_call(backend, task: ShapeTask) -> Iterator[Event]:
     finally:
         del inputs
         backend.collect()
-    yield Made(point.index, prepared.details.first_call_ms, getattr(backend, "plan_searches", 0) != searches)
+    yield Made(point.index, prepared.details.first_call_ms, backend.plan_searches != searches)
 
 
 def with_first_calls(work: list[ShapeTask], made: dict[tuple, float], done: set[tuple]) -> list[ShapeTask]:
