@@ -13,6 +13,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from gpubench.analysis.compare import Verdict
+
 SHORT_MS = 0.02  # calls shorter than this carry a launch path's share of their time (the base's median)
 FEWEST = 10  # short points a shared shift is looked for among
 SHARE = 0.8  # the share of them that must have moved the same way
@@ -27,8 +29,9 @@ class SharedShift:
     share: float  # their median new / base - 1
 
     @property
-    def direction(self) -> str:
-        return "slower" if self.per_call_us > 0 else "faster"
+    def direction(self) -> Verdict:
+        """Which way the short calls moved, in compare's words."""
+        return Verdict.SLOWER if self.per_call_us > 0 else Verdict.FASTER
 
 
 def shared_shift(changes) -> SharedShift | None:
