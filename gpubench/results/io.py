@@ -61,15 +61,17 @@ def decompressed(raw: bytes) -> bytes:
 def save(run: Run, path: str | Path, *, interim: bool = False) -> Path:
     """Write atomically: readers (and a crash or a full disk mid-write) never see half a file. A name ending in .gz
     is written compressed, with no time stamp in the gzip header, so the same run gives the same bytes. `interim`:
-    a save that the next one replaces (the writer's after each point) is compressed at gzip's fastest level, a
-    third of the time of the level the final file gets (a lab run: 11 against 35 ms, for a quarter more bytes)."""
+    a save that the next one replaces (the writer's after each point) is written in gzip's stored blocks (level
+    0) with the run's own fields unindented: still a gzip file of the run's JSON that every reader opens, where
+    indenting and compressing it all again after each of a lab run's 352 points took 4.5 s of a 68 s sweep on an
+    H200. The final file is indented and compressed as always."""
     path = Path(path)
     tmp = temporary(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = run.to_json().encode("utf-8")
+        data = run.to_json(compact_header=interim).encode("utf-8")
         if _compressed(path):
-            data = gzip.compress(data, compresslevel=1 if interim else 6, mtime=0)
+            data = gzip.compress(data, compresslevel=0 if interim else 6, mtime=0)
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()

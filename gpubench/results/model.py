@@ -298,9 +298,9 @@ class Point:
 
     @cached_property
     def json_text(self) -> str:
-        """This point as it stands in a results file (a point never changes, so a file rewritten after every
-        point serialises each one once)."""
-        return json.dumps(self.to_dict(), indent=1, allow_nan=True)
+        """This point as it stands in a results file, indented as an item of the run's points (a point never
+        changes, so a file rewritten after every point serialises and indents each one once)."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=True).replace("\n", "\n  ")
 
 
 _POINTS_HERE = "\u0000points\u0000"  # where to_json puts the points' texts (no real field holds a NUL)
@@ -343,11 +343,13 @@ class Run:
     def failed(self) -> list[Point]:
         return [p for p in self.points if p.status.failed]
 
-    def to_json(self) -> str:
-        """The file's text: json.dumps(..., indent=1) of the whole run, with each point's text made once."""
+    def to_json(self, compact_header: bool = False) -> str:
+        """The file's text: json.dumps(..., indent=1) of the whole run, with each point's text made once.
+        `compact_header`: the run's own fields on one line, by json's C encoder (indenting takes its pure-Python
+        one, a millisecond for a lab run's header, which an interim save after every point pays again)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(status=str(self.status), points=_POINTS_HERE)
-        text = json.dumps(data, indent=1, allow_nan=True)
-        points = "[\n  " + ",\n  ".join(p.json_text.replace("\n", "\n  ") for p in self.points) + "\n ]" \
+        text = json.dumps(data, allow_nan=True) if compact_header else json.dumps(data, indent=1, allow_nan=True)
+        points = "[\n  " + ",\n  ".join(p.json_text for p in self.points) + "\n ]" \
             if self.points else "[]"
         return text.replace(json.dumps(_POINTS_HERE), points, 1)
