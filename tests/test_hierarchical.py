@@ -95,3 +95,24 @@ def test_compare_notes_how_many_intervals_came_from_processes():
 
     report = compare.compare(run(point(processes([0, 0.01]))), run(point(processes([0, 0.01], seed=1))))
     assert "1 of 1 interval from the spread between worker processes" in " ".join(notes(report))
+
+
+def test_a_sides_draws_are_kept_by_content_so_a_pair_reads_the_same_before_and_after_others():
+    rng = np.random.default_rng(7)
+    a, b, c = ([rng.lognormal(0, 0.01, 64) * m for m in ms] for ms in ((1.0, 1.01), (1.0, 1.02), (1.03, 1.0)))
+    hierarchical._side_draws.cache_clear()
+    first = hierarchical.ratio_interval(a, b, 0.05)
+    hierarchical.ratio_interval(a, c, 0.05)
+    hierarchical.ratio_interval(c, b, 0.05)
+    assert hierarchical.ratio_interval(a, b, 0.05) == first
+    hierarchical._side_draws.cache_clear()
+    assert hierarchical.ratio_interval(a, b, 0.05) == first
+
+
+def test_groups_of_equal_sizes_but_other_samples_draw_their_own():
+    rng = np.random.default_rng(8)
+    a = [rng.lognormal(0, 0.01, 32), rng.lognormal(0, 0.01, 32)]
+    slower = [g * 1.1 for g in a]
+    hierarchical.ratio_interval(a, a, 0.05)  # the new side's draws of `a` are kept: `slower` must not read them
+    est, low, high = hierarchical.ratio_interval(a, slower, 0.05)
+    assert low > 1.05 and abs(est - 1.1) < 1e-9
