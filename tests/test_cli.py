@@ -2,6 +2,7 @@
 in one line."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -403,7 +404,7 @@ def test_history_names_the_html_option_in_its_errors(make_run, run_file, tmp_pat
                    "--html", "is a directory")
 
 
-# --- issue 23: what a careless or hostile user met -------------------------------------------------------------
+# --- what a careless or hostile user met ----------------------------------------------------------------------
 
 
 def test_an_empty_output_is_refused_not_replaced_by_the_default(tmp_path, monkeypatch):
@@ -416,6 +417,23 @@ def test_an_empty_output_is_refused_not_replaced_by_the_default(tmp_path, monkey
 def test_one_point_is_one_point(tmp_path):
     r = invoke("gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", str(tmp_path / "one.json"))
     assert r.exit_code == 0 and "saved 1 point to " in r.output, r.output
+    assert "first calls" not in r.output  # none took a tenth of a second: nothing to say
+
+
+def test_the_time_before_the_sweep_is_saved_and_said_beside_the_sweeps(tmp_path, monkeypatch):
+    from gpubench.execution.worker import Worker
+
+    made = Worker.first_calls
+
+    def slow_first_calls(self, tasks, on_point):  # a plan search's worth of seconds before the sweep
+        time.sleep(0.3)
+        return made(self, tasks, on_point)
+
+    monkeypatch.setattr(Worker, "first_calls", slow_first_calls)
+    r = invoke("gemm", "--backend", "cpu", "--sizes", "16", "--reps", "5", "-o", str(tmp_path / "one.json"))
+    run = results.load(tmp_path / "one.json")
+    assert r.exit_code == 0 and 0.3 <= run.settings["first_calls_s"] < 5, r.output
+    assert f"after {run.settings['first_calls_s']:.1f} s of first calls and plan searches" in r.output, r.output
 
 
 def test_a_labs_cuda_variants_left_out_on_the_cpu_are_named(tmp_path, monkeypatch):

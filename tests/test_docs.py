@@ -113,3 +113,24 @@ def test_the_site_builds_strictly_offline(tmp_path):
     done = subprocess.run(build, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").read_text(encoding="utf-8").count("gpubench gemm")
+
+
+# The code's own words: "issue 20" or "session 33" in a comment, a docstring or a tool's description (cuda_src is
+# left out: "the LSU issues 8 stores" is a verb; file names and the suite names they come from, such as
+# "tc-conv-issue20", are names, as on the pages).
+CODE_PROVENANCE = re.compile(r"\b(?:session|issue) #?\d+", re.IGNORECASE)
+CODE = sorted(p for pattern in ("gpubench/**/*.py", "tests/**/*.py", "tools/**/*.py", "tools/**/*.sh", "tools/**/*.toml",
+                                "configs/**/*.toml") for p in ROOT.glob(pattern) if p.name != "test_docs.py")
+
+
+@pytest.mark.parametrize("path", CODE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_code_mentions_a_session_or_an_issue(path):
+    found = [m.group(0) for m in CODE_PROVENANCE.finditer(FILE_NAME.sub(" ", path.read_text(encoding="utf-8")))]
+    assert not found, f"{path.relative_to(ROOT)} mentions {sorted(set(found))}: say what was done, not when"
+
+
+def test_the_code_check_reads_numbers_not_names():
+    assert CODE_PROVENANCE.search("# --- issue 23: what a user met") and CODE_PROVENANCE.search("Session 31's run")
+    assert CODE_PROVENANCE.search("as issue #7 asked")
+    assert not CODE_PROVENANCE.search(FILE_NAME.sub(" ", 'io.load(RESULTS / "tc-conv-issue20-s33-r1.json.gz")'))
+    assert not CODE_PROVENANCE.search('name = "tc-conv-issue20"')

@@ -278,8 +278,10 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
         early: list[Point] = []  # points whose first call faulted, hung or killed the worker: recorded already
         # ... and each one's first call made (Triton's JIT: exit 2 if it does not compile), and cuDNN's plan searches
         # run, in a process that times nothing after them (tasks.first_calls)
+        first_started = time.perf_counter()
         with phases.phase("first calls"):
             work = with_first_calls(work, *worker.first_calls(first_calls(work), early.append))
+        first_s = time.perf_counter() - first_started
         path = path or default_output(info["device"], request.label, claims)
         settings = {"seed": request.seed, "timeout_s": request.timeout_s,
                     "project": str(request.project.path) if request.project.path else None,
@@ -315,6 +317,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
                 status, stopped_by = RunStatus.INTERRUPTED, getattr(stop, "signum", None)
         run.incidents = [i.as_dict() for i in worker.incidents]
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
+        run.settings["first_calls_s"] = round(first_s, 1)  # before it: compiles, plan searches, a process renewed
         writer.finish(status)
     notes = _profiled(request, run, work, info, writer, display) if status == RunStatus.COMPLETE else []
     phases.save("coordinator")

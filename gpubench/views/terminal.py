@@ -193,7 +193,10 @@ def run_outcome(outcome) -> None:
         return
     for note in getattr(outcome, "notes", []):
         err.print(f"[yellow]{escape(note)}[/]")
-    err.print(escape(f"saved {plural(len(run.points), 'point')} to {outcome.path} in {run.settings['wall_s']:.1f} s"))
+    before = run.settings.get("first_calls_s") or 0.0
+    ahead = f", after {before:.1f} s of first calls and plan searches" if before >= 0.1 else ""
+    err.print(escape(f"saved {plural(len(run.points), 'point')} to {outcome.path} in {run.settings['wall_s']:.1f} s"
+                     + ahead))
     for h in outcome.slow:
         clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""
         power = f", {h.power_w:,.0f} W" if h.power_w else ""

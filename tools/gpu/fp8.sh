@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU runs behind fp8-tma's promoted accumulation (issue 20; docs/perf-notes.md, results/<gpu>/tc-gemm-fp8.json).
+# The GPU runs behind fp8-tma's promoted accumulation (docs/perf-notes.md, results/<gpu>/tc-gemm-fp8.json).
 #   bash tools/gpu/fp8.sh build   # compile every wgmma-tma and fp8-tma configuration in parallel (what follows reuses it)
 #   bash tools/gpu/fp8.sh check   # the gpu tests of wgmma-tma and fp8-tma: every configuration, ragged shapes, the
 #                                 # long-K error against cuBLASLt, the alternating sets bit for bit against one set

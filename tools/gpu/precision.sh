@@ -1,5 +1,5 @@
 #!/bin/bash
-# The precision evidence (issue 19) in one device call, from the repository root ($OUT set by the caller):
+# The precision evidence in one device call, from the repository root ($OUT set by the caller):
 #   1. the gpu tests (every library path in every dtype and layout, the example half-precision kernels);
 #   2. the precision suite (configs/precision.toml), saved as $OUT/precision.json;
 #   3. the example project's fp16/bf16 kernels (examples/lab/matmul_half.cu) beside cuBLAS, $OUT/examples-half.json.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU runs behind the tensor-core convolution (issue 20; docs/perf-notes.md, results/<gpu>/tc-conv.json).
+# The GPU runs behind the tensor-core convolution (docs/perf-notes.md, results/<gpu>/tc-conv.json).
 #   bash tools/gpu/tc_conv.sh check   # the gpu tests of tc-implicit, tc-wgmma, tc-wgmma-ws: every configuration,
 #                                     # fp16 and bf16, ragged shapes
 #   bash tools/gpu/tc_conv.sh sweep   # tools/gpu/tc-conv.toml: the three against cuDNN's best plan, ResNet-50 layers
@@ -16,7 +16,7 @@
 #                                       # beside their plain twins, cuDNN, fp16 and bf16)
 #   bash tools/gpu/tc_conv.sh ncu-carry # ncu-tma at 28² and 14²: the three u1 d1 q1 configurations and their plain
 #                                       # twins among every configuration profiled
-#   bash tools/gpu/tc_conv.sh issue20   # every conv row of issue 20's targets (four stride-1 layers, stride 2) in one
+#   bash tools/gpu/tc_conv.sh targets   # every conv row of the tensor-core conv targets (four stride-1 layers, stride 2) in one
 #                                       # saved run, $OUT/tc-conv-issue20$RUN.json (the log stays in /tmp: the device
 #                                       # tool returns 8 files a call)
 #   bash tools/gpu/tc_conv.sh ncu-power # 14² fp16 and bf16, cuDNN's best plan beside 14²'s best of ours, one bracketed
@@ -119,10 +119,10 @@ dram__bytes_read.sum,dram__bytes_write.sum" --csv python3 tools/gpu/tc_conv_prob
   sweep-halo)  # tools/gpu/tc-conv-halo.toml: tc-wgmma-halo against tc-wgmma-tma and cuDNN, the stride-1 layers
     python3 -m gpubench run tools/gpu/tc-conv-halo.toml -o "$OUT/tc-conv-halo.json" > "$OUT/tc-conv-halo.log" 2>&1
     echo "sweep-halo exit $?" ;;
-  issue20)  # tools/gpu/tc-conv-issue20.toml: every conv row of issue 20's targets in one saved run (~1.5 min)
+  targets)  # tools/gpu/tc-conv-issue20.toml: every conv row of the targets in one saved run (~1.5 min)
     python3 -m gpubench run tools/gpu/tc-conv-issue20.toml -o "$OUT/tc-conv-issue20${RUN:-}.json" \
       > "/tmp/tc-conv-issue20${RUN:-}.log" 2>&1
-    echo "issue20 exit $?"; grep -A14 "best configuration per variant" "/tmp/tc-conv-issue20${RUN:-}.log" | cut -c1-150 ;;
+    echo "targets exit $?"; grep -A14 "best configuration per variant" "/tmp/tc-conv-issue20${RUN:-}.log" | cut -c1-150 ;;
   sweep-halo56)  # tools/gpu/tc-conv-halo-56.toml: the 56² layer alone
     python3 -m gpubench run tools/gpu/tc-conv-halo-56.toml -o "$OUT/tc-conv-halo-56.json" > "$OUT/tc-conv-halo-56.log" 2>&1
     echo "sweep-halo56 exit $?" ;;

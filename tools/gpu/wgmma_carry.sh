@@ -1,5 +1,5 @@
 #!/bin/bash
-# wgmma-tma's 16-bit loop with fp8's switches (issue 20, the H100's last 0.4% at 4096; docs/perf-notes.md "The last
+# wgmma-tma's 16-bit loop with fp8's switches (the H100's last 0.4% at 4096; docs/perf-notes.md "The last
 # 0.4%"): d1 (CARRY), d1 q1 (PEEK) and c1 (no cluster) beside c2 g8 u1, in two calls on the GPU machine.
 #   bash tools/gpu/wgmma_carry.sh check    # the wgmma-tma gpu tests (the new d1/q1/c1 bit-for-bit test among them),
 #                                          # the same test on a kernel broken on purpose (must fail), then ncu's

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU runs behind the FP32 Winograd of issue 20 (docs/perf-notes.md, results/<gpu>/winograd.json).
+# The GPU runs behind the FP32 Winograd (docs/perf-notes.md, results/<gpu>/winograd.json).
 #   bash tools/gpu/winograd.sh build   # compile every Winograd configuration at once, in parallel (the cache)
 #   bash tools/gpu/winograd.sh check   # the gpu tests of every Winograd variant (every configuration, ragged
 #                                      # shapes) and winograd-tf32x3's error against the FFMA products'
