@@ -87,6 +87,27 @@ def test_identical_runs_give_no_false_verdict_and_a_shifted_run_gives_them(make_
     assert all(c.suggested >= 0.3 for c in report.classes)
 
 
+def test_the_report_counts_the_pairs_a_gate_between_them_would_fail(make_run):
+    from gpubench.views.stability import pairs_line
+
+    def report(shifts, k=1):
+        return stability.analyse(stability.assemble(runs_of(make_run, shifts, k=k), suite="s", asked=len(shifts),
+                                                    threshold=0.05, alpha=0.05, command=[], status=RunStatus.COMPLETE))
+
+    calm = report([1.0, 1.0, 1.0])
+    assert (calm.pairs_with_false, calm.processes) == (0, 1)
+    assert pairs_line(calm, "aa.json") == "none of the 3 pairs of runs (one process a run) had a false verdict at 5%"
+    one_off = report([1.0, 1.0, 1.3])  # the third run against each of the others: two pairs of three
+    assert one_off.pairs_with_false == 2
+    line = pairs_line(one_off, "aa.json")
+    assert line.startswith("2 of the 3 pairs of runs (one process a run) had a false verdict at 5%")
+    assert "--processes 2" in line and "--thresholds aa.json" in line
+    two = report([1.0, 1.0, 1.3], k=2)
+    assert two.processes == 2 and two.pairs_with_false == 2
+    line = pairs_line(two, "aa.json")
+    assert "(2 processes a run)" in line and "--processes" not in line and "--thresholds aa.json" in line
+
+
 def test_a_run_without_the_stability_record_is_refused_in_one_line(make_run):
     with pytest.raises(Exception, match="not a stability run"):
         stability.analyse(make_run())

@@ -86,6 +86,8 @@ class StabilityReport:
     alpha: float
     points: list[PointRuns]
     classes: list[ClassRuns]
+    processes: int = 1  # worker processes a run measured each point in (--processes)
+    pairs_with_false: int = 0  # pairs of runs with at least one false verdict: what a CI gate between them meets
 
     @property
     def pairs(self) -> int:
@@ -101,8 +103,11 @@ def analyse(run: Run, threshold: float | None = None, alpha: float | None = None
     alpha = alpha if alpha is not None else float(recorded.get("alpha", 0.05))
     runs = split(run)
     seen: dict[tuple, dict] = {}
+    pairs_with_false = 0
     for a, b in combinations(runs, 2):
-        for c in compare(a, b, threshold, alpha).changes:
+        changes = compare(a, b, threshold, alpha).changes
+        pairs_with_false += any(c.verdict in (Verdict.SLOWER, Verdict.FASTER) for c in changes)
+        for c in changes:
             s = seen.setdefault(c.base.key(), {"pairs": 0, "false": 0, "inconclusive": 0, "half": []})
             s["pairs"] += 1
             s["false"] += c.verdict in (Verdict.SLOWER, Verdict.FASTER)
@@ -118,8 +123,9 @@ def analyse(run: Run, threshold: float | None = None, alpha: float | None = None
         medians = tuple(statistics.median(b[p.key()].samples_ms) for b in by_run)
         points.append(PointRuns(point_label(p), medians, s["pairs"], s["false"], s["inconclusive"],
                                 statistics.median(s["half"])))
+    processes = max((len(p.processes) for p in runs[0].points if p.status == Status.OK), default=0) or 1
     return StabilityReport(str(recorded.get("suite", "")), len(runs), threshold, alpha, points,
-                           classes(points, threshold, alpha))
+                           classes(points, threshold, alpha), processes, pairs_with_false)
 
 
 def suggested_thresholds(run: Run | str | Path) -> dict[Duration, float]:

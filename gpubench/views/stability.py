@@ -57,3 +57,16 @@ def points_table(report: StabilityReport) -> Table:
 
 def tables(report: StabilityReport) -> list[Table]:
     return [classes_table(report), points_table(report)]
+
+
+def pairs_line(report: StabilityReport, path) -> str:
+    """How many pairs of identical runs a gate between them would have failed, and what to do where any would."""
+    each = f"{report.processes} processes a run" if report.processes > 1 else "one process a run"
+    if not report.pairs_with_false:
+        return f"none of the {report.pairs} pairs of runs ({each}) had a false verdict at {report.threshold:.0%}"
+    head = (f"{report.pairs_with_false} of the {report.pairs} pairs of runs ({each}) had a false verdict at "
+            f"{report.threshold:.0%}")
+    if report.processes == 1:
+        return (f"{head}: between processes, measure with --processes 2 (its intervals count the spread between "
+                f"them), or judge with gpubench compare BASE NEW --thresholds {path}")
+    return f"{head}: judge with gpubench compare BASE NEW --thresholds {path}"

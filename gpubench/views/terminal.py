@@ -222,6 +222,8 @@ def stability_outcome(outcome) -> None:
     else:
         err.print(escape(f"saved the stability run ({plural(runs, 'run')}) to {outcome.path}"
                          + (f"; each run's own file is under {outcome.runs_dir}" if outcome.runs_dir else "")))
+        if outcome.report is not None:
+            err.print(escape(stability_view.pairs_line(outcome.report, outcome.path)), soft_wrap=True)
         if runs >= 2:
             err.print(escape(f"to judge each duration class by its suggested threshold: gpubench compare BASE NEW "
                              f"--thresholds {outcome.path}"), soft_wrap=True)  # a command to copy: one line
