@@ -168,8 +168,9 @@ for _command in (*(cli.commands[op.name] for op in ops.builtin()), cli.commands[
 
 
 @cli.command()
-@group(options.STABILITY + OUTPUT + RUNNING + PROCESSES)
-def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, seed, tf32, timeout, config, processes):
+@group(options.STABILITY + OUTPUT + RUNNING + PROCESSES + [options.CLOCK])
+def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, seed, tf32, timeout, config, processes,
+              clock):
     """A/A: run a suite R times in fresh processes and report, per point and per duration class, how often identical
     code got a slower or faster verdict, the smallest change decided with 95% power, and a threshold to use.
 
@@ -178,13 +179,14 @@ def stability(suite, runs, threshold, alpha, keep_runs, output, force, backend, 
       gpubench stability lab -R 10
       gpubench stability my-suite.toml --backend cpu -R 3 -o aa.json
       gpubench stability lab -R 10 --processes 2       # as compare would judge runs of two processes
+      gpubench stability lab -R 10 --clock both        # compared by the events and by the kernels' own times
       gpubench show aa.json                            # the saved stability run, its A/A tables again
     """
     from gpubench.usecases.stability import StabilityRequest, run_stability
 
     backend = backend_choice.choose(backend, config).name  # --backend, else GPUBENCH_BACKEND, the project's, a guess
     outcome = run_stability(StabilityRequest(suite, runs, backend, seed, tf32, timeout, config, output, force,
-                                             processes, threshold, alpha, keep_runs), terminal.LiveDisplay())
+                                             processes, clock, threshold, alpha, keep_runs), terminal.LiveDisplay())
     with terminal.reader_may_leave():
         terminal.stability_outcome(outcome)
     return outcome.exit_code

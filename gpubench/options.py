@@ -41,6 +41,10 @@ DECIDING = [
     click.option("--discard-throttled", is_flag=True,
                  help="Drop samples taken while the GPU was power- or thermally-throttled, and take others."),
 ]
+CLOCK = click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=None,
+                     help=f"{Clocks.EVENTS}: CUDA events time each call; {Clocks.BOTH}: CUPTI's records of its "
+                          "kernels too (pip install cupti-python), saved beside the samples with the kernels' names "
+                          "[default: events, or the suite's].")
 PACING = [
     # The choices by value: click 8.2 and later match an enum's members by their NAMES (IDLE), not their values.
     click.option("--pace", type=click.Choice([p.value for p in Pace]), default=None,
@@ -62,10 +66,7 @@ PACING = [
                  help="Time a call whose buffers are small (4 MiB at most) on N sets of them in turn, its own and "
                       "copies at other places: on an H200 where they lie moves a call of a few microseconds by up to "
                       f"9% (1: its own only) [default: {PLACES} on a GPU, 1 on the CPU, or the suite's]."),
-    click.option("--clock", type=click.Choice([c.value for c in Clocks]), default=None,
-                 help=f"{Clocks.EVENTS}: CUDA events time each call; {Clocks.BOTH}: CUPTI's records of its kernels "
-                      "too (pip install cupti-python), saved beside the samples with the kernels' names "
-                      "[default: events, or the suite's]."),
+    CLOCK,
     click.option("--graph", default=None, type=click.IntRange(0, 10_000), metavar="N",
                  help="Time each call as one launch of a CUDA graph of N captured calls (a sample is the graph's "
                       "time over N): for calls whose launch costs more than they run [default: 0, none]."),

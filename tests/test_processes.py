@@ -39,6 +39,17 @@ def test_a_point_keeps_its_samples_per_process_and_summarises_them_all():
     assert p.median_ms == 1.2 and p.timing.n == 5
 
 
+def test_every_process_keeps_its_kernel_times_beside_its_samples():
+    def timed(samples, kernel):
+        p = point(samples)
+        return replace(p, details=replace(p.details, kernel_ms=kernel))
+
+    both = pooled([timed([1.0, 1.1], (0.7, 0.8)), timed([2.0], (1.5,))])
+    assert both.details.kernel_ms == (0.7, 0.8, 1.5)  # the second process's kernel time is not dropped
+    one_without = pooled([timed([1.0, 1.1], (0.7, 0.8)), point([2.0])])
+    assert one_without.details.kernel_ms == (0.7, 0.8)  # not aligned with the samples: the first's, as before
+
+
 def test_a_one_process_point_has_one_group_and_saves_no_processes_key():
     p = point([1.0, 2.0])
     assert p.processes == () and p.process_samples == ((1.0, 2.0),)

@@ -10,10 +10,13 @@ from click.testing import CliRunner
 from gpubench import results
 from gpubench.analysis import stability
 from gpubench.cli import cli
+from gpubench.core.errors import GpubenchError
 from gpubench.measure import stability as aa
+from gpubench.measure.kernel_clock import CompareClock
 from gpubench.measure.stability import Duration, PointRuns
 from gpubench.results import RunStatus, Status
 from gpubench.results.pooled import pooled
+from gpubench.views.stability import classes_table, pairs_line
 
 # --- the statistics -------------------------------------------------------------------------------------------
 
@@ -88,8 +91,6 @@ def test_identical_runs_give_no_false_verdict_and_a_shifted_run_gives_them(make_
 
 
 def test_the_report_counts_the_pairs_a_gate_between_them_would_fail(make_run):
-    from gpubench.views.stability import pairs_line
-
     def report(shifts, k=1):
         return stability.analyse(stability.assemble(runs_of(make_run, shifts, k=k), suite="s", asked=len(shifts),
                                                     threshold=0.05, alpha=0.05, command=[], status=RunStatus.COMPLETE))
@@ -106,6 +107,40 @@ def test_the_report_counts_the_pairs_a_gate_between_them_would_fail(make_run):
     assert two.processes == 2 and two.pairs_with_false == 2
     line = pairs_line(two, "aa.json")
     assert "(2 processes a run)" in line and "--processes" not in line and "--thresholds aa.json" in line
+
+
+def with_kernel_times(runs, shifts):
+    """Each run's points given CUPTI kernel times that do not move (0.7 of the unshifted samples): the events' shift
+    lies in the launch path."""
+    out = []
+    for run, shift in zip(runs, shifts):
+        run.points = [replace(p, details=replace(p.details, kernel_ms=tuple(0.7 * x / shift for x in p.samples_ms)))
+                      if p.status == Status.OK else p for p in run.points]
+        out.append(run)
+    return out
+
+
+def test_a_shift_in_the_launch_path_alone_is_false_by_the_events_and_absent_by_the_kernels(make_run):
+    shifts = [1.0, 1.0, 1.3]
+    runs = with_kernel_times(runs_of(make_run, shifts, k=2), shifts)
+    run = stability.assemble(runs, suite="s", asked=3, threshold=0.05, alpha=0.05, command=[],
+                             status=RunStatus.COMPLETE)
+    assert stability.has_kernel_times(run)
+    for original, rebuilt in zip(runs, stability.split(run)):  # each run gets its own processes' kernel times back
+        assert [p.details.kernel_ms for p in rebuilt.points] == [p.details.kernel_ms for p in original.points]
+    events = stability.analyse(run)
+    kernels = stability.analyse(run, clock=CompareClock.KERNEL)
+    assert events.pairs_with_false == 2 and kernels.pairs_with_false == 0
+    assert kernels.clock == CompareClock.KERNEL and "by the kernels' own times" in pairs_line(kernels, "aa.json")
+    assert "kernels' own times (CUPTI)" in classes_table(kernels).title and "CUPTI" not in classes_table(events).title
+
+
+def test_a_stability_run_without_kernel_times_is_read_by_the_events_only(make_run):
+    run = stability.assemble(runs_of(make_run, [1.0, 1.0]), suite="s", asked=2, threshold=0.05, alpha=0.05,
+                             command=[], status=RunStatus.COMPLETE)
+    assert not stability.has_kernel_times(run)
+    with pytest.raises(GpubenchError, match="no kernel times"):
+        stability.analyse(run, clock=CompareClock.KERNEL)
 
 
 def test_a_run_without_the_stability_record_is_refused_in_one_line(make_run):

@@ -23,7 +23,9 @@ from itertools import combinations
 from pathlib import Path
 
 from gpubench.analysis.compare import Verdict, compare, point_label
+from gpubench.analysis.kernel_times import by_kernel_clock
 from gpubench.core.errors import GpubenchError
+from gpubench.measure.kernel_clock import CompareClock
 from gpubench.measure.stability import ClassRuns, Duration, PointRuns, classes
 from gpubench.results import Point, Run, RunStatus, Status, load
 from gpubench.results.pooled import pooled
@@ -59,8 +61,9 @@ def _runs(run: Run) -> int:
 
 
 def split(run: Run) -> list[Run]:
-    """The R runs a stability run holds, rebuilt: each point's samples and processes of that run (points that did
-    not pass in every run stay as they are in each, and are not compared)."""
+    """The R runs a stability run holds, rebuilt: each point's samples, processes and kernel times (the second
+    clock's, where the runs recorded them) of that run (points that did not pass in every run stay as they are in
+    each, and are not compared)."""
     r = _runs(run)
     rebuilt: list[list[Point]] = [[] for _ in range(r)]
     for p in run.points:
@@ -70,9 +73,14 @@ def split(run: Run) -> list[Run]:
                 points.append(p)
             continue
         size = len(groups) // r
+        kernel = p.details.kernel_ms if len(p.details.kernel_ms) == len(p.samples_ms) else ()
+        start = 0
         for i in range(r):
             mine = groups[i * size:(i + 1) * size]
-            rebuilt[i].append(replace(p, samples_ms=tuple(s for g in mine for s in g),
+            taken = sum(len(g) for g in mine)
+            details = replace(p.details, kernel_ms=kernel[start:start + taken]) if kernel else p.details
+            start += taken
+            rebuilt[i].append(replace(p, samples_ms=tuple(s for g in mine for s in g), details=details,
                                       processes=tuple(len(g) for g in mine) if size > 1 else ()))
     return [Run(run.backend, run.environment, {}, points=points, status=RunStatus.COMPLETE, variants=run.variants)
             for points in rebuilt]
@@ -86,6 +94,7 @@ class StabilityReport:
     alpha: float
     points: list[PointRuns]
     classes: list[ClassRuns]
+    clock: CompareClock = CompareClock.EVENTS  # which samples were compared: the events', or CUPTI's kernel times
     processes: int = 1  # worker processes a run measured each point in (--processes)
     pairs_with_false: int = 0  # pairs of runs with at least one false verdict: what a CI gate between them meets
 
@@ -94,14 +103,25 @@ class StabilityReport:
         return self.runs * (self.runs - 1) // 2
 
 
-def analyse(run: Run, threshold: float | None = None, alpha: float | None = None) -> StabilityReport:
-    """Every pair of the stability run's R runs compared (at the run's own threshold and alpha unless given)."""
+def has_kernel_times(run: Run) -> bool:
+    """Whether every measured point of the run kept the second clock's time of each sample (timed --clock both)."""
+    measured = [p for p in run.points if p.status == Status.OK and p.samples_ms]
+    return bool(measured) and all(len(p.details.kernel_ms) == len(p.samples_ms) for p in measured)
+
+
+def analyse(run: Run, threshold: float | None = None, alpha: float | None = None,
+            clock: CompareClock = CompareClock.EVENTS) -> StabilityReport:
+    """Every pair of the stability run's R runs compared (at the run's own threshold and alpha unless given), by
+    the events or, for runs timed with both clocks, by CUPTI's kernel times (`clock`): where the two disagree, what
+    moved between processes is the launch path, not the kernels."""
     if not is_stability(run):
         raise GpubenchError("not a stability run (it has no settings.stability): `gpubench stability SUITE` makes one")
     recorded = run.settings[KEY]
     threshold = threshold if threshold is not None else float(recorded.get("threshold", 0.05))
     alpha = alpha if alpha is not None else float(recorded.get("alpha", 0.05))
     runs = split(run)
+    if clock == CompareClock.KERNEL:
+        runs = [by_kernel_clock(r, f"run {i + 1} of the stability run") for i, r in enumerate(runs)]
     seen: dict[tuple, dict] = {}
     pairs_with_false = 0
     for a, b in combinations(runs, 2):
@@ -125,7 +145,7 @@ def analyse(run: Run, threshold: float | None = None, alpha: float | None = None
                                 statistics.median(s["half"])))
     processes = max((len(p.processes) for p in runs[0].points if p.status == Status.OK), default=0) or 1
     return StabilityReport(str(recorded.get("suite", "")), len(runs), threshold, alpha, points,
-                           classes(points, threshold, alpha), processes, pairs_with_false)
+                           classes(points, threshold, alpha), CompareClock(clock), processes, pairs_with_false)
 
 
 def suggested_thresholds(run: Run | str | Path) -> dict[Duration, float]:

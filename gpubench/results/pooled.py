@@ -40,7 +40,7 @@ def _telemetry(points: list[Point]) -> dict | None:
 def pooled(points: list[Point], of: str = "process") -> Point:
     """One point from the same point measured in several processes (or runs: `of` names them in reasons), in
     order: every sample kept, with how many each process took (Point.processes: a point that was itself measured in
-    several gives each of its own); the first's details. A point must pass in each: one that failed, erred, timed
+    several gives each of its own); the first's details, with every process's kernel times where each has them. A point must pass in each: one that failed, erred, timed
     out or was skipped in any is that outcome (the worst), its reason saying where."""
     if len(points) == 1:
         return points[0]
@@ -50,6 +50,9 @@ def pooled(points: list[Point], of: str = "process") -> Point:
         where = f"in {of} {points.index(worst) + 1} of {len(points)}"
         return replace(worst, reason=f"{where}: {worst.reason}" if worst.reason else where)
     first = points[0]
-    return replace(first, rel_err=max(p.rel_err for p in points),
+    details = first.details
+    if all(p.details.kernel_ms for p in points):  # the second clock's times, process after process as the samples
+        details = replace(details, kernel_ms=tuple(k for p in points for k in p.details.kernel_ms))
+    return replace(first, rel_err=max(p.rel_err for p in points), details=details,
                    samples_ms=tuple(s for p in points for s in p.samples_ms), telemetry=_telemetry(points),
                    processes=tuple(n for p in points for n in (p.processes or (len(p.samples_ms),))))

@@ -21,6 +21,7 @@ from gpubench import results
 from gpubench.analysis import stability
 from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
+from gpubench.measure.kernel_clock import CompareClock
 from gpubench.planning import plan
 from gpubench.planning.plan import Spread
 from gpubench.planning.settings import OutputSettings, RunSettings, Settings, TimingSettings
@@ -43,6 +44,7 @@ class StabilityRequest:
     output: str | None = None
     force: bool = False
     processes: int | None = None  # --processes for every run (None: the suite's)
+    clock: str | None = None  # --clock for every run (None: the suite's); with both, the runs compare by each
     threshold: float = plan.DEFAULTS.threshold
     alpha: float = plan.DEFAULTS.alpha
     keep_runs: str | None = None  # a directory for each run's own file
@@ -58,6 +60,7 @@ class StabilityOutcome:
     stopped_by: int | None = None
     interrupted: bool = False
     failed: bool = False  # a point failed verification, erred or timed out in some run
+    kernel_report: stability.StabilityReport | None = None  # by CUPTI's kernel times, where the runs kept them
 
     @property
     def exit_code(self) -> int:
@@ -102,7 +105,7 @@ def run_stability(request: StabilityRequest, display: Display) -> StabilityOutco
         stopped_by, interrupted, failed, run = None, False, False, None
         try:
             for r in range(request.runs):
-                settings = Settings(TimingSettings(processes=request.processes), Spread(),
+                settings = Settings(TimingSettings(processes=request.processes, clock=request.clock), Spread(),
                                     OutputSettings(str(runs_dir / f"run-{r + 1:02d}.json"), force=True),
                                     RunSettings(backend=request.backend, seed=request.seed, tf32=request.tf32,
                                                 timeout=request.timeout, config=request.config))
@@ -131,5 +134,7 @@ def run_stability(request: StabilityRequest, display: Display) -> StabilityOutco
         return StabilityOutcome(Run(request.backend, {}, {}), runs_dir / "run-01.json", None, runs_dir, stopped_by,
                                 interrupted, failed)
     report = stability.analyse(run, threshold, alpha) if len(finished) >= 2 else None
+    by_kernels = (stability.analyse(run, threshold, alpha, CompareClock.KERNEL)
+                  if report is not None and stability.has_kernel_times(run) else None)
     return StabilityOutcome(run, path, report, runs_dir if kept or interrupted else None, stopped_by, interrupted,
-                            failed)
+                            failed, by_kernels)

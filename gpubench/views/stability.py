@@ -7,6 +7,7 @@ import math
 import statistics
 
 from gpubench.analysis.stability import StabilityReport
+from gpubench.measure.kernel_clock import CompareClock
 from gpubench.views.tables import Cell, Table
 
 
@@ -18,10 +19,14 @@ def _rate(n: int, of: int) -> str:
     return f"{n}/{of} ({100 * n / of:.1f}%)" if of else "-"
 
 
+def _by(report: StabilityReport) -> str:
+    return ", by the kernels' own times (CUPTI)" if report.clock == CompareClock.KERNEL else ""
+
+
 def classes_table(report: StabilityReport) -> Table:
     """Per duration class: how often identical code got a verdict, the between-run spread, what could be decided."""
     table = Table(f"A/A: {report.runs} runs of {report.suite}, {report.pairs} pairs compared at "
-                  f"{report.threshold:.0%} (alpha {report.alpha:g})",
+                  f"{report.threshold:.0%} (alpha {report.alpha:g}){_by(report)}",
                   ["class", "points", "false verdicts", "inconclusive", "run-to-run SD", "largest A/A change",
                    "decided at 95% power", "suggested threshold"], left=1,
                   caption="false verdicts: slower or faster between identical code, over every point of every pair; "
@@ -41,7 +46,7 @@ def classes_table(report: StabilityReport) -> Table:
 
 def points_table(report: StabilityReport) -> Table:
     """Every point, the widest run-to-run spread first."""
-    table = Table("A/A per point (widest spread first)",
+    table = Table(f"A/A per point (widest spread first){_by(report)}",
                   ["point", "class", "median ms", "largest A/A change", "run-to-run SD", "false verdicts",
                    "inconclusive", "decided at 95% power"], left=1)
     for p in sorted(report.points, key=lambda p: -p.largest):
@@ -61,7 +66,8 @@ def tables(report: StabilityReport) -> list[Table]:
 
 def pairs_line(report: StabilityReport, path) -> str:
     """How many pairs of identical runs a gate between them would have failed, and what to do where any would."""
-    each = f"{report.processes} processes a run" if report.processes > 1 else "one process a run"
+    each = (f"{report.processes} processes a run" if report.processes > 1 else "one process a run") + (
+        ", by the kernels' own times" if report.clock == CompareClock.KERNEL else "")
     if not report.pairs_with_false:
         return f"none of the {report.pairs} pairs of runs ({each}) had a false verdict at {report.threshold:.0%}"
     head = (f"{report.pairs_with_false} of the {report.pairs} pairs of runs ({each}) had a false verdict at "

@@ -46,13 +46,16 @@ def print_run(run, out: Console, threshold: float = run_view.NOISE_THRESHOLD) ->
 
 
 def _aa_tables(run) -> list:
-    """A stability run's A/A tables (gpubench/views/stability.py); none for another run, or one of a single run."""
+    """A stability run's A/A tables (gpubench/views/stability.py), by the events and, where its runs kept them, by
+    the kernels' own times; none for another run, or one of a single run."""
     from gpubench.analysis import stability
+    from gpubench.measure.kernel_clock import CompareClock
     from gpubench.views import stability as stability_view
 
     if not stability.is_stability(run) or run.settings[stability.KEY].get("runs", 0) < 2:
         return []
-    return stability_view.tables(stability.analyse(run))
+    clocks = [CompareClock.EVENTS, CompareClock.KERNEL] if stability.has_kernel_times(run) else [CompareClock.EVENTS]
+    return [t for clock in clocks for t in stability_view.tables(stability.analyse(run, clock=clock))]
 
 
 def saved_run(saved, name: str, fmt: str, threshold: float, echo) -> None:
@@ -209,8 +212,9 @@ def stability_outcome(outcome) -> None:
     from gpubench.views import stability as stability_view
 
     err = console(stderr=True)
-    if outcome.report is not None:
-        for table in stability_view.tables(outcome.report):
+    reports = [r for r in (outcome.report, outcome.kernel_report) if r is not None]
+    for report in reports:
+        for table in stability_view.tables(report):
             console().print(to_rich(table))
             console().print()
     for p in outcome.run.failed():
@@ -222,8 +226,8 @@ def stability_outcome(outcome) -> None:
     else:
         err.print(escape(f"saved the stability run ({plural(runs, 'run')}) to {outcome.path}"
                          + (f"; each run's own file is under {outcome.runs_dir}" if outcome.runs_dir else "")))
-        if outcome.report is not None:
-            err.print(escape(stability_view.pairs_line(outcome.report, outcome.path)), soft_wrap=True)
+        for report in reports:
+            err.print(escape(stability_view.pairs_line(report, outcome.path)), soft_wrap=True)
         if runs >= 2:
             err.print(escape(f"to judge each duration class by its suggested threshold: gpubench compare BASE NEW "
                              f"--thresholds {outcome.path}"), soft_wrap=True)  # a command to copy: one line
