@@ -135,6 +135,16 @@ def test_a_shift_in_the_launch_path_alone_is_false_by_the_events_and_absent_by_t
     assert "kernels' own times (CUPTI)" in classes_table(kernels).title and "CUPTI" not in classes_table(events).title
 
 
+def test_show_prints_a_stability_runs_tables_by_each_clock_it_kept(make_run, tmp_path):
+    shifts = [1.0, 1.0]
+    run = stability.assemble(with_kernel_times(runs_of(make_run, shifts), shifts), suite="s", asked=2,
+                             threshold=0.05, alpha=0.05, command=[], status=RunStatus.COMPLETE)
+    results.save(run, tmp_path / "aa.json")
+    shown = CliRunner().invoke(cli, ["show", str(tmp_path / "aa.json")])
+    assert shown.exit_code == 0 and shown.output.count("A/A: 2 runs of s") == 2, shown.output
+    assert "by the kernels' own times (CUPTI)" in shown.output
+
+
 def test_a_stability_run_without_kernel_times_is_read_by_the_events_only(make_run):
     run = stability.assemble(runs_of(make_run, [1.0, 1.0]), suite="s", asked=2, threshold=0.05, alpha=0.05,
                              command=[], status=RunStatus.COMPLETE)
