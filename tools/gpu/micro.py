@@ -11,7 +11,7 @@ pyelftools, and cuda_bindings/cuda_pathfinder where the machine lacks them):
     same points with the events alone, compared: whether recording CUPTI moves the events. About 1 minute.
 (b) `gpubench ab` on tools/gpu/planted/planted_gemm.cuh: the same naive GEMM as A, and as B with every block first
     waiting PLANT_CYCLES SM cycles. First, one quick gemm run of A picks the sizes whose call is nearest ~10 µs
-    (160, 176 or 192) and ~1 ms (1280, 1344 or 1408). Then, for each plant:
+    (96 to 160) and ~1 ms (1280, 1344 or 1408). Then, for each plant:
     - Short A/Bs (40 rounds, at most 8 s) measure the share the cycles add, from a first guess and then up to three
       secant steps, until it is within ±25% of the target: 2% at ~10 µs, 1% at ~1 ms. (The wait per block is not
       linear in cycles: blocks overlap it.)
@@ -48,7 +48,9 @@ OUT = Path(os.environ.get("OUT", "/tmp/micro-out"))
 SITE = Path("/tmp/cupti-site")
 LOG = None
 HEADER = REPO / "tools" / "gpu" / "planted" / "planted_gemm.cuh"
-SIZES = {"10us": ((160, 176, 192), 0.010), "1ms": ((1280, 1344, 1408), 1.0)}  # candidate sizes, target ms
+# candidate sizes, target ms: on an H200 the naive GEMM ran 16 µs at 160, the smallest size once offered, so the
+# 10 µs plant reaches down to 96
+SIZES = {"10us": ((96, 112, 128, 144, 160), 0.010), "1ms": ((1280, 1344, 1408), 1.0)}
 FALLBACK = {"10us": 176, "1ms": 1344}  # where the quick timing gave nothing
 PLANTS = [("10us", 0.02, 400), ("1ms", 0.01, 8000)]  # label, target share, first guess (cycles)
 SECANT_STEPS = 3  # calibration steps after the first guess, at most ...
