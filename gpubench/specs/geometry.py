@@ -8,7 +8,7 @@ fills and checks them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping, Protocol
 
 import numpy as np
 
@@ -16,8 +16,14 @@ from gpubench import ops
 from gpubench.core.expr import Expr
 from gpubench.ops import laid_out_arrays
 
-if TYPE_CHECKING:
-    from gpubench.specs.variant import Config
+
+class Parameters(Protocol):
+    """A configuration as a launch reads it: its compile-time parameters by name (gpubench/specs/variant.py's
+    Config is one)."""
+
+    @property
+    def values(self) -> dict[str, int]: ...
+
 
 # Names a launch expression may use besides the problem's and the configuration's: the device's own. SMS, its
 # multiprocessor count, sizes a persistent kernel's grid ("min(tiles, SMS)"). Specs are checked with SAMPLE_SMS.
@@ -83,7 +89,7 @@ class Step:
     args: tuple[str, ...]
     launch: LaunchSpec
 
-    def launch_for(self, dims: Mapping[str, int], config: Config) -> Launch:
+    def launch_for(self, dims: Mapping[str, int], config: Parameters) -> Launch:
         return self.launch.resolve({**dims, **config.values})
 
 
