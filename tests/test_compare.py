@@ -529,3 +529,18 @@ def test_thresholds_from_a_run_that_is_not_a_stability_run_are_refused_in_one_li
     path = run_file(make_run())
     r = invoke("compare", path, path, "--thresholds", path)
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "not a stability run" in r.output, r.output
+
+
+def test_the_h200_lab_cold_then_warm_agrees_as_its_evidence_page_says():
+    """docs/evidence/lab-pair-search-aside-h200.md: the lab from a wheel, cold then warm, with cuDNN's plan searches
+    out of the timing process: every point the same, none inconclusive, and no shared shift of the short calls."""
+    from gpubench.analysis.shift import shared_shift
+
+    saved = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200"
+    cold, warm = (results.load(saved / f"lab-search-aside-{kind}.json.gz") for kind in ("cold", "warm"))
+    report = compare.compare(cold, warm)
+    counts = {v: report.count(v) for v in compare.Verdict}
+    assert counts == {compare.Verdict.SLOWER: 0, compare.Verdict.FASTER: 0, compare.Verdict.SAME: 352,
+                      compare.Verdict.INCONCLUSIVE: 0}
+    assert shared_shift(report.changes) is None
+    assert (cold.settings["wall_s"], warm.settings["wall_s"]) == (69.9, 68.7)
