@@ -119,8 +119,9 @@ def test_the_site_builds_strictly_offline(tmp_path):
 # left out: "the LSU issues 8 stores" is a verb; file names and the suite names they come from, such as
 # "tc-conv-issue20", are names, as on the pages).
 CODE_PROVENANCE = re.compile(r"\b(?:session|issue) #?\d+", re.IGNORECASE)
-CODE = sorted(p for pattern in ("gpubench/**/*.py", "tests/**/*.py", "tools/**/*.py", "tools/**/*.sh", "tools/**/*.toml",
-                                "configs/**/*.toml") for p in ROOT.glob(pattern) if p.name != "test_docs.py")
+CODE_PATTERNS = ("gpubench/**/*.py", "tests/**/*.py", "tools/**/*.py", "tools/**/*.sh", "tools/**/*.toml",
+                 "configs/**/*.toml")
+CODE = sorted(p for pattern in CODE_PATTERNS for p in ROOT.glob(pattern) if p.name != "test_docs.py")
 
 
 @pytest.mark.parametrize("path", CODE, ids=lambda p: str(p.relative_to(ROOT)))

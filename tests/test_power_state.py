@@ -53,8 +53,8 @@ def test_the_ratio_per_clock_is_the_cycles_ratio():
 
 
 def test_the_saved_h100_14x14_fp16_point_is_a_power_effect():
-    """The H100 run of the tensor-core conv targets (tc-conv-issue20-s33-r1.json.gz): our best 14² fp16 point ran capped at 1,860 MHz,
-    cuDNN's plan at 1,980 MHz uncapped; 0.98× in time is ahead per clock."""
+    """The H100 run of the tensor-core conv targets (tc-conv-issue20-s33-r1.json.gz): our best 14² fp16 point ran
+    capped at 1,860 MHz, cuDNN's plan at 1,980 MHz uncapped; 0.98× in time is ahead per clock."""
     run = io.load(RESULTS / "nvidia-h100-80gb-hbm3" / "tc-conv-issue20-s33-r1.json.gz")
     at = [p for p in run.points if p.problem.height == 14 and p.problem.dtype == DType.FP16 and p.status == Status.OK]
     base = next(p for p in at if p.variant == "cudnn")

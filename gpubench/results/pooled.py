@@ -40,8 +40,9 @@ def _telemetry(points: list[Point]) -> dict | None:
 def pooled(points: list[Point], of: str = "process") -> Point:
     """One point from the same point measured in several processes (or runs: `of` names them in reasons), in
     order: every sample kept, with how many each process took (Point.processes: a point that was itself measured in
-    several gives each of its own); the first's details, with every process's kernel times where each has them. A point must pass in each: one that failed, erred, timed
-    out or was skipped in any is that outcome (the worst), its reason saying where."""
+    several gives each of its own); the first's details, with every process's kernel times where each has them. A
+    point must pass in each: one that failed, erred, timed out or was skipped in any is that outcome (the worst), its
+    reason saying where."""
     if len(points) == 1:
         return points[0]
     bad = [p for p in points if p.status != Status.OK]
