@@ -133,11 +133,6 @@ class Worker:
 
     def start(self) -> dict:
         self.starts += 1
-        self.process, self.conn = self._spawn()
-        return self._greeted()
-
-    def _spawn(self) -> tuple[subprocess.Popen, Connection]:
-        """A worker process started and sent its options; its answer is read by _greeted()."""
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])  # the same gpubench, however it was found
@@ -145,23 +140,14 @@ class Worker:
         # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
         # -P: the current directory is not put first on its path, so that a socket.py or numpy.py of the user's
         # there is never imported for the library's (a project's own modules are found beside them: user_code).
-        process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.child", str(theirs.fileno()),
-                                    str(os.getpid())],
-                                   pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+        self.process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.child", str(theirs.fileno()),
+                                         str(os.getpid())],
+                                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
         theirs.close()
-        conn = Connection(ours.detach())
+        self.conn = Connection(ours.detach())
         try:
-            conn.send(m.Start(self.options))
-        except BaseException:  # Ctrl-C while it starts: leave nothing behind
-            end_group(process.pid)
-            conn.close()
-            raise
-        return process, conn
-
-    def _greeted(self) -> dict:
-        """The backend's description from the process just spawned (self.process), or its refusal raised."""
-        try:
+            self.conn.send(m.Start(self.options))
             answer = self._receive(START_TIMEOUT_S, "opening the backend")
         except BaseException:  # Ctrl-C while it starts: leave nothing behind
             self._reap()
