@@ -108,10 +108,6 @@ def test_a_short_layers_search_settles_on_the_ranked_plan_among_near_ties():
     assert chosen.index == 0
 
 
-def plan(i):
-    return SimpleNamespace(index=i)
-
-
 def test_on_a_short_layer_the_plans_near_the_fastest_are_timed_twice_and_on_a_long_one_not():
     timed = [(0.0070, plan(0)), (0.0085, plan(1)), (0.0070 * (1 + CONTEND) + 1e-6, plan(2))]
     assert [p.index for _, p in contenders(timed)] == [0, 1]

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from gpubench.backends.cuda import cudnn_conv, cudnn_fused, cudnn_reorder, fused_conv
-from gpubench.backends.cuda.cudnn_fused import FusedConvGraph, FusedProblem, Lay, describe
+from gpubench.backends.cuda.cudnn_fused import FusedConvGraph, Lay, describe
 from gpubench.core.dtypes import DType
 from gpubench.ops.conv import ConvLayout, conv_shape
 from gpubench.ops.epilogue import Epilogue, Fused, Scaling
