@@ -104,6 +104,9 @@ def test_the_report_counts_the_pairs_a_gate_between_them_would_fail(make_run):
     assert line.startswith("2 of the 3 pairs of runs (one process a run) had a false verdict at 5%")
     assert "--processes 2" in line and "--thresholds aa.json" in line
     two = report([1.0, 1.0, 1.3], k=2)
+    one_pair = "the one pair of runs (one process a run) had"
+    assert pairs_line(report([1.0, 1.0]), "aa.json") == f"{one_pair} no false verdict at 5%"
+    assert pairs_line(report([1.0, 1.3]), "aa.json").startswith(f"{one_pair} a false verdict at 5%: ")
     assert two.processes == 2 and two.pairs_with_false == 2
     line = pairs_line(two, "aa.json")
     assert "(2 processes a run)" in line and "--processes" not in line and "--thresholds aa.json" in line

@@ -68,10 +68,15 @@ def pairs_line(report: StabilityReport, path) -> str:
     """How many pairs of identical runs a gate between them would have failed, and what to do where any would."""
     each = (f"{report.processes} processes a run" if report.processes > 1 else "one process a run") + (
         ", by the kernels' own times" if report.clock == CompareClock.KERNEL else "")
-    if not report.pairs_with_false:
-        return f"none of the {report.pairs} pairs of runs ({each}) had a false verdict at {report.threshold:.0%}"
-    head = (f"{report.pairs_with_false} of the {report.pairs} pairs of runs ({each}) had a false verdict at "
-            f"{report.threshold:.0%}")
+    at = f"at {report.threshold:.0%}"
+    if report.pairs == 1:
+        head = f"the one pair of runs ({each}) had {'a' if report.pairs_with_false else 'no'} false verdict {at}"
+        if not report.pairs_with_false:
+            return head
+    elif not report.pairs_with_false:
+        return f"none of the {report.pairs} pairs of runs ({each}) had a false verdict {at}"
+    else:
+        head = f"{report.pairs_with_false} of the {report.pairs} pairs of runs ({each}) had a false verdict {at}"
     if report.processes == 1:
         return (f"{head}: between processes, measure with --processes 2 (its intervals count the spread between "
                 f"them), or judge with gpubench compare BASE NEW --thresholds {path}")
