@@ -59,13 +59,9 @@ def test_candidates_lie_in_distinct_address_blocks():
 
 
 class Copies(Arrays):
-    """What spread() asks of CuPy, on NumPy: its array type and copy()."""
+    """What spread() asks of CuPy, on NumPy: its array type, and empty() for the copies."""
 
     ndarray = np.ndarray
-
-    def copy(self, a):
-        self.made += 1
-        return a.copy()
 
 
 def prepared_on(inputs, calls, capturable=True):
@@ -78,7 +74,7 @@ def prepared_on(inputs, calls, capturable=True):
 
 
 def test_a_small_call_goes_in_turn_to_every_set_of_its_buffers():
-    cp, calls, made, released = Copies(), [], [], []
+    cp, calls, made, released, pages = Copies(), [], [], [], []
     inputs = {"x": np.arange(64, dtype=np.float32), "n": 64}
 
     def prepare_on(copies):
@@ -86,18 +82,32 @@ def test_a_small_call_goes_in_turn_to_every_set_of_its_buffers():
         assert np.array_equal(copies["x"], inputs["x"])  # the same values, another place
         p, r = prepared_on(copies, calls)
         made.append(id(copies["x"]))
+        pages.append(placement.address(copies["x"]))
         released.append(r)
         return p
 
     first, first_released = prepared_on(inputs, calls)
     spread = placement.spread(cp, first, inputs, first.output, prepare_on, 8)
     assert spread.details.places == 8 and len(made) == 7
+    assert all(start % placement.PAGE == 0 for start in pages)  # each copy starts a page ...
+    assert len({start // placement.PAGE for start in pages}) == 7  # ... of its own
     for _ in range(2 * 8):
         spread.run()
     order = [id(inputs["x"])] + made
     assert calls == order + order  # each set in turn, the verified one first
     spread.release()
     assert first_released and all(r for r in released)
+
+
+@pytest.mark.parametrize("shape, dtype", [((5, 7), np.float16), ((64,), np.float32), ((3, 3, 3), np.int8)])
+def test_a_copy_apart_keeps_values_shape_and_type_at_a_page_boundary(shape, dtype):
+    cp = Arrays()
+    array = np.random.default_rng(1).integers(-100, 100, size=shape).astype(dtype)
+    copy = placement.apart(cp, array)
+    assert copy.shape == array.shape and copy.dtype == array.dtype and np.array_equal(copy, array)
+    assert placement.address(copy) % placement.PAGE == 0
+    again = placement.apart(cp, array)
+    assert placement.address(again) // placement.PAGE != placement.address(copy) // placement.PAGE
 
 
 def test_large_or_foreign_calls_are_timed_as_prepared():

@@ -1,36 +1,37 @@
 """Are the eight sets of buffers a small call is timed on eight independent places?
 
-On an H200 the lab's `sliding` convolutions at 32² and 64² stride 2 still moved 1.9-2.9% (SD) from one fresh
-process to the next with eight sets of buffers (docs/evidence/aa-processes-h200.md), about what one set's spread
-over √8 would leave if the sets were independent draws of a place, and far more than a probe that allocated the same
-buffers the same way in each process saw. The seven copies (backends/cuda/placement.py `spread`) come from CuPy's
-pool one after another, so they may lie side by side in one 2 MiB page of the GPU's memory and share much of its
-address pattern: then a process draws one pattern, not eight places.
+On an H200 the lab's `sliding` convolutions at 32² and 64² stride 2 moved 1.9-2.9% (SD) from one fresh process to
+the next with eight sets of buffers taken from CuPy's pool one after another, about what one set's spread would
+leave if the sets were one draw, not eight. Copies made side by side lie mostly in one 2 MiB page of the GPU's
+memory, so a process draws one place for them all.
 
 Inside one process, each of DRAWS draws prepares the point afresh (its buffers held, so each draw lies elsewhere)
-three ways, in turn: `one` (its own buffers only, places = 1), `pool` (as gpubench spreads it: seven pool copies)
-and `far` (each copy, and each copy's output, at the start of a block of its own of 2 MiB or more). It prints each
-way's draw medians and their spread. If `far` spreads by about `one`'s over √8 and `pool` by clearly more, the copies'
-contiguity is what keeps the process-to-process spread, and `spread` should allocate them apart.
+three ways, in turn: `one` (its own buffers only, places = 1), `side` (seven copies side by side from the pool, as
+gpubench once spread them) and `apart` (as gpubench spreads them now, backends/cuda/placement.py `apart`: each copy,
+and each copy's output, at the start of a 2 MiB page of its own). It prints each way's draw medians and their
+spread. If the copies are independent places, `apart` spreads by about `one`'s over √8, and `side` by more.
+
+On an H200 (docs/evidence/aa-processes-h200.md) `side` spread by 0.9-2.2% and `apart`, then a page-sized
+allocation per copy, by 0.5-0.7%, against `one`'s 0.5-1.9%.
 
     python3 tools/gpu/spread_probe.py          # about a minute on one GPU, from the repository root
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from types import SimpleNamespace
 
 from gpubench.backends import ArrayBackend
-from gpubench.backends.cuda import CudaBackend, placement
+from gpubench.backends.cuda import CudaBackend
 from gpubench.ops.conv import conv_shape
 from gpubench.specs import catalog, parse
 
 CATALOG = catalog.Catalog(catalog.builtin())
 POINTS = [("sliding", "8", 32, 2), ("sliding", "24", 64, 2), ("sliding", "16", 128, 1)]
 DRAWS, BATCH, BATCHES, PLACES = 10, 40, 4, 8
-BLOCK = 2 << 20  # the GPU's large page: a copy at the start of a block this large lies in a page of its own
-WAYS = ("one", "pool", "far")
+WAYS = ("one", "side", "apart")
 
 
 def median_us(cuda, run) -> float:
@@ -40,26 +41,23 @@ def median_us(cuda, run) -> float:
     return statistics.median(samples) * 1000
 
 
-def far_copy(cp):
-    def copy(array):
-        block = cp.empty(BLOCK + array.nbytes, dtype=cp.uint8)
-        out = block[:array.nbytes].view(array.dtype).reshape(array.shape)
-        out[...] = array
-        return out
-    return copy
-
-
 def prepared_way(cuda, variant, config, shape, way: str):
     inputs = cuda.inputs(shape, seed=0)  # placed as every point's are
     prepared = cuda.prepare(variant, config, shape, inputs)
     if way == "one":
         return prepared
-    if way == "pool":
+    if way == "apart":
         return cuda.spread(variant, config, shape, inputs, prepared, PLACES)
-    copy = far_copy(cuda.cp)
-    shim = SimpleNamespace(ndarray=cuda.cp.ndarray, copy=copy)
-    return placement.spread(shim, prepared, inputs, prepared.output, lambda copies: cuda.prepare(
-        variant, config, shape, copies, copy(ArrayBackend.output(cuda, shape))), PLACES)
+    return side_by_side(cuda, variant, config, shape, inputs, prepared)
+
+
+def side_by_side(cuda, variant, config, shape, inputs, prepared):
+    """spread's copies as the pool hands them out one after another, and outputs where the allocator puts them."""
+    copies = [{name: cuda.cp.copy(a) if isinstance(a, cuda.cp.ndarray) else a for name, a in inputs.items()}
+              for _ in range(PLACES - 1)]
+    others = [cuda.prepare(variant, config, shape, c, ArrayBackend.output(cuda, shape)) for c in copies]
+    turns = itertools.cycle([prepared.run] + [o.run for o in others])
+    return SimpleNamespace(run=lambda: next(turns)(), release=lambda: [q.release() for q in [prepared, *others]])
 
 
 def main() -> None:

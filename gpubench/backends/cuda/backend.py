@@ -105,11 +105,18 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, FusedConvCalls, Attent
         return self.placed(super().output(shape))
 
     def spread(self, variant, config, shape, inputs, prepared: Prepared, places: int) -> Prepared:
-        """The call timed over `places` sets of its buffers where they are small (placement.spread); the copies'
-        outputs are left where the allocator puts them (choosing each one's place would cost a probe)."""
+        """The call timed over `places` sets of its buffers where they are small (placement.spread), each copy and
+        each copy's output a page apart (placement.apart); the copies are not probed for the near half of L2:
+        eight independent places average it out, and a probe per copy would cost more than the point."""
         with phase("placements"):
             return placement.spread(self.cp, prepared, inputs, prepared.output, lambda copies: self.prepare(
-                variant, config, shape, copies, ArrayBackend.output(self, shape)), places)
+                variant, config, shape, copies, self._output_apart(shape)), places)
+
+    def _output_apart(self, shape):
+        made = ArrayBackend.output(self, shape)
+        if isinstance(made, dict):
+            return {name: placement.apart(self.cp, array) for name, array in made.items()}
+        return placement.apart(self.cp, made)
 
     def placed(self, array):
         return placement.place(self.cp, array, self._line_latency_us)[0]

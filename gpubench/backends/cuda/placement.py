@@ -19,9 +19,14 @@ fresh buffers, ran 1.3-9.3% apart from one preparation to the next, placed or no
 again agreed with itself within about 1.5% (tools/gpu/placement_probe.py, docs/evidence/placement-h200.txt): the
 places of all its buffers together decide such a point, and one process draws one set of places. So a call on small
 buffers is timed on several sets of them (`spread`; plan.PLACES by default, --places): the calls go in turn to
-copies of the inputs and output at other places, and the point's median is taken over all of them. Two processes
-then draw as many sets each, and their medians should differ by about 1/sqrt(sets) of what one set's would (not yet
-measured between processes).
+copies of the inputs and output at other places, and the point's median is taken over all of them.
+
+The sets must be independent draws for that to help. Copies taken from CuPy's pool one after another lie side by
+side, mostly in one of the GPU's 2 MiB pages, and a page's physical place is what a process draws: on an H200 such
+copies left `sliding` at 64² stride 2 spreading by 2.2% between draws, no less than one set (1.9%), while copies
+each at the start of a page of its own spread by 0.5-0.7%, about one set's spread over √8
+(tools/gpu/spread_probe.py, docs/evidence/aa-processes-h200.md). So every copy, and each copy's output, starts a
+page of its own (`apart`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ PROBE_SAMPLES = 9  # flushed timings of the chain at each place (a median; the h
 MAX_LINES = 16  # the chain visits at most this many lines, spread over the buffer
 SPACING = 4096  # candidates lie at least this far apart, so each sits in another block of the address hash
 SPREAD_BYTES = 4 << 20  # calls whose inputs and output together take at most this are spread over several sets
+PAGE = 2 << 20  # the GPU's large page: the unit a process's physical places are drawn in
 
 
 def chain_shape(nbytes: int) -> tuple[int, int]:
@@ -66,6 +72,21 @@ def place(cp, array, latency_us):
     return held[best], tried
 
 
+def address(array) -> int:
+    """Where `array`'s data starts: CuPy's device pointer (or NumPy's host one, where tests stand in for CuPy)."""
+    return array.data.ptr if hasattr(array.data, "ptr") else array.ctypes.data
+
+
+def apart(cp, array):
+    """A copy of `array` at the start of a PAGE of its own: a fresh allocation one PAGE longer than the array, the
+    copy at its first page boundary, so no other copy shares the page (the copy holds the allocation)."""
+    block = cp.empty(PAGE + array.nbytes, dtype=cp.uint8)
+    start = -address(block) % PAGE
+    copy = block[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
+
+
 def median_us(samples_ms) -> float:
     return statistics.median(samples_ms) * 1000
 
@@ -73,14 +94,15 @@ def median_us(samples_ms) -> float:
 def spread(cp, prepared, inputs: dict, output, prepare_on, places: int):
     """`prepared`, or where places > 1, its buffers are small (inputs and output within SPREAD_BYTES) and its call
     is ours to repeat (a capturable launch, not a user's Python function), a Prepared whose run goes in turn to it
-    and to places - 1 preparations of copies of the inputs, each with an output of its own (`prepare_on(copies)`, fresh
-    allocations while the others are held: other places). Verification stays with `prepared`'s own output."""
+    and to places - 1 preparations of copies of the inputs, each copy a page apart (`apart`), each preparation with an
+    output of its own (`prepare_on(copies)`, which places it `apart` too). Verification stays with `prepared`'s own
+    output."""
     arrays = [a for a in inputs.values() if isinstance(a, cp.ndarray)]
     outputs = list(output.values()) if isinstance(output, dict) else [output]
     size = sum(a.nbytes for a in arrays) + sum(getattr(o, "nbytes", 0) for o in outputs)
     if places <= 1 or not prepared.capturable or size > SPREAD_BYTES:
         return prepared
-    others = [prepare_on({name: cp.copy(a) if isinstance(a, cp.ndarray) else a for name, a in inputs.items()})
+    others = [prepare_on({name: apart(cp, a) if isinstance(a, cp.ndarray) else a for name, a in inputs.items()})
               for _ in range(places - 1)]
     turns = itertools.cycle([prepared.run] + [o.run for o in others])
 
