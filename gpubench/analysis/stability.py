@@ -46,7 +46,8 @@ def assemble(runs: list[Run], *, suite: str, asked: int, threshold: float, alpha
     points = [pooled([b[k] for b in by_run if k in b], of="run") for k in keys]
     settings = {**first.settings, KEY: {"suite": suite, "runs": len(runs), "asked": asked, "threshold": threshold,
                                         "alpha": alpha, "wall_s": [r.settings.get("wall_s") for r in runs],
-                                        "created": [r.created for r in runs]}}
+                                        "created": [r.created for r in runs],
+                                        "launch_floors_us": [r.settings.get("launch_floors_us") for r in runs]}}
     incidents = [{**i, "where": f"run {n + 1}: {i.get('where', '')}"} for n, r in enumerate(runs) for i in r.incidents]
     return Run(backend=first.backend, environment=first.environment, settings=settings, command=command,
                points=points, status=status, variants=first.variants, incidents=incidents)

@@ -107,6 +107,10 @@ class Backend(Protocol):
         """Bring the device to its working state before timing where it idled (the CUDA backend burns the GPU for
         `seconds`: backends/cuda/preheat.py); nothing where there is no such state."""
 
+    def launch_floor_us(self) -> float | None:
+        """What an empty launch costs this process, timed as a short call is (the CUDA backend), or None where
+        nothing is launched: what a worker is chosen by (gpubench/execution/launch_floor.py)."""
+
     def worked(self) -> None:
         """Timed work just ended (what preheat measures an idle gap from)."""
 
@@ -178,6 +182,9 @@ class ArrayBackend:
 
     def preheat(self, seconds: float) -> None:
         """No device state to bring about here."""
+
+    def launch_floor_us(self) -> float | None:
+        return None
 
     def worked(self) -> None:
         pass

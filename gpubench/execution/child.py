@@ -63,6 +63,9 @@ def _serve(conn, options: WorkerOptions) -> None:
                 _stream(conn, "task", run_task(backend, task))
             case m.FirstCall(task):
                 _stream(conn, "first call", first_call(backend, task))
+            case m.Floor():
+                with phases.phase("launch floor"):
+                    conn.send(m.FloorTimed(backend.launch_floor_us()))
             case _:  # Stop
                 return
 

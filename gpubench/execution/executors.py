@@ -1,7 +1,8 @@
 """Where a sweep's tasks run: one factory for every executor.
 
   one worker process     the default: gpubench/execution/worker.py's Worker owns the device (or the one GPU `--gpus id:N`
-                         names), with its watchdog
+                         names), with its watchdog; on a GPU, chosen at each start from launch_floor.CANDIDATES
+                         processes by their launch floor (gpubench/execution/launch_floor.py)
   K worker processes     `--processes K`: every point measured in K processes on the one device, in lockstep
                          (gpubench/execution/processes.py)
   a Dask cluster         several GPUs (`--gpus all|N|0,2`) or an existing cluster (`--scheduler`), a Worker
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
 from gpubench.core.gpus import GpuSelection
+from gpubench.execution import launch_floor
 from gpubench.execution.worker import DEFAULT_TIMEOUT_S, Worker, WorkerOptions
 
 
@@ -36,7 +39,8 @@ def open_executor(backend: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     if one_device:
         if replicate:
             raise GpubenchError("--replicate runs the suite on every GPU: give --gpus (or --scheduler) too")
-        return Worker(replace(options, device=gpus.single) if gpus else options)
+        chosen = launch_floor.CANDIDATES if backend == BackendKind.CUDA else 1
+        return Worker(replace(options, device=gpus.single if gpus else None, candidates=chosen))
     from gpubench.execution.cluster import Cluster
 
     return Cluster(options, gpus=gpus, scheduler=scheduler, replicate=replicate)

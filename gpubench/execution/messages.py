@@ -2,9 +2,9 @@
 (gpubench/execution/child.py) as a type, so that each side dispatches on the message's type (`match`), never on a
 string tag.
 
-The coordinator sends requests (Start first, then Environment, Check, RunTask or FirstCall, Stop); the worker
-answers Hello or Refused once it has opened its backend, EnvironmentRecord and Checked to the requests of those
-names, and a task's Events as they happen, ending with End. Messages are frozen and pickle: they cross a socket.
+The coordinator sends requests (Start first, then Floor where it chooses among candidates, Environment, Check,
+RunTask or FirstCall, Stop); the worker answers Hello or Refused once it has opened its backend, FloorTimed,
+EnvironmentRecord and Checked to the requests of those names, and a task's Events as they happen, ending with End. Messages are frozen and pickle: they cross a socket.
 """
 
 from __future__ import annotations
@@ -53,13 +53,25 @@ class FirstCall:
 
 
 @dataclass(frozen=True)
+class Floor:
+    """Time the launch path's floor (backends.Backend.launch_floor_us), to choose among candidates."""
+
+
+@dataclass(frozen=True)
 class Stop:
     """Leave."""
 
 
-Request = Start | Environment | Check | RunTask | FirstCall | Stop
+Request = Start | Environment | Check | RunTask | FirstCall | Floor | Stop
 
 # --- worker to coordinator: answers -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FloorTimed:
+    """The floor in µs, or None where the backend has no launches to time (the CPU)."""
+
+    us: float | None
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
-from gpubench.execution import messages as m
+from gpubench.execution import launch_floor, messages as m
 from gpubench.core.dtypes import DType
 from gpubench.core.errors import CompileError, GpubenchError
 from gpubench.results import Point, Status
@@ -48,6 +48,7 @@ class WorkerOptions:
     device: str | None = None  # CUDA_VISIBLE_DEVICES for the process (None: inherit the parent's)
     timeout_s: float = DEFAULT_TIMEOUT_S
     label: str | None = None  # the worker's name in a cluster (GPUBENCH_WORKER in the process)
+    candidates: int = 1  # processes opened at each start, the one with the lowest launch floor kept (launch_floor.py)
 
 
 class IncidentKind(StrEnum):
@@ -124,6 +125,7 @@ class Worker:
         self.provisional: dict[int, Point] = {}  # the running task's points finished but for their energy
         self.searched = False  # the process ran a library's plan search (first_calls then ends it)
         self.renewals = 0  # processes ended after a plan search, not for a fault
+        self.floors_us: list[float] = []  # the last start's candidates' launch floors, the kept one first
 
     @property
     def restarts(self) -> int:
@@ -132,7 +134,30 @@ class Worker:
     # -- life cycle --
 
     def start(self) -> dict:
+        """A fresh process with its backend open: its describe(). Where options.candidates > 1, that many open at
+        once and the one whose launches cost least is kept (launch_floor.py); the others are ended."""
         self.starts += 1
+        opened = []
+        try:
+            for _ in range(self.options.candidates):
+                opened.append(self._spawn())
+            infos = [self._hello(*each) for each in opened]
+            keep = self._choose(opened)
+        except BaseException:  # Ctrl-C while they start, or a refusal: leave nothing behind
+            for each in opened:
+                self.process, self.conn = each
+                self._reap()
+            raise
+        for i, each in enumerate(opened):
+            if i != keep:
+                self.process, self.conn = each
+                self.close()
+        self.process, self.conn = opened[keep]
+        self.info = infos[keep]
+        return self.info
+
+    def _spawn(self) -> tuple[subprocess.Popen, Connection]:
+        """A child process, told its options (it opens its backend and answers Hello or Refused)."""
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])  # the same gpubench, however it was found
@@ -140,28 +165,42 @@ class Worker:
         # A session of its own: Ctrl-C in the terminal reaches the coordinator alone, which then ends the worker.
         # -P: the current directory is not put first on its path, so that a socket.py or numpy.py of the user's
         # there is never imported for the library's (a project's own modules are found beside them: user_code).
-        self.process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.child", str(theirs.fileno()),
-                                         str(os.getpid())],
-                                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+        process = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.execution.child", str(theirs.fileno()),
+                                    str(os.getpid())],
+                                   pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
         theirs.close()
-        self.conn = Connection(ours.detach())
-        try:
-            self.conn.send(m.Start(self.options))
-            answer = self._receive(START_TIMEOUT_S, "opening the backend")
-        except BaseException:  # Ctrl-C while it starts: leave nothing behind
-            self._reap()
-            raise
-        match answer:
+        conn = Connection(ours.detach())
+        conn.send(m.Start(self.options))
+        return process, conn
+
+    def _hello(self, process, conn) -> dict:
+        self.process, self.conn = process, conn
+        match self._receive(START_TIMEOUT_S, "opening the backend"):
             case m.Refused(error):  # the backend's own error (its type too: NoDevice is worded by the command)
-                self.close()
                 raise error if isinstance(error, GpubenchError) else GpubenchError(str(error))
             case m.Hello(info):
-                self.info = info
                 return info
-            case _:
-                self._reap()
+            case answer:
                 raise GpubenchError(f"the {self.options.backend} worker answered {answer!r:.80} to its options")
+
+    def _choose(self, opened: list) -> int:
+        """Which of the opened processes to keep: the first where there is one, or where the backend launches
+        nothing; else the lowest launch floor, timed by each in turn, ROUNDS times (launch_floor.py)."""
+        if len(opened) == 1:
+            return 0
+        floors: list[list[float]] = [[] for _ in opened]
+        for _ in range(launch_floor.ROUNDS):
+            for i, each in enumerate(opened):
+                self.process, self.conn = each
+                self.conn.send(m.Floor())
+                us = self._receive(START_TIMEOUT_S, "timing its launch floor").us
+                if us is None:
+                    return 0
+                floors[i].append(us)
+        keep = launch_floor.chosen(floors)
+        self.floors_us = launch_floor.recorded(floors, keep)
+        return keep
 
     def _alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -290,6 +290,8 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
                     "slow_threshold": request.slow_threshold, "sweeps": [s.settings() for s in request.sweeps]}
         with phases.phase("environment"):
             environment = worker.environment(sorted({t.shape.dtype for t in work}))
+        if getattr(worker, "floors_us", None):  # the timing process was chosen by its launch floor, among these
+            settings["launch_floors_us"] = worker.floors_us  # (gpubench/execution/launch_floor.py), its own first
         run = Run(backend=request.backend, environment=environment, settings=settings, command=request.argv,
                   variants=[v.record() for v in variants])
         telemetry = run.environment.get("device", {}).get("telemetry") or {}

@@ -13,6 +13,7 @@ from collections import deque
 from gpubench.core.errors import Skip
 
 SPIN_NS = 50_000  # the least cover for the host's launch latency ahead of a timed call (see probes.cu)
+FLOOR_BATCH, FLOOR_BATCHES = 40, 6  # the launch floor's samples: 240 empty kernels, a few ms of the GPU
 RETIMES = 3  # a call the host queued too late for its wait is timed again, at most this many times
 CHUNK_MS = 10.0  # sustained: the calls queued at a time last about this long on the GPU ...
 MAX_CHUNK = 256  # ... and are at most this many
@@ -104,6 +105,14 @@ class CudaClock:
                 self.flushed = False
                 return [self.cp.cuda.get_elapsed_time(self.events[2 * i], self.events[2 * i + 1]) for i in range(n)]
             wait_ns = 2 * int(queued_ns) + 20_000  # the host fell behind (a hiccup): again, with room to spare
+
+    def floor_us(self, call) -> float:
+        """µs of `call` (an empty kernel) timed as a short call is, unflushed, FLOOR_BATCHES batches of FLOOR_BATCH
+        after one to warm: the mean of the middle half of the samples, finer than the events' 32 ns steps."""
+        self.time_batch_ms(call, FLOOR_BATCH, False)
+        samples = sorted(s for _ in range(FLOOR_BATCHES) for s in self.time_batch_ms(call, FLOOR_BATCH, False))
+        middle = samples[len(samples) // 4:len(samples) - len(samples) // 4]
+        return 1000 * sum(middle) / len(middle)
 
     def stream(self, run, flush: bool, call_ms: float) -> SustainedStream:
         """Calls back to back, each (after its flush) between its own events: the sustained pace's stream."""

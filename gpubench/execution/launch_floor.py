@@ -1,0 +1,37 @@
+"""Which of several fresh worker processes times a run: the one whose launches cost the GPU least.
+
+On an H200 every kernel launch of a process costs the GPU one of two amounts, set when the process opens its CUDA
+context and kept for its life: an empty kernel between two events took 3.26-3.33 µs in four of ten fresh processes
+and 3.42-3.49 µs in the other six, on the legacy stream and on each of eight streams of its own alike
+(tools/gpu/stream_probe.py). The lab's small convolutions carry it whole: by events, A/A runs fell into two groups
+about 2% apart, every point of a run together, while by CUPTI's kernel times the same runs moved by only ±0.2%
+(docs/evidence/aa-processes-h200.md). Neither the host's core, nor the stream, nor the buffers' places decide it; the
+driver's choices for the context do, and gpubench cannot set them. Two runs timed in processes of different groups
+then differ by about 0.15 µs a call, which at 7-10 µs is the 1.5-2% shift that left back-to-back lab runs
+inconclusive.
+
+So a worker that times on a GPU is chosen: CANDIDATES processes open at once (the GPU idle while each reads its
+idle clock), then each times an empty kernel as gpubench times a short call (behind the clock's wait, between
+events, no flush) in ROUNDS turns, and the one with the lowest floor is kept; the others are ended before any work
+starts. With half the processes in each group, three candidates all fall in the slower one one time in eight.
+The run records every candidate's floor (settings `launch_floors_us`, the kept one first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+CANDIDATES = 3  # worker processes opened to choose from where the backend times launches on a GPU
+ROUNDS = 2  # turns in which each candidate times its floor (interleaved, so a drift of the card reaches all alike)
+
+
+def chosen(floors: Sequence[Sequence[float]]) -> int:
+    """The index of the candidate to keep: the lowest floor, each candidate's floor the lowest of its turns (a
+    turn that a hiccup lengthened does not count against it)."""
+    return min(range(len(floors)), key=lambda i: min(floors[i]))
+
+
+def recorded(floors: Sequence[Sequence[float]], keep: int) -> list[float]:
+    """Every candidate's floor in µs, the kept one first: what a run saves."""
+    order = [keep] + [i for i in range(len(floors)) if i != keep]
+    return [round(min(floors[i]), 3) for i in order]

@@ -1,0 +1,61 @@
+"""A worker on a GPU is chosen among fresh processes by its launch floor (gpubench/execution/launch_floor.py)."""
+
+import threading
+from multiprocessing import Pipe
+
+from gpubench.execution import launch_floor, messages as m
+from gpubench.execution.worker import Worker, WorkerOptions
+
+
+def test_the_lowest_floor_is_kept_each_candidate_judged_by_its_best_turn():
+    floors = [[3.45, 3.44], [3.31, 3.29], [3.47, 3.30]]  # the third's first turn was lengthened by a hiccup
+    assert launch_floor.chosen(floors) == 1
+    assert launch_floor.recorded(floors, 1) == [3.29, 3.44, 3.30]
+
+
+def test_a_tie_keeps_the_first_opened():
+    assert launch_floor.chosen([[3.3], [3.3]]) == 0
+
+
+def answering(values, asked=None):
+    """One end of a pipe whose other end answers each Floor request with the next of `values` (each request it
+    read goes to `asked`)."""
+    ours, theirs = Pipe()
+
+    def answer():
+        for v in values:
+            request = theirs.recv()
+            if asked is not None:
+                asked.append(request)
+            theirs.send(m.FloorTimed(v))
+
+    threading.Thread(target=answer, daemon=True).start()
+    return None, ours
+
+
+def test_the_worker_asks_every_candidate_in_turns_and_keeps_the_fastest():
+    floors, asked = [[3.45, 3.46], [3.42, 3.28], [3.30, 3.31]], []
+    worker = Worker(WorkerOptions("cuda", candidates=3))
+    assert worker._choose([answering(f, asked) for f in floors]) == 1
+    assert worker.floors_us == [3.28, 3.45, 3.30]
+    assert len(asked) == 3 * launch_floor.ROUNDS and all(isinstance(r, m.Floor) for r in asked)
+
+
+def test_a_backend_without_launches_keeps_the_first_process():
+    worker = Worker(WorkerOptions("cpu", candidates=2))
+    assert worker._choose([answering([None]), answering([])]) == 0
+    assert worker.floors_us == []
+
+
+def test_candidates_on_the_cpu_open_and_all_but_the_kept_one_end():
+    """A CPU backend has no floor: the first process is kept, the others are ended before any work."""
+    spawned = []
+    worker = Worker(WorkerOptions("cpu", candidates=3))
+    real = worker._spawn
+    worker._spawn = lambda: spawned.append(real()) or spawned[-1]
+    with worker:
+        info = worker.start()
+        assert info and len(spawned) == 3
+        assert worker.process is spawned[0][0] and worker.process.poll() is None
+        assert all(p.poll() is not None for p, _ in spawned[1:])
+        assert worker.environment() is not None  # the kept one serves
