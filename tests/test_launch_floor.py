@@ -33,18 +33,55 @@ def answering(values, asked=None):
     return None, ours
 
 
-def test_the_worker_asks_every_candidate_in_turns_and_keeps_the_fastest():
+def test_floors_that_differ_tell_the_groups_apart_and_close_ones_do_not():
+    assert launch_floor.contrasted([[3.277], [3.402], [3.407]])
+    assert not launch_floor.contrasted([[3.350], [3.357], [3.365]])  # all in one group: which one is unknown
+
+
+def test_the_worker_asks_every_candidate_in_turns():
     floors, asked = [[3.45, 3.46], [3.42, 3.28], [3.30, 3.31]], []
     worker = Worker(WorkerOptions("cuda", candidates=3))
-    assert worker._choose([answering(f, asked) for f in floors]) == 1
-    assert worker.floors_us == [3.28, 3.45, 3.30]
+    assert worker._floors([answering(f, asked) for f in floors]) == floors
     assert len(asked) == 3 * launch_floor.ROUNDS and all(isinstance(r, m.Floor) for r in asked)
 
 
-def test_a_backend_without_launches_keeps_the_first_process():
+def test_a_backend_without_launches_has_no_floors():
     worker = Worker(WorkerOptions("cpu", candidates=2))
-    assert worker._choose([answering([None]), answering([])]) == 0
-    assert worker.floors_us == []
+    assert worker._floors([answering([None]), answering([])]) is None
+
+
+class Candidates:
+    """Worker._spawn and _hello stood in for: each spawned candidate answers Floor with its own floors."""
+
+    def __init__(self, worker, floors):
+        self.floors, self.spawned, self.closed = iter(floors), [], []
+        worker._spawn = self.spawn
+        worker._hello = lambda process, conn: {"device": "stand-in"}
+        worker.close = lambda: self.closed.append(worker.conn)
+
+    def spawn(self):
+        each = answering(next(self.floors))
+        self.spawned.append(each)
+        return each
+
+
+def test_the_fastest_candidate_is_kept_and_the_others_closed():
+    worker = Worker(WorkerOptions("cuda", candidates=3))
+    c = Candidates(worker, [[3.40, 3.41], [3.29, 3.28], [3.42, 3.30]])
+    worker.start()
+    assert len(c.spawned) == 3 and worker.conn is c.spawned[1][1]
+    assert worker.floors_us == [3.28, 3.40, 3.30]
+    assert c.closed == [c.spawned[0][1], c.spawned[2][1]]
+
+
+def test_floors_too_close_to_tell_open_a_second_batch():
+    """Three floors within CONTRAST say nothing of their group: three more open, and all six are timed again."""
+    worker = Worker(WorkerOptions("cuda", candidates=3))
+    close, second = [[3.35] * 2 * launch_floor.ROUNDS] * 3, [[3.26, 3.27], [3.41, 3.40], [3.36, 3.37]]
+    c = Candidates(worker, close + second)
+    worker.start()
+    assert len(c.spawned) == 6 and worker.conn is c.spawned[3][1]
+    assert worker.floors_us[0] == 3.26 and len(worker.floors_us) == 6 and len(c.closed) == 5
 
 
 def test_candidates_on_the_cpu_open_and_all_but_the_kept_one_end():

@@ -135,19 +135,25 @@ class Worker:
 
     def start(self) -> dict:
         """A fresh process with its backend open: its describe(). Where options.candidates > 1, that many open at
-        once and the one whose launches cost least is kept (launch_floor.py); the others are ended."""
+        once (a second batch where their launch floors do not tell the groups apart) and the one whose launches
+        cost least is kept (launch_floor.py); the others are ended."""
         self.starts += 1
-        opened = []
+        opened, infos, floors = [], [], None
         try:
-            for _ in range(self.options.candidates):
-                opened.append(self._spawn())
-            infos = [self._hello(*each) for each in opened]
-            keep = self._choose(opened)
+            for _ in range(launch_floor.BATCHES if self.options.candidates > 1 else 1):
+                batch = [self._spawn() for _ in range(self.options.candidates)]
+                opened += batch
+                infos += [self._hello(*each) for each in batch]
+                floors = self._floors(opened)
+                if floors is None or launch_floor.contrasted(floors):
+                    break
         except BaseException:  # Ctrl-C while they start, or a refusal: leave nothing behind
             for each in opened:
                 self.process, self.conn = each
                 self._reap()
             raise
+        keep = 0 if floors is None else launch_floor.chosen(floors)
+        self.floors_us = [] if floors is None else launch_floor.recorded(floors, keep)
         for i, each in enumerate(opened):
             if i != keep:
                 self.process, self.conn = each
@@ -184,11 +190,11 @@ class Worker:
             case answer:
                 raise GpubenchError(f"the {self.options.backend} worker answered {answer!r:.80} to its options")
 
-    def _choose(self, opened: list) -> int:
-        """Which of the opened processes to keep: the first where there is one, or where the backend launches
-        nothing; else the lowest launch floor, timed by each in turn, ROUNDS times (launch_floor.py)."""
+    def _floors(self, opened: list) -> list[list[float]] | None:
+        """Each opened process's launch floor, timed by each in turn, ROUNDS times (launch_floor.py); None where
+        there is one process, or where the backend launches nothing (the CPU)."""
         if len(opened) == 1:
-            return 0
+            return None
         floors: list[list[float]] = [[] for _ in opened]
         for _ in range(launch_floor.ROUNDS):
             for i, each in enumerate(opened):
@@ -196,11 +202,9 @@ class Worker:
                 self.conn.send(m.Floor())
                 us = self._receive(START_TIMEOUT_S, "timing its launch floor").us
                 if us is None:
-                    return 0
+                    return None
                 floors[i].append(us)
-        keep = launch_floor.chosen(floors)
-        self.floors_us = launch_floor.recorded(floors, keep)
-        return keep
+        return floors
 
     def _alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
