@@ -110,6 +110,24 @@ def test_a_batch_of_short_calls_is_timed_without_the_host():
     assert clock.time_batch_ms(call(gpu, 5.0, kernel_us=20.0), 8, flush=True) == [pytest.approx(0.02)] * 8
 
 
+def test_the_launch_floor_is_the_middle_half_of_unflushed_batches_after_one_to_warm():
+    from gpubench.backends.cuda import clock as clock_module
+
+    gpu = Gpu()
+    clock = clock_on(gpu)
+    kernels = iter([50.0] * clock_module.FLOOR_BATCH + [3.2, 3.3, 3.4, 9.0] * clock_module.FLOOR_BATCH * 2)
+
+    def empty():
+        gpu.calls += 1
+        gpu.now += 5.0
+        gpu.enqueue(next(kernels))
+
+    floor = clock.floor_us(empty)
+    assert gpu.memsets == 0  # unflushed
+    assert gpu.calls == clock_module.FLOOR_BATCH * (clock_module.FLOOR_BATCHES + 1)
+    assert floor == pytest.approx(3.35)  # the warm batch (50 µs) and the slowest and fastest quarters left out
+
+
 def test_a_sustained_stream_keeps_the_gpu_busy_and_its_intervals_free_of_the_host():
     gpu = Gpu()
     clock = clock_on(gpu)

@@ -16,7 +16,8 @@ from gpubench.core import phases
 from gpubench.core.errors import GpubenchError
 from gpubench.execution import messages as m
 from gpubench.execution.tasks import describe_error, first_call, run_task
-from gpubench.execution.worker import WorkerOptions, end_group
+from gpubench.execution.incidents import end_group
+from gpubench.execution.worker import WorkerOptions
 
 
 def _exit_with(parent: int) -> None:

@@ -25,14 +25,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
 from gpubench.execution import launch_floor, messages as m
+from gpubench.execution.incidents import Incident, IncidentKind, end_group, exit_text, oom_kills
 from gpubench.core.dtypes import DType
 from gpubench.core.errors import CompileError, GpubenchError
 from gpubench.results import Point, Status
@@ -49,66 +48,6 @@ class WorkerOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S
     label: str | None = None  # the worker's name in a cluster (GPUBENCH_WORKER in the process)
     candidates: int = 1  # processes opened at each start, the one with the lowest launch floor kept (launch_floor.py)
-
-
-class IncidentKind(StrEnum):
-    """What befell a worker process."""
-
-    TIMEOUT = "timeout"  # it stayed silent past the watchdog, and was killed
-    DIED = "died"  # it ended (a segfault, the OOM killer ...)
-    BROKEN = "broken"  # its backend could not go on (a sticky CUDA error), and it left
-
-
-@dataclass
-class Incident:
-    """Something the run should record: a worker that died, hung or was left unusable, and what became of it."""
-
-    kind: IncidentKind
-    where: str  # the point (or shape) that was running
-    detail: str
-    time: float = field(default_factory=time.time)
-
-    def __post_init__(self):
-        self.kind = IncidentKind(self.kind)  # also as a Dask worker's record sends it back: its text
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-def end_group(leader: int) -> None:
-    """SIGKILL the worker's process group (it leads a session of its own): the worker and whatever a user's kernel
-    forked, which would otherwise outlive the run."""
-    try:
-        os.killpg(leader, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):  # all gone already
-        pass
-
-
-# --- the coordinator's side -----------------------------------------------------------------------------------
-
-
-def oom_kills() -> int:
-    """How many processes the kernel's OOM killer has ended since boot (/proc/vmstat; 0 where not told): a worker
-    killed by SIGKILL while this rose ran out of host memory."""
-    try:
-        with open("/proc/vmstat") as f:
-            for line in f:
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def _exit_text(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 class Worker:
@@ -274,7 +213,7 @@ class Worker:
         except (EOFError, OSError):
             code = self._exitcode()
             self._reap()
-            raise GpubenchError(f"the {self.options.backend} worker died while {doing} ({_exit_text(code)})") from None
+            raise GpubenchError(f"the {self.options.backend} worker died while {doing} ({exit_text(code)})") from None
 
     def environment(self, precisions: list[DType] | None = None) -> dict:
         """The environment the run records, its ceilings measured for `precisions` (None: every one)."""
@@ -364,7 +303,7 @@ class Worker:
             except (EOFError, OSError):
                 code = self._exitcode()
                 what = self._where(task, current)
-                self.incidents.append(Incident(IncidentKind.DIED, what, _exit_text(code)))
+                self.incidents.append(Incident(IncidentKind.DIED, what, exit_text(code)))
                 self._reap()
                 self._keep_provisional(done, on_point)
                 if code == -signal.SIGKILL and oom_kills() > oom_before:  # the kernel ran out of host memory
@@ -372,7 +311,7 @@ class Worker:
                                                     "does not fit in host memory: the kernel's OOM killer ended the "
                                                     "worker process; a new one took over", on_point)
                 return done | self._record_lost(task, current, done, Status.ERROR,
-                                                f"the worker process died ({_exit_text(code)}); a new one took over",
+                                                f"the worker process died ({exit_text(code)}); a new one took over",
                                                 on_point)
             match event:
                 case m.Begin(index):

@@ -11,8 +11,8 @@ gpubench once spread them) and `apart` (as gpubench spreads them now, backends/c
 and each copy's output, at the start of a 2 MiB page of its own). It prints each way's draw medians and their
 spread. If the copies are independent places, `apart` spreads by about `one`'s over √8, and `side` by more.
 
-On an H200 (docs/evidence/aa-processes-h200.md) `side` spread by 0.9-2.2% and `apart`, then a page-sized
-allocation per copy, by 0.5-0.7%, against `one`'s 0.5-1.9%.
+On an H200 (docs/evidence/spread-probe-h200.txt, whose `pool` is `side` here and `far` is `apart`, then a page-sized
+allocation per copy) `side` spread by 0.9-2.2% and `apart` by 0.5-0.7%, against `one`'s 0.5-1.9%.
 
     python3 tools/gpu/spread_probe.py          # about a minute on one GPU, from the repository root
 """

@@ -1,7 +1,7 @@
 """Is the launch path's per-process offset the process's, or the stream's?
 
 By CUDA events, the A/A runs of the lab's small convolutions fall into two groups about 0.2 µs a call apart, every
-point of a run together; by CUPTI's kernel times the same runs move by only ±0.2% (docs/evidence/aa-processes-h200.md).
+point of a run together; by CUPTI's kernel times the same runs move by only ±0.3% (docs/evidence/launch-floor-h200.md).
 So the offset lies between a call's events and its kernel: in how the GPU takes the launch. A CUDA stream is fed
 through one of the GPU's hardware queues, and the driver hands a context's streams out over several. If the offset
 belongs to the queue, the streams of one process differ as much as processes do, and timing a call in turn on

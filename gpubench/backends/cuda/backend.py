@@ -136,10 +136,6 @@ class CudaBackend(DeviceFacts, KernelLaunches, Libraries, FusedConvCalls, Attent
     def preheat(self, seconds: float) -> None:
         self._preheater.before(seconds)
 
-    def launch_floor_us(self) -> float:
-        empty = self.probe("empty")
-        return self.clock.floor_us(lambda: empty(block=(1, 1, 1), grid=(1, 1)))
-
     def worked(self) -> None:
         self._preheater.after()
 

@@ -106,6 +106,12 @@ class DeviceFacts:
                          TimingPolicy(warmup=3, reps=200, min_reps=50, budget_s=0.3))
         return summarize(timing.samples_ms).median
 
+    def launch_floor_us(self) -> float:
+        """An empty kernel timed as a short call is but unflushed, to a finer grain than floor_ms: what a worker
+        is chosen by among fresh processes (gpubench/execution/launch_floor.py)."""
+        empty = self.probe("empty")
+        return self.clock.floor_us(lambda: empty(block=(1, 1, 1), grid=(1, 1)))
+
     def ceilings(self, precisions: Collection[DType] | None = None) -> dict:
         """The roofline's ceilings, measured here: FP32 FFMA peak, each tensor-core precision of `precisions`
         (peak_precisions) through its library, DRAM copy and L2 read."""

@@ -25,7 +25,7 @@ The sets must be independent draws for that to help. Copies taken from CuPy's po
 side, mostly in one of the GPU's 2 MiB pages, and a page's physical place is what a process draws: on an H200 such
 copies left `sliding` at 64² stride 2 spreading by 2.2% between draws, no less than one set (1.9%), while copies
 each at the start of a page of its own spread by 0.5-0.7%, about one set's spread over √8
-(tools/gpu/spread_probe.py, docs/evidence/aa-processes-h200.md). So every copy, and each copy's output, starts a
+(tools/gpu/spread_probe.py, docs/evidence/spread-probe-h200.txt). So every copy, and each copy's output, starts a
 page of its own (`apart`).
 """
 
