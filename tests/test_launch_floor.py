@@ -3,6 +3,10 @@
 import threading
 from multiprocessing import Pipe
 
+import pytest
+
+from gpubench.core.errors import GpubenchError
+
 from gpubench.execution import launch_floor, messages as m
 from gpubench.execution.worker import Worker, WorkerOptions
 
@@ -51,16 +55,29 @@ def test_a_backend_without_launches_has_no_floors():
 
 
 class Candidates:
-    """Worker._spawn and _hello stood in for: each spawned candidate answers Floor with its own floors."""
+    """Worker._spawn and _hello stood in for: each spawned candidate answers Floor with its own floors (None: it
+    cannot open, refused as a GPU in exclusive-process mode refuses a second context)."""
 
     def __init__(self, worker, floors):
-        self.floors, self.spawned, self.closed = iter(floors), [], []
+        self.floors, self.spawned, self.closed, self.reaped = iter(floors), [], [], []
+        self.refused: set = set()
         worker._spawn = self.spawn
-        worker._hello = lambda process, conn: {"device": "stand-in"}
+        worker._hello = self.hello
         worker.close = lambda: self.closed.append(worker.conn)
+        worker._reap = lambda: self.reaped.append(worker.conn)
+        self.worker = worker
+
+    def hello(self, process, conn):
+        self.worker.process, self.worker.conn = process, conn
+        if conn in self.refused:
+            raise GpubenchError("all CUDA-capable devices are busy or unavailable")
+        return {"device": "stand-in"}
 
     def spawn(self):
-        each = answering(next(self.floors))
+        floors = next(self.floors)
+        each = answering(floors or [])
+        if floors is None:
+            self.refused.add(each[1])
         self.spawned.append(each)
         return each
 
@@ -96,3 +113,19 @@ def test_candidates_on_the_cpu_open_and_all_but_the_kept_one_end():
         assert worker.process is spawned[0][0] and worker.process.poll() is None
         assert all(p.poll() is not None for p, _ in spawned[1:])
         assert worker.environment() is not None  # the kept one serves
+
+
+def test_a_candidate_that_cannot_open_is_dropped_and_the_others_chosen_from():
+    worker = Worker(WorkerOptions("cuda", candidates=3))
+    c = Candidates(worker, [[3.40, 3.41], None, [3.28, 3.29]])
+    worker.start()
+    assert worker.conn is c.spawned[2][1] and worker.floors_us == [3.28, 3.40]
+    assert c.reaped == [c.spawned[1][1]] and c.closed == [c.spawned[0][1]]
+
+
+def test_a_start_where_no_candidate_opens_fails_with_the_first_refusal():
+    worker = Worker(WorkerOptions("cuda", candidates=2))
+    c = Candidates(worker, [None, None])
+    with pytest.raises(GpubenchError, match="busy or unavailable"):
+        worker.start()
+    assert len(c.reaped) >= 2

@@ -75,19 +75,29 @@ class Worker:
     def start(self) -> dict:
         """A fresh process with its backend open: its describe(). Where options.candidates > 1, that many open at
         once (a second batch where their launch floors do not tell the groups apart) and the one whose launches
-        cost least is kept (launch_floor.py); the others are ended."""
+        cost least is kept (launch_floor.py); the others are ended. A candidate that cannot open (a GPU in
+        exclusive-process mode admits one context) is dropped; the start fails only where none opens."""
         self.starts += 1
-        opened, infos, floors = [], [], None
+        spawned, opened, infos, floors, refusals = [], [], [], None, []
         try:
             for _ in range(launch_floor.BATCHES if self.options.candidates > 1 else 1):
-                batch = [self._spawn() for _ in range(self.options.candidates)]
-                opened += batch
-                infos += [self._hello(*each) for each in batch]
+                for _ in range(self.options.candidates):
+                    spawned.append(self._spawn())
+                batch = spawned[-self.options.candidates:]
+                for each in batch:
+                    try:
+                        infos.append(self._hello(*each))
+                        opened.append(each)
+                    except GpubenchError as refused:
+                        refusals.append(refused)
+                        self._reap()
+                if not opened:
+                    raise refusals[0]
                 floors = self._floors(opened)
                 if floors is None or launch_floor.contrasted(floors):
                     break
-        except BaseException:  # Ctrl-C while they start, or a refusal: leave nothing behind
-            for each in opened:
+        except BaseException:  # Ctrl-C while they start, or no candidate opened: leave nothing behind
+            for each in spawned:
                 self.process, self.conn = each
                 self._reap()
             raise
