@@ -76,6 +76,14 @@ def test_a_stability_run_holds_every_run_and_splits_back_into_them(make_run):
                                                                           for p in original.points]
 
 
+def test_a_stability_run_keeps_each_runs_launch_floors(make_run):
+    runs = runs_of(make_run, [1.0, 1.0])
+    runs[0].settings["launch_floors_us"] = [3.25, 3.41, 3.40]  # a run on a GPU: its candidates, the kept first
+    run = stability.assemble(runs, suite="s", asked=2, threshold=0.05, alpha=0.05, command=[],
+                             status=RunStatus.COMPLETE)
+    assert run.settings[stability.KEY]["launch_floors_us"] == [[3.25, 3.41, 3.40], None]
+
+
 def test_identical_runs_give_no_false_verdict_and_a_shifted_run_gives_them(make_run):
     same = stability.assemble(runs_of(make_run, [1.0, 1.0, 1.0]), suite="s", asked=3, threshold=0.05, alpha=0.05,
                               command=[], status=RunStatus.COMPLETE)

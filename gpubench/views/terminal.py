@@ -179,6 +179,13 @@ class LiveDisplay:
             yield advance
 
 
+def chosen_line(floors: list[float]) -> str:
+    """Which worker timed the run: the kept launch floor of how many candidates (gpubench/execution/launch_floor.py)."""
+    others = ", ".join(f"{f:.3f}" for f in floors[1:])
+    return (f"timed in the process whose empty launch cost least: {floors[0]:.3f} µs, of {len(floors)} opened "
+            f"(the others {others} µs)")
+
+
 def run_outcome(outcome) -> None:
     """A finished session: the run's tables, then on stderr what failed, what happened to workers, where it was
     saved, and any GPU slower than the node's median."""
@@ -200,6 +207,8 @@ def run_outcome(outcome) -> None:
     ahead = f", after {before:.1f} s of first calls and plan searches" if before >= 0.1 else ""
     err.print(escape(f"saved {plural(len(run.points), 'point')} to {outcome.path} in {run.settings['wall_s']:.1f} s"
                      + ahead))
+    if floors := run.settings.get("launch_floors_us"):
+        err.print(escape(chosen_line(floors)))
     for h in outcome.slow:
         clocks = f", SM {h.sm_mhz:,.0f} MHz" if h.sm_mhz else ""
         power = f", {h.power_w:,.0f} W" if h.power_w else ""
