@@ -446,6 +446,35 @@ def test_small_inputs_are_placed_with_their_values(cuda):
     assert cp.array_equal(placed, array)
 
 
+def test_copies_spread_apart_keep_the_values_and_each_start_a_page(cuda):
+    """spread's copies of a small call's buffers, a page apart on the GPU, hold the inputs' values."""
+    import cupy as cp
+
+    from gpubench.backends.cuda import placement
+
+    array = cp.arange(777, dtype=cp.float16)
+    copies = [placement.apart(cp, array) for _ in range(7)]
+    assert all(cp.array_equal(c, array) for c in copies)
+    assert all(placement.address(c) % placement.PAGE == 0 for c in copies)
+    assert len({placement.address(c) // placement.PAGE for c in copies}) == 7
+
+
+def test_the_launch_floor_is_an_empty_launch_of_a_few_microseconds(cuda):
+    floors = [cuda.launch_floor_us() for _ in range(3)]
+    assert all(0.5 < us < 50.0 for us in floors)
+    assert max(floors) / min(floors) < 1.1  # one process's floor is steady: what tells the processes apart
+
+
+def test_a_gpu_worker_is_chosen_among_candidates_and_serves(cuda):  # cuda: skipped where there is no GPU
+    from gpubench.execution import launch_floor
+
+    with Worker(WorkerOptions("cuda", candidates=launch_floor.CANDIDATES)) as worker:
+        assert worker.start()["device"]
+        assert len(worker.floors_us) in (launch_floor.CANDIDATES, launch_floor.BATCHES * launch_floor.CANDIDATES)
+        assert worker.floors_us[0] == min(worker.floors_us)
+        assert worker.environment()["device"]
+
+
 FAULTS = r"""
 extern "C" __global__ void out_of_bounds(const float* A, const float* B, float* C, int M, int N, int K)
 {
