@@ -1,10 +1,10 @@
 """Which of several fresh worker processes times a run: the one whose launches cost the GPU least.
 
 On an H200 every kernel launch of a process costs the GPU one of two amounts, set when the process opens its CUDA
-context and kept for its life: an empty kernel between two events took 3.26-3.33 µs in four of ten fresh processes
+context and kept for its life: an empty kernel between two events took 3.26-3.30 µs in four of ten fresh processes
 and 3.42-3.49 µs in the other six, on the legacy stream and on each of eight streams of its own alike
 (tools/gpu/stream_probe.py). The lab's small convolutions carry it whole: by events, A/A runs fell into two groups
-about 2% apart, every point of a run together, while by CUPTI's kernel times the same runs moved by only ±0.2%
+about 2% apart, every point of a run together, while by CUPTI's kernel times the same runs moved by ±0.3% at most
 (docs/evidence/launch-floor-h200.md). Neither the host's core, nor the stream, nor the buffers' places decide it; the
 driver's choices for the context do, and gpubench cannot set them. Two runs timed in processes of different groups
 then differ by about 0.15 µs a call, which at 7-10 µs is the 1.5-2% shift that left back-to-back lab runs
