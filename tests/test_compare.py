@@ -341,6 +341,22 @@ def test_a_moved_empty_kernel_floor_is_noted(make_run, base_us, new_us, noted):
     assert compare.compare(base, without).floor_moved is None  # a run that did not measure it: no note
 
 
+@pytest.mark.parametrize("base_us,new_us,noted", [(3.247, 3.350, True), (3.276, 3.247, False)])
+def test_timing_processes_that_launch_differently_are_noted(make_run, base_us, new_us, noted):
+    """Runs timed in processes of the two launch groups (3.247 and 3.350 µs on the H200) get a note; two of one
+    group (within 1%) do not, nor does a run that did not choose its process."""
+    from gpubench.views.compare import notes
+
+    base, new = make_run(seed=1), make_run(seed=1)
+    base.settings["launch_floors_us"] = [base_us, 3.41, 3.40]
+    new.settings["launch_floors_us"] = [new_us, 3.36]
+    lines = [line for line in notes(compare.compare(base, new)) if "launch" in line]
+    assert bool(lines) == noted
+    if noted:
+        assert f"{base_us:.3f} → {new_us:.3f} µs" in lines[0]
+    assert compare.compare(base, make_run(seed=1)).launch_moved is None
+
+
 def with_cudnn_samples(run, samples):
     """The run with its cuDNN conv point's samples replaced."""
     run.points = [replace(p, samples_ms=samples) if p.variant == "cudnn" else p for p in run.points]

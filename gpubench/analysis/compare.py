@@ -126,6 +126,8 @@ class Report:
     env_diffs: list[tuple[str, object, object]] = field(default_factory=list)
     source_changes: list[SourceChange] = field(default_factory=list)
     floors_ms: tuple[float, float] | None = None  # the empty kernel's median in each run, where both measured it
+    launch_floors_us: tuple[float, float] | None = None  # each run's timing process's launch floor, where both chose
+    # their process by it (settings.launch_floors_us, gpubench/execution/launch_floor.py)
     clock: CompareClock = CompareClock.EVENTS  # the samples compared: the events', or CUPTI's kernel times
     by_duration: dict[Duration, float] = field(default_factory=dict)  # a duration class's own threshold
 
@@ -142,6 +144,15 @@ class Report:
         if not self.floors_ms or not all(self.floors_ms):
             return None
         ratio = self.floors_ms[1] / self.floors_ms[0]
+        return ratio if abs(ratio - 1) >= FLOOR_MOVED else None
+
+    @property
+    def launch_moved(self) -> float | None:
+        """new/base of the timing processes' launch floors where they differ by FLOOR_MOVED or more: the two runs
+        were timed in processes whose launches cost differently, and every short call carries the difference."""
+        if not self.launch_floors_us:
+            return None
+        ratio = self.launch_floors_us[1] / self.launch_floors_us[0]
         return ratio if abs(ratio - 1) >= FLOOR_MOVED else None
 
     def source_changed(self, p: Point) -> bool:
@@ -270,8 +281,10 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05,
     base_points = {p.key(): p for p in base.points}
     new_points = {p.key(): p for p in new.points}
     floors = (floor_ms(base), floor_ms(new))
+    launches = tuple((run.settings.get("launch_floors_us") or [None])[0] for run in (base, new))
     report = Report(threshold, alpha, [], env_diffs=env_differences(base, new),
                     source_changes=source_changes(base, new), floors_ms=floors if all(floors) else None,
+                    launch_floors_us=launches if all(launches) else None,
                     by_duration={d: max(t, threshold) for d, t in (by_duration or {}).items()})
     report.only_base = [p for k, p in base_points.items() if k not in new_points]
     report.only_new = [p for k, p in new_points.items() if k not in base_points]

@@ -102,6 +102,11 @@ def notes(report: Report) -> list[str]:
         a, b = report.floors_ms
         lines.append(f"the empty-kernel floor moved: {a * 1000:.3f} → {b * 1000:.3f} µs ({_pct(moved)}): kernels of a "
                      "few microseconds move with the process as well as with the code")
+    launched = report.launch_moved
+    if launched is not None:
+        a, b = report.launch_floors_us
+        lines.append(f"the runs' timing processes launch differently: an empty launch {a:.3f} → {b:.3f} µs "
+                     f"({_pct(launched)}); short calls carry that difference (docs/measuring/processes.md)")
     shift = shared_shift(report.changes)
     if shift is not None:
         lines.append(f"{shift.moved} of the {shift.short} calls under {SHORT_MS * 1000:g} µs ran {shift.direction}, "
