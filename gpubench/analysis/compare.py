@@ -115,6 +115,15 @@ class Change:
         return point_label(self.new)
 
 
+def _moved(pair: tuple[float, float] | None) -> float | None:
+    """new/base of a pair of floors (base's, new's) where it moved by FLOOR_MOVED or more; None where it did not,
+    or where either run lacks it."""
+    if not pair or not all(pair):
+        return None
+    ratio = pair[1] / pair[0]
+    return ratio if abs(ratio - 1) >= FLOOR_MOVED else None
+
+
 @dataclass
 class Report:
     threshold: float
@@ -141,19 +150,13 @@ class Report:
         sit 1-3% apart on every kernel of a few microseconds, and the floor moves the same way (the H100's lab
         pairs, docs/evidence/lab-speed-h100.md), so such points' verdicts say as much about the processes as about
         the code. None where it did not move (or a run did not measure it)."""
-        if not self.floors_ms or not all(self.floors_ms):
-            return None
-        ratio = self.floors_ms[1] / self.floors_ms[0]
-        return ratio if abs(ratio - 1) >= FLOOR_MOVED else None
+        return _moved(self.floors_ms)
 
     @property
     def launch_moved(self) -> float | None:
         """new/base of the timing processes' launch floors where they differ by FLOOR_MOVED or more: the two runs
         were timed in processes whose launches cost differently, and every short call carries the difference."""
-        if not self.launch_floors_us:
-            return None
-        ratio = self.launch_floors_us[1] / self.launch_floors_us[0]
-        return ratio if abs(ratio - 1) >= FLOOR_MOVED else None
+        return _moved(self.launch_floors_us)
 
     def source_changed(self, p: Point) -> bool:
         return any(c.op == p.op and c.name == p.variant for c in self.source_changes)
