@@ -94,6 +94,7 @@ constexpr int CLD = BN + 8;                  // a staged row of int32, padded (s
 constexpr int STAGING_BYTES = 64 * CLD * 4;  // one consumer warpgroup's m64 block
 constexpr int V = 16 / sizeof(ELEM_OUT);     // outputs in one 16-byte chunk
 constexpr bool INT_OUT = std::is_same_v<ELEM_OUT, int>;  // int32 out: the integer epilogue
+constexpr bool INT8_OUT = std::is_same_v<ELEM_OUT, int8_t>;  // requantised: rounded and saturated to int8
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int PING_BARRIER = 8;  // PING's named barriers 8 and 9: "your turn" to warpgroup 0 and 1 (2, 3: staging)
 
@@ -259,9 +260,16 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             const bool whole = K % V == 0;  // output rows of whole 16-byte chunks: aligned, none past K in a chunk
             const EpilogueArgs et = terms_of((j / (1 + PING)) & 1);  // the tile's terms, by column
             // Chunk c = tid % 128 + 128·n (consecutive threads, consecutive chunks) of the block's 64 · BN / V, n in
-            // groups of ZB whose residual chunks are loaded together before any is used
+            // groups of ZB whose residual chunks are loaded together before any is used. A row is BN / V chunks,
+            // which divides 128, so a thread's chunks all lie in the same V columns: their terms are read once.
             constexpr int CHUNKS = 64 * (BN / V) / 128, ZB = CHUNKS < 4 ? CHUNKS : 4;
             static_assert(CHUNKS * 128 == 64 * (BN / V) && CHUNKS % ZB == 0, "whole groups of a thread's chunks");
+            static_assert(128 % (BN / V) == 0, "a thread's chunks share their columns");
+            ChannelTerms ct[V];
+            if constexpr (!INT_OUT) {
+#pragma unroll
+                for (int q = 0; q < V; ++q) ct[q] = channel_terms(et, (tid % (BN / V)) * V + q);
+            }
 #pragma unroll 1
             for (int g0 = 0; g0 < CHUNKS; g0 += ZB) {
                 uint4 zc[ZB];
@@ -284,6 +292,12 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 #pragma unroll
                     for (int q = 0; q < V; q += 4)
                         *reinterpret_cast<int4*>(sums + q) = *reinterpret_cast<const int4*>(staged + row * CLD + col + q);
+                    if constexpr (INT8_OUT) {  // requantised, whole chunks: epilogue.cuh's adder-only conversions
+                        if (whole) {
+                            *reinterpret_cast<uint4*>(y + at) = epilogue_int8x16(sums, ct, gamma, zc[n]);
+                            continue;
+                        }
+                    }
                     *reinterpret_cast<uint4*>(zv) = zc[n];
 #pragma unroll
                     for (int q = 0; q < V; ++q) {
@@ -293,8 +307,8 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                         if constexpr (INT_OUT)
                             out[q] = epilogue_value_int(a, et, col + q, epilogue_load_int<ELEM_OUT>(zq));
                         else
-                            out[q] = epilogue_store<ELEM_OUT>(epilogue_value(
-                                static_cast<float>(a), channel_terms(et, col + q), gamma, epilogue_load<ELEM_OUT>(zq)));
+                            out[q] = epilogue_store<ELEM_OUT>(
+                                epilogue_value(static_cast<float>(a), ct[q], gamma, epilogue_load<ELEM_OUT>(zq)));
                     }
                     if (whole) {
                         *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(out);

@@ -110,3 +110,52 @@ __device__ __forceinline__ int32_t epilogue_load_int(T z) { return static_cast<i
 
 template <>
 __device__ __forceinline__ int32_t epilogue_load_int<int32_t>(int32_t z) { return z; }
+
+// ---- requantised int8 chunks through the float adder, not the conversion unit ----------------------------------
+// An SM converts between 32-bit integers and floats at 16 values a clock, an eighth of its float adds. A requantised
+// int8 epilogue converts twice an output (its residual in, its value out): at an int8 tensor-core convolution's
+// 128x128 tile that is two thousand clocks of each SM sub-partition's conversion unit, about half the tile's
+// wgmmas at ResNet-50's 28² layer, left exposed wherever no other tile's wgmmas run under it. These two take the same
+// exact steps with adds and byte permutes: a float of exponent 2^23 holds a small whole number in its low mantissa
+// bits, one unit in its last place.
+
+// Sixteen int8 residuals as floats. Byte b, biased to b + 128 (XOR 0x80) and placed under the exponent of 2^23
+// (PRMT: the byte, two zero bytes, 0x4B), is the float 2^23 + 128 + b exactly; less 2^23 + 128, b.
+__device__ __forceinline__ void int8x16_load(uint4 chunk, float (&z)[16])
+{
+    const uint32_t words[4] = {chunk.x ^ 0x80808080u, chunk.y ^ 0x80808080u, chunk.z ^ 0x80808080u,
+                               chunk.w ^ 0x80808080u};
+#pragma unroll
+    for (int q = 0; q < 16; ++q)
+        z[q] = __fsub_rn(__uint_as_float(__byte_perm(words[q / 4], 0x4B000000u, 0x7440 | (q % 4))), 8388736.f);
+}
+
+// Sixteen values rounded half to even and saturated to int8, packed: each clamped to [-128, 127] first (rounding
+// is monotone and the bounds are whole numbers, so this equals cvt.rni.sat's round-then-saturate), then added to
+// 1.5·2^23: the adder rounds the sum to a whole number, to nearest even, and keeps it, two's complement, in the low
+// byte. (A NaN, which no exactly checked problem makes, saturates to -128 here, to 0 through cvt.)
+__device__ __forceinline__ uint4 int8x16_store(const float (&v)[16])
+{
+    uint32_t b[16];
+#pragma unroll
+    for (int q = 0; q < 16; ++q) b[q] = __float_as_uint(__fadd_rn(fminf(fmaxf(v[q], -128.f), 127.f), 12582912.f));
+    uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < 4; ++w)  // low bytes of 4w, 4w + 1 into bytes 0, 1; of 4w + 2, 4w + 3 into bytes 2, 3
+        words[w] = __byte_perm(__byte_perm(b[4 * w], b[4 * w + 1], 0x0040),
+                               __byte_perm(b[4 * w + 2], b[4 * w + 3], 0x0040), 0x5410);
+    return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// A 16-byte chunk of a requantised int8 output: the epilogue's float steps on each of its 16 accumulators
+// (epilogue_value, with the 16 columns' terms), its residual chunk z read and its result stored by the two above.
+// (Pointers, not arrays of 16, so that a kernel built for another output type still compiles the call it skips.)
+__device__ __forceinline__ uint4 epilogue_int8x16(const int* acc, const ChannelTerms* t, float gamma, uint4 z)
+{
+    float zf[16], v[16];
+    if constexpr (EPI_HAS_ADD) int8x16_load(z, zf);
+#pragma unroll
+    for (int q = 0; q < 16; ++q)
+        v[q] = epilogue_value(static_cast<float>(acc[q]), t[q], gamma, EPI_HAS_ADD ? zf[q] : 0.f);
+    return int8x16_store(v);
+}
