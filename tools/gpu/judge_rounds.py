@@ -123,6 +123,8 @@ def ratio_line(rounds, target: Target, row, shape, kernel: str) -> str:
 def errors(rounds, target: Target, rate, shape) -> str:
     """The kernel's rel_err per round, and per round the fastest library's on the problem beside it."""
     mine = " ".join("—" if e is None else f"{e:.3e}" for e in rate.rel_errs)
+    if target.beside is None:
+        return mine
     beside = problem_text(target.beside(shape))
     theirs = [fastest_of(p for p in run.points if problem_of(p) == beside and p.variant in target.libraries)
               for run in rounds]
