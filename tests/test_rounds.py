@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from gpubench.core.dtypes import DType
 from gpubench.ops.gemm import GemmLayout
 from gpubench.ops.gemm import GemmShape
-from gpubench.results import Point, Run, RunStatus
+from gpubench.results import Point, Run, RunStatus, Status
 
 from gpubench.analysis import rounds as saved
 from gpubench.cli import cli
@@ -119,3 +119,26 @@ def test_the_screen_passes_the_kernels_at_or_above_the_reference_at_most_keep(tm
     assert r.exit_code == 0 and "PASSING: wgmma-tma d1; wgmma-tma o1" in r.output
     bad = ab(*paths, "--screen", "wgmma-tma x9")
     assert bad.exit_code == 2 and "--screen 'wgmma-tma x9' is none of the rounds' kernels" in bad.output
+
+
+def test_a_baseline_of_several_libraries_stands_by_the_fastest_that_passed_in_each_round():
+    loop_fails = Point.measured(SHAPE, "cublas-loop", "-", samples_ms=[0.150] * 5, rel_err=1.0, tolerance=3e-3,
+                                telemetry={"sm_mhz": 1980.0, "throttled": 0})
+    rounds = [run(point("library", "-", 0.180), point("cublas-loop", "-", 0.170), point("mine", "c1", 0.172)),
+              run(point("library", "-", 0.165), point("cublas-loop", "-", 0.170), point("mine", "c1", 0.172)),
+              run(point("library", "-", 0.180), loop_fails, point("mine", "c1", 0.172)),  # the faster one failed
+              run(point("cublas-loop", "-", 0.171), point("mine", "c1", 0.172))]  # one library missing
+    [row] = saved.rows(rounds, ("library", "cublas-loop"))
+    assert row.kernel == "mine c1"  # neither library is taken for a kernel
+    assert row.ratios == pytest.approx([0.170 / 0.172, 0.165 / 0.172, 0.180 / 0.172, 0.171 / 0.172])
+    assert row.baselines == ("cublas-loop", "library", "library", "cublas-loop")
+    alone = {r.kernel: r for r in saved.rows(rounds, "library")}  # one name still works: the loop is a kernel
+    assert set(alone) == {"mine c1", "cublas-loop -"}
+    assert alone["mine c1"].ratios[3] is None and alone["mine c1"].why_not[3] == "not in this round"
+
+
+def test_a_baseline_of_several_libraries_none_of_which_passed_says_why():
+    skipped = [Point(SHAPE, name, "-", Status.SKIPPED, reason="takes no block scales")
+               for name in ("library", "cublas-loop")]
+    [row] = saved.rows([run(*skipped, point("mine", "c1", 0.172))], ("library", "cublas-loop"), any_state=True)
+    assert row.ratios == (None,) and row.why_not == ("library skipped",)

@@ -1,22 +1,34 @@
-"""tools/gpu/fix_configs.py and tools/gpu/judge_rounds.py on the H200's real exploratory pass
-(results/nvidia-h200/targets-pass0.json.gz): the rounds' suite keeps each problem's fastest configuration, and the
-judge applies each row's threshold (docs/evidence/int8-attention-rounds.md)."""
+"""tools/gpu/fix_configs.py and tools/gpu/judge_rounds.py on the H200's real exploratory passes
+(results/nvidia-h200/targets-pass0.json.gz, grouped-explore.json.gz) and on synthetic grouped-GEMM rounds: the
+rounds' suite keeps each problem's fastest configuration, and the judge applies each row's threshold, against the
+faster library of each round or in TFLOP/s (docs/evidence/int8-attention-rounds.md, grouped-rounds.md)."""
 
+import contextlib
 import importlib.util
+import io
 import statistics
+import sys
 from pathlib import Path
 
+import pytest
+
+from gpubench.analysis import rounds as saved
+from gpubench.core.dtypes import DType
+from gpubench.ops.grouped_gemm import GroupedLayout, GroupedShape
 from gpubench.planning import suites
-from gpubench.results import load
+from gpubench.results import Point, Run, RunStatus, Status, load, save
 
 REPO = Path(__file__).resolve().parent.parent
 PASS0 = REPO / "results" / "nvidia-h200" / "targets-pass0.json.gz"
 SUITE = REPO / "tools" / "gpu" / "targets-explore.toml"
+GROUPED_PASS = REPO / "results" / "nvidia-h200" / "grouped-explore.json.gz"
+GROUPED_SUITE = REPO / "tools" / "gpu" / "grouped-explore.toml"
 
 
 def tool(name):
     spec = importlib.util.spec_from_file_location(name, REPO / "tools" / "gpu" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # a dataclass reads its module's names from here
     spec.loader.exec_module(module)
     return module
 
@@ -50,3 +62,126 @@ def test_the_judge_holds_each_row_to_its_threshold(capsys):
         ratio = float(row.split("|")[5].split()[0])
         assert f"| 0.95 | {'met' if ratio >= 0.95 else 'not met'} |" in row
     assert sorted(float(row.split("|")[5].split()[0]) >= 0.95 for row in gemm) == [False, True]  # 0.910, 0.971
+
+
+def test_the_grouped_rounds_suite_fixes_each_hand_kernels_fastest_configuration(tmp_path, capsys):
+    target = tmp_path / "rounds.toml"
+    tool("fix_configs").main(str(GROUPED_SUITE), str(GROUPED_PASS), str(target))
+    printed = capsys.readouterr().out
+    rounds, run = suites.load(target, "cuda"), load(GROUPED_PASS)
+    for sweep in rounds.sweeps:
+        kept = {(v.name, c.label) for _, v, c in sweep.points()}
+        assert {"library", "cublas-loop"} <= {name for name, _ in kept}  # both libraries run in every round
+        for shape in sweep.shapes:
+            for kernel in ("wgmma-grouped", "fp8-grouped"):
+                mine = [p for p in run.points if p.problem == shape and p.variant == kernel and p.samples_ms]
+                if mine:
+                    best = min(mine, key=lambda p: statistics.median(p.samples_ms))
+                    assert (kernel, best.config) in kept
+                    assert f"{sweep.name}: {shape.full_label}: {kernel} {best.config}\n" in printed
+    assert printed.count("CONTIGUOUS-BLOCK: fp8-grouped") == 4
+
+
+def rows_of(out: str) -> dict[str, list[str]]:
+    """{problem: its cells} of the judge's tables."""
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]
+    return {c[0]: c for c in cells if c[0] != "problem"}
+
+
+def judge_output(pass0, rounds) -> dict[str, list[str]]:
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        tool("judge_rounds").main(str(pass0), [str(r) for r in rounds])
+    return rows_of(text.getvalue())
+
+
+def test_the_grouped_rows_on_the_real_pass_read_as_its_table():
+    out = judge_output(GROUPED_PASS, [GROUPED_PASS] * 5)  # the pass as five identical rounds
+    bf16 = {k: v for k, v in out.items() if k.endswith("BF16")}
+    assert len(bf16) == 4
+    for cells in bf16.values():  # against the cuBLAS loop, the faster library on every shape in this pass
+        ratio = float(cells[4].split()[0])
+        assert cells[2].endswith("cublas-loop in 5 of 5") and cells[5] == "1.00"
+        assert cells[6] == ("met" if ratio >= 1.00 else "not met")
+    assert sorted(float(c[4].split()[0]) for c in bf16.values()) == [0.982, 1.010, 1.015, 1.030]
+    block = {k: v for k, v in out.items() if k.endswith("CONTIGUOUS-BLOCK")}
+    assert sorted(float(c[3].split()[0].replace(",", "")) for c in block.values()) == [1070, 1073, 1079, 1084]
+    assert all(c[4] == "1,250 TFLOP/s" and c[5] == "not met" and "; cublas-loop: " in c[6] for c in block.values())
+    per_tensor = {k: v for k, v in out.items() if k.endswith(" FP8")}
+    assert len(per_tensor) == 4 and all(c[5] == "" and c[6] == "reported" for c in per_tensor.values())
+
+
+BF16_WIDE = GroupedShape((4096,) * 8, 7168, 2048, dtype=DType.BF16)
+BF16_TALL = GroupedShape((8192,) * 4, 7168, 2048, dtype=DType.BF16)
+BLOCK = [GroupedShape(m, n, k, dtype=DType.FP8, layout=GroupedLayout.CONTIGUOUS_BLOCK)
+         for m, n, k in (((8192,) * 4, 4096, 7168), ((4096,) * 8, 4096, 7168), ((8192,) * 4, 7168, 2048))]
+PER_TENSOR = GroupedShape((8192,) * 4, 4096, 7168, dtype=DType.FP8)
+
+
+def point(shape, variant, config, ms, rel_err=1.6e-3):
+    return Point.measured(shape, variant, config, samples_ms=[ms] * 5, rel_err=rel_err, tolerance=3e-3,
+                          telemetry={"sm_mhz": 1980.0, "throttled": 0})
+
+
+def no_block_scales(shape):
+    return [Point(shape, name, "-", Status.SKIPPED, reason="takes per-tensor scales, not block scales")
+            for name in ("library", "cublas-loop")]
+
+
+def at(shape, tflops):
+    return shape.flops / tflops / 1e9
+
+
+def saved_runs(tmp_path, name, runs):
+    return [str(save(Run("cuda", {}, {}, points=pts, status=RunStatus.COMPLETE), tmp_path / f"{name}-{i}.json"))
+            for i, pts in enumerate(runs)]
+
+
+def judged(tmp_path, pass0, rounds) -> dict[str, list[str]]:
+    [p0] = saved_runs(tmp_path, "pass0", [pass0])
+    return judge_output(p0, saved_runs(tmp_path, "round", rounds))
+
+
+def test_the_bf16_target_holds_the_kernel_to_the_faster_library_of_each_round(tmp_path):
+    pass0 = [point(s, "wgmma-grouped", c, ms) for s in (BF16_WIDE, BF16_TALL) for c, ms in (("a", 1.25), ("b", 1.3))]
+    # wide: torch's grouped mm 20% slower, the cuBLAS loop 1% faster than the kernel in every round (planted: the
+    # kernel beats the slower library only); tall: torch's the faster in rounds 1-2, the loop in rounds 3-5
+    rounds = [[point(BF16_WIDE, "library", "-", 1.50), point(BF16_WIDE, "cublas-loop", "-", 1.2375),
+               point(BF16_WIDE, "wgmma-grouped", "a", 1.25), point(BF16_WIDE, "wgmma-grouped", "b", 1.30),
+               point(BF16_TALL, "library", "-", 1.20 if r < 2 else 1.30), point(BF16_TALL, "cublas-loop", "-", 1.22),
+               point(BF16_TALL, "wgmma-grouped", "a", 1.21)] for r in range(5)]
+    out = judged(tmp_path, pass0, rounds)
+    wide, tall = out[BF16_WIDE.full_label], out[BF16_TALL.full_label]
+    assert wide[1] == "wgmma-grouped a" and wide[2].endswith("cublas-loop in 5 of 5")
+    assert wide[3] == " ".join(["0.990"] * 5) and wide[6] == "not met"
+    [slower] = [r for r in saved.rows([load(p) for p in saved_runs(tmp_path, "again", rounds)], "library")
+                if r.problem.endswith(BF16_WIDE.label) and r.kernel == "wgmma-grouped a"]
+    assert min(slower.ratios) == pytest.approx(1.2)  # against torch's alone it would have been met
+    assert tall[2].endswith("cublas-loop in 3 of 5, library in 2 of 5")
+    assert tall[3] == "0.992 0.992 1.008 1.008 1.008" and tall[6] == "at the line"  # the loop alone: all 1.008
+
+
+def test_the_block_scaled_target_is_judged_in_tflops_with_the_errors_beside_it(tmp_path):
+    met, line, short = ([1262, 1251, 1270, 1258, 1266], [1262, 1240, 1270, 1258, 1266],
+                        [1079, 1084, 1073, 1070, 1249])
+    pass0 = [point(s, "fp8-grouped", c, at(s, t)) for s in (*BLOCK, PER_TENSOR) for c, t in (("c1", 1200),
+                                                                                            ("c2", 1100))]
+    rounds = []
+    for r in range(5):
+        pts = [point(s, "fp8-grouped", "c1", at(s, series[r]), rel_err=1.7e-3)
+               for s, series in zip(BLOCK, (met, line, short))]
+        pts += [p for s in BLOCK for p in no_block_scales(s)]
+        pts += [point(PER_TENSOR, "library", "-", at(PER_TENSOR, 1000), rel_err=1.5e-3),
+                point(PER_TENSOR, "cublas-loop", "-", at(PER_TENSOR, 1400), rel_err=1.6e-3),
+                point(PER_TENSOR, "fp8-grouped", "c1", at(PER_TENSOR, 1240))]
+        rounds.append(pts)
+    out = judged(tmp_path, pass0, rounds)
+    verdicts = [out[s.full_label][5] for s in BLOCK]
+    assert verdicts == ["met", "at the line", "not met"]
+    first = out[BLOCK[0].full_label]
+    assert first[2] == "1,262 1,251 1,270 1,258 1,266" and first[3] == "1,262 (1,251-1,270)"
+    assert first[4] == "1,250 TFLOP/s"
+    assert first[6] == "1.700e-03 " * 4 + "1.700e-03; cublas-loop: " + "1.600e-03 " * 4 + "1.600e-03"
+    assert out[BLOCK[1].full_label][6].endswith("; none ran")  # no per-tensor problem of that shape ran
+    reported = out[PER_TENSOR.full_label]
+    assert reported[6] == "reported" and reported[3] == " ".join(["0.886"] * 5)  # 1240 / 1400 against the loop

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpubench.analysis.compare import Verdict
+from gpubench.analysis.targets import Measure, TargetVerdict
 from gpubench.core.dtypes import DType
 from gpubench.ops.conv import ConvLayout
 from gpubench.ops.epilogue import Epilogue, Scaling
@@ -31,6 +32,7 @@ WORDS = {
     **{str(v): "results/model.py" for v in (*Status, *RunStatus)},
     **{str(v): "measure/timing.py" for v in (*Stop, *Pace)},
     **{str(v): "analysis/compare.py" for v in Verdict},
+    **{str(v): "analysis/targets.py" for v in (*TargetVerdict, *Measure)},
     **{str(v): "core/backend_kind.py" for v in BackendKind},
 }
 # Same spelling, another meaning: (module, word) -> what the string is there.

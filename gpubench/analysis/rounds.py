@@ -6,7 +6,9 @@ Where `gpubench ab` alternates two calls inside one process, this reads rounds t
 ratio taken, baseline median time / kernel median time (above 1: the kernel is faster). A pair counts only where
 both points passed and ran clock-unclamped: no sample flagged by NVML as power- or thermally-capped, and their
 median SM clocks equal (a capped point compares power limits, not kernels); `any_state` counts every measured
-pair (a layer where one side is always the limiter's). Over the rounds each ratio gets its median and the sign
+pair (a layer where one side is always the limiter's). The baseline may be several variants (a problem's
+libraries): in each round it is the one with the lowest median of those that ran and passed there (`fastest_of`),
+and each row keeps which one that was. Over the rounds each ratio gets its median and the sign
 test's interval for it (stats.median_interval): the spread from process to process, which is what a 0.5%
 difference has to stand out of.
 
@@ -17,6 +19,7 @@ the reference kernel's over the same problems; those at or above it pass, at mos
 from __future__ import annotations
 
 import statistics
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from gpubench.measure.stats import MedianInterval, median_interval
@@ -32,6 +35,7 @@ class Row:
     ratios: tuple[float | None, ...]  # per round, in the order given; None: not a clean pair in that round
     why_not: tuple[str, ...]  # per round: why the pair did not count ("" where it did)
     baseline_tflops: float | None  # the baseline's median TFLOP/s over its clean rounds
+    baselines: tuple[str, ...] = ()  # per round, the baseline variant that stood there ("" where none was in it)
 
     @property
     def clean(self) -> list[float]:
@@ -69,32 +73,51 @@ def pair(base: Point, ours: Point, any_state: bool = False) -> str:
 
 
 def problem_of(p: Point) -> str:
-    shape = p.problem
+    return problem_text(p.problem)
+
+
+def problem_text(shape) -> str:
+    """A problem as the rows name it: precision, layout, size ("bf16 nn 4096")."""
     return " ".join(str(x) for x in (getattr(shape, "dtype", ""), getattr(shape, "layout", ""), shape.label) if str(x))
 
 
-def rows(runs: list[Run], baseline: str, any_state: bool = False) -> list[Row]:
-    """Every (problem, kernel) of the runs against the baseline's point of the same problem in the same run."""
+def fastest_of(points: Iterable[Point]) -> Point | None:
+    """Of one problem's baseline points in one round, the one with the lowest median among those measured (ok, with
+    samples); where none was, the first (its status says why no pair counts), or None where there are none."""
+    points = list(points)
+    ok = [p for p in points if not measured(p)]
+    return min(ok, key=lambda p: p.median_ms) if ok else (points[0] if points else None)
+
+
+def rows(runs: list[Run], baseline: str | Collection[str], any_state: bool = False) -> list[Row]:
+    """Every (problem, kernel) of the runs against the baseline's point of the same problem in the same run; a
+    baseline of several variants stands, in each run and problem, by the fastest of them that passed."""
+    names = {baseline} if isinstance(baseline, str) else set(baseline)
     keys: dict[tuple[str, str], None] = {}
     per_run = []
     for run in runs:
-        base = {problem_of(p): p for p in run.points if p.variant == baseline}
-        ours = {(problem_of(p), f"{p.variant} {p.config}"): p for p in run.points if p.variant != baseline}
+        libraries: dict[str, list[Point]] = {}
+        for p in run.points:
+            if p.variant in names:
+                libraries.setdefault(problem_of(p), []).append(p)
+        base = {problem: fastest_of(points) for problem, points in libraries.items()}
+        ours = {(problem_of(p), f"{p.variant} {p.config}"): p for p in run.points if p.variant not in names}
         per_run.append((base, ours))
         for key in ours:
             keys.setdefault(key)
     out = []
     for problem, kernel in keys:
-        ratios, why_not, base_tflops = [], [], []
+        ratios, why_not, base_tflops, stood = [], [], [], []
         for base, ours in per_run:
             b, o = base.get(problem), ours.get((problem, kernel))
             why = "not in this round" if b is None or o is None else pair(b, o, any_state)
             ratios.append(None if why else b.median_ms / o.median_ms)
             why_not.append(why)
+            stood.append("" if b is None else b.variant)
             if b is not None and not unclamped(b):
                 base_tflops.append(b.flops / b.median_ms / 1e9)
         out.append(Row(problem, kernel, tuple(ratios), tuple(why_not),
-                       statistics.median(base_tflops) if base_tflops else None))
+                       statistics.median(base_tflops) if base_tflops else None, tuple(stood)))
     return out
 
 

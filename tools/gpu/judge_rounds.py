@@ -1,103 +1,172 @@
-"""The INT8/epilogue and attention targets judged over their rounds, by the rule of
-docs/evidence/int8-attention-rounds.md: each row's hand kernel runs the configuration fastest on that problem in
-pass 0; per round the ratio is the library's median over the kernel's (every pair counts, whatever its clocks; the
-clocks are shown); met when the rounds' median ratio reaches the row's threshold and the 90% sign-test interval of
-that median holds the threshold or lies above it, not met when the interval lies below it, else at the line.
+"""The targets judged over their rounds, by the rules of docs/evidence/int8-attention-rounds.md (INT8/epilogue,
+attention) and docs/evidence/grouped-rounds.md (grouped GEMM): each row's hand kernel runs the configuration
+fastest on that problem in pass 0; per round its figure is the library's median time over the kernel's (where a
+problem has several libraries, the fastest of them that ran and passed in that round), or, for a target in TFLOP/s,
+the kernel's own rate; every round counts, whatever its clocks (the clocks are shown). Met when the rounds' median
+reaches the row's threshold and the 90% sign-test interval of that median holds the threshold or lies above it, not
+met when the interval lies below it, else at the line (gpubench/analysis/targets.py).
 
-    python3 tools/gpu/judge_rounds.py PASS0.json.gz ROUND1.json.gz ROUND2.json.gz ...   # a markdown table
+    python3 tools/gpu/judge_rounds.py PASS0.json.gz ROUND1.json.gz ROUND2.json.gz ...   # Markdown tables
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gpubench.analysis.rounds import problem_of, rows  # noqa: E402
+from gpubench.analysis.rounds import fastest_of, measured, problem_of, problem_text, rows  # noqa: E402
+from gpubench.analysis.targets import Measure, Threshold, judge, rates  # noqa: E402
+from gpubench.core.dtypes import DType  # noqa: E402
 from gpubench.results import load  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fix_configs import fastest_points  # noqa: E402
 
 LEVEL = 0.90
-# (op, the hand kernel judged, its library, the threshold of a problem; None: reported, not judged)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A hand kernel held to a threshold on each problem of its op in the rounds (None: reported, not judged)."""
+
+    op: str
+    kernel: str
+    libraries: tuple[str, ...]  # the variants that stand for the library; per round the fastest that passed
+    threshold: Callable[[object], Threshold | None]
+    beside: Callable[[object], object] | None = None  # a TFLOP/s target: the problem whose library error is shown
+
+
+def per_tensor(shape):
+    """The same grouped problem with per-tensor scales: the nearest the libraries take to a block-scaled one."""
+    return replace(shape, layout=shape.LAYOUT.MASKED if shape.layout.masked else shape.LAYOUT.CONTIGUOUS)
+
+
+GROUPED_LIBRARIES = ("library", "cublas-loop")
 TARGETS = [
-    ("attention", "fa3-wgmma", "cudnn-sdpa", lambda shape: 0.95),
-    ("gemm", "int8-wgmma-tma", "cublaslt", lambda shape: 0.95),
-    ("conv", "tc-wgmma-int8", "cudnn", lambda shape: 1.00 if shape.stride == 1 else 0.90),
-    ("conv", "tc-wgmma-tma", "cudnn", lambda shape: 1.00 if shape.stride == 1 else None),
+    Target("attention", "fa3-wgmma", ("cudnn-sdpa",), lambda shape: Threshold(0.95)),
+    Target("gemm", "int8-wgmma-tma", ("cublaslt",), lambda shape: Threshold(0.95)),
+    Target("conv", "tc-wgmma-int8", ("cudnn",), lambda shape: Threshold(1.00 if shape.stride == 1 else 0.90)),
+    Target("conv", "tc-wgmma-tma", ("cudnn",), lambda shape: Threshold(1.00) if shape.stride == 1 else None),
+    Target("grouped-gemm", "wgmma-grouped", GROUPED_LIBRARIES,
+           lambda shape: Threshold(1.00) if shape.dtype == DType.BF16 else None),
+    Target("grouped-gemm", "fp8-grouped", GROUPED_LIBRARIES,
+           lambda shape: Threshold(1250, Measure.TFLOPS) if shape.layout.block_scaled else None, per_tensor),
 ]
+RATIO_HEAD = ("| problem | kernel (fixed in pass 0) | library | rounds' ratios | median (90% interval) | target "
+              "| verdict | SM MHz, library / kernel; the ratio per clock |\n|---|---|---|---|---:|---:|---|---|")
+RATE_HEAD = ("| problem | kernel (fixed in pass 0) | rounds' TFLOP/s | median (90% interval) | target | verdict "
+             "| rel_err per round; the per-tensor library's | SM MHz of the kernel |\n"
+             "|---|---|---|---:|---:|---|---|---|")
 
 
 def fixed(pass0) -> dict[tuple[str, str], tuple[str, object]]:
     """{(problem, variant): (configuration, shape)}: the configuration fastest in pass 0, of each judged kernel."""
-    judged = {(op, v) for op, v, _, _ in TARGETS}
+    judged = {(t.op, t.kernel) for t in TARGETS}
     best = fastest_points(pass0.points, lambda p: (p.problem.op, p.variant) in judged)
     return {(problem_of(p), p.variant): (p.config, p.problem) for p in best.values()}
 
 
-def verdict(interval, threshold: float | None) -> str:
-    if threshold is None:
-        return "reported"
-    if interval is None or interval.level < LEVEL:
-        return "too few rounds"
-    if interval.median >= threshold and interval.low >= threshold:
-        return "met"
-    if interval.high < threshold:
-        return "not met"
-    return "at the line"
+def find(run, problem: str, name: str):
+    """The run's point of that problem named `name` (a library's variant, or a kernel's variant and configuration)."""
+    return next((p for p in run.points if problem_of(p) == problem and name in (p.variant, f"{p.variant} {p.config}")),
+                None)
 
 
-def clocks(rounds, problem: str, names: tuple[str, str]) -> str:
-    """Where the power limiter stood: the library's and the kernel's median SM clock over the rounds, in how many
-    rounds either had NVML-capped samples, and the ratio per clock: per round, the library's cycles over the
-    kernel's (time × median SM clock), their median. The verdict counts every pair whatever its clocks."""
-    mhz: dict[str, list[float]] = {n: [] for n in names}
+def clocks(sides: list[tuple]) -> str:
+    """Where the power limiter stood, from each round's points (library and kernel, or the kernel alone): each
+    side's median SM clock over the rounds, in how many rounds either had NVML-capped samples, and with two sides
+    the ratio per clock: per round, the library's cycles over the kernel's (time × median SM clock), their median.
+    The verdict counts every round whatever its clocks."""
+    mhz: list[list[float]] = [[] for _ in sides[0]] if sides else []
     capped, per_clock = 0, []
-    for run in rounds:
-        points = {f"{p.variant} {p.config}": p for p in run.points if problem_of(p) == problem}
-        points.update({p.variant: p for p in run.points if problem_of(p) == problem and p.variant == names[0]})
+    for points in sides:
         hit, cycles = False, []
-        for n in names:
-            p = points.get(n)
+        for i, p in enumerate(points):
             t = (p.telemetry or {}) if p is not None else {}
             if "sm_mhz" in t and p.samples_ms:
-                mhz[n].append(t["sm_mhz"])
+                mhz[i].append(t["sm_mhz"])
                 cycles.append(p.median_ms * t["sm_mhz"])
                 hit |= bool(t.get("throttled"))
         capped += hit
-        if len(cycles) == 2:
+        if len(points) == 2 and len(cycles) == 2:
             per_clock.append(cycles[0] / cycles[1])
-    text = " / ".join(f"{statistics.median(v):.0f}" if v else "?" for v in mhz.values())
+    text = " / ".join(f"{statistics.median(v):.0f}" if v else "?" for v in mhz)
     ratio = f"; per clock {statistics.median(per_clock):.3f}" if per_clock else ""
-    return f"{text}; capped in {capped} of {len(rounds)}{ratio}"
+    return f"{text}; capped in {capped} of {len(sides)}{ratio}"
+
+
+def span(m, fmt: str = ".3f") -> str:
+    """The rounds' median and its interval (ratios to three places; TFLOP/s with fmt ",.0f")."""
+    return f"{m.median:{fmt}} ({m.low:{fmt}}-{m.high:{fmt}})" if m else "—"
+
+
+def ratio_line(rounds, target: Target, row, shape, kernel: str) -> str:
+    threshold = target.threshold(shape)
+    stood = Counter(b for b, r in zip(row.baselines, row.ratios) if r is not None)
+    library = target.libraries[0] if len(target.libraries) == 1 else (
+        f"the faster of {' / '.join(target.libraries)}: "
+        + ", ".join(f"{n} in {c} of {len(row.ratios)}" for n, c in stood.most_common()))
+    ratios = " ".join("—" if r is None else f"{r:.3f}" for r in row.ratios)
+    sides = [(find(run, row.problem, b), find(run, row.problem, kernel)) for run, b in zip(rounds, row.baselines)]
+    return (f"| {shape.full_label} | {kernel} | {library} | {ratios} | {span(row.interval(LEVEL))} | "
+            f"{'' if threshold is None else threshold} | {judge(row.interval(LEVEL), threshold, LEVEL)} | "
+            f"{clocks(sides)} |")
+
+
+def errors(rounds, target: Target, rate, shape) -> str:
+    """The kernel's rel_err per round, and per round the fastest library's on the problem beside it."""
+    mine = " ".join("—" if e is None else f"{e:.3e}" for e in rate.rel_errs)
+    if target.beside is None:
+        return mine
+    beside = problem_text(target.beside(shape))
+    theirs = [fastest_of(p for p in run.points if problem_of(p) == beside and p.variant in target.libraries)
+              for run in rounds]
+    theirs = [p if p is not None and not measured(p) else None for p in theirs]
+    if not any(theirs):
+        return f"{mine}; none ran"
+    names = ", ".join(sorted({p.variant for p in theirs if p}))
+    return f"{mine}; {names}: " + " ".join("—" if p is None else f"{p.rel_err:.3e}" for p in theirs)
+
+
+def rate_line(rounds, target: Target, rate, shape, kernel: str) -> str:
+    threshold = target.threshold(shape)
+    values = " ".join("—" if t is None else f"{t:,.0f}" for t in rate.tflops)
+    m = rate.interval(LEVEL)
+    sides = [(find(run, rate.problem, kernel),) for run in rounds]
+    return (f"| {shape.full_label} | {kernel} | {values} | {span(m, ',.0f')} | {threshold} | "
+            f"{judge(m, threshold, LEVEL)} | {errors(rounds, target, rate, shape)} | {clocks(sides)} |")
 
 
 def main(pass0_path: str, round_paths: list[str]) -> None:
     pass0, rounds = load(pass0_path), [load(p) for p in round_paths]
     chosen = fixed(pass0)
-    print("| problem | kernel (fixed in pass 0) | library | rounds' ratios | median (90% interval) | target | verdict "
-          "| SM MHz, library / kernel; the ratio per clock |")
-    print("|---|---|---|---|---:|---:|---|---|")
-    for op, variant, library, threshold_of in TARGETS:
-        by_kernel = {(r.problem, r.kernel): r for r in rows(rounds, library, any_state=True)}
-        for (problem, v), (config, shape) in chosen.items():
-            if v != variant:
+    by_rate = {(r.problem, r.kernel): r for r in rates(rounds)}
+    ratio_lines, rate_lines = [], []
+    for target in TARGETS:
+        by_ratio = {(r.problem, r.kernel): r for r in rows(rounds, target.libraries, any_state=True)}
+        for (problem, variant), (config, shape) in chosen.items():
+            if variant != target.kernel or shape.op != target.op:
                 continue
-            row = by_kernel.get((problem, f"{variant} {config}"))
-            threshold = threshold_of(shape)
-            if row is None:
-                print(f"| {shape.full_label} | {variant} {config} | {library} | not in the rounds | | {threshold} | — |")
+            kernel, threshold = f"{variant} {config}", target.threshold(shape)
+            if threshold is not None and threshold.measure == Measure.TFLOPS:
+                rate = by_rate.get((problem, kernel))
+                rate_lines.append(rate_line(rounds, target, rate, shape, kernel) if rate else
+                                  f"| {shape.full_label} | {kernel} | not in the rounds | | {threshold} | — | | |")
                 continue
-            m = row.interval(LEVEL)
-            ratios = " ".join("—" if r is None else f"{r:.3f}" for r in row.ratios)
-            span = f"{m.median:.3f} ({m.low:.3f}-{m.high:.3f})" if m else "—"
-            print(f"| {shape.full_label} | {variant} {config} | {library} | {ratios} | {span} | "
-                  f"{'' if threshold is None else f'{threshold:.2f}'} | {verdict(m, threshold)} | "
-                  f"{clocks(rounds, problem, (library, f'{variant} {config}'))} |")
+            row = by_ratio.get((problem, kernel))
+            ratio_lines.append(ratio_line(rounds, target, row, shape, kernel) if row else
+                               f"| {shape.full_label} | {kernel} | {' / '.join(target.libraries)} | not in the rounds "
+                               f"| | {'' if threshold is None else threshold} | — | |")
+    print("\n".join([RATIO_HEAD, *ratio_lines]))
+    if rate_lines:
+        print("\n" + "\n".join([RATE_HEAD, *rate_lines]))
 
 
 if __name__ == "__main__":

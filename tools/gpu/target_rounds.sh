@@ -1,5 +1,6 @@
 #!/bin/bash
-# The rounds of the INT8/epilogue and attention targets, by the rule of docs/evidence/int8-attention-rounds.md.
+# The rounds of the INT8/epilogue and attention targets, by the rule of docs/evidence/int8-attention-rounds.md, and of
+# the grouped-GEMM targets (tools/gpu/grouped-explore.toml), by docs/evidence/grouped-rounds.md.
 # Two steps, each one device call, from the repository root ($OUT set by the caller):
 #   bash tools/gpu/target_rounds.sh pass0 tools/gpu/targets-explore.toml   # every configuration once; writes
 #        $OUT/pass0.json.gz, $OUT/rounds.toml (the suite with each row's fastest configuration fixed) and
