@@ -27,9 +27,10 @@
 //    unchanged: bit for bit the first version's output. Then a requantised int8 output's two conversions an
 //    element (its residual to float, its value to int8) left the conversion unit, which does an eighth of the
 //    adder's work a clock, for the adder and byte permutes (epilogue.cuh's int8x16_load and int8x16_store), and a
-//    thread reads its columns' terms once a block (its chunks all lie in the same columns): on an H200, 46.2 to
-//    41.5 µs at ResNet-50's 28² layer, 105 to 98.5 µs at 56² (docs/evidence/int8-attention-rounds.md, second
-//    series).
+//    thread reads its columns' terms once a block (its chunks all lie in the same columns): on an H200, 128x128
+//    from 51.8 to 42.8 µs at ResNet-50's 28² layer, 256x64 from 106 to 99 µs at 56² (docs/evidence/
+//    int8-attention-rounds.md, second series). Only where a thread holds 64 accumulators or fewer: with 128 either
+//    change would spill registers, and those builds keep the first way.
 //  * PING = 1 (14's PING, CUTLASS's "pingpong"): the two consumer warpgroups take the block's tiles in turn, each a
 //    whole tile of BM ≤ 128 pixels. A tile's slices follow the other warpgroup's tile's in the ring, and its wgmmas
 //    are issued once the other's are (named barriers 8 and 9), so they run while the other's epilogue stages and
@@ -270,8 +271,12 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             constexpr int CHUNKS = 64 * (BN / V) / 128, ZB = CHUNKS < 4 ? CHUNKS : 4;
             static_assert(CHUNKS * 128 == 64 * (BN / V) && CHUNKS % ZB == 0, "whole groups of a thread's chunks");
             static_assert(128 % (BN / V) == 0, "a thread's chunks share their columns");
+            // Held in registers, and int8 chunks converted through the adder, where a thread's accumulators leave
+            // room (64 or fewer); a thread of 128 reads its terms from the tile's shared buffer at each output and
+            // converts through the conversion unit, as before both: with either, its build spills.
+            constexpr bool TERMS_HELD = MI * BN / 2 <= 64;
             ChannelTerms ct[V];
-            if constexpr (!INT_OUT) {
+            if constexpr (!INT_OUT && TERMS_HELD) {
 #pragma unroll
                 for (int q = 0; q < V; ++q) ct[q] = channel_terms(et, (tid % (BN / V)) * V + q);
             }
@@ -297,7 +302,7 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 #pragma unroll
                     for (int q = 0; q < V; q += 4)
                         *reinterpret_cast<int4*>(sums + q) = *reinterpret_cast<const int4*>(staged + row * CLD + col + q);
-                    if constexpr (INT8_OUT) {  // requantised, whole chunks: epilogue.cuh's adder-only conversions
+                    if constexpr (INT8_OUT && TERMS_HELD) {  // requantised, whole chunks: epilogue.cuh's adder-only conversions
                         if (whole) {
                             *reinterpret_cast<uint4*>(y + at) = epilogue_int8x16(sums, ct, gamma, zc[n]);
                             continue;
@@ -313,7 +318,8 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                             out[q] = epilogue_value_int(a, et, col + q, epilogue_load_int<ELEM_OUT>(zq));
                         else
                             out[q] = epilogue_store<ELEM_OUT>(
-                                epilogue_value(static_cast<float>(a), ct[q], gamma, epilogue_load<ELEM_OUT>(zq)));
+                                epilogue_value(static_cast<float>(a), TERMS_HELD ? ct[q] : channel_terms(et, col + q),
+                                               gamma, epilogue_load<ELEM_OUT>(zq)));
                     }
                     if (whole) {
                         *reinterpret_cast<uint4*>(y + at) = *reinterpret_cast<const uint4*>(out);
