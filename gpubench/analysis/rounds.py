@@ -115,7 +115,7 @@ def rows(runs: list[Run], baseline: str | Collection[str], any_state: bool = Fal
             why_not.append(why)
             stood.append("" if b is None else b.variant)
             if b is not None and not unclamped(b):
-                base_tflops.append(b.flops / b.median_ms / 1e9)
+                base_tflops.append(b.gflops / 1e3)
         out.append(Row(problem, kernel, tuple(ratios), tuple(why_not),
                        statistics.median(base_tflops) if base_tflops else None, tuple(stood)))
     return out

@@ -9,7 +9,6 @@ or two: these are not judged figures.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -46,7 +45,7 @@ def table(path: str) -> str:
             mhz = (p.telemetry or {}).get("sm_mhz")
             lines.append(f"| {p.problem.full_label} | {lib.variant if lib else 'none ran'} | "
                          f"{f'{lib.median_ms:.4f}' if lib else '—'} | {variant} `{p.config}` | {p.median_ms:.4f} | "
-                         f"{ratio} | {p.flops / p.median_ms / 1e9:.0f} | {f'{mhz:.0f}' if mhz else '?'} |")
+                         f"{ratio} | {p.gflops / 1e3:.0f} | {f'{mhz:.0f}' if mhz else '?'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -114,9 +114,10 @@ def ratio_line(rounds, target: Target, row, shape, kernel: str) -> str:
         f"the faster of {' / '.join(target.libraries)}: "
         + ", ".join(f"{n} in {c} of {len(row.ratios)}" for n, c in stood.most_common()))
     ratios = " ".join("—" if r is None else f"{r:.3f}" for r in row.ratios)
+    m = row.interval(LEVEL)
     sides = [(find(run, row.problem, b), find(run, row.problem, kernel)) for run, b in zip(rounds, row.baselines)]
-    return (f"| {shape.full_label} | {kernel} | {library} | {ratios} | {span(row.interval(LEVEL))} | "
-            f"{'' if threshold is None else threshold} | {judge(row.interval(LEVEL), threshold, LEVEL)} | "
+    return (f"| {shape.full_label} | {kernel} | {library} | {ratios} | {span(m)} | "
+            f"{'' if threshold is None else threshold} | {judge(m, threshold, LEVEL)} | "
             f"{clocks(sides)} |")
 
 
