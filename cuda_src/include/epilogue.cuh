@@ -112,10 +112,11 @@ template <>
 __device__ __forceinline__ int32_t epilogue_load_int<int32_t>(int32_t z) { return z; }
 
 // ---- requantised int8 chunks through the float adder, not the conversion unit ----------------------------------
-// An SM converts between 32-bit integers and floats at 16 values a clock, an eighth of its float adds. A requantised
-// int8 epilogue converts twice an output (its residual in, its value out): at an int8 tensor-core convolution's
-// 128x128 tile that is two thousand clocks of each SM sub-partition's conversion unit, about half the tile's
-// wgmmas at ResNet-50's 28² layer, left exposed wherever no other tile's wgmmas run under it. These two take the same
+// An SM converts between 32-bit integers and floats at 16 values a clock, an eighth of its float adds (the CUDA
+// C++ Programming Guide's throughput table). A requantised int8 epilogue converts twice an output (its residual
+// in, its value out): at an int8 tensor-core convolution's 128x128 tile, by those rates, some two thousand clocks
+// of each SM sub-partition's conversion unit, near half the tile's wgmmas at ResNet-50's 28² layer at the tensor
+// cores' peak, left exposed wherever no other tile's wgmmas run under it. These two take the same
 // exact steps with adds and byte permutes: a float of exponent 2^23 holds a small whole number in its low mantissa
 // bits, one unit in its last place.
 
