@@ -476,6 +476,20 @@ def test_a_tensor_map_without_swizzle_may_have_rows_of_up_to_256_floats(tmp_path
     assert m.swizzle == 0 and m.unfit({"M": 1000, "K": 776, "BM": 128}) is None
 
 
+def test_a_tensor_map_may_swizzle_rows_as_wide_as_its_configuration_chooses(tmp_path):
+    chosen = {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "BK / 4"], "swizzle": "BK"}}
+    (v,) = _tma_spec(tmp_path, tensor_maps=chosen, configs=[{"BM": 128, "BK": 64}])
+    (m,) = v.code.kernels.tensor_maps
+    for bk in (32, 64, 128):  # rows of BK / 4 float32s: BK bytes, as wide as the swizzle
+        assert m.swizzle_bytes({"BK": bk}) == bk and m.unfit({"M": 1000, "K": 776, "BM": 128, "BK": bk}) is None
+    assert "a swizzle of 96 bytes" in m.unfit({"M": 1000, "K": 776, "BM": 128, "BK": 96})
+    fixed = {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "16"], "swizzle": "BK"}}  # 64-byte rows
+    (v,) = _tma_spec(tmp_path, tensor_maps=fixed, configs=[{"BM": 128, "BK": 64}])
+    (m,) = v.code.kernels.tensor_maps
+    assert m.unfit({"M": 1000, "K": 776, "BM": 128, "BK": 64}) is None
+    assert "at most 32 bytes, the swizzle's width" in m.unfit({"M": 1000, "K": 776, "BM": 128, "BK": 32})
+
+
 def test_a_tensor_map_with_a_condition_is_built_only_where_it_holds(tmp_path):
     only = {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "when": "K % 4 == 0 and BM >= 64"}}
     (v,) = _tma_spec(tmp_path, tensor_maps=only)
@@ -529,8 +543,10 @@ def test_the_residual_map_is_built_only_where_the_problem_has_z_in_whole_16_byte
      "box 128 × 64 of 4-byte elements: rows must be 1 to 256 and cols a multiple of 4 up to 32"),
     ({"tensor_maps": {"M": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"]}}},
      "tensor_maps.M: the name must be an identifier other than"),
-    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "swizzle": 64}}},
-     "tensor_maps.map_a.swizzle must be 128 \\(bytes; the default\\) or 0"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "swizzle": 48}}},
+     "tensor_maps.map_a.swizzle must be 128 \\(bytes; the default\\), 64, 32, 0"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "swizzle": "BQ"}}},
+     "tensor_maps.map_a.swizzle"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "512"], "swizzle": 0}}},
      "box 128 × 512 of 4-byte elements: rows must be 1 to 256 and cols a multiple of 4 up to 256 \\(TMA's limit "
      "without a swizzle"),

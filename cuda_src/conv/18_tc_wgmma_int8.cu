@@ -3,12 +3,14 @@
 //
 // 14_tc_wgmma_tma.cu's machinery with int8 operands; what differs is what int8 asks for:
 //  * A slice is BK = 128 channels of one filter tap: 128 bytes, one 128-byte swizzle row, as 14's 64 channels of
-//    16 bits. A is one box of the im2col map of x (BM output pixels × 128 channels: the copy engine walks the
+//    16 bits. A is one box of the im2col map of x (BM output pixels × BK channels: the copy engine walks the
 //    pixels across rows and images and zero-fills the padding, the channels past C and the pixels past the last
-//    image), B one box of the plain map of w as K × R·S·C (BN filters × the same 128 channels, at column tap·C + c0).
-//    Where C is not a multiple of 128 (the first ResNet-50 stage, C = 64), B's box runs into the next tap's
-//    channels: A is zero there, so those products add exactly 0 (integers: no NaN to fear).
-//  * wgmma.m64nBNk32.s32.s8.s8 (hopper.cuh's wgmma_s8): four k32 steps a slice, the descriptor's start moving 32
+//    image), B one box of the plain map of w as K × R·S·C (BN filters × the same BK channels, at column tap·C + c0).
+//    Where C is not a multiple of BK, B's box runs into the next tap's channels: A is zero there, so those products
+//    add exactly 0 (integers: no NaN to fear). At the first ResNet-50 stage (C = 64) that is half of every slice:
+//    BK = 64 (rows of 64 bytes in TMA's 64-byte swizzle, hopper.cuh's smem_desc_rows<64>) makes each slice one
+//    tap's 64 channels, half the wgmmas and half the bytes a tile.
+//  * wgmma.m64nBNk32.s32.s8.s8 (hopper.cuh's wgmma_s8): BK/32 k32 steps a slice, the descriptor's start moving 32
 //    bytes along the swizzled rows; int32 accumulators, exact. The integer wgmma reads K-major operands only: both
 //    are (channels contiguous in NHWC x and in KRSC w).
 //  * The epilogue (include/epilogue.cuh, gpubench/ops/epilogue.py): y = act(α·s[k]·acc + β·bias[k] + γ·z), per
@@ -57,14 +59,16 @@
 // the next tile's first slices. Not here (14 has them for 16-bit): SPLIT, three consumers, TMA stores.
 //
 // Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's whole
-// tile), BN filters (64 or 128), STAGES, PING (0 or 1), CLUSTER (1 or 2). A consumer thread holds WG_M/64·BN/2 ≤ 128
-// int32 accumulators. Launch: a 1-D grid of whole clusters, at most one block per SM; 384 threads; STAGES·(BM + BN)·128
+// tile), BN filters (64 or 128), BK channels a slice (128 or 64), STAGES, PING (0 or 1), CLUSTER (1 or 2). A consumer
+// thread holds WG_M/64·BN/2 ≤ 128 int32 accumulators. Launch: a 1-D grid of whole clusters, at most one block per
+// SM; 384 threads; STAGES·(BM + BN)·BK
 // (the ring) + 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers) + 32·BN (the epilogue's bias and
 // scales, two buffers a consumer warpgroup) bytes of dynamic shared memory. Maps: map_x, im2col boxes of BM pixels ×
-// 128 channels; map_w, K × R·S·C in boxes of BN/CLUSTER × 128. Needs C % 16 == 0 (TMA rows on 16-byte boundaries).
+// BK channels; map_w, K × R·S·C in boxes of BN/CLUSTER × BK, both swizzled in rows of BK bytes. Needs C % 16 == 0
+// (TMA rows on 16-byte boundaries).
 
 #include "../include/epilogue.cuh"  // EpilogueArgs, channel_terms, epilogue_value(_int), epilogue_store, epilogue_load
-#include "../include/hopper.cuh"    // wgmma_s8, smem_desc, mbarriers, ring_init, RingCursor, TMA loads, clusters
+#include "../include/hopper.cuh"    // wgmma_s8, smem_desc_rows, mbarriers, ring_init, RingCursor, TMA loads, clusters
 
 #ifndef ELEM
 #define ELEM int8_t
@@ -87,8 +91,10 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef BK
+#define BK 128  // channels a slice: one swizzled row of int8, 128 or 64 bytes
+#endif
 
-constexpr int BK = 128;                      // channels a slice: one 128-byte swizzle row of int8
 constexpr int CONSUMERS = 2;
 constexpr int THREADS = 128 * (CONSUMERS + 1);
 // PING = 0: the consumer warpgroups share each tile (BM / 2 pixels each); PING = 1: each takes every other tile whole
@@ -110,6 +116,7 @@ static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warp
 static_assert(BN == 64 || BN == 128, "BN: 64 or 128 filters (one wgmma's N)");
 static_assert(WG_M * BN <= 16384, "a consumer thread holds MI·BN/2 ≤ 128 int32 accumulators");
 static_assert(STAGES >= 2, "a ring of at least two slices");
+static_assert(BK == 128 || BK == 64, "BK: 128 or 64 channels a slice (rows of the 128- or 64-byte swizzle)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 blocks sharing the filter tile");
 static_assert(B_ROWS % 8 == 0, "each block's share of the filter box is whole 8-row swizzle atoms");
 
@@ -199,8 +206,8 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
     // the start address (16-byte units).
     constexpr uint32_t A_BLOCK = 64 * BK >> 4, KSTEP = 32 >> 4;
     const int wg_off = PING ? 0 : wg * WG_M;  // this warpgroup's first pixel in a tile it works on
-    RingCursor<STAGES, (STAGE_BYTES >> 4), (STAGE_BYTES >> 4)> ring(smem_desc(ring_addr + wg_off * BK),
-                                                                    smem_desc(ring_addr + A_BYTES));
+    RingCursor<STAGES, (STAGE_BYTES >> 4), (STAGE_BYTES >> 4)> ring(smem_desc_rows<BK>(ring_addr + wg_off * BK),
+                                                                    smem_desc_rows<BK>(ring_addr + A_BYTES));
     bool ready = false;  // slot ring.slot's data seen to have come (asked while the slice before ran)
     int held = 0;        // the slot whose wgmmas may still be in flight
     // j: the block's j-th tile, all of them (PING = 0) or every other one (PING = 1, see the header). With CLUSTER,

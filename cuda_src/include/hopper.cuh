@@ -34,6 +34,16 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr)
     return (uint64_t)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
 }
 
+// The same for rows of ROW bytes swizzled at their width (TMA's 64- or 32-byte swizzle): an 8-row group is 8·ROW
+// bytes (the stride byte offset), the mode 2 (64B) or 3 (32B); each 8-row group starts 8·ROW-byte aligned.
+template <int ROW>
+__device__ __forceinline__ uint64_t smem_desc_rows(uint32_t addr)
+{
+    static_assert(ROW == 128 || ROW == 64 || ROW == 32, "swizzled rows of 128, 64 or 32 bytes");
+    constexpr uint64_t mode = ROW == 128 ? 1 : ROW == 64 ? 2 : 3;
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(8 * ROW >> 4) << 32) | (mode << 62);
+}
+
 // Descriptor of an MN-major operand (M or N contiguous) in 128B-swizzled rows: each 128-byte row holds 64
 // consecutive M (or N) elements of 16 bits at one k, 8 rows of consecutive k make a 1024-byte swizzle atom. Here
 // the stride byte offset (32-45) steps from one 8-k atom to the next (1024 bytes) and the leading byte offset

@@ -94,6 +94,7 @@ class Step:
 
 
 TENSOR_MAP_MAX_DIMS = 5  # the most dimensions cuTensorMapEncodeTiled takes: specs are checked against it
+SWIZZLE_WIDTHS = (0, 32, 64, 128)  # bytes: the copy engine's swizzled rows (0: plain rows)
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,8 @@ class TensorMap:
     """A TMA descriptor (the driver's CUtensorMap) that the host builds for a kernel argument: a row-major array of
     rows × cols seen as boxes of box_rows × box_cols (or of up to TENSOR_MAP_MAX_DIMS dimensions, outermost first,
     the last one contiguous: an NHWC input as N × H × W × C in boxes of images × rows × columns × channels), copied
-    into shared memory in 128-byte-swizzled rows (swizzle = 128) or as they are (swizzle = 0). Its elements are the
+    into shared memory in swizzled rows of `swizzle` bytes (128, the default; 64 or 32: a configuration may choose,
+    swizzle = "BK") or as they are (swizzle = 0). Its elements are the
     array's own (an input's storage type in the problem's precision, the output's type, float32 for a workspace
     array).
 
@@ -119,9 +121,13 @@ class TensorMap:
     # as it lies in the problem's layout (A is K×M in tn, ...), which is how one spec serves every layout
     shape: tuple[Expr, ...] | None
     box: tuple[Expr, ...]  # box rows, box cols (or one a dimension of shape), over the dims and the configuration
-    swizzle: int = 128  # bytes: 128, or 0 for plain rows
+    swizzle: int | Expr = 128  # bytes: 128, 64 or 32, or 0 for plain rows; or an expression over the configuration
     im2col: bool = False  # a convolution's NHWC input, one filter tap's pixels at a time (rows: output pixels)
     when: Expr | None = None  # a condition over the dims and the configuration: the map is built only where it holds
+
+    def swizzle_bytes(self, values: Mapping[str, int]) -> int:
+        """The width of the swizzled rows in bytes for this configuration (0: plain rows)."""
+        return self.swizzle if isinstance(self.swizzle, int) else int(self.swizzle(values))
 
     def applies(self, values: Mapping[str, int]) -> bool:
         """Whether the map is built for this problem and configuration (its `when` holds, or it has none)."""
@@ -159,12 +165,16 @@ class TensorMap:
             return f"tensor map {self.name}: {' × '.join(map(str, shape))} is empty"
         if self.im2col and problem is not None and problem.layout != ops.of(problem).im2col[1]:
             return f"tensor map {self.name}: the im2col mode reads NHWC inputs, not {problem.layout}"
+        swizzle = self.swizzle_bytes(values)
+        if swizzle not in SWIZZLE_WIDTHS:
+            return (f"tensor map {self.name}: a swizzle of {swizzle} bytes; the copy engine swizzles rows of "
+                    f"{', '.join(map(str, SWIZZLE_WIDTHS[1:]))} bytes, or none (0)")
         size = np.dtype(self.element(problem)).itemsize
-        widest = 128 // size if self.swizzle else 256  # the swizzle's 128 bytes, or TMA's 256 elements
+        widest = swizzle // size if swizzle else 256  # the swizzle's row of bytes, or TMA's 256 elements
         tallest = 1024 if self.im2col else 256  # im2col's pixels per box, or a tiled box's rows (each outer dim)
         *outer, box_cols = box
         if not (all(1 <= b <= tallest for b in outer) and 1 <= box_cols <= widest and box_cols * size % 16 == 0):
-            why = "at most 128 bytes, the swizzle's width" if self.swizzle else "TMA's limit without a swizzle"
+            why = f"at most {swizzle} bytes, the swizzle's width" if swizzle else "TMA's limit without a swizzle"
             what = "rows" if len(box) == 2 else "its outer dimensions"
             return (f"tensor map {self.name}: box {' × '.join(map(str, box))} of {size}-byte elements: {what} must be "
                     f"1 to {tallest} and cols a multiple of {max(1, 16 // size)} up to {widest} ({why})")

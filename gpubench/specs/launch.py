@@ -21,7 +21,7 @@ LAB_BLOCK_SIZES = (8, 16, 24, 32)
 # Every launch is evaluated on its op's sample problem (ragged, so that a formula's slips show early).
 MAP_KEYS = {"array", "box"}
 MAP_OPTIONAL = {"shape", "swizzle", "im2col", "when"}
-SWIZZLES = (0, 128)  # bytes
+SWIZZLES = (0, 32, 64, 128)  # bytes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 
 
@@ -75,8 +75,11 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
             entry.fail(f"{where} must be a table with {', '.join(sorted(MAP_KEYS))} (and optionally shape, swizzle, "
                        "im2col, when)")
         swizzle = t.get("swizzle", 128)
-        if type(swizzle) is not int or swizzle not in SWIZZLES:
-            entry.fail(f"{where}.swizzle must be 128 (bytes; the default) or 0 (rows as they are), got {swizzle!r}")
+        if isinstance(swizzle, str):  # the configuration's choice, e.g. "BK": checked where a configuration resolves it
+            swizzle = entry.expression(f"{where}.swizzle", swizzle, params)
+        elif type(swizzle) is not int or swizzle not in SWIZZLES:
+            entry.fail(f"{where}.swizzle must be 128 (bytes; the default), 64, 32, 0 (rows as they are) or an "
+                       f"expression over the configuration, got {swizzle!r}")
         arrays = o.array_names + scratch
         if t["array"] not in arrays:
             entry.fail(f"{where}.array must be one of {', '.join(arrays)}, got {t['array']!r}")

@@ -84,11 +84,12 @@ class KernelLaunches:
                 scratch[m.name] = self.cp.zeros(tma.DESCRIPTOR_BYTES, dtype=self.cp.uint8)
                 continue
             pointer = int(arrays[m.array].data.ptr)
+            swizzle = m.swizzle_bytes(values)
             if m.im2col:
                 encoded = tma.encode_im2col(m.name, pointer, dims, m.resolve(values, shape)[1], m.element(shape),
-                                            m.swizzle)
+                                            swizzle)
             else:
-                encoded = tma.encode(m.name, pointer, *m.resolve(values, shape), m.element(shape), m.swizzle)
+                encoded = tma.encode(m.name, pointer, *m.resolve(values, shape), m.element(shape), swizzle)
             scratch[m.name] = self.cp.asarray(np.frombuffer(encoded, dtype=np.uint8))
         launches = []
         for step in variant.code.steps():

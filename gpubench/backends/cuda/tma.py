@@ -26,8 +26,9 @@ DATA_TYPES = {np.dtype(np.uint8): 0, np.dtype(ml_dtypes.float8_e4m3fn): 0, np.dt
               np.dtype(np.int32): 3, np.dtype(np.float16): 6, np.dtype(np.float32): 7,
               np.dtype(ml_dtypes.bfloat16): 9}
 INTERLEAVE_NONE = 0
-SWIZZLE = {0: 0, 128: 3}  # bytes → CUtensorMapSwizzle: none, or 128-byte rows whose 16-byte chunks are
-                          # XOR-ed with the row index (mod 8)
+# bytes → CUtensorMapSwizzle: none, or rows of 32, 64 or 128 bytes whose 16-byte chunks are XOR-ed with the row
+# index (mod 2, 4, 8): the layouts wgmma's descriptors name by the same widths
+SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 L2_PROMOTION_256B = 3
 OOB_FILL_ZERO = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the array arrive as zeros
 DESCRIPTOR_BYTES = 128
@@ -73,8 +74,8 @@ def encode(name: str, pointer: int, shape: tuple[int, ...], box: tuple[int, ...]
            swizzle: int = 128) -> bytes:
     """The descriptor of a row-major array of `shape` (outermost first, the last dimension contiguous: (rows, cols)
     for a matrix, (N, H, W, C) for an NHWC tensor; 2 to 5 dimensions) of the host element type `element` at device
-    address `pointer`, copied in boxes of `box` (the same order) into shared memory, 128-byte-swizzled
-    (swizzle = 128) or as they are (0)."""
+    address `pointer`, copied in boxes of `box` (the same order) into shared memory, swizzled in rows of
+    `swizzle` bytes (128, 64, 32) or as they are (0)."""
     if len(shape) != len(box) or not 2 <= len(shape) <= TENSOR_MAP_MAX_DIMS:
         raise ValueError(f"tensor map {name}: shape {shape} and box {box} must have the same 2 to "
                          f"{TENSOR_MAP_MAX_DIMS} dimensions")
@@ -117,8 +118,8 @@ def im2col_geometry(name: str, dims) -> tuple[tuple[int, int], tuple[int, int], 
 def encode_im2col(name: str, pointer: int, dims, box: tuple[int, int], element=np.float16,
                   swizzle: int = 128) -> bytes:
     """The im2col descriptor of a convolution's NHWC input at device address `pointer` (dims: the problem's N, C,
-    H, W, R, S, stride, pad), copied in boxes of box = (output pixels, channels) of one filter tap, 128-byte-swizzled
-    (swizzle = 128) or as they are (0). Padding, channels past C and pixels past the last image arrive as zeros."""
+    H, W, R, S, stride, pad), copied in boxes of box = (output pixels, channels) of one filter tap, swizzled in
+    rows of `swizzle` bytes or as they are (0). Padding, channels past C and pixels past the last image arrive as zeros."""
     element = np.dtype(element)
     n, c, h, w = dims["N"], dims["C"], dims["H"], dims["W"]
     check_tiling(name, pointer, c, element.itemsize)
