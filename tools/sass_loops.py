@@ -26,7 +26,6 @@ from gpubench.specs import parse as specs  # noqa: E402
 from gpubench.specs import catalog
 from gpubench.execution import nvcc
 from gpubench.core.dtypes import DType  # noqa: E402
-from gpubench.ops.gemm import GemmLayout  # noqa: E402
 
 INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 LABEL = re.compile(r"^(\.L_x_\d+):")
@@ -87,7 +86,7 @@ def listing(op: str, name: str, precision: str, values: dict) -> tuple[str, str]
     variant = catalog.Catalog(catalog.builtin()).get(op, "cuda", name)
     dtype, _, layout = precision.partition(":")
     problem = next(iter(specs.sample_problems(variant)))
-    problem = replace(problem, dtype=DType(dtype), **({"layout": GemmLayout(layout)} if layout else {}))
+    problem = replace(problem, dtype=DType(dtype), **({"layout": type(problem.layout)(layout)} if layout else {}))
     config = variant.space.config(values)
     ((source, defines, arch, includes),) = variant.builds(config, "sm_90a", problem)
     cubin = nvcc.compile_cubin(source, arch, dict(defines), includes=includes)

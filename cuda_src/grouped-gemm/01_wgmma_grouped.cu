@@ -246,30 +246,40 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
-                // Block scales are read one slot ahead: slot t + 1's while slot t's wgmmas run and are added in.
-                // The reason: read just before their own slot, they come from L2 (the ring leaves L1 little room)
-                // in about the time of a slot's four wgmmas, and the sums might wait for them. On an H200 it gained
-                // nothing (1,016-1,070 TFLOP/s, against 1,070-1,084 read in their own slot;
-                // docs/evidence/targets-explore-h200.md).
-                float a0 = 1.f, a1 = 1.f, b = 1.f;  // slot t's scales: SA's two rows, SB's column block
-                auto scales_of = [&](int t) {
-                    if (BLOCK_SCALES && t < ktiles) {
-                        b = sb[t];
-                        a0 = row < valid ? sa0[t] : 0.f;
-                        a1 = row + 8 < valid ? sa1[t] : 0.f;
+                // Block scales are read two slots ahead into two sets of registers, the loop unrolled by two so
+                // that each set keeps its registers: slot t uses set t % 2, then asks for slot t + 2's into it.
+                // Why: read one slot ahead into one set, the compiler moved the fresh values into the working
+                // registers before the slot's wgmmas, so every slot waited for L2 before its tensor work began.
+                struct Scales { float a0 = 1.f, a1 = 1.f, b = 1.f; };  // SA's two rows, SB's column block
+                // Every read is made (past the last slot: the last slot's again), so that a set's registers are
+                // loaded straight, not kept or replaced by a branch. A row past the group reads SA's row 0: its
+                // sums are never stored.
+                auto read = [&](Scales& s, int t) {
+                    if (BLOCK_SCALES) {
+                        t = min(t, ktiles - 1);
+                        s.b = sb[t];
+                        s.a0 = sa0[t];
+                        s.a1 = sa1[t];
                     }
                 };
-                scales_of(0);
-#pragma unroll 1
-                for (int t = 0; t < ktiles; ++t, ++it) {
-                    const float s0 = a0 * b, s1 = a1 * b;  // 1 with per-tensor scales (applied at the end)
-                    scales_of(t + 1);
+                auto step = [&](Scales& s, int t) {
+                    const float s0 = s.a0 * s.b, s1 = s.a1 * s.b;  // 1 with per-tensor scales (applied at the end)
+                    read(s, t + 2);
                     issue(it, true);  // the slot's 128 k summed from zero ...
                     wgmma_hold<0>(acc);
                     release(it % STAGES);
+                    ++it;
 #pragma unroll
                     for (int v = 0; v < BN / 2; ++v)  // ... and added in at its scales (rows row, row + 8)
                         total[v] += acc[0][v] * ((v >> 1) & 1 ? s1 : s0);
+                };
+                Scales even, odd;
+                read(even, 0);
+                read(odd, 1);
+#pragma unroll 1
+                for (int t = 0; t < ktiles; t += 2) {
+                    step(even, t);
+                    if (t + 1 < ktiles) step(odd, t + 1);
                 }
 #pragma unroll
                 for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(scale * total[v], scale * total[v + 1], (ELEM_OUT*)nullptr);
