@@ -31,7 +31,7 @@ def test_the_masked_layout_is_one_slab_per_group():
     assert s.capacity == 1100 and s.offsets == (0, 1100, 2200, 3300)
     dims = s.array_dims()
     assert dims["A"] == (3, 1100, 1000) and dims["D"] == (3, 1100, 4000)
-    assert dims["SA"] == (3, 1100, 8) and dims["SB"] == (3, 32, 8)  # ⌈1000/128⌉ = 8, ⌈4000/128⌉ = 32
+    assert dims["SA"] == (8, 3, 1100) and dims["SB"] == (3, 32, 8)  # ⌈1000/128⌉ = 8, ⌈4000/128⌉ = 32
     assert GroupedShape((300, 1000), 64, 64, layout=L.MASKED).capacity == 1024  # the largest group's, aligned
     assert s.label == "3x[0-1000] of 1100x4000x1000" and GroupedShape((8192,) * 4, 4096, 7168).label == \
         "4x8192x4096x7168"
@@ -67,7 +67,7 @@ def per_group(s, x):
         for r in range(start, start + m):
             for j in range(s.n):
                 if s.layout.block_scaled:
-                    scales = [sa.reshape(-1, sa.shape[-1])[r, kk // 128] * sb[g, j // 128, kk // 128]
+                    scales = [sa.reshape(sa.shape[0], -1)[kk // 128, r] * sb[g, j // 128, kk // 128]
                               for kk in range(s.k)]
                 else:
                     scales = sa[0] * sb[0]
@@ -142,7 +142,7 @@ def test_too_many_groups_or_too_many_rows_are_one_line():
 def test_one_group_in_a_block_layout_is_the_dense_block_scaled_fp8_gemm():
     s = GroupedShape((200,), 256, 384, dtype=DType.FP8, layout=L.CONTIGUOUS_BLOCK)
     x = draw(np.random.default_rng(4), s)
-    a = x["A"].astype(np.float64) * np.repeat(x["SA"].astype(np.float64), 128, axis=1)  # 1x128 scales along K
+    a = x["A"].astype(np.float64) * np.repeat(x["SA"].T.astype(np.float64), 128, axis=1)  # 1x128 scales along K
     b = x["B"][0].astype(np.float64) * np.kron(x["SB"][0].astype(np.float64), np.ones((128, 128)))  # 128x128
     d = reference(np, s, {k: v.astype(np.float64) for k, v in x.items()})["D"]
     assert np.allclose(d[:200], a[:200] @ b.T, rtol=1e-12) and np.isnan(d[200:]).all()  # 200 rows of 256

@@ -25,9 +25,11 @@
 //
 // fp8 (ELEM = __nv_fp8_e4m3; 10's PROMOTE = 1 with scales): a slot is 128 k, one scale block. Each slot's four k32
 // wgmmas sum from zero into acc; the warpgroup waits for them, frees the slot and adds acc into float32 `total`,
-// times the slot's scales: in the block layouts (-DLAYOUT_CONTIGUOUS_BLOCK, -DLAYOUT_MASKED_BLOCK) SA[row][t] for
+// times the slot's scales: in the block layouts (-DLAYOUT_CONTIGUOUS_BLOCK, -DLAYOUT_MASKED_BLOCK) SA[t][row] for
 // each of the thread's two rows and SB[g][n0/128][t] for the tile (BN = 128: one 128-column block), read from
-// global memory a slot ahead; with per-tensor scales, 1, and SA[0]·SB[0] at the end. The tensor cores'
+// global memory two slots ahead; with per-tensor scales, 1, and SA[0]·SB[0] at the end. SA lies K block by K
+// block (DeepGEMM's "transposed" scales): a warp's 16 rows for a slot are two 32-byte sectors, where rows of
+// KB scales each made it sixteen, an eighth more bytes from L2 a slot than A and B bring. The tensor cores'
 // ~14-bit accumulation never runs past 128 products (DeepGEMM's promotion). While one warpgroup adds, the other's
 // wgmmas can run.
 //
@@ -37,7 +39,8 @@
 // 16-bit elements, 128 fp8 ones).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
 // Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
-// the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks) and NB (N's).
+// the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks), NB (N's) and M
+// (A's rows all told: SA's row length).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; 384 threads: consumer warpgroups 0 and
 // 1, then the producer warpgroup (its first warp walks the tiles, lane 0 issues the copies).
 
@@ -66,7 +69,7 @@
 #endif
 
 #if defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK)
-constexpr bool BLOCK_SCALES = true;  // SA [rows, KB], SB [G, NB, KB]
+constexpr bool BLOCK_SCALES = true;  // SA [KB, M] (a K block's rows side by side), SB [G, NB, KB]
 #else
 constexpr bool BLOCK_SCALES = false;  // fp8: one scale each; 16-bit types: none
 #endif
@@ -101,7 +104,7 @@ extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,
               const TensorMap* __restrict__ map_d, ELEM_OUT* __restrict__ D, const float* __restrict__ SA,
               const float* __restrict__ SB, const int* __restrict__ groups, const int* __restrict__ counts,
-              const int* __restrict__ offsets, int G, int N, int K, int KB, int NB)
+              const int* __restrict__ offsets, int G, int N, int K, int KB, int NB, int M)
 {
     extern __shared__ uint8_t smem_raw[];
     // The swizzle repeats every 1024 bytes and TMA writes it relative to 1024-byte boundaries: align ourselves.
@@ -241,8 +244,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             if constexpr (FP8) {
                 // The thread's two rows' scales (SA's rows; none for a row that is not the group's, never stored,
                 // whose scale row may lie past SA), and the tile's column block's (SB).
-                const float* const sa0 = SA + (size_t)(row < valid ? m0 + row : 0) * KB;
-                const float* const sa1 = SA + (size_t)(row + 8 < valid ? m0 + row + 8 : 0) * KB;
+                const float* const sa0 = SA + (row < valid ? m0 + row : 0);
+                const float* const sa1 = SA + (row + 8 < valid ? m0 + row + 8 : 0);
                 const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
@@ -258,8 +261,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                     if (BLOCK_SCALES) {
                         t = min(t, ktiles - 1);
                         s.b = sb[t];
-                        s.a0 = sa0[t];
-                        s.a1 = sa1[t];
+                        s.a0 = sa0[(size_t)t * M];  // SA [KB, M]: a warp's 16 rows in two sectors
+                        s.a1 = sa1[(size_t)t * M];
                     }
                 };
                 auto step = [&](Scales& s, int t) {

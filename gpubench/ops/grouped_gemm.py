@@ -16,8 +16,9 @@ count) need not be written: the reference marks them NaN and they are left out o
 
 Precisions: bf16 (and fp16, fp32) as they are; fp8 e4m3 with float32 scales, which each layout comes in twice:
 per-tensor (`contiguous`, `masked`: SA and SB hold one scale each) and block-scaled (`contiguous-block`,
-`masked-block`: SA [rows, ⌈K/128⌉] one scale per row and 128 K, SB [G, ⌈N/128⌉, ⌈K/128⌉] one per 128×128 block,
-DeepGEMM's recipe). The scales are operands lying in memory beside A and B, hence layouts. A value stands for
+`masked-block`: SA [⌈K/128⌉, rows] one scale per row and 128 K, SB [G, ⌈N/128⌉, ⌈K/128⌉] one per 128×128 block,
+DeepGEMM's recipe). SA is row-major per K block, as DeepGEMM takes it ("transposed"): a tile's rows' scales for
+one K block lie side by side, so a kernel reads them in whole sectors. The scales are operands lying in memory beside A and B, hence layouts. A value stands for
 stored × its scale; the float64 reference applies the scales exactly. G = 1 in a block layout is the dense
 block-scaled FP8 GEMM.
 
@@ -175,7 +176,7 @@ class GroupedShape(Shape):
         lead = (g, self.capacity) if self.layout.masked else (self.rows,)
         block = self.layout.block_scaled
         return {"A": (*lead, k), "B": (g, n, k), "D": (*lead, n),
-                "SA": (*lead, kb) if block else (1,), "SB": (g, cdiv(n, SCALE_BLOCK), kb) if block else (1,),
+                "SA": (kb, *lead) if block else (1,), "SB": (g, cdiv(n, SCALE_BLOCK), kb) if block else (1,),
                 "groups": (self.rows,), "counts": (g,), "offsets": (g + 1,)}
 
     def dims(self) -> dict[str, int]:
@@ -243,6 +244,8 @@ def draw(rng: np.random.Generator, shape: GroupedShape) -> dict[str, np.ndarray]
     a, sa = _quantized(a, shape.dtype, 1 if block else None)
     b, sb = _quantized(b, shape.dtype, SCALE_BLOCK if block else None)
     dims = shape.array_dims()
+    if block:  # [rows, KB] as drawn: each K block's scales side by side
+        sa = np.ascontiguousarray(sa.T)
     return {"A": a.reshape(dims["A"]), "B": b, "SA": sa.reshape(dims["SA"]), "SB": sb, **s}
 
 
@@ -254,7 +257,7 @@ def dequantized_a(xp, shape: GroupedShape, a, sa, start: int, stop: int):
     """Rows start:stop of A (as [rows, K]) times their scales."""
     rows = _rows(a, shape.k)[start:stop]
     if shape.layout.block_scaled:
-        return rows * _expand(_rows(sa, cdiv(shape.k, SCALE_BLOCK))[start:stop], stop - start, shape.k, 1, xp)
+        return rows * _expand(sa.reshape(cdiv(shape.k, SCALE_BLOCK), -1).T[start:stop], stop - start, shape.k, 1, xp)
     return rows * sa.reshape(-1)[0]
 
 
