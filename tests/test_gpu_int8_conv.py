@@ -157,17 +157,17 @@ def test_the_hopper_int8_kernel_is_exact(cuda, data, variant, config, shape):
     check(cuda, data, variant, config, shape)
 
 
-def test_the_hopper_int8_kernel_takes_per_channel_scales_and_other_factors(cuda, data):
+@pytest.mark.parametrize("config", CATALOG.get("conv", "cuda", "tc-wgmma-int8").space.configs, ids=lambda c: c.label)
+def test_the_hopper_int8_kernel_takes_per_channel_scales_and_other_factors(cuda, data, config):
     v = CATALOG.get("conv", "cuda", "tc-wgmma-int8")
-    for config in v.space.configs:
-        for fused in (Fused(Epilogue.BIAS_RELU_ADD, 0.001953125, -2.0, 0.5, Scaling.CHANNEL),
-                      Fused(Epilogue.NONE, scaling=Scaling.CHANNEL)):
-            for kw in (RESNET[2], MANY_TILES[0]):
-                check(cuda, data, v, config, shape_of(kw, DType.INT8_INT8, ConvLayout.NHWC, fused))
-        check(cuda, data, v, config,
-              shape_of(SHAPES[1], DType.INT8, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD, 3.0, 2.0, -1.0)))
-        check(cuda, data, v, config,
-              shape_of(SHAPES[0], DType.INT8_FP32, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD, 0.3, 0.7, 1.5)))
+    for fused in (Fused(Epilogue.BIAS_RELU_ADD, 0.001953125, -2.0, 0.5, Scaling.CHANNEL),
+                  Fused(Epilogue.NONE, scaling=Scaling.CHANNEL)):
+        for kw in (RESNET[2], MANY_TILES[0]):
+            check(cuda, data, v, config, shape_of(kw, DType.INT8_INT8, ConvLayout.NHWC, fused))
+    check(cuda, data, v, config,
+          shape_of(SHAPES[1], DType.INT8, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD, 3.0, 2.0, -1.0)))
+    check(cuda, data, v, config,
+          shape_of(SHAPES[0], DType.INT8_FP32, ConvLayout.NHWC, Fused(Epilogue.BIAS_RELU_ADD, 0.3, 0.7, 1.5)))
 
 
 def fused_16bit_cases():

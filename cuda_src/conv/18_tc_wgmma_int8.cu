@@ -57,14 +57,18 @@
 // slot, phase and descriptors carried from slice to slice, the next slot's full barrier asked about while this
 // slice's wgmmas run, one slice's wgmmas in flight. While the consumers write a tile out, the producer already loads
 // the next tile's first slices. Not here (14 has them for 16-bit): SPLIT, three consumers, TMA stores.
+//  * WSTAGE = 1 (opt-in): each warp stages only its own 16 rows of an m64 block (16·w + lane/4, + 8), 8 at a time
+//    (accumulators with (v >> 1) & 1 = 0, then 1), and reads them out itself, behind __syncwarp; one named barrier a
+//    tile makes the tile's terms seen. Half the staging's bytes, so 128x128 tiles get a fifth ring slot. Same
+//    arithmetic; WSTAGE = 0 builds are the machine code they were.
 //
 // Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's whole
-// tile), BN filters (64 or 128), BK channels a slice (128 or 64), STAGES, PING (0 or 1), CLUSTER (1 or 2). A consumer
-// thread holds WG_M/64·BN/2 ≤ 128 int32 accumulators. Launch: a 1-D grid of whole clusters, at most one block per
-// SM; 384 threads; STAGES·(BM + BN)·BK
-// (the ring) + 2·64·(BN + 8)·4 (staging) + 1024 (alignment) + 16·STAGES (mbarriers) + 32·BN (the epilogue's bias and
-// scales, two buffers a consumer warpgroup) bytes of dynamic shared memory. Maps: map_x, im2col boxes of BM pixels ×
-// BK channels; map_w, K × R·S·C in boxes of BN/CLUSTER × BK, both swizzled in rows of BK bytes. Needs C % 16 == 0
+// tile), BN filters (64 or 128), BK channels a slice (128 or 64), STAGES, PING (0 or 1), CLUSTER (1 or 2), WSTAGE (0
+// or 1). A consumer thread holds WG_M/64·BN/2 ≤ 128 int32 accumulators. Launch: a 1-D grid of whole clusters, at
+// most one block per SM; 384 threads; STAGES·(BM + BN)·BK (the ring) + 2·64·(BN + 8)·4 / (1 + WSTAGE) (staging) +
+// 1024 (alignment) + 16·STAGES (mbarriers) + 32·BN (the epilogue's bias and scales, two buffers a consumer
+// warpgroup) bytes of dynamic shared memory. Maps: map_x, im2col boxes of BM pixels × BK channels; map_w, K × R·S·C
+// in boxes of BN/CLUSTER × BK, both swizzled in rows of BK bytes. Needs C % 16 == 0
 // (TMA rows on 16-byte boundaries).
 
 #include "../include/epilogue.cuh"  // EpilogueArgs, channel_terms, epilogue_value(_int), epilogue_store, epilogue_load
@@ -94,6 +98,9 @@
 #ifndef BK
 #define BK 128  // channels a slice: one swizzled row of int8, 128 or 64 bytes
 #endif
+#ifndef WSTAGE
+#define WSTAGE 0  // 1: each warp stages its own rows, 8 at a time (see the header)
+#endif
 
 constexpr int CONSUMERS = 2;
 constexpr int THREADS = 128 * (CONSUMERS + 1);
@@ -103,7 +110,9 @@ constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BY
 constexpr int B_ROWS = BN / CLUSTER;         // the filter rows one block's TMA loads (for the whole cluster)
 constexpr int RING_BYTES = STAGES * STAGE_BYTES;
 constexpr int CLD = BN + 8;                  // a staged row of int32, padded (see the header)
-constexpr int STAGING_BYTES = 64 * CLD * 4;  // one consumer warpgroup's m64 block
+// WSTAGE = 0: a consumer warpgroup stages its whole m64 block (64 rows); 1: each of its warps 8 of its 16 rows at a
+// time, so 4 warps x 8 rows
+constexpr int STAGED_ROWS = WSTAGE ? 8 : 64, STAGING_BYTES = 64 * CLD * 4 / (WSTAGE ? 2 : 1);
 constexpr int V = 16 / sizeof(ELEM_OUT);     // outputs in one 16-byte chunk
 constexpr bool INT_OUT = std::is_same_v<ELEM_OUT, int>;  // int32 out: the integer epilogue
 constexpr bool INT8_OUT = std::is_same_v<ELEM_OUT, int8_t>;  // requantised: rounded and saturated to int8
@@ -111,6 +120,7 @@ constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int PING_BARRIER = 8;  // PING's named barriers 8 and 9: "your turn" to warpgroup 0 and 1 (2, 3: staging)
 
 static_assert(std::is_same_v<ELEM, int8_t>, "int8 operands");
+static_assert(WSTAGE == 0 || WSTAGE == 1, "WSTAGE: 0 (a warpgroup stages an m64 block) or 1 (a warp, 8 rows at once)");
 static_assert(PING == 0 || PING == 1, "PING: 0 (the warpgroups share a tile) or 1 (they take tiles in turn)");
 static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warpgroup (BM/2 without PING, BM with it)");
 static_assert(BN == 64 || BN == 128, "BN: 64 or 128 filters (one wgmma's N)");
@@ -192,7 +202,8 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
     const int wg = warpgroup_of<true>(warp), w = warp % 4;
     const bool leader = tid % 128 == 0;
-    int* const staged = reinterpret_cast<int*>(smem_raw + pad_bytes + RING_BYTES + wg * STAGING_BYTES);
+    int* const staged = reinterpret_cast<int*>(smem_raw + pad_bytes + RING_BYTES + wg * STAGING_BYTES) +
+                        (WSTAGE ? w * STAGED_ROWS * CLD : 0);  // WSTAGE: the warp's own
     // The tile's bias values and per-channel scales in shared memory, by column: buffer p of this warpgroup (see the
     // header); epilogue.cuh's functions read them through an EpilogueArgs whose pointers are the buffer's (its "k"
     // the column in the tile). (A build without the epilogue may still have per-channel scales.)
@@ -259,31 +270,53 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
         wgmma_hold<0>(acc);
         if (leader) mbar_arrive_each_block<CLUSTER>(empty(held));
 
-        // ---- epilogue: each m64 block through this warpgroup's staging, then out in 16-byte chunks of a row
+        // ---- epilogue: each m64 block through this warpgroup's staging (WSTAGE: each warp's 16 rows of it through
+        // the warp's own, 8 at a time), then out in 16-byte chunks of a row
+        constexpr bool TERMS_HELD = MI * BN / 2 <= 64;  // (see below)
+        ChannelTerms ct[V];
+        if constexpr (WSTAGE) {
+            // No barrier guards a warp's staging but __syncwarp, so one a tile makes the terms that the warpgroup's
+            // threads copied during the first slice seen by all (and the tile before last done with the other buffer)
+            named_sync(2 + wg, 128);
+            if constexpr (!INT_OUT && TERMS_HELD) {
 #pragma unroll
-        for (int i = 0; i < MI; ++i) {
-            const int r0 = m0 + wg_off + 64 * i;
-            named_sync(2 + wg, 128);  // the block before has been read out of the staging
+                for (int q = 0; q < V; ++q)
+                    ct[q] = channel_terms(terms_of((j / (1 + PING)) & 1), (tid % (BN / V)) * V + q);
+            }
+        }
+        auto stage_sync = [&] {
+            if constexpr (WSTAGE) __syncwarp();
+            else named_sync(2 + wg, 128);
+        };
+#pragma unroll
+        for (int p = 0; p < MI * (1 + WSTAGE); ++p) {
+            const int i = p / (1 + WSTAGE), h = p % (1 + WSTAGE);  // block i; WSTAGE: the warp's rows 16·w + 8·h ..
+            const int r0 = m0 + wg_off + 64 * i + (WSTAGE ? 16 * w + 8 * h : 0);  // staged row r: output row r0 + r
+            stage_sync();  // the rows before have been read out of the staging
 #pragma unroll
             for (int v = 0; v < BN / 2; v += 2) {  // accumulators v, v + 1: row 16·w + lane/4 (+8), columns c, c + 1
-                const int row = 16 * w + lane / 4 + 8 * ((v >> 1) & 1), col = 8 * (v >> 2) + 2 * (lane % 4);
+                if (WSTAGE && ((v >> 1) & 1) != h) continue;
+                const int row = (WSTAGE ? 0 : 16 * w) + lane / 4 + (WSTAGE ? 0 : 8 * ((v >> 1) & 1)),
+                          col = 8 * (v >> 2) + 2 * (lane % 4);
                 *reinterpret_cast<int2*>(staged + row * CLD + col) = make_int2(acc[i][v], acc[i][v + 1]);
             }
-            named_sync(2 + wg, 128);
+            stage_sync();
             const bool whole = K % V == 0;  // output rows of whole 16-byte chunks: aligned, none past K in a chunk
             const EpilogueArgs et = terms_of((j / (1 + PING)) & 1);  // the tile's terms, by column
-            // Chunk c = tid % 128 + 128·n (consecutive threads, consecutive chunks) of the block's 64 · BN / V, n in
-            // groups of ZB whose residual chunks are loaded together before any is used. A row is BN / V chunks,
-            // which divides 128, so a thread's chunks all lie in the same V columns: their terms are read once.
-            constexpr int CHUNKS = 64 * (BN / V) / 128, ZB = CHUNKS < 4 ? CHUNKS : 4;
-            static_assert(CHUNKS * 128 == 64 * (BN / V) && CHUNKS % ZB == 0, "whole groups of a thread's chunks");
-            static_assert(128 % (BN / V) == 0, "a thread's chunks share their columns");
+            // Chunk c = me + T·n (consecutive threads, consecutive chunks) of the staging's STAGED_ROWS · BN / V,
+            // read by its T threads (the warpgroup's 128, or WSTAGE: the warp's 32), n in groups of ZB whose residual
+            // chunks are loaded together before any is used. A row is BN / V chunks, which divides T, so a thread's
+            // chunks all lie in the same V columns: their terms are read once (the columns tid % (BN / V) · V ..).
+            constexpr int T = WSTAGE ? 32 : 128;
+            const int me = WSTAGE ? lane : tid % 128;
+            constexpr int CHUNKS = STAGED_ROWS * (BN / V) / T, ZB = CHUNKS < 4 ? CHUNKS : 4;
+            static_assert(CHUNKS * T == STAGED_ROWS * (BN / V) && CHUNKS % ZB == 0, "whole groups of chunks a thread");
+            static_assert(T % (BN / V) == 0, "a thread's chunks share their columns");
             // Held in registers, and int8 chunks converted through the adder, where a thread's accumulators leave
             // room (64 or fewer); a thread of 128 reads its terms from the tile's shared buffer at each output and
-            // converts through the conversion unit, as before both: with either, its build spills.
-            constexpr bool TERMS_HELD = MI * BN / 2 <= 64;
-            ChannelTerms ct[V];
-            if constexpr (!INT_OUT && TERMS_HELD) {
+            // converts through the conversion unit, as before both: with either, its build spills. (WSTAGE: read
+            // once a tile, above.)
+            if constexpr (!INT_OUT && TERMS_HELD && !WSTAGE) {
 #pragma unroll
                 for (int q = 0; q < V; ++q) ct[q] = channel_terms(et, (tid % (BN / V)) * V + q);
             }
@@ -292,14 +325,14 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
                 uint4 zc[ZB];
 #pragma unroll
                 for (int n = 0; n < ZB; ++n) {
-                    const int c = tid % 128 + 128 * (g0 + n), row = c / (BN / V), col = (c % (BN / V)) * V;
+                    const int c = me + T * (g0 + n), row = c / (BN / V), col = (c % (BN / V)) * V;
                     zc[n] = make_uint4(0, 0, 0, 0);
                     if (EPI_HAS_ADD && whole && r0 + row < M && n0 + col < K)
                         zc[n] = __ldg(reinterpret_cast<const uint4*>(z + (size_t)(r0 + row) * K + n0 + col));
                 }
 #pragma unroll
                 for (int n = 0; n < ZB; ++n) {
-                    const int c = tid % 128 + 128 * (g0 + n), row = c / (BN / V), col = (c % (BN / V)) * V;
+                    const int c = me + T * (g0 + n), row = c / (BN / V), col = (c % (BN / V)) * V;
                     const int m = r0 + row, k = n0 + col;
                     if (m >= M || k >= K) continue;
                     const size_t at = (size_t)m * K + k;
