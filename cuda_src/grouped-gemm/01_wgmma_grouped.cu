@@ -26,10 +26,10 @@
 // fp8 (ELEM = __nv_fp8_e4m3; 10's PROMOTE = 1 with scales): a slot is 128 k, one scale block. Each slot's four k32
 // wgmmas sum from zero into acc; the warpgroup waits for them, frees the slot and adds acc into float32 `total`,
 // times the slot's scales: in the block layouts (-DLAYOUT_CONTIGUOUS_BLOCK, -DLAYOUT_MASKED_BLOCK) SA[t][row] for
-// each of the thread's two rows and SB[g][n0/128][t] for the tile (BN = 128: one 128-column block), copied two
-// slots ahead by cp.async into a small ring in shared memory; with per-tensor scales, 1, and SA[0]·SB[0] at the
-// end. SA lies K block by K block (DeepGEMM's "transposed" scales): a warp's 16 rows for a slot are two 32-byte
-// sectors, where rows of KB scales each made it sixteen, an eighth more bytes from L2 a slot than A and B bring. The tensor cores'
+// each of the thread's two rows and SB[g][n0/128][t] for the tile (BN = 128: one 128-column block), read from
+// global memory two slots ahead; with per-tensor scales, 1, and SA[0]·SB[0] at the end. SA lies K block by K
+// block (DeepGEMM's "transposed" scales): a warp's 16 rows for a slot are two 32-byte sectors, where rows of
+// KB scales each made it sixteen, an eighth more bytes from L2 a slot than A and B bring. The tensor cores'
 // ~14-bit accumulation never runs past 128 products (DeepGEMM's promotion). While one warpgroup adds, the other's
 // wgmmas can run.
 //
@@ -37,15 +37,13 @@
 // (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
 // UWG, CARRY, PEEK (loop_switches.cuh, as in 10). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64
 // 16-bit elements, 128 fp8 ones).
-// Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers) + 1632
-// (fp8 block scales: SCALE_SLOTS slots of 17 floats for each of the 8 consumer warps).
+// Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
 // Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
 // the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks), NB (N's) and M
 // (A's rows all told: SA's row length).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; 384 threads: consumer warpgroups 0 and
 // 1, then the producer warpgroup (its first warp walks the tiles, lane 0 issues the copies).
 
-#include "../include/gemm_common.cuh"  // cp_async4, cp_async_commit, cp_async_wait
 #include "../include/hopper.cuh"
 #include "../include/loop_switches.cuh"  // UWG, CARRY, PEEK
 #include "../include/mma_sync.cuh"       // pack2: two floats rounded into one 32-bit word of ELEM_OUT
@@ -89,9 +87,6 @@ constexpr int C_BOXES = BN / 64;               // D's boxes of 64 columns across
 constexpr int ROUNDS = (C_BOXES + 1) / 2;
 constexpr int PRODUCER_REGS = 40;              // setmaxnreg, as 10: the producer's registers go to the consumers
 constexpr int CONSUMER_REGS = 232;
-constexpr int SCALE_SLOTS = 3;                // fp8 block scales: slot t, t + 1 landing, t + 2 asked for
-constexpr int SCALE_SLOT = 17;                // floats: SA of a warp's 16 rows, then SB
-constexpr int SCALE_WARP = SCALE_SLOTS * SCALE_SLOT;
 
 static_assert(sizeof(ELEM_OUT) == 2, "two 16-bit outputs per register (fp8's out: bfloat16)");
 static_assert(BN == 128 || BN == 256, "BN: 128 or 256 (a consumer thread's BN/2 accumulators)");
@@ -118,8 +113,6 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
     const uint32_t sA = raw + pad, sB = sA + STAGES * A_STAGE, sC = sB + STAGES * B_STAGE;
     const uint32_t bars = sC + CONSUMERS * C_STAGE;
     uint8_t* const stage_base = smem_raw + pad + (sC - sA);
-    // fp8's block scales: a ring of SCALE_SLOTS slots a consumer warp, after the barriers
-    float* const scale_ring = reinterpret_cast<float*>(smem_raw + pad + (bars - sA) + 16 * STAGES);
     auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its tiles"
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer of the cluster is done with s"
 
@@ -249,48 +242,47 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             const GroupTile tile = walk.tile(rank);
             const int m0 = tile.m0 + 64 * wg, valid = tile.valid - 64 * wg;  // this warpgroup's rows
             if constexpr (FP8) {
-                // The tile's column block's scales (SB); SA's rows are those of the warp (row 0's for a row that
-                // is not the group's: never stored, and its own may lie past SA).
+                // The thread's two rows' scales (SA's rows; none for a row that is not the group's, never stored,
+                // whose scale row may lie past SA), and the tile's column block's (SB).
+                const float* const sa0 = SA + (row < valid ? m0 + row : 0);
+                const float* const sa1 = SA + (row + 8 < valid ? m0 + row + 8 : 0);
                 const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
-                // Block scales come two slots ahead into a small ring in shared memory by cp.async (no
-                // register waits on them): lanes 0-15 copy slot t's SA of the warp's 16 rows, lane 16 SB's, and
-                // a thread reads its two rows' and SB from there. Why not registers: read into registers even
-                // two slots ahead, the loads' answers were waited for before slots' wgmmas (ncu: "long
-                // scoreboard" the first stall), the compiler moving them between registers.
-                float* const ring_s = scale_ring + (4 * wg + w) * SCALE_WARP;  // this warp's, slot q at q·SCALE_SLOT
-                auto fetch = [&](int t) {
-                    if (BLOCK_SCALES && t < ktiles) {
-                        float* const dst = ring_s + (t % SCALE_SLOTS) * SCALE_SLOT;
-                        const int r = 16 * w + lane;  // of the warpgroup's 64 rows
-                        if (lane < 16)
-                            cp_async4(dst + lane, SA + (size_t)t * M + (r < valid ? m0 + r : 0), 4);
-                        else if (lane == 16)
-                            cp_async4(dst + 16, sb + t, 4);
-                    }
-                    cp_async_commit();  // one group a slot for every thread (empty ones too): wait_group counts them
-                };
-                __syncwarp();  // every lane has read the last tile's scales before they are overwritten
-                fetch(0);
-                fetch(1);
-#pragma unroll 1
-                for (int t = 0; t < ktiles; ++t, ++it) {
-                    float s0 = 1.f, s1 = 1.f;  // with per-tensor scales: 1 (applied at the end)
+                // Block scales are read two slots ahead into two sets of registers, the loop unrolled by two so
+                // that each set keeps its registers: slot t uses set t % 2, then asks for slot t + 2's into it.
+                // Why: read one slot ahead into one set, the compiler moved the fresh values into the working
+                // registers before the slot's wgmmas, so every slot waited for L2 before its tensor work began.
+                struct Scales { float a0 = 1.f, a1 = 1.f, b = 1.f; };  // SA's two rows, SB's column block
+                // Every read is made (past the last slot: the last slot's again), so that a set's registers are
+                // loaded straight, not kept or replaced by a branch. A row past the group reads SA's row 0: its
+                // sums are never stored.
+                auto read = [&](Scales& s, int t) {
                     if (BLOCK_SCALES) {
-                        cp_async_wait<1>();  // this thread's copies of slot t have landed (t + 1's may not) ...
-                        __syncwarp();         // ... and every lane's are seen by the warp
-                        const float* const cur = ring_s + (t % SCALE_SLOTS) * SCALE_SLOT;
-                        s0 = cur[lane / 4] * cur[16];
-                        s1 = cur[8 + lane / 4] * cur[16];
+                        t = min(t, ktiles - 1);
+                        s.b = sb[t];
+                        s.a0 = sa0[(size_t)t * M];  // SA [KB, M]: a warp's 16 rows in two sectors
+                        s.a1 = sa1[(size_t)t * M];
                     }
-                    fetch(t + 2);  // into the slot read at t - 1: every lane is past that read (the __syncwarp)
+                };
+                auto step = [&](Scales& s, int t) {
+                    const float s0 = s.a0 * s.b, s1 = s.a1 * s.b;  // 1 with per-tensor scales (applied at the end)
+                    read(s, t + 2);
                     issue(it, true);  // the slot's 128 k summed from zero ...
                     wgmma_hold<0>(acc);
                     release(it % STAGES);
+                    ++it;
 #pragma unroll
                     for (int v = 0; v < BN / 2; ++v)  // ... and added in at its scales (rows row, row + 8)
                         total[v] += acc[0][v] * ((v >> 1) & 1 ? s1 : s0);
+                };
+                Scales even, odd;
+                read(even, 0);
+                read(odd, 1);
+#pragma unroll 1
+                for (int t = 0; t < ktiles; t += 2) {
+                    step(even, t);
+                    if (t + 1 < ktiles) step(odd, t + 1);
                 }
 #pragma unroll
                 for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(scale * total[v], scale * total[v + 1], (ELEM_OUT*)nullptr);
