@@ -1,5 +1,5 @@
 """The use-case layer's checks before anything runs: what the device must allow, and the output's claim (two runs
-never write one file)."""
+never write one file); and what a run records around its points (the other processes on its GPU)."""
 
 import time
 from contextlib import ExitStack

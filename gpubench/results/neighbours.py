@@ -1,9 +1,10 @@
 """The other processes that were computing on a run's GPU: what a run records of them, and the lines that warn of them.
 
 A process of someone else's on the same GPU shares its SMs, its memory bandwidth and its power with the run: kernels
-of a few microseconds come out slower, and a library's plan search (cuDNN's autotuning) can keep a plan that only
-won because its rivals were timed while the other process ran (docs/evidence/plan-search-probe-h200.txt: a search
-made seconds after a stopped parallel pytest GPU run kept its second-best plan, 105 µs instead of 84 µs). So a run
+of a few microseconds come out slower, and a library's plan search (cuDNN's autotuning) can keep a plan that won
+only because its rivals were timed while the other process ran. On an H200 a cuDNN search made seconds after a GPU
+test run was stopped, whose workers may still have been running, kept its second-best plan (105 µs against the 84 µs
+that fresh searches keep: docs/evidence/int8-attention-rounds.md, docs/evidence/plan-search-probe-h200.txt). So a run
 asks NVML which processes hold a context on its GPU, at its start (before any plan search) and at its end, leaves out
 its own (gpubench/execution/neighbours.py), and saves what it found in its settings under KEY:
 
@@ -87,7 +88,7 @@ class GpuNeighbours:
 
     @property
     def checked(self) -> bool:
-        return self.start is not None and self.end is not None
+        return self.start is not None and self.end is not None and self.unchecked is None
 
     @property
     def others(self) -> tuple[Neighbour, ...]:
@@ -121,6 +122,26 @@ class GpuNeighbours:
         if unchecked is not None and not isinstance(unchecked, str):
             raise ValueError(f"unchecked is text (why the processes could not be listed), got {unchecked!r:.40}")
         return cls(_moment(d.get("start"), "start"), _moment(d.get("end"), "end"), unchecked)
+
+
+def _union(moments: list[tuple[Neighbour, ...] | None]) -> tuple[Neighbour, ...] | None:
+    looked = [m for m in moments if m is not None]
+    if not looked:
+        return None
+    seen: dict[int, Neighbour] = {}
+    for n in (n for m in looked for n in m):
+        seen.setdefault(n.pid, n)
+    return tuple(seen.values())
+
+
+def merged(records: list[GpuNeighbours | None]) -> GpuNeighbours | None:
+    """One record for several runs of one suite (a stability run's): every run's others at its start, and at its
+    end; why the first run that could not look could not (it is then not checked, whatever the others saw)."""
+    if all(r is None for r in records):
+        return None
+    kept = [r or GpuNeighbours(unchecked="not recorded") for r in records]
+    why = next((f"run {i + 1}: {r.unchecked}" for i, r in enumerate(kept) if r.unchecked), None)
+    return GpuNeighbours(_union([r.start for r in kept]), _union([r.end for r in kept]), why)
 
 
 def of(settings: dict) -> GpuNeighbours | None:

@@ -235,6 +235,8 @@ def stability_outcome(outcome) -> None:
             console().print()
     for p in outcome.run.failed():
         err.print(f"[red]{p.status.upper()}[/] " + escape(f"{point_label_of(p)}: {p.reason}"))
+    if company := neighbours.warning(neighbours.of(outcome.run.settings)):
+        err.print(f"[yellow]{escape(company)}[/]")
     runs = outcome.run.settings.get("stability", {}).get("runs", 0)
     if outcome.interrupted:
         err.print(escape(f"stopped after {plural(runs, 'finished run')}: saved to {outcome.path}; the run cut short is "
