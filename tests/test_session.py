@@ -1,5 +1,5 @@
 """The use-case layer's checks before anything runs: what the device must allow, and the output's claim (two runs
-never write one file)."""
+never write one file); and what a run records around its points (the other processes on its GPU)."""
 
 import time
 from contextlib import ExitStack
@@ -204,3 +204,87 @@ def test_the_kernels_compile_while_the_worker_starts(monkeypatch):
     compiling.clear()
     assert session.start_while_compiling(type("Plain", (), {"start": lambda self: {}})(), request) == {}
     assert arches == ["sm_90"]
+
+
+# --- other processes on the GPU: looked for before the first call and after the last point ------------------------
+
+
+def test_a_run_records_the_other_processes_on_its_gpu_and_says_so(monkeypatch, tmp_path, capsys):
+    """A stand-in worker on a CUDA GPU that runs no points, and a scripted NVML in which another process arrives
+    while the sweep runs: the saved run holds both looks, and the run's outcome says so in one line."""
+    from contextlib import contextmanager
+
+    from test_neighbours import BUS, ME, MIB, STRANGER, WORKER, FakeNvml
+
+    from gpubench.execution.neighbours import Watch
+    from gpubench.execution.sweep import Sweep
+    from gpubench.results.neighbours import KEY, GpuNeighbours, Neighbour
+    from gpubench.views import terminal
+
+    nvml = FakeNvml({WORKER: 500 * MIB})
+    looks = []
+
+    class Alone:
+        incidents = []
+
+        def start(self):
+            return {"device": "NVIDIA H200", "arch": None, "pci_bus_id": BUS, "libraries": {}}
+
+        def pids(self):
+            return {WORKER}
+
+        def check(self, variants):
+            pass
+
+        def first_calls(self, tasks, on_point):
+            looks.append(nvml.asked)  # the plan searches come after the first look
+            return {}, set()
+
+        def environment(self, precisions=None):
+            return {"device": {"name": "NVIDIA H200", "kind": "cuda"}, "software": {}}
+
+        def run_all(self, work, on_point):
+            nvml.compute[STRANGER] = 2048 * MIB  # someone else's job starts mid-run
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    class Quiet:
+        def skipped(self, what, why):
+            pass
+
+        def unlocked_clocks(self, telemetry):
+            pass
+
+        @contextmanager
+        def progress(self, label, total):
+            yield lambda point: None
+
+    monkeypatch.setattr(session.RunRequest, "executor", lambda self: Alone())
+    monkeypatch.setattr(session.telemetry, "one_arch", lambda: None)
+    monkeypatch.setattr(session.neighbours, "Watch",
+                        lambda bus: Watch(bus, nvml, me=ME, name_of={STRANGER: "python train.py"}.get,
+                                          session=lambda pid: None))
+    request = session.RunRequest(sweeps=[Sweep("t", "gemm", [TMA], [GemmShape(512, 512, 512)], (), FAST)], label="t",
+                                 output=str(tmp_path / "r.json"))
+    outcome = session.run_sweeps(request, Quiet())
+    assert looks == [1] and nvml.asked == 2
+    saved = results.load(tmp_path / "r.json")
+    assert GpuNeighbours.from_dict(saved.settings[KEY]) == GpuNeighbours(
+        start=(), end=(Neighbour(STRANGER, "python train.py", 2048),))
+    terminal.run_outcome(outcome)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "1 other process was computing on this GPU during the run (pid 4242 (python train.py); seen at its " \
+           "end): times and cuDNN's plan choices may be off" in err, err
+
+
+def test_a_cpu_run_records_no_gpu_neighbours(tmp_path, monkeypatch):
+    """The CPU backend has no GPU to share: its run keeps no record (and shows no line)."""
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["gemm", "--backend", "cpu", "--variants", "numpy", "--sizes", "32", "--warmup", "0",
+                                 "--reps", "5", "-o", "r.json"])
+    assert r.exit_code == 0, r.output
+    assert "gpu_neighbours" not in results.load(tmp_path / "r.json").settings

@@ -84,6 +84,31 @@ def test_a_stability_run_keeps_each_runs_launch_floors(make_run):
     assert run.settings[stability.KEY]["launch_floors_us"] == [[3.25, 3.41, 3.40], None]
 
 
+def test_a_stability_run_keeps_the_other_processes_of_every_run_not_the_firsts_alone(make_run):
+    from gpubench.results import neighbours
+    from gpubench.results.neighbours import GpuNeighbours, Neighbour
+
+    runs = runs_of(make_run, [1.0, 1.0, 1.0])
+    records = [GpuNeighbours(start=(), end=()), GpuNeighbours(start=(Neighbour(7, "train.py"),), end=()),
+               GpuNeighbours(start=(), end=(Neighbour(7, "train.py"), Neighbour(9)))]
+    for run, record in zip(runs, records):
+        run.settings[neighbours.KEY] = record.as_dict()
+    run = stability.assemble(runs, suite="s", asked=3, threshold=0.05, alpha=0.05, command=[],
+                             status=RunStatus.COMPLETE)
+    kept = neighbours.of(run.settings)
+    assert kept == GpuNeighbours(start=(Neighbour(7, "train.py"),), end=(Neighbour(7, "train.py"), Neighbour(9)))
+    assert kept.checked
+    runs[1].settings[neighbours.KEY] = GpuNeighbours(unchecked="NVML could not list ...").as_dict()
+    run = stability.assemble(runs, suite="s", asked=3, threshold=0.05, alpha=0.05, command=[],
+                             status=RunStatus.COMPLETE)
+    kept = neighbours.of(run.settings)
+    assert not kept.checked and kept.unchecked == "run 2: NVML could not list ..." and len(kept.others) == 2
+    for r in runs:
+        del r.settings[neighbours.KEY]
+    assert neighbours.KEY not in stability.assemble(runs, suite="s", asked=3, threshold=0.05, alpha=0.05, command=[],
+                                                    status=RunStatus.COMPLETE).settings
+
+
 def test_identical_runs_give_no_false_verdict_and_a_shifted_run_gives_them(make_run):
     same = stability.assemble(runs_of(make_run, [1.0, 1.0, 1.0]), suite="s", asked=3, threshold=0.05, alpha=0.05,
                               command=[], status=RunStatus.COMPLETE)

@@ -40,7 +40,8 @@ from enum import StrEnum
 
 from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
-from gpubench.results import Point, Run, RunStatus, Status
+from gpubench.results import Point, Run, RunStatus, Status, neighbours
+from gpubench.results.neighbours import GpuNeighbours
 from gpubench.analysis.roofline import floor_ms
 from gpubench.measure.stability import Duration, duration
 from gpubench.measure import hierarchical
@@ -137,6 +138,8 @@ class Report:
     floors_ms: tuple[float, float] | None = None  # the empty kernel's median in each run, where both measured it
     launch_floors_us: tuple[float, float] | None = None  # each run's timing process's launch floor, where both chose
     # their process by it (settings.launch_floors_us, gpubench/execution/launch_floor.py)
+    gpu_neighbours: tuple[GpuNeighbours | None, GpuNeighbours | None] = (None, None)  # each run's other processes
+    # on its GPU, where it recorded them (gpubench/results/neighbours.py)
     clock: CompareClock = CompareClock.EVENTS  # the samples compared: the events', or CUPTI's kernel times
     by_duration: dict[Duration, float] = field(default_factory=dict)  # a duration class's own threshold
 
@@ -288,6 +291,7 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.05,
     report = Report(threshold, alpha, [], env_diffs=env_differences(base, new),
                     source_changes=source_changes(base, new), floors_ms=floors if all(floors) else None,
                     launch_floors_us=launches if all(launches) else None,
+                    gpu_neighbours=(neighbours.of(base.settings), neighbours.of(new.settings)),
                     by_duration={d: max(t, threshold) for d, t in (by_duration or {}).items()})
     report.only_base = [p for k, p in base_points.items() if k not in new_points]
     report.only_new = [p for k, p in new_points.items() if k not in base_points]

@@ -27,7 +27,7 @@ from gpubench.analysis.kernel_times import by_kernel_clock
 from gpubench.core.errors import GpubenchError
 from gpubench.measure.kernel_clock import CompareClock
 from gpubench.measure.stability import ClassRuns, Duration, PointRuns, classes
-from gpubench.results import Point, Run, RunStatus, Status, load
+from gpubench.results import Point, Run, RunStatus, Status, load, neighbours
 from gpubench.results.pooled import pooled
 
 KEY = "stability"  # the settings key that marks a stability run: {suite, runs, asked, threshold, alpha, wall_s}
@@ -48,6 +48,10 @@ def assemble(runs: list[Run], *, suite: str, asked: int, threshold: float, alpha
                                         "alpha": alpha, "wall_s": [r.settings.get("wall_s") for r in runs],
                                         "created": [r.created for r in runs],
                                         "launch_floors_us": [r.settings.get("launch_floors_us") for r in runs]}}
+    company = neighbours.merged([neighbours.of(r.settings) for r in runs])  # every run's, not the first's alone
+    settings.pop(neighbours.KEY, None)
+    if company is not None:
+        settings[neighbours.KEY] = company.as_dict()
     incidents = [{**i, "where": f"run {n + 1}: {i.get('where', '')}"} for n, r in enumerate(runs) for i in r.incidents]
     return Run(backend=first.backend, environment=first.environment, settings=settings, command=command,
                points=points, status=status, variants=first.variants, incidents=incidents)

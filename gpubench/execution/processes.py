@@ -70,6 +70,10 @@ class Processes:
     def incidents(self) -> list[Incident]:
         return [replace(i, where=f"process {n + 1}: {i.where}") for n, w in enumerate(self.slots) for i in w.incidents]
 
+    def pids(self) -> set[int]:
+        """Every process any of the K Workers has started."""
+        return set().union(*(w.pids() for w in self.slots))
+
     def start(self) -> dict:
         """Every process started at once (each opens its own context); the first's description of the device."""
         with ThreadPoolExecutor(len(self.slots)) as pool:

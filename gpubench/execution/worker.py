@@ -65,6 +65,12 @@ class Worker:
         self.searched = False  # the process ran a library's plan search (first_calls then ends it)
         self.renewals = 0  # processes ended after a plan search, not for a fault
         self.floors_us: list[float] = []  # the last start's candidates' launch floors, the kept one first
+        self.spawned: list[int] = []  # every process started here, kept or not (pids: the run's own on the GPU)
+
+    def pids(self) -> set[int]:
+        """Every process this Worker has started: the run's own, when other processes on the GPU are listed
+        (gpubench/execution/neighbours.py)."""
+        return set(self.spawned)
 
     @property
     def restarts(self) -> int:
@@ -124,6 +130,7 @@ class Worker:
                                     str(os.getpid())],
                                    pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
+        self.spawned.append(process.pid)
         theirs.close()
         conn = Connection(ours.detach())
         conn.send(m.Start(self.options))

@@ -13,7 +13,8 @@ gpubench/results/profile.py); 6 lets a convolution's problem hold a fused epilog
 `gamma`, `scaling`, only where they are not at their defaults) and a precision be int8-fp32 or int8-int8 (int8 in,
 float32 or requantised int8 out: gpubench/core/dtypes.py). Each migration lifts a file one version. A point measured in several worker processes
 (`--processes K`) also keeps `processes`, its samples' count per process: an optional key (a reader without it
-pools the samples, as a one-process point's).
+pools the samples, as a one-process point's). A run's settings may keep `gpu_neighbours`, the other processes on its
+GPU (gpubench/results/neighbours.py): optional too, a file without it read as one that did not record them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from gpubench.core.errors import GpubenchError, GpubenchWarning
 from gpubench.core.dtypes import DType
 from gpubench import ops
 from gpubench.ops import shape_from
+from gpubench.results import neighbours
 from gpubench.results.model import FIELD_KINDS, SCHEMA_VERSION, Details, Point, Run, RunStatus, Status
 
 MAX_DEPTH = 64  # nesting in settings, environment or details: deeper is not a file gpubench wrote
@@ -303,6 +305,7 @@ def run_from(data: dict, path: Path, *, each_once: bool = True) -> Run:
     settings = check.field(data, "settings", dict, "")
     check.field(settings, "replicate", bool, "settings", required=False)  # what the views read of the settings
     check.number(settings, "slow_threshold", "settings", optional=True)
+    check.made(f"settings.{neighbours.KEY}", lambda: neighbours.of(settings))  # absent in files saved before it
     points = check.field(data, "points", list, "")
     status = check.field(data, "status", str, "", required=False) or RunStatus.COMPLETE
     if status not in list(RunStatus):

@@ -1,6 +1,8 @@
 """A run session: the use case under `gemm`, `conv` and `run`. An executor is started (gpubench/execution/executors.py),
 the device is checked against every launch and library asked for, every kernel is compiled before any point
-runs, each finished point is saved at once (RunWriter), and the outcome is shown and turned into an exit code.
+runs, each finished point is saved at once (RunWriter), and the outcome is shown and turned into an exit code. The
+other processes computing on the GPU are listed before the first call and after the last point, and saved with the
+run (gpubench/execution/neighbours.py).
 
 Data flows one way: plan → executor (the device) → points → results file → tables.
 """
@@ -23,7 +25,7 @@ from gpubench import results
 from gpubench.execution import nvcc
 from gpubench.core import paths
 from gpubench.core import phases
-from gpubench.execution import sweep
+from gpubench.execution import neighbours, sweep
 from gpubench.measure import telemetry
 from gpubench.core.errors import GpubenchError
 from gpubench.execution.executors import open_executor
@@ -31,6 +33,7 @@ from gpubench.core.exit_codes import Exit
 from gpubench.planning.plan import Spread
 from gpubench.specs.project import Project
 from gpubench.results import Point, Run, RunStatus, RunWriter
+from gpubench.results.neighbours import KEY
 from gpubench.execution.tasks import ShapeTask, first_calls, with_first_calls
 from gpubench.specs.tuned import Tuned, slug
 from gpubench.specs.geometry import SMS
@@ -275,6 +278,8 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
             precompile(work, info.get("arch"))
         worker.check(variants)  # a project's Python functions imported and their signatures checked: exit 2 before
         # any point (gpubench/core/user_code.py)
+        watch = neighbours.Watch(info.get("pci_bus_id")) if request.backend == BackendKind.CUDA else None
+        company = watch.start(worker) if watch else None  # other processes on the GPU, before any plan search
         early: list[Point] = []  # points whose first call faulted, hung or killed the worker: recorded already
         # ... and each one's first call made (Triton's JIT: exit 2 if it does not compile), and cuDNN's plan searches
         # run, in a process that times nothing after them (tasks.first_calls)
@@ -290,6 +295,8 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
                     "slow_threshold": request.slow_threshold, "sweeps": [s.settings() for s in request.sweeps]}
         with phases.phase("environment"):
             environment = worker.environment(sorted({t.shape.dtype for t in work}))
+        if company is not None:
+            settings[KEY] = company.as_dict()
         if getattr(worker, "floors_us", None):  # the timing process was chosen by its launch floor, among these
             settings["launch_floors_us"] = worker.floors_us  # (gpubench/execution/launch_floor.py), its own first
         run = Run(backend=request.backend, environment=environment, settings=settings, command=request.argv,
@@ -318,6 +325,8 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
             except KeyboardInterrupt as stop:  # saved as interrupted; leaving `with` below ends the workers
                 status, stopped_by = RunStatus.INTERRUPTED, getattr(stop, "signum", None)
         run.incidents = [i.as_dict() for i in worker.incidents]
+        if company is not None:
+            run.settings[KEY] = watch.end(worker, company).as_dict()
         run.settings["wall_s"] = round(time.perf_counter() - started, 1)  # the sweep itself, for scaling claims
         run.settings["first_calls_s"] = round(first_s, 1)  # before it: compiles, plan searches, a process renewed
         writer.finish(status)

@@ -9,6 +9,7 @@ import math
 from gpubench.measure.kernel_clock import CompareClock
 from gpubench.analysis.compare import Change, Report, Verdict, point_label
 from gpubench.analysis.shift import SHORT_MS, shared_shift
+from gpubench.results import neighbours
 from gpubench.views.profile import deltas_table
 from gpubench.views.tables import Cell, Table, escape, plural, to_markdown, to_rich
 
@@ -102,6 +103,9 @@ def notes(report: Report) -> list[str]:
         a, b = report.floors_ms
         lines.append(f"the empty-kernel floor moved: {a * 1000:.3f} → {b * 1000:.3f} µs ({_pct(moved)}): kernels of a "
                      "few microseconds move with the process as well as with the code")
+    company = neighbours.compared(*report.gpu_neighbours)
+    if company:
+        lines.append(company)
     launched = report.launch_moved
     if launched is not None:
         a, b = report.launch_floors_us

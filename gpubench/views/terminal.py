@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from gpubench.core.paths import shown_path
-from gpubench.results import RunStatus
+from gpubench.results import RunStatus, neighbours
 from gpubench.specs.variant import Axis
 from gpubench.views import compare as compare_view
 from gpubench.views import run as run_view
@@ -62,12 +62,15 @@ def saved_run(saved, name: str, fmt: str, threshold: float, echo) -> None:
     """`gpubench show`: a saved run (app.SavedRun) as tables, Markdown, CSV or its JSON; a stability run with its
     A/A tables after the run's own."""
     run = saved.run
+    company = neighbours.warning(neighbours.of(run.settings))
     if fmt == "json":
         echo(run.to_json())
     elif fmt == "csv":
         echo(run_view.to_csv(run), nl=False)
     elif fmt == "markdown":
         echo("\n".join(to_markdown(t) for t in run_view.run_tables(run, threshold) + _aa_tables(run)))
+        if company:
+            echo(f"\n> {company}")
     else:
         out = console()
         status = str(run.status)
@@ -75,6 +78,8 @@ def saved_run(saved, name: str, fmt: str, threshold: float, echo) -> None:
             status += " (but no gpubench run is writing it: ended outright?)"
         points = plural(len(run.points), "point")
         out.print(escape(f"{shown_path(name)}: {run.device}, {points}, {status}, {run.created}"), style="bold")
+        if company:
+            out.print(f"[yellow]{escape(company)}[/]")
         print_run(run, out, threshold)
         for table in _aa_tables(run):
             out.print(to_rich(table))
@@ -197,6 +202,8 @@ def run_outcome(outcome) -> None:
     for incident in run.incidents:
         err.print(f"[yellow]worker {escape(incident['kind'])}[/] " +
                   escape(f"at {incident['where']}: {incident['detail']}"))
+    if company := neighbours.warning(neighbours.of(run.settings)):
+        err.print(f"[yellow]{escape(company)}[/]")
     if outcome.status == RunStatus.INTERRUPTED:
         how = f"terminated by {signal.Signals(outcome.stopped_by).name}" if outcome.stopped_by else "interrupted"
         err.print(escape(f"{how}: {len(run.points)} of {plural(outcome.total, 'point')} saved to {outcome.path}"))
@@ -228,6 +235,8 @@ def stability_outcome(outcome) -> None:
             console().print()
     for p in outcome.run.failed():
         err.print(f"[red]{p.status.upper()}[/] " + escape(f"{point_label_of(p)}: {p.reason}"))
+    if company := neighbours.warning(neighbours.of(outcome.run.settings)):
+        err.print(f"[yellow]{escape(company)}[/]")
     runs = outcome.run.settings.get("stability", {}).get("runs", 0)
     if outcome.interrupted:
         err.print(escape(f"stopped after {plural(runs, 'finished run')}: saved to {outcome.path}; the run cut short is "

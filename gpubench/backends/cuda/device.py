@@ -44,7 +44,8 @@ class DeviceFacts:
         """What the coordinator needs before it plans: the device, its limits, the libraries here."""
         from gpubench.backends.cuda import cudnn_conv
 
-        return {"device": self.device_name, "arch": self.arch, "max_threads": self.max_threads,
+        return {"device": self.device_name, "pci_bus_id": self.device.pci_bus_id(), "arch": self.arch,
+                "max_threads": self.max_threads,
                 "smem_optin": self.smem_optin, "sms": self.sms,
                 "dtypes": [str(d) for d in storage.dtypes_for(self.device.compute_capability())],
                 "libraries": {"cudnn": cudnn_conv.cudnn_version(), CublasLtRunner.LIBRARY: blas.lt_version()}}
