@@ -93,10 +93,7 @@ class GpuNeighbours:
     @property
     def others(self) -> tuple[Neighbour, ...]:
         """Every other process seen, once each (by pid), those at the start first."""
-        seen: dict[int, Neighbour] = {}
-        for n in (self.start or ()) + (self.end or ()):
-            seen.setdefault(n.pid, n)
-        return tuple(seen.values())
+        return _union([self.start, self.end]) or ()
 
     @property
     def when(self) -> str:
@@ -125,6 +122,7 @@ class GpuNeighbours:
 
 
 def _union(moments: list[tuple[Neighbour, ...] | None]) -> tuple[Neighbour, ...] | None:
+    """The processes of every moment looked at, once each (by pid, the first seen kept); None where none was."""
     looked = [m for m in moments if m is not None]
     if not looked:
         return None
