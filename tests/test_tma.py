@@ -96,6 +96,24 @@ def test_im2col_refusal_by_the_driver_is_a_skip_naming_the_map(monkeypatch):
         tma.encode_im2col("map_x", 1 << 20, _conv_dims(), (256, 64), np.float16)
 
 
+@pytest.mark.parametrize("im2col", [False, True])
+def test_a_broken_context_is_an_error_not_a_refusal(monkeypatch, im2col):
+    """After a kernel's fault the driver answers every call with the sticky error (715, an illegal instruction).
+    Taken for a refusal, it would turn every later GPU test of the process into a skip."""
+    monkeypatch.setattr(tma, "_driver_encode", lambda im2col=False: lambda *args: 715)
+    with pytest.raises(RuntimeError, match="CUDA error 715, not a refusal of the map: the context is broken"):
+        if im2col:
+            tma.encode_im2col("map_x", 1 << 20, _conv_dims(), (256, 64), np.float16)
+        else:
+            tma.encode("map_a", 1 << 20, (512, 384), (64, 128), np.uint8)
+
+
+def test_a_tiled_map_refused_by_the_driver_is_a_skip_naming_the_map(monkeypatch):
+    monkeypatch.setattr(tma, "_driver_encode", lambda im2col=False: lambda *args: tma.REFUSED)
+    with pytest.raises(Skip, match="tensor map map_a: the driver refused a 512 × 384 array of uint8 in 64 × 128"):
+        tma.encode("map_a", 1 << 20, (512, 384), (64, 128), np.uint8)
+
+
 def test_im2col_channels_must_make_16_byte_pixels():
     with pytest.raises(Skip, match="rows of 12 elements of 2 bytes"):
         tma.encode_im2col("map_x", 1 << 20, _conv_dims(channels=12), (256, 64), np.float16)

@@ -53,21 +53,30 @@
 //    a slot (as gemm/11 does).
 // The rest is 14's (with its u1 d1 q1 loop always on): persistent blocks walking the tiles gridDim apart, filter
 // tiles fastest; one producer thread (its warpgroup stripped to 40 registers by setmaxnreg) keeping an mbarrier ring
-// of STAGES slots full, walking (tap, channel chunk) with a carry; two consumer warpgroups (BM/2 pixels each), the
-// slot, phase and descriptors carried from slice to slice, the next slot's full barrier asked about while this
-// slice's wgmmas run, one slice's wgmmas in flight. While the consumers write a tile out, the producer already loads
-// the next tile's first slices. Not here (14 has them for 16-bit): SPLIT, three consumers, TMA stores.
+// of STAGES slots full, walking (tap, channel chunk) with a carry; CONSUMERS consumer warpgroups (BM/CONSUMERS
+// pixels each), the slot, phase and descriptors carried from slice to slice, the next slot's full barrier asked about
+// while this slice's wgmmas run, one slice's wgmmas in flight. While the consumers write a tile out, the producer
+// already loads the next tile's first slices. Not here (14 has them for 16-bit): SPLIT, TMA stores.
 //  * WSTAGE = 1 (opt-in): each warp stages only its own 16 rows of an m64 block (16·w + lane/4, + 8), 8 at a time
 //    (accumulators with (v >> 1) & 1 = 0, then 1), and reads them out itself, behind __syncwarp; one named barrier a
 //    tile makes the tile's terms seen. Half the staging's bytes, so 128x128 tiles get a fifth ring slot. Same
 //    arithmetic; WSTAGE = 0 builds are the machine code they were.
+//  * CONSUMERS = 3 (14's three consumer warpgroups; 2 by default): tiles of BM = 192 pixels, 64 a warpgroup. At
+//    ResNet-50's 14² layer 128x128 tiles asked L2 for bytes near its roofline (392 tiles × 18 slices × 32 KiB in
+//    31.7 µs on an H200: 7.3 TB/s, some 89% of the 8.17 measured), so the kernel must move fewer bytes a
+//    multiply-add: a 192x128 slice is 40 KiB for 1.5× the work (0.83× the bytes a MAC), and the tile count stays
+//    even over 132 SMs (262 tiles at 14², two a SM; 132 at 7², one), where 256-row tiles make 196 (1.48 waves).
+//    setmaxnreg shares 64K registers among 512 threads: a consumer gets 152 (64 int32 accumulators at BN = 128).
+//    Only staging by warp fits beside a ring of 40 KiB slots (three warpgroups' whole m64 blocks would take 104 KB).
+//    The staging's named barriers are 2 + wg (2, 3, 4), apart from PING's 8 and 9; PING stays with two warpgroups.
 //
-// Tiles (-DNAME=value): BM pixels (128 or 256: 64 or 128 per consumer warpgroup; PING: 64 or 128, a warpgroup's whole
-// tile), BN filters (64 or 128), BK channels a slice (128 or 64), STAGES, PING (0 or 1), CLUSTER (1 or 2), WSTAGE (0
-// or 1). A consumer thread holds WG_M/64·BN/2 ≤ 128 int32 accumulators. Launch: a 1-D grid of whole clusters, at
-// most one block per SM; 384 threads; STAGES·(BM + BN)·BK (the ring) + 2·64·(BN + 8)·4 / (1 + WSTAGE) (staging) +
-// 1024 (alignment) + 16·STAGES (mbarriers) + 32·BN (the epilogue's bias and scales, two buffers a consumer
-// warpgroup) bytes of dynamic shared memory. Maps: map_x, im2col boxes of BM pixels × BK channels; map_w, K × R·S·C
+// Tiles (-DNAME=value): BM pixels (64 or 128 per consumer warpgroup, BM / CONSUMERS; PING: 64 or 128, a warpgroup's
+// whole tile), BN filters (64 or 128), BK channels a slice (128 or 64), STAGES, PING (0 or 1), CLUSTER (1 or 2),
+// WSTAGE (0 or 1), CONSUMERS (2 or 3). A consumer thread holds WG_M/64·BN/2 ≤ 128 int32 accumulators (≤ 64 with three
+// consumers). Launch: a 1-D grid of whole clusters, at most one block per SM; 128·(CONSUMERS + 1) threads;
+// STAGES·(BM + BN)·BK (the ring) + CONSUMERS·64·(BN + 8)·4 / (1 + WSTAGE) (staging) + 1024 (alignment) + 16·STAGES
+// (mbarriers) + 16·CONSUMERS·BN (the epilogue's bias and scales, two buffers a consumer warpgroup) bytes of dynamic
+// shared memory. Maps: map_x, im2col boxes of BM pixels × BK channels; map_w, K × R·S·C
 // in boxes of BN/CLUSTER × BK, both swizzled in rows of BK bytes. Needs C % 16 == 0
 // (TMA rows on 16-byte boundaries).
 
@@ -101,10 +110,13 @@
 #ifndef WSTAGE
 #define WSTAGE 0  // 1: each warp stages its own rows, 8 at a time (see the header)
 #endif
+#ifndef CONSUMERS
+#define CONSUMERS 2  // consumer warpgroups: 2, or 3 (tiles of 192 pixels; see the header)
+#endif
 
-constexpr int CONSUMERS = 2;
-constexpr int THREADS = 128 * (CONSUMERS + 1);
-// PING = 0: the consumer warpgroups share each tile (BM / 2 pixels each); PING = 1: each takes every other tile whole
+constexpr int THREADS = 128 * (CONSUMERS + 1);  // the consumer warpgroups, then the producer
+// PING = 0: the consumer warpgroups share each tile (BM / CONSUMERS pixels each); PING = 1: the two take every other
+// tile whole
 constexpr int WG_M = PING ? BM : BM / CONSUMERS, MI = WG_M / 64;  // a consumer's pixels, its m64 wgmmas a k step
 constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int B_ROWS = BN / CLUSTER;         // the filter rows one block's TMA loads (for the whole cluster)
@@ -116,13 +128,23 @@ constexpr int STAGED_ROWS = WSTAGE ? 8 : 64, STAGING_BYTES = 64 * CLD * 4 / (WST
 constexpr int V = 16 / sizeof(ELEM_OUT);     // outputs in one 16-byte chunk
 constexpr bool INT_OUT = std::is_same_v<ELEM_OUT, int>;  // int32 out: the integer epilogue
 constexpr bool INT8_OUT = std::is_same_v<ELEM_OUT, int8_t>;  // requantised: rounded and saturated to int8
-constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-constexpr int PING_BARRIER = 8;  // PING's named barriers 8 and 9: "your turn" to warpgroup 0 and 1 (2, 3: staging)
+// setmaxnreg: the producer keeps 40 registers a thread, the consumers share the rest of 64K (at most 232; 152 with
+// three)
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8 > 232
+                                  ? 232 : (65536 - 128 * PRODUCER_REGS) / (128 * CONSUMERS) / 8 * 8;
+constexpr int PING_BARRIER = 8;  // PING's named barriers 8 and 9: "your turn" to warpgroup 0 and 1 (2 + wg: staging)
 
 static_assert(std::is_same_v<ELEM, int8_t>, "int8 operands");
 static_assert(WSTAGE == 0 || WSTAGE == 1, "WSTAGE: 0 (a warpgroup stages an m64 block) or 1 (a warp, 8 rows at once)");
 static_assert(PING == 0 || PING == 1, "PING: 0 (the warpgroups share a tile) or 1 (they take tiles in turn)");
-static_assert(WG_M == 64 || WG_M == 128, "BM: 64 or 128 pixels per consumer warpgroup (BM/2 without PING, BM with it)");
+static_assert(CONSUMERS == 2 || CONSUMERS == 3, "CONSUMERS: two or three consumer warpgroups");
+static_assert(PING == 0 || CONSUMERS == 2, "PING: two consumer warpgroups taking tiles in turn");
+static_assert(PING || BM % CONSUMERS == 0, "BM: whole m64 blocks for each consumer warpgroup");
+static_assert(WG_M == 64 || WG_M == 128,
+              "BM: 64 or 128 pixels per consumer warpgroup (BM/CONSUMERS without PING, BM with it)");
+static_assert(CONSUMERS == 2 || WG_M * BN <= 8192, "152 registers a thread with three consumers: MI·BN/2 ≤ 64 "
+                                                   "int32 accumulators");
 static_assert(BN == 64 || BN == 128, "BN: 64 or 128 filters (one wgmma's N)");
 static_assert(WG_M * BN <= 16384, "a consumer thread holds MI·BN/2 ≤ 128 int32 accumulators");
 static_assert(STAGES >= 2, "a ring of at least two slices");
@@ -156,7 +178,8 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
     };
     const int cslices = (C + BK - 1) / BK, slices = R * S * cslices;
 
-    // empty: the one or two warpgroups reading a slot, in every block of the cluster (each multicasts into it)
+    // empty: the warpgroups reading a slot (one with PING, else all CONSUMERS), in every block of the cluster (each
+    // multicasts into it)
     ring_init<STAGES, CLUSTER>(bars, (PING ? 1 : CONSUMERS) * CLUSTER);
 
     if (warp >= 4 * CONSUMERS) {  // ---- the producer: one thread issues two TMA copies a slice ----------------------
@@ -272,7 +295,8 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 
         // ---- epilogue: each m64 block through this warpgroup's staging (WSTAGE: each warp's 16 rows of it through
         // the warp's own, 8 at a time), then out in 16-byte chunks of a row
-        constexpr bool TERMS_HELD = MI * BN / 2 <= 64;  // (see below)
+        constexpr bool TERMS_HELD = MI * BN / 2 <= (CONSUMERS == 3 && INT8_OUT ? 32 : 64);  // (see below)
+        constexpr bool ADDER = INT8_OUT && MI * BN / 2 <= 64;
         ChannelTerms ct[V];
         if constexpr (WSTAGE) {
             // No barrier guards a warp's staging but __syncwarp, so one a tile makes the terms that the warpgroup's
@@ -315,7 +339,9 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
             // Held in registers, and int8 chunks converted through the adder, where a thread's accumulators leave
             // room (64 or fewer); a thread of 128 reads its terms from the tile's shared buffer at each output and
             // converts through the conversion unit, as before both: with either, its build spills. (WSTAGE: read
-            // once a tile, above.)
+            // once a tile, above.) Three consumers (152 registers) with 64 accumulators: an int8 output's builds
+            // spill with the terms held (bias-relu-add: 32 bytes), so there an int8 chunk reads its 16 columns' terms
+            // just before its adder-only conversion (ADDER: TERMS_HELD's ct, or cs).
             if constexpr (!INT_OUT && TERMS_HELD && !WSTAGE) {
 #pragma unroll
                 for (int q = 0; q < V; ++q) ct[q] = channel_terms(et, (tid % (BN / V)) * V + q);
@@ -342,9 +368,16 @@ conv_tc_wgmma_int8(const TensorMap* __restrict__ map_x, const TensorMap* __restr
 #pragma unroll
                     for (int q = 0; q < V; q += 4)
                         *reinterpret_cast<int4*>(sums + q) = *reinterpret_cast<const int4*>(staged + row * CLD + col + q);
-                    if constexpr (INT8_OUT && TERMS_HELD) {  // requantised, whole chunks: epilogue.cuh's adder-only conversions
+                    if constexpr (ADDER) {  // requantised, whole chunks: epilogue.cuh's adder-only conversions
                         if (whole) {
-                            *reinterpret_cast<uint4*>(y + at) = epilogue_int8x16(sums, ct, gamma, zc[n]);
+                            if constexpr (TERMS_HELD) {
+                                *reinterpret_cast<uint4*>(y + at) = epilogue_int8x16(sums, ct, gamma, zc[n]);
+                            } else {  // the chunk's terms read here, from the tile's shared buffer
+                                ChannelTerms cs[V];
+#pragma unroll
+                                for (int q = 0; q < V; ++q) cs[q] = channel_terms(et, col + q);
+                                *reinterpret_cast<uint4*>(y + at) = epilogue_int8x16(sums, cs, gamma, zc[n]);
+                            }
                             continue;
                         }
                     }

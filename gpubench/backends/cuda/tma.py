@@ -32,6 +32,10 @@ SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 L2_PROMOTION_256B = 3
 OOB_FILL_ZERO = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the array arrive as zeros
 DESCRIPTOR_BYTES = 128
+# The driver's answer when it refuses the geometry itself (CUDA_ERROR_INVALID_VALUE). Any other code means the
+# context is no longer usable (715, an illegal instruction, after an earlier kernel's fault): that must fail loudly,
+# not pass as a refusal, or every later test in the same process would skip.
+REFUSED = 1
 
 # im2col maps of a 4-D (NHWC) tensor: the bounding box's corners are signed 8-bit, the traversal stride 1 to 8
 # (cuTensorMapEncodeIm2col's limits for rank 4)
@@ -91,10 +95,19 @@ def encode(name: str, pointer: int, shape: tuple[int, ...], box: tuple[int, ...]
     steps = (ctypes.c_uint32 * rank)(*([1] * rank))
     rc = _driver_encode()(ctypes.byref(descriptor), DATA_TYPES[element], rank, ctypes.c_void_p(pointer), dims, pitch,
                           box_dims, steps, INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
-    if rc != 0:
-        raise Skip(f"tensor map {name}: the driver refused a {' × '.join(map(str, shape))} array of {element} in "
-                   f"{' × '.join(map(str, box))} boxes (cuTensorMapEncodeTiled error {rc})")
+    _answer(rc, f"tensor map {name}: the driver refused a {' × '.join(map(str, shape))} array of {element} in "
+                f"{' × '.join(map(str, box))} boxes (cuTensorMapEncodeTiled error {rc})")
     return bytes(descriptor)
+
+
+def _answer(rc: int, refusal: str) -> None:
+    """Nothing where the driver encoded the map; a Skip saying why where it refused the geometry; a RuntimeError
+    where the context itself is broken."""
+    if rc == REFUSED:
+        raise Skip(refusal)
+    if rc != 0:
+        raise RuntimeError(f"{refusal.split(':')[0]}: the driver answered CUDA error {rc}, not a refusal of the "
+                           "map: the context is broken (an earlier kernel's fault?)")
 
 
 def im2col_geometry(name: str, dims) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]]:
@@ -133,7 +146,6 @@ def encode_im2col(name: str, pointer: int, dims, box: tuple[int, int], element=n
         ctypes.byref(descriptor), DATA_TYPES[element], 4, ctypes.c_void_p(pointer), sizes, pitches,
         (ctypes.c_int * 2)(*lower), (ctypes.c_int * 2)(*upper), channels, pixels, (ctypes.c_uint32 * 4)(*steps),
         INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
-    if rc != 0:
-        raise Skip(f"tensor map {name}: the driver refused an im2col map of a {n}×{h}×{w}×{c} NHWC {element} input in "
-                   f"boxes of {pixels} pixels × {channels} channels (cuTensorMapEncodeIm2col error {rc})")
+    _answer(rc, f"tensor map {name}: the driver refused an im2col map of a {n}×{h}×{w}×{c} NHWC {element} input in "
+                f"boxes of {pixels} pixels × {channels} channels (cuTensorMapEncodeIm2col error {rc})")
     return bytes(descriptor)
