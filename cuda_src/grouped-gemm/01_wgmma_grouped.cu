@@ -39,14 +39,14 @@
 // per-tensor scales, ncu's first stall "long scoreboard" (the loads); a ring of cp.async copies made by the
 // consumers was slower still. The copy engine starts a box's innermost dimension only on a 16-byte boundary (a
 // masked slab of 150 rows put a tile's first row at byte 600: an illegal instruction), so the box starts at the
-// tile's first row rounded down to 4 and holds 132 rows. 5 slots: the scales' 532 bytes a slot do not fit beside 6.
+// tile's first row rounded down to 4 and holds 132 rows. 5 slots: the scales' 644 bytes a slot do not fit beside 6.
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256: a consumer thread's BN/2 accumulators), STAGES (ring slots of
 // (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
 // UWG, CARRY, PEEK (loop_switches.cuh, as in 10), TMA_SCALES (0 or 1: fp8's block scales by TMA). BM is 128 (64
 // rows a consumer warpgroup), BK 128 bytes of k (64 16-bit elements, 128 fp8 ones).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers), and with
-// TMA_SCALES STAGES·(528 + 4) (the scales' slots).
+// TMA_SCALES STAGES·(640 + 4) (the scales' slots).
 // Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
 // the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks), NB (N's) and M
 // (A's rows all told: SA's row length), then SA's map (TMA_SCALES in a block layout; else not read).
@@ -101,11 +101,11 @@ constexpr int C_STAGE = 2 * BOX;               // a consumer warpgroup's staging
 constexpr int C_BOXES = BN / 64;               // D's boxes of 64 columns across a tile, staged two at a time
 constexpr int ROUNDS = (C_BOXES + 1) / 2;
 // fp8 block scales by TMA: a slot's SA_ROWS rows of SA for its K block from the tile's first row rounded down to 4
-// (the box's 16-byte start; 528 bytes, a multiple of the 16 a plain box's destination needs) and SB's one value for
-// the tile (a float a slot, after the barriers)
+// (the box's 16-byte start; 528 bytes, in areas of 640: a tensor copy's destination starts on 128 bytes, or the
+// copy faults with a misaligned address) and SB's one value for the tile (a float a slot, after the barriers)
 constexpr bool SCALES_BY_TMA = BLOCK_SCALES && TMA_SCALES;
 constexpr int SA_ROWS = BM + 4;
-constexpr int SA_SLOT = SA_ROWS * 4;
+constexpr int SA_SLOT = (SA_ROWS * 4 + 127) / 128 * 128;
 constexpr int SA_AREA = SCALES_BY_TMA ? STAGES * SA_SLOT : 0;
 constexpr int PRODUCER_REGS = 40;              // setmaxnreg, as 10: the producer's registers go to the consumers
 constexpr int CONSUMER_REGS = 232;
