@@ -32,15 +32,24 @@
 // KB scales each made it sixteen, an eighth more bytes from L2 a slot than A and B bring. The tensor cores'
 // ~14-bit accumulation never runs past 128 products (DeepGEMM's promotion). While one warpgroup adds, the other's
 // wgmmas can run.
+// TMA_SCALES = 1 (block layouts; DeepGEMM's way): the producer brings the scales with each slot instead, SA's rows
+// for its K block by TMA (map_sa over SA [KB, M], zeros past M) and SB's value, which it reads itself (a float a
+// slot, published by its arrive); consumers read theirs from shared memory after the slot's wait. Why: with the
+// scales read from global memory the loop issued about 1,065-1,126 TFLOP/s on an H200 against 1,237-1,293 with
+// per-tensor scales, ncu's first stall "long scoreboard" (the loads); a ring of cp.async copies made by the
+// consumers was slower still. The copy engine starts a box's innermost dimension only on a 16-byte boundary (a
+// masked slab of 150 rows put a tile's first row at byte 600: an illegal instruction), so the box starts at the
+// tile's first row rounded down to 4 and holds 132 rows. 5 slots: the scales' 644 bytes a slot do not fit beside 6.
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256: a consumer thread's BN/2 accumulators), STAGES (ring slots of
 // (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
-// UWG, CARRY, PEEK (loop_switches.cuh, as in 10). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64
-// 16-bit elements, 128 fp8 ones).
-// Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
+// UWG, CARRY, PEEK (loop_switches.cuh, as in 10), TMA_SCALES (0 or 1: fp8's block scales by TMA). BM is 128 (64
+// rows a consumer warpgroup), BK 128 bytes of k (64 16-bit elements, 128 fp8 ones).
+// Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers), and with
+// TMA_SCALES STAGES·(640 + 4) (the scales' slots).
 // Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
 // the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks), NB (N's) and M
-// (A's rows all told: SA's row length).
+// (A's rows all told: SA's row length), then SA's map (TMA_SCALES in a block layout; else not read).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; 384 threads: consumer warpgroups 0 and
 // 1, then the producer warpgroup (its first warp walks the tiles, lane 0 issues the copies).
 
@@ -67,6 +76,12 @@
 #ifndef SWIZZLE
 #define SWIZZLE 0
 #endif
+#ifndef TMA_SCALES
+#define TMA_SCALES 0  // 1: the block layouts' scales come with each slot, through shared memory (see the top)
+#endif
+#ifndef ACCS
+#define ACCS 1  // 2 (with TMA_SCALES): two accumulator sets, a slot's wgmmas in flight while the last is scaled
+#endif
 
 #if defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK)
 constexpr bool BLOCK_SCALES = true;  // SA [KB, M] (a K block's rows side by side), SB [G, NB, KB]
@@ -85,6 +100,13 @@ constexpr int B_BOXES = BN / 64 / CLUSTER;     // B's boxes this block loads (an
 constexpr int C_STAGE = 2 * BOX;               // a consumer warpgroup's staging: 64 rows × 128 columns of D
 constexpr int C_BOXES = BN / 64;               // D's boxes of 64 columns across a tile, staged two at a time
 constexpr int ROUNDS = (C_BOXES + 1) / 2;
+// fp8 block scales by TMA: a slot's SA_ROWS rows of SA for its K block from the tile's first row rounded down to 4
+// (the box's 16-byte start; 528 bytes, in areas of 640: a tensor copy's destination starts on 128 bytes, or the
+// copy faults with a misaligned address) and SB's one value for the tile (a float a slot, after the barriers)
+constexpr bool SCALES_BY_TMA = BLOCK_SCALES && TMA_SCALES;
+constexpr int SA_ROWS = BM + 4;
+constexpr int SA_SLOT = (SA_ROWS * 4 + 127) / 128 * 128;
+constexpr int SA_AREA = SCALES_BY_TMA ? STAGES * SA_SLOT : 0;
 constexpr int PRODUCER_REGS = 40;              // setmaxnreg, as 10: the producer's registers go to the consumers
 constexpr int CONSUMER_REGS = 232;
 
@@ -92,6 +114,8 @@ static_assert(sizeof(ELEM_OUT) == 2, "two 16-bit outputs per register (fp8's out
 static_assert(BN == 128 || BN == 256, "BN: 128 or 256 (a consumer thread's BN/2 accumulators)");
 static_assert(!FP8 || BN == 128, "fp8: BN 128 (one scale block of B's columns; acc and total: 2·BN/2 registers)");
 static_assert(FP8 || !BLOCK_SCALES, "block scales: fp8 only");
+static_assert(TMA_SCALES == 0 || TMA_SCALES == 1, "TMA_SCALES: 0 (block scales read into registers) or 1 (by TMA)");
+static_assert(ACCS == 1 || (ACCS == 2 && TMA_SCALES == 1), "ACCS: 1, or 2 with the block scales by TMA");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1, or 2 blocks along M sharing B");
 static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows of a band");
@@ -100,18 +124,33 @@ static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows o
 
 using Walk = GroupWalk<BM * CLUSTER, BM, BN, SWIZZLE>;
 
+// One float in or out of shared memory, kept in its place among the other volatile asm (the slot's waits, wgmmas
+// and arrives): not hoisted above the wait that makes it valid, not sunk below the arrive that frees it.
+__device__ __forceinline__ float lds_f32(uint32_t addr)
+{
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+    return v;
+}
+__device__ __forceinline__ void sts_f32(uint32_t addr, float v)
+{
+    asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,
               const TensorMap* __restrict__ map_d, ELEM_OUT* __restrict__ D, const float* __restrict__ SA,
               const float* __restrict__ SB, const int* __restrict__ groups, const int* __restrict__ counts,
-              const int* __restrict__ offsets, int G, int N, int K, int KB, int NB, int M)
+              const int* __restrict__ offsets, int G, int N, int K, int KB, int NB, int M,
+              const TensorMap* __restrict__ map_sa)
 {
     extern __shared__ uint8_t smem_raw[];
     // The swizzle repeats every 1024 bytes and TMA writes it relative to 1024-byte boundaries: align ourselves.
     const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
     const uint32_t pad = (1024 - (raw & 1023)) & 1023;
     const uint32_t sA = raw + pad, sB = sA + STAGES * A_STAGE, sC = sB + STAGES * B_STAGE;
-    const uint32_t bars = sC + CONSUMERS * C_STAGE;
+    // (TMA_SCALES: SA's slots after the staging, 1024-aligned; SB's floats after the barriers)
+    const uint32_t sSA = sC + CONSUMERS * C_STAGE, bars = sSA + SA_AREA, sSB = bars + 16 * STAGES;
     uint8_t* const stage_base = smem_raw + pad + (sC - sA);
     auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its tiles"
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer of the cluster is done with s"
@@ -132,6 +171,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             if (lane == 0) {
                 tma_acquire(map_a);
                 tma_acquire(map_b);
+                if (SCALES_BY_TMA) tma_acquire(map_sa);
             }
             const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
             uint32_t it = 0;
@@ -139,13 +179,22 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 const GroupTile tile = walk.tile(rank);
                 // This rank's share of B's tile (multicast to the cluster), rows group·N + n0 + ...
                 const int b_row = tile.group * N + tile.n0 + rank * B_BOXES * 64;
+                // TMA_SCALES: the tile's SB row (KB floats, one per slot). Its rows need not start on the 16 bytes
+                // a bulk copy or a tensor map asks for (KB is any count), so this lane reads each slot's value
+                // itself, before it waits for the slot to empty (the wait hides the load), and stores it into the
+                // slot's float before its arrive, whose release makes it visible to the consumers' acquiring wait.
+                const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
                 if (lane == 0) {
                     for (int t = 0; t < ktiles; ++t, ++it) {
                         const int s = it % STAGES, k0 = t * BK;
+                        const float b = SCALES_BY_TMA ? sb[t] : 0.f;
                         mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
-                        mbar_expect_bytes(full(s), A_STAGE + B_STAGE);  // all of both, B partly from the peer
+                        if (SCALES_BY_TMA) sts_f32(sSB + 4 * s, b);
+                        // all of A and B (B partly from the peer), and SA's 128 rows (zeros past M)
+                        mbar_expect_bytes(full(s), A_STAGE + B_STAGE + (SCALES_BY_TMA ? SA_SLOT : 0));
                         tma_load_2d(sA + s * A_STAGE, map_a, k0, tile.m0, full(s));
                         tma_load_2d(sA + s * A_STAGE + BOX, map_a, k0, tile.m0 + 64, full(s));
+                        if (SCALES_BY_TMA) tma_load_2d(sSA + s * SA_SLOT, map_sa, tile.m0 & ~3, t, full(s));
 #pragma unroll
                         for (int b = 0; b < B_BOXES; ++b)
                             tma_load_2d(sB + s * B_STAGE + (rank * B_BOXES + b) * BOX, map_b, k0, b_row + 64 * b,
@@ -182,8 +231,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         RingCursor<STAGES, (A_STAGE >> 4), (B_STAGE >> 4)> ring(smem_desc(sA + wg * BOX), smem_desc(sB));
         constexpr uint32_t KSTEP = 32 >> 4;
         bool ready = false;
-        // Wait for slot `it`, then issue its four wgmmas (the first overwriting acc where `fresh`).
-        auto issue = [&](uint32_t it, bool fresh) {
+        // Wait for slot `it`, then issue its four wgmmas into d (the first overwriting it where `fresh`).
+        auto issue = [&](uint32_t it, bool fresh, float (&d)[BN / 2]) {
 #if CARRY
             const int s = ring.slot;
             const uint64_t da = ring.desc_a, db = ring.desc_b;
@@ -197,7 +246,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             wgmma_fence();
 #pragma unroll
             for (int j = 0; j < KSTEPS; ++j)
-                wgmma_ss<ELEM, BN>(acc[0], da + j * KSTEP, db + j * KSTEP, !(fresh && j == 0));
+                wgmma_ss<ELEM, BN>(d, da + j * KSTEP, db + j * KSTEP, !(fresh && j == 0));
             wgmma_commit();
             if (PEEK) ready = mbar_test(full(ring.slot), ring.phase);
         };
@@ -241,7 +290,94 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         for (uint32_t it = 0; walk.locate(); walk.next()) {
             const GroupTile tile = walk.tile(rank);
             const int m0 = tile.m0 + 64 * wg, valid = tile.valid - 64 * wg;  // this warpgroup's rows
-            if constexpr (FP8) {
+            if constexpr (SCALES_BY_TMA) {
+                // The slot's scales arrive with it: after the wait (in issue) this warpgroup's rows' SA and the
+                // tile's SB are read from the slot's shared memory while the wgmmas run, before the slot is freed.
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+                // rows row and row + 8 of SA's slot, whose box starts (m0 & 3) rows before the tile's first
+                const uint32_t my_sa = sSA + 4 * ((tile.m0 & 3) + 64 * wg + row);
+                auto slot = [&]() {
+#if CARRY
+                    const int s = ring.slot;  // it % STAGES, carried (issue moves the ring on)
+#else
+                    const int s = it % STAGES;
+#endif
+                    issue(it, true, acc[0]);  // the slot's 128 k summed from zero ...
+                    const float a0 = lds_f32(my_sa + s * SA_SLOT), a1 = lds_f32(my_sa + s * SA_SLOT + 32);
+                    const float b = lds_f32(sSB + 4 * s);
+                    const float s0 = a0 * b, s1 = a1 * b;
+                    wgmma_hold<0>(acc);
+                    release(s);
+                    ++it;
+#pragma unroll
+                    for (int v = 0; v < BN / 2; ++v)  // ... and added in at its scales (rows row, row + 8)
+                        total[v] += acc[0][v] * ((v >> 1) & 1 ? s1 : s0);
+                };
+#if ACCS == 2
+                // Two accumulator sets: slot t + 1's wgmmas go into the other set before slot t's are waited for,
+                // so the tensor cores have work queued while this warpgroup scales and adds slot t's sums (with
+                // one set, they idle from the wait until the next slot's issue unless the other warpgroup's fill
+                // the gap). 64 registers more a thread.
+                float other[1][BN / 2];
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) other[0][v] = 0.f;
+                auto now = [&]() {
+#if CARRY
+                    return (int)ring.slot;
+#else
+                    return (int)(it % STAGES);
+#endif
+                };
+                // Slot `held`'s sums in a, once waited for (`PENDING` commit groups left in flight): scaled by its
+                // scales, added in, the slot freed and a zeroed for its next slot (the wgmmas accumulate into it:
+                // issued afresh, scale-d = 0, ptxas takes the set's registers for temporaries and then serialises
+                // every wgmma, C7514, where a wait leaves the other set in flight).
+                int held = now(), t = 0;
+                auto promote = [&](auto pending, float (&a)[1][BN / 2]) {
+                    const float a0 = lds_f32(my_sa + held * SA_SLOT), a1 = lds_f32(my_sa + held * SA_SLOT + 32);
+                    const float b = lds_f32(sSB + 4 * held);
+                    const float s0 = a0 * b, s1 = a1 * b;
+                    wgmma_hold<decltype(pending)::value>(a);
+                    release(held);
+#pragma unroll
+                    for (int v = 0; v < BN / 2; ++v) {
+                        total[v] += a[0][v] * ((v >> 1) & 1 ? s1 : s0);
+                        a[0][v] = 0.f;
+                    }
+                };
+                // Slot t + 1 into cur while slot t (in prev) is promoted; false after the tile's last slot, which
+                // cur then holds.
+                auto step = [&](float (&cur)[1][BN / 2], float (&prev)[1][BN / 2]) {
+                    const int next = now();
+                    issue(it, false, cur[0]);
+                    ++it;
+                    promote(std::integral_constant<int, 1>(), prev);
+                    held = next;
+                    if (++t + 1 < ktiles) return true;
+                    promote(std::integral_constant<int, 0>(), cur);
+                    return false;
+                };
+                issue(it, false, acc[0]);
+                ++it;
+                if (ktiles == 1)
+                    promote(std::integral_constant<int, 0>(), acc);
+                else
+                    while (step(other, acc) && step(acc, other)) {
+                    }
+#else
+                // Two slots an iteration, as the register-read loop below: so unrolled, nvcc 13 keeps the ring's
+                // descriptors in uniform registers (one slot an iteration, its SASS moved them there by 4 R2UR a
+                // slot, between the full barrier's answer and the first wgmma: tools/sass_loops.py).
+#pragma unroll 1
+                for (int t = 0; t < ktiles; t += 2) {
+                    slot();
+                    if (t + 1 < ktiles) slot();
+                }
+#endif
+#pragma unroll
+                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(total[v], total[v + 1], (ELEM_OUT*)nullptr);
+            } else if constexpr (FP8) {
                 // The thread's two rows' scales (SA's rows; none for a row that is not the group's, never stored,
                 // whose scale row may lie past SA), and the tile's column block's (SB).
                 const float* const sa0 = SA + (row < valid ? m0 + row : 0);
@@ -268,7 +404,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 auto step = [&](Scales& s, int t) {
                     const float s0 = s.a0 * s.b, s1 = s.a1 * s.b;  // 1 with per-tensor scales (applied at the end)
                     read(s, t + 2);
-                    issue(it, true);  // the slot's 128 k summed from zero ...
+                    issue(it, true, acc[0]);  // the slot's 128 k summed from zero ...
                     wgmma_hold<0>(acc);
                     release(it % STAGES);
                     ++it;
@@ -289,7 +425,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             } else {
 #pragma unroll 1
                 for (int t = 0; t < ktiles; ++t, ++it) {
-                    issue(it, t == 0);
+                    issue(it, t == 0, acc[0]);
                     // One slot's wgmmas stay in flight while the next slot's are issued: wait for the one before.
                     wgmma_wait<1>();
                     if (t > 0) release((it - 1) % STAGES);
