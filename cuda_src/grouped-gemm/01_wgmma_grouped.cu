@@ -105,7 +105,8 @@ constexpr int ROUNDS = (C_BOXES + 1) / 2;
 // copy faults with a misaligned address) and SB's one value for the tile (a float a slot, after the barriers)
 constexpr bool SCALES_BY_TMA = BLOCK_SCALES && TMA_SCALES;
 constexpr int SA_ROWS = BM + 4;
-constexpr int SA_SLOT = (SA_ROWS * 4 + 127) / 128 * 128;
+constexpr int SA_BOX = SA_ROWS * 4;                   // the bytes the copy brings (and the slot's barrier awaits)
+constexpr int SA_SLOT = (SA_BOX + 127) / 128 * 128;  // the area it lands in
 constexpr int SA_AREA = SCALES_BY_TMA ? STAGES * SA_SLOT : 0;
 constexpr int PRODUCER_REGS = 40;              // setmaxnreg, as 10: the producer's registers go to the consumers
 constexpr int CONSUMER_REGS = 232;
@@ -190,8 +191,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                         const float b = SCALES_BY_TMA ? sb[t] : 0.f;
                         mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
                         if (SCALES_BY_TMA) sts_f32(sSB + 4 * s, b);
-                        // all of A and B (B partly from the peer), and SA's 128 rows (zeros past M)
-                        mbar_expect_bytes(full(s), A_STAGE + B_STAGE + (SCALES_BY_TMA ? SA_SLOT : 0));
+                        // all of A and B (B partly from the peer), and SA's box of 132 rows (zeros past M)
+                        mbar_expect_bytes(full(s), A_STAGE + B_STAGE + (SCALES_BY_TMA ? SA_BOX : 0));
                         tma_load_2d(sA + s * A_STAGE, map_a, k0, tile.m0, full(s));
                         tma_load_2d(sA + s * A_STAGE + BOX, map_a, k0, tile.m0 + 64, full(s));
                         if (SCALES_BY_TMA) tma_load_2d(sSA + s * SA_SLOT, map_sa, tile.m0 & ~3, t, full(s));
