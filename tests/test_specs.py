@@ -528,10 +528,11 @@ def test_builtin_fp8_grouped_maps_its_block_scales_in_the_block_layouts_only():
                           ("masked", False)):
         shape = GroupedShape((300, 0, 1000), 4096, 1000, dtype=DType.FP8, layout=layout)
         assert m.present(shape) == built
-        if built:  # SA [KB, M] as a matrix, a box of 128 rows' scales for one K block, plain rows
+        if built:  # SA [KB, M] as a matrix, plain rows; a box of 132 rows' scales for one K block (a tile's 128
+            # from its first row rounded down to 4: the copy engine starts a box's innermost dimension on 16 bytes)
             values = {**shape.dims(), **config}
             assert m.applies(values) and m.swizzle_bytes(values) == 0
-            assert m.resolve(values, shape) == ((8, shape.rows), (1, 128)) and m.unfit(values, shape) is None
+            assert m.resolve(values, shape) == ((8, shape.rows), (1, 132)) and m.unfit(values, shape) is None
     assert not m.applies({**GroupedShape((128,), 256, 256).dims(), **config, "TMA_SCALES": 0})
 
 

@@ -331,9 +331,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
 #endif
                 };
                 // Slot `held`'s sums in a, once waited for (`PENDING` commit groups left in flight): scaled by its
-                // scales, added in, the slot freed and a zeroed for its next slot (the wgmmas accumulate into it:
-                // issued afresh, scale-d = 0, ptxas takes the set's registers for temporaries and then serialises
-                // every wgmma, C7514, where a wait leaves the other set in flight).
+                // scales, added in, the slot freed and a zeroed for its next slot, whose wgmmas accumulate into it.
                 int held = now(), t = 0;
                 auto promote = [&](auto pending, float (&a)[1][BN / 2]) {
                     const float a0 = lds_f32(my_sa + held * SA_SLOT), a1 = lds_f32(my_sa + held * SA_SLOT + 32);
@@ -348,7 +346,9 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                     }
                 };
                 // Slot t + 1 into cur while slot t (in prev) is promoted; false after the tile's last slot, which
-                // cur then holds.
+                // cur then holds. The wait's depth goes with the issue in one branch: with the issue and the wait
+                // in two branches on the same condition, ptxas could not tell which set a wait left in flight and
+                // serialised every wgmma (C7514).
                 auto step = [&](float (&cur)[1][BN / 2], float (&prev)[1][BN / 2]) {
                     const int next = now();
                     issue(it, false, cur[0]);
