@@ -48,6 +48,18 @@ def isolated(session_home, kernel_cache, tmp_path_factory, monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def gpu_hang_guard(request):
+    """A test with the gpu marker may not hang its worker: tests/gpu_hang_guard.py."""
+    if request.node.get_closest_marker("gpu") is None:
+        yield
+        return
+    from gpu_hang_guard import guarded
+
+    with guarded(request.config):
+        yield
+
+
 @pytest.fixture(scope="session")
 def cuda():
     """The CUDA backend, or a skip where this machine has no GPU stack (tests using it carry the gpu marker)."""
