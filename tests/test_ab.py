@@ -16,6 +16,7 @@ from gpubench.core.exit_codes import Exit
 from gpubench.execution.paired import order
 from gpubench.ops.gemm import GemmShape
 from gpubench.results import Point, Status
+from gpubench.results.neighbours import GpuNeighbours, Neighbour
 from gpubench.usecases.ab import ABOutcome, decided
 
 FAST = "import numpy as np\n\ndef mm(A, B, C, M, N, K):\n    np.matmul(A, B, out=C)\n"
@@ -260,3 +261,34 @@ def test_a_side_that_fails_its_check_ends_the_rounds_after_one():
     o, _ = card_rounds(Card(), b_writes=False)
     assert len(o.points) == 2 and o.points[1].status == Status.FAIL  # one round's points, then no more
     assert o.verdict is None and o.exit_code == Exit.FAILED and o.problem.startswith("B: numpy fail")
+
+
+class CompanyWatch:
+    """A watch that sees one other process at the start and another at the end (NVML's view, faked)."""
+
+    def start(self, executor):
+        return GpuNeighbours(start=(Neighbour(4242, "python burn.py", 512),))
+
+    def end(self, executor, record):
+        return record.ended((Neighbour(4343, "python other.py"),))
+
+
+def test_other_processes_on_the_gpu_during_the_rounds_are_named_in_text_and_json(sources, monkeypatch):
+    """ab looks for other processes before its rounds and after them, as a run does, and says so in one line;
+    the JSON keeps the record."""
+    from gpubench.usecases import ab as ab_module
+
+    monkeypatch.setattr(ab_module.neighbours, "watch_for", lambda backend, info: CompanyWatch())
+    args = ("--kernel", f"a={sources}/fast.py:mm", "--kernel", f"b={sources}/fast.py:mm", *CPU, "--threshold", "0.5",
+            "--rounds", "4")
+    text = invoke(*args)
+    assert "2 other processes were computing on this GPU during the run (pids 4242 (python burn.py), 4343 " \
+           "(python other.py); seen at its start and end)" in text.output, text.output
+    data = json.loads(invoke(*args, "--format", "json").output)
+    assert [p["pid"] for p in data["gpu_neighbours"]["start"]] == [4242] and data["gpu_neighbours"]["checked"]
+
+
+def test_an_ab_alone_on_its_gpu_says_nothing_of_company(sources):
+    r = invoke("--kernel", f"a={sources}/fast.py:mm", "--kernel", f"b={sources}/fast.py:mm", *CPU, "--rounds", "4",
+               "--format", "json")
+    assert json.loads(r.output)["gpu_neighbours"] is None  # the CPU backend: no GPU to look at

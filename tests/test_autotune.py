@@ -84,3 +84,32 @@ def test_tune_without_the_gpu_stack_says_so_before_starting_a_worker(monkeypatch
     assert r.exit_code == 2 and r.output == ("gpubench: error: PyCUDA is not installed: pip install 'gpubench[gpu]' "
                                              "(`gpubench tune` searches on an NVIDIA GPU; it has no CPU backend)\n"), \
         r.output
+
+
+def test_tune_records_other_processes_on_the_gpu_with_each_winner(tmp_path, monkeypatch):
+    """A winner picked while another process computed on the GPU is saved with that record, and tune says so."""
+    from gpubench.results.neighbours import GpuNeighbours, Neighbour
+
+    class Watch:
+        def start(self, executor):
+            return GpuNeighbours(start=(Neighbour(4242, "python burn.py", 512),))
+
+        def end(self, executor, record):
+            return record.ended(())
+
+    monkeypatch.setattr(tune, "watch_for", lambda backend, info: Watch())
+    (tmp_path / "k.py").write_text("import numpy as np\ndef mm(A, B, C, M, N, K, T):\n    np.matmul(A, B, out=C)\n")
+    (variant,) = files.parse_specs({"variant": [{
+        "name": "mm", "op": "gemm", "source": "k.py", "kernel": "mm", "args": ["A", "B", "C", "M", "N", "K"],
+        "configs": [{"T": 1}], "label": "t{T}", "search": {"T": [1, 2]}}]}, "gpubench.toml", tmp_path)
+    lines = []
+
+    class Out:
+        def print(self, text):
+            lines.append(text)
+
+    path = tune.run(variant, [GemmShape(24, 20, 16)], tune.Search(candidates=2, refine=0), seed=0, timeout_s=60,
+                    tuned_dir=tmp_path, out=Out())
+    entry = json.loads(path.read_text())["entries"][0]
+    assert entry["gpu_neighbours"]["start"] == [{"pid": 4242, "name": "python burn.py", "used_mib": 512}]
+    assert any("1 other process was computing on this GPU" in line and "4242" in line for line in lines), lines

@@ -211,3 +211,13 @@ def test_command_line_reads_this_machines_processes():
 
     assert "pytest" in neighbours.command_line(os.getpid()) or "python" in neighbours.command_line(os.getpid())
     assert neighbours.command_line(2**31 - 2) is None
+
+
+def test_a_watch_is_made_for_cuda_runs_only_and_says_why_without_a_gpu_id():
+    """`run`, `ab` and `tune` take their watch here: none on the CPU backend; on CUDA one that records why it
+    cannot look where the worker named no GPU."""
+    from gpubench.core.backend_kind import BackendKind
+
+    assert neighbours.watch_for(BackendKind.CPU, {"pci_bus_id": "00000000:19:00.0"}) is None
+    watch = neighbours.watch_for(BackendKind.CUDA, {})
+    assert isinstance(watch, Watch) and watch.start(object()).unchecked == "the worker did not say which GPU it runs on"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.results.neighbours import GpuNeighbours, Neighbour, short_name
 
 UNSET = 2**63  # NVML's "not available" memory value (all ones), as older nvidia-ml-py passes it on
@@ -150,3 +151,9 @@ class Watch:
             return short_name(_text(self.nvml.nvmlSystemGetProcessName(pid)))
         except Exception:  # noqa: BLE001 - a name is a courtesy
             return None
+
+
+def watch_for(backend, info: dict) -> Watch | None:
+    """The watch on the GPU a started executor reports (`info`, its first worker's), or None off the CUDA backend:
+    what `run`, `ab` and `tune` look through."""
+    return Watch(info.get("pci_bus_id")) if backend == BackendKind.CUDA else None

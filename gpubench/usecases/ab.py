@@ -24,6 +24,7 @@ from pathlib import Path
 from gpubench.analysis.compare import Verdict, verdict
 from gpubench.core.errors import GpubenchError
 from gpubench.core.exit_codes import Exit
+from gpubench.execution import neighbours
 from gpubench.execution.executors import open_executor
 from gpubench.execution.paired import PairedTask, order
 from gpubench.execution.tasks import PointTask
@@ -32,6 +33,7 @@ from gpubench.measure.timing import TimingPolicy
 from gpubench import ops
 from gpubench.planning import plan
 from gpubench.results import Point, Status
+from gpubench.results.neighbours import GpuNeighbours
 from gpubench.specs.variant import Variant
 from gpubench.usecases.session import precompile
 
@@ -73,6 +75,7 @@ class ABOutcome:
     result: PairedRatio | None = None
     verdict: Verdict | None = None
     problem: str = ""  # why there is no verdict (a side failed, skipped, or too few rounds)
+    company: GpuNeighbours | None = None  # the other processes on its GPU at its start and end (CUDA only)
 
     @property
     def rounds(self) -> list[tuple[Point, Point]]:
@@ -293,7 +296,10 @@ def run_ab(request: ABRequest) -> ABOutcome:
             outcome.device = str(info.get("device", "?"))
             precompile([task], info.get("arch"))
             worker.check(named)
+            watch = neighbours.watch_for(request.backend, info)
+            company = watch.start(worker) if watch else None  # before the rounds, as a run looks before its points
             worker.run(task, outcome.points.append)
+            outcome.company = watch.end(worker, company) if watch else None
     return decided(outcome)
 
 

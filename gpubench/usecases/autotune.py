@@ -22,7 +22,9 @@ from gpubench.core import environment
 from gpubench.views.tables import escape
 from gpubench.core.errors import GpubenchError
 from gpubench.execution.executors import open_executor
+from gpubench.execution.neighbours import watch_for
 from gpubench.results import Status
+from gpubench.results.neighbours import KEY, warning
 from gpubench.execution.tasks import PointTask, ShapeTask
 from gpubench.measure.timing import TimingPolicy
 from gpubench.specs.tuned import Tuned
@@ -147,11 +149,20 @@ def run(variant: Variant, shapes: list, search_for: Search, seed: int, timeout_s
             raise GpubenchError(f"tuning spreads one search over GPUs of one model; these differ: {', '.join(models)}")
         store = Tuned(info["device"], tuned_dir)
         path = None
+        watch = watch_for(variant.backend, info)
         for i, shape in enumerate(shapes):
+            # Other processes on the GPU, looked for before and after each shape's search: a winner picked while
+            # another process computed may not be the winner on a quiet GPU.
+            company = watch.start(executor) if watch else None
             (ms, winner), ranked = search(executor, variant, shape, seed + i, configs, search_for.refine,
                                           info.get("arch"),
                                           report, shares)
-            path = store.save(variant.name, shape, winner, {
-                "ms": ms, "gflops": shape.flops / ms / 1e6, "tried": len(ranked),
-                "runner_up": [c.label for _, c in ranked[1:4]], "gpubench_commit": environment.git_commit()})
+            record = {"ms": ms, "gflops": shape.flops / ms / 1e6, "tried": len(ranked),
+                      "runner_up": [c.label for _, c in ranked[1:4]], "gpubench_commit": environment.git_commit()}
+            if watch:
+                company = watch.end(executor, company)
+                record[KEY] = company.as_dict()
+                if line := warning(company):
+                    out.print(f"[yellow]{escape(f'{shape.label}: {line}')}[/]")
+            path = store.save(variant.name, shape, winner, record)
     return path

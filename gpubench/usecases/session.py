@@ -278,7 +278,7 @@ def _run_sweeps(request: RunRequest, display: Display, claims: ExitStack) -> Run
             precompile(work, info.get("arch"))
         worker.check(variants)  # a project's Python functions imported and their signatures checked: exit 2 before
         # any point (gpubench/core/user_code.py)
-        watch = neighbours.Watch(info.get("pci_bus_id")) if request.backend == BackendKind.CUDA else None
+        watch = neighbours.watch_for(request.backend, info)
         company = watch.start(worker) if watch else None  # other processes on the GPU, before any plan search
         early: list[Point] = []  # points whose first call faulted, hung or killed the worker: recorded already
         # ... and each one's first call made (Triton's JIT: exit 2 if it does not compile), and cuDNN's plan searches

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from gpubench.analysis.compare import Verdict
+from gpubench.results import neighbours
 
 
 def _us(ms: float | None) -> str:
@@ -49,6 +50,8 @@ def lines(o) -> list[str]:
     if k is not None:
         out.append(f"  by CUPTI's kernel times ({k.n} rounds): median B/A {k.median:.4f} ({_pct(k.median)}), interval "
                    f"{k.low:.4f}-{k.high:.4f}, p = {k.p_value:.2g} (beside the events' verdict)")
+    if company := neighbours.warning(o.company):
+        out.append(f"  {company}")
     if o.verdict is not None:
         why = "" if r is None or r.enough else f" (fewer than the rounds a {100 * o.level:.0f}% interval needs)"
         out.append(f"verdict: B is {o.verdict} than A at ±{100 * o.threshold:.2g}%{why}"
@@ -84,7 +87,7 @@ def as_json(o) -> str:
             "rounds": [_round(first, a, b, ratio) for first, (a, b), ratio in zip(o.orders, o.rounds, o.ratios)],
             "kernel_ratios": o.kernel_ratios, "kernel_test": o.kernel_result.as_dict() if o.kernel_result else None,
             "verdict": str(o.verdict) if o.verdict is not None else None, "problem_text": o.problem or None,
-            "exit_code": int(o.exit_code)}
+            "exit_code": int(o.exit_code), "gpu_neighbours": o.company.as_dict() if o.company else None}
     return json.dumps(data, indent=1)
 
 
