@@ -2,6 +2,7 @@
 `gpu_neighbours`, gpubench/execution/neighbours.py), at its start and its end, leaves out its own worker processes,
 and says so on stderr. Needs a GPU with CuPy; this test's own process opens no CUDA context."""
 
+import json
 import os
 import subprocess
 import sys
@@ -66,3 +67,17 @@ def test_a_run_beside_a_busy_process_names_it_and_not_its_own_workers(busy, tmp_
     err = " ".join(done.stderr.split())
     assert "computing on this GPU during the run" in err and str(busy.pid) in err, done.stderr
     print(neighbours.warning(record))
+
+
+def test_an_ab_beside_a_busy_process_names_it_in_its_json(busy, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "gpubench", "ab", "cublas", "cublas", "--size", "512", "--rounds",
+                           "4", "--reps", "5", "--format", "json"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=540)
+    assert busy.poll() is None, "the busy process ended before the A/B did"
+    # any verdict (an A/A beside a busy process may even read "slower"), but an answer, not a usage error or a crash
+    assert done.returncode in (0, 1, 3), done.stderr
+    record = neighbours.GpuNeighbours.from_dict(json.loads(done.stdout)["gpu_neighbours"])
+    if not record.checked:
+        pytest.skip(f"this machine could not be checked: {record.unchecked}")
+    assert busy.pid in {n.pid for n in record.start} | {n.pid for n in record.end}, record
