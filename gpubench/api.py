@@ -314,7 +314,7 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
               backend: str = "cuda", output: str | Path | None = None, force: bool = False, seed: int = 0,
               dtypes: str | None = None, layouts: str | None = None, reps: int = 50, warmup: int = 3,
               budget: float = 1.0,
-              timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None, gpus: str | None = None,
+              timeout: float | None = None, config: str | None = None, gpus: str | None = None,
               pace: str = plan.DEFAULTS.timing.pace, settle: float | None = None,
               cooldown: float = plan.DEFAULTS.timing.cooldown_s, processes: int = 1, clock: str | None = None,
               graph: int | None = None, display=None) -> RunOutcome:
@@ -344,7 +344,7 @@ def run_sweep(op: str, *, sizes: Sequence[int] = (), mnk: Sequence[tuple[int, in
 
 @_keyword_advice
 def run_suite(suite: str, *, backend: str = "cuda", output: str | Path | None = None, force: bool = False,
-              seed: int = 0, tf32: bool = False, timeout: float = plan.DEFAULTS.timeout_s, config: str | None = None,
+              seed: int = 0, tf32: bool = False, timeout: float | None = None, config: str | None = None,
               gpus: str | None = None, pace: str | None = None, processes: int | None = None,
               clock: str | None = None, graph: int | None = None, display=None) -> RunOutcome:
     """`gpubench run SUITE` as a function (a shipped suite's name or a TOML file); `pace`, `processes`, `clock` and

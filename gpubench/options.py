@@ -101,8 +101,9 @@ RUNNING = [
     click.option("--backend", type=click.Choice([k.value for k in BackendKind]), default=None, help=BACKEND_HELP),
     click.option("--seed", default=DEFAULTS.seed, show_default=True, type=int, help="Seed for the random inputs."),
     click.option("--tf32", is_flag=True, help="The old name of --dtype tf32: FP32 storage, TF32 tensor-core math."),
-    click.option("--timeout", default=DEFAULTS.timeout_s, show_default=True, type=float,
-                 help="Seconds a point may take before the watchdog ends it (recorded as timed out)."),
+    click.option("--timeout", default=None, type=float,
+                 help="Seconds a point may take before the watchdog ends it (recorded as timed out) "
+                      f"[default: {DEFAULTS.timeout_s:g}, or the suite's]."),
     CONFIG,
 ]
 

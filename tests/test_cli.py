@@ -240,6 +240,18 @@ def test_a_crash_and_a_hang_are_recorded_and_every_other_point_completes(my_proj
     assert "worker died" in r.output and "TIMEOUT gemm hang" in r.output
 
 
+def test_a_suites_timeout_ends_a_hung_point_and_the_command_lines_wins(my_project):
+    (my_project / "hangs.toml").write_text('timeout = 1\n[[sweep]]\nop = "gemm"\nvariants = ["hang"]\n'
+                                           'sizes = [24]\n')
+    started = time.monotonic()
+    r = invoke("run", str(my_project / "hangs.toml"), "--backend", "cpu", "-o", "r.json")
+    assert r.exit_code == 1 and time.monotonic() - started < 60, r.output
+    run = results.load("r.json")
+    assert [p.status for p in run.points] == ["timeout"] and run.settings["timeout_s"] == 1
+    r = invoke("run", str(my_project / "hangs.toml"), "--backend", "cpu", "--timeout", "2", "-o", "r2.json")
+    assert results.load("r2.json").settings["timeout_s"] == 2
+
+
 def test_the_lab_kernel_flag_needs_no_file(tmp_path):
     (tmp_path / "mine.py").write_text("import numpy as np\ndef mm(a, b, c, m, n, k):\n    np.matmul(a, b, out=c)\n")
     from gpubench.specs import files

@@ -99,6 +99,9 @@ def write(tmp_path, text):
      "wgmma-tma has no configuration '9x9'; allowed are '"),
     ('[defaults]\nplaces = 0\n[[sweep]]\nop = "gemm"\nsizes = [64]', "places is how many sets of its buffers"),
     ('[[sweep]]\nop = "gemm"\nsizes = [64]\nplaces = 1.5', "places must be an integer"),
+    ('timeout = 0\n[[sweep]]\nop = "gemm"\nsizes = [64]', "timeout: must be a number of seconds over 0"),
+    ('timeout = "30"\n[[sweep]]\nop = "gemm"\nsizes = [64]', "timeout: must be a number of seconds"),
+    ('timeout = true\n[[sweep]]\nop = "gemm"\nsizes = [64]', "timeout: must be a number of seconds"),
     ("a = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("[[sweep]]\nop = 'gemm'\nsizes = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
 ])
@@ -257,3 +260,10 @@ def test_a_sweep_runs_only_the_configurations_its_configs_table_lists(tmp_path):
 
 
 WGMMA = '[[sweep]]\nop = "gemm"\nvariants = ["cublas", "wgmma-tma"]\nsizes = [256]\ndtypes = ["bf16"]\nlayouts = ["nt"]\n'
+
+
+def test_a_suite_may_set_the_watchdog_and_otherwise_leaves_it_to_the_default(tmp_path):
+    """A suite of kernels under development can give its points a short watchdog (a hung kernel then costs seconds,
+    not the default's 300); the command line's --timeout still wins (tests/test_cli.py)."""
+    assert suites.load(write(tmp_path, 'timeout = 12.5\n[[sweep]]\nop = "gemm"\nsizes = [64]')).timeout_s == 12.5
+    assert suites.load(write(tmp_path, '[[sweep]]\nop = "gemm"\nsizes = [64]')).timeout_s is None

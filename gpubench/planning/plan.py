@@ -224,8 +224,12 @@ def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple
 # --- what every run asks, checked -------------------------------------------------------------------------------
 
 
-def check_timeout(value: float) -> float:
-    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+def check_timeout(value: float | None, fallback: float | None = None) -> float:
+    """The watchdog's seconds a point: the command line's, else (None) the suite's `fallback`, else the default."""
+    if value is None:
+        value = DEFAULTS.timeout_s if fallback is None else fallback
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value <= MAX_TIMEOUT_S:
         raise GpubenchError(f"--timeout must be a number of seconds over 0 and at most {MAX_TIMEOUT_S} (a week), got {value}")
     return value
 

@@ -104,7 +104,7 @@ class RunSettings:
     backend: str = BackendKind.CUDA
     seed: int = DEFAULTS.seed
     tf32: bool = False
-    timeout: float = DEFAULTS.timeout_s
+    timeout: float | None = None  # None: the suite's `timeout`, else the default
     config: str | None = None
 
 

@@ -2,6 +2,7 @@
 
     name = "quick"
     description = "about a minute"
+    timeout = 30            # seconds a point may take before the watchdog ends it (--timeout overrides)
     [defaults]              # timing for every sweep: warmup, reps, budget, max_noise, max_time, flush,
                             # decide (a threshold, 0 = off), discard_throttled,
                             # pace ("idle", the default, or "sustained"), settle (seconds, for sustained),
@@ -51,7 +52,7 @@ TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "de
                "settle", "cooldown", "preheat", "places", "processes", "clock", "graph"}
 PRECISION_KEYS = {"dtypes", "layouts"}
 SWEEP_KEYS = {"name", "op", "variants", "configs", "block_sizes", *TIMING_KEYS, *PRECISION_KEYS}  # and the op's own params
-TOP_KEYS = {"name", "description", "tf32", "defaults", "sweep"}
+TOP_KEYS = {"name", "description", "tf32", "timeout", "defaults", "sweep"}
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Suite:
     description: str
     tf32: bool
     sweeps: list[Sweep]
+    timeout_s: float | None = None  # the watchdog's seconds a point, where the suite sets it
 
 
 def suites_dir() -> Path:
@@ -222,6 +224,12 @@ def load(name: str | Path, backend: str = BackendKind.CUDA, catalog: Catalog | N
             raise GpubenchError(f"suite {path}: {key} must be a {kind.__name__}, got {data[key]!r:.60}")
     if "name" in data:
         plan.check_name(data["name"], f"suite {path}: name")
+    timeout = data.get("timeout")
+    if timeout is not None:
+        try:
+            timeout = plan.check_timeout(timeout)
+        except GpubenchError as e:
+            raise GpubenchError(f"suite {path}: timeout: {str(e).removeprefix('--timeout ')}") from None
     try:
         base = {k: defaults[k] for k in TIMING_KEYS if k in defaults}
         _timing(defaults, {}, "defaults", backend)  # checked here, so a bad default is named as one
@@ -231,7 +239,7 @@ def load(name: str | Path, backend: str = BackendKind.CUDA, catalog: Catalog | N
         raise GpubenchError(f"suite {path}: {e}") from None
     _each_point_once(expanded, path)
     return Suite(str(data.get("name", path.stem)), str(data.get("description", "")), bool(data.get("tf32", False)),
-                 expanded)
+                 expanded, timeout)
 
 
 def _each_point_once(sweeps: list[Sweep], path: Path) -> None:

@@ -75,10 +75,11 @@ def _catalog(project: Project):
 
 
 def _request(sweeps: list, label: str, settings: Settings, proj: Project,
-             profile: Profiling = Profiling.OFF) -> RunRequest:
+             profile: Profiling = Profiling.OFF, timeout_s: float | None = None) -> RunRequest:
+    """The run of these sweeps; `timeout_s`: a suite's own watchdog, where the command line gives none."""
     run, out = settings.run, settings.output
     return RunRequest(sweeps, label, run.backend, plan.check_seed(run.seed), out.output, out.force,
-                      plan.check_timeout(run.timeout), proj, spread=settings.spread, profile=profile)
+                      plan.check_timeout(run.timeout, timeout_s), proj, spread=settings.spread, profile=profile)
 
 
 def run_op(op: str, shapes: list, selection: Selection, settings: Settings, display: Display,
@@ -159,7 +160,8 @@ def run_suite(suite: str, settings: Settings, display: Display, profile: Profili
         sw.policy = settings.timing.over(sw.policy)
     settings.timing.check_settle([sw.policy for sw in s.sweeps])
     plan.check_graph(settings.run.backend, [sw.policy for sw in s.sweeps])
-    return _noted(run_sweeps(_request(s.sweeps, s.name, settings, proj, profile), display), note, profile)
+    return _noted(run_sweeps(_request(s.sweeps, s.name, settings, proj, profile, s.timeout_s), display), note,
+                  profile)
 
 
 @dataclass(frozen=True)

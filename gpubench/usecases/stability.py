@@ -39,7 +39,7 @@ class StabilityRequest:
     backend: str = "cuda"
     seed: int = 0
     tf32: bool = False
-    timeout: float = plan.DEFAULTS.timeout_s
+    timeout: float | None = None  # None: the suite's, else the default
     config: str | None = None
     output: str | None = None
     force: bool = False
