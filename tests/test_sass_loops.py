@@ -65,10 +65,17 @@ SASS = listing(
 def test_the_consumer_and_producer_loops_are_found_and_counted():
     counts = sass_loops.describe(SASS)
     assert counts["consumer"] == {"loop": 9, "from wait": 8, "answer to HGMMA": 3, "R2UR": 2, "IMAD": 1,
-                                  "divisions": 1, "wgmma": 2}
+                                  "divisions": 1, "wgmma": 2, "LDG": 0}
     assert counts["producer"] == {"loop": 6, "from wait": 5, "answer to UTMALDG": 1, "R2UR": 0, "IMAD": 1,
-                                  "divisions": 1, "wgmma": 0}
+                                  "divisions": 1, "wgmma": 0, "LDG": 0}
     assert counts["kernel"] == 23
+
+
+def test_an_fp8_consumer_loop_is_found_by_its_qgmma_and_its_global_loads_counted():
+    fp8 = SASS.replace("HGMMA.64x128x16.F32", "QGMMA.64x128x32.F32.E4M3.E4M3").replace(
+        "UIADD3 UR6, UR5, 0x2, URZ", "LDG.E.CONSTANT R5, desc[UR16][R6.64]")
+    counts = sass_loops.describe(fp8)["consumer"]
+    assert counts["wgmma"] == 2 and counts["LDG"] == 1 and counts["answer to QGMMA"] == 3
 
 
 def test_a_retry_block_past_the_exit_is_not_a_loop():

@@ -502,6 +502,39 @@ def test_a_tensor_map_with_a_condition_is_built_only_where_it_holds(tmp_path):
     assert always.when is None and always.applies({"M": 1, "K": 1, "BM": 1})
 
 
+def test_a_tensor_map_limited_to_some_layouts_is_present_only_for_their_problems(tmp_path):
+    only_tn = {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "layouts": ["tn"]}}
+    (v,) = _tma_spec(tmp_path, tensor_maps=only_tn, layouts=["nn", "tn"], layout_define="LAYOUT")
+    (m,) = v.code.kernels.tensor_maps
+    assert m.layouts == ("tn",)
+    assert m.present(GemmShape(256, 256, 256, layout=GemmLayout.TN))
+    nn = GemmShape(256, 256, 256, layout=GemmLayout.NN)
+    # absent in nn: not built there, so nothing about it is checked (a box too wide would be refused in tn)
+    assert not m.present(nn) and m.present()
+    wide = replace(m, box=(m.box[0], expr.parse("64")))
+    assert wide.unfit({**nn.dims(), "BM": 128}, nn) is None
+    tn = GemmShape(256, 256, 256, layout=GemmLayout.TN)
+    assert "128 bytes" in wide.unfit({**tn.dims(), "BM": 128}, tn)
+    (every,) = _tma_spec(tmp_path)[0].code.kernels.tensor_maps
+    assert every.layouts == () and every.present(nn)
+
+
+def test_builtin_fp8_grouped_maps_its_block_scales_in_the_block_layouts_only():
+    from gpubench.ops.grouped_gemm import GroupedShape
+    (m,) = [m for m in CATALOG.get("grouped-gemm", "cuda", "fp8-grouped").code.kernels.tensor_maps
+            if m.name == "map_sa"]
+    config = {"BN": 128, "STAGES": 5, "TMA_SCALES": 1}
+    for layout, built in (("contiguous-block", True), ("masked-block", True), ("contiguous", False),
+                          ("masked", False)):
+        shape = GroupedShape((300, 0, 1000), 4096, 1000, dtype=DType.FP8, layout=layout)
+        assert m.present(shape) == built
+        if built:  # SA [KB, M] as a matrix, a box of 128 rows' scales for one K block, plain rows
+            values = {**shape.dims(), **config}
+            assert m.applies(values) and m.swizzle_bytes(values) == 0
+            assert m.resolve(values, shape) == ((8, shape.rows), (1, 128)) and m.unfit(values, shape) is None
+    assert not m.applies({**GroupedShape((128,), 256, 256).dims(), **config, "TMA_SCALES": 0})
+
+
 def test_builtin_tma_conv_stores_through_map_y_only_where_rows_are_whole_16_byte_chunks():
     for name in ("tc-wgmma-tma", "tc-wgmma-halo"):
         maps = {m.name: m for m in CATALOG.get("conv", "cuda", name).code.kernels.tensor_maps}
@@ -551,7 +584,9 @@ def test_the_residual_map_is_built_only_where_the_problem_has_z_in_whole_16_byte
      "box 128 × 512 of 4-byte elements: rows must be 1 to 256 and cols a multiple of 4 up to 256 \\(TMA's limit "
      "without a swizzle"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "pad": 4}}},
-     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle, im2col, when\\)"),
+     "tensor_maps.map_a must be a table with array, box \\(and optionally shape, swizzle, im2col, when, layouts\\)"),
+    ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "layouts": ["tt"]}}},
+     "tensor_maps.map_a.layouts must be a list of the layouts nn, .*got \\['tt'\\]"),
     ({"tensor_maps": {"map_a": {"array": "A", "shape": ["M", "K"], "box": ["BM", "32"], "when": "K % 4 == Q"}}},
      "tensor_maps.map_a.when"),
     ({"args": ["A", "B", "C", "M", "N", "K"]}, "tensor map\\(s\\) map_a passed to no kernel"),

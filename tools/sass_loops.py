@@ -1,5 +1,5 @@
 """The SASS of a kernel configuration's main loops: its consumer loop (the innermost loop with a wgmma) and its
-producer loop (the innermost one with a TMA load and an mbarrier wait), counted from the listing nvdisasm gives.
+producer loop (the innermost one with a TMA load and an mbarrier wait), counted from the listing nvdisasm gives (HGMMA, fp8's QGMMA or int8's IGMMA the wgmma).
 
     python tools/sass_loops.py conv tc-wgmma-tma fp16 "BM=256,BN=128,STAGES=4,CLUSTER=1" [...] [--save DIR]
     python tools/sass_loops.py gemm wgmma-tma bf16:nn "BN=256,BK=64,STAGES=4,CLUSTER=2,SWIZZLE=8,UWG=1"
@@ -60,6 +60,9 @@ def loops(listing: str):
     return sorted(bodies, key=len)
 
 
+WGMMA = ("HGMMA", "QGMMA", "IGMMA")  # wgmma's opcodes: 16-bit, fp8 and int8 inputs
+
+
 def count(body, start: str):
     """The loop's counts; `start` is the opcode (prefix) whose first instance ends the path after the wait."""
     ops = [op for _, op, _ in body]
@@ -70,15 +73,17 @@ def count(body, start: str):
             "R2UR": sum(op == "R2UR" for op in ops), "IMAD": sum(op.startswith(("IMAD", "UIMAD")) for op in ops),
             # one multiply-high a division by a value known only at run time (the reciprocal's), then corrections
             "divisions": sum(op in ("IMAD.HI.U32", "UIMAD.WIDE.U32", "IMAD.WIDE.U32") for op in ops),
-            "wgmma": sum(op.startswith("HGMMA") for op in ops)}
+            "wgmma": sum(op.startswith(WGMMA) for op in ops),
+            "LDG": sum(op.startswith("LDG") for op in ops)}  # global loads (a consumer loop's scales: none wanted)
 
 
 def describe(listing: str) -> dict:
     bodies = loops(listing)
-    consumer = next((b for b in bodies if any(op.startswith("HGMMA") for _, op, _ in b)), [])
+    consumer = next((b for b in bodies if any(op.startswith(WGMMA) for _, op, _ in b)), [])
+    kind = next((op.split(".")[0] for _, op, _ in consumer if op.startswith(WGMMA)), "HGMMA")
     producer = next((b for b in bodies if any(op.startswith("UTMALDG") for _, op, _ in b)
                      and any(op.startswith("SYNCS.PHASECHK") for _, op, _ in b)), [])
-    return {"consumer": count(consumer, "HGMMA"), "producer": count(producer, "UTMALDG"),
+    return {"consumer": count(consumer, kind), "producer": count(producer, "UTMALDG"),
             "kernel": len(parse(listing)[0])}
 
 

@@ -32,15 +32,22 @@
 // KB scales each made it sixteen, an eighth more bytes from L2 a slot than A and B bring. The tensor cores'
 // ~14-bit accumulation never runs past 128 products (DeepGEMM's promotion). While one warpgroup adds, the other's
 // wgmmas can run.
+// TMA_SCALES = 1 (block layouts; DeepGEMM's way): the producer brings the scales with each slot instead, SA's 128
+// rows for its K block by TMA (map_sa over SA [KB, M], 512 bytes a slot, zeros past M) and SB's value, which it
+// reads itself (a float a slot, published by its arrive); consumers read theirs from shared memory after the slot's
+// wait. Why: with the scales read from global memory the loop issued about 1,065-1,126 TFLOP/s on an H200 against
+// 1,237-1,293 with per-tensor scales, ncu's first stall "long scoreboard" (the loads); a ring of cp.async copies made
+// by the consumers was slower still. 5 slots: the scales' 516 bytes a slot do not fit beside 6.
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256: a consumer thread's BN/2 accumulators), STAGES (ring slots of
 // (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
-// UWG, CARRY, PEEK (loop_switches.cuh, as in 10). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64
-// 16-bit elements, 128 fp8 ones).
-// Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers).
+// UWG, CARRY, PEEK (loop_switches.cuh, as in 10), TMA_SCALES (0 or 1: fp8's block scales by TMA). BM is 128 (64
+// rows a consumer warpgroup), BK 128 bytes of k (64 16-bit elements, 128 fp8 ones).
+// Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers), and with
+// TMA_SCALES STAGES·(512 + 4) (the scales' slots).
 // Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
 // the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks), NB (N's) and M
-// (A's rows all told: SA's row length).
+// (A's rows all told: SA's row length), then SA's map (TMA_SCALES in a block layout; else not read).
 // Launch: a 1-D grid of a multiple of CLUSTER blocks, at most one per SM; 384 threads: consumer warpgroups 0 and
 // 1, then the producer warpgroup (its first warp walks the tiles, lane 0 issues the copies).
 
@@ -67,6 +74,9 @@
 #ifndef SWIZZLE
 #define SWIZZLE 0
 #endif
+#ifndef TMA_SCALES
+#define TMA_SCALES 0  // 1: the block layouts' scales come with each slot, through shared memory (see the top)
+#endif
 
 #if defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK)
 constexpr bool BLOCK_SCALES = true;  // SA [KB, M] (a K block's rows side by side), SB [G, NB, KB]
@@ -85,6 +95,11 @@ constexpr int B_BOXES = BN / 64 / CLUSTER;     // B's boxes this block loads (an
 constexpr int C_STAGE = 2 * BOX;               // a consumer warpgroup's staging: 64 rows × 128 columns of D
 constexpr int C_BOXES = BN / 64;               // D's boxes of 64 columns across a tile, staged two at a time
 constexpr int ROUNDS = (C_BOXES + 1) / 2;
+// fp8 block scales by TMA: a slot's 128 rows of SA for its K block (512 bytes, TMA's destinations 128-byte aligned:
+// these are 1024-aligned areas of 512) and SB's one value for the tile (a float a slot, after the barriers)
+constexpr bool SCALES_BY_TMA = BLOCK_SCALES && TMA_SCALES;
+constexpr int SA_SLOT = BM * 4;
+constexpr int SA_AREA = SCALES_BY_TMA ? STAGES * SA_SLOT : 0;
 constexpr int PRODUCER_REGS = 40;              // setmaxnreg, as 10: the producer's registers go to the consumers
 constexpr int CONSUMER_REGS = 232;
 
@@ -92,6 +107,7 @@ static_assert(sizeof(ELEM_OUT) == 2, "two 16-bit outputs per register (fp8's out
 static_assert(BN == 128 || BN == 256, "BN: 128 or 256 (a consumer thread's BN/2 accumulators)");
 static_assert(!FP8 || BN == 128, "fp8: BN 128 (one scale block of B's columns; acc and total: 2·BN/2 registers)");
 static_assert(FP8 || !BLOCK_SCALES, "block scales: fp8 only");
+static_assert(TMA_SCALES == 0 || TMA_SCALES == 1, "TMA_SCALES: 0 (block scales read into registers) or 1 (by TMA)");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1, or 2 blocks along M sharing B");
 static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows of a band");
@@ -100,18 +116,33 @@ static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows o
 
 using Walk = GroupWalk<BM * CLUSTER, BM, BN, SWIZZLE>;
 
+// One float in or out of shared memory, kept in its place among the other volatile asm (the slot's waits, wgmmas
+// and arrives): not hoisted above the wait that makes it valid, not sunk below the arrive that frees it.
+__device__ __forceinline__ float lds_f32(uint32_t addr)
+{
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+    return v;
+}
+__device__ __forceinline__ void sts_f32(uint32_t addr, float v)
+{
+    asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__ map_b,
               const TensorMap* __restrict__ map_d, ELEM_OUT* __restrict__ D, const float* __restrict__ SA,
               const float* __restrict__ SB, const int* __restrict__ groups, const int* __restrict__ counts,
-              const int* __restrict__ offsets, int G, int N, int K, int KB, int NB, int M)
+              const int* __restrict__ offsets, int G, int N, int K, int KB, int NB, int M,
+              const TensorMap* __restrict__ map_sa)
 {
     extern __shared__ uint8_t smem_raw[];
     // The swizzle repeats every 1024 bytes and TMA writes it relative to 1024-byte boundaries: align ourselves.
     const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
     const uint32_t pad = (1024 - (raw & 1023)) & 1023;
     const uint32_t sA = raw + pad, sB = sA + STAGES * A_STAGE, sC = sB + STAGES * B_STAGE;
-    const uint32_t bars = sC + CONSUMERS * C_STAGE;
+    // (TMA_SCALES: SA's slots after the staging, 1024-aligned; SB's floats after the barriers)
+    const uint32_t sSA = sC + CONSUMERS * C_STAGE, bars = sSA + SA_AREA, sSB = bars + 16 * STAGES;
     uint8_t* const stage_base = smem_raw + pad + (sC - sA);
     auto full = [&](int s) { return bars + 8 * s; };              // "slot s holds its tiles"
     auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // "every consumer of the cluster is done with s"
@@ -132,6 +163,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             if (lane == 0) {
                 tma_acquire(map_a);
                 tma_acquire(map_b);
+                if (SCALES_BY_TMA) tma_acquire(map_sa);
             }
             const uint16_t mask = CLUSTER > 1 ? (1u << CLUSTER) - 1 : 0;
             uint32_t it = 0;
@@ -139,13 +171,22 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 const GroupTile tile = walk.tile(rank);
                 // This rank's share of B's tile (multicast to the cluster), rows group·N + n0 + ...
                 const int b_row = tile.group * N + tile.n0 + rank * B_BOXES * 64;
+                // TMA_SCALES: the tile's SB row (KB floats, one per slot). Its rows need not start on the 16 bytes
+                // a bulk copy or a tensor map asks for (KB is any count), so this lane reads each slot's value
+                // itself, before it waits for the slot to empty (the wait hides the load), and stores it into the
+                // slot's float before its arrive, whose release makes it visible to the consumers' acquiring wait.
+                const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
                 if (lane == 0) {
                     for (int t = 0; t < ktiles; ++t, ++it) {
                         const int s = it % STAGES, k0 = t * BK;
+                        const float b = SCALES_BY_TMA ? sb[t] : 0.f;
                         mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
-                        mbar_expect_bytes(full(s), A_STAGE + B_STAGE);  // all of both, B partly from the peer
+                        if (SCALES_BY_TMA) sts_f32(sSB + 4 * s, b);
+                        // all of A and B (B partly from the peer), and SA's 128 rows (zeros past M)
+                        mbar_expect_bytes(full(s), A_STAGE + B_STAGE + (SCALES_BY_TMA ? SA_SLOT : 0));
                         tma_load_2d(sA + s * A_STAGE, map_a, k0, tile.m0, full(s));
                         tma_load_2d(sA + s * A_STAGE + BOX, map_a, k0, tile.m0 + 64, full(s));
+                        if (SCALES_BY_TMA) tma_load_2d(sSA + s * SA_SLOT, map_sa, tile.m0, t, full(s));
 #pragma unroll
                         for (int b = 0; b < B_BOXES; ++b)
                             tma_load_2d(sB + s * B_STAGE + (rank * B_BOXES + b) * BOX, map_b, k0, b_row + 64 * b,
@@ -241,7 +282,40 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         for (uint32_t it = 0; walk.locate(); walk.next()) {
             const GroupTile tile = walk.tile(rank);
             const int m0 = tile.m0 + 64 * wg, valid = tile.valid - 64 * wg;  // this warpgroup's rows
-            if constexpr (FP8) {
+            if constexpr (SCALES_BY_TMA) {
+                // The slot's scales arrive with it: after the wait (in issue) this warpgroup's rows' SA and the
+                // tile's SB are read from the slot's shared memory while the wgmmas run, before the slot is freed.
+#pragma unroll
+                for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
+                const uint32_t my_sa = sSA + 4 * (64 * wg + row);  // rows row and row + 8 of SA's slot
+                auto slot = [&]() {
+#if CARRY
+                    const int s = ring.slot;  // it % STAGES, carried (issue moves the ring on)
+#else
+                    const int s = it % STAGES;
+#endif
+                    issue(it, true);  // the slot's 128 k summed from zero ...
+                    const float a0 = lds_f32(my_sa + s * SA_SLOT), a1 = lds_f32(my_sa + s * SA_SLOT + 32);
+                    const float b = lds_f32(sSB + 4 * s);
+                    const float s0 = a0 * b, s1 = a1 * b;
+                    wgmma_hold<0>(acc);
+                    release(s);
+                    ++it;
+#pragma unroll
+                    for (int v = 0; v < BN / 2; ++v)  // ... and added in at its scales (rows row, row + 8)
+                        total[v] += acc[0][v] * ((v >> 1) & 1 ? s1 : s0);
+                };
+                // Two slots an iteration, as the register-read loop below: so unrolled, nvcc 13 keeps the ring's
+                // descriptors in uniform registers (one slot an iteration, its SASS moved them there by 4 R2UR a
+                // slot, between the full barrier's answer and the first wgmma: tools/sass_loops.py).
+#pragma unroll 1
+                for (int t = 0; t < ktiles; t += 2) {
+                    slot();
+                    if (t + 1 < ktiles) slot();
+                }
+#pragma unroll
+                for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(total[v], total[v + 1], (ELEM_OUT*)nullptr);
+            } else if constexpr (FP8) {
                 // The thread's two rows' scales (SA's rows; none for a row that is not the group's, never stored,
                 // whose scale row may lie past SA), and the tile's column block's (SB).
                 const float* const sa0 = SA + (row < valid ? m0 + row : 0);

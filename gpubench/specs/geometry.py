@@ -113,7 +113,9 @@ class TensorMap:
 
     With a condition `when`, the map exists only for the problems (and configurations) where it holds: a TMA box
     of y needs rows of whole 16-byte chunks, so a kernel that stores through map_y where K % 8 == 0 keeps a copy
-    loop for the other problems, and gets no map there (the backend passes zeros in its place)."""
+    loop for the other problems, and gets no map there (the backend passes zeros in its place). With `layouts`, the
+    map exists only for problems in those layouts (an fp8 GEMM's block scales, absent from its per-tensor layouts,
+    whose scale arrays hold one value)."""
 
     name: str
     array: str  # an input, the output or a workspace array
@@ -124,6 +126,7 @@ class TensorMap:
     swizzle: int | Expr = 128  # bytes: 128, 64 or 32, or 0 for plain rows; or an expression over the configuration
     im2col: bool = False  # a convolution's NHWC input, one filter tap's pixels at a time (rows: output pixels)
     when: Expr | None = None  # a condition over the dims and the configuration: the map is built only where it holds
+    layouts: tuple[str, ...] = ()  # the problem layouts the map is built for (empty: every layout)
 
     def swizzle_bytes(self, values: Mapping[str, int]) -> int:
         """The width of the swizzled rows in bytes for this configuration (0: plain rows)."""
@@ -135,8 +138,13 @@ class TensorMap:
 
     def present(self, problem=None) -> bool:
         """Whether the problem has the mapped array: an optional one (an epilogue's residual z) only where the problem
-        has it, and the backend builds no map where it has not (without a problem: assumed present)."""
-        if problem is None or self.array not in ops.of(problem).array_names:  # a workspace array: always there
+        has it, a map limited to some layouts only in those, and the backend builds no map where it has not (without
+        a problem: assumed present)."""
+        if problem is None:
+            return True
+        if self.layouts and str(problem.layout) not in self.layouts:
+            return False
+        if self.array not in ops.of(problem).array_names:  # a workspace array: always there
             return True
         return self.array in laid_out_arrays(problem)
 

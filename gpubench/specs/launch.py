@@ -20,7 +20,7 @@ from gpubench.specs.variant import Config, Variant
 LAB_BLOCK_SIZES = (8, 16, 24, 32)
 # Every launch is evaluated on its op's sample problem (ragged, so that a formula's slips show early).
 MAP_KEYS = {"array", "box"}
-MAP_OPTIONAL = {"shape", "swizzle", "im2col", "when"}
+MAP_OPTIONAL = {"shape", "swizzle", "im2col", "when", "layouts"}
 SWIZZLES = (0, 32, 64, 128)  # bytes
 STEP_KEYS = {"kernel", "args", "grid", "block", "shared"}
 
@@ -60,7 +60,8 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
     convolution's map_x = { array = "x", im2col = true, box = ["BM", "64"] } reads x in the copy engine's im2col
     mode (boxes of output pixels × channels of one filter tap; its shape follows from the problem). `when` (a
     condition on the problem and the configuration, e.g. "K % 8 == 0") builds the map only where it holds: elsewhere
-    the kernel gets 128 bytes of zeros in its place and must take another path."""
+    the kernel gets 128 bytes of zeros in its place and must take another path; so does `layouts` (a list of the
+    op's layouts: the map is built for problems in those only)."""
     table = entry.get("tensor_maps", dict, default={},
                       what='a table such as { mapA = { array = "A", shape = ["M", "K"], box = ["BM", "32"] } }')
     o = ops.get(op)
@@ -73,7 +74,7 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
                        "workspace")
         if not isinstance(t, dict) or not MAP_KEYS <= set(t) <= MAP_KEYS | MAP_OPTIONAL:
             entry.fail(f"{where} must be a table with {', '.join(sorted(MAP_KEYS))} (and optionally shape, swizzle, "
-                       "im2col, when)")
+                       "im2col, when, layouts)")
         swizzle = t.get("swizzle", 128)
         if isinstance(swizzle, str):  # the configuration's choice, e.g. "BK": checked where a configuration resolves it
             swizzle = entry.expression(f"{where}.swizzle", swizzle, params)
@@ -107,7 +108,11 @@ def tensor_maps_of(entry: Entry, op: str, params: set[str], scratch: tuple[str, 
                        f"{len(pair['box'])}")
         when = entry.expression(f"{where}.when", t["when"], set(o.dims) | params, boolean=True) if "when" in t \
             else None
-        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle, im2col, when))
+        known = [str(x) for x in o.shape.LAYOUT]
+        layouts = t.get("layouts", [])
+        if not isinstance(layouts, list) or not all(isinstance(x, str) and x in known for x in layouts):
+            entry.fail(f"{where}.layouts must be a list of the layouts {', '.join(known)}, got {layouts!r}")
+        maps.append(TensorMap(name, t["array"], pair["shape"], pair["box"], swizzle, im2col, when, tuple(layouts)))
     return tuple(maps)
 
 

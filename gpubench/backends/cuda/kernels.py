@@ -78,9 +78,9 @@ class KernelLaunches:
         arrays = call_arrays(shape, inputs, out, scratch)
         for m in variant.code.kernels.tensor_maps:
             values = {**dims, **config.values}
-            # no map for this problem (its condition fails, or it lacks the optional array): zeros in its place,
-            # which the kernel never reads
-            if m.array not in arrays or not m.applies(values):
+            # no map for this problem (its condition fails, it lacks the optional array, or its layout is not one of
+            # the map's): zeros in its place, which the kernel never reads
+            if m.array not in arrays or not m.applies(values) or not m.present(shape):
                 scratch[m.name] = self.cp.zeros(tma.DESCRIPTOR_BYTES, dtype=self.cp.uint8)
                 continue
             pointer = int(arrays[m.array].data.ptr)
