@@ -51,13 +51,9 @@ def isolated(session_home, kernel_cache, tmp_path_factory, monkeypatch):
 @pytest.fixture(autouse=True)
 def gpu_hang_guard(request):
     """A test with the gpu marker may not hang its worker: tests/gpu_hang_guard.py."""
-    if request.node.get_closest_marker("gpu") is None:
-        yield
-        return
-    from gpu_hang_guard import guarded
+    from gpu_hang_guard import guard
 
-    with guarded(request.config):
-        yield
+    yield from guard(request)
 
 
 @pytest.fixture(scope="session")

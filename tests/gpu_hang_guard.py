@@ -26,6 +26,16 @@ def terminal_fd(config) -> int:
         return sys.__stderr__.fileno()
 
 
+def guard(request):
+    """The autouse fixture's body (tests/conftest.py): a test with the gpu marker runs guarded, any other as it is.
+    A test that starts a process of its own must end it before the limit: the exit runs no teardown."""
+    if request.node.get_closest_marker("gpu") is None:
+        yield
+        return
+    with guarded(request.config):
+        yield
+
+
 @contextmanager
 def guarded(config, limit: float | None = None):
     """Run the body with the process's exit armed `limit` seconds on (disarmed when the body ends)."""

@@ -34,9 +34,11 @@ def test_each_variant_verifies_on_ragged_groups(cuda, data, variant, shape):
 
 KERNELS = [CATALOG.get("grouped-gemm", "cuda", name) for name in ("wgmma-grouped", "fp8-grouped")]
 # 70 groups (the kernels' walk scans 32 groups a step), every fifth empty, the others of 9 to 296 rows (ragged); K of
-# 208 and 144: a last scale block of 80 and 16 k (fp8 takes multiples of 16)
+# 208 and 144: a last scale block of 80 and 16 k (fp8 takes multiples of 16); K of 112: a tile of one slot, which the
+# two-accumulator loop (a2) takes by a path of its own
 MANY = tuple(0 if g % 5 == 0 else 37 * g % 300 for g in range(70))
-KERNEL_SIZES = [(m, n, k, 0) for m, n, k in SIZES] + [(MANY, 264, 208, 0), ((100, 0, 77, 130), 200, 144, 150)]
+KERNEL_SIZES = [(m, n, k, 0) for m, n, k in SIZES] + [(MANY, 264, 208, 0), ((100, 0, 77, 130), 200, 144, 150),
+                                                      ((3, 129, 0, 250), 136, 112, 0)]
 
 
 def kernel_cases():

@@ -1,6 +1,6 @@
 """tests/gpu_hang_guard.py: a gpu-marked test that hangs ends its process in its time, with its stack on the
 terminal; a test without the marker, or one that ends in time, is left alone. Checked in a pytest of its own (the
-guard ends the whole process)."""
+guard ends the whole process), whose conftest takes the same fixture body as tests/conftest.py."""
 
 import subprocess
 import sys
@@ -14,18 +14,14 @@ CONFTEST = f"""
 import sys
 import pytest
 sys.path.insert(0, {str(TESTS)!r})
-from gpu_hang_guard import guarded
+import gpu_hang_guard
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: a GPU test")
 
 @pytest.fixture(autouse=True)
 def guard(request):
-    if request.node.get_closest_marker("gpu") is None:
-        yield
-        return
-    with guarded(request.config):
-        yield
+    yield from gpu_hang_guard.guard(request)
 """
 
 

@@ -1,5 +1,6 @@
 """The SASS of a kernel configuration's main loops: its consumer loop (the innermost loop with a wgmma) and its
-producer loop (the innermost one with a TMA load and an mbarrier wait), counted from the listing nvdisasm gives (HGMMA, fp8's QGMMA or int8's IGMMA the wgmma).
+producer loop (the innermost one with a TMA load and an mbarrier wait), counted from the listing nvdisasm gives
+(the wgmma: HGMMA, fp8's QGMMA or int8's IGMMA; LDG: every global load, LDGSTS's copies included).
 
     python tools/sass_loops.py conv tc-wgmma-tma fp16 "BM=256,BN=128,STAGES=4,CLUSTER=1" [...] [--save DIR]
     python tools/sass_loops.py gemm wgmma-tma bf16:nn "BN=256,BK=64,STAGES=4,CLUSTER=2,SWIZZLE=8,UWG=1"

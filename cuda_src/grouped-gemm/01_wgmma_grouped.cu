@@ -188,9 +188,9 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 if (lane == 0) {
                     for (int t = 0; t < ktiles; ++t, ++it) {
                         const int s = it % STAGES, k0 = t * BK;
-                        const float b = SCALES_BY_TMA ? sb[t] : 0.f;
+                        const float sb_t = SCALES_BY_TMA ? sb[t] : 0.f;
                         mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
-                        if (SCALES_BY_TMA) sts_f32(sSB + 4 * s, b);
+                        if (SCALES_BY_TMA) sts_f32(sSB + 4 * s, sb_t);
                         // all of A and B (B partly from the peer), and SA's box of 132 rows (zeros past M)
                         mbar_expect_bytes(full(s), A_STAGE + B_STAGE + (SCALES_BY_TMA ? SA_BOX : 0));
                         tma_load_2d(sA + s * A_STAGE, map_a, k0, tile.m0, full(s));

@@ -230,7 +230,7 @@ def check_timeout(value: float | None, fallback: float | None = None) -> float:
         value = DEFAULTS.timeout_s if fallback is None else fallback
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not 0 < value <= MAX_TIMEOUT_S:
-        raise GpubenchError(f"--timeout must be a number of seconds over 0 and at most {MAX_TIMEOUT_S} (a week), got {value}")
+        raise GpubenchError(f"--timeout must be a number of seconds over 0 and at most {MAX_TIMEOUT_S} (a week), got {value!r}")
     return value
 
 
