@@ -40,6 +40,18 @@ def test_a_variant_without_a_search_space_says_so():
         tune.space(catalog.Catalog(catalog.builtin()).get("gemm", "cuda", "tiled"))
 
 
+def tuned(variant, tmp_path, search) -> tuple[dict, list[str]]:
+    """Tune `variant` for one small GEMM on the CPU: the saved entry, and the lines tune printed."""
+    lines = []
+
+    class Out:
+        def print(self, text):
+            lines.append(text)
+
+    path = tune.run(variant, [GemmShape(24, 20, 16)], search, seed=0, timeout_s=60, tuned_dir=tmp_path, out=Out())
+    return json.loads(path.read_text())["entries"][0], lines
+
+
 def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
     """A Python 'kernel' whose speed depends on its parameter, searched, verified and saved per shape."""
     (tmp_path / "k.py").write_text(
@@ -53,15 +65,7 @@ def test_tune_end_to_end_on_the_cpu(tmp_path, monkeypatch):
         "configs": [{"TILE": 4, "EXTRA": 0}], "label": "t{TILE} e{EXTRA}",
         "search": {"TILE": [1, 2, 3, 4], "EXTRA": [0, 1]}, "constraints": ["TILE != 2 or EXTRA == 0"]}]},
         "gpubench.toml", tmp_path)
-    lines = []
-
-    class Out:
-        def print(self, text):
-            lines.append(text)
-
-    path = tune.run(variant, [GemmShape(24, 20, 16)], tune.Search(candidates=3, refine=2), seed=0, timeout_s=60,
-                    tuned_dir=tmp_path, out=Out())
-    entry = json.loads(path.read_text())["entries"][0]
+    entry, lines = tuned(variant, tmp_path, tune.Search(candidates=3, refine=2))
     assert entry["variant"] == "blocked" and entry["params"]["TILE"] == 1  # the fastest correct one
     assert entry["shape"] == {"m": 24, "n": 20, "k": 16, "dtype": "fp32", "layout": "nn"} and entry["tried"] >= 3
     assert any("fail" in line for line in lines)  # TILE=3 was tried and refused
@@ -102,14 +106,6 @@ def test_tune_records_other_processes_on_the_gpu_with_each_winner(tmp_path, monk
     (variant,) = files.parse_specs({"variant": [{
         "name": "mm", "op": "gemm", "source": "k.py", "kernel": "mm", "args": ["A", "B", "C", "M", "N", "K"],
         "configs": [{"T": 1}], "label": "t{T}", "search": {"T": [1, 2]}}]}, "gpubench.toml", tmp_path)
-    lines = []
-
-    class Out:
-        def print(self, text):
-            lines.append(text)
-
-    path = tune.run(variant, [GemmShape(24, 20, 16)], tune.Search(candidates=2, refine=0), seed=0, timeout_s=60,
-                    tuned_dir=tmp_path, out=Out())
-    entry = json.loads(path.read_text())["entries"][0]
+    entry, lines = tuned(variant, tmp_path, tune.Search(candidates=2, refine=0))
     assert entry["gpu_neighbours"]["start"] == [{"pid": 4242, "name": "python burn.py", "used_mib": 512}]
     assert any("1 other process was computing on this GPU" in line and "4242" in line for line in lines), lines
