@@ -298,12 +298,16 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
                 // rows row and row + 8 of SA's slot, whose box starts (m0 & 3) rows before the tile's first
                 const uint32_t my_sa = sSA + 4 * ((tile.m0 & 3) + 64 * wg + row);
-                auto slot = [&]() {
+                // The slot the next issue takes: it % STAGES, carried with CARRY (issue moves the ring on).
+                auto now = [&]() {
 #if CARRY
-                    const int s = ring.slot;  // it % STAGES, carried (issue moves the ring on)
+                    return (int)ring.slot;
 #else
-                    const int s = it % STAGES;
+                    return (int)(it % STAGES);
 #endif
+                };
+                auto slot = [&]() {
+                    const int s = now();
                     issue(it, true, acc[0]);  // the slot's 128 k summed from zero ...
                     const float a0 = lds_f32(my_sa + s * SA_SLOT), a1 = lds_f32(my_sa + s * SA_SLOT + 32);
                     const float b = lds_f32(sSB + 4 * s);
@@ -323,13 +327,6 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 float other[1][BN / 2];
 #pragma unroll
                 for (int v = 0; v < BN / 2; ++v) other[0][v] = 0.f;
-                auto now = [&]() {
-#if CARRY
-                    return (int)ring.slot;
-#else
-                    return (int)(it % STAGES);
-#endif
-                };
                 // Slot `held`'s sums in a, once waited for (`PENDING` commit groups left in flight): scaled by its
                 // scales, added in, the slot freed and a zeroed for its next slot, whose wgmmas accumulate into it.
                 int held = now(), t = 0;

@@ -224,13 +224,15 @@ def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple
 # --- what every run asks, checked -------------------------------------------------------------------------------
 
 
-def check_timeout(value: float | None, fallback: float | None = None) -> float:
-    """The watchdog's seconds a point: the command line's, else (None) the suite's `fallback`, else the default."""
+def check_timeout(value: float | None, fallback: float | None = None, name: str = "--timeout") -> float:
+    """The watchdog's seconds a point: the command line's, else (None) the suite's `fallback`, else the default;
+    `name` is what the complaint calls it."""
     if value is None:
         value = DEFAULTS.timeout_s if fallback is None else fallback
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not 0 < value <= MAX_TIMEOUT_S:
-        raise GpubenchError(f"--timeout must be a number of seconds over 0 and at most {MAX_TIMEOUT_S} (a week), got {value!r}")
+        raise GpubenchError(f"{name} must be a number of seconds over 0 and at most {MAX_TIMEOUT_S} (a week), got "
+                            f"{value!r}")
     return value
 
 

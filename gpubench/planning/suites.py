@@ -226,10 +226,7 @@ def load(name: str | Path, backend: str = BackendKind.CUDA, catalog: Catalog | N
         plan.check_name(data["name"], f"suite {path}: name")
     timeout = data.get("timeout")
     if timeout is not None:
-        try:
-            timeout = plan.check_timeout(timeout)
-        except GpubenchError as e:
-            raise GpubenchError(f"suite {path}: timeout: {str(e).removeprefix('--timeout ')}") from None
+        timeout = plan.check_timeout(timeout, name=f"suite {path}: timeout:")
     try:
         base = {k: defaults[k] for k in TIMING_KEYS if k in defaults}
         _timing(defaults, {}, "defaults", backend)  # checked here, so a bad default is named as one

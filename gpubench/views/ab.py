@@ -87,7 +87,7 @@ def as_json(o) -> str:
             "rounds": [_round(first, a, b, ratio) for first, (a, b), ratio in zip(o.orders, o.rounds, o.ratios)],
             "kernel_ratios": o.kernel_ratios, "kernel_test": o.kernel_result.as_dict() if o.kernel_result else None,
             "verdict": str(o.verdict) if o.verdict is not None else None, "problem_text": o.problem or None,
-            "exit_code": int(o.exit_code), "gpu_neighbours": o.company.as_dict() if o.company else None}
+            "exit_code": int(o.exit_code), neighbours.KEY: o.company.as_dict() if o.company else None}
     return json.dumps(data, indent=1)
 
 

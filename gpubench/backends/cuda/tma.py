@@ -95,19 +95,19 @@ def encode(name: str, pointer: int, shape: tuple[int, ...], box: tuple[int, ...]
     steps = (ctypes.c_uint32 * rank)(*([1] * rank))
     rc = _driver_encode()(ctypes.byref(descriptor), DATA_TYPES[element], rank, ctypes.c_void_p(pointer), dims, pitch,
                           box_dims, steps, INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
-    _answer(rc, f"tensor map {name}: the driver refused a {' × '.join(map(str, shape))} array of {element} in "
+    _answer(rc, name, f"tensor map {name}: the driver refused a {' × '.join(map(str, shape))} array of {element} in "
                 f"{' × '.join(map(str, box))} boxes (cuTensorMapEncodeTiled error {rc})")
     return bytes(descriptor)
 
 
-def _answer(rc: int, refusal: str) -> None:
-    """Nothing where the driver encoded the map; a Skip saying why where it refused the geometry; a RuntimeError
-    where the context itself is broken."""
+def _answer(rc: int, name: str, refusal: str) -> None:
+    """Nothing where the driver encoded map `name`; a Skip saying why (`refusal`) where it refused the geometry; a
+    RuntimeError where the context itself is broken."""
     if rc == REFUSED:
         raise Skip(refusal)
     if rc != 0:
-        raise RuntimeError(f"{refusal.split(':')[0]}: the driver answered CUDA error {rc}, not a refusal of the "
-                           "map: the context is broken (an earlier kernel's fault?)")
+        raise RuntimeError(f"tensor map {name}: the driver answered CUDA error {rc}, not a refusal of the map: the "
+                           "context is broken (an earlier kernel's fault?)")
 
 
 def im2col_geometry(name: str, dims) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]]:
@@ -146,6 +146,6 @@ def encode_im2col(name: str, pointer: int, dims, box: tuple[int, int], element=n
         ctypes.byref(descriptor), DATA_TYPES[element], 4, ctypes.c_void_p(pointer), sizes, pitches,
         (ctypes.c_int * 2)(*lower), (ctypes.c_int * 2)(*upper), channels, pixels, (ctypes.c_uint32 * 4)(*steps),
         INTERLEAVE_NONE, SWIZZLE[swizzle], L2_PROMOTION_256B, OOB_FILL_ZERO)
-    _answer(rc, f"tensor map {name}: the driver refused an im2col map of a {n}×{h}×{w}×{c} NHWC {element} input in "
+    _answer(rc, name, f"tensor map {name}: the driver refused an im2col map of a {n}×{h}×{w}×{c} NHWC {element} input in "
                 f"boxes of {pixels} pixels × {channels} channels (cuTensorMapEncodeIm2col error {rc})")
     return bytes(descriptor)
