@@ -40,13 +40,21 @@
 // consumers was slower still. The copy engine starts a box's innermost dimension only on a 16-byte boundary (a
 // masked slab of 150 rows put a tile's first row at byte 600: an illegal instruction), so the box starts at the
 // tile's first row rounded down to 4 and holds 132 rows. 5 slots: the scales' 644 bytes a slot do not fit beside 6.
+// BN = 160 (fp8, per-tensor scales or t1): tiles of 128 × 160, cuBLASLt's choice on DeepGEMM's 4096 × 7168 shape.
+// Why: a slot then holds a quarter more tensor work between the waits that the promotion needs (each warpgroup's
+// wgmmas waited for, scaled and added, slot by slot), and a product reads 13% fewer bytes from L2 (A's 128 rows
+// and B's 160 per 128 × 160 outputs); 128 × 128 tiles kept the tensor pipe busy 72-79% of the time under ncu,
+// cuBLASLt's 128 × 160 92%. B's tile is one box of 160 rows (80 a block in a cluster). Its columns span two of B's
+// 128-column scale blocks (a tile starts 0, 32, 64 or 96 columns into one), so t1's slot brings two SB values and
+// each 32 columns of the accumulators take the one of their block. D's last 32 columns, past its 64-column boxes,
+// are stored from the registers.
 //
-// Tiles (compile-time, -DNAME=value): BN (128 or 256: a consumer thread's BN/2 accumulators), STAGES (ring slots of
+// Tiles (compile-time, -DNAME=value): BN (128 or 256, fp8 128 or 160: a consumer thread's BN/2 accumulators), STAGES (ring slots of
 // (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
 // UWG, CARRY, PEEK (loop_switches.cuh, as in 10), TMA_SCALES (0 or 1: fp8's block scales by TMA). BM is 128 (64
 // rows a consumer warpgroup), BK 128 bytes of k (64 16-bit elements, 128 fp8 ones).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers), and with
-// TMA_SCALES STAGES·(640 + 4) (the scales' slots).
+// TMA_SCALES STAGES·(640 + 4) (the scales' slots; 640 + 8 with BN = 160, two SB values a slot).
 // Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
 // the op's groups (each row's group, not read), then counts, offsets, G, N, K, KB (K's scale blocks), NB (N's) and M
 // (A's rows all told: SA's row length), then SA's map (TMA_SCALES in a block layout; else not read).
@@ -96,10 +104,12 @@ constexpr int THREADS = 128 * (CONSUMERS + 1);
 constexpr int KSTEPS = 4;                      // wgmmas per slot: 32 bytes of k each (k16, fp8 k32)
 constexpr int BOX = 8192;                      // one TMA box: 64 rows × 128 bytes
 constexpr int A_STAGE = BM * 128, B_STAGE = BN * 128;
-constexpr int B_BOXES = BN / 64 / CLUSTER;     // B's boxes this block loads (and multicasts) a slot
+constexpr int B_BOX = BN == 160 ? BN / CLUSTER : 64;  // B's box rows (the spec's map_b): 160 wide, one a block
+constexpr int B_BOXES = BN / B_BOX / CLUSTER;  // B's boxes this block loads (and multicasts) a slot
 constexpr int C_STAGE = 2 * BOX;               // a consumer warpgroup's staging: 64 rows × 128 columns of D
 constexpr int C_BOXES = BN / 64;               // D's boxes of 64 columns across a tile, staged two at a time
 constexpr int ROUNDS = (C_BOXES + 1) / 2;
+constexpr int TAIL = BN % 64;                  // columns past D's whole boxes (160: 32), stored from the registers
 // fp8 block scales by TMA: a slot's SA_ROWS rows of SA for its K block from the tile's first row rounded down to 4
 // (the box's 16-byte start; 528 bytes, in areas of 640: a tensor copy's destination starts on 128 bytes, or the
 // copy faults with a misaligned address) and SB's one value for the tile (a float a slot, after the barriers)
@@ -108,15 +118,18 @@ constexpr int SA_ROWS = BM + 4;
 constexpr int SA_BOX = SA_ROWS * 4;                   // the bytes the copy brings (and the slot's barrier awaits)
 constexpr int SA_SLOT = (SA_BOX + 127) / 128 * 128;  // the area it lands in
 constexpr int SA_AREA = SCALES_BY_TMA ? STAGES * SA_SLOT : 0;
+constexpr int SB_SLOT = BN % 128 ? 8 : 4;             // SB's bytes a slot: one value, or a 160-wide tile's two
 constexpr int PRODUCER_REGS = 40;              // setmaxnreg, as 10: the producer's registers go to the consumers
 constexpr int CONSUMER_REGS = 232;
 
 static_assert(sizeof(ELEM_OUT) == 2, "two 16-bit outputs per register (fp8's out: bfloat16)");
-static_assert(BN == 128 || BN == 256, "BN: 128 or 256 (a consumer thread's BN/2 accumulators)");
-static_assert(!FP8 || BN == 128, "fp8: BN 128 (one scale block of B's columns; acc and total: 2·BN/2 registers)");
+static_assert(BN == 128 || BN == 256 || (FP8 && BN == 160), "BN: 128 or 256, fp8 128 or 160 (BN/2 accumulators)");
+static_assert(!FP8 || BN != 256, "fp8: BN 128 or 160 (acc and total: 2·BN/2 registers a consumer thread)");
+static_assert(BN != 160 || !BLOCK_SCALES || TMA_SCALES, "BN 160 spans two of B's scale blocks: with t1's scales only");
 static_assert(FP8 || !BLOCK_SCALES, "block scales: fp8 only");
 static_assert(TMA_SCALES == 0 || TMA_SCALES == 1, "TMA_SCALES: 0 (block scales read into registers) or 1 (by TMA)");
-static_assert(ACCS == 1 || (ACCS == 2 && TMA_SCALES == 1), "ACCS: 1, or 2 with the block scales by TMA");
+static_assert(ACCS == 1 || (ACCS == 2 && TMA_SCALES == 1 && BN == 128),
+              "ACCS: 1, or 2 with the block scales by TMA on 128-column tiles (three sets of BN/2 registers)");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1, or 2 blocks along M sharing B");
 static_assert(SWIZZLE >= 0, "SWIZZLE: 0 (row-major within a group) or the rows of a band");
@@ -179,18 +192,22 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             for (; walk.locate(); walk.next()) {
                 const GroupTile tile = walk.tile(rank);
                 // This rank's share of B's tile (multicast to the cluster), rows group·N + n0 + ...
-                const int b_row = tile.group * N + tile.n0 + rank * B_BOXES * 64;
+                const int b_row = tile.group * N + tile.n0 + rank * B_BOXES * B_BOX;
                 // TMA_SCALES: the tile's SB row (KB floats, one per slot). Its rows need not start on the 16 bytes
                 // a bulk copy or a tensor map asks for (KB is any count), so this lane reads each slot's value
                 // itself, before it waits for the slot to empty (the wait hides the load), and stores it into the
                 // slot's float before its arrive, whose release makes it visible to the consumers' acquiring wait.
+                // A 160-wide tile's last columns may lie in the next column block (the same at N's last block).
                 const float* const sb = SB + ((size_t)tile.group * NB + tile.n0 / 128) * KB;
+                const float* const sb2 = SB + ((size_t)tile.group * NB + min(tile.n0 / 128 + 1, NB - 1)) * KB;
                 if (lane == 0) {
                     for (int t = 0; t < ktiles; ++t, ++it) {
                         const int s = it % STAGES, k0 = t * BK;
                         const float sb_t = SCALES_BY_TMA ? sb[t] : 0.f;
+                        const float sb2_t = SCALES_BY_TMA && SB_SLOT == 8 ? sb2[t] : 0.f;
                         mbar_sleep(empty(s), ((it / STAGES) & 1) ^ 1);
-                        if (SCALES_BY_TMA) sts_f32(sSB + 4 * s, sb_t);
+                        if (SCALES_BY_TMA) sts_f32(sSB + SB_SLOT * s, sb_t);
+                        if (SCALES_BY_TMA && SB_SLOT == 8) sts_f32(sSB + SB_SLOT * s + 4, sb2_t);
                         // all of A and B (B partly from the peer), and SA's box of 132 rows (zeros past M)
                         mbar_expect_bytes(full(s), A_STAGE + B_STAGE + (SCALES_BY_TMA ? SA_BOX : 0));
                         tma_load_2d(sA + s * A_STAGE, map_a, k0, tile.m0, full(s));
@@ -198,8 +215,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                         if (SCALES_BY_TMA) tma_load_2d(sSA + s * SA_SLOT, map_sa, tile.m0 & ~3, t, full(s));
 #pragma unroll
                         for (int b = 0; b < B_BOXES; ++b)
-                            tma_load_2d(sB + s * B_STAGE + (rank * B_BOXES + b) * BOX, map_b, k0, b_row + 64 * b,
-                                        full(s), mask);
+                            tma_load_2d(sB + s * B_STAGE + (rank * B_BOXES + b) * B_BOX * 128, map_b, k0,
+                                        b_row + B_BOX * b, full(s), mask);
                     }
                 }
                 __syncwarp();
@@ -279,10 +296,11 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             }
         };
         // A group's last rows: each thread stores its pairs of rows below `valid` (of the warpgroup's 64 at m0),
-        // columns below N, from the registers.
-        auto store_rows = [&](int m0, int n0, int valid) {
+        // columns below N, from the registers; from accumulator `first` on (a full tile's TAIL columns: first =
+        // 32·C_BOXES, column 64·C_BOXES).
+        auto store_rows = [&](int m0, int n0, int valid, int first) {
 #pragma unroll
-            for (int v = 0; v < BN / 2; v += 2) {
+            for (int v = first; v < BN / 2; v += 2) {
                 const int r = row + 8 * ((v >> 1) & 1), c = n0 + 8 * (v >> 2) + 2 * (lane % 4);
                 if (r < valid && c < N)
                     *reinterpret_cast<uint32_t*>(D + (size_t)(m0 + r) * N + c) = out[v / 2];
@@ -298,6 +316,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 for (int v = 0; v < BN / 2; ++v) total[v] = 0.f;
                 // rows row and row + 8 of SA's slot, whose box starts (m0 & 3) rows before the tile's first
                 const uint32_t my_sa = sSA + 4 * ((tile.m0 & 3) + 64 * wg + row);
+                // 160-wide tiles: the accumulators' 32-column chunks from `split` on are in B's next scale block
+                const int split = (128 - tile.n0 % 128) / 32;
                 // The slot the next issue takes: it % STAGES, carried with CARRY (issue moves the ring on).
                 auto now = [&]() {
 #if CARRY
@@ -310,14 +330,19 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                     const int s = now();
                     issue(it, true, acc[0]);  // the slot's 128 k summed from zero ...
                     const float a0 = lds_f32(my_sa + s * SA_SLOT), a1 = lds_f32(my_sa + s * SA_SLOT + 32);
-                    const float b = lds_f32(sSB + 4 * s);
-                    const float s0 = a0 * b, s1 = a1 * b;
+                    const float b = lds_f32(sSB + SB_SLOT * s);
+                    const float b2 = SB_SLOT == 8 ? lds_f32(sSB + SB_SLOT * s + 4) : b;
+                    const float s0 = a0 * b, s1 = a1 * b, next0 = a0 * b2, next1 = a1 * b2;
                     wgmma_hold<0>(acc);
                     release(s);
                     ++it;
 #pragma unroll
-                    for (int v = 0; v < BN / 2; ++v)  // ... and added in at its scales (rows row, row + 8)
-                        total[v] += acc[0][v] * ((v >> 1) & 1 ? s1 : s0);
+                    for (int c = 0; c < BN / 32; ++c) {  // ... and added in at its scales (rows row, row + 8),
+                        const bool next = SB_SLOT == 8 && c >= split;  // 32 columns at a time
+                        const float r0 = next ? next0 : s0, r1 = next ? next1 : s1;
+#pragma unroll
+                        for (int v = 16 * c; v < 16 * c + 16; ++v) total[v] += acc[0][v] * ((v >> 1) & 1 ? r1 : r0);
+                    }
                 };
 #if ACCS == 2
                 // Two accumulator sets: slot t + 1's wgmmas go into the other set before slot t's are waited for,
@@ -332,7 +357,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 int held = now(), t = 0;
                 auto promote = [&](auto pending, float (&a)[1][BN / 2]) {
                     const float a0 = lds_f32(my_sa + held * SA_SLOT), a1 = lds_f32(my_sa + held * SA_SLOT + 32);
-                    const float b = lds_f32(sSB + 4 * held);
+                    const float b = lds_f32(sSB + SB_SLOT * held);
                     const float s0 = a0 * b, s1 = a1 * b;
                     wgmma_hold<decltype(pending)::value>(a);
                     release(held);
@@ -437,8 +462,9 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             if (valid >= 64) {
 #pragma unroll
                 for (int q = 0; q < ROUNDS; ++q) store_round(q, m0, tile.n0);
+                if (TAIL) store_rows(m0, tile.n0, 64, 32 * C_BOXES);
             } else if (valid > 0) {
-                store_rows(m0, tile.n0, valid);
+                store_rows(m0, tile.n0, valid, 0);
             }
         }
         if (leader) bulk_wait<false>();  // the last stores complete before the block may leave

@@ -80,10 +80,12 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
 #define ACC_N128 ACC64(0)             // ... of an n128 one
 #define ACC_N256 ACC64(0), ACC64(64)  // ... of an n256 one
 #define ACC_N192 ACC64(0), ACC32(64)          // ... of an n192 one
+#define ACC_N160 ACC64(0), ACC8(64), ACC8(72)  // ... of an n160 one (fp8-grouped's 160-column tiles)
 #define ACC_N176 ACC64(0), ACC8(64), ACC8(72), ACC8(80)  // ... of an n176 one (fa3-wgmma's BN = 176)
 #define ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define ACC_N232 ACC64(0), ACC32(64), ACC8(96), ACC8(104), ACC4(112)  // ... of an n232 one (4 rows of 58 pixels)
 #define WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define WGMMA_D80 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
 #define WGMMA_D88 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}"
 #define WGMMA_D96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
 #define WGMMA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
@@ -104,9 +106,10 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t* 
 template <typename T, int N, int TA = 0, int TB = 0>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, uint32_t accumulate)
 {
-    static_assert(N == 64 || N == 128 || N == 192 || N == 256 || (sizeof(T) == 2 && (N == 176 || N == 232)),
+    static_assert(N == 64 || N == 128 || N == 192 || N == 256 || (sizeof(T) == 2 && (N == 176 || N == 232)) ||
+                      (sizeof(T) == 1 && N == 160),
                   "wgmma_ss: N 64, 128, 192 or 256 (and for 16-bit types 176, attention's 176-key tiles, and 232, "
-                  "conv/16's whole rows of 58 pixels)");
+                  "conv/16's whole rows of 58 pixels; for fp8 160, the grouped GEMM's 160-column tiles)");
     static_assert(sizeof(T) == 2 || (TA == 0 && TB == 0), "fp8 wgmma reads K-major operands only");
     if constexpr (N == 192) {
         if constexpr (sizeof(T) == 1)
@@ -118,6 +121,9 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t
         else
             WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", WGMMA_D96, "96", "97", "98",
                          ", %99, %100", ACC_N192, "n"(TA), "n"(TB));
+    } else if constexpr (N == 160) {
+        WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n160k32.f32.e4m3.e4m3", WGMMA_D80, "80", "81", "82", "",
+                     ACC_N160);
     } else if constexpr (N == 176) {
         if constexpr (std::is_same_v<T, __half>)
             WGMMA_SS_ASM("wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16", WGMMA_D88, "88", "89", "90",
