@@ -48,6 +48,11 @@
 // 128-column scale blocks (a tile starts 0, 32, 64 or 96 columns into one), so t1's slot brings two SB values and
 // each 32 columns of the accumulators take the one of their block. D's last 32 columns, past its 64-column boxes,
 // are stored from the registers.
+// NEXT = 1 (with t1): once a tile's last slot is added in, the warpgroup finds its next tile and issues that tile's
+// first slot before it stores this one. Why: with 16 slots a tile (K = 2048) the block-scaled kernel ran about 5%
+// slower than with 56 (K = 7168), as if each tile cost one slot more. From its last wait until its next tile's
+// first issue a warpgroup stores D and walks to the next tile, and the other warpgroup's one slot of queued work
+// does not cover that time; the early slot does.
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256, fp8 128 or 160: a consumer thread's BN/2 accumulators), STAGES (ring slots of
 // (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
@@ -90,6 +95,9 @@
 #ifndef ACCS
 #define ACCS 1  // 2 (with TMA_SCALES): two accumulator sets, a slot's wgmmas in flight while the last is scaled
 #endif
+#ifndef NEXT
+#define NEXT 0  // 1 (with TMA_SCALES, one set): the next tile's first wgmmas issued before this tile's epilogue
+#endif
 
 #if defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK)
 constexpr bool BLOCK_SCALES = true;  // SA [KB, M] (a K block's rows side by side), SB [G, NB, KB]
@@ -114,6 +122,7 @@ constexpr int TAIL = BN % 64;                  // columns past D's whole boxes (
 // (the box's 16-byte start; 528 bytes, in areas of 640: a tensor copy's destination starts on 128 bytes, or the
 // copy faults with a misaligned address) and SB's one value for the tile (a float a slot, after the barriers)
 constexpr bool SCALES_BY_TMA = BLOCK_SCALES && TMA_SCALES;
+constexpr bool EARLY = SCALES_BY_TMA && NEXT;  // the next tile's first slot issued before this tile's epilogue
 constexpr int SA_ROWS = BM + 4;
 constexpr int SA_BOX = SA_ROWS * 4;                   // the bytes the copy brings (and the slot's barrier awaits)
 constexpr int SA_SLOT = (SA_BOX + 127) / 128 * 128;  // the area it lands in
@@ -128,6 +137,7 @@ static_assert(!FP8 || BN != 256, "fp8: BN 128 or 160 (acc and total: 2·BN/2 reg
 static_assert(BN != 160 || !BLOCK_SCALES || TMA_SCALES, "BN 160 spans two of B's scale blocks: with t1's scales only");
 static_assert(FP8 || !BLOCK_SCALES, "block scales: fp8 only");
 static_assert(TMA_SCALES == 0 || TMA_SCALES == 1, "TMA_SCALES: 0 (block scales read into registers) or 1 (by TMA)");
+static_assert(NEXT == 0 || (NEXT == 1 && TMA_SCALES == 1 && ACCS == 1), "NEXT: 0, or 1 with t1's one set");
 static_assert(ACCS == 1 || (ACCS == 2 && TMA_SCALES == 1 && BN == 128),
               "ACCS: 1, or 2 with the block scales by TMA on 128-column tiles (three sets of BN/2 registers)");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
@@ -306,7 +316,21 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                     *reinterpret_cast<uint32_t*>(D + (size_t)(m0 + r) * N + c) = out[v / 2];
             }
         };
-        for (uint32_t it = 0; walk.locate(); walk.next()) {
+        uint32_t it = 0;
+        // The slot the next issue takes: it % STAGES, carried with CARRY (issue moves the ring on).
+        auto now = [&]() {
+#if CARRY
+            return (int)ring.slot;
+#else
+            return (int)(it % STAGES);
+#endif
+        };
+        [[maybe_unused]] int early = -1;  // EARLY: the slot whose wgmmas (a tile's first) are in flight before the tile starts, or -1
+#if NEXT
+        for (bool more = walk.locate(); more;) {
+#else
+        for (; walk.locate(); walk.next()) {
+#endif
             const GroupTile tile = walk.tile(rank);
             const int m0 = tile.m0 + 64 * wg, valid = tile.valid - 64 * wg;  // this warpgroup's rows
             if constexpr (SCALES_BY_TMA) {
@@ -318,17 +342,14 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 const uint32_t my_sa = sSA + 4 * ((tile.m0 & 3) + 64 * wg + row);
                 // 160-wide tiles: the accumulators' 32-column chunks from `split` on are in B's next scale block
                 const int split = (128 - tile.n0 % 128) / 32;
-                // The slot the next issue takes: it % STAGES, carried with CARRY (issue moves the ring on).
-                auto now = [&]() {
-#if CARRY
-                    return (int)ring.slot;
-#else
-                    return (int)(it % STAGES);
-#endif
-                };
-                auto slot = [&]() {
+                // A slot: its wgmmas issued (the slot's 128 k summed from zero) ...
+                auto start = [&]() {
                     const int s = now();
-                    issue(it, true, acc[0]);  // the slot's 128 k summed from zero ...
+                    issue(it, true, acc[0]);
+                    return s;
+                };
+                // ... then its scales read, the wgmmas waited for, the slot freed and the sums added in
+                auto finish = [&](int s) {
                     const float a0 = lds_f32(my_sa + s * SA_SLOT), a1 = lds_f32(my_sa + s * SA_SLOT + 32);
                     const float b = lds_f32(sSB + SB_SLOT * s);
                     const float b2 = SB_SLOT == 8 ? lds_f32(sSB + SB_SLOT * s + 4) : b;
@@ -344,6 +365,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                         for (int v = 16 * c; v < 16 * c + 16; ++v) total[v] += acc[0][v] * ((v >> 1) & 1 ? r1 : r0);
                     }
                 };
+                auto slot = [&]() { finish(start()); };
 #if ACCS == 2
                 // Two accumulator sets: slot t + 1's wgmmas go into the other set before slot t's are waited for,
                 // so the tensor cores have work queued while this warpgroup scales and adds slot t's sums (with
@@ -392,11 +414,21 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 // Two slots an iteration, as the register-read loop below: so unrolled, nvcc 13 keeps the ring's
                 // descriptors in uniform registers (one slot an iteration, its SASS moved them there by 4 R2UR a
                 // slot, between the full barrier's answer and the first wgmma: tools/sass_loops.py).
+#if NEXT
+                finish(early >= 0 ? early : start());  // the first slot, perhaps issued before the last epilogue
+                early = -1;
+#pragma unroll 1
+                for (int t = 1; t < ktiles; t += 2) {
+                    slot();
+                    if (t + 1 < ktiles) slot();
+                }
+#else
 #pragma unroll 1
                 for (int t = 0; t < ktiles; t += 2) {
                     slot();
                     if (t + 1 < ktiles) slot();
                 }
+#endif
 #endif
 #pragma unroll
                 for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(total[v], total[v + 1], (ELEM_OUT*)nullptr);
@@ -458,6 +490,15 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
 #pragma unroll
                 for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(acc[0][v], acc[0][v + 1], (ELEM_OUT*)nullptr);
             }
+#if NEXT
+            // The next tile, and with t1 its first slot's wgmmas, which run while this tile is stored
+            walk.next();
+            more = walk.locate();
+            if (EARLY && more) {
+                early = now();
+                issue(it, true, acc[0]);
+            }
+#endif
             // ---- epilogue: this warpgroup's rows 64·wg.. of the tile, those of the group only ----
             if (valid >= 64) {
 #pragma unroll
