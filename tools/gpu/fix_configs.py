@@ -9,6 +9,7 @@ It prints, per problem, the configuration fixed for it.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -65,7 +66,8 @@ def main(suite_path: str, pass0: str, target: str) -> None:
         for variant, by_problem in fixed.items():
             for problem, label in by_problem.items():
                 print(f"{sweep.name}: {problem}: {variant} {label}")
-        if fixed:
+        if fixed:  # the pass's own list of configurations, where it had one, gives way to the fixed ones
+            blocks[i + 1] = re.sub(r"\nconfigs = [^\n]*", "", blocks[i + 1])
             table = ", ".join(f"{json.dumps(v)} = {toml_list(dict.fromkeys(by.values()))}" for v, by in fixed.items())
             blocks[i + 1] = blocks[i + 1].rstrip("\n") + f"\nconfigs = {{ {table} }}\n\n"
     Path(target).write_text("[[sweep]]".join(blocks), encoding="utf-8")
