@@ -82,6 +82,23 @@ def test_the_grouped_rounds_suite_fixes_each_hand_kernels_fastest_configuration(
     assert printed.count("CONTIGUOUS-BLOCK: fp8-grouped") == 4
 
 
+def test_a_pass_that_lists_its_own_configurations_gives_way_to_the_fixed_ones(tmp_path, capsys):
+    """The block-scaled fifth series' pass 0 timed four configurations its suite listed itself: the rounds' suite
+    keeps one `configs` table a sweep, the fixed ones (two tables are not TOML: its first fixing failed so)."""
+    suite = REPO / "tools" / "gpu" / "grouped-fp8-next.toml"
+    pass0 = REPO / "results" / "nvidia-h200" / "grouped-block-s5-pass0.json.gz"
+    target = tmp_path / "rounds.toml"
+    tool("fix_configs").main(str(suite), str(pass0), str(target))
+    assert target.read_text(encoding="utf-8").count("\nconfigs = ") == 2
+    rounds, run = suites.load(target, "cuda"), load(pass0)
+    for sweep in rounds.sweeps:
+        kept = {c.label for _, _, c in sweep.points()}
+        fastest = {min((p for p in run.points if p.problem == shape and p.samples_ms),
+                       key=lambda p: statistics.median(p.samples_ms)).config for shape in sweep.shapes}
+        assert kept == fastest
+    assert capsys.readouterr().out.count("fp8-grouped 128x128 s5 c2 g8 u1 d1 q1 t1") == 4
+
+
 def rows_of(out: str) -> dict[str, list[str]]:
     """{problem: its cells} of the judge's tables."""
     cells = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]
