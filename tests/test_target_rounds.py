@@ -178,6 +178,19 @@ def test_the_bf16_target_holds_the_kernel_to_the_faster_library_of_each_round(tm
     assert tall[3] == "0.992 0.992 1.008 1.008 1.008" and tall[6] == "at the line"  # the loop alone: all 1.008
 
 
+def test_a_figure_just_short_of_the_line_does_not_print_as_reaching_it(tmp_path):
+    """The fourth series' 4 x 8192 row: one round at 1,249.65 TFLOP/s, which ",.0f" rounds to the line's 1,250."""
+    series = [1250.28, 1249.65, 1260.50, 1264.05, 1267.01]
+    pass0 = [point(s, "fp8-grouped", "c1", at(s, 1260)) for s in BLOCK]
+    rounds = [[point(s, "fp8-grouped", "c1", at(s, series[r]), rel_err=1.7e-3) for s in BLOCK] for r in range(5)]
+    row = judged(tmp_path, pass0, rounds)[BLOCK[0].full_label]
+    assert row[2] == "1,250 1,249.7 1,260 1,264 1,267" and row[3] == "1,260 (1,249.7-1,267)"
+    assert row[5] == "at the line"
+    judge = tool("judge_rounds")
+    assert judge.shown(0.9996, ".3f", 1.0) == "0.9996" and judge.shown(1.0004, ".3f", 1.0) == "1.000"
+    assert judge.shown(0.9996, ".3f", None) == "1.000"  # a reported row has no line to keep to
+
+
 def test_the_block_scaled_target_is_judged_in_tflops_with_the_errors_beside_it(tmp_path):
     met, line, short = ([1262, 1251, 1270, 1258, 1266], [1262, 1240, 1270, 1258, 1266],
                         [1079, 1084, 1073, 1070, 1249])

@@ -102,9 +102,24 @@ def clocks(sides: list[tuple]) -> str:
     return f"{text}; capped in {capped} of {len(sides)}{ratio}"
 
 
-def span(m, fmt: str = ".3f") -> str:
-    """The rounds' median and its interval (ratios to three places; TFLOP/s with fmt ",.0f")."""
-    return f"{m.median:{fmt}} ({m.low:{fmt}}-{m.high:{fmt}})" if m else "—"
+def shown(value: float, fmt: str, line: float | None) -> str:
+    """value as fmt gives it (ratios ".3f", TFLOP/s ",.0f"), with more places where fmt's rounding would carry it
+    to the other side of the line: 1,249.65 TFLOP/s reads "1,249.7", not "1,250", beside a line of 1,250, so that
+    no printed figure seems to reach a threshold it misses (or to miss one it reaches)."""
+    text = f"{value:{fmt}}"
+    if line is None:
+        return text
+    places = int(fmt.rstrip("f").split(".")[1])
+    while (float(text.replace(",", "")) >= line) != (value >= line) and places < 6:
+        places += 1
+        text = f"{value:{fmt.split('.')[0]}.{places}f}"
+    return text
+
+
+def span(m, fmt: str = ".3f", line: float | None = None) -> str:
+    """The rounds' median and its interval (ratios to three places; TFLOP/s with fmt ",.0f"), each figure on its
+    own side of the line (shown)."""
+    return (f"{shown(m.median, fmt, line)} ({shown(m.low, fmt, line)}-{shown(m.high, fmt, line)})" if m else "—")
 
 
 def ratio_line(rounds, target: Target, row, shape, kernel: str) -> str:
@@ -113,10 +128,11 @@ def ratio_line(rounds, target: Target, row, shape, kernel: str) -> str:
     library = target.libraries[0] if len(target.libraries) == 1 else (
         f"the faster of {' / '.join(target.libraries)}: "
         + ", ".join(f"{n} in {c} of {len(row.ratios)}" for n, c in stood.most_common()))
-    ratios = " ".join("—" if r is None else f"{r:.3f}" for r in row.ratios)
+    line = None if threshold is None else threshold.value
+    ratios = " ".join("—" if r is None else shown(r, ".3f", line) for r in row.ratios)
     m = row.interval(LEVEL)
     sides = [(find(run, row.problem, b), find(run, row.problem, kernel)) for run, b in zip(rounds, row.baselines)]
-    return (f"| {shape.full_label} | {kernel} | {library} | {ratios} | {span(m)} | "
+    return (f"| {shape.full_label} | {kernel} | {library} | {ratios} | {span(m, '.3f', line)} | "
             f"{'' if threshold is None else threshold} | {judge(m, threshold, LEVEL)} | "
             f"{clocks(sides)} |")
 
@@ -138,10 +154,10 @@ def errors(rounds, target: Target, rate, shape) -> str:
 
 def rate_line(rounds, target: Target, rate, shape, kernel: str) -> str:
     threshold = target.threshold(shape)
-    values = " ".join("—" if t is None else f"{t:,.0f}" for t in rate.tflops)
+    values = " ".join("—" if t is None else shown(t, ",.0f", threshold.value) for t in rate.tflops)
     m = rate.interval(LEVEL)
     sides = [(find(run, rate.problem, kernel),) for run in rounds]
-    return (f"| {shape.full_label} | {kernel} | {values} | {span(m, ',.0f')} | {threshold} | "
+    return (f"| {shape.full_label} | {kernel} | {values} | {span(m, ',.0f', threshold.value)} | {threshold} | "
             f"{judge(m, threshold, LEVEL)} | {errors(rounds, target, rate, shape)} | {clocks(sides)} |")
 
 
