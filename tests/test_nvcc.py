@@ -298,6 +298,23 @@ def test_the_grouped_gemm_kernel_spills_nothing_and_keeps_its_wgmmas_in_flight(v
             assert (u.spill_stores, u.spill_loads, u.stack_bytes) == (0, 0, 0), (config.label, defines, u)
 
 
+@pytest.mark.parametrize("config", [c for c in CATALOG.get("grouped-gemm", "cuda", "fp8-grouped").space.configs
+                                    if c.values.get("NEXT") == 1], ids=lambda c: c.label)
+def test_the_next_tiles_first_slot_stays_in_flight_while_the_tile_is_stored(config):
+    """n1 issues the next tile's first slot, then stores the tile it finished. ptxas waits for those wgmmas where
+    the code's paths next meet (C7517): that wait must come after the tile's stores (the TMA stores and the rows
+    stored from registers), or the slot is done before the store begins and n1 overlaps nothing, as the first n1
+    build did (its wait landed right after the early wgmmas)."""
+    variant = CATALOG.get("grouped-gemm", "cuda", "fp8-grouped")
+    for source, defines, arch, _ in variant.builds(config, "sm_90"):
+        if "LAYOUT_CONTIGUOUS_BLOCK" not in dict(defines):
+            continue
+        ptx, waits = nvcc.injected_waits(source, arch, dict(defines))
+        stores = [n for n, line in enumerate(ptx, 1)
+                  if "cp.async.bulk.tensor.2d.global.shared" in line or "st.global" in line]
+        assert waits and stores and min(waits) > max(stores), (config.label, waits, stores[-4:])
+
+
 def test_a_wgmma_behind_a_branch_is_reported_serialized(tmp_path):
     """The check above can fail: a wgmma issued only where a runtime value allows is what ptxas serializes."""
     include = (KERNELS / "include" / "hopper.cuh").as_posix()

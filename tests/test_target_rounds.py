@@ -99,6 +99,21 @@ def test_a_pass_that_lists_its_own_configurations_gives_way_to_the_fixed_ones(tm
     assert capsys.readouterr().out.count("fp8-grouped 128x128 s5 c2 g8 u1 d1 q1 t1") == 4
 
 
+def test_a_variant_the_pass_did_not_fix_keeps_the_configurations_its_suite_gave_it(tmp_path, capsys):
+    """A pass-0 suite that limits one hand kernel to one configuration: the rounds fix the other kernel's and leave
+    that one as it was, not let loose on all of its configurations."""
+    text = SUITE.read_text(encoding="utf-8").replace(
+        'epilogue = ["bias-relu-add"]\n', 'epilogue = ["bias-relu-add"]\nconfigs = { "tc-int8-mma" = ["128x128x64 w64x64 s4"] }\n', 1)
+    suite, target = tmp_path / "pass0.toml", tmp_path / "rounds.toml"
+    suite.write_text(text, encoding="utf-8")
+    tool("fix_configs").main(str(suite), str(PASS0), str(target))
+    first = next(s for s in suites.load(target, "cuda").sweeps if s.name == "int8-64x56-s1")
+    labels = {name: sorted({c.label for _, v, c in first.points() if v.name == name}) for name in ("tc-int8-mma",
+                                                                                                  "tc-wgmma-int8")}
+    assert labels["tc-int8-mma"] == ["128x128x64 w64x64 s4"]
+    assert 1 <= len(labels["tc-wgmma-int8"]) <= 2  # each of the sweep's two problems (layouts) its fastest
+
+
 def rows_of(out: str) -> dict[str, list[str]]:
     """{problem: its cells} of the judge's tables."""
     cells = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]

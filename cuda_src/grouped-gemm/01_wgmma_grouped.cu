@@ -42,8 +42,9 @@
 // tile's first row rounded down to 4 and holds 132 rows. 5 slots: the scales' 644 bytes a slot do not fit beside 6.
 // BN = 160 (fp8, per-tensor scales or t1): tiles of 128 × 160, cuBLASLt's choice on DeepGEMM's 4096 × 7168 shape.
 // Why: a slot then holds a quarter more tensor work between the waits that the promotion needs (each warpgroup's
-// wgmmas waited for, scaled and added, slot by slot), and a product reads 13% fewer bytes from L2 (A's 128 rows
-// and B's 160 per 128 × 160 outputs); 128 × 128 tiles kept the tensor pipe busy 72-79% of the time under ncu,
+// wgmmas waited for, scaled and added, slot by slot), and a product reads fewer bytes from L2 (A's 128 rows and
+// B's 160 per 128 × 160 outputs: 10% fewer, 13% with B shared by a cluster of 2); 128 × 128 tiles kept the tensor
+// pipe busy 69-79% of the time under ncu,
 // cuBLASLt's 128 × 160 92%. B's tile is one box of 160 rows (80 a block in a cluster). Its columns span two of B's
 // 128-column scale blocks (a tile starts 0, 32, 64 or 96 columns into one), so t1's slot brings two SB values and
 // each 32 columns of the accumulators take the one of their block. D's last 32 columns, past its 64-column boxes,
@@ -52,7 +53,9 @@
 // first slot before it stores this one. Why: with 16 slots a tile (K = 2048) the block-scaled kernel ran about 5%
 // slower than with 56 (K = 7168), as if each tile cost one slot more. From its last wait until its next tile's
 // first issue a warpgroup stores D and walks to the next tile, and the other warpgroup's one slot of queued work
-// does not cover that time; the early slot does.
+// does not cover that time; the early slot does. The store sits in the branch that issues it: after the branch,
+// ptxas waited for the early wgmmas before the store (C7517), and the first n1 build overlapped nothing
+// (tests/test_nvcc.py checks where that wait lands).
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256, fp8 128 or 160: a consumer thread's BN/2 accumulators), STAGES (ring slots of
 // (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
@@ -120,9 +123,10 @@ constexpr int ROUNDS = (C_BOXES + 1) / 2;
 constexpr int TAIL = BN % 64;                  // columns past D's whole boxes (160: 32), stored from the registers
 // fp8 block scales by TMA: a slot's SA_ROWS rows of SA for its K block from the tile's first row rounded down to 4
 // (the box's 16-byte start; 528 bytes, in areas of 640: a tensor copy's destination starts on 128 bytes, or the
-// copy faults with a misaligned address) and SB's one value for the tile (a float a slot, after the barriers)
+// copy faults with a misaligned address) and SB's value for the tile (a float a slot after the barriers; two for
+// a 160-wide tile, whose columns span two of B's scale blocks)
 constexpr bool SCALES_BY_TMA = BLOCK_SCALES && TMA_SCALES;
-constexpr bool EARLY = SCALES_BY_TMA && NEXT;  // the next tile's first slot issued before this tile's epilogue
+[[maybe_unused]] constexpr bool EARLY = SCALES_BY_TMA && NEXT;  // the next tile's first slot issued before this tile's epilogue
 constexpr int SA_ROWS = BM + 4;
 constexpr int SA_BOX = SA_ROWS * 4;                   // the bytes the copy brings (and the slot's barrier awaits)
 constexpr int SA_SLOT = (SA_BOX + 127) / 128 * 128;  // the area it lands in
@@ -490,23 +494,33 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
 #pragma unroll
                 for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(acc[0][v], acc[0][v + 1], (ELEM_OUT*)nullptr);
             }
+            // ---- epilogue: this warpgroup's rows 64·wg.. of the tile, those of the group only ----
+            auto store_tile = [&]() {
+                if (valid >= 64) {
+#pragma unroll
+                    for (int q = 0; q < ROUNDS; ++q) store_round(q, m0, tile.n0);
+                    if (TAIL) store_rows(m0, tile.n0, 64, 32 * C_BOXES);
+                } else if (valid > 0) {
+                    store_rows(m0, tile.n0, valid, 0);
+                }
+            };
 #if NEXT
-            // The next tile, and with t1 its first slot's wgmmas, which run while this tile is stored
+            // The next tile, and with t1 its first slot's wgmmas, which run while this tile is stored. The store
+            // is inside each branch: after a branch that issued wgmmas into acc, ptxas waits for them where the
+            // paths meet (C7517, "warpgroup.wait is injected"); with the store after the branch, that wait came
+            // before the store, and the early slot was done before the store began.
             walk.next();
             more = walk.locate();
             if (EARLY && more) {
                 early = now();
                 issue(it, true, acc[0]);
+                store_tile();
+            } else {
+                store_tile();
             }
+#else
+            store_tile();
 #endif
-            // ---- epilogue: this warpgroup's rows 64·wg.. of the tile, those of the group only ----
-            if (valid >= 64) {
-#pragma unroll
-                for (int q = 0; q < ROUNDS; ++q) store_round(q, m0, tile.n0);
-                if (TAIL) store_rows(m0, tile.n0, 64, 32 * C_BOXES);
-            } else if (valid > 0) {
-                store_rows(m0, tile.n0, valid, 0);
-            }
         }
         if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
     }

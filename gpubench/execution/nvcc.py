@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,3 +241,26 @@ def resource_usage(source: str | Path, arch: str, defines: dict | None = None) -
             found.append(Resources(current, int(m.group(1)), int(m.group(2) or 0), *spill, current in serialized))
             current = None
     return found
+
+
+_INJECTED = re.compile(r"warpgroup\.wait is injected in around line (\d+)")
+
+
+def injected_waits(source: str | Path, arch: str, defines: dict | None = None) -> tuple[list[str], list[int]]:
+    """The kernel's PTX (its lines) and where ptxas put the warpgroup waits it added (C7517: "warpgroup.wait is
+    injected ... to allow use of registers defined by GMMA"), as 1-based lines of that PTX. Such a wait ends every
+    wgmma in flight: where it lands says which work the wgmmas can overlap."""
+    defines = defines or {}
+    source = _source(source)
+    nvcc = _require_nvcc()
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = Path(tmp) / f"{source.stem}.ptx"
+        proc = subprocess.run(_command(nvcc, source, arch, defines, ptx, mode="-ptx"), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise _failed(source, arch, defines, proc.stderr.strip())
+        ptxas = Path(nvcc).with_name("ptxas")
+        proc = subprocess.run([str(ptxas), "-v", f"-arch={arch}", str(ptx), "-o", os.devnull], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise _failed(source, arch, defines, proc.stderr.strip())
+        return ptx.read_text(encoding="utf-8").splitlines(), [int(n) for n in _INJECTED.findall(proc.stderr)]

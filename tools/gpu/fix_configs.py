@@ -12,6 +12,7 @@ import json
 import re
 import statistics
 import sys
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,10 +67,13 @@ def main(suite_path: str, pass0: str, target: str) -> None:
         for variant, by_problem in fixed.items():
             for problem, label in by_problem.items():
                 print(f"{sweep.name}: {problem}: {variant} {label}")
-        if fixed:  # the pass's own list of configurations, where it had one, gives way to the fixed ones
-            blocks[i + 1] = re.sub(r"\nconfigs = [^\n]*", "", blocks[i + 1])
-            table = ", ".join(f"{json.dumps(v)} = {toml_list(dict.fromkeys(by.values()))}" for v, by in fixed.items())
-            blocks[i + 1] = blocks[i + 1].rstrip("\n") + f"\nconfigs = {{ {table} }}\n\n"
+        if fixed:  # in the pass's own list of configurations, where it had one, the fixed variants' give way
+            own = re.search(r"\nconfigs = ([^\n]*)", blocks[i + 1])
+            kept = tomllib.loads(f"configs = {own.group(1)}")["configs"] if own else {}
+            kept.update({v: list(dict.fromkeys(by.values())) for v, by in fixed.items()})
+            table = ", ".join(f"{json.dumps(v)} = {toml_list(labels)}" for v, labels in kept.items())
+            blocks[i + 1] = re.sub(r"\nconfigs = [^\n]*", "", blocks[i + 1]).rstrip("\n")
+            blocks[i + 1] += f"\nconfigs = {{ {table} }}\n\n"
     Path(target).write_text("[[sweep]]".join(blocks), encoding="utf-8")
     suites.load(target, "cuda")  # the written suite loads, its labels checked
 
