@@ -44,11 +44,10 @@
 // Why: a slot then holds a quarter more tensor work between the waits that the promotion needs (each warpgroup's
 // wgmmas waited for, scaled and added, slot by slot), and a product reads fewer bytes from L2 (A's 128 rows and
 // B's 160 per 128 × 160 outputs: 10% fewer, 13% with B shared by a cluster of 2); 128 × 128 tiles kept the tensor
-// pipe busy 69-79% of the time under ncu,
-// cuBLASLt's 128 × 160 92%. B's tile is one box of 160 rows (80 a block in a cluster). Its columns span two of B's
-// 128-column scale blocks (a tile starts 0, 32, 64 or 96 columns into one), so t1's slot brings two SB values and
-// each 32 columns of the accumulators take the one of their block. D's last 32 columns, past its 64-column boxes,
-// are stored from the registers.
+// pipe busy 69-79% of the time under ncu, cuBLASLt's 128 × 160 92%. B's tile is one box of 160 rows (80 a block
+// in a cluster). Its columns span two of B's 128-column scale blocks (a tile starts 0, 32, 64 or 96 columns into
+// one), so t1's slot brings two SB values and each 32 columns of the accumulators take the one of their block.
+// D's last 32 columns, past its 64-column boxes, are stored from the registers.
 // NEXT = 1 (with t1): once a tile's last slot is added in, the warpgroup finds its next tile and issues that tile's
 // first slot before it stores this one. Why: with 16 slots a tile (K = 2048) the block-scaled kernel ran about 5%
 // slower than with 56 (K = 7168), as if each tile cost one slot more. From its last wait until its next tile's
@@ -57,10 +56,11 @@
 // ptxas waited for the early wgmmas before the store (C7517), and the first n1 build overlapped nothing
 // (tests/test_nvcc.py checks where that wait lands).
 //
-// Tiles (compile-time, -DNAME=value): BN (128 or 256, fp8 128 or 160: a consumer thread's BN/2 accumulators), STAGES (ring slots of
-// (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row blocks within a group),
-// UWG, CARRY, PEEK (loop_switches.cuh, as in 10), TMA_SCALES (0 or 1: fp8's block scales by TMA). BM is 128 (64
-// rows a consumer warpgroup), BK 128 bytes of k (64 16-bit elements, 128 fp8 ones).
+// Tiles (compile-time, -DNAME=value): BN (128 or 256, fp8 128 or 160: a consumer thread's BN/2 accumulators),
+// STAGES (ring slots of (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row
+// blocks within a group), UWG, CARRY, PEEK (loop_switches.cuh, as in 10), TMA_SCALES (0 or 1: fp8's block scales
+// by TMA), ACCS, NEXT (above). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64 16-bit elements,
+// 128 fp8 ones).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers), and with
 // TMA_SCALES STAGES·(640 + 4) (the scales' slots; 640 + 8 with BN = 160, two SB values a slot).
 // Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
@@ -126,7 +126,8 @@ constexpr int TAIL = BN % 64;                  // columns past D's whole boxes (
 // copy faults with a misaligned address) and SB's value for the tile (a float a slot after the barriers; two for
 // a 160-wide tile, whose columns span two of B's scale blocks)
 constexpr bool SCALES_BY_TMA = BLOCK_SCALES && TMA_SCALES;
-[[maybe_unused]] constexpr bool EARLY = SCALES_BY_TMA && NEXT;  // the next tile's first slot issued before this tile's epilogue
+// NEXT's early slot: block scales by TMA only (elsewhere NEXT builds the plain loop)
+[[maybe_unused]] constexpr bool EARLY = SCALES_BY_TMA && NEXT;
 constexpr int SA_ROWS = BM + 4;
 constexpr int SA_BOX = SA_ROWS * 4;                   // the bytes the copy brings (and the slot's barrier awaits)
 constexpr int SA_SLOT = (SA_BOX + 127) / 128 * 128;  // the area it lands in
@@ -329,7 +330,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             return (int)(it % STAGES);
 #endif
         };
-        [[maybe_unused]] int early = -1;  // EARLY: the slot whose wgmmas (a tile's first) are in flight before the tile starts, or -1
+        // EARLY: the slot whose wgmmas (a tile's first) are in flight before the tile starts, or -1
+        [[maybe_unused]] int early = -1;
 #if NEXT
         for (bool more = walk.locate(); more;) {
 #else
