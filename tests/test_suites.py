@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from gpubench.planning import suites
@@ -260,6 +262,45 @@ def test_a_sweep_runs_only_the_configurations_its_configs_table_lists(tmp_path):
 
 
 WGMMA = '[[sweep]]\nop = "gemm"\nvariants = ["cublas", "wgmma-tma"]\nsizes = [256]\ndtypes = ["bf16"]\nlayouts = ["nt"]\n'
+
+
+def test_a_configs_table_of_problems_gives_each_problem_its_own_configurations(tmp_path):
+    """A target's rounds where pass 0 fixed different configurations for a sweep's problems: each problem runs its
+    own, none the other's."""
+    base = WGMMA.replace("sizes = [256]", "sizes = [256, 512]")
+    every = [c.label for c in next(v for v in suites.load(write(tmp_path, base), "cuda").sweeps[0].variants
+                                   if v.name == "wgmma-tma").space.configs]
+    small, large = "256 BF16 NT", "512 BF16 NT"
+    text = base + (f'configs = {{ "wgmma-tma" = {{ "{small}" = ["{every[1]}"], '
+                   f'"{large}" = ["{every[0]}", "{every[2]}"] }} }}\n')
+    sweep = suites.load(write(tmp_path, text), "cuda").sweeps[0]
+    ran = [(shape.full_label, config.label) for shape, variant, config in sweep.points() if variant.name == "wgmma-tma"]
+    assert ran == [(small, every[1]), (large, every[0]), (large, every[2])]
+    from gpubench.execution.sweep import tasks
+    assert [len(t.points) for t in tasks([sweep], seed=0)] == [2, 3]  # cuBLAS and what each problem pins
+
+
+@pytest.mark.parametrize("table,match", [
+    ('{ "wgmma-tma" = { "256 BF16 NT" = ["X"] } }', "wgmma-tma has no configuration 'X'"),
+    ('{ "wgmma-tma" = { "999 BF16 NT" = ["LABEL"] } }',
+     "wgmma-tma names problem '999 BF16 NT', which it does not run in this sweep; its problems are '256 BF16 NT'"),
+    ('{ "wgmma-tma" = { "256 BF16 NT" = [] } }', "configs must be a table of variant names to lists"),
+    ('{ "wgmma-tma" = { "256 BF16 NT" = "LABEL" } }', "configs must be a table of variant names to lists"),
+])
+def test_a_bad_table_of_problems_is_refused_in_one_line(tmp_path, table, match):
+    label = next(v for v in suites.load(write(tmp_path, WGMMA), "cuda").sweeps[0].variants
+                 if v.name == "wgmma-tma").space.configs[0].label
+    with pytest.raises(GpubenchError, match=re.escape(match)):
+        suites.load(write(tmp_path, WGMMA + f"configs = {table.replace('LABEL', label)}\n"), "cuda")
+
+
+def test_a_table_of_problems_must_name_every_problem_the_variant_runs(tmp_path):
+    base = WGMMA.replace("sizes = [256]", "sizes = [256, 512]")
+    label = next(v for v in suites.load(write(tmp_path, base), "cuda").sweeps[0].variants
+                 if v.name == "wgmma-tma").space.configs[0].label
+    with pytest.raises(GpubenchError, match=re.escape("wgmma-tma names no configuration for problem '512 BF16 NT'")):
+        suites.load(write(tmp_path, base + f'configs = {{ "wgmma-tma" = {{ "256 BF16 NT" = ["{label}"] }} }}\n'),
+                    "cuda")
 
 
 def test_a_suite_may_set_the_watchdog_and_otherwise_leaves_it_to_the_default(tmp_path):

@@ -114,6 +114,21 @@ def test_a_variant_the_pass_did_not_fix_keeps_the_configurations_its_suite_gave_
     assert 1 <= len(labels["tc-wgmma-int8"]) <= 2  # each of the sweep's two problems (layouts) its fastest
 
 
+def test_each_problem_of_a_round_runs_only_the_configuration_fixed_for_it(tmp_path, capsys):
+    """The block-scaled fourth series fixed 128x128 on one 7168 x 2048 shape and 128x160 on the other; its rounds
+    timed both on both (six points a round for four judged). Now the rounds' suite pins each problem's own."""
+    suite = REPO / "tools" / "gpu" / "grouped-fp8-block.toml"
+    pass0 = REPO / "results" / "nvidia-h200" / "grouped-block-s4-pass0.json.gz"
+    target = tmp_path / "rounds.toml"
+    tool("fix_configs").main(str(suite), str(pass0), str(target))
+    fixed = dict(line.rsplit(": fp8-grouped ", 1) for line in capsys.readouterr().out.splitlines())
+    points = [(sweep.name, shape.full_label, config.label) for sweep in suites.load(target, "cuda").sweeps
+              for shape, _, config in sweep.points()]
+    assert sorted(f"{name}: {problem}" for name, problem, _ in points) == sorted(fixed)
+    assert all(fixed[f"{name}: {problem}"] == label for name, problem, label in points)
+    assert len({label for _, _, label in points}) == 2  # the two tiles, each only where it was fixed
+
+
 def rows_of(out: str) -> dict[str, list[str]]:
     """{problem: its cells} of the judge's tables."""
     cells = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]

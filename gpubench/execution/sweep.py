@@ -32,13 +32,25 @@ class Sweep:
     block_sizes: tuple[int, ...]
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (what, why) left out when expanding
+    # {variant: {problem label: configuration labels}}: a suite's configurations pinned problem by problem
+    pinned: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def configs(self, variant: Variant, shape) -> tuple[Config, ...]:
+        """What `variant` runs on `shape`: its configurations (a block-size variant's, the sweep's sizes), or those
+        the suite pinned for that problem, in the pinned order."""
+        every = variant.space.configs_for(self.block_sizes)
+        pinned = self.pinned.get(variant.name, {}).get(shape.full_label)
+        if pinned is None:
+            return tuple(every)
+        by_label = {c.label: c for c in every}
+        return tuple(by_label[x] for x in pinned if x in by_label)
 
     def points(self) -> Iterator[tuple[object, Variant, Config]]:
         for shape in self.shapes:
             for variant in self.variants:
                 if variant.scope.takes(shape) is not None:
                     continue
-                for config in variant.space.configs_for(self.block_sizes):
+                for config in self.configs(variant, shape):
                     yield shape, variant, config
 
     def __len__(self) -> int:
@@ -67,7 +79,7 @@ def tasks(sweeps: list[Sweep], seed: int, resolve: Resolve = as_is) -> list[Shap
             for variant in sweep.variants:
                 if variant.scope.takes(shape) is not None:
                     continue
-                for config in variant.space.configs_for(sweep.block_sizes):
+                for config in sweep.configs(variant, shape):
                     resolved, note = resolve(variant, shape, config)
                     points.append(PointTask(len(points), variant, resolved, sweep.policy, note))
             if points:  # a precision or layout that none of the sweep's variants takes has nothing to run

@@ -210,7 +210,7 @@ def check_block_option(chosen: list[Variant], where: str) -> None:
 
 
 def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple[int, ...], timing: TimingPolicy,
-          skipped=(), where: str = "") -> Sweep:
+          skipped=(), where: str = "", pinned: dict | None = None) -> Sweep:
     if not shapes:
         sizes = [p.name for p in ops.get(op).params if p.kind in (ParamKind.INTS, ParamKind.TRIPLES)
                  and (p.default is None or p.name == "sizes")]
@@ -218,7 +218,7 @@ def sweep(name: str, op: str, chosen: list[Variant], shapes: list, blocks: tuple
         raise GpubenchError(f"{where or name} has no shapes to run{why}")
     if not chosen:
         raise GpubenchError(f"{where or name} has no variants to run")
-    return Sweep(name, op, chosen, shapes, blocks or LAB_BLOCK_SIZES, timing, list(skipped))
+    return Sweep(name, op, chosen, shapes, blocks or LAB_BLOCK_SIZES, timing, list(skipped), dict(pinned or {}))
 
 
 # --- what every run asks, checked -------------------------------------------------------------------------------

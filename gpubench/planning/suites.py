@@ -118,8 +118,8 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
             skipped.append((f"{name}: variants {', '.join(n for n in names if n not in here)}",
                             "not on the cpu backend; it runs its NumPy variants"))
         names = here or None
-    chosen = _narrowed(plan.variants(catalog, op, backend, names or None, f"{where}.variants"),
-                       table.get("configs"), f"{where}.configs", backend)
+    chosen, pins = _narrowed(plan.variants(catalog, op, backend, names or None, f"{where}.variants"),
+                             table.get("configs"), f"{where}.configs", backend)
     if "block_sizes" in table and backend != BackendKind.CPU:  # the CPU backend has no thread blocks to give them to
         plan.check_block_option(chosen, f"{where}.block_sizes")
     blocks = plan.block_sizes(_ints(table.get("block_sizes", list(LAB_BLOCK_SIZES)), f"{where}.block_sizes"),
@@ -133,22 +133,37 @@ def _sweep(table: dict, index: int, backend: str, base: dict, catalog: Catalog, 
     # left out, saying why (a named variant of the command line would be an error).
     asked = plan.precisions(chosen, dtypes, layouts, named=set(), where=where, strict=False)
     skipped += [(f"{name}: {what}", why) for what, why in asked.skipped]
-    return plan.sweep(name, op, asked.variants, plan.in_precisions(shapes, asked.dtypes, asked.layouts), blocks,
-                      timing, skipped, where)
+    shapes = plan.in_precisions(shapes, asked.dtypes, asked.layouts)
+    _check_pins(pins, asked.variants, shapes, f"{where}.configs")
+    return plan.sweep(name, op, asked.variants, shapes, blocks, timing, skipped, where, pinned=pins)
 
 
 
 
-def _narrowed(chosen: list, asked, where: str, backend: str) -> list:
+def _labels(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(x, str) for x in value)
+
+
+def _narrowed(chosen: list, asked, where: str, backend: str) -> tuple[list, dict[str, dict[str, tuple[str, ...]]]]:
     """The sweep's variants, those named in its `configs` table running only the configurations it lists, by label
     and in its order (e.g. `configs = { "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }`: the rounds of a target
-    run the configuration fixed for them, not all of them)."""
+    run the configuration fixed for them, not all of them). A variant may instead be given a table of the sweep's
+    problems, by label, each with its own list (`{ "fp8-grouped" = { "4x8192x4096x7168 FP8 CONTIGUOUS-BLOCK" =
+    ["128x160 s5 c2 g8 u1 d1 q1 t1"], ... } }`): each problem then runs its own. Returns the variants and those
+    pins, {variant: {problem label: labels}}."""
     if asked is None:
-        return chosen
+        return chosen, {}
     if not isinstance(asked, dict) or not asked or not all(
-            isinstance(labels, list) and labels and all(isinstance(x, str) for x in labels) for labels in asked.values()):
+            _labels(labels) or (isinstance(labels, dict) and labels and all(
+                isinstance(problem, str) and _labels(x) for problem, x in labels.items()))
+            for labels in asked.values()):
         raise GpubenchError(f"{where} must be a table of variant names to lists of configuration labels, e.g. "
-                            '{ "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }')
+                            '{ "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }, or to tables of problem labels to '
+                            "such lists")
+    pins = {name: {problem: tuple(x) for problem, x in labels.items()}
+            for name, labels in asked.items() if isinstance(labels, dict)}
+    asked = {name: list(dict.fromkeys(x for labels in pins[name].values() for x in labels)) if name in pins
+             else labels for name, labels in asked.items()}
     by_name = {v.name: v for v in chosen}
     unknown = [name for name in asked if name not in by_name]
     if unknown and backend != BackendKind.CPU:  # the CPU backend runs none of the GPU variants named
@@ -165,7 +180,24 @@ def _narrowed(chosen: list, asked, where: str, backend: str) -> list:
             raise GpubenchError(f"{where}: {v.name} has no configuration {missing[0]!r}; allowed are "
                                 f"{', '.join(repr(x) for x in labels)}")
         out.append(replace(v, space=replace(v.space, configs=tuple(labels[x] for x in asked[v.name]))))
-    return out
+    return out, {name: p for name, p in pins.items() if name in by_name}
+
+
+def _check_pins(pins: dict[str, dict[str, tuple[str, ...]]], variants: list, shapes: list, where: str) -> None:
+    """A variant's table of problems names each problem of the sweep that it runs, and no other."""
+    for v in variants:
+        if v.name not in pins:
+            continue
+        runs = [s.full_label for s in shapes if v.scope.takes(s) is None]
+        named = pins[v.name]
+        stray = [p for p in named if p not in runs]
+        if stray:
+            raise GpubenchError(f"{where}: {v.name} names problem {stray[0]!r}, which it does not run in this sweep; "
+                                f"its problems are {', '.join(repr(p) for p in runs)}")
+        missing = [p for p in runs if p not in named]
+        if missing:
+            raise GpubenchError(f"{where}: {v.name} names no configuration for problem {missing[0]!r}; a table of "
+                                f"problems names every one the variant runs: {', '.join(repr(p) for p in runs)}")
 
 
 def find(name: str | Path) -> Path:

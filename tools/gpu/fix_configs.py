@@ -1,7 +1,8 @@
 """The rounds' suite of a target, from its pass 0: the suite that pass ran, each sweep given a `configs` table that
-keeps, of each variant with several configurations, the ones that were fastest on at least one of the sweep's
-problems in the pass (docs/evidence/int8-attention-rounds.md says why the configuration is fixed before the rounds).
-It prints, per problem, the configuration fixed for it.
+keeps, of each variant with several configurations, each problem's fastest in the pass: one list where the sweep's
+problems share it, else a table of the problems, each with its own, so that a round times nothing that was not fixed
+(docs/evidence/int8-attention-rounds.md says why the configuration is fixed before the rounds). It prints, per
+problem, the configuration fixed for it.
 
     python3 tools/gpu/fix_configs.py SUITE.toml PASS0.json.gz ROUNDS.toml [--timing "reps = 30"...]
 """
@@ -50,8 +51,23 @@ def fastest(run, sweep) -> dict[str, dict[str, str]]:
     return out
 
 
-def toml_list(values) -> str:
-    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+def toml_value(value) -> str:
+    """A list of labels, or a table of problems to such lists, as an inline TOML value."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+
+
+def pinned(sweep, variant: str, by_problem: dict[str, str]):
+    """What the rounds run of a variant: its one fixed configuration, or, where the sweep's problems differ, each
+    problem its own (a problem with no passing point in pass 0 runs every fixed one), so that no round times a
+    configuration on a problem it was not fixed for."""
+    labels = list(dict.fromkeys(by_problem.values()))
+    if len(labels) == 1:
+        return labels
+    v = next(x for x in sweep.variants if x.name == variant)
+    return {s.full_label: [by_problem[s.full_label]] if s.full_label in by_problem else labels
+            for s in sweep.shapes if v.scope.takes(s) is None}
 
 
 def main(suite_path: str, pass0: str, target: str) -> None:
@@ -70,8 +86,8 @@ def main(suite_path: str, pass0: str, target: str) -> None:
         if fixed:  # in the pass's own list of configurations, where it had one, the fixed variants' give way
             own = re.search(r"\nconfigs = ([^\n]*)", blocks[i + 1])
             kept = tomllib.loads(f"configs = {own.group(1)}")["configs"] if own else {}
-            kept.update({v: list(dict.fromkeys(by.values())) for v, by in fixed.items()})
-            table = ", ".join(f"{json.dumps(v)} = {toml_list(labels)}" for v, labels in kept.items())
+            kept.update({v: pinned(sweep, v, by) for v, by in fixed.items()})
+            table = ", ".join(f"{json.dumps(v)} = {toml_value(labels)}" for v, labels in kept.items())
             blocks[i + 1] = re.sub(r"\nconfigs = [^\n]*", "", blocks[i + 1]).rstrip("\n")
             blocks[i + 1] += f"\nconfigs = {{ {table} }}\n\n"
     Path(target).write_text("[[sweep]]".join(blocks), encoding="utf-8")
