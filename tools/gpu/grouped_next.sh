@@ -1,0 +1,22 @@
+#!/bin/bash
+# fp8-grouped's n1 (the next tile's first slot issued before the epilogue) on a GPU, in one call of about four
+# minutes, from the repository root ($OUT, GPUBENCH_COMMIT and the wheels' PYTHONPATH set by the caller):
+#   1. its gpu tests (every layout, the ragged and masked sizes); nothing else runs unless they all pass
+#   2. a quick pass of tools/gpu/grouped-fp8-next.toml (t1 and t1 n1, 128 x 128 and 128 x 160, the four block-scaled
+#      shapes; not judged: a series needs its rule written first, docs/evidence/grouped-rounds.md)
+#   3. ncu on t1 and t1 n1 at 7168 x 2048 (tools/gpu/grouped-next-profile.toml): does the tensor pipe stay busier?
+# Outputs: $OUT/next-tests.log, next-pass.json.gz (its table in next.txt), next-profile.json.gz (what limits it).
+set -u -o pipefail
+export PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-/tmp/gpubench-cache}
+S=$OUT/next.txt
+timeout -k 5 150 python3 -m pytest -p no:cacheprovider -m gpu -n 8 tests/test_gpu_grouped_gemm.py \
+  -k "fp8-grouped and n1" -q > "$OUT/next-tests.log" 2>&1
+rc=$?
+echo "tests: exit $rc, $(tail -1 "$OUT/next-tests.log")" | tee -a "$S"
+[ $rc -eq 0 ] || exit 1
+python3 -m gpubench run tools/gpu/grouped-fp8-next.toml -o "$OUT/next-pass.json.gz" > /dev/null 2>&1
+COLUMNS=250 python3 -m gpubench show "$OUT/next-pass.json.gz" 2>&1 | grep -v "^\s*$" | head -40 >> "$S"
+timeout -k 5 150 python3 -m gpubench profile run tools/gpu/grouped-next-profile.toml -o "$OUT/next-profile.json.gz" \
+  > /dev/null 2>&1
+COLUMNS=250 python3 -m gpubench show "$OUT/next-profile.json.gz" 2>&1 | sed -n '/what limits/,$p' >> "$S"
+cat "$S"
