@@ -284,14 +284,31 @@ def test_a_configs_table_of_problems_gives_each_problem_its_own_configurations(t
     ('{ "wgmma-tma" = { "256 BF16 NT" = ["X"] } }', "wgmma-tma has no configuration 'X'"),
     ('{ "wgmma-tma" = { "999 BF16 NT" = ["LABEL"] } }',
      "wgmma-tma names problem '999 BF16 NT', which it does not run in this sweep; its problems are '256 BF16 NT'"),
-    ('{ "wgmma-tma" = { "256 BF16 NT" = [] } }', "configs must be a table of variant names to lists"),
-    ('{ "wgmma-tma" = { "256 BF16 NT" = "LABEL" } }', "configs must be a table of variant names to lists"),
+    ('{ "wgmma-tma" = { "256 BF16 NT" = [] } }', "configs.wgmma-tma must be a non-empty list of configuration labels"),
+    ('{ "wgmma-tma" = { "256 BF16 NT" = "LABEL" } }', "configs.wgmma-tma must be a non-empty list"),
 ])
 def test_a_bad_table_of_problems_is_refused_in_one_line(tmp_path, table, match):
     label = next(v for v in suites.load(write(tmp_path, WGMMA), "cuda").sweeps[0].variants
                  if v.name == "wgmma-tma").space.configs[0].label
     with pytest.raises(GpubenchError, match=re.escape(match)):
         suites.load(write(tmp_path, WGMMA + f"configs = {table.replace('LABEL', label)}\n"), "cuda")
+
+
+def test_a_block_size_variant_is_pinned_by_its_block_sizes_not_by_a_table(tmp_path):
+    """A block-size variant's configurations are the sweep's block sizes: a table of problems for it would name
+    the one label its space has ('-') and run nothing, so it is refused."""
+    text = '[[sweep]]\nop = "gemm"\nvariants = ["shared", "cublas"]\nsizes = [256]\nconfigs = { "shared" = { "256" = ["-"] } }\n'
+    with pytest.raises(GpubenchError, match=re.escape("configs.shared takes its configurations from the sweep's "
+                                                      "block_sizes")):
+        suites.load(write(tmp_path, text), "cuda")
+
+
+def test_a_label_repeated_for_one_problem_runs_once(tmp_path):
+    label = next(v for v in suites.load(write(tmp_path, WGMMA), "cuda").sweeps[0].variants
+                 if v.name == "wgmma-tma").space.configs[0].label
+    text = WGMMA + f'configs = {{ "wgmma-tma" = {{ "256 BF16 NT" = ["{label}", "{label}"] }} }}\n'
+    sweep = suites.load(write(tmp_path, text), "cuda").sweeps[0]
+    assert [c.label for _, v, c in sweep.points() if v.name == "wgmma-tma"] == [label]
 
 
 def test_a_table_of_problems_must_name_every_problem_the_variant_runs(tmp_path):

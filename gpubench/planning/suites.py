@@ -46,6 +46,7 @@ from gpubench import ops
 from gpubench.ops.params import toml_ints as _ints
 from gpubench.specs.parse import LAB_BLOCK_SIZES
 from gpubench.specs.catalog import Catalog
+from gpubench.specs.variant import Axis
 from gpubench.execution.sweep import Sweep
 
 TIMING_KEYS = {"warmup", "reps", "budget", "max_noise", "max_time", "flush", "decide", "discard_throttled", "pace",
@@ -153,14 +154,15 @@ def _narrowed(chosen: list, asked, where: str, backend: str) -> tuple[list, dict
     pins, {variant: {problem label: labels}}."""
     if asked is None:
         return chosen, {}
-    if not isinstance(asked, dict) or not asked or not all(
-            _labels(labels) or (isinstance(labels, dict) and labels and all(
-                isinstance(problem, str) and _labels(x) for problem, x in labels.items()))
-            for labels in asked.values()):
-        raise GpubenchError(f"{where} must be a table of variant names to lists of configuration labels, e.g. "
-                            '{ "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }, or to tables of problem labels to '
-                            "such lists")
-    pins = {name: {problem: tuple(x) for problem, x in labels.items()}
+    shape = ('{ "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }, or to tables of problem labels to such lists')
+    if not isinstance(asked, dict) or not asked:
+        raise GpubenchError(f"{where} must be a table of variant names to lists of configuration labels, e.g. {shape}")
+    for name, labels in asked.items():
+        if not (_labels(labels) or (isinstance(labels, dict) and labels and all(
+                isinstance(problem, str) and _labels(x) for problem, x in labels.items()))):
+            raise GpubenchError(f"{where}.{name} must be a non-empty list of configuration labels, or a table of the "
+                                f"sweep's problems to such lists; a sweep's configs look like {shape}")
+    pins = {name: {problem: tuple(dict.fromkeys(x)) for problem, x in labels.items()}
             for name, labels in asked.items() if isinstance(labels, dict)}
     asked = {name: list(dict.fromkeys(x for labels in pins[name].values() for x in labels)) if name in pins
              else labels for name, labels in asked.items()}
@@ -174,6 +176,9 @@ def _narrowed(chosen: list, asked, where: str, backend: str) -> tuple[list, dict
         if v.name not in asked:
             out.append(v)
             continue
+        if v.name in pins and v.space.axis == Axis.BLOCK:
+            raise GpubenchError(f"{where}.{v.name} takes its configurations from the sweep's block_sizes: give it "
+                                "a list, or set block_sizes, not a table of problems")
         labels = {c.label: c for c in v.space.configs}
         missing = [x for x in asked[v.name] if x not in labels]
         if missing:

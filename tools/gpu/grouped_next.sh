@@ -5,7 +5,8 @@
 #   2. a quick pass of tools/gpu/grouped-fp8-next.toml (t1 and t1 n1, 128 x 128 and 128 x 160, the four block-scaled
 #      shapes; not judged: a series needs its rule written first, docs/evidence/grouped-rounds.md)
 #   3. ncu on t1 and t1 n1 at 7168 x 2048 (tools/gpu/grouped-next-profile.toml): does the tensor pipe stay busier?
-# Outputs: $OUT/next-tests.log, next-pass.json.gz (its table in next.txt), next-profile.json.gz (what limits it).
+# Outputs: $OUT/next.txt (what each step said), next-tests.log, next-pass.json.gz and .log, next-profile.json.gz
+# and .log; exit 0 only if every step did.
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 GPUBENCH_CACHE=${GPUBENCH_CACHE:-/tmp/gpubench-cache}
 S=$OUT/next.txt
@@ -14,9 +15,15 @@ timeout -k 5 150 python3 -m pytest -p no:cacheprovider -m gpu -n 8 tests/test_gp
 rc=$?
 echo "tests: exit $rc, $(tail -1 "$OUT/next-tests.log")" | tee -a "$S"
 [ $rc -eq 0 ] || exit 1
-python3 -m gpubench run tools/gpu/grouped-fp8-next.toml -o "$OUT/next-pass.json.gz" > /dev/null 2>&1
+timeout -k 5 150 python3 -m gpubench run tools/gpu/grouped-fp8-next.toml -o "$OUT/next-pass.json.gz" \
+  > "$OUT/next-pass.log" 2>&1
+pass=$?
+echo "pass: exit $pass" >> "$S"
 COLUMNS=250 python3 -m gpubench show "$OUT/next-pass.json.gz" 2>&1 | grep -v "^\s*$" | head -40 >> "$S"
 timeout -k 5 150 python3 -m gpubench profile run tools/gpu/grouped-next-profile.toml -o "$OUT/next-profile.json.gz" \
-  > /dev/null 2>&1
+  > "$OUT/next-profile.log" 2>&1
+profile=$?
+echo "profile: exit $profile" >> "$S"
 COLUMNS=250 python3 -m gpubench show "$OUT/next-profile.json.gz" 2>&1 | sed -n '/what limits/,$p' >> "$S"
 cat "$S"
+[ $pass -eq 0 ] && [ $profile -eq 0 ]
