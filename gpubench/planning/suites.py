@@ -154,14 +154,14 @@ def _narrowed(chosen: list, asked, where: str, backend: str) -> tuple[list, dict
     pins, {variant: {problem label: labels}}."""
     if asked is None:
         return chosen, {}
-    shape = ('{ "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }, or to tables of problem labels to such lists')
+    example = ('{ "tc-wgmma-tma" = ["192x128x64 s4 c1 u1 d1 q1"] }, or to tables of problem labels to such lists')
     if not isinstance(asked, dict) or not asked:
-        raise GpubenchError(f"{where} must be a table of variant names to lists of configuration labels, e.g. {shape}")
+        raise GpubenchError(f"{where} must be a table of variant names to lists of configuration labels, e.g. {example}")
     for name, labels in asked.items():
         if not (_labels(labels) or (isinstance(labels, dict) and labels and all(
                 isinstance(problem, str) and _labels(x) for problem, x in labels.items()))):
             raise GpubenchError(f"{where}.{name} must be a non-empty list of configuration labels, or a table of the "
-                                f"sweep's problems to such lists; a sweep's configs look like {shape}")
+                                f"sweep's problems to such lists; a sweep's configs look like {example}")
     pins = {name: {problem: tuple(dict.fromkeys(x)) for problem, x in labels.items()}
             for name, labels in asked.items() if isinstance(labels, dict)}
     asked = {name: list(dict.fromkeys(x for labels in pins[name].values() for x in labels)) if name in pins

@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO))
 from gpubench.planning import suites  # noqa: E402
 from gpubench.results import Status, load  # noqa: E402
 
+CONFIGS_LINE = re.compile(r"\nconfigs = ([^\n]*)")  # a sweep's `configs` table, on one line as these suites write it
 ROUNDS_TIMING = {"warmup": 3, "reps": 30, "budget": 0.5, "max_time": 3.0}  # the shipped suites' timing, deciding on
 
 
@@ -84,11 +85,11 @@ def main(suite_path: str, pass0: str, target: str) -> None:
             for problem, label in by_problem.items():
                 print(f"{sweep.name}: {problem}: {variant} {label}")
         if fixed:  # in the pass's own list of configurations, where it had one, the fixed variants' give way
-            own = re.search(r"\nconfigs = ([^\n]*)", blocks[i + 1])
+            own = CONFIGS_LINE.search(blocks[i + 1])
             kept = tomllib.loads(f"configs = {own.group(1)}")["configs"] if own else {}
             kept.update({v: pinned(sweep, v, by) for v, by in fixed.items()})
             table = ", ".join(f"{json.dumps(v)} = {toml_value(labels)}" for v, labels in kept.items())
-            blocks[i + 1] = re.sub(r"\nconfigs = [^\n]*", "", blocks[i + 1]).rstrip("\n")
+            blocks[i + 1] = CONFIGS_LINE.sub("", blocks[i + 1]).rstrip("\n")
             blocks[i + 1] += f"\nconfigs = {{ {table} }}\n\n"
     Path(target).write_text("[[sweep]]".join(blocks), encoding="utf-8")
     suites.load(target, "cuda")  # the written suite loads, its labels checked
