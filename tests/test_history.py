@@ -143,7 +143,7 @@ def test_history_grows_linearly_with_the_points(make_run):
         return time.perf_counter() - started
 
     seconds(200)  # imports (ruptures brings SciPy)
-    small, large = seconds(2000), seconds(20000)
+    small, large = min(seconds(2000) for _ in range(3)), seconds(20000)  # the least of three: a wall time is noisy
     assert large < 25 * small, (small, large)
 
 

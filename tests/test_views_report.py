@@ -108,13 +108,14 @@ def synthetic_points(make_run, n: int):
 def test_rendering_grows_linearly_with_the_points(make_run):
     """Twenty thousand points render in about ten times what two thousand take (not a hundred)."""
     small, large = synthetic_points(make_run, 2000), synthetic_points(make_run, 20000)
-    report.render([("s.json", small)])  # warm imports
-    t = time.perf_counter()
-    report.render([("s.json", small)])
-    t_small = time.perf_counter() - t
-    t = time.perf_counter()
-    report.render([("l.json", large)])
-    t_large = time.perf_counter() - t
+    def seconds(runs):
+        t = time.perf_counter()
+        report.render(runs)
+        return time.perf_counter() - t
+
+    seconds([("s.json", small)])  # warm imports
+    t_small = min(seconds([("s.json", small)]) for _ in range(3))  # the least of three: a wall time is noisy
+    t_large = seconds([("l.json", large)])
     assert t_large < 25 * t_small, (t_small, t_large)
 
 
