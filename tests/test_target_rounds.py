@@ -135,11 +135,24 @@ def rows_of(out: str) -> dict[str, list[str]]:
     return {c[0]: c for c in cells if c[0] != "problem"}
 
 
-def judge_output(pass0, rounds) -> dict[str, list[str]]:
+def judge_output(pass0, rounds, new=None) -> dict[str, list[str]]:
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
-        tool("judge_rounds").main(str(pass0), [str(r) for r in rounds])
+        tool("judge_rounds").main(str(pass0), [str(r) for r in rounds], new)
     return rows_of(text.getvalue())
+
+
+def test_a_row_fixed_without_what_the_series_judges_is_marked_reported():
+    """The block-scaled fifth series' real runs: pass 0 fixed n1 at 4096 x 7168 and plain t1 at 7168 x 2048. Judged
+    as a series that exists for n1, the 7168 x 2048 rows are reported and their earlier verdicts stand."""
+    runs = REPO / "results" / "nvidia-h200"
+    out = judge_output(runs / "grouped-block-s5-pass0.json.gz",
+                       [runs / f"grouped-block-s5-round-{r}.json.gz" for r in (1, 2, 3, 4)], new="n1")
+    marked = {label: cells[5].endswith("(reported: not n1)") for label, cells in out.items()}
+    assert marked == {"4x8192x4096x7168 FP8 CONTIGUOUS-BLOCK": False, "8x4096x4096x7168 FP8 CONTIGUOUS-BLOCK": False,
+                      "4x8192x7168x2048 FP8 CONTIGUOUS-BLOCK": True, "8x4096x7168x2048 FP8 CONTIGUOUS-BLOCK": True}
+    plain = judge_output(runs / "grouped-block-s5-pass0.json.gz", [runs / "grouped-block-s5-round-1.json.gz"] * 5)
+    assert not any("reported" in cells[5] for label, cells in plain.items() if "CONTIGUOUS-BLOCK" in label)
 
 
 def test_the_grouped_rows_on_the_real_pass_read_as_its_table():

@@ -7,6 +7,10 @@ reaches the row's threshold and the 90% sign-test interval of that median holds 
 met when the interval lies below it, else at the line (gpubench/analysis/targets.py).
 
     python3 tools/gpu/judge_rounds.py PASS0.json.gz ROUND1.json.gz ROUND2.json.gz ...   # Markdown tables
+    python3 tools/gpu/judge_rounds.py --new n1 PASS0.json.gz ROUND1.json.gz ...
+
+--new WORD: the series exists to judge WORD (a word of a configuration label, grouped-rounds.md's guard): a row whose
+fixed configuration lacks it is judged all the same, but marked as reported, its earlier verdict standing.
 """
 
 from __future__ import annotations
@@ -122,7 +126,13 @@ def span(m, fmt: str = ".3f", line: float | None = None) -> str:
     return (f"{shown(m.median, fmt, line)} ({shown(m.low, fmt, line)}-{shown(m.high, fmt, line)})" if m else "—")
 
 
-def ratio_line(rounds, target: Target, row, shape, kernel: str) -> str:
+def verdict(m, threshold, kernel: str, new: str | None) -> str:
+    """judge()'s verdict, marked as reported where the series judges `new` and this row's configuration lacks it."""
+    said = judge(m, threshold, LEVEL)
+    return said if new is None or new in kernel.split()[1:] else f"{said} (reported: not {new})"
+
+
+def ratio_line(rounds, target: Target, row, shape, kernel: str, new: str | None = None) -> str:
     threshold = target.threshold(shape)
     stood = Counter(b for b, r in zip(row.baselines, row.ratios) if r is not None)
     library = target.libraries[0] if len(target.libraries) == 1 else (
@@ -133,7 +143,7 @@ def ratio_line(rounds, target: Target, row, shape, kernel: str) -> str:
     m = row.interval(LEVEL)
     sides = [(find(run, row.problem, b), find(run, row.problem, kernel)) for run, b in zip(rounds, row.baselines)]
     return (f"| {shape.full_label} | {kernel} | {library} | {ratios} | {span(m, '.3f', line)} | "
-            f"{'' if threshold is None else threshold} | {judge(m, threshold, LEVEL)} | "
+            f"{'' if threshold is None else threshold} | {verdict(m, threshold, kernel, new)} | "
             f"{clocks(sides)} |")
 
 
@@ -152,16 +162,16 @@ def errors(rounds, target: Target, rate, shape) -> str:
     return f"{mine}; {names}: " + " ".join("—" if p is None else f"{p.rel_err:.3e}" for p in theirs)
 
 
-def rate_line(rounds, target: Target, rate, shape, kernel: str) -> str:
+def rate_line(rounds, target: Target, rate, shape, kernel: str, new: str | None = None) -> str:
     threshold = target.threshold(shape)
     values = " ".join("—" if t is None else shown(t, ",.0f", threshold.value) for t in rate.tflops)
     m = rate.interval(LEVEL)
     sides = [(find(run, rate.problem, kernel),) for run in rounds]
     return (f"| {shape.full_label} | {kernel} | {values} | {span(m, ',.0f', threshold.value)} | {threshold} | "
-            f"{judge(m, threshold, LEVEL)} | {errors(rounds, target, rate, shape)} | {clocks(sides)} |")
+            f"{verdict(m, threshold, kernel, new)} | {errors(rounds, target, rate, shape)} | {clocks(sides)} |")
 
 
-def main(pass0_path: str, round_paths: list[str]) -> None:
+def main(pass0_path: str, round_paths: list[str], new: str | None = None) -> None:
     pass0, rounds = load(pass0_path), [load(p) for p in round_paths]
     chosen = fixed(pass0)
     by_rate = {(r.problem, r.kernel): r for r in rates(rounds)}
@@ -174,11 +184,11 @@ def main(pass0_path: str, round_paths: list[str]) -> None:
             kernel, threshold = f"{variant} {config}", target.threshold(shape)
             if threshold is not None and threshold.measure == Measure.TFLOPS:
                 rate = by_rate.get((problem, kernel))
-                rate_lines.append(rate_line(rounds, target, rate, shape, kernel) if rate else
+                rate_lines.append(rate_line(rounds, target, rate, shape, kernel, new) if rate else
                                   f"| {shape.full_label} | {kernel} | not in the rounds | | {threshold} | — | | |")
                 continue
             row = by_ratio.get((problem, kernel))
-            ratio_lines.append(ratio_line(rounds, target, row, shape, kernel) if row else
+            ratio_lines.append(ratio_line(rounds, target, row, shape, kernel, new) if row else
                                f"| {shape.full_label} | {kernel} | {' / '.join(target.libraries)} | not in the rounds "
                                f"| | {'' if threshold is None else threshold} | — | |")
     print("\n".join([RATIO_HEAD, *ratio_lines]))
@@ -187,6 +197,10 @@ def main(pass0_path: str, round_paths: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    new = None
+    if args[:1] == ["--new"]:
+        new, args = (args[1], args[2:]) if len(args) > 1 else (None, [])
+    if len(args) < 2:
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2:])
+    main(args[0], args[1:], new)
