@@ -52,7 +52,8 @@ LAST_ONLY = (0,) * 99 + (300,)
 CASES = [(MANY, 264, "contiguous", 128, 128, 256, 0), (MANY, 264, "contiguous", 128, 128, 256, 8),
          (MANY, 264, "masked", 256, 128, 256, 8), (SPARSE, 128, "contiguous", 128, 128, 128, 8),
          (SPARSE, 200, "masked", 256, 128, 128, 0), (LAST_ONLY, 512, "contiguous", 128, 128, 256, 8),
-         ((100, 0, 77, 130), 200, "masked", 256, 128, 256, 8)]
+         ((100, 0, 77, 130), 200, "masked", 256, 128, 256, 8),
+         ((2500, 0, 3000), 4096, "contiguous", 128, 128, 256, 16)]  # bands of 16 (g16): two a group, the last partial
 BLOCKS = (1, 7, 132)
 
 

@@ -35,10 +35,11 @@ def test_each_variant_verifies_on_ragged_groups(cuda, data, variant, shape):
 KERNELS = [CATALOG.get("grouped-gemm", "cuda", name) for name in ("wgmma-grouped", "fp8-grouped")]
 # 70 groups (the kernels' walk scans 32 groups a step), every fifth empty, the others of 9 to 296 rows (ragged); K of
 # 208 and 144: a last scale block of 80 and 16 k (fp8 takes multiples of 16); K of 112: a tile of one slot, which the
-# two-accumulator loop (a2) takes by a path of its own
+# two-accumulator loop (a2) takes by a path of its own; groups of 2,500 and 3,000 rows (20 and 24 row blocks of 128):
+# more than one band of 16 row blocks (g16; c2 g8's bands of 8 units of 256 rows are as tall), the last band partial
 MANY = tuple(0 if g % 5 == 0 else 37 * g % 300 for g in range(70))
 KERNEL_SIZES = [(m, n, k, 0) for m, n, k in SIZES] + [(MANY, 264, 208, 0), ((100, 0, 77, 130), 200, 144, 150),
-                                                      ((3, 129, 0, 250), 136, 112, 0)]
+                                                      ((3, 129, 0, 250), 136, 112, 0), ((2500, 0, 3000), 264, 144, 0)]
 
 
 def kernel_cases():

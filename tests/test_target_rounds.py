@@ -114,6 +114,15 @@ def test_a_variant_the_pass_did_not_fix_keeps_the_configurations_its_suite_gave_
     assert 1 <= len(labels["tc-wgmma-int8"]) <= 2  # each of the sweep's two problems (layouts) its fastest
 
 
+def test_a_pass_that_fixed_nothing_writes_no_rounds_suite(tmp_path):
+    """A pass 0 with no point of the suite's kernels (here the INT8 targets' pass for the grouped suite): the rounds
+    would time every configuration, so the fixing fails and leaves no suite to run."""
+    target = tmp_path / "rounds.toml"
+    with pytest.raises(SystemExit, match="fixed nothing"):
+        tool("fix_configs").main(str(REPO / "tools" / "gpu" / "grouped-fp8-next.toml"), str(PASS0), str(target))
+    assert not target.exists() and not list(tmp_path.iterdir())
+
+
 def test_each_problem_of_a_round_runs_only_the_configuration_fixed_for_it(tmp_path, capsys):
     """The block-scaled fourth series fixed 128x128 on one 7168 x 2048 shape and 128x160 on the other; its rounds
     timed both on both (six points a round for four judged). Now the rounds' suite pins each problem's own."""
@@ -153,6 +162,16 @@ def test_a_row_fixed_without_what_the_series_judges_is_marked_reported():
                       "4x8192x7168x2048 FP8 CONTIGUOUS-BLOCK": True, "8x4096x7168x2048 FP8 CONTIGUOUS-BLOCK": True}
     plain = judge_output(runs / "grouped-block-s5-pass0.json.gz", [runs / "grouped-block-s5-round-1.json.gz"] * 5)
     assert not any("reported" in cells[5] for label, cells in plain.items() if "CONTIGUOUS-BLOCK" in label)
+
+
+def test_a_ratio_row_fixed_without_what_the_series_judges_is_marked_reported():
+    """The first grouped pass as its own five rounds, judged as a series for g16, which it never ran: every bf16 ratio
+    row is marked; the fp8 per-tensor rows, reported with no threshold, read as before."""
+    out = judge_output(GROUPED_PASS, [GROUPED_PASS] * 5, new="g16")
+    bf16 = [cells for label, cells in out.items() if label.endswith("BF16")]
+    assert len(bf16) == 4 and all(cells[6].endswith("(reported: not g16)") for cells in bf16)
+    per_tensor = [cells for label, cells in out.items() if label.endswith("FP8")]
+    assert per_tensor and all(cells[6] == "reported" for cells in per_tensor)
 
 
 def test_the_grouped_rows_on_the_real_pass_read_as_its_table():

@@ -79,8 +79,10 @@ def main(suite_path: str, pass0: str, target: str) -> None:
     text = text.replace("\ndecide = 0", "\n#pass 0: decide = 0")
     text = text.replace("[defaults]\n", "[defaults]\n" + "".join(f"{k} = {v}\n" for k, v in ROUNDS_TIMING.items()), 1)
     blocks = text.split("[[sweep]]")
+    fixed_any = False
     for i, sweep in enumerate(suite.sweeps):
         fixed = fastest(run, sweep)
+        fixed_any |= bool(fixed)
         for variant, by_problem in fixed.items():
             for problem, label in by_problem.items():
                 print(f"{sweep.name}: {problem}: {variant} {label}")
@@ -91,8 +93,14 @@ def main(suite_path: str, pass0: str, target: str) -> None:
             table = ", ".join(f"{json.dumps(v)} = {toml_value(labels)}" for v, labels in kept.items())
             blocks[i + 1] = CONFIGS_LINE.sub("", blocks[i + 1]).rstrip("\n")
             blocks[i + 1] += f"\nconfigs = {{ {table} }}\n\n"
-    Path(target).write_text("[[sweep]]".join(blocks), encoding="utf-8")
-    suites.load(target, "cuda")  # the written suite loads, its labels checked
+    if not fixed_any:  # the rounds would time every configuration: no series
+        raise SystemExit(f"fix_configs: pass 0 ({pass0}) fixed nothing: no configuration of a variant with several "
+                         "passed its check there; no rounds' suite written")
+    # The rounds' suite appears only once it loads, its labels checked: a failed fixing leaves no suite to run.
+    draft = Path(f"{target}.draft")
+    draft.write_text("[[sweep]]".join(blocks), encoding="utf-8")
+    suites.load(draft, "cuda")
+    draft.replace(target)
 
 
 if __name__ == "__main__":

@@ -129,7 +129,9 @@ def span(m, fmt: str = ".3f", line: float | None = None) -> str:
 def verdict(m, threshold, kernel: str, new: str | None) -> str:
     """judge()'s verdict, marked as reported where the series judges `new` and this row's configuration lacks it."""
     said = judge(m, threshold, LEVEL)
-    return said if new is None or new in kernel.split()[1:] else f"{said} (reported: not {new})"
+    if new is None or threshold is None or new in kernel.split()[1:]:  # (a row with no threshold: reported already)
+        return said
+    return f"{said} (reported: not {new})"
 
 
 def ratio_line(rounds, target: Target, row, shape, kernel: str, new: str | None = None) -> str:
