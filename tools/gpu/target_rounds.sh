@@ -26,7 +26,7 @@ case $step in
     longest=${ROUND_GUESS:-0}  # what a round is taken to need before one has run (seconds)
     for r in $(seq "$first" $((first + n - 1))); do
       if [ -n "${SECONDS_LEFT:-}" ] && [ $((SECONDS_LEFT - SECONDS)) -lt $((longest + 10)) ]; then
-        echo "round $r not started: $((SECONDS_LEFT - SECONDS)) s left, the longest round took $longest s"; break
+        echo "round $r not started: $((SECONDS_LEFT - SECONDS)) s left, a round taken to need up to $longest s"; break
       fi
       start=$SECONDS
       python3 -m gpubench run "$suite" -o "$OUT/round-$r.json.gz" > "$OUT/round-$r.log" 2>&1
