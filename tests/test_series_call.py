@@ -57,7 +57,8 @@ def call(tmp_path):
         log.unlink(missing_ok=True)
         env = {**os.environ, "OUT": str(out), "PATH": f"{bin_dir}:{os.environ['PATH']}", "FIXED": fixed,
                "TESTS_EXIT": str(tests_exit), "FIX_EXIT": str(fix_exit), "CALL_SECONDS": "500"}
-        args = ["bash", str(tools / "series_call.sh"), "fp8-grouped and n1", "suite.toml", *([required] if required else [])]
+        args = ["bash", str(tools / "series_call.sh"), "fp8-grouped and n1", "suite.toml",
+                *([required] if required else [])]
         done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
         said = (out / "series.txt").read_text() if (out / "series.txt").exists() else ""
         return done.returncode, said, log.read_text() if log.exists() else ""

@@ -1,6 +1,7 @@
-"""Every suite under tools/gpu/ (and the rounds' suites under tools/gpu/rounds/) loads for the CUDA backend against the built-in catalog: its variants, precisions,
-layouts and configuration labels (pinned ones included) exist. These suites run only on a lent GPU, where a typo
-in a label would cost a whole call; here it costs a failed test."""
+"""Every suite under tools/gpu/ (and the rounds' suites under tools/gpu/rounds/) loads for the CUDA backend against
+the built-in catalog: its variants, precisions, layouts and configuration labels (pinned ones included) exist.
+These suites run only on a lent GPU, where a typo in a label would cost a whole call; here it costs a failed
+test."""
 
 from pathlib import Path
 
