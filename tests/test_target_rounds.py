@@ -14,6 +14,7 @@ import pytest
 
 from gpubench.analysis import rounds as saved
 from gpubench.core.dtypes import DType
+from gpubench.core.errors import GpubenchError
 from gpubench.ops.grouped_gemm import GroupedLayout, GroupedShape
 from gpubench.planning import suites
 from gpubench.results import Point, Run, RunStatus, Status, load, save
@@ -121,6 +122,23 @@ def test_a_pass_that_fixed_nothing_writes_no_rounds_suite(tmp_path):
     with pytest.raises(SystemExit, match="fixed nothing"):
         tool("fix_configs").main(str(REPO / "tools" / "gpu" / "grouped-fp8-next.toml"), str(PASS0), str(target))
     assert not target.exists() and not list(tmp_path.iterdir())
+
+
+def test_a_rounds_suite_that_does_not_load_is_not_left_behind(tmp_path, monkeypatch, capsys):
+    """The written suite is checked before it takes its name; one that fails the check leaves no file at all."""
+    fix = tool("fix_configs")
+    load = fix.suites.load
+
+    def refuse_drafts(path, *args, **kwargs):
+        if str(path).endswith(".draft"):
+            raise GpubenchError("planted: the written suite does not load")
+        return load(path, *args, **kwargs)
+
+    monkeypatch.setattr(fix.suites, "load", refuse_drafts)
+    target = tmp_path / "rounds.toml"
+    with pytest.raises(GpubenchError, match="planted"):
+        fix.main(str(GROUPED_SUITE), str(GROUPED_PASS), str(target))
+    assert not list(tmp_path.iterdir())
 
 
 def test_each_problem_of_a_round_runs_only_the_configuration_fixed_for_it(tmp_path, capsys):

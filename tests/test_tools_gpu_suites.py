@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gpubench.core.backend_kind import BackendKind
 from gpubench.core.errors import GpubenchError
 from gpubench.planning import suites
 
@@ -16,7 +17,7 @@ GPU_SUITES = sorted([*TOOLS_GPU.glob("*.toml"), *TOOLS_GPU.glob("rounds/*.toml")
 
 @pytest.mark.parametrize("path", GPU_SUITES, ids=[p.relative_to(TOOLS_GPU).as_posix() for p in GPU_SUITES])
 def test_each_gpu_suite_loads_with_every_point_known(path):
-    suite = suites.load(path, backend="cuda")
+    suite = suites.load(path, backend=BackendKind.CUDA)
     assert sum(len(list(sweep.points())) for sweep in suite.sweeps) > 0
 
 
@@ -26,4 +27,4 @@ def test_a_configuration_label_the_catalog_lacks_is_refused(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace("c1 g16 u1", "c1 g17 u1"))
     with pytest.raises(GpubenchError, match="has no configuration '128x256 s4 c1 g17"):
-        suites.load(bad, backend="cuda")
+        suites.load(bad, backend=BackendKind.CUDA)

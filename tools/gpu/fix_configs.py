@@ -19,6 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from gpubench.core.backend_kind import BackendKind  # noqa: E402
 from gpubench.planning import suites  # noqa: E402
 from gpubench.results import Status, load  # noqa: E402
 
@@ -72,7 +73,7 @@ def pinned(sweep, variant: str, by_problem: dict[str, str]):
 
 
 def main(suite_path: str, pass0: str, target: str) -> None:
-    suite, run = suites.load(suite_path, "cuda"), load(pass0)
+    suite, run = suites.load(suite_path, BackendKind.CUDA), load(pass0)
     text = Path(suite_path).read_text(encoding="utf-8")
     for key, value in ROUNDS_TIMING.items():  # the rounds sample as the shipped suites do, and decide
         text = text.replace(f"\n{key} = ", f"\n#pass 0: {key} = ")
@@ -99,7 +100,11 @@ def main(suite_path: str, pass0: str, target: str) -> None:
     # The rounds' suite appears only once it loads, its labels checked: a failed fixing leaves no suite to run.
     draft = Path(f"{target}.draft")
     draft.write_text("[[sweep]]".join(blocks), encoding="utf-8")
-    suites.load(draft, "cuda")
+    try:
+        suites.load(draft, BackendKind.CUDA)
+    except BaseException:
+        draft.unlink()  # nothing of a failed fixing is left for a round to pick up
+        raise
     draft.replace(target)
 
 
