@@ -55,12 +55,18 @@
 // does not cover that time; the early slot does. The store sits in the branch that issues it: after the branch,
 // ptxas waited for the early wgmmas before the store (C7517), and the first n1 build overlapped nothing
 // (tests/test_nvcc.py checks where that wait lands).
+// STAGGER = 1 (with t1, one set, no NEXT): warpgroup 1 starts its first slot once warpgroup 0 has finished its own,
+// and so runs about a slot behind it from then on. Why: the two share every slot, so in step they reach a tile's
+// end together and store it together, and the tensor cores idle for the whole epilogue (with 16 slots a tile about
+// one slot's time in 17, n1's reasoning). A slot apart, one warpgroup's epilogue runs while the other still has
+// its last slot to multiply, and the first starts the next tile while the second stores. The ring holds the lag:
+// warpgroup 0 may run up to STAGES - 1 slots ahead before it waits for warpgroup 1 to free one.
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256, fp8 128 or 160: a consumer thread's BN/2 accumulators),
 // STAGES (ring slots of (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row
 // blocks within a group), UWG, CARRY, PEEK (loop_switches.cuh, as in 10), TMA_SCALES (0 or 1: fp8's block scales
-// by TMA), ACCS, NEXT (above). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64 16-bit elements,
-// 128 fp8 ones).
+// by TMA), ACCS, NEXT, STAGGER (above). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64 16-bit
+// elements, 128 fp8 ones).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers), and with
 // TMA_SCALES STAGES·(640 + 4) (the scales' slots; 640 + 8 with BN = 160, two SB values a slot).
 // Arguments: the maps of A, B and D, D itself (the partial rows), fp8's scales SA and SB (16-bit types: not read),
@@ -102,6 +108,10 @@
 #define NEXT 0  // 1 (with TMA_SCALES, one set): the next tile's first wgmmas issued before this tile's epilogue
 #endif
 
+#ifndef STAGGER
+#define STAGGER 0  // 1 (with TMA_SCALES, one set, no NEXT): warpgroup 1 a slot behind warpgroup 0
+#endif
+
 #if defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK)
 constexpr bool BLOCK_SCALES = true;  // SA [KB, M] (a K block's rows side by side), SB [G, NB, KB]
 #else
@@ -128,6 +138,10 @@ constexpr int TAIL = BN % 64;                  // columns past D's whole boxes (
 constexpr bool SCALES_BY_TMA = BLOCK_SCALES && TMA_SCALES;
 // NEXT's early slot: block scales by TMA only (elsewhere NEXT builds the plain loop)
 [[maybe_unused]] constexpr bool EARLY = SCALES_BY_TMA && NEXT;
+// STAGGER's lag: block scales by TMA only (elsewhere STAGGER builds the plain loop); its named barrier (2 and 3
+// are the warpgroups' stores')
+constexpr bool STAGGERED = SCALES_BY_TMA && STAGGER;
+constexpr int STAGGER_BARRIER = 4;
 constexpr int SA_ROWS = BM + 4;
 constexpr int SA_BOX = SA_ROWS * 4;                   // the bytes the copy brings (and the slot's barrier awaits)
 constexpr int SA_SLOT = (SA_BOX + 127) / 128 * 128;  // the area it lands in
@@ -143,6 +157,8 @@ static_assert(BN != 160 || !BLOCK_SCALES || TMA_SCALES, "BN 160 spans two of B's
 static_assert(FP8 || !BLOCK_SCALES, "block scales: fp8 only");
 static_assert(TMA_SCALES == 0 || TMA_SCALES == 1, "TMA_SCALES: 0 (block scales read into registers) or 1 (by TMA)");
 static_assert(NEXT == 0 || (NEXT == 1 && TMA_SCALES == 1 && ACCS == 1), "NEXT: 0, or 1 with t1's one set");
+static_assert(STAGGER == 0 || (STAGGER == 1 && TMA_SCALES == 1 && ACCS == 1 && NEXT == 0),
+              "STAGGER: 0, or 1 with t1's one set and no NEXT");
 static_assert(ACCS == 1 || (ACCS == 2 && TMA_SCALES == 1 && BN == 128),
               "ACCS: 1, or 2 with the block scales by TMA on 128-column tiles (three sets of BN/2 registers)");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
@@ -242,6 +258,10 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
         const int wg = warpgroup_of<UWG>(warp), w = warp % 4;
         const bool leader = tid % 128 == 0;
+        // STAGGERED: warpgroup 0 lets warpgroup 1 start once its first slot is done (or it has no tile at all)
+        [[maybe_unused]] bool lead = STAGGERED && wg == 0;
+        if constexpr (STAGGERED)
+            if (wg == 1) named_sync(STAGGER_BARRIER, 256);
         // Slot s is free once this warpgroup's wgmmas have read it: one arrive on every cluster block's "empty".
         auto release = [&](int s) {
             if (leader) {
@@ -363,6 +383,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                     wgmma_hold<0>(acc);
                     release(s);
                     ++it;
+                    if constexpr (STAGGERED)
+                        if (lead) named_arrive(STAGGER_BARRIER, 256), lead = false;
 #pragma unroll
                     for (int c = 0; c < BN / 32; ++c) {  // ... and added in at its scales (rows row, row + 8),
                         const bool next = SB_SLOT == 8 && c >= split;  // 32 columns at a time
@@ -524,6 +546,8 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
             store_tile();
 #endif
         }
+        if constexpr (STAGGERED)
+            if (lead) named_arrive(STAGGER_BARRIER, 256);  // a block without tiles: nothing to lag behind
         if (leader) bulk_wait<false>();  // the last stores complete before the block may leave
     }
     // No block may leave while its peer can still multicast into its shared memory or arrive on its barriers.
