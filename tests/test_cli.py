@@ -99,6 +99,10 @@ def test_default_output_goes_under_results_device():
     (["gemm", "--timeout", "1e7"], ["--timeout must be a number of seconds"]),
     (["gemm", "--seed", "-1"], ["--seed must be from 0"]),
     (["gemm", "--tf32"], ["no chosen variant takes the precision tf32"]),
+    # a precision and a layout each taken, never together: the pair is what is wrong
+    (["grouped-gemm", "--dtype", "bf16", "--layout", "contiguous-block"],
+     ["no chosen variant takes the precision bf16 with the layout(s) asked (contiguous-block): those that take bf16 "
+      "take the layout(s) contiguous, masked"]),
     (["gemm", "--dtype", "fp64"], ["--dtype: 'fp64' is not one; allowed: fp32, tf32, fp16, bf16, fp8, int8"]),
     (["gemm", "--dtype", ""], ["--dtype '' is empty"]),
     (["gemm", "--layout", "nchw"], ["--layout: 'nchw' is not one; allowed: nn, nt, tn"]),

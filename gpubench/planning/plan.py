@@ -367,12 +367,18 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
             raise GpubenchError(f"{where}: variant {v.name} {why}")
         skipped.append((f"variant {v.name}", why))
     taken = []
-    for asked, have, what in ((dtypes, lambda v: v.scope.dtypes, "precision"),
-                              (layouts, lambda v: v.scope.layouts, "layout")):
+    of_dtypes, of_layouts = (lambda v: v.scope.dtypes), (lambda v: v.scope.layouts)
+    for asked, have, what, others, their, other in ((dtypes, of_dtypes, "precision", layouts, of_layouts, "layout"),
+                                                   (layouts, of_layouts, "layout", dtypes, of_dtypes, "precision")):
         known = sorted({str(x) for v in chosen for x in have(v)})
         for a in asked:
             if not any(a in have(v) for v in kept):
-                why = f"no chosen variant takes the {what} {a}; they take {', '.join(known)}"
+                # some variant takes `a`, only not with any of the other axis's asked values: say which it takes
+                takers = sorted({str(x) for v in chosen if a in have(v) for x in their(v)})
+                why = (f"no chosen variant takes the {what} {a} with the {other}(s) asked "
+                       f"({', '.join(map(str, others))}): those that take {a} take the {other}(s) "
+                       f"{', '.join(takers)}" if takers else
+                       f"no chosen variant takes the {what} {a}; they take {', '.join(known)}")
                 if strict:
                     raise GpubenchError(f"{where}: {why}")
                 skipped.append((f"{what} {a}", why))
