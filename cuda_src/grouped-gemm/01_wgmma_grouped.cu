@@ -61,11 +61,18 @@
 // one slot's time in 17, n1's reasoning). A slot apart, one warpgroup's epilogue runs while the other still has
 // its last slot to multiply, and the first starts the next tile while the second stores. The ring holds the lag:
 // warpgroup 0 may run up to STAGES - 1 slots ahead before it waits for warpgroup 1 to free one.
+// AHEAD = 1 (with t1, one set, no NEXT): each warpgroup finds its next tile while its tile's first slot's wgmmas
+// run, not between the store and the next tile's first issue. Why: under ncu's source counters at 7168 × 2048
+// (docs/evidence/ncu-grouped-source-h200.txt) the consumers spent about as long between a tile's last slot and the
+// next tile's first as in two of its 16 slots, half of it in the store and half in finding the next tile (the
+// walk, tile_coords' integer divisions, the group's offset from memory). Both warpgroups are in step, so the
+// tensor cores idle meanwhile. The cost: with a slot outside the slot loop, nvcc keeps the ring's descriptors in
+// ordinary registers and moves them to uniform ones in the loop (8 R2UR an iteration of two slots).
 //
 // Tiles (compile-time, -DNAME=value): BN (128 or 256, fp8 128 or 160: a consumer thread's BN/2 accumulators),
 // STAGES (ring slots of (128 + BN)·128 bytes), CLUSTER (1 or 2 blocks along M sharing B), SWIZZLE (bands of row
 // blocks within a group), UWG, CARRY, PEEK (loop_switches.cuh, as in 10), TMA_SCALES (0 or 1: fp8's block scales
-// by TMA), ACCS, NEXT, STAGGER (above). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64 16-bit
+// by TMA), ACCS, NEXT, STAGGER, AHEAD (above). BM is 128 (64 rows a consumer warpgroup), BK 128 bytes of k (64 16-bit
 // elements, 128 fp8 ones).
 // Shared memory: STAGES·(128 + BN)·128 + 32768 (C's staging) + 1024 (alignment) + 16·STAGES (barriers), and with
 // TMA_SCALES STAGES·(640 + 4) (the scales' slots; 640 + 8 with BN = 160, two SB values a slot).
@@ -110,6 +117,16 @@
 
 #ifndef STAGGER
 #define STAGGER 0  // 1 (with TMA_SCALES, one set, no NEXT): warpgroup 1 a slot behind warpgroup 0
+#endif
+
+#ifndef AHEAD
+#define AHEAD 0  // 1 (with TMA_SCALES, one set, no NEXT): the next tile found under the last slot's wgmmas
+#endif
+// AHEAD's walk: block scales by TMA only (elsewhere AHEAD builds the plain loop); a macro, as it shapes the loops
+#if AHEAD && TMA_SCALES && (defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK))
+#define WALK_AHEAD 1
+#else
+#define WALK_AHEAD 0
 #endif
 
 #if defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK)
@@ -159,6 +176,8 @@ static_assert(TMA_SCALES == 0 || TMA_SCALES == 1, "TMA_SCALES: 0 (block scales r
 static_assert(NEXT == 0 || (NEXT == 1 && TMA_SCALES == 1 && ACCS == 1), "NEXT: 0, or 1 with t1's one set");
 static_assert(STAGGER == 0 || (STAGGER == 1 && TMA_SCALES == 1 && ACCS == 1 && NEXT == 0),
               "STAGGER: 0, or 1 with t1's one set and no NEXT");
+static_assert(AHEAD == 0 || (AHEAD == 1 && TMA_SCALES == 1 && ACCS == 1 && NEXT == 0),
+              "AHEAD: 0, or 1 with t1's one set and no NEXT");
 static_assert(ACCS == 1 || (ACCS == 2 && TMA_SCALES == 1 && BN == 128),
               "ACCS: 1, or 2 with the block scales by TMA on 128-column tiles (three sets of BN/2 registers)");
 static_assert(STAGES >= 2, "a ring of one slot cannot overlap copies with products");
@@ -354,10 +373,17 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         [[maybe_unused]] int early = -1;
 #if NEXT
         for (bool more = walk.locate(); more;) {
+            const GroupTile tile = walk.tile(rank);
+#elif WALK_AHEAD
+        // the tile after this one, found under this tile's last slot (its first before the loop)
+        bool more = walk.locate();
+        GroupTile coming = more ? walk.tile(rank) : GroupTile{};
+        while (more) {
+            const GroupTile tile = coming;
 #else
         for (; walk.locate(); walk.next()) {
-#endif
             const GroupTile tile = walk.tile(rank);
+#endif
             const int m0 = tile.m0 + 64 * wg, valid = tile.valid - 64 * wg;  // this warpgroup's rows
             if constexpr (SCALES_BY_TMA) {
                 // The slot's scales arrive with it: after the wait (in issue) this warpgroup's rows' SA and the
@@ -445,6 +471,19 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
 #if NEXT
                 finish(early >= 0 ? early : start());  // the first slot, perhaps issued before the last epilogue
                 early = -1;
+#pragma unroll 1
+                for (int t = 1; t < ktiles; t += 2) {
+                    slot();
+                    if (t + 1 < ktiles) slot();
+                }
+#elif WALK_AHEAD
+                // the first slot issued, the next tile found while its wgmmas run (no register of theirs touched,
+                // so ptxas waits for them only in finish), the slot finished, then the rest as below
+                const int s_first = start();
+                walk.next();
+                more = walk.locate();
+                if (more) coming = walk.tile(rank);
+                finish(s_first);
 #pragma unroll 1
                 for (int t = 1; t < ktiles; t += 2) {
                     slot();
