@@ -98,11 +98,14 @@ def test_default_output_goes_under_results_device():
     (["gemm", "--timeout", "0"], ["--timeout must be a number of seconds over 0 and at most 604800"]),
     (["gemm", "--timeout", "1e7"], ["--timeout must be a number of seconds"]),
     (["gemm", "--seed", "-1"], ["--seed must be from 0"]),
-    (["gemm", "--tf32"], ["no chosen variant takes the precision tf32"]),
-    # a precision and a layout each taken, never together: the pair is what is wrong
-    (["grouped-gemm", "--dtype", "bf16", "--layout", "contiguous-block"],
+    (["gemm", "--tf32"], ["no chosen variant takes the precision tf32; they take"]),
+    # a precision and a layout each taken, never together: the pair is what is wrong, on either axis
+    (["grouped-gemm", "--backend", "cpu", "--dtype", "bf16", "--layout", "contiguous-block"],
      ["no chosen variant takes the precision bf16 with the layout(s) asked (contiguous-block): those that take bf16 "
       "take the layout(s) contiguous, masked"]),
+    (["grouped-gemm", "--backend", "cpu", "--dtype", "bf16", "--layout", "contiguous,contiguous-block"],
+     ["no chosen variant takes the layout contiguous-block with the precision(s) asked (bf16): those that take "
+      "contiguous-block take the precision(s) fp8"]),
     (["gemm", "--dtype", "fp64"], ["--dtype: 'fp64' is not one; allowed: fp32, tf32, fp16, bf16, fp8, int8"]),
     (["gemm", "--dtype", ""], ["--dtype '' is empty"]),
     (["gemm", "--layout", "nchw"], ["--layout: 'nchw' is not one; allowed: nn, nt, tn"]),

@@ -315,6 +315,25 @@ def test_the_next_tiles_first_slot_stays_in_flight_while_the_tile_is_stored(conf
         assert waits and stores and min(waits) > max(stores), (config.label, waits, stores[-4:])
 
 
+
+@pytest.mark.parametrize("config", [c for c in CATALOG.get("grouped-gemm", "cuda", "fp8-grouped").space.configs
+                                    if c.values.get("AHEAD") == 1], ids=lambda c: c.label)
+def test_the_next_tile_is_found_while_the_first_slots_wgmmas_run(config):
+    """h1 walks to the next tile between its first slot's issue and that slot's wait. The walk touches no register
+    of the wgmmas', so ptxas must neither inject a wait of its own (C7517) into the block-scaled builds nor
+    serialise their wgmmas: either would end the slot's wgmmas before the walk, and h1 would overlap nothing (a
+    walk that reads an accumulator, planted, is serialised)."""
+    variant = CATALOG.get("grouped-gemm", "cuda", "fp8-grouped")
+    block_builds = 0
+    for source, defines, arch, _ in variant.builds(config, "sm_90"):
+        if not {"LAYOUT_CONTIGUOUS_BLOCK", "LAYOUT_MASKED_BLOCK"} & set(dict(defines)):
+            continue
+        block_builds += 1
+        _, waits = nvcc.injected_waits(source, arch, dict(defines))
+        assert waits == [], (config.label, dict(defines), waits)
+        assert not any(u.wgmma_serialized for u in nvcc.resource_usage(source, arch, dict(defines))), config.label
+    assert block_builds == 2, config.label
+
 def test_a_wgmma_behind_a_branch_is_reported_serialized(tmp_path):
     """The check above can fail: a wgmma issued only where a runtime value allows is what ptxas serializes."""
     include = (KERNELS / "include" / "hopper.cuh").as_posix()

@@ -120,7 +120,7 @@
 #endif
 
 #ifndef AHEAD
-#define AHEAD 0  // 1 (with TMA_SCALES, one set, no NEXT): the next tile found under the last slot's wgmmas
+#define AHEAD 0  // 1 (with TMA_SCALES, one set, no NEXT): the next tile found under the first slot's wgmmas
 #endif
 // AHEAD's walk: block scales by TMA only (elsewhere AHEAD builds the plain loop); a macro, as it shapes the loops
 #if AHEAD && TMA_SCALES && (defined(LAYOUT_CONTIGUOUS_BLOCK) || defined(LAYOUT_MASKED_BLOCK))
@@ -375,7 +375,7 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
         for (bool more = walk.locate(); more;) {
             const GroupTile tile = walk.tile(rank);
 #elif WALK_AHEAD
-        // the tile after this one, found under this tile's last slot (its first before the loop)
+        // the tile after this one, found under this tile's first slot (the first tile before the loop)
         bool more = walk.locate();
         GroupTile coming = more ? walk.tile(rank) : GroupTile{};
         while (more) {

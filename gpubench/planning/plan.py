@@ -373,12 +373,14 @@ def precisions(chosen: list[Variant], dtypes, layouts, *, named: set[str], where
         known = sorted({str(x) for v in chosen for x in have(v)})
         for a in asked:
             if not any(a in have(v) for v in kept):
-                # some variant takes `a`, only not with any of the other axis's asked values: say which it takes
+                # the variants that take `a` (with none of the other axis's asked values, or they would be kept)
                 takers = sorted({str(x) for v in chosen if a in have(v) for x in their(v)})
-                why = (f"no chosen variant takes the {what} {a} with the {other}(s) asked "
-                       f"({', '.join(map(str, others))}): those that take {a} take the {other}(s) "
-                       f"{', '.join(takers)}" if takers else
-                       f"no chosen variant takes the {what} {a}; they take {', '.join(known)}")
+                if takers:  # `a` is taken, only not with what was asked beside it: name what it is taken with
+                    why = (f"no chosen variant takes the {what} {a} with the {other}(s) asked "
+                           f"({', '.join(map(str, others))}): those that take {a} take the {other}(s) "
+                           f"{', '.join(takers)}")
+                else:
+                    why = f"no chosen variant takes the {what} {a}; they take {', '.join(known)}"
                 if strict:
                     raise GpubenchError(f"{where}: {why}")
                 skipped.append((f"{what} {a}", why))
