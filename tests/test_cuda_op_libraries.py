@@ -72,9 +72,20 @@ def test_the_loop_runs_one_gemm_per_group_with_rows_at_its_offsets(monkeypatch, 
 
 def test_block_scales_are_refused_in_words_by_both_libraries():
     shape = GroupedShape((100,), 256, 256, dtype=DType.FP8, layout=GroupedLayout.CONTIGUOUS_BLOCK)
-    with pytest.raises(Skip, match="128x128 block scales"):
+    with pytest.raises(Skip, match="the cuBLASLt loop takes per-tensor fp8 scales, not .*128x128 block scales"):
         GroupedLibraries.prepare_cublas_loop(SimpleNamespace(), shape, {}, None)
-    assert "block" in grouped_libraries.BLOCK_SCALES
+    with pytest.raises(Skip, match="torch._scaled_grouped_mm takes row-wise scales, not .*128x128 block scales"):
+        GroupedLibraries.prepare_torch_grouped_mm(SimpleNamespace(), shape, {}, None)
+
+
+@pytest.mark.parametrize("layout", [GroupedLayout.CONTIGUOUS_BLOCK, GroupedLayout.MASKED_BLOCK])
+def test_a_16_bit_type_in_a_block_layout_is_told_the_block_layouts_are_fp8s(layout):
+    """Not that the library wants other fp8 scales: bf16 has none to give."""
+    shape = GroupedShape((100,), 256, 256, dtype=DType.BF16, layout=layout)
+    for prepare in (GroupedLibraries.prepare_cublas_loop, GroupedLibraries.prepare_torch_grouped_mm):
+        with pytest.raises(Skip, match=r"the block layouts scale fp8 alone; bf16 has no scales \(its layouts: "
+                                       r"contiguous, masked\)"):
+            prepare(SimpleNamespace(), shape, {}, None)
 
 
 @pytest.mark.parametrize("library,engine", [("first", "cuBLAS loop; not torch: no torch here"),

@@ -29,6 +29,16 @@ from gpubench.specs.runners import CublasLtRunner, GroupedLibrary
 BLOCK_SCALES = "DeepGEMM's 1x128 / 128x128 block scales"
 
 
+def refuse_block_scales(shape, library: str, takes: str) -> None:
+    """A block layout refused by `library` (which `takes` other scales), in words that fit the precision: the block
+    layouts scale fp8 alone, so a 16-bit type in one is told that, not that the library wants other fp8 scales."""
+    if not shape.layout.block_scaled:
+        return
+    if not PRECISIONS[shape.dtype].scaled:
+        raise Skip(f"the block layouts scale fp8 alone; {shape.dtype} has no scales (its layouts: contiguous, masked)")
+    raise Skip(f"{library} takes {takes}, not {BLOCK_SCALES}")
+
+
 class GroupedLibraries:
     """torch's grouped products and the per-group library loop (methods of the CUDA backend)."""
 
@@ -54,9 +64,8 @@ class GroupedLibraries:
     def prepare_torch_grouped_mm(self, shape, inputs, out) -> Prepared:
         from gpubench.backends.cuda.python_calls import torch_views
 
+        refuse_block_scales(shape, "torch._scaled_grouped_mm", "row-wise scales")
         torch = import_torch()
-        if shape.layout.block_scaled:
-            raise Skip(f"torch._scaled_grouped_mm takes row-wise scales, not {BLOCK_SCALES}")
         scaled = PRECISIONS[shape.dtype].scaled
         name = "_scaled_grouped_mm" if scaled else "_grouped_mm"
         product = getattr(torch, name, None)
@@ -95,8 +104,7 @@ class GroupedLibraries:
 
     def prepare_cublas_loop(self, shape, inputs, out) -> Prepared:
         """One GEMM per group with rows, D_g = A_g·B_gᵀ (row-major, B stored N×K: the `nt` product)."""
-        if shape.layout.block_scaled:
-            raise Skip(f"the cuBLASLt loop takes per-tensor fp8 scales, not {BLOCK_SCALES}")
+        refuse_block_scales(shape, "the cuBLASLt loop", "per-tensor fp8 scales")
         p = PRECISIONS[shape.dtype]
         types = storage.BLAS_TYPES[shape.dtype]
         n, k = shape.n, shape.k
