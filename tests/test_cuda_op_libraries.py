@@ -12,7 +12,8 @@ from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.errors import Skip
 from gpubench.ops.grouped_gemm import GroupedLayout, GroupedShape
 from gpubench.specs import catalog
-from gpubench.specs.runners import CudnnSdpaRunner, PlanPolicy, SdpaBackend, TorchSdpaRunner, runner_from
+from gpubench.specs.runners import (CudnnSdpaRunner, GroupedLibrary, PlanPolicy, SdpaBackend, TorchSdpaRunner,
+                                    runner_from)
 
 
 def test_the_runners_check_their_options():
@@ -82,10 +83,15 @@ def test_block_scales_are_refused_in_words_by_both_libraries():
 def test_a_16_bit_type_in_a_block_layout_is_told_the_block_layouts_are_fp8s(layout):
     """Not that the library wants other fp8 scales: bf16 has none to give."""
     shape = GroupedShape((100,), 256, 256, dtype=DType.BF16, layout=layout)
+    words = "the block layouts scale fp8 alone; bf16 has no scales (its layouts: contiguous, masked)"
     for prepare in (GroupedLibraries.prepare_cublas_loop, GroupedLibraries.prepare_torch_grouped_mm):
-        with pytest.raises(Skip, match=r"the block layouts scale fp8 alone; bf16 has no scales \(its layouts: "
-                                       r"contiguous, masked\)"):
+        with pytest.raises(Skip) as refused:
             prepare(SimpleNamespace(), shape, {}, None)
+        assert str(refused.value) == words
+    first = SimpleNamespace(code=SimpleNamespace(runner=SimpleNamespace(library=GroupedLibrary.FIRST)))
+    with pytest.raises(Skip) as refused:  # torch's, then the loop's: said once
+        GroupedLibraries.prepare_grouped_library(SimpleNamespace(), first, None, shape, {}, None)
+    assert str(refused.value) == words
 
 
 @pytest.mark.parametrize("library,engine", [("first", "cuBLAS loop; not torch: no torch here"),

@@ -29,14 +29,11 @@ from gpubench.specs.runners import CublasLtRunner, GroupedLibrary
 BLOCK_SCALES = "DeepGEMM's 1x128 / 128x128 block scales"
 
 
-def refuse_block_scales(shape, library: str, takes: str) -> None:
-    """A block layout refused by `library` (which `takes` other scales), in words that fit the precision: the block
-    layouts scale fp8 alone, so a 16-bit type in one is told that, not that the library wants other fp8 scales."""
-    if not shape.layout.block_scaled:
-        return
-    if not PRECISIONS[shape.dtype].scaled:
+def refuse_unscaled_block(shape) -> None:
+    """A 16-bit type in a block layout is told that the block layouts scale fp8 alone, not that a library wants
+    other fp8 scales (before any library is tried: the words are the same for each)."""
+    if shape.layout.block_scaled and not PRECISIONS[shape.dtype].scaled:
         raise Skip(f"the block layouts scale fp8 alone; {shape.dtype} has no scales (its layouts: contiguous, masked)")
-    raise Skip(f"{library} takes {takes}, not {BLOCK_SCALES}")
 
 
 class GroupedLibraries:
@@ -46,6 +43,7 @@ class GroupedLibraries:
         """The runner's library: torch's, the loop, or (first) torch's where it runs and else the loop, the reason
         torch's did not run kept in the point's engine."""
         library = variant.code.runner.library
+        refuse_unscaled_block(shape)
         if library == GroupedLibrary.LOOP:
             return self.prepare_cublas_loop(shape, inputs, out)
         try:
@@ -64,7 +62,9 @@ class GroupedLibraries:
     def prepare_torch_grouped_mm(self, shape, inputs, out) -> Prepared:
         from gpubench.backends.cuda.python_calls import torch_views
 
-        refuse_block_scales(shape, "torch._scaled_grouped_mm", "row-wise scales")
+        refuse_unscaled_block(shape)
+        if shape.layout.block_scaled:
+            raise Skip(f"torch._scaled_grouped_mm takes row-wise scales, not {BLOCK_SCALES}")
         torch = import_torch()
         scaled = PRECISIONS[shape.dtype].scaled
         name = "_scaled_grouped_mm" if scaled else "_grouped_mm"
@@ -104,7 +104,9 @@ class GroupedLibraries:
 
     def prepare_cublas_loop(self, shape, inputs, out) -> Prepared:
         """One GEMM per group with rows, D_g = A_g·B_gᵀ (row-major, B stored N×K: the `nt` product)."""
-        refuse_block_scales(shape, "the cuBLASLt loop", "per-tensor fp8 scales")
+        refuse_unscaled_block(shape)
+        if shape.layout.block_scaled:
+            raise Skip(f"the cuBLASLt loop takes per-tensor fp8 scales, not {BLOCK_SCALES}")
         p = PRECISIONS[shape.dtype]
         types = storage.BLAS_TYPES[shape.dtype]
         n, k = shape.n, shape.k
