@@ -84,14 +84,11 @@ def test_a_16_bit_type_in_a_block_layout_is_told_the_block_layouts_are_fp8s(layo
     """Not that the library wants other fp8 scales: bf16 has none to give."""
     shape = GroupedShape((100,), 256, 256, dtype=DType.BF16, layout=layout)
     words = "the block layouts scale fp8 alone; bf16 has no scales (its layouts: contiguous, masked)"
-    for prepare in (GroupedLibraries.prepare_cublas_loop, GroupedLibraries.prepare_torch_grouped_mm):
+    for library in GroupedLibrary:  # first (torch's, then the loop's: said once), torch's alone, the loop alone
+        variant = SimpleNamespace(code=SimpleNamespace(runner=SimpleNamespace(library=library)))
         with pytest.raises(Skip) as refused:
-            prepare(SimpleNamespace(), shape, {}, None)
-        assert str(refused.value) == words
-    first = SimpleNamespace(code=SimpleNamespace(runner=SimpleNamespace(library=GroupedLibrary.FIRST)))
-    with pytest.raises(Skip) as refused:  # torch's, then the loop's: said once
-        GroupedLibraries.prepare_grouped_library(SimpleNamespace(), first, None, shape, {}, None)
-    assert str(refused.value) == words
+            GroupedLibraries.prepare_grouped_library(SimpleNamespace(), variant, None, shape, {}, None)
+        assert str(refused.value) == words, library
 
 
 @pytest.mark.parametrize("library,engine", [("first", "cuBLAS loop; not torch: no torch here"),

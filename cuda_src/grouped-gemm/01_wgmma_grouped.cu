@@ -471,11 +471,6 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
 #if NEXT
                 finish(early >= 0 ? early : start());  // the first slot, perhaps issued before the last epilogue
                 early = -1;
-#pragma unroll 1
-                for (int t = 1; t < ktiles; t += 2) {
-                    slot();
-                    if (t + 1 < ktiles) slot();
-                }
 #elif WALK_AHEAD
                 // the first slot issued, the next tile found while its wgmmas run (no register of theirs touched,
                 // so ptxas waits for them only in finish), the slot finished, then the rest as below
@@ -484,18 +479,13 @@ grouped_wgmma(const TensorMap* __restrict__ map_a, const TensorMap* __restrict__
                 more = walk.locate();
                 if (more) coming = walk.tile(rank);
                 finish(s_first);
-#pragma unroll 1
-                for (int t = 1; t < ktiles; t += 2) {
-                    slot();
-                    if (t + 1 < ktiles) slot();
-                }
-#else
-#pragma unroll 1
-                for (int t = 0; t < ktiles; t += 2) {
-                    slot();
-                    if (t + 1 < ktiles) slot();
-                }
 #endif
+                constexpr int LOOP_FROM = NEXT || WALK_AHEAD;  // the first slot, where it was done above
+#pragma unroll 1
+                for (int t = LOOP_FROM; t < ktiles; t += 2) {
+                    slot();
+                    if (t + 1 < ktiles) slot();
+                }
 #endif
 #pragma unroll
                 for (int v = 0; v < BN / 2; v += 2) out[v / 2] = pack2(total[v], total[v + 1], (ELEM_OUT*)nullptr);

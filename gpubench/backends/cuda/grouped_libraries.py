@@ -21,7 +21,7 @@ from gpubench import ops
 from gpubench.backends import Prepared
 from gpubench.backends.cuda import blas, storage
 from gpubench.backends.cuda.attention_libraries import import_torch, one_line
-from gpubench.core.dtypes import PRECISIONS
+from gpubench.core.dtypes import PRECISIONS, DType
 from gpubench.core.errors import Skip
 from gpubench.results import Details
 from gpubench.specs.runners import CublasLtRunner, GroupedLibrary
@@ -33,7 +33,8 @@ def refuse_unscaled_block(shape) -> None:
     """A 16-bit type in a block layout is told that the block layouts scale fp8 alone, not that a library wants
     other fp8 scales (before any library is tried: the words are the same for each)."""
     if shape.layout.block_scaled and not PRECISIONS[shape.dtype].scaled:
-        raise Skip(f"the block layouts scale fp8 alone; {shape.dtype} has no scales (its layouts: contiguous, masked)")
+        plain = ", ".join(str(x) for x in type(shape.layout) if not x.block_scaled)
+        raise Skip(f"the block layouts scale {DType.FP8} alone; {shape.dtype} has no scales (its layouts: {plain})")
 
 
 class GroupedLibraries:
@@ -62,7 +63,6 @@ class GroupedLibraries:
     def prepare_torch_grouped_mm(self, shape, inputs, out) -> Prepared:
         from gpubench.backends.cuda.python_calls import torch_views
 
-        refuse_unscaled_block(shape)
         if shape.layout.block_scaled:
             raise Skip(f"torch._scaled_grouped_mm takes row-wise scales, not {BLOCK_SCALES}")
         torch = import_torch()
@@ -104,7 +104,6 @@ class GroupedLibraries:
 
     def prepare_cublas_loop(self, shape, inputs, out) -> Prepared:
         """One GEMM per group with rows, D_g = A_g·B_gᵀ (row-major, B stored N×K: the `nt` product)."""
-        refuse_unscaled_block(shape)
         if shape.layout.block_scaled:
             raise Skip(f"the cuBLASLt loop takes per-tensor fp8 scales, not {BLOCK_SCALES}")
         p = PRECISIONS[shape.dtype]
